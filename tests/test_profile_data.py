@@ -1,0 +1,431 @@
+"""Data checks for profiles/{chips,macs,models}/*.yaml. Only pyyaml + stdlib, so it runs before the schema exists."""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+PROFILES = ROOT / "profiles"
+SHARED_DATA = Path("/work/shared/data")
+
+
+def _load_dir(kind: str) -> dict[str, dict]:
+    out = {}
+    for p in sorted((PROFILES / kind).glob("*.yaml")):
+        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+        assert isinstance(doc, dict), p
+        out[p.stem] = doc
+    return out
+
+
+CHIPS = _load_dir("chips")
+MACS = _load_dir("macs")
+MODELS = _load_dir("models")
+
+CHIP_KEYS = {
+    "id",
+    "name",
+    "generation",
+    "tier",
+    "gpu_cores",
+    "cpu_cores",
+    "memory_bandwidth_gb_s",
+    "ram_options_gb",
+    "gpu_fp32_tflops",
+    "gpu_fp16_tflops",
+    "gpu_clock_ghz",
+    "gpu_matrix_units",
+    "release_year",
+    "status",
+    "tflops_basis",
+    "notes",
+    "sources",
+    "verified",
+}
+MAC_KEYS = {
+    "id",
+    "product",
+    "form_factor",
+    "launch",
+    "chip",
+    "cpu_cores",
+    "ram_gb",
+    "storage_gb",
+    "price_usd",
+    "price_confidence",
+    "price_note",
+    "config_type",
+    "ram_max_gb_for_product",
+    "sources",
+    "notes",
+    "verified",
+}
+MODEL_KEYS = {
+    "id",
+    "name",
+    "hf_repo",
+    "aliases",
+    "params_b",
+    "active_params_b",
+    "vision_params_b",
+    "gated",
+    "sources",
+    "verified",
+    "config",
+}
+CONFIG_KEYS = {
+    "model_type",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "intermediate_size",
+    "vocab_size",
+    "tie_word_embeddings",
+    "max_position_embeddings",
+    "sliding_window",
+    "layer_types",
+    "attention_bias",
+    "torch_dtype",
+    "num_experts",
+    "num_local_experts",
+    "n_routed_experts",
+    "num_experts_per_tok",
+    "moe_intermediate_size",
+    "shared_expert_intermediate_size",
+    "n_shared_experts",
+    "first_k_dense_replace",
+    "moe_layer_freq",
+    "decoder_sparse_step",
+    "mlp_only_layers",
+    "kv_lora_rank",
+    "q_lora_rank",
+    "qk_rope_head_dim",
+    "qk_nope_head_dim",
+    "v_head_dim",
+    "full_attention_interval",
+    "linear_num_value_heads",
+    "linear_num_key_heads",
+    "linear_key_head_dim",
+    "linear_value_head_dim",
+    "linear_conv_kernel_dim",
+}
+REQUIRED_MODELS = [
+    "llama-2-7b",
+    "llama-2-13b",
+    "llama-2-70b",
+    "llama-3-8b",
+    "llama-3-70b",
+    "llama-3.1-8b",
+    "llama-3.1-70b",
+    "llama-3.1-405b",
+    "llama-3.2-1b",
+    "llama-3.2-3b",
+    "llama-3.3-70b",
+    "tinyllama-1.1b",
+    "qwen2.5-1.5b",
+    "qwen2.5-7b",
+    "qwen2.5-14b",
+    "qwen2.5-32b",
+    "qwen2.5-72b",
+    "qwen2.5-coder-7b",
+    "qwen3-0.6b",
+    "qwen3-1.7b",
+    "qwen3-4b",
+    "qwen3-8b",
+    "qwen3-14b",
+    "qwen3-32b",
+    "qwen3-30b-a3b",
+    "qwen3-235b-a22b",
+    "qwen3-next-80b-a3b",
+    "gemma-2-9b",
+    "gemma-2-27b",
+    "gemma-3-4b",
+    "gemma-3-12b",
+    "gemma-3-27b",
+    "mistral-7b",
+    "mistral-small-24b",
+    "mixtral-8x7b",
+    "phi-4",
+    "deepseek-v3",
+    "gpt-oss-20b",
+    "gpt-oss-120b",
+]
+URL = re.compile(r"^https?://\S+$")
+
+
+def _common(stem: str, doc: dict, keys: set[str]) -> None:
+    assert set(doc) == keys, f"{stem}: missing {keys - set(doc)}, extra {set(doc) - keys}"
+    assert doc["id"] == stem
+    assert isinstance(doc["sources"], list) and doc["sources"], f"{stem}: no sources"
+    assert all(isinstance(s, str) and URL.match(s) for s in doc["sources"]), doc["sources"]
+    assert isinstance(doc["verified"], dt.date)
+
+
+# ---------------------------------------------------------------- chips
+
+
+def test_chip_count():
+    assert len(CHIPS) >= 36
+
+
+@pytest.mark.parametrize("stem", sorted(CHIPS))
+def test_chip_file(stem):
+    c = CHIPS[stem]
+    _common(stem, c, CHIP_KEYS)
+    assert stem == f"{c['name'].lower().replace(' ', '-')}-{c['gpu_cores']}gpu"
+    assert c["generation"] in {"M1", "M2", "M3", "M4", "M5"} and c["name"].startswith(c["generation"])
+    assert c["tier"] in {"base", "pro", "max", "ultra"}
+    assert c["status"] in {"shipping", "discontinued", "rumoured"}
+    assert c["gpu_matrix_units"] is (c["generation"] == "M5")
+    assert c["cpu_cores"] == sorted(set(c["cpu_cores"])) and all(
+        isinstance(x, int) and x > 0 for x in c["cpu_cores"]
+    )
+    assert c["ram_options_gb"] and c["ram_options_gb"] == sorted(set(c["ram_options_gb"]))
+    assert isinstance(c["notes"], str) and isinstance(c["tflops_basis"], str)
+    if c["status"] != "rumoured":
+        assert c["memory_bandwidth_gb_s"] > 50
+        assert 2020 <= c["release_year"] <= 2026
+    for k in ("gpu_fp32_tflops", "gpu_fp16_tflops", "gpu_clock_ghz"):
+        assert c[k] is None or c[k] > 0
+    if c["generation"] != "M5":  # Apple publishes no M5 GPU clock/TFLOPS
+        assert c["gpu_fp32_tflops"] and c["gpu_clock_ghz"]
+
+
+# ---------------------------------------------------------------- macs
+
+
+@pytest.mark.parametrize("stem", sorted(MACS))
+def test_mac_file(stem):
+    m = MACS[stem]
+    _common(stem, m, MAC_KEYS)
+    assert m["chip"] in CHIPS, f"{stem}: unknown chip {m['chip']}"
+    chip = CHIPS[m["chip"]]
+    assert isinstance(m["launch"], str) and re.fullmatch(r"20\d\d-(0[1-9]|1[0-2])", m["launch"])
+    slug = re.sub(r"[^a-z0-9]+", "-", m["product"].lower()).strip("-")
+    base = f"{slug}-{m['launch']}-{m['chip']}-{m['ram_gb']}gb"
+    assert stem in (base, f"{base}-{m['storage_gb']}gb-ssd")
+    assert m["form_factor"] == ("laptop" if m["product"].startswith("MacBook") else "desktop")
+    assert m["price_confidence"] in {"high", "medium", "low"}
+    assert m["config_type"] in {"standard", "build-to-order"}
+    assert m["price_usd"] > 0 and m["ram_gb"] <= m["ram_max_gb_for_product"]
+    assert m["storage_gb"] is None or m["storage_gb"] >= 256
+    # CSV disagreements are tolerated only when the generator wrote them into notes
+    if m["ram_gb"] not in chip["ram_options_gb"]:
+        assert "not in apple_skus.csv ram options" in m["notes"], (
+            f"{stem}: {m['ram_gb']} GB not offered on {chip['id']}"
+        )
+    if m["cpu_cores"] not in chip["cpu_cores"]:
+        assert "not among apple_skus.csv bins" in m["notes"], (
+            f"{stem}: cpu {m['cpu_cores']} vs {chip['cpu_cores']}"
+        )
+
+
+def test_mac_ids_unique_per_config():
+    keys = [(m["product"], m["launch"], m["chip"], m["ram_gb"], m["storage_gb"]) for m in MACS.values()]
+    assert len(keys) == len(set(keys))
+
+
+def _load_generator():
+    spec = importlib.util.spec_from_file_location(
+        "gen_hardware_profiles", ROOT / "scripts" / "gen_hardware_profiles.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.skipif(
+    not (SHARED_DATA / "apple_skus.csv").exists(), reason="needs /work/shared/data (not in CI)"
+)
+def test_hardware_profiles_up_to_date(tmp_path):
+    _load_generator().main(["--data-dir", str(SHARED_DATA), "--out-dir", str(tmp_path)])
+    for kind in ("chips", "macs"):
+        fresh = {p.name: p.read_text() for p in (tmp_path / kind).glob("*.yaml")}
+        committed = {p.name: p.read_text() for p in (PROFILES / kind).glob("*.yaml")}
+        assert fresh == committed, f"profiles/{kind} is stale: re-run scripts/gen_hardware_profiles.py"
+
+
+# ---------------------------------------------------------------- models
+
+
+def param_count(c: dict) -> int:
+    """Total parameters from a HF-style config [count]: embeddings (+ untied head), attention, MLP/MoE, norms.
+
+    Layouts follow transformers modeling_{llama,qwen2,qwen3_moe,qwen3_next,mixtral,gpt_oss,deepseek_v3}.py.
+    Tiny terms (conv kernels, sinks, A_log/dt_bias, per-head q/k norms) are ignored: well below 0.1%.
+    """
+    h, n_layers, vocab = c["hidden_size"], c["num_hidden_layers"], c["vocab_size"]
+    nh, kvh, hd = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
+    total = vocab * h * (1 if c.get("tie_word_embeddings") else 2) + h  # embed (+ lm_head) + final norm
+    types = c.get("layer_types") or ["full_attention"] * n_layers
+    for i, kind in enumerate(types):
+        total += 2 * h  # input / post-attention norms
+        # --- token mixer
+        if kind == "linear_attention":  # Qwen3-Next gated DeltaNet
+            key_dim = c["linear_num_key_heads"] * c["linear_key_head_dim"]
+            value_dim = c["linear_num_value_heads"] * c["linear_value_head_dim"]
+            total += h * (2 * key_dim + 2 * value_dim)  # in_proj_qkvz
+            total += h * 2 * c["linear_num_value_heads"]  # in_proj_ba
+            total += (2 * key_dim + value_dim) * c["linear_conv_kernel_dim"]  # depthwise conv1d
+            total += value_dim * h  # out_proj
+        elif "kv_lora_rank" in c:  # MLA (DeepSeek V2/V3)
+            qk = c["qk_nope_head_dim"] + c["qk_rope_head_dim"]
+            qr, kvr = c.get("q_lora_rank"), c["kv_lora_rank"]
+            total += (h * qr + qr + qr * nh * qk) if qr else h * nh * qk
+            total += (
+                h * (kvr + c["qk_rope_head_dim"]) + kvr + kvr * nh * (c["qk_nope_head_dim"] + c["v_head_dim"])
+            )
+            total += nh * c["v_head_dim"] * h
+        else:
+            q_mult = 2 if c["model_type"] == "qwen3_next" else 1  # gated attention: q_proj emits query + gate
+            total += h * nh * hd * q_mult + 2 * h * kvh * hd + nh * hd * h
+            if c.get("attention_bias"):
+                total += nh * hd + 2 * kvh * hd + (0 if c["model_type"] == "qwen2" else h)
+        # --- MLP / MoE
+        n_exp = c.get("num_experts") or c.get("num_local_experts") or c.get("n_routed_experts")
+        if c.get("n_routed_experts"):
+            is_moe = i >= c.get("first_k_dense_replace", 0) and i % c.get("moe_layer_freq", 1) == 0
+        elif c.get("num_experts"):
+            is_moe = i not in c.get("mlp_only_layers", []) and (i + 1) % c.get("decoder_sparse_step", 1) == 0
+        else:
+            is_moe = bool(n_exp)
+        if is_moe:
+            f = c.get("moe_intermediate_size") or c["intermediate_size"]
+            total += n_exp * 3 * h * f + h * n_exp  # experts + router
+            if c["model_type"] == "gpt_oss":
+                total += n_exp * (3 * f + h) + n_exp  # expert and router biases
+            if c.get("n_shared_experts"):
+                total += c["n_shared_experts"] * 3 * h * f
+            if c.get("shared_expert_intermediate_size"):
+                total += 3 * h * c["shared_expert_intermediate_size"] + h  # shared expert + its gate
+        else:
+            total += 3 * h * c["intermediate_size"]
+    return total
+
+
+@pytest.mark.parametrize("stem", sorted(MODELS))
+def test_model_file(stem):
+    m = MODELS[stem]
+    _common(stem, m, MODEL_KEYS)
+    c = m["config"]
+    assert set(c) <= CONFIG_KEYS, f"{stem}: keys not allowed {set(c) - CONFIG_KEYS}"
+    for k in (
+        "model_type",
+        "hidden_size",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "num_key_value_heads",
+        "head_dim",
+        "intermediate_size",
+        "vocab_size",
+    ):
+        assert k in c, f"{stem}: config.{k} missing"
+    assert c["num_attention_heads"] % c["num_key_value_heads"] == 0
+    assert isinstance(m["gated"], bool) and re.fullmatch(r"[\w.-]+/[\w.-]+", m["hf_repo"])
+    assert m["params_b"] > 0
+    is_moe = any(k in c for k in ("num_experts", "num_local_experts", "n_routed_experts"))
+    assert (m["active_params_b"] is not None) == is_moe
+    if is_moe:
+        assert 0 < m["active_params_b"] < m["params_b"]
+    assert m["vision_params_b"] is None or 0 < m["vision_params_b"] < 0.2 * m["params_b"]
+
+
+@pytest.mark.parametrize("stem", sorted(MODELS))
+def test_model_layer_types(stem):
+    c = MODELS[stem]["config"]
+    n = c["num_hidden_layers"]
+    types = c.get("layer_types")
+    mt = c["model_type"]
+    if mt in {"gemma2", "gemma3_text", "gpt_oss", "qwen3_next"}:
+        assert types is not None and len(types) == n, f"{stem}: layer_types must list all {n} layers"
+    if types is None:
+        assert "sliding_window" not in c, f"{stem}: sliding_window without layer_types"
+        return
+    assert len(types) == n and set(types) <= {"full_attention", "sliding_attention", "linear_attention"}
+    assert ("sliding_attention" in types) == (c.get("sliding_window") is not None)
+    if mt in {"gemma2", "gpt_oss"}:
+        expected = ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(n)]
+    elif mt == "gemma3_text":
+        expected = ["full_attention" if (i + 1) % 6 == 0 else "sliding_attention" for i in range(n)]
+    elif mt == "qwen3_next":
+        iv = c["full_attention_interval"]
+        expected = ["full_attention" if (i + 1) % iv == 0 else "linear_attention" for i in range(n)]
+    else:
+        expected = types
+    assert types == expected
+
+
+def test_qwen25_has_no_sliding_window():
+    for m in MODELS.values():
+        if m["config"]["model_type"] == "qwen2":
+            assert "sliding_window" not in m["config"] and "layer_types" not in m["config"]
+
+
+@pytest.mark.parametrize("stem", sorted(MODELS))
+def test_model_param_count(stem):
+    m = MODELS[stem]
+    derived_b = param_count(m["config"]) / 1e9 + (m["vision_params_b"] or 0.0)
+    assert derived_b == pytest.approx(m["params_b"], rel=0.025), (
+        f"{stem}: derived {derived_b:.3f}B vs {m['params_b']}B"
+    )
+
+
+@pytest.mark.parametrize(
+    ("stem", "expected_b"),
+    [
+        ("llama-3.1-8b", 8.03),
+        ("llama-3.1-405b", 405.85),
+        ("qwen3-30b-a3b", 30.53),
+        ("deepseek-v3", 671.0),
+        ("gpt-oss-120b", 116.83),
+        ("mixtral-8x7b", 46.70),
+        ("qwen3-next-80b-a3b", 79.67),
+    ],
+)
+def test_param_count_golden(stem, expected_b):
+    assert param_count(MODELS[stem]["config"]) / 1e9 == pytest.approx(expected_b, rel=0.005)
+
+
+def test_required_models_present():
+    assert sorted(set(REQUIRED_MODELS) - set(MODELS)) == []
+
+
+def test_aliases_unique():
+    def norm(name: str) -> str:  # the matcher is case-insensitive and strips an "org/" prefix
+        return name.lower().split("/", 1)[-1]
+
+    owner: dict[str, str] = {}
+    for stem, m in MODELS.items():
+        names = {norm(stem), norm(m["hf_repo"])} | {norm(a) for a in m["aliases"]}
+        assert all(isinstance(a, str) and a for a in m["aliases"])
+        for n in names:
+            assert owner.setdefault(n, stem) == stem, f"alias {n!r} used by {owner[n]} and {stem}"
+
+
+@pytest.mark.parametrize(
+    "alias",
+    [
+        "llama3.1:8b",
+        "qwen3:30b-a3b",
+        "gemma3:27b",
+        "gpt-oss:20b",
+        "mistral-small:24b",
+        "phi4:14b",
+        "deepseek-r1:671b",
+        "mixtral:8x7b",
+        "qwen2.5-coder:7b",
+        "deepseek-r1",
+        "deepseek-ai/DeepSeek-R1",
+    ],
+)
+def test_common_aliases_present(alias):
+    all_aliases = {a.lower() for m in MODELS.values() for a in m["aliases"]}
+    assert alias.lower() in all_aliases
