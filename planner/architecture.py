@@ -1,0 +1,185 @@
+"""The tensors and cache layout of a model, derived from its HF config.
+
+Tensor names follow llama.cpp (``blk.N.attn_v`` -> ``attn_v``) because the GGUF preset rules match on them.
+Shapes are ggml order: ``ne0`` is the row length (the input dimension), ``ne1`` the number of rows.
+References: llama.cpp src/llama-model.cpp (load_tensors), src/llama-arch.cpp (tensor names);
+mlx-lm mlx_lm/models/{llama,qwen3_moe,deepseek_v3,qwen3_next,gpt_oss}.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import UnsupportedArchitectureError
+from .schema import ModelConfig
+
+# model_types whose tensors we know how to lay out; anything else is refused, never treated as a Llama
+SUPPORTED = {
+    "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "qwen2_moe", "qwen3_next", "gemma", "gemma2",
+    "gemma3", "gemma3_text", "phi3", "deepseek_v2", "deepseek_v3", "kimi_k2", "gpt_oss", "granite", "olmo2",
+    "starcoder2", "cohere", "internlm3", "exaone",
+}
+
+
+@dataclass(frozen=True)
+class Tensor:
+    name: str                 # llama.cpp short name: attn_q, ffn_down_exps, token_embd, ...
+    layer: int | None
+    ne0: int                  # row length [elements]
+    ne1: int                  # rows
+    n: int = 1                # experts stacked in a 3-D tensor
+    group: str = "attention"  # embedding | output | attention | ffn | experts | shared_experts | router | norm | ssm
+    quantizable: bool = True  # llama-quant.cpp tensor_allows_quantization / mlx to_quantized
+
+    @property
+    def n_elements(self) -> int:
+        return self.ne0 * self.ne1 * self.n
+
+
+@dataclass(frozen=True)
+class CacheLayer:
+    kind: str                 # full | sliding | mla | linear
+    k_elems: int = 0          # per token
+    v_elems: int = 0          # per token (0 for MLA in llama.cpp: no V tensor)
+    window: int | None = None
+    state_f32_elems: int = 0  # recurrent state per sequence (llama.cpp n_embd_r + n_embd_s)
+    mlx_state_bytes: int = 0  # mlx-lm ArraysCache per sequence
+
+
+def check_supported(cfg: ModelConfig) -> None:
+    if cfg.model_type not in SUPPORTED:
+        raise UnsupportedArchitectureError(
+            f"model_type {cfg.model_type!r} is not supported yet: its tensor and cache layout is not modelled "
+            f"(supported: {', '.join(sorted(SUPPORTED))})")
+    if any(t == "linear_attention" for t in (cfg.layer_types or [])) and not cfg.linear_num_value_heads:
+        raise UnsupportedArchitectureError(
+            "linear-attention layers without linear_num_value_heads/linear_key_head_dim are not supported yet")
+
+
+def _attention(cfg: ModelConfig, i: int) -> list[Tensor]:
+    h, H, Hkv, hd = cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
+    kind = cfg.layer_type(i)
+    if kind == "linear_attention":
+        # Qwen3-Next gated delta net: in_proj_qkvz, in_proj_ba, conv1d, out_proj (mlx_lm/models/qwen3_next.py)
+        kd = cfg.linear_num_key_heads * cfg.linear_key_head_dim
+        vd = cfg.linear_num_value_heads * cfg.linear_value_head_dim
+        conv_dim = 2 * kd + vd
+        return [
+            Tensor("ssm_in", i, h, 2 * kd + 2 * vd, group="attention"),
+            Tensor("ssm_ba", i, h, 2 * cfg.linear_num_value_heads, group="attention"),
+            Tensor("ssm_conv1d", i, cfg.linear_conv_kernel_dim or 4, conv_dim, group="ssm", quantizable=False),
+            Tensor("ssm_out", i, vd, h, group="attention"),
+            Tensor("ssm_norm", i, cfg.linear_value_head_dim, 1, group="norm", quantizable=False),
+            Tensor("ssm_a", i, cfg.linear_num_value_heads, 2, group="norm", quantizable=False),
+        ]
+    if cfg.is_mla:
+        # DeepSeek V2/V3 (llama.cpp src/models/deepseek2.cpp; mlx_lm/models/deepseek_v3.py)
+        qk = (cfg.qk_nope_head_dim or 128) + (cfg.qk_rope_head_dim or 64)
+        out = []
+        if cfg.q_lora_rank:
+            out += [Tensor("attn_q_a", i, h, cfg.q_lora_rank), Tensor("attn_q_b", i, cfg.q_lora_rank, H * qk),
+                    Tensor("attn_q_a_norm", i, cfg.q_lora_rank, 1, group="norm", quantizable=False)]
+        else:
+            out.append(Tensor("attn_q", i, h, H * qk))
+        out += [
+            Tensor("attn_kv_a_mqa", i, h, cfg.kv_lora_rank + (cfg.qk_rope_head_dim or 64)),
+            Tensor("attn_kv_a_norm", i, cfg.kv_lora_rank, 1, group="norm", quantizable=False),
+            Tensor("attn_kv_b", i, cfg.kv_lora_rank, H * ((cfg.qk_nope_head_dim or 128) + (cfg.v_head_dim or 128))),
+            Tensor("attn_output", i, H * (cfg.v_head_dim or 128), h),
+        ]
+        return out
+    out = [
+        Tensor("attn_q", i, h, H * hd),
+        Tensor("attn_k", i, h, Hkv * hd),
+        Tensor("attn_v", i, h, Hkv * hd),
+        Tensor("attn_output", i, H * hd, h),
+    ]
+    if cfg.attention_bias:
+        out.append(Tensor("attn_qkv_bias", i, (H + 2 * Hkv) * hd, 1, group="norm", quantizable=False))
+    return out
+
+
+def _ffn(cfg: ModelConfig, i: int) -> list[Tensor]:
+    h = cfg.hidden_size
+    if cfg.is_moe_layer(i):
+        E, f = cfg.n_experts, cfg.expert_ffn
+        out = [
+            Tensor("ffn_gate_inp", i, h, E, group="router", quantizable=False),
+            Tensor("ffn_gate_exps", i, h, f, E, group="experts"),
+            Tensor("ffn_up_exps", i, h, f, E, group="experts"),
+            Tensor("ffn_down_exps", i, f, h, E, group="experts"),
+        ]
+        sf = cfg.shared_ffn
+        if sf:
+            out += [
+                Tensor("ffn_gate_shexp", i, h, sf, group="shared_experts"),
+                Tensor("ffn_up_shexp", i, h, sf, group="shared_experts"),
+                Tensor("ffn_down_shexp", i, sf, h, group="shared_experts"),
+            ]
+        return out
+    f = cfg.intermediate_size
+    return [
+        Tensor("ffn_gate", i, h, f, group="ffn"),
+        Tensor("ffn_up", i, h, f, group="ffn"),
+        Tensor("ffn_down", i, f, h, group="ffn"),
+    ]
+
+
+def tensors(cfg: ModelConfig) -> list[Tensor]:
+    """Every weight tensor of the text model (norms included), in llama.cpp naming."""
+    check_supported(cfg)
+    h, V = cfg.hidden_size, cfg.vocab_size
+    out = [Tensor("token_embd", None, h, V, group="embedding")]
+    for i in range(cfg.num_hidden_layers):
+        out.append(Tensor("attn_norm", i, h, 1, group="norm", quantizable=False))
+        out += _attention(cfg, i)
+        out.append(Tensor("ffn_norm", i, h, 1, group="norm", quantizable=False))
+        out += _ffn(cfg, i)
+    out.append(Tensor("output_norm", None, h, 1, group="norm", quantizable=False))
+    if not cfg.tie_word_embeddings:
+        out.append(Tensor("output", None, h, V, group="output"))
+    return out
+
+
+def cache_layers(cfg: ModelConfig) -> list[CacheLayer]:
+    """Per-layer KV/state layout (llama.cpp src/llama-kv-cache.cpp, src/llama-memory-recurrent.cpp)."""
+    check_supported(cfg)
+    out = []
+    Hkv, hd = cfg.num_key_value_heads, cfg.head_dim
+    for i in range(cfg.num_hidden_layers):
+        kind = cfg.layer_type(i)
+        if kind == "linear_attention":
+            kd = cfg.linear_num_key_heads * cfg.linear_key_head_dim
+            vd = cfg.linear_num_value_heads * cfg.linear_value_head_dim
+            k = cfg.linear_conv_kernel_dim or 4
+            # llama.cpp n_embd_r = (d_conv-1)*(d_inner + 2*n_group*d_state), n_embd_s = d_state*d_inner (f32)
+            r = (k - 1) * (vd + 2 * kd)
+            s = cfg.linear_key_head_dim * vd
+            # mlx-lm ArraysCache: conv state (k-1, 2kd+vd) bf16 + recurrent (Hv, Dv, Dk) f32 (gated_delta.py)
+            mlx = (k - 1) * (2 * kd + vd) * 2 + cfg.linear_num_value_heads * cfg.linear_value_head_dim * cfg.linear_key_head_dim * 4
+            out.append(CacheLayer("linear", state_f32_elems=r + s, mlx_state_bytes=mlx))
+        elif cfg.is_mla:
+            # latent kv_lora_rank + decoupled rope key, no V (llama.cpp has_v = !is_mla)
+            out.append(CacheLayer("mla", k_elems=cfg.kv_lora_rank + (cfg.qk_rope_head_dim or 64)))
+        elif kind == "sliding_attention":
+            out.append(CacheLayer("sliding", Hkv * hd, Hkv * hd, window=cfg.sliding_window))
+        else:
+            out.append(CacheLayer("full", Hkv * hd, Hkv * hd))
+    return out
+
+
+def n_params(cfg: ModelConfig) -> int:
+    return sum(t.n_elements for t in tensors(cfg))
+
+
+def active_params(cfg: ModelConfig) -> int:
+    """Parameters touched per decoded token, excluding the embedding gather (one row)."""
+    total = 0
+    for t in tensors(cfg):
+        if t.group == "embedding":
+            total += t.n_elements if cfg.tie_word_embeddings else 0  # tied: read once as the head
+        elif t.group == "experts":
+            total += t.ne0 * t.ne1 * min(cfg.num_experts_per_tok or 1, t.n)
+        else:
+            total += t.n_elements
+    return total

@@ -1,0 +1,291 @@
+"""Memory: weights, KV cache, recurrent state, runtime buffers -> MemoryEstimate. [bytes]
+
+References: llama.cpp src/llama-quant.cpp (preset tensor types), src/llama-kv-cache.cpp and
+src/llama-kv-cache-iswa.cpp (KV sizing), src/llama-context.cpp (padding, output buffer, compute reserve);
+mlx/primitives.h + mlx_lm/utils.py quantize_model (MLX bits), mlx_lm/models/cache.py (KV growth).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from . import architecture as arch
+from .errors import InputError
+from .results import KVLayout, MemoryEstimate, WeightsEstimate
+from .schema import GgmlTypeTable, ModelProfile, QuantFormat, Runtime
+from .units import MiB, pad_to
+
+
+# --------------------------------------------------------------------------- GGUF presets
+def use_more_bits(i: int, n: int) -> bool:
+    """src/llama-quant.cpp use_more_bits()."""
+    return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
+
+
+def _cond(c: str, ctx: dict) -> bool:
+    i, n = ctx["i"], ctx["n"]
+    neg = c.startswith("not_")
+    c = c.removeprefix("not_")
+    v = {
+        "use_more_bits": i is not None and use_more_bits(i, n),
+        "first_eighth": i is not None and i < n // 8,
+        "first_sixteenth": i is not None and i < n // 16,
+        "first_2": i is not None and i < 2,
+        "first_4": i is not None and i < 4,
+        "gqa_ge_4": ctx["gqa"] >= 4,
+        "gqa_lt_4": ctx["gqa"] < 4,
+        "gqa_ge_4_or_moe": ctx["gqa"] >= 4 or ctx["n_expert"] >= 4,
+        "model_70b": ctx["is_70b"],
+        "n_expert_8": ctx["n_expert"] == 8,
+    }[c]
+    return v != neg
+
+
+def _matches(rule_tensor: str, name: str) -> bool:
+    # llama.cpp matches with name.find(): ffn_down also hits ffn_down_exps / ffn_down_shexp
+    return name == rule_tensor or (rule_tensor.startswith("ffn_") and name.startswith(rule_tensor))
+
+
+def gguf_tensor_type(t: arch.Tensor, preset: QuantFormat, model: ModelProfile, types: dict, counters: dict) -> str:
+    cfg = model.config
+    if not t.quantizable or t.group == "norm":
+        return "F32"
+    base = preset.base_type
+    if base in ("F32", "F16", "BF16"):
+        return base
+    if preset.expert_type and t.group == "experts":
+        return preset.expert_type
+    name = "output" if (t.name == "token_embd" and cfg.tie_word_embeddings) else t.name
+    # per-name counters: attn_v counts attention layers that have V (i_attention_wv); ffn_down uses the layer index
+    if name == "attn_v":
+        i, n = counters["attn_v"], counters["n_attn_v"]
+        counters["attn_v"] += 1
+    else:
+        i, n = t.layer, cfg.num_hidden_layers
+    ctx = {"i": i, "n": n, "gqa": cfg.num_attention_heads // cfg.num_key_value_heads, "n_expert": cfg.n_experts,
+           "is_70b": cfg.num_hidden_layers == 80 and cfg.model_type in ("llama", "qwen2") and not cfg.is_moe}
+    typ = base
+    for r in preset.rules:
+        if _matches(r.tensor, name) and all(_cond(c, ctx) for c in r.when):
+            if r.if_type_in is None or typ in r.if_type_in:
+                typ = r.type
+    # tensor_type_fallback(): the row must be a whole number of blocks
+    while t.ne0 % types[typ].block_size != 0:
+        typ = types[typ].fallback or "F16"
+    return typ
+
+
+def row_bytes(types: dict, typ: str, ne0: int) -> int:
+    """ggml_row_size(type, ne0)."""
+    tt = types[typ]
+    return ne0 // tt.block_size * tt.bytes_per_block
+
+
+def gguf_weights(model: ModelProfile, preset: QuantFormat, table: GgmlTypeTable) -> WeightsEstimate:
+    types = {t.name: t for t in table.types}
+    ts = arch.tensors(model.config)
+    counters = {"attn_v": 0, "n_attn_v": sum(t.name == "attn_v" for t in ts)}
+    by_group: dict[str, int] = {}
+    by_type: dict[str, int] = {}
+    for t in ts:
+        typ = gguf_tensor_type(t, preset, model, types, counters)
+        b = row_bytes(types, typ, t.ne0) * t.ne1 * t.n
+        by_group[t.group] = by_group.get(t.group, 0) + b
+        by_type[typ] = by_type.get(typ, 0) + b
+    n = sum(t.n_elements for t in ts)
+    total = sum(by_group.values())
+    # mmproj files are usually F16 (llama.cpp tools/mtmd)
+    vision = int((model.vision_params_b or 0) * 1e9 * 2)
+    return WeightsEstimate(total_bytes=total, n_params=n, bits_per_weight=8 * total / n, by_group=by_group,
+                           by_type=by_type, vision_bytes=vision)
+
+
+def mlx_weights(model: ModelProfile, fmt: QuantFormat, runtime: Runtime) -> WeightsEstimate:
+    """mlx_lm.utils.quantize_model: Linear/Embedding layers whose last dim divides the group are quantized
+    (bits + 8*(scale+bias bytes)/group per weight); everything else stays bf16; MoE routers at router_bits."""
+    act = runtime.activation_bytes or 2
+    by_group: dict[str, int] = {}
+    n = 0
+    for t in arch.tensors(model.config):
+        n += t.n_elements
+        if t.group == "norm" or not t.quantizable and t.group != "router" or fmt.mode == "none":
+            b = t.n_elements * act
+        else:
+            bits, g = fmt.bits, fmt.group_size
+            sb, bb = fmt.scale_bytes or 0, fmt.bias_bytes or 0
+            if t.group == "router":
+                bits, g, sb, bb = runtime.router_bits or 8, 64, act, act
+            if t.ne0 % g != 0:
+                b = t.n_elements * act
+            else:
+                b = t.n_elements * bits // 8 + (t.n_elements // g) * (sb + bb)
+        by_group[t.group] = by_group.get(t.group, 0) + b
+    total = sum(by_group.values())
+    vision = int((model.vision_params_b or 0) * 1e9 * act)
+    return WeightsEstimate(total_bytes=total, n_params=n, bits_per_weight=8 * total / n, by_group=by_group,
+                           vision_bytes=vision)
+
+
+def weights(model: ModelProfile, quant: QuantFormat, runtime: Runtime, table: GgmlTypeTable) -> WeightsEstimate:
+    if runtime.weight_format != quant.kind:
+        raise InputError(f"--quant {quant.id} is a {quant.kind} format; {runtime.id} loads {runtime.weight_format} "
+                         f"weights (pick a {runtime.weight_format} quant, e.g. "
+                         f"{'Q4_K_M' if runtime.weight_format == 'gguf' else '4bit'})")
+    if quant.kind == "gguf":
+        return gguf_weights(model, quant, table)
+    return mlx_weights(model, quant, runtime)
+
+
+# --------------------------------------------------------------------------- KV cache
+def kv_element_bytes(kv_type: str, runtime: Runtime, table: GgmlTypeTable, ne0: int) -> float:
+    """Bytes per KV row element: ggml_row_size for llama.cpp; mlx QuantizedKVCache bits + 32/group."""
+    if runtime.family == "llama.cpp":
+        types = {t.name.lower(): t for t in table.types}
+        tt = types[kv_type.lower()]
+        if ne0 % tt.block_size:
+            raise InputError(f"--kv-type {kv_type}: row of {ne0} values is not a multiple of its block {tt.block_size}")
+        return tt.bytes_per_block / tt.block_size
+    act = runtime.activation_bytes or 2
+    if kv_type in ("bf16", "f16", "fp16"):
+        return act
+    bits = {"kv8": 8, "kv4": 4, "kv6": 6, "kv3": 3, "kv2": 2}[kv_type]
+    return bits / 8 + 2 * act / (runtime.kv_group_size or 64)
+
+
+def check_kv_type(kv_type: str, runtime: Runtime, model: ModelProfile) -> str:
+    k = kv_type.lower().replace("-", "").replace("_", "") if runtime.family == "mlx-lm" else kv_type.lower()
+    k = {"8bit": "kv8", "4bit": "kv4", "q8": "kv8", "q4": "kv4", "8": "kv8", "4": "kv4", "q80": "kv8",
+         "q40": "kv4", "f16": "bf16", "fp16": "bf16"}.get(k, k) if runtime.family == "mlx-lm" else k
+    if k not in runtime.kv_types:
+        raise InputError(f"--kv-type {kv_type} is not offered by {runtime.id}; choose one of {', '.join(runtime.kv_types)}")
+    if runtime.family == "mlx-lm" and k != "bf16":
+        if _mlx_rotating(model, runtime):
+            raise InputError(f"--kv-type {kv_type}: mlx-lm cannot quantize the sliding-window (rotating) cache of "
+                             f"{model.id} (RotatingKVCache Quantization NYI); use bf16")
+    if runtime.family == "llama.cpp" and k not in ("f16", "bf16", "f32") and runtime.flash_attn is False:
+        raise InputError(f"--kv-type {kv_type}: a quantized V cache needs flash attention in {runtime.id}; add --flash-attn")
+    return k
+
+
+def _mlx_rotating(model: ModelProfile, runtime: Runtime) -> bool:
+    return model.config.model_type in runtime.swa_model_types and any(
+        c.kind == "sliding" for c in arch.cache_layers(model.config))
+
+
+def kv_layout(model: ModelProfile, runtime: Runtime, kv_type: str, table: GgmlTypeTable) -> KVLayout:
+    layers = arch.cache_layers(model.config)
+    full = swa = state = 0
+    window = None
+    rotating = runtime.family == "llama.cpp" or _mlx_rotating(model, runtime)
+    for c in layers:
+        if c.kind == "linear":
+            state += c.state_f32_elems * 4 if runtime.family == "llama.cpp" else c.mlx_state_bytes
+            continue
+        per = c.k_elems * kv_element_bytes(kv_type, runtime, table, c.k_elems)
+        if c.v_elems and not (runtime.family == "llama.cpp" and c.kind == "mla"):
+            per += c.v_elems * kv_element_bytes(kv_type, runtime, table, c.v_elems)
+        if c.kind == "mla" and runtime.family == "mlx-lm":
+            per = c.k_elems * kv_element_bytes(kv_type, runtime, table, c.k_elems)
+        if c.kind == "sliding" and rotating:
+            swa += per
+            window = c.window
+        else:
+            full += per
+    return KVLayout(kv_type=kv_type, bytes_per_token=math.ceil(full), swa_bytes_per_token=math.ceil(swa),
+                    window=window, state_bytes_per_seq=state)
+
+
+# --------------------------------------------------------------------------- whole estimate
+@dataclass(frozen=True)
+class MemoryModel:
+    """Precomputed per-(model, runtime, quant, kv) costs; ``estimate(context, users)`` is O(1)."""
+
+    model: ModelProfile
+    runtime: Runtime
+    weights: WeightsEstimate
+    kv: KVLayout
+    flash_attn: bool
+    n_ubatch: int
+    kv_unified: bool
+
+    def _llama_cells(self, context: int, users: int) -> tuple[int, int, int]:
+        """(full cells, swa cells, per-stream n_kv) for llama-server -c context*users -np users."""
+        rt = self.runtime
+        pad = rt.ctx_pad or 256
+        n_ctx = pad_to(context * users, pad)  # llama-server -c is the total over slots
+        if self.kv_unified:
+            streams, per_stream = 1, n_ctx
+        else:
+            streams = users
+            per_stream = pad_to(n_ctx // users, pad)
+        full = per_stream * streams
+        swa = 0
+        if self.kv.swa_bytes_per_token:
+            w = self.kv.window or 0
+            if rt.swa_full:
+                swa_size = per_stream
+            else:
+                # llama-kv-cache-iswa.cpp: size_swa = PAD(min(size_base, n_swa*(unified ? n_seq : 1) + n_ubatch), 256)
+                swa_size = pad_to(min(per_stream, w * (users if self.kv_unified else 1) + self.n_ubatch), pad)
+            swa = swa_size * streams
+        return full, swa, per_stream
+
+    def estimate(self, context: int, users: int = 1, prompt_chunk: int | None = None) -> MemoryEstimate:
+        if context <= 0 or users <= 0:
+            raise InputError("context and users must be positive")
+        m, rt, kv = self.model.config, self.runtime, self.kv
+        if rt.family == "llama.cpp":
+            full, swa, n_kv = self._llama_cells(context, users)
+            kv_bytes = full * kv.bytes_per_token + swa * kv.swa_bytes_per_token
+            ub = min(self.n_ubatch, n_kv)
+            # compute buffer, fitted to llama.cpp's allocator (model-facts.md §4.1)
+            cb_fa = ub * (rt.compute_vocab_bytes * m.vocab_size + rt.compute_embd_factor * m.hidden_size)
+            cb = cb_fa
+            if not self.flash_attn:
+                cb = max(cb_fa, ub * (4 * n_kv * (m.num_attention_heads + 1) + rt.compute_noflash_embd_factor * m.hidden_size))
+            out = int(rt.output_bytes_per_vocab * m.vocab_size * users)
+            cells = full + swa
+        else:
+            step = rt.kv_step or 256
+            per_seq = pad_to(context, step)  # KVCache grows in 256-token steps
+            S = min(prompt_chunk or rt.prefill_step_size or 2048, context)
+            swa_cells = min(per_seq, (kv.window or 0) + S - 1) if kv.swa_bytes_per_token else 0
+            kv_bytes = users * (per_seq * kv.bytes_per_token + swa_cells * kv.swa_bytes_per_token)
+            cells = users * (per_seq + swa_cells)
+            cb = self._mlx_activations(S, context, users)
+            out = 0
+        return MemoryEstimate(
+            weights=self.weights.total_bytes, kv_cache=int(kv_bytes), recurrent_state=kv.state_bytes_per_seq * users,
+            compute_buffer=int(cb), output_buffer=out, runtime_overhead=int(rt.runtime_overhead_mib * MiB),
+            vision=self.weights.vision_bytes, context=context, users=users, kv_cells=cells)
+
+    def _mlx_activations(self, S: int, context: int, users: int) -> int:
+        """Peak transient activations of one prefill chunk (mlx_lm/generate.py generate_step, 2048-token chunks):
+        residual + normed input (2·S·h) and gate/up/product (3·S·ffn_active), plus the S×L_kv score matrix
+        per head when the fused SDPA kernel does not apply (head_dim not fused, MLA, quantized KV)."""
+        m, rt = self.model.config, self.runtime
+        act = rt.activation_bytes or 2
+        ffn = max(m.intermediate_size if not m.is_moe else 0,
+                  (m.num_experts_per_tok or 0) * m.expert_ffn + m.shared_ffn)
+        per_chunk = S * (2 * m.hidden_size + 3 * ffn) * act
+        unfused = m.head_dim not in rt.fused_sdpa_head_dims or m.is_mla or self.kv.kv_type != "bf16"
+        if unfused:
+            per_chunk += m.num_attention_heads * S * context * act
+        logits = m.vocab_size * 4  # last position only
+        concurrent_prefills = min(users, rt.prefill_batch_size or 1)
+        return concurrent_prefills * per_chunk + logits
+
+
+def memory_model(model: ModelProfile, runtime: Runtime, quant: QuantFormat, table: GgmlTypeTable,
+                 kv_type: str | None = None, flash_attn: bool | None = None, n_ubatch: int | None = None,
+                 kv_unified: bool | None = None) -> MemoryModel:
+    kv_type = check_kv_type(kv_type or runtime.default_kv_type, runtime, model)
+    fa = runtime.flash_attn if flash_attn is None else flash_attn
+    if runtime.family == "llama.cpp" and kv_type not in ("f16", "bf16", "f32") and not fa:
+        raise InputError(f"--kv-type {kv_type}: a quantized V cache requires flash attention (drop --no-flash-attn)")
+    return MemoryModel(
+        model=model, runtime=runtime, weights=weights(model, quant, runtime, table),
+        kv=kv_layout(model, runtime, kv_type, table), flash_attn=bool(fa),
+        n_ubatch=n_ubatch or runtime.n_ubatch or 512,
+        kv_unified=runtime.kv_unified if kv_unified is None else kv_unified)

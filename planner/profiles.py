@@ -1,0 +1,251 @@
+"""Find, load and validate profiles (the only module of the core that reads files).
+
+Profiles are YAML files, one per entity, filename == id. There is no registry list in code: folders are globbed.
+User profiles (custom Macs, models) in ``$MAC_LLM_PLANNER_USER_PROFILES`` or the user config dir
+(``platformdirs.user_config_dir('mac-llm-planner')/profiles``) are loaded too and win over built-ins.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from pathlib import Path
+from typing import TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from .errors import InputError, ProfileError, UnknownProfileError, render_validation_error
+from .schema import Chip, GgmlTypeTable, MacOS, MacProduct, ModelProfile, QuantFormat, Runtime
+
+T = TypeVar("T", bound=BaseModel)
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def builtin_dir() -> Path:
+    env = os.environ.get("MAC_LLM_PLANNER_PROFILES")
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve().parent
+    installed = here / "_profiles"
+    return installed if installed.is_dir() else here.parent / "profiles"
+
+
+def user_dir() -> Path | None:
+    env = os.environ.get("MAC_LLM_PLANNER_USER_PROFILES")
+    if env:
+        return Path(env)
+    try:
+        import platformdirs
+    except ImportError:  # pragma: no cover
+        return None
+    return Path(platformdirs.user_config_dir("mac-llm-planner")) / "profiles"
+
+
+def _read_yaml(path: Path) -> dict:
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = yaml.load(text, Loader=_Loader)
+    except (OSError, UnicodeDecodeError) as e:
+        raise ProfileError(f"{path}: cannot read profile ({e.__class__.__name__}); fix or delete the file") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise ProfileError(f"{path}:{where} is not valid YAML; fix or delete the file") from None
+    if not isinstance(data, dict):
+        raise ProfileError(f"{path}: expected a mapping of fields, got {type(data).__name__}; fix or delete the file")
+    return data
+
+
+def load_file(path: Path, cls: type[T]) -> T:
+    data = _read_yaml(path)
+    try:
+        obj = cls.model_validate(data)
+    except ValidationError as e:
+        raise ProfileError(render_validation_error(str(path), e)) from None
+    if getattr(obj, "id", path.stem) != path.stem:
+        raise ProfileError(f"{path}: id {obj.id!r} does not match the file name; rename one of them")
+    return obj
+
+
+def _files(kind: str) -> dict[str, Path]:
+    """id -> path for one kind; user files override built-ins."""
+    out: dict[str, Path] = {}
+    roots = [builtin_dir()]
+    u = user_dir()
+    if u is not None:
+        roots.append(u)
+    for root in roots:
+        folder = root / kind
+        if folder.is_dir():
+            for p in sorted(folder.rglob("*.yaml")):
+                out[p.stem] = p
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _index(kind: str) -> dict[str, Path]:
+    return _files(kind)
+
+
+@functools.lru_cache(maxsize=None)
+def _load(kind: str, id_: str, cls_name: str):
+    cls = {c.__name__: c for c in (Chip, MacOS, MacProduct, ModelProfile, QuantFormat, Runtime, GgmlTypeTable)}[cls_name]
+    return load_file(_index(kind)[id_], cls)
+
+
+def _all(kind: str, cls: type[T]) -> list[T]:
+    return [_load(kind, i, cls.__name__) for i in sorted(_index(kind))]
+
+
+def clear_cache() -> None:
+    _index.cache_clear()
+    _load.cache_clear()
+    _alias_map.cache_clear()
+
+
+def norm(s: str) -> str:
+    """Canonical spelling for id matching: lowercase, '_'/' ' -> '-'."""
+    return re.sub(r"[\s_]+", "-", s.strip().lower())
+
+
+# --------------------------------------------------------------------------- models
+@functools.lru_cache(maxsize=None)
+def _alias_map() -> dict[str, str]:
+    m: dict[str, str] = {}
+    for model in _all("models", ModelProfile):
+        names = [model.id, model.name, *model.aliases]
+        if model.hf_repo:
+            names.append(model.hf_repo)
+        for n in names:
+            m.setdefault(norm(n), model.id)
+            m.setdefault(norm(n.split("/")[-1]), model.id)
+    return m
+
+
+def _strip_decorations(s: str) -> str:
+    s = norm(s.split("/")[-1])
+    s = re.sub(r"^(meta-)", "", s)
+    s = re.sub(r"-(instruct|chat|it|base|hf)(-\d+)?$", "", s)
+    s = re.sub(r"-(gguf|mlx|\d+bit|q\d.*)$", "", s)
+    return s
+
+
+def model_ids() -> list[str]:
+    return sorted(_index("models"))
+
+
+def load_model(name: str) -> ModelProfile:
+    """A catalog model by id, alias, HF repo id or Ollama tag (case-insensitive)."""
+    if not name or not name.strip():
+        raise InputError("--model is empty; give a catalog id such as llama-3.1-8b (see `plan models`)")
+    idx = _index("models")
+    key = norm(name)
+    if key in idx:
+        return _load("models", key, "ModelProfile")
+    amap = _alias_map()
+    for cand in (key, norm(name.split("/")[-1]), _strip_decorations(name)):
+        if cand in amap:
+            return _load("models", amap[cand], "ModelProfile")
+    raise UnknownProfileError("model", name, list(idx), flag="--model",
+                              hint="see `plan models`, or pass a local .gguf / MLX folder path")
+
+
+def all_models() -> list[ModelProfile]:
+    return _all("models", ModelProfile)
+
+
+# --------------------------------------------------------------------------- hardware
+def all_chips() -> list[Chip]:
+    return _all("chips", Chip)
+
+
+def chip_names() -> list[str]:
+    return sorted({c.name for c in all_chips()})
+
+
+def resolve_chip(name: str, gpu_cores: int | None = None) -> Chip:
+    """'M3 Max' + 40 -> m3-max-40gpu. A binned chip without --gpu-cores is ambiguous."""
+    idx = _index("chips")
+    key = norm(name)
+    if key in idx:
+        chip = _load("chips", key, "Chip")
+        if gpu_cores is not None and gpu_cores != chip.gpu_cores:
+            raise InputError(f"--gpu-cores {gpu_cores} contradicts --chip {name} ({chip.gpu_cores} GPU cores)")
+        return chip
+    key = re.sub(r"^apple-", "", key)
+    matches = [c for c in all_chips() if norm(c.name) == key]
+    if not matches:
+        raise UnknownProfileError("chip", name, chip_names(), flag="--chip")
+    if gpu_cores is not None:
+        exact = [c for c in matches if c.gpu_cores == gpu_cores]
+        if not exact:
+            bins = ", ".join(str(c.gpu_cores) for c in matches)
+            raise InputError(f"--gpu-cores {gpu_cores} does not exist for {matches[0].name}; it comes with {bins}")
+        return exact[0]
+    if len(matches) > 1:
+        bins = " or ".join(str(c.gpu_cores) for c in matches)
+        raise InputError(f"--chip {matches[0].name} is ambiguous: it comes with {bins} GPU cores; add --gpu-cores")
+    return matches[0]
+
+
+def all_macs() -> list[MacProduct]:
+    return _all("macs", MacProduct)
+
+
+def load_macos(name: str) -> MacOS:
+    idx = _index("macos")
+    key = norm(name)
+    key = key if key.startswith("macos") else f"macos-{key}"
+    key = {"macos-sequoia": "macos-15", "macos-tahoe": "macos-26", "macos-14": "macos-15", "macos-13": "macos-15"}.get(key, key)
+    if key not in idx:
+        raise UnknownProfileError("macOS version", name, [k.removeprefix("macos-") for k in idx], flag="--macos")
+    return _load("macos", key, "MacOS")
+
+
+# --------------------------------------------------------------------------- runtimes and quants
+def load_runtime(name: str) -> Runtime:
+    idx = _index("runtimes")
+    key = norm(name).replace("llamacpp", "llama.cpp").replace("llama-cpp", "llama.cpp")
+    key = {"mlx": "mlx-lm", "mlx_lm": "mlx-lm", "mlxlm": "mlx-lm", "llama": "llama.cpp"}.get(key, key)
+    if key not in idx:
+        raise UnknownProfileError("runtime", name, list(idx), flag="--runtime")
+    return _load("runtimes", key, "Runtime")
+
+
+def all_runtimes() -> list[Runtime]:
+    return _all("runtimes", Runtime)
+
+
+@functools.lru_cache(maxsize=None)
+def ggml_types() -> GgmlTypeTable:
+    return load_file(builtin_dir() / "quants" / "ggml-types.yaml", GgmlTypeTable)
+
+
+def all_quants() -> list[QuantFormat]:
+    return [_load("quants", i, "QuantFormat") for i in sorted(_index("quants")) if i != "ggml-types"]
+
+
+def load_quant(name: str, kind: str | None = None) -> QuantFormat:
+    """A quant format by id or alias: Q4_K_M, q4_k_m, 4bit, 4bit-g32, mlx-8bit-g64, mxfp4, bf16..."""
+    key = name.strip()
+    cands = [q for q in all_quants() if kind is None or q.kind == kind]
+    for q in cands:
+        if key == q.id or key.lower() == q.id.lower():
+            return q
+    for q in cands:
+        if key.lower() in (a.lower() for a in q.aliases):
+            return q
+    if kind == "mlx" and key.lower() in ("bf16", "f16", "fp16", "float16", "bfloat16"):
+        return load_quant("mlx-bf16", "mlx")
+    raise UnknownProfileError("quantization", name, [q.id for q in cands], flag="--quant")
+
+
+def ram_gb_valid(ram_gb: float) -> None:
+    """Reject RAM sizes no Mac comes in."""
+    if ram_gb <= 0:
+        raise InputError(f"--ram {ram_gb:g} must be a positive size in GB, e.g. --ram 64")
+    sizes = sorted({r for c in all_chips() for r in c.ram_options_gb})
+    if sizes and int(ram_gb) != ram_gb or sizes and int(ram_gb) not in sizes:
+        raise InputError(f"--ram {ram_gb:g} GB: no Mac comes with that; valid sizes are {', '.join(map(str, sizes))}")

@@ -1,0 +1,305 @@
+"""Profile schemas: frozen, strict pydantic models validated at load time.
+
+Model fields use Hugging Face ``config.json`` key names verbatim (mlx-lm ``ModelArgs`` reads the same names).
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Strict = ConfigDict(extra="forbid", frozen=True)
+
+
+class _Profile(BaseModel):
+    model_config = Strict
+    sources: list[str] = Field(min_length=1, description="URLs the numbers come from")
+    verified: date = Field(description="Date the numbers were last checked")
+
+
+# --------------------------------------------------------------------------- hardware
+class Chip(_Profile):
+    id: str
+    name: str = Field(description="Marketing chip name, e.g. 'M3 Max'")
+    generation: Literal["M1", "M2", "M3", "M4", "M5", "M6"]
+    tier: Literal["base", "pro", "max", "ultra"]
+    gpu_cores: int = Field(gt=0, le=256)
+    cpu_cores: list[int]
+    memory_bandwidth_gb_s: float = Field(gt=0, le=5000, description="Vendor memory bandwidth [GB/s]")
+    ram_options_gb: list[int] = Field(min_length=1)
+    gpu_fp32_tflops: float = Field(gt=0, le=500)
+    gpu_fp16_tflops: float = Field(gt=0, le=1000)
+    gpu_clock_ghz: float | None = None
+    gpu_matrix_units: bool = Field(False, description="Per-core GPU matrix units (M5 neural accelerators)")
+    release_year: int
+    status: Literal["shipping", "discontinued", "rumoured"]
+    tflops_basis: str = ""
+    notes: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} {self.gpu_cores}-core GPU"
+
+
+class MacProduct(_Profile):
+    id: str
+    product: str
+    form_factor: Literal["desktop", "laptop"]
+    launch: str
+    chip: str
+    cpu_cores: int | None = None
+    ram_gb: int = Field(gt=0)
+    storage_gb: int | None = None
+    price_usd: float = Field(gt=0)
+    price_confidence: Literal["high", "medium", "low"]
+    price_note: str = ""
+    config_type: str = ""
+    ram_max_gb_for_product: int | None = None
+    notes: str = ""
+
+
+class WiredRule(BaseModel):
+    model_config = Strict
+    max_ram_gb: float | None = Field(None, description="Rule applies to RAM up to this size [GB]; None = any")
+    fraction: float = Field(gt=0, le=1)
+    evidence: str = ""
+
+
+class MacOS(_Profile):
+    id: str
+    name: str
+    wired_rules: list[WiredRule] = Field(min_length=1, description="First rule whose max_ram_gb >= RAM wins")
+    min_left_for_macos_gb: float = Field(gt=0, description="RAM to leave to macOS when raising the wired limit [GB]")
+    left_for_macos_fraction: float = Field(ge=0, lt=1, description="...or this fraction of RAM, if larger")
+    notes: str = ""
+
+
+# --------------------------------------------------------------------------- quantization
+class GgmlType(BaseModel):
+    model_config = Strict
+    name: str
+    block_size: int = Field(gt=0)
+    bytes_per_block: int = Field(gt=0)
+    fallback: str | None = Field(None, description="Type used when a row is not a multiple of block_size")
+
+
+class GgmlTypeTable(_Profile):
+    id: str
+    types: list[GgmlType]
+
+
+class PresetRule(BaseModel):
+    """One branch of llama.cpp ``llama_tensor_get_type_impl`` (src/llama-quant.cpp)."""
+
+    model_config = Strict
+    tensor: str = Field(description="Substring of the llama.cpp tensor name, e.g. 'attn_v', 'ffn_down', 'output'")
+    type: str
+    when: list[str] = Field(default_factory=list, description="Conditions, all must hold")
+    if_type_in: list[str] | None = None
+
+
+class Quality(BaseModel):
+    model_config = Strict
+    ppl_delta_pct: float | None = Field(None, description="Perplexity increase vs 16-bit [%], approximate")
+    kld: float | None = Field(None, description="Mean KL divergence vs 16-bit, approximate")
+    source: str = ""
+
+
+class QuantFormat(_Profile):
+    id: str
+    kind: Literal["gguf", "mlx"]
+    aliases: list[str] = Field(default_factory=list)
+    description: str = ""
+    # gguf
+    ftype: int | None = None
+    base_type: str | None = None
+    rules: list[PresetRule] = Field(default_factory=list)
+    expert_type: str | None = Field(None, description="Type for 3-D expert tensors (MXFP4_MOE)")
+    # mlx
+    mode: Literal["affine", "mxfp4", "nvfp4", "mxfp8", "none"] | None = None
+    bits: int | None = Field(None, ge=2, le=16)
+    group_size: int | None = Field(None, gt=0)
+    scale_bytes: int | None = Field(None, ge=0, description="Bytes per group for the scale")
+    bias_bytes: int | None = Field(None, ge=0, description="Bytes per group for the bias")
+    quality: Quality | None = None
+
+    @model_validator(mode="after")
+    def _check_kind(self):
+        if self.kind == "gguf" and not self.base_type:
+            raise ValueError("gguf formats need base_type")
+        if self.kind == "mlx" and (self.mode is None or self.bits is None):
+            raise ValueError("mlx formats need mode and bits")
+        return self
+
+
+# --------------------------------------------------------------------------- runtimes
+class Runtime(_Profile):
+    id: str
+    name: str
+    family: Literal["llama.cpp", "mlx-lm"]
+    weight_format: Literal["gguf", "mlx"]
+    version_note: str = ""
+    kv_types: list[str] = Field(min_length=1, description="KV cache element types this runtime offers")
+    default_kv_type: str
+    # llama.cpp
+    n_ubatch: int | None = Field(None, gt=0, description="llama.cpp physical batch (-ub)")
+    n_batch: int | None = Field(None, gt=0)
+    flash_attn: bool | None = None
+    kv_unified: bool | None = None
+    swa_full: bool | None = None
+    ctx_pad: int | None = Field(None, gt=0, description="n_ctx is padded up to this multiple")
+    default_parallel: int | None = Field(None, gt=0)
+    default_context: int | None = Field(None, gt=0)
+    fit_margin_mib: float | None = Field(None, ge=0, description="--fit-target margin [MiB]")
+    compute_vocab_bytes: float | None = Field(None, ge=0, description="compute buffer per ubatch token per vocab entry [B]")
+    compute_embd_factor: float | None = Field(None, ge=0, description="compute buffer per ubatch token per n_embd [B]")
+    compute_noflash_embd_factor: float | None = Field(None, ge=0)
+    output_bytes_per_vocab: float | None = Field(None, ge=0, description="host logits buffer per seq per vocab entry [B]")
+    # mlx-lm
+    prefill_step_size: int | None = Field(None, gt=0)
+    kv_step: int | None = Field(None, gt=0, description="KVCache growth step [tokens]")
+    kv_group_size: int | None = Field(None, gt=0)
+    quantized_kv_start: int | None = Field(None, ge=0)
+    activation_bytes: int | None = Field(None, gt=0)
+    fused_sdpa_head_dims: list[int] = Field(default_factory=list)
+    warn_fraction: float | None = Field(None, gt=0, le=1, description="mlx-lm warns above this × working set")
+    router_bits: int | None = None
+    decode_concurrency: int | None = None
+    prefill_batch_size: int | None = Field(None, gt=0)
+    swa_model_types: list[str] = Field(default_factory=list, description="model_types with sliding-window caches")
+    # both
+    runtime_overhead_mib: float = Field(ge=0, description="Metal/runtime fixed overhead [MiB]")
+    headroom_mib: float = Field(ge=0, description="Margin below the wired limit for a 'comfortable' verdict [MiB]")
+
+
+# --------------------------------------------------------------------------- models
+LayerType = Literal["full_attention", "sliding_attention", "linear_attention", "chunked_attention"]
+
+
+class ModelConfig(BaseModel):
+    """The text-model part of a HF ``config.json``, keys verbatim; defaults normalised as mlx-lm does."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_type: str
+    hidden_size: int = Field(gt=0)
+    num_hidden_layers: int = Field(gt=0)
+    num_attention_heads: int = Field(gt=0)
+    num_key_value_heads: int | None = Field(None, gt=0)
+    head_dim: int | None = Field(None, gt=0)
+    intermediate_size: int = Field(gt=0)
+    vocab_size: int = Field(gt=0)
+    tie_word_embeddings: bool = False
+    max_position_embeddings: int = Field(4096, gt=0)
+    sliding_window: int | None = Field(None, gt=0)
+    layer_types: list[LayerType] | None = None
+    attention_bias: bool = False
+    torch_dtype: str | None = None
+    # MoE
+    num_experts: int | None = Field(None, ge=0)
+    num_local_experts: int | None = Field(None, ge=0)
+    n_routed_experts: int | None = Field(None, ge=0)
+    num_experts_per_tok: int | None = Field(None, ge=0)
+    moe_intermediate_size: int | None = Field(None, gt=0)
+    shared_expert_intermediate_size: int | None = Field(None, ge=0)
+    n_shared_experts: int | None = Field(None, ge=0)
+    first_k_dense_replace: int | None = Field(None, ge=0)
+    moe_layer_freq: int | None = Field(None, gt=0)
+    decoder_sparse_step: int | None = Field(None, gt=0)
+    mlp_only_layers: list[int] | None = None
+    # MLA
+    kv_lora_rank: int | None = Field(None, gt=0)
+    q_lora_rank: int | None = Field(None, gt=0)
+    qk_rope_head_dim: int | None = Field(None, gt=0)
+    qk_nope_head_dim: int | None = Field(None, gt=0)
+    v_head_dim: int | None = Field(None, gt=0)
+    # hybrid linear attention (Qwen3-Next gated delta net)
+    full_attention_interval: int | None = Field(None, gt=0)
+    linear_num_value_heads: int | None = Field(None, gt=0)
+    linear_num_key_heads: int | None = Field(None, gt=0)
+    linear_key_head_dim: int | None = Field(None, gt=0)
+    linear_value_head_dim: int | None = Field(None, gt=0)
+    linear_conv_kernel_dim: int | None = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def _normalise(self):
+        # mlx_lm/models/*.py ModelArgs.__post_init__: kv heads default to heads, head_dim to hidden/heads
+        if self.num_key_value_heads is None:
+            object.__setattr__(self, "num_key_value_heads", self.num_attention_heads)
+        if self.head_dim is None:
+            object.__setattr__(self, "head_dim", self.hidden_size // self.num_attention_heads)
+        if self.layer_types is not None and len(self.layer_types) != self.num_hidden_layers:
+            raise ValueError(
+                f"layer_types has {len(self.layer_types)} entries but num_hidden_layers is {self.num_hidden_layers}"
+            )
+        if self.layer_types is None and self.full_attention_interval:
+            # mlx_lm/models/qwen3_next.py: layer i is linear iff (i + 1) % interval != 0
+            lt = ["full_attention" if (i + 1) % self.full_attention_interval == 0 else "linear_attention"
+                  for i in range(self.num_hidden_layers)]
+            object.__setattr__(self, "layer_types", lt)
+        if self.layer_types and "sliding_attention" in self.layer_types and not self.sliding_window:
+            raise ValueError("layer_types has sliding_attention layers but sliding_window is missing")
+        if self.n_experts and not self.num_experts_per_tok:
+            raise ValueError("MoE config needs num_experts_per_tok")
+        return self
+
+    # derived, spelled out
+    @property
+    def n_experts(self) -> int:
+        return self.num_experts or self.num_local_experts or self.n_routed_experts or 0
+
+    @property
+    def is_moe(self) -> bool:
+        return self.n_experts > 1
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank is not None
+
+    def layer_type(self, i: int) -> str:
+        return self.layer_types[i] if self.layer_types else "full_attention"
+
+    def is_moe_layer(self, i: int) -> bool:
+        if not self.is_moe:
+            return False
+        if self.mlp_only_layers and i in self.mlp_only_layers:
+            return False
+        if self.first_k_dense_replace is not None and i < self.first_k_dense_replace:
+            return False
+        step = self.decoder_sparse_step or self.moe_layer_freq or 1
+        return (i + 1) % step == 0 if self.decoder_sparse_step else i % step == 0
+
+    @property
+    def expert_ffn(self) -> int:
+        return self.moe_intermediate_size or self.intermediate_size
+
+    @property
+    def shared_ffn(self) -> int:
+        if self.shared_expert_intermediate_size:
+            return self.shared_expert_intermediate_size
+        if self.n_shared_experts:
+            return self.n_shared_experts * self.expert_ffn
+        return 0
+
+
+class ModelProfile(_Profile):
+    id: str
+    name: str
+    hf_repo: str | None = None
+    aliases: list[str] = Field(default_factory=list)
+    params_b: float = Field(gt=0, description="Published total parameters [billions]")
+    active_params_b: float | None = Field(None, gt=0)
+    vision_params_b: float | None = Field(None, ge=0, description="Vision tower + projector [billions]")
+    gated: bool = False
+    notes: str = ""
+    config: ModelConfig
+
+
+# --------------------------------------------------------------------------- workload
+class Workload(BaseModel):
+    model_config = Strict
+    context: int = Field(8192, gt=0, le=10_000_000, description="Context tokens per sequence (prompt + output)")
+    users: int = Field(1, gt=0, le=4096, description="Concurrent sequences")
+    prompt_tokens: int = Field(1024, ge=0, le=10_000_000, description="New prompt tokens per request")
+    gen_tokens: int = Field(256, ge=0, le=10_000_000, description="Generated tokens per request")
