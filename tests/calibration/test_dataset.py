@@ -1,0 +1,294 @@
+"""calibration.dataset: the cleaning layer between measured_benchmarks_train.csv and the speed fit."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+from pydantic import ValidationError
+
+from calibration.dataset import (
+    DEFAULT_PATH,
+    FIXES,
+    REQUIRED_COLUMNS,
+    DatasetError,
+    explain_exclusion,
+    load_measurements,
+    usable_for_efficiency,
+)
+from planner.errors import PlannerError
+
+N_ROWS = 1077  # calibration/data/README.md
+
+
+@pytest.fixture(scope="module")
+def ms():
+    return load_measurements()
+
+
+@pytest.fixture(scope="module")
+def by_id(ms):
+    return {m.row_id: m for m in ms}
+
+
+def test_every_row_loads(ms):
+    with DEFAULT_PATH.open(newline="") as fh:
+        raw_ids = [int(r["row_id"]) for r in csv.DictReader(fh)]
+    assert len(ms) == len(raw_ids) == N_ROWS
+    assert [m.row_id for m in ms] == raw_ids
+    assert FIXES.keys() <= set(raw_ids)
+
+
+def test_measurements_are_frozen(by_id):
+    with pytest.raises(ValidationError):
+        by_id[5].value = 1.0  # type: ignore[misc]
+
+
+# (row_id, expected normalized fields), read by hand from the CSV
+KNOWN = [
+    # llama.cpp #4167 table (secondary transcription), M1 8-core, pp512
+    (
+        5,
+        {
+            "chip_id": "m1-8gpu",
+            "runtime_family": "llama.cpp",
+            "model_id": "llama-2-7b",
+            "quant_id": "Q8_0",
+            "metric": "pp_tps",
+            "value": 117.25,
+            "prompt_tokens": 512,
+            "context_depth": 0,
+            "batch": 1,
+            "flash_attn": False,
+            "year_month": "2023-11",
+        },
+    ),
+    # same table, tg128 from an empty cache: an average over contexts 0..128
+    (6, {"chip_id": "m1-8gpu", "metric": "tg_tps", "value": 7.91, "gen_tokens": 128, "context_depth": 0}),
+    # batched-bench README: LLaMA-1 7B (proxy), F16 inferred, maintainer M2 Ultra inferred, B=4 aggregate
+    (
+        189,
+        {
+            "chip_id": "m2-ultra-76gpu",
+            "model_id": "llama-2-7b",
+            "quant_id": "F16",
+            "metric": "batched_tg_tps",
+            "value": 74.44,
+            "batch": 4,
+            "flash_attn": False,
+            "year_month": "2023-10",
+        },
+    ),
+    # benches/mac-m2-ultra: gpt-oss-20b MXFP4 pp2048, build 7948, FA on
+    (
+        570,
+        {
+            "chip_id": "m2-ultra-76gpu",
+            "runtime_family": "llama.cpp",
+            "model_id": "gpt-oss-20b",
+            "quant_id": "MXFP4_MOE",
+            "metric": "pp_tps",
+            "value": 2713.4,
+            "prompt_tokens": 2048,
+            "flash_attn": True,
+            "llama_cpp_build": 7948,
+            "year_month": "2026-02",
+        },
+    ),
+    # ds4 custom engine on an M3 Max 40-core; 'short' prompt label kept, no token count
+    (
+        291,
+        {
+            "chip_id": "m3-max-40gpu",
+            "runtime_family": "custom",
+            "model_id": None,
+            "quant_id": None,
+            "prompt_tokens": None,
+            "prompt_label": "short",
+            "params_B": 284.0,
+        },
+    ),
+    # Rapid-MLX: custom engine even though the weights are a stock mlx-community 4-bit
+    (
+        1078,
+        {
+            "chip_id": "m3-ultra-60gpu",
+            "runtime_family": "custom",
+            "model_id": "llama-3.1-8b",
+            "quant_id": "mlx-4bit-g64",
+            "context_depth": 512,
+            "year_month": "2026-06",
+        },
+    ),
+    # llmfit mlx-lm server row: end-to-end, M2 Pro bin unknown
+    (440, {"chip_id": None, "runtime_family": "mlx-lm", "model_id": "llama-3.1-8b", "metric": "tg_tps_e2e"}),
+    # llmfit ollama on an M5 Max 48 GB (only the 40-core bin ships 48 GB), tag default -> Q4_K_M
+    (
+        1333,
+        {
+            "chip_id": "m5-max-40gpu",
+            "runtime_family": "ollama",
+            "model_id": "llama-3.1-8b",
+            "quant_id": "Q4_K_M",
+            "value": 89.26,
+            "gen_tokens": 214,
+            "context_depth": None,
+        },
+    ),
+    # mlx-lm DeepSeek-V3 on an M3 Ultra 512 GB (80-core), 4-bit inferred from memory
+    (
+        354,
+        {
+            "chip_id": "m3-ultra-80gpu",
+            "runtime_family": "mlx-lm",
+            "model_id": "deepseek-v3",
+            "quant_id": "mlx-4bit-g64",
+            "prompt_tokens": 4096,
+            "year_month": "2026-02",
+        },
+    ),
+    # mlx-vlm bf16 K2-Horizon: uncatalogued, params kept
+    (
+        472,
+        {
+            "chip_id": "m3-ultra-80gpu",
+            "runtime_family": "other-mlx",
+            "model_id": None,
+            "params_B": 1.0,
+            "quant_id": "mlx-bf16",
+            "value": 8969.0,
+        },
+    ),
+    # Mac mini M4 (every config is 10-core GPU)
+    (
+        434,
+        {
+            "chip_id": "m4-10gpu",
+            "runtime_family": "llama.cpp",
+            "model_id": "llama-3.1-8b",
+            "quant_id": "Q4_K_M",
+            "flash_attn": None,
+            "year_month": "2026-03",
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize("row_id,expected", KNOWN, ids=[str(k[0]) for k in KNOWN])
+def test_known_rows(by_id, row_id, expected):
+    m = by_id[row_id]
+    got = {k: getattr(m, k) for k in expected}
+    assert got == expected
+
+
+def test_flags_on_known_rows(by_id):
+    assert "old-tg-average" in by_id[6].flags
+    assert {"inferred-hardware", "architecture-proxy", "inferred-quant"} <= set(by_id[189].flags)
+    assert by_id[189].model_note and "LLaMA-1" in by_id[189].model_note
+    assert by_id[189].per_sequence_value == pytest.approx(74.44 / 4)
+    assert "custom-engine" in by_id[291].flags
+    assert "end-to-end" in by_id[440].flags
+    assert {"inferred-hardware", "inferred-quant", "depth-unknown"} <= set(by_id[1333].flags)
+
+
+def test_architecture_proxy_qwen3_coder(ms):
+    coder = [m for m in ms if m.model.startswith("Qwen3-Coder-30B-A3B")]
+    assert coder and all(m.model_id == "qwen3-30b-a3b" and "architecture-proxy" in m.flags for m in coder)
+
+
+def test_uncatalogued_models_stay_none(ms):
+    for m in ms:
+        low = m.model.lower()
+        if any(
+            s in low for s in ("deepseek-v4", "glm", "k2-horizon", "qwen3.5", "qwen3.6", "gemma4", "minimax")
+        ):
+            assert m.model_id is None, m.row_id
+
+
+def test_row_fix_applied(by_id):
+    # FIXES: 'M4 Max' without config -> 40-core (59 GB peak > 36 GB of the 32-core bin; roofline)
+    assert by_id[324].chip_id == "m4-max-40gpu" and "fixed" in by_id[324].flags
+
+
+def test_custom_engines_never_usable(ms):
+    custom = [m for m in ms if m.runtime.lower().startswith(("ds4", "rapid-mlx", "turboquant"))]
+    assert len(custom) == 199
+    for m in custom:
+        assert m.runtime_family == "custom"
+        assert not usable_for_efficiency(m)
+        for fam in ("llama.cpp", "mlx-lm", "ollama", "other-mlx", "custom"):
+            assert not usable_for_efficiency(m, fam)
+
+
+def test_unreliable_and_low_never_usable(ms):
+    bad = [m for m in ms if m.reliability in ("unreliable", "low")]
+    assert bad
+    assert not any(usable_for_efficiency(m) for m in bad)
+
+
+def test_unreliable_row_excluded(tmp_path):
+    src = DEFAULT_PATH.read_text().splitlines()
+    header, row5 = src[0], next(line for line in src if line.startswith("5,"))
+    p = tmp_path / "m.csv"
+    p.write_text(header + "\n" + row5.replace(",medium", ",unreliable") + "\n")
+    (m,) = load_measurements(p)
+    assert m.reliability == "unreliable" and "unreliable" in m.flags
+    assert not usable_for_efficiency(m, "llama.cpp")
+    assert "unreliable" in explain_exclusion(m)
+
+
+def test_filter_reasons(by_id, ms):
+    assert usable_for_efficiency(by_id[5], "llama.cpp")
+    assert not usable_for_efficiency(by_id[5], "mlx-lm")
+    assert "end-to-end" in explain_exclusion(by_id[440])
+    assert "wired" in explain_exclusion(by_id[329])  # not-wired 70B bf16: 0.23 tok/s
+    assert "roofline" in explain_exclusion(by_id[1361])  # ollama MoE without active params
+    assert all(
+        m.metric in {"pp_tps", "tg_tps", "batched_pp_tps", "batched_tg_tps"}
+        for m in ms
+        if usable_for_efficiency(m)
+    )
+    assert all(m.chip_id and m.quant_id for m in ms if usable_for_efficiency(m))
+    with pytest.raises(PlannerError):
+        usable_for_efficiency(by_id[5], "vllm")
+
+
+def test_batch_parsed(ms):
+    batches = {m.batch for m in ms}
+    assert batches == {1, 2, 4, 8, 16, 32}
+    assert all(isinstance(m.batch, int) for m in ms)
+
+
+def _write(tmp_path, header, rows):
+    p = tmp_path / "bad.csv"
+    with p.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(header)
+        w.writerows(rows)
+    return p
+
+
+def test_missing_column_is_clear(tmp_path):
+    header = [c for c in REQUIRED_COLUMNS if c != "metric"]
+    p = _write(tmp_path, header, [["1"] * len(header)])
+    with pytest.raises(DatasetError, match="missing column.*metric"):
+        load_measurements(p)
+
+
+def test_bad_batch_is_clear(tmp_path):
+    src = DEFAULT_PATH.read_text().splitlines()
+    header, row5 = src[0], next(line for line in src if line.startswith("5,"))
+    fields = next(csv.reader([row5]))
+    fields[REQUIRED_COLUMNS.index("batch")] = "two"
+    p = _write(tmp_path, header.split(","), [fields])
+    with pytest.raises(DatasetError, match=r"row_id 5: column 'batch'"):
+        load_measurements(p)
+
+
+def test_ragged_row_and_missing_file(tmp_path):
+    p = tmp_path / "ragged.csv"
+    p.write_text(",".join(REQUIRED_COLUMNS) + "\n1,2,3\n")
+    with pytest.raises(DatasetError, match="wrong number of fields"):
+        load_measurements(p)
+    with pytest.raises(DatasetError, match="not found"):
+        load_measurements(tmp_path / "nope.csv")
