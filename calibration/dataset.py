@@ -101,6 +101,11 @@ FIXES: dict[int, dict] = {
     323: {"gpu_cores": 40, "flags": ("inferred-hardware",)},
     324: {"gpu_cores": 40, "flags": ("inferred-hardware",)},
     325: {"gpu_cores": 40, "flags": ("inferred-hardware",)},
+    # Same M3 Pro 36 GB, same qwen2.5-coder:14b Q4_K_M, same submission as row 1252 (15.05 tok/s, min/max
+    # 14.98/15.15): these two runs report 0.12 tok/s (min/max 0.05/0.16) and 5.09 tok/s (min/max 0.27/13.3), i.e.
+    # 1% and 29% of the weight-bandwidth bound -- the GPU was contended or the model was paging. Not a speed.
+    1248: {"reliability": "low"},
+    1250: {"reliability": "low"},
     # Ollama "-mlx" tags run Ollama's MLX engine, not a GGUF: the "ollama tag default (usually Q4_K_M)" quant is
     # wrong for them. Handled by rule in _normalize_quant (any ollama model tag containing "mlx"), listed here
     # for the record: rows 1365-1406 (M5 Max), 1407-1432 (M5 Pro), 1327 (M4 Pro) among others.
@@ -539,7 +544,7 @@ def _normalize(row: dict[str, str], path: Path) -> Measurement:
         r"draft[- ]model|num-draft", row["notes"], re.IGNORECASE
     ):
         _add(flags, "speculative")
-    reliability = row["reliability"].strip()
+    reliability = fix.get("reliability", row["reliability"].strip())
     if reliability == "unreliable":
         _add(flags, "unreliable")
     elif reliability == "low":
@@ -586,7 +591,7 @@ def _normalize(row: dict[str, str], path: Path) -> Measurement:
         "notes": row["notes"],
     }
     for k, v in fix.items():
-        if k not in ("gpu_cores", "flags"):
+        if k not in ("gpu_cores", "flags", "reliability"):
             fields[k] = v
     for f in fix.get("flags", ()):
         _add(flags, f)
@@ -731,6 +736,37 @@ def summarize(ms: list[Measurement]) -> str:
     reasons = Counter(re.sub(r"\(.*?\)|'.*?'|\d+", "…", explain_exclusion(m) or "usable") for m in ms)
     for r, n in reasons.most_common():
         w(f"{n:5d}  {r}")
+    w("\n## usable rows by runtime_family x metric")
+    for (fam, met), n in sorted(Counter((m.runtime_family, m.metric) for m in usable).items()):
+        w(f"{fam:10s} {met:15s} {n:4d}")
+    w("\n## usable decode rows by context kind (old-tg-average = depth 0 over N tokens)")
+    kinds = Counter(
+        (
+            m.runtime_family,
+            "old-tg-average"
+            if "old-tg-average" in m.flags
+            else "depth-unknown"
+            if m.context_depth is None
+            else "fixed-depth",
+        )
+        for m in usable
+        if m.metric in DECODE_METRICS
+    )
+    for (fam, kind), n in sorted(kinds.items()):
+        w(f"{fam:10s} {kind:15s} {n:4d}")
+    w(
+        "\n## usable tg_tps rows: weights-only bandwidth ratio by family x generation x tier (median, min-max, n)"
+    )
+    groups: dict[tuple, list[float]] = defaultdict(list)
+    for m in usable:
+        r = decode_bandwidth_ratio(m)
+        if m.metric == "tg_tps" and r is not None:
+            groups[(m.runtime_family, m.generation, m.tier)].append(r)
+    for k, rs in sorted(groups.items()):
+        rs.sort()
+        w(
+            f"{k[0]:10s} {k[1]} {k[2]:6s} median {rs[len(rs) // 2]:.2f}  range {rs[0]:.2f}-{rs[-1]:.2f}  n={len(rs)}"
+        )
     w("\n## usable rows by runtime_family / metric / chip_id")
     c = Counter((m.runtime_family, m.metric, m.chip_id) for m in usable)
     for (fam, met, chip), n in sorted(c.items()):

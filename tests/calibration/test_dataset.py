@@ -292,3 +292,11 @@ def test_ragged_row_and_missing_file(tmp_path):
         load_measurements(p)
     with pytest.raises(DatasetError, match="not found"):
         load_measurements(tmp_path / "nope.csv")
+
+
+def test_degenerate_ollama_runs_fixed_to_low(by_id):
+    # FIXES 1248/1250: 0.12 and 5.09 tok/s where the same submission's row 1252 gets 15.05
+    for rid in (1248, 1250):
+        assert by_id[rid].reliability == "low" and "fixed" in by_id[rid].flags
+        assert not usable_for_efficiency(by_id[rid])
+    assert usable_for_efficiency(by_id[1252], "ollama")
