@@ -1,0 +1,304 @@
+"""One calibration measurement (:class:`RunRecord`), its JSONL store and its CSV export.
+
+- ``append_jsonl(path, records)`` rewrites the whole file through a temp file + ``os.replace`` so a
+  crash never leaves a half-written line.
+- ``read_jsonl(path)`` raises :class:`CalibrationError` naming the file and line on corrupt input.
+- ``to_measured_csv_rows(records)`` gives rows with exactly the columns of
+  ``measured_benchmarks_train.csv`` (:data:`MEASURED_CSV_COLUMNS`) so local runs can be fitted with
+  the public data.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from calibration.errors import CalibrationError
+
+__all__ = [
+    "CalibrationError",
+    "MEASURED_CSV_COLUMNS",
+    "RunRecord",
+    "append_jsonl",
+    "read_jsonl",
+    "to_measured_csv_rows",
+    "utc_now",
+]
+
+SCHEMA_VERSION = 1
+
+Runtime = Literal["mlx-lm", "llama.cpp"]
+Backend = Literal["metal", "cpu"]
+Phase = Literal["prefill", "decode"]
+Kind = Literal["prefill", "decode", "batch"]
+Tool = Literal[
+    "llama-bench",
+    "llama-batched-bench",
+    "llama-cpp-python",
+    "mlx_lm.stream_generate",
+    "mlx_lm.batch_generate",
+]
+
+#: Columns of calibration/data/measured_benchmarks_train.csv, in order.
+MEASURED_CSV_COLUMNS: tuple[str, ...] = (
+    "row_id", "source", "source_type", "source_group", "date", "chip", "gpu_cores", "ram_GB", "device",
+    "runtime", "runtime_version", "model", "params_B", "active_params_B", "quant", "prompt_tokens",
+    "gen_tokens", "context_depth", "batch", "flash_attn", "metric", "value", "unit", "notes", "reliability",
+)
+
+
+def utc_now() -> str:
+    """ISO-8601 UTC timestamp with seconds, e.g. ``2026-11-20T10:31:05Z``."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class RunRecord(BaseModel):
+    """ONE measurement: a phase (prefill or decode) of one configuration, median over ``trials``.
+
+    Units are SI: bytes, tokens/s. ``value_tok_s`` is aggregate over the batch (per-sequence speed is
+    ``value_tok_s / batch``). For prefill, ``prompt_tokens`` tokens are processed per sequence on top of
+    ``context_depth`` cached tokens; for decode, ``gen_tokens`` tokens are generated per sequence
+    starting at ``context_depth`` cached tokens (llama-bench ``tgN @ dD``). A batch-sweep config
+    (``kind="batch"``) yields two records with the same prompt_tokens/gen_tokens: prefill at depth 0 and
+    decode at depth = prompt_tokens (the llama-batched-bench S_PP / S_TG convention of the training CSV).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    runtime: Runtime
+    runtime_version: str
+    backend: Backend
+    tool: Tool
+    device: dict[str, Any] = Field(default_factory=dict, description="calibration.hardware.detect() dump")
+    # model
+    model_path: str
+    model_id: str | None = None
+    quant: str = Field(description="our quant id: Q4_K_M, F32, mlx-4bit-g64, mlx-f32 ...")
+    weights_bytes: int = Field(gt=0, description="sum of tensor bytes as loaded (safetensors/GGUF)")
+    n_params: int = Field(gt=0)
+    n_layers: int = Field(gt=0)
+    hidden: int = Field(gt=0)
+    n_heads: int = Field(gt=0)
+    n_kv_heads: int = Field(gt=0)
+    head_dim: int = Field(gt=0)
+    vocab: int = Field(gt=0)
+    ffn: int = Field(gt=0)
+    # configuration
+    kind: Kind = Field(description="protocol config kind: prefill, decode (one sequence) or batch sweep")
+    phase: Phase
+    prompt_tokens: int = Field(ge=0)
+    gen_tokens: int = Field(ge=0)
+    context_depth: int = Field(ge=0)
+    batch: int = Field(ge=1)
+    flash_attn: bool | None = None
+    threads: int | None = None
+    # result
+    value_tok_s: float = Field(gt=0)
+    trials: int = Field(ge=1)
+    trial_values: list[float]
+    peak_memory_bytes: int | None = Field(default=None, ge=0)
+    seed: int = 0
+    timestamp: str = Field(default_factory=utc_now)
+    notes: str = ""
+
+    @field_validator("value_tok_s")
+    @classmethod
+    def _finite(cls, v: float) -> float:
+        if not math.isfinite(v):
+            raise ValueError("value_tok_s must be finite")
+        return v
+
+    @field_validator("trial_values")
+    @classmethod
+    def _finite_trials(cls, v: list[float]) -> list[float]:
+        if not v or not all(math.isfinite(x) and x > 0 for x in v):
+            raise ValueError("trial_values must be a non-empty list of positive finite numbers")
+        return v
+
+    @property
+    def label(self) -> str:
+        """Short human label, e.g. ``decode b4 d256 g32``."""
+        if self.phase == "prefill":
+            s = f"prefill p{self.prompt_tokens}"
+        else:
+            s = f"decode g{self.gen_tokens}"
+        if self.context_depth:
+            s += f" d{self.context_depth}"
+        if self.batch > 1:
+            s += f" b{self.batch}"
+        return s
+
+
+# ----------------------------------------------------------------------------------------------
+# JSONL store
+# ----------------------------------------------------------------------------------------------
+
+
+def read_jsonl(path: str | os.PathLike[str]) -> list[RunRecord]:
+    """Read every record of a JSONL file (missing file -> []); corrupt lines raise CalibrationError."""
+    p = Path(path)
+    if not p.exists():
+        return []
+    out: list[RunRecord] = []
+    with p.open(encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                out.append(RunRecord.model_validate_json(line))
+            except ValidationError as e:
+                first = e.errors()[0]
+                where = ".".join(str(x) for x in first.get("loc", ())) or "line"
+                raise CalibrationError(
+                    f"{p}:{n}: not a valid calibration record ({where}: {first.get('msg')}); "
+                    "fix or delete that line, or re-run `plan calibrate`"
+                ) from e
+    return out
+
+
+def append_jsonl(path: str | os.PathLike[str], records: Iterable[RunRecord]) -> Path:
+    """Append records to a JSONL file atomically (temp file in the same folder + ``os.replace``).
+
+    The existing content is validated first, so a corrupt file is never silently extended.
+    """
+    p = Path(path)
+    new = list(records)
+    for r in new:
+        if not isinstance(r, RunRecord):
+            raise CalibrationError(f"append_jsonl expects RunRecord objects, got {type(r).__name__}")
+    existing = read_jsonl(p)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            for r in [*existing, *new]:
+                f.write(r.model_dump_json() + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return p
+
+
+# ----------------------------------------------------------------------------------------------
+# CSV export (measured_benchmarks_train.csv schema)
+# ----------------------------------------------------------------------------------------------
+
+_TOOL_RUNTIME_LABEL = {
+    "llama-bench": "llama.cpp (llama-bench, {backend})",
+    "llama-batched-bench": "llama.cpp (llama-batched-bench, {backend})",
+    "llama-cpp-python": "llama.cpp (llama-cpp-python, {backend})",
+    "mlx_lm.stream_generate": "mlx-lm (python API, {backend})",
+    "mlx_lm.batch_generate": "mlx-lm (python API batch_generate, {backend})",
+}
+
+
+def _metric(r: RunRecord) -> str:
+    base = "pp_tps" if r.phase == "prefill" else "tg_tps"
+    # batch-sweep rows are batched_* even at batch 1, like llama-batched-bench rows in the training CSV
+    return f"batched_{base}" if r.kind == "batch" or r.batch > 1 else base
+
+
+def _fmt_num(x: float, digits: int = 4) -> str:
+    return f"{x:.{digits}g}" if abs(x) < 1e4 else f"{x:.1f}"
+
+
+def _device_cells(dev: dict[str, Any]) -> dict[str, str]:
+    chip = str(dev.get("chip") or dev.get("cpu_model") or "unknown")
+    ram = dev.get("ram_bytes")
+    gpu = dev.get("gpu_cores")
+    parts = [str(dev.get("chip_id") or "custom")]
+    if dev.get("os_version"):
+        parts.append(f"{dev.get('os', '')} {dev['os_version']}".strip())
+    if dev.get("cpu_cores_physical"):
+        parts.append(f"{dev['cpu_cores_physical']} physical CPU cores")
+    if dev.get("wired_limit_bytes"):
+        parts.append(f"iogpu.wired_limit_mb={int(dev['wired_limit_bytes']) // 2**20}")
+    if dev.get("memory_bandwidth_Bps"):
+        parts.append(f"measured copy bandwidth {dev['memory_bandwidth_Bps'] / 1e9:.1f} GB/s")
+    if dev.get("matmul_flops"):
+        parts.append(f"measured fp32 GEMM {dev['matmul_flops'] / 1e9:.1f} GFLOP/s")
+    return {
+        "chip": chip.removeprefix("Apple ").strip(),
+        "gpu_cores": "" if gpu in (None, 0) else str(gpu),
+        # Mac RAM is sold in GiB and quoted as "GB" (e.g. 64); keep one decimal for odd Linux sizes.
+        "ram_GB": "" if not ram else _fmt_num(round(ram / 2**30, 1)),
+        "device": "; ".join(parts),
+    }
+
+
+def to_measured_csv_rows(
+    records: Sequence[RunRecord], *, start_row_id: int = 1, reliability: str = "high",
+    include_peak_memory: bool = False,
+) -> list[dict[str, str]]:
+    """Rows with exactly :data:`MEASURED_CSV_COLUMNS` (all str), ``source_group="plan calibrate"``.
+
+    Metrics: ``pp_tps``/``tg_tps`` at batch 1, ``batched_pp_tps``/``batched_tg_tps`` above (aggregate).
+    ``include_peak_memory`` adds a ``peak_mem_GB`` row (1e9 bytes, as mx.get_peak_memory reports) for
+    records that carry a peak. Row ids are consecutive from ``start_row_id``.
+    """
+    rows: list[dict[str, str]] = []
+    rid = start_row_id
+    for r in records:
+        backend = "Metal" if r.backend == "metal" else "CPU"
+        common = {
+            "source": f"local run: {r.tool} on {r.model_path}",
+            "source_type": "primary (local calibration run)",
+            "source_group": "plan calibrate",
+            "date": r.timestamp[:10],
+            **_device_cells(r.device),
+            "runtime": _TOOL_RUNTIME_LABEL[r.tool].format(backend=backend),
+            "runtime_version": r.runtime_version,
+            "model": r.model_id or Path(r.model_path).name,
+            "params_B": f"{r.n_params / 1e9:.6g}",
+            "active_params_B": "",
+            "quant": r.quant,
+            "prompt_tokens": str(r.prompt_tokens),
+            "gen_tokens": str(r.gen_tokens),
+            "context_depth": str(r.context_depth),
+            "batch": str(r.batch),
+            "flash_attn": "n/a" if r.flash_attn is None else ("on" if r.flash_attn else "off"),
+            "reliability": reliability,
+        }
+        trials = ", ".join(_fmt_num(v) for v in r.trial_values)
+        notes = (f"median of {r.trials} trials [{trials}]; weights {r.weights_bytes} B; seed {r.seed}"
+                 + (f"; threads {r.threads}" if r.threads else "") + (f"; {r.notes}" if r.notes else ""))
+        unit = "tok/s (aggregate over B seqs)" if r.kind == "batch" else "tok/s"
+        rows.append({**common, "row_id": str(rid), "metric": _metric(r), "value": _fmt_num(r.value_tok_s, 6),
+                     "unit": unit, "notes": notes})
+        rid += 1
+        if include_peak_memory and r.peak_memory_bytes:
+            rows.append({**common, "row_id": str(rid), "metric": "peak_mem_GB",
+                         "value": _fmt_num(r.peak_memory_bytes / 1e9, 6), "unit": "GB",
+                         "notes": f"peak memory after {r.label} ({r.tool})"})
+            rid += 1
+    return [{c: row[c] for c in MEASURED_CSV_COLUMNS} for row in rows]
+
+
+def dumps_jsonl(records: Iterable[RunRecord]) -> str:
+    """The JSONL text for records (one ``model_dump_json`` per line)."""
+    return "".join(r.model_dump_json() + "\n" for r in records)
+
+
+def loads_json_records(text: str) -> list[RunRecord]:
+    """Parse JSONL text (used by tests and the CLI's ``show``)."""
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                out.append(RunRecord.model_validate(json.loads(line)))
+            except (ValueError, ValidationError) as e:
+                raise CalibrationError(f"line {n}: not a valid calibration record: {e}") from e
+    return out
