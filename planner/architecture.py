@@ -88,8 +88,10 @@ def _attention(cfg: ModelConfig, i: int) -> list[Tensor]:
             Tensor("attn_output", i, H * (cfg.v_head_dim or 128), h),
         ]
         return out
+    # Qwen3-Next full-attention layers gate their output: q_proj emits 2 x H x hd (mlx_lm/models/qwen3_next.py)
+    q_mult = 2 if cfg.model_type == "qwen3_next" else 1
     out = [
-        Tensor("attn_q", i, h, H * hd),
+        Tensor("attn_q", i, h, q_mult * H * hd),
         Tensor("attn_k", i, h, Hkv * hd),
         Tensor("attn_v", i, h, Hkv * hd),
         Tensor("attn_output", i, H * hd, h),

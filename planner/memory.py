@@ -203,6 +203,7 @@ class MemoryModel:
 
     model: ModelProfile
     runtime: Runtime
+    quant_id: str
     weights: WeightsEstimate
     kv: KVLayout
     flash_attn: bool
@@ -234,6 +235,18 @@ class MemoryModel:
     def estimate(self, context: int, users: int = 1, prompt_chunk: int | None = None) -> MemoryEstimate:
         if context <= 0 or users <= 0:
             raise InputError("context and users must be positive")
+        p = self._parts(context, users, prompt_chunk)
+        return MemoryEstimate(
+            weights=self.weights.total_bytes, kv_cache=p[0], recurrent_state=p[1], compute_buffer=p[2],
+            output_buffer=p[3], runtime_overhead=p[4], vision=self.weights.vision_bytes, context=context,
+            users=users, kv_cells=p[5])
+
+    def total(self, context: int, users: int = 1) -> int:
+        """Same sum as ``estimate(...).total`` without building the model (used by capacity searches). [bytes]"""
+        p = self._parts(context, users, None)
+        return self.weights.total_bytes + self.weights.vision_bytes + sum(p[:5])
+
+    def _parts(self, context: int, users: int, prompt_chunk: int | None) -> tuple[int, int, int, int, int, int]:
         m, rt, kv = self.model.config, self.runtime, self.kv
         if rt.family == "llama.cpp":
             full, swa, n_kv = self._llama_cells(context, users)
@@ -255,10 +268,7 @@ class MemoryModel:
             cells = users * (per_seq + swa_cells)
             cb = self._mlx_activations(S, context, users)
             out = 0
-        return MemoryEstimate(
-            weights=self.weights.total_bytes, kv_cache=int(kv_bytes), recurrent_state=kv.state_bytes_per_seq * users,
-            compute_buffer=int(cb), output_buffer=out, runtime_overhead=int(rt.runtime_overhead_mib * MiB),
-            vision=self.weights.vision_bytes, context=context, users=users, kv_cells=cells)
+        return (int(kv_bytes), kv.state_bytes_per_seq * users, int(cb), out, int(rt.runtime_overhead_mib * MiB), cells)
 
     def _mlx_activations(self, S: int, context: int, users: int) -> int:
         """Peak transient activations of one prefill chunk (mlx_lm/generate.py generate_step, 2048-token chunks):
@@ -285,7 +295,7 @@ def memory_model(model: ModelProfile, runtime: Runtime, quant: QuantFormat, tabl
     if runtime.family == "llama.cpp" and kv_type not in ("f16", "bf16", "f32") and not fa:
         raise InputError(f"--kv-type {kv_type}: a quantized V cache requires flash attention (drop --no-flash-attn)")
     return MemoryModel(
-        model=model, runtime=runtime, weights=weights(model, quant, runtime, table),
+        model=model, runtime=runtime, quant_id=quant.id, weights=weights(model, quant, runtime, table),
         kv=kv_layout(model, runtime, kv_type, table), flash_attn=bool(fa),
         n_ubatch=n_ubatch or runtime.n_ubatch or 512,
         kv_unified=runtime.kv_unified if kv_unified is None else kv_unified)

@@ -27,10 +27,10 @@ class Chip(_Profile):
     tier: Literal["base", "pro", "max", "ultra"]
     gpu_cores: int = Field(gt=0, le=256)
     cpu_cores: list[int]
-    memory_bandwidth_gb_s: float = Field(gt=0, le=5000, description="Vendor memory bandwidth [GB/s]")
+    memory_bandwidth_gb_s: float | None = Field(None, gt=0, le=5000, description="Vendor memory bandwidth [GB/s]; None if unknown (rumoured)")
     ram_options_gb: list[int] = Field(min_length=1)
-    gpu_fp32_tflops: float = Field(gt=0, le=500)
-    gpu_fp16_tflops: float = Field(gt=0, le=1000)
+    gpu_fp32_tflops: float | None = Field(None, gt=0, le=500, description="Estimated FP32 peak [TFLOPS]; None if unpublished")
+    gpu_fp16_tflops: float | None = Field(None, gt=0, le=1000)
     gpu_clock_ghz: float | None = None
     gpu_matrix_units: bool = Field(False, description="Per-core GPU matrix units (M5 neural accelerators)")
     release_year: int

@@ -1,0 +1,102 @@
+"""Capacity: the GPU wired limit, the fit verdict, safe concurrency and the longest context. [bytes, tokens]
+
+References: recommendedMaxWorkingSetSize defaults (model-facts.md §1.1, profiles/macos/*.yaml);
+llama.cpp common/fit.cpp (1 GiB fit margin); mlx_lm/generate.py wired_limit() (0.9 × working-set warning).
+"""
+
+from __future__ import annotations
+
+import math
+
+from .errors import InputError
+from .memory import MemoryModel
+from .results import Fit, WiredLimit
+from .schema import MacOS, Runtime
+from .units import GiB, MiB
+
+MAX_USERS = 4096
+
+
+def wired_limit(ram_gb: float, macos: MacOS, user_limit_mb: int | None = None) -> WiredLimit:
+    """Default GPU wired-memory limit for a RAM size, and the highest limit worth setting."""
+    ram = int(ram_gb * GiB)
+    rule = next(r for r in macos.wired_rules if r.max_ram_gb is None or ram_gb <= r.max_ram_gb)
+    default = int(ram * rule.fraction)
+    reserve = max(int(macos.min_left_for_macos_gb * GiB), int(ram * macos.left_for_macos_fraction))
+    max_raise = max(default, (ram - reserve) // MiB * MiB)
+    frac = "2/3" if abs(rule.fraction - 2 / 3) < 1e-6 else f"{rule.fraction:.0%}"
+    effective = default
+    if user_limit_mb is not None:
+        if user_limit_mb <= 0 or user_limit_mb * MiB > ram:
+            raise InputError(f"--wired-limit {user_limit_mb} MB must be between 1 and the RAM size ({ram // MiB} MB)")
+        effective = user_limit_mb * MiB
+    return WiredLimit(ram_bytes=ram, macos=macos.name, default_bytes=default, effective_bytes=effective,
+                      max_raise_bytes=max_raise, left_for_macos_bytes=ram - effective,
+                      rule=f"{frac} of RAM ({rule.evidence})", user_set=user_limit_mb is not None)
+
+
+def safe_budget(wired: WiredLimit, runtime: Runtime) -> int:
+    """Bytes a plan may use and still be 'comfortable': the limit minus the runtime's margin."""
+    return wired.effective_bytes - int(runtime.headroom_mib * MiB)
+
+
+def sysctl_for(total_bytes: int, runtime: Runtime) -> str:
+    mb = math.ceil((total_bytes + runtime.headroom_mib * MiB) / MiB / 1024) * 1024
+    return f"sudo sysctl iogpu.wired_limit_mb={mb}"
+
+
+def fit(total: int, weights: int, wired: WiredLimit, runtime: Runtime) -> Fit:
+    """Verdict for one configuration against the wired limit."""
+    head = wired.effective_bytes - total
+    budget = safe_budget(wired, runtime)
+    warn = runtime.warn_fraction
+    if total <= budget and not (warn and weights > warn * wired.effective_bytes):
+        return Fit(verdict="fits", headroom_bytes=head,
+                   reason=f"{head / GiB:.1f} GiB below the {wired.effective_bytes / GiB:.1f} GiB GPU limit")
+    if total <= wired.effective_bytes:
+        why = (f"weights exceed {warn:.0%} of the GPU limit, mlx-lm warns and may slow down"
+               if warn and weights > warn * wired.effective_bytes else
+               f"only {head / GiB:.2f} GiB below the GPU limit (runtime margin {runtime.headroom_mib / 1024:.0f} GiB); "
+               "close other GPU apps")
+        return Fit(verdict="tight", headroom_bytes=head, reason=why)
+    if total + runtime.headroom_mib * MiB <= wired.max_raise_bytes:
+        return Fit(verdict="raise-limit", headroom_bytes=head, sysctl=sysctl_for(total, runtime),
+                   reason=f"needs {total / GiB:.1f} GiB, {-head / GiB:.1f} GiB over the default GPU limit; raising it "
+                          f"leaves {(wired.ram_bytes - total - runtime.headroom_mib * MiB) / GiB:.1f} GiB to macOS")
+    return Fit(verdict="no-fit", headroom_bytes=head,
+               reason=f"needs {total / GiB:.1f} GiB; even a raised limit ({wired.max_raise_bytes / GiB:.0f} GiB) "
+                      f"leaves too little for macOS")
+
+
+def safe_users(mm: MemoryModel, context: int, budget: int, cap: int = MAX_USERS) -> int:
+    """Most concurrent sequences of ``context`` tokens that fit in ``budget`` (0 if not even one). Memory grows
+    monotonically with users, so bisect."""
+    if mm.total(context, 1) > budget:
+        return 0
+    lo, hi = 1, cap
+    if mm.total(context, hi) <= budget:
+        return hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if mm.total(context, mid) <= budget:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def max_context(mm: MemoryModel, users: int, budget: int, limit: int, step: int = 256) -> int:
+    """Longest context per sequence (a multiple of ``step``, at most ``limit``) for ``users`` sequences."""
+    top = limit // step
+    if top < 1 or mm.total(step, users) > budget:
+        return 0
+    if mm.total(top * step, users) <= budget:
+        return top * step
+    lo, hi = 1, top
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if mm.total(mid * step, users) <= budget:
+            lo = mid
+        else:
+            hi = mid
+    return lo * step

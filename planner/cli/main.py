@@ -1,0 +1,111 @@
+"""`plan`: the command line. Parses, calls the core, renders. Errors become one line on stderr, exit 2."""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import click
+import typer
+from pydantic import ValidationError
+
+from ..errors import PlannerError, render_validation_error
+from ..plan import PlanRequest
+
+app = typer.Typer(
+    add_completion=False, invoke_without_command=True, no_args_is_help=False, rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    help="Will this model fit on this Mac, how fast, and with which runtime? (mlx-lm and llama.cpp on Apple Silicon)",
+)
+F = PlanRequest.model_fields
+
+
+def _h(name: str) -> str:
+    return F[name].description or ""
+
+
+@app.callback()
+def plan_cmd(
+    ctx: typer.Context,
+    model: Optional[str] = typer.Option(None, "--model", "-m", help=_h("model")),
+    ram: Optional[float] = typer.Option(None, "--ram", help=_h("ram_gb")),
+    chip: Optional[str] = typer.Option(None, "--chip", help=_h("chip")),
+    gpu_cores: Optional[int] = typer.Option(None, "--gpu-cores", help=_h("gpu_cores")),
+    runtime: Optional[list[str]] = typer.Option(None, "--runtime", "-r", help=_h("runtimes") + " (repeatable)"),
+    quant: Optional[list[str]] = typer.Option(None, "--quant", "-q", help=_h("quants") + " (repeatable)"),
+    context: int = typer.Option(8192, "--context", "-c", help=_h("context")),
+    users: int = typer.Option(1, "--users", "-u", help=_h("users")),
+    kv_type: Optional[str] = typer.Option(None, "--kv-type", help=_h("kv_type")),
+    wired_limit: Optional[int] = typer.Option(None, "--wired-limit", help=_h("wired_limit_mb")),
+    macos: str = typer.Option("15", "--macos", help=_h("macos")),
+    flash_attn: Optional[bool] = typer.Option(None, "--flash-attn/--no-flash-attn", help=_h("flash_attn")),
+    ubatch: Optional[int] = typer.Option(None, "--ubatch", help=_h("n_ubatch")),
+    json_out: bool = typer.Option(False, "--json", help="Print the whole plan as JSON (same as the app's download)"),
+):
+    """Memory fit (and speed, with --chip) of one model on one Mac, for both runtimes."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if model is None:
+        raise click.UsageError("missing --model (e.g. plan --model llama-3.3-70b --ram 64); see plan --help")
+    from ..plan import plan
+    from .render import render_plan
+
+    req = PlanRequest(model=model, ram_gb=ram, chip=chip, gpu_cores=gpu_cores,
+                      runtimes=list(runtime) if runtime else ["llama.cpp", "mlx-lm"], quants=list(quant) or None
+                      if quant else None, context=context, users=users, kv_type=kv_type, wired_limit_mb=wired_limit,
+                      macos=macos, flash_attn=flash_attn, n_ubatch=ubatch)
+    result = plan(req)
+    typer.echo(result.model_dump_json(indent=2) if json_out else render_plan(result), nl=not json_out)
+    if json_out:
+        typer.echo("")
+
+
+@app.command("models")
+def models_cmd(json_out: bool = typer.Option(False, "--json", help="Print as JSON")):
+    """List the built-in model catalog."""
+    import json
+
+    from .. import architecture as arch
+    from .. import profiles
+    from ..format import fmt_params, table
+
+    ms = profiles.all_models()
+    if json_out:
+        typer.echo(json.dumps([{"id": m.id, "name": m.name, "params": arch.n_params(m.config),
+                                "aliases": m.aliases} for m in ms], indent=2))
+        return
+    rows = [[m.id, m.name, fmt_params(arch.n_params(m.config)), f"{m.config.max_position_embeddings:,}",
+             ", ".join(m.aliases[:3])] for m in ms]
+    typer.echo(table(rows, ["id", "name", "params", "max ctx", "aliases"], "llrrl"))
+
+
+def _param_name(e: click.UsageError) -> str:
+    return e.format_message().splitlines()[0]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the exit code. One line on stderr for any user error."""
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        rv = app(args=argv, prog_name="plan", standalone_mode=False)
+        return rv if isinstance(rv, int) else 0
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    except click.exceptions.Abort:
+        print("plan: aborted", file=sys.stderr)
+        return 130
+    except click.UsageError as e:
+        print(f"plan: error: {_param_name(e)} (see plan --help)", file=sys.stderr)
+        return 2
+    except PlannerError as e:
+        print(f"plan: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except ValidationError as e:
+        print(f"plan: error: {render_validation_error('input', e)}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+def run() -> None:
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""Text rendering of a Plan for the terminal. No arithmetic beyond picking rows."""
+
+from __future__ import annotations
+
+from ..format import VERDICT_MARK, fmt_bytes, fmt_ctx, fmt_gb, fmt_params, table, verdict_text
+from ..plan import Plan
+
+
+def render_plan(p: Plan) -> str:
+    m, w, req = p.model, p.wired, p.request
+    out = [f"{m.name} ({m.id}) · {fmt_params(m.params)} params"
+           + (f", {fmt_params(m.active_params)} active" if m.active_params < 0.8 * m.params else "")
+           + f" · {m.architecture} · max context {m.max_context:,}"]
+    chip = p.mac.chip
+    mac = f"{chip.label}, {p.mac.ram_gb:g} GB" if chip else f"{p.mac.ram_gb:g} GB RAM"
+    out.append(f"Mac: {mac}" + (f"  ({p.mac.note})" if p.mac.note else ""))
+    lim = "your --wired-limit" if w.user_set else f"{w.macos} default, {w.rule.split(' (')[0]}"
+    out.append(f"GPU wired-memory limit: {fmt_bytes(w.effective_bytes)} ({lim}); "
+               f"{fmt_bytes(w.left_for_macos_bytes)} stays with macOS and apps")
+    out.append(f"  to raise it until reboot: sudo sysctl iogpu.wired_limit_mb={w.sysctl_max_mb}  "
+               f"({fmt_bytes(w.max_raise_bytes)} for the GPU, leaves {fmt_bytes(w.ram_bytes - w.max_raise_bytes)} to macOS)")
+    out.append(f"Workload: {req.users} × {fmt_ctx(req.context)}-token context")
+    out.append("")
+    out.append("KV cache (per token, then one sequence at each context):")
+    rows = []
+    for k in p.kv:
+        per_tok = fmt_bytes(k.layout.bytes_per_token)
+        if k.layout.swa_bytes_per_token:
+            per_tok += f" + {fmt_bytes(k.layout.swa_bytes_per_token)} SWA (window {k.layout.window})"
+        if k.layout.state_bytes_per_seq:
+            per_tok += f" + {fmt_bytes(k.layout.state_bytes_per_seq)}/seq state"
+        rows.append([k.runtime, k.layout.kv_type, per_tok, *[fmt_bytes(k.per_sequence_bytes[c]) for c in p.contexts]])
+    out.append(table(rows, ["runtime", "kv", "per token", *[fmt_ctx(c) for c in p.contexts]],
+                     "lll" + "r" * len(p.contexts)))
+    out.append("")
+    out.append(f"Fit at {req.users} × {fmt_ctx(req.context)} (weights + KV + buffers vs the GPU limit):")
+    rows = []
+    for o in p.options:
+        mem = o.memory
+        buffers = mem.compute_buffer + mem.output_buffer + mem.runtime_overhead + mem.recurrent_state + mem.vision
+        rows.append([o.runtime, o.quant, f"{o.weights.bits_per_weight:.2f}", fmt_bytes(o.weights.total_bytes),
+                     fmt_gb(o.weights.total_bytes),
+                     fmt_bytes(mem.kv_cache), fmt_bytes(buffers), fmt_bytes(mem.total),
+                     f"{VERDICT_MARK[o.fit.verdict]} {verdict_text(o.fit.verdict)}"])
+    out.append(table(rows, ["runtime", "quant", "bpw", "weights", "(file)", "KV", "buffers", "total", "verdict"],
+                     "llrrrrrrl"))
+    out.append("")
+    out.append("Safe concurrent sessions by context (default limit, runtime margin kept) | longest context by users:")
+    rows = []
+    for o in p.options:
+        rows.append([o.runtime, o.quant, *[str(o.safe_users[c]) for c in p.contexts], "|",
+                     *[fmt_ctx(o.max_context[u]) if o.max_context[u] else "–" for u in p.user_counts]])
+    hdr = ["runtime", "quant", *[f"@{fmt_ctx(c)}" for c in p.contexts], "|", *[f"{u} user" + ("s" if u > 1 else "")
+                                                                            for u in p.user_counts]]
+    out.append(table(rows, hdr, "ll" + "r" * len(p.contexts) + "l" + "r" * len(p.user_counts)))
+    out.append("")
+    for o in p.options:
+        if o.fit.verdict in ("raise-limit", "tight"):
+            extra = f"  → {o.fit.sysctl}" if o.fit.sysctl else ""
+            out.append(f"{o.runtime} {o.quant}: {o.fit.reason}{extra}")
+            if o.fit.verdict == "raise-limit":
+                best = {u: c for u, c in o.max_context_raised.items() if c}
+                if best:
+                    out.append("  with the limit raised, longest context: "
+                               + ", ".join(f"{u} user{'s' if u > 1 else ''} {fmt_ctx(c)}" for u, c in best.items()))
+    for n in p.notes:
+        out.append(f"note: {n}")
+    return "\n".join(out).rstrip() + "\n"

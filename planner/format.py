@@ -1,0 +1,79 @@
+"""The one formatter at the edge: bytes, tokens, speeds and verdicts as text (CLI and app)."""
+
+from __future__ import annotations
+
+from .units import GiB, KiB, MiB
+
+VERDICT_TEXT = {
+    "fits": "fits comfortably",
+    "tight": "fits, but tight",
+    "raise-limit": "fits if the wired limit is raised",
+    "no-fit": "does not fit",
+}
+VERDICT_MARK = {"fits": "✓", "tight": "~", "raise-limit": "↑", "no-fit": "✗"}
+
+
+def fmt_bytes(b: float, digits: int = 1) -> str:
+    """Binary units, always labelled GiB/MiB/KiB (never mixed with GB)."""
+    a = abs(b)
+    if a >= GiB:
+        return f"{b / GiB:.{digits}f} GiB"
+    if a >= MiB:
+        return f"{b / MiB:.{max(digits - 1, 0) if a >= 100 * MiB else digits}f} MiB"
+    if a >= KiB:
+        return f"{b / KiB:.{digits}f} KiB"
+    return f"{int(b)} B"
+
+
+def fmt_gb(b: float) -> str:
+    """Decimal GB, the unit of file sizes on Hugging Face."""
+    return f"{b / 1e9:.2f} GB"
+
+
+def fmt_ctx(tokens: int) -> str:
+    """8192 -> '8K', 47616 -> '46.5K', 768 -> '768'."""
+    if tokens >= 1024:
+        k = tokens / 1024
+        return f"{k:.0f}K" if k == int(k) else f"{k:.1f}K"
+    return f"{tokens:,}"
+
+
+def fmt_params(n: float) -> str:
+    return f"{n / 1e9:.1f} B" if n >= 1e9 else f"{n / 1e6:.0f} M"
+
+
+def fmt_tok_s(x: float | None) -> str:
+    if x is None:
+        return "–"
+    if x >= 100:
+        return f"{x:,.0f}"
+    if x >= 10:
+        return f"{x:.1f}"
+    return f"{x:.2f}"
+
+
+def fmt_seconds(s: float | None) -> str:
+    if s is None:
+        return "–"
+    if s < 1:
+        return f"{s * 1000:.0f} ms"
+    if s < 120:
+        return f"{s:.1f} s"
+    return f"{s / 60:.1f} min"
+
+
+def verdict_text(v: str) -> str:
+    return VERDICT_TEXT[v]
+
+
+def table(rows: list[list[str]], header: list[str], align: str | None = None) -> str:
+    """Plain monospace table; align is a string of 'l'/'r' per column."""
+    cols = len(header)
+    align = align or "l" * cols
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(cols)]
+
+    def line(r):
+        return "  ".join(str(c).ljust(w) if a == "l" else str(c).rjust(w) for c, w, a in zip(r, widths, align)).rstrip()
+
+    sep = "  ".join("-" * w for w in widths)
+    return "\n".join([line(header), sep, *(line(r) for r in rows)])

@@ -1,0 +1,227 @@
+"""The orchestrator: a request in, a structured Plan out (the ModelChain of this project)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from . import architecture as arch
+from . import capacity, profiles
+from .errors import InputError
+from .memory import MemoryModel, memory_model
+from .results import Fit, KVLayout, MemoryEstimate, WeightsEstimate, WiredLimit
+from .schema import Chip, ModelProfile
+
+DEFAULT_QUANTS = {
+    "gguf": ["Q3_K_M", "IQ4_XS", "Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0"],
+    "mlx": ["mlx-4bit-g64", "mlx-4bit-g32", "mlx-mxfp4", "mlx-6bit-g64", "mlx-8bit-g64"],
+}
+CONTEXTS = [4096, 8192, 16384, 32768, 131072]
+USER_COUNTS = [1, 2, 4, 8, 16]
+
+
+class PlanRequest(BaseModel):
+    """Everything a plan needs; field descriptions double as --help text and form tooltips."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    model: str = Field(description="Catalog id, alias, HF repo id or Ollama tag (e.g. llama-3.3-70b)")
+    ram_gb: float | None = Field(None, description="Unified memory of the Mac [GB]; default: the chip's largest")
+    chip: str | None = Field(None, description="Apple chip, e.g. 'M3 Max' (needed for speed answers)")
+    gpu_cores: int | None = Field(None, gt=0, description="GPU cores, to pick a binned chip (M3 Max 30/40)")
+    runtimes: list[str] = Field(default_factory=lambda: ["llama.cpp", "mlx-lm"], description="Runtimes to compare")
+    quants: list[str] | None = Field(None, description="Quantizations; default: the sensible set per runtime")
+    context: int = Field(8192, gt=0, le=10_000_000, description="Context per sequence [tokens]")
+    users: int = Field(1, gt=0, le=capacity.MAX_USERS, description="Concurrent sequences")
+    kv_type: str | None = Field(None, description="KV cache type: f16/q8_0/q4_0 (llama.cpp), bf16/kv8/kv4 (mlx-lm)")
+    wired_limit_mb: int | None = Field(None, description="GPU wired limit you set with sysctl iogpu.wired_limit_mb [MB]")
+    macos: str = Field("15", description="macOS major version (15 or 26); changes the default GPU limit")
+    flash_attn: bool | None = Field(None, description="llama.cpp flash attention (default on)")
+    n_ubatch: int | None = Field(None, gt=0, le=65536, description="llama.cpp physical batch -ub (default 512)")
+
+    @field_validator("ram_gb")
+    @classmethod
+    def _ram(cls, v):
+        if v is not None and not v > 0:
+            raise ValueError("must be a positive size in GB, e.g. 64")
+        return v
+
+
+class KVRow(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    runtime: str
+    layout: KVLayout
+    per_sequence_bytes: dict[int, int] = Field(description="KV + state bytes for one sequence, by context")
+
+
+class Option(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    runtime: str
+    quant: str
+    kv_type: str
+    weights: WeightsEstimate
+    memory: MemoryEstimate = Field(description="At the requested context and users")
+    fit: Fit
+    safe_users: dict[int, int] = Field(description="Concurrent sequences that fit comfortably, by context")
+    max_context: dict[int, int] = Field(description="Longest context per sequence that fits comfortably, by users")
+    max_context_raised: dict[int, int] = Field(description="Same with the wired limit raised to the safe maximum")
+    notes: list[str] = Field(default_factory=list)
+
+
+class ModelSummary(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    id: str
+    name: str
+    params: int
+    active_params: int
+    architecture: str
+    max_context: int
+
+
+class MacSummary(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    ram_gb: float
+    chip: Chip | None = None
+    note: str = ""
+
+
+class Plan(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    request: PlanRequest
+    model: ModelSummary
+    mac: MacSummary
+    wired: WiredLimit
+    contexts: list[int]
+    user_counts: list[int]
+    kv: list[KVRow]
+    options: list[Option]
+    notes: list[str] = Field(default_factory=list)
+
+
+def describe_architecture(m: ModelProfile) -> str:
+    c = m.config
+    kinds = [cl.kind for cl in arch.cache_layers(c)]
+    parts = []
+    if c.is_mla:
+        parts.append(f"MLA (latent {c.kv_lora_rank}+{c.qk_rope_head_dim})")
+    elif "linear" in kinds:
+        parts.append(f"hybrid: {kinds.count('linear')} linear-attention + {kinds.count('full')} full-attention layers")
+    else:
+        kind = "MHA" if c.num_key_value_heads == c.num_attention_heads else "GQA"
+        parts.append(f"{kind} {c.num_attention_heads}/{c.num_key_value_heads} heads × {c.head_dim}")
+    if "sliding" in kinds:
+        parts.append(f"{kinds.count('sliding')} of {len(kinds)} layers sliding-window ({c.sliding_window})")
+    if c.is_moe:
+        parts.append(f"MoE {c.num_experts_per_tok}/{c.n_experts} experts")
+    return ", ".join(parts)
+
+
+def resolve_mac(req: PlanRequest) -> tuple[float, Chip | None, str]:
+    chip = profiles.resolve_chip(req.chip, req.gpu_cores) if req.chip else None
+    if req.gpu_cores is not None and chip is None:
+        raise InputError("--gpu-cores needs --chip (e.g. --chip 'M3 Max' --gpu-cores 40)")
+    ram = req.ram_gb
+    if ram is None:
+        if chip is None:
+            raise InputError("give --ram (e.g. --ram 64) or --chip")
+        ram = float(max(chip.ram_options_gb))
+    if chip is not None:
+        if int(ram) != ram or int(ram) not in chip.ram_options_gb:
+            opts = ", ".join(map(str, chip.ram_options_gb))
+            raise InputError(f"--ram {ram:g}: the {chip.label} comes with {opts} GB")
+        note = ""
+    else:
+        profiles.ram_gb_valid(ram)
+        note = "memory answers only need RAM; add --chip for speed"
+    return ram, chip, note
+
+
+def _quants_for(req: PlanRequest, runtime, model: ModelProfile) -> list:
+    if req.quants:
+        out = []
+        for q in req.quants:
+            fmt = profiles.load_quant(q, runtime.weight_format) if _known(q, runtime.weight_format) else None
+            if fmt is not None:
+                out.append(fmt)
+        return out
+    ids = list(DEFAULT_QUANTS[runtime.weight_format])
+    if model.config.model_type == "gpt_oss" and runtime.weight_format == "gguf":
+        ids.insert(0, "MXFP4_MOE")
+    return [profiles.load_quant(i, runtime.weight_format) for i in ids]
+
+
+def _known(q: str, kind: str) -> bool:
+    try:
+        profiles.load_quant(q, kind)
+        return True
+    except InputError:
+        return False
+    except KeyError:
+        return False
+
+
+def build_option(mm: MemoryModel, req: PlanRequest, wired: WiredLimit, raised: WiredLimit, contexts: list[int],
+                 user_counts: list[int], max_ctx: int) -> Option:
+    rt = mm.runtime
+    ctx = min(req.context, max_ctx)
+    est = mm.estimate(ctx, req.users)
+    verdict = capacity.fit(est.total, mm.weights.total_bytes, wired, rt)
+    budget = capacity.safe_budget(wired, rt)
+    budget_raised = capacity.safe_budget(raised, rt)
+    notes = []
+    if req.context > max_ctx:
+        notes.append(f"context capped at the model's {max_ctx:,} tokens")
+    return Option(
+        runtime=rt.id, quant=mm.quant_id, kv_type=mm.kv.kv_type, weights=mm.weights, memory=est,
+        fit=verdict,
+        safe_users={c: capacity.safe_users(mm, c, budget) for c in contexts},
+        max_context={u: capacity.max_context(mm, u, budget, max_ctx) for u in user_counts},
+        max_context_raised={u: capacity.max_context(mm, u, budget_raised, max_ctx) for u in user_counts},
+        notes=notes)
+
+
+def plan(req: PlanRequest) -> Plan:
+    model = profiles.load_model(req.model)
+    ram, chip, mac_note = resolve_mac(req)
+    macos = profiles.load_macos(req.macos)
+    wired = capacity.wired_limit(ram, macos, req.wired_limit_mb)
+    raised = capacity.wired_limit(ram, macos, wired.max_raise_bytes // (1024 * 1024))
+    table = profiles.ggml_types()
+    max_ctx = model.config.max_position_embeddings
+    contexts = sorted({c for c in CONTEXTS if c <= max_ctx} | {min(req.context, max_ctx)})
+    user_counts = sorted(set(USER_COUNTS) | {req.users})
+    runtimes = [profiles.load_runtime(r) for r in dict.fromkeys(req.runtimes)]
+    if not runtimes:
+        raise InputError("--runtime: give at least one of llama.cpp, mlx-lm, ollama")
+    kv_rows, options, notes = [], [], []
+    for rt in runtimes:
+        quants = _quants_for(req, rt, model)
+        if req.quants and not quants:
+            notes.append(f"{rt.id}: none of --quant {', '.join(req.quants)} is a {rt.weight_format} format; skipped")
+            continue
+        kv_type = req.kv_type if _kv_applies(req.kv_type, rt) else None
+        if req.kv_type and kv_type is None:
+            notes.append(f"{rt.id}: --kv-type {req.kv_type} is not a {rt.id} KV type; using {rt.default_kv_type}")
+        first = None
+        for q in quants:
+            mm = memory_model(model, rt, q, table, kv_type=kv_type, flash_attn=req.flash_attn, n_ubatch=req.n_ubatch)
+            first = first or mm
+            options.append(build_option(mm, req, wired, raised, contexts, user_counts, max_ctx))
+        if first is not None:
+            kv_rows.append(KVRow(runtime=rt.id, layout=first.kv, per_sequence_bytes={
+                c: first.estimate(c, 1).kv_cache + first.kv.state_bytes_per_seq for c in contexts}))
+    if req.quants and not options:
+        raise InputError(f"--quant {', '.join(req.quants)}: not a format of {', '.join(r.id for r in runtimes)} "
+                         "(GGUF: Q4_K_M, Q8_0...; MLX: 4bit, 8bit-g32, mxfp4...)")
+    summary = ModelSummary(id=model.id, name=model.name, params=options[0].weights.n_params if options else 0,
+                           active_params=arch.active_params(model.config), architecture=describe_architecture(model),
+                           max_context=max_ctx)
+    return Plan(request=req, model=summary, mac=MacSummary(ram_gb=ram, chip=chip, note=mac_note), wired=wired,
+                contexts=contexts, user_counts=user_counts, kv=kv_rows, options=options, notes=notes)
+
+
+def _kv_applies(kv_type: str | None, rt) -> bool:
+    if kv_type is None:
+        return False
+    k = kv_type.lower()
+    if rt.family == "llama.cpp":
+        return k in rt.kv_types
+    return k in rt.kv_types or k in ("8bit", "4bit", "kv8", "kv4", "q8", "q4", "q8_0", "q4_0", "bf16", "f16", "fp16")
