@@ -230,6 +230,12 @@ def all_quants() -> list[QuantFormat]:
 def load_quant(name: str, kind: str | None = None) -> QuantFormat:
     """A quant format by id or alias: Q4_K_M, q4_k_m, 4bit, 4bit-g32, mlx-8bit-g64, mxfp4, bf16..."""
     key = name.strip()
+    by_stem = {i.lower(): i for i in _index("quants")}
+    stem = by_stem.get(key.lower()) or by_stem.get(f"mlx-{key.lower()}")
+    if stem and stem != "ggml-types":
+        q = _load("quants", stem, "QuantFormat")
+        if kind is None or q.kind == kind:
+            return q
     cands = [q for q in all_quants() if kind is None or q.kind == kind]
     for q in cands:
         if key == q.id or key.lower() == q.id.lower():
