@@ -51,7 +51,7 @@ class DeviceInfo(BaseModel):
 def run_command(argv: Sequence[str]) -> str:
     """Default runner: run argv, return stdout; raise CalibrationError on failure."""
     try:
-        proc = subprocess.run(list(argv), capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(list(argv), capture_output=True, text=True, check=False, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as e:
         raise CalibrationError(f"`{' '.join(argv)}` failed: {e}") from e
     if proc.returncode != 0:
@@ -202,7 +202,7 @@ def detect_linux(measure: bool = True, proc_root: str | os.PathLike[str] = "/pro
         model, phys, logical = platform.processor() or "unknown CPU", None, None
     ram = None
     try:
-        m = re.search(r"^MemTotal:\s+(\d+)\s+kB", (root / "meminfo").read_text(), re.M)
+        m = re.search(r"^MemTotal:\s+(\d+)\s+kB", (root / "meminfo").read_text(), re.MULTILINE)
         ram = int(m.group(1)) * 1024 if m else None
     except OSError:
         pass

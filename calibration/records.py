@@ -15,7 +15,7 @@ import math
 import os
 import tempfile
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,8 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from calibration.errors import CalibrationError
 
 __all__ = [
-    "CalibrationError",
     "MEASURED_CSV_COLUMNS",
+    "CalibrationError",
     "RunRecord",
     "append_jsonl",
     "read_jsonl",
@@ -57,7 +57,7 @@ MEASURED_CSV_COLUMNS: tuple[str, ...] = (
 
 def utc_now() -> str:
     """ISO-8601 UTC timestamp with seconds, e.g. ``2026-11-20T10:31:05Z``."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class RunRecord(BaseModel):

@@ -12,7 +12,15 @@ import os
 from typing import Any, Literal
 
 from calibration.errors import CalibrationError
-from calibration.protocol import DEFAULT_SEED, DEFAULT_TRIALS, DEFAULT_WARMUP, ExecutionReport, Plan, ProgressCallback, execute
+from calibration.protocol import (
+    DEFAULT_SEED,
+    DEFAULT_TRIALS,
+    DEFAULT_WARMUP,
+    ExecutionReport,
+    Plan,
+    ProgressCallback,
+    execute,
+)
 from calibration.records import RunRecord
 from calibration.runners import ModelInfo, inspect_model
 

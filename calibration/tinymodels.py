@@ -89,13 +89,7 @@ def _spec(size: str, overrides: dict[str, Any]) -> LlamaSpec:
 # Tokenizer
 # ----------------------------------------------------------------------------------------------
 
-_WORDS = (
-    "the a an of to in and is on for with as by at from that this it be are was were model memory token "
-    "apple silicon chip bandwidth prefill decode cache layer head weight quant batch context speed fast "
-    "slow large small llama metal gpu cpu unified ram byte bit float half matrix vector attention query "
-    "key value rope norm gate up down embed output logits sample greedy prompt answer question hello world "
-    "quick brown fox jumps over lazy dog one two three four five six seven eight nine ten zero"
-).split()
+_WORDS = ["the", "a", "an", "of", "to", "in", "and", "is", "on", "for", "with", "as", "by", "at", "from", "that", "this", "it", "be", "are", "was", "were", "model", "memory", "token", "apple", "silicon", "chip", "bandwidth", "prefill", "decode", "cache", "layer", "head", "weight", "quant", "batch", "context", "speed", "fast", "slow", "large", "small", "llama", "metal", "gpu", "cpu", "unified", "ram", "byte", "bit", "float", "half", "matrix", "vector", "attention", "query", "key", "value", "rope", "norm", "gate", "up", "down", "embed", "output", "logits", "sample", "greedy", "prompt", "answer", "question", "hello", "world", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "zero"]
 
 
 def synthetic_corpus(n_lines: int = 2000, seed: int = SEED) -> list[str]:
@@ -213,8 +207,8 @@ def build_hf_llama(
     """
     from safetensors.numpy import save_file
 
-    spec = _spec(size, dict(hidden=hidden, layers=layers, heads=heads, kv_heads=kv_heads, ffn=ffn,
-                            vocab=vocab, ctx=ctx))
+    spec = _spec(size, {"hidden": hidden, "layers": layers, "heads": heads, "kv_heads": kv_heads, "ffn": ffn,
+                        "vocab": vocab, "ctx": ctx})
     if dtype not in ("float32", "float16"):
         raise CalibrationError(f"dtype={dtype!r} not supported; use 'float32' or 'float16'")
     out = Path(out_dir)
@@ -290,7 +284,7 @@ def build_mlx_model(
                 str(hf_dir), mlx_path=str(out), quantize=q_bits is not None,
                 q_bits=q_bits, q_group_size=q_group_size if q_bits else None, dtype="float32",
             )
-    except Exception as e:  # noqa: BLE001 - surface mlx_lm's message
+    except Exception as e:
         raise CalibrationError(f"mlx_lm.convert({hf_dir} -> {out}) failed: {e}") from e
     return out
 
@@ -426,14 +420,14 @@ def quantize_gguf(src: str | os.PathLike[str], dst: str | os.PathLike[str], pres
     exe = shutil.which("llama-quantize")
     if exe:
         proc = subprocess.run([exe, str(src_p), str(dst_p), preset, str(nthreads)],
-                              capture_output=True, text=True)
+                              capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
             raise CalibrationError(f"llama-quantize {src_p.name} -> {preset} failed: {' | '.join(tail)}")
         return dst_p
     try:
         import llama_cpp
-    except Exception as e:  # noqa: BLE001 - missing lib raises FileNotFoundError/OSError too
+    except Exception as e:
         raise CalibrationError(f"cannot quantize to {preset}: no llama-quantize on PATH and llama_cpp "
                                f"unavailable ({e}); set PATH/LLAMA_CPP_LIB_PATH to the llama.cpp build") from e
     ftype = getattr(llama_cpp, f"LLAMA_FTYPE_MOSTLY_{preset.upper()}", None)

@@ -24,7 +24,7 @@ from calibration.errors import CalibrationError
 from calibration.protocol import RunConfig
 from calibration.records import RunRecord
 
-__all__ = ["ModelInfo", "Runner", "inspect_model", "inspect_mlx", "inspect_gguf", "safetensors_header"]
+__all__ = ["ModelInfo", "Runner", "inspect_gguf", "inspect_mlx", "inspect_model", "safetensors_header"]
 
 
 @dataclass(frozen=True)
@@ -169,7 +169,7 @@ def inspect_gguf(path: str | os.PathLike[str]) -> ModelInfo:
         import gguf
 
         reader = gguf.GGUFReader(str(p))
-    except Exception as e:  # noqa: BLE001 - gguf raises ValueError/OSError/struct errors
+    except Exception as e:
         raise CalibrationError(f"{p}: not a readable GGUF file ({e})") from e
 
     def field(key: str, default: Any = None) -> Any:

@@ -23,11 +23,18 @@ import os
 import shutil
 import subprocess
 import time
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from calibration.errors import CalibrationError
 from calibration.hardware import physical_cores
-from calibration.protocol import DEFAULT_SEED, DEFAULT_TRIALS, DEFAULT_WARMUP, RunConfig, median, random_prompts
+from calibration.protocol import (
+    DEFAULT_SEED,
+    DEFAULT_TRIALS,
+    DEFAULT_WARMUP,
+    RunConfig,
+    median,
+    random_prompts,
+)
 from calibration.records import RunRecord
 from calibration.runners import ModelInfo
 
@@ -95,7 +102,7 @@ class LlamaCppRunner:
             self._py.free()
             self._py = None
 
-    def __enter__(self) -> LlamaCppRunner:
+    def __enter__(self) -> Self:
         self.open()
         return self
 
@@ -134,7 +141,7 @@ class LlamaCppRunner:
 
     def _run(self, argv: list[str]) -> str:
         try:
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=self.timeout_s)
+            proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=self.timeout_s)
         except (OSError, subprocess.TimeoutExpired) as e:
             raise CalibrationError(f"`{argv[0]}` failed to run on {self.info.path}: {e}") from e
         if proc.returncode != 0:
@@ -221,7 +228,7 @@ def _bench_version() -> str:
     if not exe:
         return "llama.cpp ?"
     try:
-        proc = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30)
+        proc = subprocess.run([exe, "--version"], capture_output=True, text=True, check=False, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return "llama.cpp ?"
     text = proc.stdout + proc.stderr
@@ -247,7 +254,7 @@ class _PyBackend:
             import logging
 
             import llama_cpp as L
-        except Exception as e:  # noqa: BLE001 - missing libllama raises FileNotFoundError/OSError
+        except Exception as e:
             raise CalibrationError(f"llama-cpp-python is unavailable ({e}); install it and set "
                                    "LLAMA_CPP_LIB_PATH to the llama.cpp build bin folder") from e
         logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)  # silence llama.cpp's load log

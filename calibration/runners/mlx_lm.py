@@ -14,10 +14,17 @@ mlx is imported lazily so importing this module is cheap.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
 from calibration.errors import CalibrationError
-from calibration.protocol import DEFAULT_SEED, DEFAULT_TRIALS, DEFAULT_WARMUP, RunConfig, median, random_prompts
+from calibration.protocol import (
+    DEFAULT_SEED,
+    DEFAULT_TRIALS,
+    DEFAULT_WARMUP,
+    RunConfig,
+    median,
+    random_prompts,
+)
 from calibration.records import RunRecord
 from calibration.runners import ModelInfo
 
@@ -73,7 +80,7 @@ class MlxLmRunner:
         try:
             mx.random.seed(self.seed)
             self._model, self._tokenizer = load(self.info.path)
-        except Exception as e:  # noqa: BLE001 - surface mlx_lm's message
+        except Exception as e:
             raise CalibrationError(f"mlx_lm.load({self.info.path}) failed: {e}") from e
         self._tokenizer._eos_token_ids = set()  # ignore EOS, as mlx_lm.benchmark does
         self._backend = "metal" if mx.metal.is_available() else "cpu"
@@ -81,7 +88,7 @@ class MlxLmRunner:
     def close(self) -> None:
         self._model = self._tokenizer = None
 
-    def __enter__(self) -> MlxLmRunner:
+    def __enter__(self) -> Self:
         self.open()
         return self
 
@@ -105,7 +112,7 @@ class MlxLmRunner:
             return self._batch(config)
         except CalibrationError:
             raise
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise CalibrationError(f"mlx-lm failed on {config.label} for {self.info.path}: {e}") from e
 
     def _trials(self, fn) -> list[list[float]]:  # type: ignore[no-untyped-def]

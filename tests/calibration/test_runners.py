@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from calibration.errors import CalibrationError
 from calibration.protocol import Plan, RunConfig, execute, median, random_prompts
@@ -32,7 +33,8 @@ EXPECTED = {("prefill", "prefill", 1), ("decode", "decode", 1), ("decode", "deco
 
 
 def fake_record(**kw) -> RunRecord:  # type: ignore[no-untyped-def]
-    base = dict(runtime="llama.cpp", runtime_version="llama.cpp abc (build 1)", backend="cpu", tool="llama-bench",
+    base = dict(  # noqa: C408
+                runtime="llama.cpp", runtime_version="llama.cpp abc (build 1)", backend="cpu", tool="llama-bench",
                 device={"chip": "Apple M3 Max", "chip_id": "m3-max-40gpu", "gpu_cores": 40, "ram_bytes": 64 * 2**30},
                 model_path="/m/tiny-Q4_K_M.gguf", model_id="tiny", quant="Q4_K_M", weights_bytes=2_300_000,
                 n_params=3_672_320, n_layers=4, hidden=256, n_heads=4, n_kv_heads=2, head_dim=64, vocab=1024,
@@ -160,7 +162,7 @@ def test_record_rejects_nonsense() -> None:
         fake_record(trial_values=[])
     with pytest.raises(ValueError):
         fake_record(tool="vllm")
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         fake_record().value_tok_s = 3.0  # type: ignore[misc]  # frozen
 
 
