@@ -40,7 +40,8 @@ class PlanRequest(BaseModel):
     @field_validator("ram_gb")
     @classmethod
     def _ram(cls, v):
-        if v is not None and not v > 0:
+        # `not 0 < v < inf` also rejects nan and inf (inf reached int() in ram_gb_valid: OverflowError traceback)
+        if v is not None and not 0 < v < float("inf"):
             raise ValueError("must be a positive size in GB, e.g. 64")
         return v
 

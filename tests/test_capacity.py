@@ -1,0 +1,179 @@
+"""Golden values for planner.capacity and the whole plan: wired limits, verdicts, safe sessions, bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner import capacity as C
+from planner import memory as M
+from planner import profiles as P
+from planner.cli.main import main
+from planner.errors import InputError, UnknownProfileError
+from planner.plan import PlanRequest, plan
+from planner.units import GiB, MiB
+
+TABLE = P.ggml_types()
+MACOS15 = P.load_macos("15")
+
+
+def mm(model: str, runtime: str = "llama.cpp", quant: str = "Q4_K_M", **kw) -> M.MemoryModel:
+    return M.memory_model(P.load_model(model), P.load_runtime(runtime), P.load_quant(quant), TABLE, **kw)
+
+
+# --------------------------------------------------------------------------- wired limit
+@pytest.mark.parametrize("ram, mib", [(16, 10922), (32, 21845), (48, 36864), (64, 49152), (96, 73728), (128, 98304)])
+def test_default_wired_limit_matches_logged_values(ram, mib):
+    # recommendedMaxWorkingSetSize in real logs (model-facts §1.1): 2/3 up to 32 GB, 3/4 above
+    assert C.wired_limit(ram, MACOS15).default_bytes // MiB == mib
+
+
+def test_max_raise_leaves_8_gib_or_10_percent():
+    # 64 GB: reserve max(8 GiB, 6.4 GiB) = 8 GiB -> 56 GiB; 512 GB: reserve 51.2 GiB -> 460.8 GiB (rounded down to MiB)
+    assert C.wired_limit(64, MACOS15).max_raise_bytes == 56 * GiB
+    assert C.wired_limit(512, MACOS15).max_raise_bytes == int(512 * GiB * 0.9) // MiB * MiB
+
+
+def test_user_wired_limit_bounds():
+    assert C.wired_limit(64, MACOS15, 57344).effective_bytes == 56 * GiB
+    for bad in (0, -1, 65537, 10**12):
+        with pytest.raises(InputError, match="--wired-limit"):
+            C.wired_limit(64, MACOS15, bad)
+
+
+# --------------------------------------------------------------------------- 70B on 48 / 64 GB
+def test_70b_q4_0_does_not_fit_48gb_default_limit():
+    # A measured run failed. Default limit 0.75 x 48 GiB = 36 GiB; Q4_0 weights alone are 37.22 GiB.
+    m = mm("llama-3.3-70b", quant="Q4_0")
+    wired = C.wired_limit(48, MACOS15)
+    est = m.estimate(4096, 1)
+    assert wired.default_bytes == 36 * GiB
+    assert m.weights.total_bytes > wired.default_bytes
+    assert C.fit(est.total, m.weights.total_bytes, wired, m.runtime).verdict in ("raise-limit", "no-fit")
+    assert C.safe_users(m, 4096, C.safe_budget(wired, m.runtime)) == 0
+    assert C.max_context(m, 1, C.safe_budget(wired, m.runtime), 131072) == 0
+
+
+def test_70b_q4_k_m_on_64gb_8k_sessions_by_hand():
+    # Budget: default limit 0.75 x 64 GiB = 48 GiB, minus the 1 GiB runtime margin (llama.cpp --fit-target) = 47 GiB
+    #   = 50,465,865,728 B
+    # Fixed: weights 42,512,531,456 B (39.59 GiB) + compute buffer 512 x (4 x 128,256 + 8 x 8192) = 296,222,720 B
+    #   (282.5 MiB) + runtime overhead 256 MiB = 268,435,456 B  -> 43,077,189,632 B
+    # Per 8K session: KV 8192 x 327,680 B = 2,684,354,560 B (2.5 GiB) + logits buffer 128,256 x 4 B = 513,024 B
+    # (50,465,865,728 - 43,077,189,632) / 2,684,867,584 = 7,388,676,096 / 2,684,867,584 = 2.75  ->  2 sessions.
+    # Peers' "9 sessions" = (64 - 39.6 - ~0.5) GiB / 2.5 GiB: it fits against all 64 GB, ignoring the GPU wired limit
+    # (48 GiB by default) and leaving nothing to macOS.
+    m = mm("llama-3.3-70b")
+    wired = C.wired_limit(64, MACOS15)
+    budget = C.safe_budget(wired, m.runtime)
+    assert budget == 47 * GiB == 50_465_865_728
+    assert m.weights.total_bytes == 42_512_531_456
+    assert m.estimate(8192, 1).compute_buffer == 296_222_720
+    assert C.safe_users(m, 8192, budget) == 2
+    assert m.total(8192, 2) <= budget < m.total(8192, 3)
+    # and it "fits" for one 8K session, comfortably
+    est = m.estimate(8192, 1)
+    assert C.fit(est.total, m.weights.total_bytes, wired, m.runtime).verdict == "fits"
+    # against the whole 64 GiB (the peers' mistake) the same arithmetic gives 9
+    assert C.safe_users(m, 8192, 64 * GiB) == 9
+
+
+def test_plan_reports_same_sessions():
+    p = plan(PlanRequest(model="llama-3.3-70b", ram_gb=64, runtimes=["llama.cpp"], quants=["Q4_K_M"]))
+    (opt,) = p.options
+    assert opt.safe_users[8192] == 2
+    assert opt.fit.verdict == "fits"
+
+
+def test_raise_limit_verdict_and_sysctl():
+    # 70B Q5_K_M at 8K on 64 GB: 46.5 + 2.5 + 0.5 GiB = 49.5 GiB > 48 GiB default, < 56 - 1 GiB raised
+    m = mm("llama-3.3-70b", quant="Q5_K_M")
+    wired = C.wired_limit(64, MACOS15)
+    f = C.fit(m.total(8192, 1), m.weights.total_bytes, wired, m.runtime)
+    assert f.verdict == "raise-limit"
+    # ceil((49.5 GiB + 1 GiB) / 1 GiB) x 1024 MB
+    assert f.sysctl == "sudo sysctl iogpu.wired_limit_mb=52224"
+
+
+def test_tight_between_budget_and_limit():
+    m = mm("llama-3.1-8b")
+    wired = C.wired_limit(16, MACOS15)
+    tot = wired.effective_bytes - 100 * MiB
+    assert C.fit(tot, m.weights.total_bytes, wired, m.runtime).verdict == "tight"
+
+
+def test_mlx_warns_when_weights_exceed_90_percent():
+    m = mm("llama-3.1-8b", "mlx-lm", "mlx-4bit-g64")
+    wired = C.wired_limit(64, MACOS15)
+    f = C.fit(int(0.95 * wired.effective_bytes), int(0.91 * wired.effective_bytes), wired, m.runtime)
+    assert f.verdict == "tight" and "90%" in f.reason
+
+
+def test_max_context_boundary_by_hand():
+    # 8B Q4_K_M, 16 GB Mac: budget = 2/3 x 16 GiB - 1 GiB; max context is the last 256-multiple that fits
+    m = mm("llama-3.1-8b")
+    budget = C.safe_budget(C.wired_limit(16, MACOS15), m.runtime)
+    c = C.max_context(m, 1, budget, 131072)
+    assert c % 256 == 0 and c > 0
+    assert m.total(c, 1) <= budget < m.total(c + 256, 1)
+    # by hand: (budget - weights - 266.5 MiB - 256 MiB - 0.5 MiB logits) / 131,072 B per token, floored to 256
+    free = budget - m.weights.total_bytes - 279_445_504 - 256 * MiB - 128_256 * 4
+    assert c == free // 131_072 // 256 * 256
+
+
+def test_max_context_capped_at_model_limit():
+    m = mm("llama-3.2-1b")
+    assert C.max_context(m, 1, 10**15, 131072) == 131072
+
+
+# --------------------------------------------------------------------------- bad input through the CLI
+def _one_line_error(capsys, argv, *needles):
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    assert rc == 2, (argv, out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err + out
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+    return lines[0]
+
+
+def test_unknown_model_suggests(capsys):
+    line = _one_line_error(capsys, ["--model", "llama-3.3-7b", "--ram", "64"], "llama-3.3-7b", "did you mean")
+    assert "llama-3.3-70b" in line
+    with pytest.raises(UnknownProfileError) as e:
+        P.load_model("qwen3-3b")
+    assert e.value.suggestions
+
+
+def test_ram_no_mac_has_lists_sizes(capsys):
+    _one_line_error(capsys, ["--model", "llama-3.3-70b", "--ram", "65"], "65", "64", "96", "valid sizes")
+
+
+def test_ram_chip_lacks(capsys):
+    _one_line_error(capsys, ["--model", "llama-3.3-70b", "--chip", "M4 Max", "--gpu-cores", "40", "--ram", "24"],
+                    "--ram 24", "48", "128")
+
+
+def test_ambiguous_chip_needs_gpu_cores(capsys):
+    _one_line_error(capsys, ["--model", "llama-3.3-70b", "--chip", "M3 Max"], "M3 Max", "30", "40", "--gpu-cores")
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--ram", "-5"], "ram"),
+    (["--ram", "0"], "ram"),
+    (["--ram", "1e308"], "1e+308"),
+    (["--ram", "inf"], "ram"),
+    (["--ram", "nan"], "ram"),
+    (["--ram", "64", "--context", "-1"], "context"),
+    (["--ram", "64", "--context", "0"], "context"),
+    (["--ram", "64", "--context", "99999999999"], "context"),
+    (["--ram", "64", "--users", "-2"], "users"),
+    (["--ram", "64", "--users", "99999999999999999999"], "users"),
+    (["--ram", "64", "--wired-limit", "-1"], "--wired-limit"),
+    (["--ram", "64", "--wired-limit", "99999999999999999999999"], "--wired-limit"),
+    (["--ram", "64", "--ubatch", "0"], "ubatch"),
+    (["--ram", "64", "--gpu-cores", "-4"], "gpu"),
+])
+def test_negative_and_absurd_numbers(capsys, argv, needle):
+    _one_line_error(capsys, ["--model", "llama-3.3-70b", *argv], needle)
