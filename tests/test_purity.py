@@ -1,0 +1,40 @@
+"""The core stays pure: importing it must not pull in CLI, app, numeric or runtime libraries."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CORE = ["schema", "units", "errors", "architecture", "memory", "capacity", "plan", "results", "format", "profiles",
+        "throughput"]
+FORBIDDEN = ["typer", "click", "streamlit", "plotly", "scipy", "mlx", "llama_cpp", "huggingface_hub", "gguf"]
+
+
+def _present(mod: str) -> bool:
+    return (ROOT / "planner" / f"{mod}.py").exists()
+
+
+@pytest.mark.parametrize("mod", CORE)
+def test_core_module_imports_nothing_heavy(mod):
+    if not _present(mod):
+        pytest.skip(f"planner/{mod}.py not written yet")
+    code = (
+        "import importlib, json, sys\n"
+        f"importlib.import_module('planner.{mod}')\n"
+        f"bad = sorted(m for m in sys.modules if m.split('.')[0] in {FORBIDDEN!r})\n"
+        "print(json.dumps(bad))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout.strip().splitlines()[-1]) == [], f"planner.{mod} imports {r.stdout.strip()}"
+
+
+def test_forbidden_list_is_checkable():
+    # sanity: the check would notice a forbidden import that is installed (typer is a core dependency of the CLI)
+    assert importlib.util.find_spec("typer") is not None
