@@ -1,0 +1,185 @@
+"""Plain-language readings of a Plan, one per chart. Pure string templating over result fields.
+
+No arithmetic: every number comes from the core's result models and is printed with planner.format.
+Choosing which row to talk about (the best verdict, the highest-precision quant that fits) is picking, not
+computing.
+"""
+
+from __future__ import annotations
+
+from planner.format import (VERDICT_MARK, fmt_bytes, fmt_ctx, fmt_gb, fmt_params, verdict_text)
+from planner.plan import Option, Plan
+
+# Best first; used to pick the headline verdict.
+VERDICT_ORDER = ["fits", "tight", "raise-limit", "no-fit"]
+LEVEL = {"fits": "success", "tight": "warning", "raise-limit": "warning", "no-fit": "error"}
+
+
+def option_label(o: Option) -> str:
+    return f"{o.runtime} · {o.quant}"
+
+
+def mac_label(p: Plan) -> str:
+    chip = p.mac.chip
+    return f"{chip.label}, {p.mac.ram_gb:g} GB" if chip else f"{p.mac.ram_gb:g} GB Mac"
+
+
+def workload_label(p: Plan) -> str:
+    r = p.request
+    who = "1 user" if r.users == 1 else f"{r.users} users"
+    return f"{who} × {fmt_ctx(r.context)}-token context"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def best_verdict(p: Plan) -> str:
+    present = {o.fit.verdict for o in p.options}
+    return next(v for v in VERDICT_ORDER if v in present)
+
+
+def best_options(p: Plan) -> list[Option]:
+    """Per runtime, the highest-precision option with the best verdict reached on this Mac."""
+    v = best_verdict(p)
+    out: dict[str, Option] = {}
+    for o in p.options:
+        if o.fit.verdict != v:
+            continue
+        cur = out.get(o.runtime)
+        if cur is None or o.weights.bits_per_weight > cur.weights.bits_per_weight:
+            out[o.runtime] = o
+    return list(out.values())
+
+
+def headline(p: Plan) -> tuple[str, str]:
+    """(level, markdown): the one-sentence answer at the top of the page. level: success/warning/error."""
+    v = best_verdict(p)
+    picks = best_options(p)
+    n_ok = [o.fit.verdict for o in p.options].count(v)
+    mac = mac_label(p)
+    title = f"**{p.model.name} on {'an' if mac.startswith('M') else 'a'} {mac}: {verdict_text(v)}.**"
+    limit = fmt_bytes(p.wired.effective_bytes)
+    if v == "no-fit":
+        smallest = min(p.options, key=lambda o: o.memory.total)
+        body = (f" None of the {len(p.options)} runtime × quantization options fits at {workload_label(p)}, not even "
+                f"with the GPU limit raised. The smallest, {option_label(smallest)}, needs "
+                f"{fmt_bytes(smallest.memory.total)}: {smallest.fit.reason}. Try a smaller quantization, a shorter "
+                "context, fewer users, or a Mac with more memory.")
+        return LEVEL[v], title + body
+    best = "; ".join(f"{option_label(o)} uses {fmt_bytes(o.memory.total)} of the {limit} GPU limit"
+                     for o in picks)
+    body = (f" {n_ok} of {len(p.options)} runtime × quantization options are rated “{verdict_text(v)}” for "
+            f"{workload_label(p)}. "
+            f"Highest-precision choice per runtime: {best}.")
+    if v == "raise-limit":
+        body += f" Run `{picks[0].fit.sysctl}` first (resets at reboot)."
+    elif v == "tight":
+        body += f" {picks[0].fit.reason[0].upper()}{picks[0].fit.reason[1:]}."
+    return LEVEL[v], title + body
+
+
+def limit_reading(p: Plan) -> str:
+    w = p.wired
+    how = "the limit you set" if w.user_set else f"the {w.macos} default, {w.rule.split(' (')[0]}"
+    return (f"macOS lets the GPU use at most **{fmt_bytes(w.effective_bytes)}** of this Mac's "
+            f"{p.mac.ram_gb:g} GB ({how}). Everything the model needs — weights, KV cache, buffers — must fit under "
+            f"that line; the other {fmt_bytes(w.left_for_macos_bytes)} stay with macOS and your apps. "
+            f"You can raise the limit until the next reboot, at most to {fmt_bytes(w.max_raise_bytes)} "
+            f"(`sudo sysctl iogpu.wired_limit_mb={w.sysctl_max_mb}`).")
+
+
+def memory_reading(p: Plan) -> str:
+    groups = {v: [o for o in p.options if o.fit.verdict == v] for v in VERDICT_ORDER}
+    parts = [f"Each bar is one runtime × quantization at {workload_label(p)}: weights (the model file), KV cache "
+             "(grows with context × users) and working buffers. The solid line is the GPU limit, the dashed line "
+             "the highest limit worth raising it to, the shaded band is memory kept for macOS."]
+    if groups["fits"]:
+        parts.append(f"{_plural(len(groups['fits']), 'option')} fit comfortably "
+                     f"({', '.join(o.quant for o in groups['fits'])}).")
+    if groups["tight"]:
+        parts.append(f"{', '.join(option_label(o) for o in groups['tight'])} fit with little room to spare.")
+    if groups["raise-limit"]:
+        o = groups["raise-limit"][0]
+        parts.append(f"{', '.join(option_label(o) for o in groups['raise-limit'])} only fit after raising the limit "
+                     f"(e.g. `{o.fit.sysctl}`).")
+    if groups["no-fit"]:
+        parts.append(f"{', '.join(option_label(o) for o in groups['no-fit'])} do not fit on this Mac.")
+    return " ".join(parts)
+
+
+def heatmap_reading(p: Plan, o: Option) -> str:
+    r = p.request
+    ctx = o.memory.context
+    n = o.safe_users[ctx]
+    enough = "enough for" if n >= r.users else "fewer than"
+    longest = o.max_context[r.users]
+    parts = [f"How many people can use the model at once at each context length (cells: sessions that fit with the "
+             f"runtime's safety margin). For **{option_label(o)}** at {fmt_ctx(ctx)} tokens: "
+             f"**{_plural(n, 'session')}**, {enough} your {_plural(r.users, 'user')}."]
+    if longest:
+        parts.append(f"With {_plural(r.users, 'user')}, each can have up to {fmt_ctx(longest)} tokens of context.")
+    else:
+        raised = o.max_context_raised.get(r.users, 0)
+        parts.append(f"With {_plural(r.users, 'user')} it does not fit under the default limit"
+                     + (f"; with the limit raised each can have {fmt_ctx(raised)} tokens." if raised else "."))
+    parts.append("Green: enough for your users; amber: some, but fewer; red: none.")
+    return " ".join(parts)
+
+
+def recipe_reading(p: Plan, o: Option) -> str:
+    if o.fit.sysctl:
+        return (f"{option_label(o)} needs the GPU limit raised before you load the model. The command lasts until "
+                "the next reboot; it takes memory away from macOS, so close large apps.")
+    return (f"{option_label(o)} runs with the default GPU limit; no system change is needed. The line below is "
+            "the most you could give the GPU on this Mac, should you want longer contexts or more users.")
+
+
+def recipe_lines(p: Plan, o: Option) -> str:
+    if o.fit.sysctl:
+        return o.fit.sysctl
+    return f"# optional: raise the GPU limit (until reboot)\nsudo sysctl iogpu.wired_limit_mb={p.wired.sysctl_max_mb}"
+
+
+def model_line(p: Plan) -> str:
+    m = p.model
+    active = f", {fmt_params(m.active_params)} active" if m.active_params < m.params else ""
+    return (f"{m.name} (`{m.id}`) · {fmt_params(m.params)} parameters{active} · {m.architecture} · "
+            f"up to {m.max_context:,} tokens of context")
+
+
+def fit_rows(p: Plan) -> list[dict[str, str]]:
+    """The fit table, cell by cell the same strings as `plan` prints."""
+    rows = []
+    for o in p.options:
+        mem = o.memory
+        rows.append({
+            "runtime": o.runtime, "quantization": o.quant, "bits/weight": f"{o.weights.bits_per_weight:.2f}",
+            "weights": fmt_bytes(o.weights.total_bytes), "file size": fmt_gb(o.weights.total_bytes),
+            "KV cache": fmt_bytes(mem.kv_cache), "total": fmt_bytes(mem.total),
+            "verdict": f"{VERDICT_MARK[o.fit.verdict]} {verdict_text(o.fit.verdict)}",
+        })
+    return rows
+
+
+def kv_rows(p: Plan) -> list[dict[str, str]]:
+    rows = []
+    for k in p.kv:
+        row = {"runtime": k.runtime, "KV type": k.layout.kv_type, "per token": fmt_bytes(k.layout.bytes_per_token)}
+        row.update({fmt_ctx(c): fmt_bytes(k.per_sequence_bytes[c]) for c in p.contexts})
+        rows.append(row)
+    return rows
+
+
+def compare_reading(plans: list[Plan]) -> str:
+    ok = [p for p in plans if best_verdict(p) in ("fits", "tight")]
+    raise_ = [p for p in plans if best_verdict(p) == "raise-limit"]
+    parts = ["Each column is one Mac, each row a runtime × quantization; the cell says whether it fits."]
+    if ok:
+        parts.append(f"Runs with the default GPU limit on: {', '.join(mac_label(p) for p in ok)}.")
+    if raise_:
+        parts.append(f"Needs the limit raised on: {', '.join(mac_label(p) for p in raise_)}.")
+    none = [p for p in plans if best_verdict(p) == "no-fit"]
+    if none:
+        parts.append(f"Does not fit on: {', '.join(mac_label(p) for p in none)}.")
+    return " ".join(parts)

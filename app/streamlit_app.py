@@ -1,0 +1,256 @@
+"""The web form: the same core as the CLI, rendered with Plotly charts. Start with `plan app` or `make app`.
+
+No arithmetic here: the form builds a PlanRequest, planner.plan.plan() answers, app.charts draws and
+app.readings words the result (numbers via planner.format).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import streamlit as st
+from pydantic import ValidationError
+
+try:
+    from app import charts, readings
+except ImportError:  # `streamlit run app/streamlit_app.py` from a checkout puts app/, not the repo, on sys.path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from app import charts, readings
+
+from planner import profiles
+from planner.capacity import MAX_USERS
+from planner.errors import PlannerError, render_validation_error
+from planner.format import fmt_bytes, fmt_ctx, fmt_params
+from planner.plan import Plan, PlanRequest
+
+F = PlanRequest.model_fields
+DEFAULT_MODEL = "llama-3.1-8b"
+DEFAULT_CHIP = ("M4 Max", 40, 64)
+COMPARE_DEFAULT = [("M4 Pro", 20, 48), ("M4 Max", 40, 64), ("M4 Max", 40, 128), ("M3 Ultra", 80, 256)]
+CONTEXT_STEPS = [512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576]
+MODE_CHIP, MODE_RAM, MODE_COMPARE = "Chip and RAM", "RAM only", "Compare several Macs"
+
+
+def tip(field: str) -> str:
+    return F[field].description or ""
+
+
+# ----------------------------------------------------------------------------- cached profile look-ups
+@st.cache_data(show_spinner=False)
+def catalog() -> dict[str, str]:
+    """model id -> label for the searchable select box."""
+    from planner import architecture as arch
+
+    return {m.id: f"{m.name} · {fmt_params(arch.n_params(m.config))}" for m in profiles.all_models()}
+
+
+@st.cache_data(show_spinner=False)
+def chip_table() -> list[tuple[str, int, list[int], str]]:
+    """(chip name, GPU cores, RAM options, status) for every chip bin, newest generation first."""
+    tiers = {"base": 0, "pro": 1, "max": 2, "ultra": 3}
+    chips = sorted(profiles.all_chips(), key=lambda c: (c.generation, tiers[c.tier], c.gpu_cores), reverse=True)
+    return [(c.name, c.gpu_cores, list(c.ram_options_gb), c.status) for c in chips]
+
+
+@st.cache_data(show_spinner=False)
+def runtime_ids() -> list[str]:
+    return [r.id for r in profiles.all_runtimes()]
+
+
+@st.cache_data(show_spinner=False)
+def quant_ids() -> list[str]:
+    qs = profiles.all_quants()
+    return [q.id for q in qs if q.kind == "gguf"] + [q.id for q in qs if q.kind == "mlx"]
+
+
+@st.cache_data(show_spinner=False)
+def kv_type_ids() -> list[str]:
+    return list(dict.fromkeys(k for r in profiles.all_runtimes() for k in r.kv_types))
+
+
+@st.cache_data(show_spinner=False)
+def macos_names() -> dict[str, str]:
+    return {"15": profiles.load_macos("15").name, "26": profiles.load_macos("26").name}
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def cached_plan(request_json: str) -> Plan:
+    """plan() keyed on the request's JSON; PlannerError propagates (Streamlit does not cache exceptions)."""
+    from planner.plan import plan
+
+    return plan(PlanRequest.model_validate_json(request_json))
+
+
+# ----------------------------------------------------------------------------- the form
+def chip_label(name: str, cores: int, status: str) -> str:
+    return f"{name} {cores}-core GPU" + (" (rumoured)" if status == "rumoured" else "")
+
+
+def mac_form() -> tuple[str, list[dict]]:
+    """The Mac part of the form -> (mode, list of PlanRequest kwargs, one per Mac)."""
+    st.sidebar.subheader("Mac")
+    mode = st.sidebar.radio("Which Mac?", [MODE_CHIP, MODE_RAM, MODE_COMPARE], key="mac_mode",
+                            help="Memory answers only need the RAM size; the chip adds speed answers.")
+    table = chip_table()
+    if mode == MODE_RAM:
+        sizes = sorted({r for _, _, opts, _ in table for r in opts})
+        ram = st.sidebar.selectbox("Unified memory (RAM)", sizes, index=sizes.index(64) if 64 in sizes else 0,
+                                   format_func=lambda r: f"{r} GB", key="ram_only", help=tip("ram_gb"))
+        return mode, [dict(ram_gb=float(ram))]
+    if mode == MODE_COMPARE:
+        labels = {f"{chip_label(n, c, s)} · {r} GB": (n, c, r) for n, c, opts, s in table for r in opts}
+        default = [k for k, v in labels.items() if v in COMPARE_DEFAULT]
+        picked = st.sidebar.multiselect("Macs to compare", list(labels), default=default, key="compare_macs",
+                                        help="Chip, GPU cores and RAM of each Mac; the same model and workload "
+                                             "is planned on each.")
+        if not picked:
+            return mode, []
+        return mode, [dict(chip=labels[k][0], gpu_cores=labels[k][1], ram_gb=float(labels[k][2])) for k in picked]
+    names = list(dict.fromkeys(n for n, _, _, _ in table))
+    name = st.sidebar.selectbox("Chip", names, index=names.index(DEFAULT_CHIP[0]) if DEFAULT_CHIP[0] in names else 0,
+                                key="chip", help=tip("chip"))
+    bins = [(c, opts, s) for n, c, opts, s in table if n == name]
+    cores_list = [c for c, _, _ in bins]
+    cores = st.sidebar.selectbox("GPU cores", cores_list, key=f"cores_{name}", help=tip("gpu_cores"),
+                                 index=cores_list.index(DEFAULT_CHIP[1]) if DEFAULT_CHIP[1] in cores_list else 0,
+                                 format_func=lambda c: f"{c}-core GPU")
+    opts, status = next((o, s) for c, o, s in bins if c == cores)
+    ram = st.sidebar.selectbox("Unified memory (RAM)", opts, key=f"ram_{name}_{cores}", help=tip("ram_gb"),
+                               index=opts.index(DEFAULT_CHIP[2]) if DEFAULT_CHIP[2] in opts else len(opts) - 1,
+                               format_func=lambda r: f"{r} GB")
+    if status == "rumoured":
+        st.sidebar.caption("This chip is rumoured, not announced: its figures are guesses.")
+    return mode, [dict(chip=name, gpu_cores=cores, ram_gb=float(ram))]
+
+
+def model_form() -> str:
+    st.sidebar.subheader("Model")
+    how = st.sidebar.radio("Model source", ["Catalog", "Hugging Face id or local path"], key="model_source",
+                           horizontal=True, label_visibility="collapsed")
+    cat = catalog()
+    if how == "Catalog":
+        ids = list(cat)
+        return st.sidebar.selectbox("Model (type to search)", ids, index=ids.index(DEFAULT_MODEL)
+                                    if DEFAULT_MODEL in ids else 0, format_func=cat.get, key="model",
+                                    help=tip("model"))
+    return st.sidebar.text_input("Hugging Face repo id or local path", key="model_text", help=tip("model"),
+                                 placeholder="meta-llama/Llama-3.3-70B-Instruct").strip()
+
+
+def workload_form() -> dict:
+    st.sidebar.subheader("Workload")
+    context = st.sidebar.select_slider("Context per user [tokens]", CONTEXT_STEPS, value=8192, key="context",
+                                       format_func=fmt_ctx, help=tip("context"))
+    users = st.sidebar.number_input("Concurrent users", 1, MAX_USERS, 1, key="users", help=tip("users"))
+    st.sidebar.subheader("Runtimes and quantization")
+    runtimes = st.sidebar.multiselect("Runtimes", runtime_ids(), default=["llama.cpp", "mlx-lm"], key="runtimes",
+                                      help=tip("runtimes"))
+    qmode = st.sidebar.radio("Quantizations", ["Sensible default set", "Pick"], key="quant_mode", horizontal=True,
+                             help=tip("quants"))
+    quants = None
+    if qmode == "Pick":
+        quants = st.sidebar.multiselect("Quantizations to compare", quant_ids(), default=["Q4_K_M", "mlx-4bit-g64"],
+                                        key="quants", help=tip("quants")) or None
+    with st.sidebar.expander("Advanced: GPU limit, macOS, KV cache"):
+        mac_os = macos_names()
+        macos = st.selectbox("macOS", list(mac_os), format_func=mac_os.get, key="macos", help=tip("macos"))
+        wl_mode = st.radio("GPU wired limit", ["macOS default", "Custom"], key="wired_mode", horizontal=True,
+                           help=tip("wired_limit_mb"))
+        wired = None
+        if wl_mode == "Custom":
+            wired = int(st.number_input("iogpu.wired_limit_mb [MB]", 1, 2_000_000, 57344, step=1024, key="wired_mb",
+                                        help=tip("wired_limit_mb")))
+        kv = st.selectbox("KV cache type", ["runtime default", *kv_type_ids()], key="kv_type", help=tip("kv_type"))
+    return dict(context=int(context), users=int(users), runtimes=runtimes, quants=quants, macos=macos,
+                wired_limit_mb=wired, kv_type=None if kv == "runtime default" else kv)
+
+
+# ----------------------------------------------------------------------------- the results
+def section(title: str, fig, reading: str, key: str) -> None:
+    st.subheader(title)
+    left, right = st.columns([3, 1.25], gap="medium")
+    left.plotly_chart(fig, width="stretch", key=key, config={"displaylogo": False})
+    right.markdown(reading)
+
+
+def show_compare(plans: list[Plan]) -> None:
+    section("Which Macs can run it", charts.compare_macs(plans), readings.compare_reading(plans), "chart_compare")
+
+
+def show_plan(p: Plan) -> None:
+    level, text = readings.headline(p)
+    getattr(st, level)(text)
+    st.caption(readings.model_line(p))
+    w = p.wired
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric("Mac", readings.mac_label(p))
+    c2.metric("GPU memory limit", fmt_bytes(w.effective_bytes), help=w.rule)
+    c3.metric("Kept for macOS", fmt_bytes(w.left_for_macos_bytes))
+    c4.metric("Workload", readings.workload_label(p))
+
+    section("Memory: does it fit?", charts.memory_stack(p),
+            readings.limit_reading(p) + "\n\n" + readings.memory_reading(p), "chart_memory")
+    st.table(readings.fit_rows(p))
+
+    labels = [readings.option_label(o) for o in p.options]
+    best = readings.best_options(p)
+    chosen_label = st.selectbox("Look closer at one option", labels, key="chosen",
+                                index=labels.index(readings.option_label(best[0])) if best else 0)
+    chosen = p.options[labels.index(chosen_label)]
+    section("Concurrency: how many users, how much context", charts.concurrency_heatmap(p, chosen),
+            readings.heatmap_reading(p, chosen), "chart_concurrency")
+    with st.expander("KV cache for one session at each context"):
+        st.table(readings.kv_rows(p))
+
+    st.subheader("Speed")
+    if p.mac.chip is None:
+        st.info("Pick a chip (Mac → “Chip and RAM”) to see decode speed and time to first token.")
+    else:
+        st.info("Speed estimates for this chip are not available in this version yet.")
+
+    st.subheader("Launch recipe")
+    st.markdown(readings.recipe_reading(p, chosen))
+    st.code(readings.recipe_lines(p, chosen), language="bash")
+
+    notes = [*p.notes, *(f"{readings.option_label(o)}: {n}" for o in p.options for n in o.notes)]
+    if p.mac.note:
+        notes.insert(0, p.mac.note)
+    if notes:
+        st.caption("Notes: " + " · ".join(notes))
+    st.download_button("Download the full plan (JSON, same as `plan --json`)", p.model_dump_json(indent=2),
+                       file_name=f"plan-{p.model.id}-{p.mac.ram_gb:g}gb.json", mime="application/json",
+                       key="download_json")
+
+
+def main() -> None:
+    st.set_page_config(page_title="Mac LLM planner", page_icon="🖥️", layout="wide")
+    st.title("Will this LLM run on this Mac?")
+    st.caption("Memory fit of a model on Apple Silicon for llama.cpp and mlx-lm, against the GPU memory limit "
+               "macOS actually enforces. Change the inputs on the left; the page updates.")
+    model = model_form()
+    mode, macs = mac_form()
+    workload = workload_form()
+    if not model:
+        st.info("Type a Hugging Face repo id (e.g. meta-llama/Llama-3.3-70B-Instruct) or a local path.")
+        return
+    if not macs:
+        st.info("Pick at least one Mac to compare.")
+        return
+    try:
+        plans = [cached_plan(PlanRequest(model=model, **mac, **workload).model_dump_json()) for mac in macs]
+    except PlannerError as e:
+        st.error(str(e))
+        return
+    except ValidationError as e:
+        st.error(render_validation_error("input", e))
+        return
+    if mode == MODE_COMPARE:
+        show_compare(plans)
+        names = [readings.mac_label(p) for p in plans]
+        pick = st.selectbox("Details for", names, key="detail_mac") if len(plans) > 1 else names[0]
+        plans = [plans[names.index(pick)]]
+    show_plan(plans[0])
+
+
+main()
