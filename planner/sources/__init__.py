@@ -1,0 +1,193 @@
+"""Model sources (edge package, allowed to do I/O): catalog id, HF repo, local GGUF file, MLX/HF folder.
+
+``resolve_model(spec, file, quant)`` -> ``ResolvedModel``: a ModelProfile plus, when read from real files, the exact
+weight bytes and the detected quant/runtime. The core (planner.plan) takes a ResolvedModel and never imports this.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .. import architecture as arch
+from .. import profiles
+from ..errors import PlannerError, UnknownProfileError
+from ..results import WeightsEstimate
+from ..schema import ModelConfig, ModelProfile
+from .errors import HubError, SourceError
+from .hfconfig import from_hf_config
+
+__all__ = ["ResolvedModel", "resolve_model", "from_hf_config", "SourceError", "HubError", "mlx_quant_id"]
+
+REPO_RE = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+class ResolvedModel(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    profile: ModelProfile
+    source: str = Field(description="catalog | gguf | folder | hub")
+    exact_weights: WeightsEstimate | None = Field(None, description="Exact bytes read from file headers")
+    quant_id: str | None = Field(None, description="Detected preset: Q4_K_M, mlx-4bit-g64, ...")
+    runtime_hint: str | None = Field(None, description="llama.cpp for GGUF, mlx-lm for MLX-quantized weights")
+    vision_bytes: int = Field(0, description="Vision tower / projector bytes (mmproj or VLM tensors)")
+    files: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
+def make_profile(cfg: ModelConfig, *, id_: str, name: str, source_url: str, hf_repo: str | None = None,
+                 vision_bytes: int = 0, vision_elem_bytes: float = 2.0) -> ModelProfile:
+    n = arch.n_params(cfg)
+    active = arch.active_params(cfg) if cfg.is_moe else None
+    return ModelProfile(
+        id=id_, name=name, hf_repo=hf_repo, params_b=n / 1e9, active_params_b=active / 1e9 if active else None,
+        vision_params_b=(vision_bytes / vision_elem_bytes) / 1e9 if vision_bytes else None,
+        sources=[source_url], verified=date.today(), config=cfg)
+
+
+def mlx_quant_id(raw: dict) -> tuple[str | None, list[str]]:
+    """config.json ``quantization`` block (mlx_lm/utils.py quantize_model) -> our MLX format id."""
+    q = raw.get("quantization") or raw.get("quantization_config")
+    notes: list[str] = []
+    if not isinstance(q, dict):
+        return None, notes
+    mode = q.get("mode", "affine")
+    bits, g = q.get("bits"), q.get("group_size")
+    if q.get("quant_method") and bits is None:
+        notes.append(f"weights use {q['quant_method']} quantization (not an MLX format); exact bytes shown as read")
+        return None, notes
+    per_module = [k for k, v in q.items() if isinstance(v, dict)]
+    if per_module:
+        notes.append(f"{len(per_module)} modules override the base quantization (mixed recipe); bytes are exact")
+    if mode in ("mxfp4", "nvfp4", "mxfp8"):
+        return f"mlx-{mode}", notes
+    if bits and g:
+        return f"mlx-{bits}bit-g{g}", notes
+    return None, notes
+
+
+def _known_quant(qid: str | None, kind: str) -> str | None:
+    if not qid:
+        return None
+    try:
+        return profiles.load_quant(qid, kind).id
+    except PlannerError:
+        return None
+
+
+def resolve_gguf(path: Path, quant: str | None = None) -> ResolvedModel:
+    from .local import load_gguf
+
+    cfg, w, qid, notes, files = load_gguf(path)
+    known = _known_quant(qid, "gguf")
+    if qid and not known:
+        notes.append(f"quant {qid} is not one of our presets; exact bytes used as read")
+    elif not qid:
+        notes.append("quant type not recorded in the GGUF; exact bytes used as read")
+    stem = re.sub(r"-\d{5}-of-\d{5}$", "", path.stem)
+    prof = make_profile(cfg, id_=stem.lower(), name=stem, source_url=str(path.resolve()),
+                        vision_bytes=w.vision_bytes)
+    return ResolvedModel(profile=prof, source="gguf", exact_weights=w, quant_id=known or qid,
+                         runtime_hint="llama.cpp", vision_bytes=w.vision_bytes, files=files, notes=notes)
+
+
+def resolve_folder(path: Path) -> ResolvedModel:
+    from .local import load_folder, safetensors_weights
+
+    raw, entries = load_folder(path)
+    cfg = from_hf_config(raw, str(path / "config.json"))
+    return _from_config_and_tensors(raw, cfg, entries, source="folder", id_=path.name.lower(), name=path.name,
+                                    url=str(path.resolve()), hf_repo=None, weights_fn=safetensors_weights)
+
+
+def _from_config_and_tensors(raw, cfg, entries, *, source, id_, name, url, hf_repo, weights_fn) -> ResolvedModel:
+    qid, notes = mlx_quant_id(raw)
+    hint = None
+    w = None
+    if entries:
+        quantized = qid is not None or any(dt in ("U32", "U8", "F8_E4M3", "I8") for _, dt, _, _ in entries)
+        n = arch.n_params(cfg) if quantized else sum(_prod(s) for nm, _, s, _ in entries if not _vision(nm))
+        w = weights_fn(entries, n)
+    else:
+        notes.append("no safetensors found: weights are estimated")
+    if qid is not None:
+        known = _known_quant(qid, "mlx")
+        if not known:
+            notes.append(f"MLX quantization {qid} is not one of our presets; exact bytes used as read")
+        hint = "mlx-lm"
+    elif w is not None and not raw.get("quantization_config"):
+        fl = {dt for _, dt, _, _ in entries}
+        if fl <= {"BF16", "F16", "F32"}:
+            qid = "mlx-bf16"  # unquantized checkpoint: mlx-lm loads it as is
+    vision = w.vision_bytes if w else 0
+    prof = make_profile(cfg, id_=id_, name=name, source_url=url, hf_repo=hf_repo, vision_bytes=vision)
+    return ResolvedModel(profile=prof, source=source, exact_weights=w, quant_id=qid, runtime_hint=hint,
+                         vision_bytes=vision, notes=notes)
+
+
+def _vision(name: str) -> bool:
+    from .local import st_group
+
+    return st_group(name) == "vision"
+
+
+def _prod(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
+
+
+def resolve_model(spec: str, file: str | None = None, quant: str | None = None) -> ResolvedModel:
+    """Dispatch: local .gguf -> gguf; local folder with config.json -> folder; org/name not in the catalog -> hub;
+    else the catalog (planner.profiles.load_model)."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise SourceError("--model is empty; give a catalog id (plan models), a HF repo, a .gguf file or a folder")
+    spec = spec.strip()
+    p = Path(spec).expanduser()
+    if spec.lower().endswith(".gguf"):
+        if not p.is_file():
+            raise SourceError(f"{spec}: no such GGUF file; check the path")
+        return resolve_gguf(p, quant)
+    if p.is_dir():
+        if (p / "config.json").is_file():
+            return resolve_folder(p)
+        ggufs = sorted(x for x in p.glob("*.gguf") if "mmproj" not in x.name.lower())
+        if ggufs:
+            pick = _pick_gguf([x.name for x in ggufs], file, quant, spec)
+            return resolve_gguf(p / pick, quant)
+        raise SourceError(f"{spec}: folder has no config.json or .gguf; point at a model folder or file")
+    try:
+        return ResolvedModel(profile=profiles.load_model(spec), source="catalog")
+    except UnknownProfileError:
+        if not REPO_RE.match(spec):
+            raise
+    from .hub import resolve_hub
+
+    return resolve_hub(spec, file=file, quant=quant)
+
+
+def _pick_gguf(names: list[str], file: str | None, quant: str | None, where: str) -> str:
+    """Choose the GGUF by --file (exact name or path) or --quant (name match); first shard of a split."""
+    from .ggufmeta import quant_from_name
+
+    cands = [n for n in names if "mmproj" not in n.lower()]
+    if file:
+        hit = [n for n in cands if n == file or n.endswith("/" + file) or n.rsplit("/", 1)[-1] == file]
+        if not hit:
+            raise SourceError(f"--file {file}: not in {where}; files: {', '.join(c.rsplit('/', 1)[-1] for c in cands[:6])}")
+        return hit[0]
+    firsts = [n for n in cands if not re.search(r"-\d{5}-of-\d{5}\.gguf$", n) or "-00001-of-" in n]
+    if quant:
+        q = quant.upper()
+        hit = [n for n in firsts if (quant_from_name(n) or "") == q] or [n for n in firsts if q in n.upper()]
+        if not hit:
+            have = sorted({quant_from_name(n) or n for n in firsts})
+            raise SourceError(f"--quant {quant}: no such GGUF in {where}; available: {', '.join(have[:12])}")
+        return hit[0]
+    if len(firsts) == 1:
+        return firsts[0]
+    have = sorted({quant_from_name(n) or n for n in firsts})
+    raise SourceError(f"{where} has {len(firsts)} GGUF files; pick one with --quant ({', '.join(have[:10])}) or --file")

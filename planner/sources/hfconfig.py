@@ -1,0 +1,107 @@
+"""HF ``config.json`` dict -> ModelConfig: keep known keys, unwrap VLM ``text_config``, normalise MoE/SWA variants.
+
+Key names and defaults: transformers configuration_*.py and mlx-lm mlx_lm/models/*.py ``ModelArgs``
+(see model-facts.md §6.1). Architectures we cannot lay out raise UnsupportedArchitectureError, never "Llama".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..architecture import SUPPORTED
+from ..errors import UnsupportedArchitectureError, render_validation_error
+from ..schema import ModelConfig
+from .errors import SourceError
+
+KNOWN_KEYS = set(ModelConfig.model_fields)
+LAYER_TYPES = {"full_attention", "sliding_attention", "linear_attention", "chunked_attention"}
+# config keys that mean state-space (Mamba) layers: Jamba, Nemotron-H, Granite 4, Falcon-H1
+SSM_KEYS = ("mamba_d_state", "mamba_d_conv", "mamba_expand", "attn_layer_period", "attn_layer_indices",
+            "hybrid_override_pattern", "ssm_state_size", "mamba_n_heads")
+VLM_TEXT_TYPES = {"gemma3": "gemma3_text", "mistral3": "mistral", "llava": "llama"}
+
+
+def swa_layer_types(n_layers: int, pattern: int, first_sliding: bool = True) -> list[str]:
+    """llama.cpp llama_hparams::set_swa_pattern(n): layer il is SWA iff il % n < n - 1 (n=6: 5 local + 1 global)."""
+    return ["sliding_attention" if il % pattern < pattern - 1 else "full_attention" for il in range(n_layers)]
+
+
+def from_hf_config(raw: dict, source: str = "config.json") -> ModelConfig:
+    """A ModelConfig from the contents of a HF config.json (any extra keys dropped)."""
+    if not isinstance(raw, dict):
+        raise SourceError(f"{source}: expected a JSON object, got {type(raw).__name__}; re-download config.json")
+    d: dict[str, Any] = dict(raw)
+    outer_type = d.get("model_type")
+    tc = d.get("text_config")
+    if isinstance(tc, dict):
+        # VLM wrapper (Gemma3ForConditionalGeneration, Mistral3, Qwen-VL): the LM lives in text_config
+        merged = {k: v for k, v in d.items() if k not in ("text_config", "vision_config")}
+        merged.update(tc)
+        if not tc.get("model_type"):
+            merged["model_type"] = VLM_TEXT_TYPES.get(outer_type, outer_type)
+        elif tc.get("model_type") == "gemma3":
+            merged["model_type"] = "gemma3_text"
+        d = merged
+    mt = d.get("model_type")
+    if not mt:
+        raise SourceError(f"{source}: no model_type; is this a transformers config.json?")
+    if any(d.get(k) is not None for k in SSM_KEYS):
+        raise UnsupportedArchitectureError(
+            f"{source}: model_type {mt!r} is not supported yet: Mamba/state-space layers are not modelled")
+    lt = d.get("layer_types")
+    if isinstance(lt, list):
+        unknown = sorted({str(t) for t in lt} - LAYER_TYPES)
+        if unknown:
+            raise UnsupportedArchitectureError(
+                f"{source}: model_type {mt!r} is not supported yet: layer types {', '.join(unknown)} are not modelled")
+    if mt not in SUPPORTED:
+        raise UnsupportedArchitectureError(
+            f"{source}: model_type {mt!r} is not supported yet: its tensor and cache layout is not modelled "
+            f"(supported: {', '.join(sorted(SUPPORTED))})")
+    # --- normalise key variants
+    if d.get("torch_dtype") is None and d.get("dtype") is not None:
+        d["torch_dtype"] = d["dtype"]
+    if d.get("num_experts_per_tok") is None and d.get("experts_per_token") is not None:  # gpt-oss
+        d["num_experts_per_tok"] = d["experts_per_token"]
+    if d.get("num_experts_per_tok") is None and d.get("moe_topk") is not None:
+        d["num_experts_per_tok"] = d["moe_topk"]
+    if d.get("use_sliding_window") is False and not lt:
+        d["sliding_window"] = None  # Qwen2.5 carries sliding_window but does not use it
+    if d.get("max_position_embeddings") is None:
+        d["max_position_embeddings"] = d.get("max_seq_len") or d.get("seq_length") or 4096
+    n_layers = d.get("num_hidden_layers")
+    if not lt and d.get("sliding_window") and isinstance(n_layers, int) and n_layers > 0:
+        pattern = d.get("sliding_window_pattern")
+        if mt in ("gemma3", "gemma3_text"):
+            # transformers Gemma3TextConfig: sliding_window_pattern default 6 (llama.cpp src/models/gemma3.cpp)
+            d["layer_types"] = swa_layer_types(n_layers, int(pattern or 6))
+        elif mt == "gemma2":
+            d["layer_types"] = swa_layer_types(n_layers, 2)  # llama.cpp gemma2: set_swa_pattern(2)
+        elif isinstance(pattern, int) and pattern > 1:
+            d["layer_types"] = swa_layer_types(n_layers, pattern)
+        # other models with a sliding_window but no pattern (Mistral 7B v0.1) slide on every layer
+        elif mt in ("mistral", "mixtral", "starcoder2") and d.get("sliding_window"):
+            d["layer_types"] = ["sliding_attention"] * n_layers
+    for k in ("mlp_only_layers",):
+        if d.get(k) == []:
+            d[k] = None if k != "mlp_only_layers" else []
+    if d.get("head_dim") is None:
+        d.pop("head_dim", None)
+    kept = {k: v for k, v in d.items() if k in KNOWN_KEYS and v is not None}
+    missing = [k for k in ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
+               if k not in kept]
+    if "intermediate_size" not in kept:
+        ffn = d.get("moe_intermediate_size") or d.get("ffn_hidden_size") or d.get("n_inner")
+        if ffn:
+            kept["intermediate_size"] = ffn
+        else:
+            missing.append("intermediate_size")
+    if missing:
+        raise SourceError(f"{source}: missing {', '.join(missing)} (model_type {mt!r}); "
+                          "pass a complete transformers config.json or a catalog id")
+    try:
+        return ModelConfig.model_validate(kept)
+    except ValidationError as e:
+        raise SourceError(render_validation_error(source, e)) from None
