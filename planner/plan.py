@@ -13,7 +13,8 @@ from .schema import Chip, ModelProfile
 
 DEFAULT_QUANTS = {
     "gguf": ["Q3_K_M", "IQ4_XS", "Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0"],
-    "mlx": ["mlx-4bit-g64", "mlx-4bit-g32", "mlx-mxfp4", "mlx-6bit-g64", "mlx-8bit-g64"],
+    "mlx": ["mlx-4bit-g64", "mlx-4bit-g32", "mlx-mxfp4", "mlx-6bit-g64", "mlx-6bit-g32", "mlx-8bit-g64",
+            "mlx-8bit-g32"],
 }
 CONTEXTS = [4096, 8192, 16384, 32768, 131072]
 USER_COUNTS = [1, 2, 4, 8, 16]
@@ -207,8 +208,7 @@ def plan(req: PlanRequest) -> Plan:
             first = first or mm
             options.append(build_option(mm, req, wired, raised, contexts, user_counts, max_ctx))
         if first is not None:
-            kv_rows.append(KVRow(runtime=rt.id, layout=first.kv, per_sequence_bytes={
-                c: first.estimate(c, 1).kv_cache + first.kv.state_bytes_per_seq for c in contexts}))
+            kv_rows += _kv_rows(first, rt, model, table, req, contexts)
     if req.quants and not options:
         raise InputError(f"--quant {', '.join(req.quants)}: not a format of {', '.join(r.id for r in runtimes)} "
                          "(GGUF: Q4_K_M, Q8_0...; MLX: 4bit, 8bit-g32, mxfp4...)")
@@ -217,6 +217,29 @@ def plan(req: PlanRequest) -> Plan:
                            max_context=max_ctx)
     return Plan(request=req, model=summary, mac=MacSummary(ram_gb=ram, chip=chip, note=mac_note), wired=wired,
                 contexts=contexts, user_counts=user_counts, kv=kv_rows, options=options, notes=notes)
+
+
+KV_TYPES = {"llama.cpp": ["f16", "q8_0", "q4_0"], "mlx-lm": ["bf16", "kv8", "kv4"]}
+
+
+def _kv_rows(first: MemoryModel, rt, model: ModelProfile, table, req: PlanRequest, contexts: list[int]) -> list[KVRow]:
+    """KV cost of one sequence for the runtime's main KV types (the chosen one first)."""
+    kinds = list(dict.fromkeys([first.kv.kv_type, *KV_TYPES[rt.family]]))
+    rows = []
+    for k in kinds:
+        try:
+            mm = first if k == first.kv.kv_type else memory_model(
+                model, rt, _FIRST_QUANT[rt.weight_format](first), table, kv_type=k, flash_attn=True,
+                n_ubatch=req.n_ubatch)
+        except InputError:
+            continue  # e.g. mlx-lm cannot quantize a rotating (sliding-window) cache
+        rows.append(KVRow(runtime=rt.id, layout=mm.kv, per_sequence_bytes={
+            c: mm.estimate(c, 1).kv_cache + mm.kv.state_bytes_per_seq for c in contexts}))
+    return rows
+
+
+_FIRST_QUANT = {"gguf": lambda mm: profiles.load_quant(mm.quant_id, "gguf"),
+                "mlx": lambda mm: profiles.load_quant(mm.quant_id, "mlx")}
 
 
 def _kv_applies(kv_type: str | None, rt) -> bool:
