@@ -1,0 +1,68 @@
+"""The Streamlit form logic, headless via streamlit.testing (no browser)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("streamlit")
+pytest.importorskip("plotly")
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from app import readings  # noqa: E402
+from planner.plan import PlanRequest, plan  # noqa: E402
+
+APP = str(Path(__file__).resolve().parents[2] / "app" / "streamlit_app.py")
+
+
+@pytest.fixture
+def at():
+    return AppTest.from_file(APP, default_timeout=60).run()
+
+
+def test_default_run_has_no_exception(at):
+    assert not at.exception
+    assert not at.error
+    assert len(at.success) + len(at.warning) == 1  # the headline
+    assert len(at.get("plotly_chart")) == 2
+
+
+def test_70b_on_64gb_shows_the_verdict(at):
+    at.selectbox(key="model").set_value("llama-3.3-70b")
+    at.radio(key="mac_mode").set_value("RAM only").run()
+    at.selectbox(key="ram_only").set_value(64)
+    at.run()
+    assert not at.exception and not at.error
+    expected = readings.headline(plan(PlanRequest(model="llama-3.3-70b", ram_gb=64)))[1]
+    assert at.success[0].value == expected
+    assert "fits comfortably" in expected
+
+
+def test_chip_mode_constrains_ram(at):
+    at.selectbox(key="chip").set_value("M3 Max").run()
+    at.selectbox(key="cores_M3 Max").set_value(30).run()
+    assert at.selectbox(key="ram_M3 Max_30").options == ["36 GB", "96 GB"]
+    assert not at.exception and not at.error
+
+
+def test_unknown_hf_model_shows_error(at):
+    at.radio(key="model_source").set_value("Hugging Face id or local path").run()
+    at.text_input(key="model_text").input("acme/NoSuchModel-13B-Instruct").run()
+    assert not at.exception
+    assert len(at.error) == 1 and "unknown model" in at.error[0].value and "NoSuchModel" in at.error[0].value
+    assert not at.get("plotly_chart")
+
+
+def test_impossible_wired_limit_shows_error(at):
+    at.radio(key="wired_mode").set_value("Custom").run()
+    at.number_input(key="wired_mb").set_value(1_000_000).run()
+    assert not at.exception
+    assert len(at.error) == 1 and "wired" in at.error[0].value
+
+
+def test_compare_mode_adds_the_matrix(at):
+    at.radio(key="mac_mode").set_value("Compare several Macs").run()
+    assert not at.exception and not at.error
+    assert len(at.get("plotly_chart")) == 3

@@ -1,0 +1,124 @@
+"""app.charts and app.readings: pure functions of a Plan. Trace counts and line positions equal the plan's numbers."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("plotly")
+
+from app import charts, readings  # noqa: E402
+from planner.format import fmt_bytes, verdict_text  # noqa: E402
+from planner.plan import PlanRequest, plan  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def p70():
+    return plan(PlanRequest(model="llama-3.3-70b", ram_gb=64))
+
+
+@pytest.fixture(scope="module")
+def p8():
+    return plan(PlanRequest(model="llama-3.1-8b", chip="M4 Max", gpu_cores=40, ram_gb=64, users=4,
+                            runtimes=["llama.cpp"], quants=["Q4_K_M", "Q8_0"]))
+
+
+def _hlines(fig):
+    return {s.y0 for s in fig.layout.shapes if s.type == "line"}
+
+
+def test_memory_stack_lines_are_the_plans_numbers(p70):
+    fig = charts.memory_stack(p70)
+    w = p70.wired
+    assert _hlines(fig) == {w.effective_bytes, w.max_raise_bytes, w.ram_bytes}
+    rect = [s for s in fig.layout.shapes if s.type == "rect"]
+    assert len(rect) == 1 and (rect[0].y0, rect[0].y1) == (w.effective_bytes, w.ram_bytes)
+    texts = [a.text for a in fig.layout.annotations]
+    assert f"GPU limit {fmt_bytes(w.effective_bytes)}" in texts
+
+
+def test_memory_stack_traces_sum_to_total(p70):
+    fig = charts.memory_stack(p70)
+    bars = [t for t in fig.data if t.type == "bar"]
+    # weights, KV, compute, output (llama.cpp only), overhead; recurrent state and vision are zero for a dense LLM
+    assert [t.name for t in bars] == ["weights", "KV cache", "compute buffer", "output buffer", "runtime overhead"]
+    assert len(fig.data) == len(bars) + 1  # + the totals text trace
+    for i, o in enumerate(p70.options):
+        assert sum(t.y[i] for t in bars) == o.memory.total
+    totals = fig.data[-1]
+    assert list(totals.y) == [o.memory.total for o in p70.options]
+    assert all(fmt_bytes(o.memory.total) in t for o, t in zip(p70.options, totals.text))
+
+
+def test_memory_stack_user_wired_limit_has_no_separate_raise_line():
+    p = plan(PlanRequest(model="llama-3.1-8b", ram_gb=16, wired_limit_mb=8192))
+    w = p.wired
+    if w.max_raise_bytes != w.effective_bytes:
+        assert w.effective_bytes in _hlines(charts.memory_stack(p))
+    assert w.effective_bytes == 8192 * 1024 * 1024
+
+
+def test_byte_ticks_cover_the_top():
+    vals, text = charts.byte_ticks(64 * 2**30)
+    assert vals[0] == 0 and vals[-1] >= 64 * 2**30 and len(vals) <= 10
+    assert text[1].endswith("GiB")
+
+
+def test_heatmap_cells_are_safe_users_and_choice_is_marked(p8):
+    chosen = p8.options[1]
+    fig = charts.concurrency_heatmap(p8, chosen)
+    heat, mark = fig.data
+    assert heat.type == "heatmap" and mark.type == "scatter"
+    for i, o in enumerate(p8.options):
+        assert list(heat.text[i]) == [str(o.safe_users[c]) for c in p8.contexts]
+        for j, c in enumerate(p8.contexts):
+            n = o.safe_users[c]
+            assert heat.z[i][j] == (0 if n == 0 else 2 if n >= p8.request.users else 1)
+    assert list(mark.x) == ["8K"] and list(mark.y) == [readings.option_label(chosen)]
+    assert len(charts.concurrency_heatmap(p8).data) == 1
+
+
+def test_compare_macs_one_column_per_mac():
+    plans = [plan(PlanRequest(model="llama-3.3-70b", ram_gb=r)) for r in (48, 64, 128)]
+    fig = charts.compare_macs(plans)
+    (heat,) = fig.data
+    assert len(heat.x) == 3 and len(heat.y) == len(plans[0].options)
+    codes = {v: k for k, v in charts.VERDICT_CODE.items()}
+    assert [codes[z] for z in heat.z[0]] == [p.options[0].fit.verdict for p in plans]
+
+
+def test_all_figures_keys(p70):
+    assert set(charts.all_figures(p70, p70.options[0])) == {"memory", "concurrency"}
+
+
+def test_headline_70b_on_64gb(p70):
+    level, text = readings.headline(p70)
+    assert level == "success"
+    assert verdict_text("fits") in text
+    q4 = next(o for o in p70.options if o.quant == "Q4_K_M")
+    assert f"llama.cpp · Q4_K_M uses {fmt_bytes(q4.memory.total)} of the {fmt_bytes(p70.wired.effective_bytes)}" in text
+
+
+def test_headline_no_fit_names_the_smallest():
+    p = plan(PlanRequest(model="llama-3.1-405b", ram_gb=64))
+    level, text = readings.headline(p)
+    assert level == "error" and verdict_text("no-fit") in text
+    smallest = min(p.options, key=lambda o: o.memory.total)
+    assert fmt_bytes(smallest.memory.total) in text
+
+
+def test_fit_rows_match_cli_strings(p70):
+    from planner.cli.render import render_plan
+
+    cli = render_plan(p70)
+    for row in readings.fit_rows(p70):
+        line = next(ln for ln in cli.splitlines() if ln.startswith(row["runtime"]) and f" {row['quantization']} " in ln)
+        for k in ("weights", "file size", "KV cache", "total", "verdict"):
+            assert row[k] in line
+
+
+def test_readings_mention_the_limit(p70):
+    assert fmt_bytes(p70.wired.effective_bytes) in readings.limit_reading(p70)
+    assert f"iogpu.wired_limit_mb={p70.wired.sysctl_max_mb}" in readings.limit_reading(p70)
+    raise_opt = next(o for o in p70.options if o.fit.verdict == "raise-limit")
+    assert raise_opt.fit.sysctl in readings.recipe_lines(p70, raise_opt)
+    assert "Q5_K_M" in readings.memory_reading(p70)
