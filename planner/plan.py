@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from . import architecture as arch
@@ -180,8 +182,10 @@ def build_option(mm: MemoryModel, req: PlanRequest, wired: WiredLimit, raised: W
         notes=notes)
 
 
-def plan(req: PlanRequest) -> Plan:
-    model = profiles.load_model(req.model)
+def plan(req: PlanRequest, resolved=None) -> Plan:
+    """``resolved``: a planner.sources.ResolvedModel (duck-typed: the core does not import the edge); its profile
+    replaces the catalog lookup and its exact weight bytes replace the estimate for the matching runtime x quant."""
+    model = resolved.profile if resolved is not None else profiles.load_model(req.model)
     ram, chip, mac_note = resolve_mac(req)
     macos = profiles.load_macos(req.macos)
     wired = capacity.wired_limit(ram, macos, req.wired_limit_mb)
@@ -193,9 +197,10 @@ def plan(req: PlanRequest) -> Plan:
     runtimes = [profiles.load_runtime(r) for r in dict.fromkeys(req.runtimes)]
     if not runtimes:
         raise InputError("--runtime: give at least one of llama.cpp, mlx-lm, ollama")
-    kv_rows, options, notes = [], [], []
+    kv_rows, options, notes = [], [], list(getattr(resolved, "notes", None) or [])
+    runtimes = _exact_runtimes(runtimes, resolved)
     for rt in runtimes:
-        quants = _quants_for(req, rt, model)
+        quants = _exact_quants(req, rt, resolved) or _quants_for(req, rt, model)
         if req.quants and not quants:
             notes.append(f"{rt.id}: none of --quant {', '.join(req.quants)} is a {rt.weight_format} format; skipped")
             continue
@@ -205,8 +210,11 @@ def plan(req: PlanRequest) -> Plan:
         first = None
         for q in quants:
             mm = memory_model(model, rt, q, table, kv_type=kv_type, flash_attn=req.flash_attn, n_ubatch=req.n_ubatch)
+            mm, label = _apply_exact(mm, q, rt, resolved)
             first = first or mm
-            options.append(build_option(mm, req, wired, raised, contexts, user_counts, max_ctx))
+            opt = build_option(mm, req, wired, raised, contexts, user_counts, max_ctx)
+            options.append(opt if label is None else opt.model_copy(update={"quant": label, "notes": [
+                *opt.notes, "weights: exact bytes read from the model files"]}))
         if first is not None:
             kv_rows += _kv_rows(first, rt, model, table, req, contexts)
     if req.quants and not options:
@@ -249,3 +257,48 @@ def _kv_applies(kv_type: str | None, rt) -> bool:
     if rt.family == "llama.cpp":
         return k in rt.kv_types
     return k in rt.kv_types or k in ("8bit", "4bit", "kv8", "kv4", "q8", "q4", "q8_0", "q4_0", "bf16", "f16", "fp16")
+
+
+# --------------------------------------------------------------------------- exact weights from real files
+def _exact_format(resolved) -> str | None:
+    """Weight format ('gguf' | 'mlx') the resolved files are in, when they pin one runtime."""
+    hint = getattr(resolved, "runtime_hint", None)
+    if resolved is None or resolved.exact_weights is None or hint is None:
+        return None
+    return "gguf" if hint == "llama.cpp" else "mlx"
+
+
+def _exact_runtimes(runtimes: list, resolved) -> list:
+    """A GGUF file runs on llama.cpp-family runtimes, MLX weights on mlx-lm: keep only those."""
+    fmt = _exact_format(resolved)
+    if fmt is None:
+        return runtimes
+    keep = [rt for rt in runtimes if rt.weight_format == fmt]
+    return keep or [profiles.load_runtime(resolved.runtime_hint)]
+
+
+def _exact_quants(req: PlanRequest, rt, resolved) -> list:
+    """The file's own quant (or a stand-in preset of the same format, relabelled later), unless --quant was given."""
+    fmt = _exact_format(resolved)
+    if fmt is None or req.quants or rt.weight_format != fmt:
+        return []
+    qid = resolved.quant_id
+    if qid and _known(qid, fmt):
+        return [profiles.load_quant(qid, fmt)]
+    return [profiles.load_quant("Q8_0" if fmt == "gguf" else "mlx-8bit-g64", fmt)]
+
+
+def _apply_exact(mm: MemoryModel, q, rt, resolved) -> tuple[MemoryModel, str | None]:
+    """Swap in the exact bytes for the option whose format and quant match the files; label unknown quants."""
+    w = getattr(resolved, "exact_weights", None)
+    if w is None:
+        return mm, None
+    fmt = _exact_format(resolved)
+    qid = resolved.quant_id
+    known = bool(qid) and _known(qid, rt.weight_format)
+    if fmt is not None and rt.weight_format == fmt and (q.id == qid or not known):
+        label = None if known else f"{qid or fmt} (as read)"
+        return dataclasses.replace(mm, weights=w), label
+    if fmt is None and qid and q.id == qid and rt.weight_format == q.kind:
+        return dataclasses.replace(mm, weights=w), None
+    return mm, None

@@ -41,6 +41,7 @@ def plan_cmd(
     flash_attn: Optional[bool] = typer.Option(None, "--flash-attn/--no-flash-attn", help=_h("flash_attn")),
     ubatch: Optional[int] = typer.Option(None, "--ubatch", help=_h("n_ubatch")),
     json_out: bool = typer.Option(False, "--json", help="Print the whole plan as JSON (same as the app's download)"),
+    file: Optional[str] = typer.Option(None, "--file", help="GGUF file to use in a HF repo or folder with several"),
 ):
     """Memory fit (and speed, with --chip) of one model on one Mac, for both runtimes."""
     if ctx.invoked_subcommand is not None:
@@ -54,7 +55,10 @@ def plan_cmd(
                       runtimes=list(runtime) if runtime else ["llama.cpp", "mlx-lm"], quants=list(quant) or None
                       if quant else None, context=context, users=users, kv_type=kv_type, wired_limit_mb=wired_limit,
                       macos=macos, flash_attn=flash_attn, n_ubatch=ubatch)
-    result = plan(req)
+    from ..sources import resolve_model  # edge: local files and the HF Hub (lazy: keeps catalog plans fast)
+
+    resolved = resolve_model(model, file=file, quant=quant[0] if quant and len(quant) == 1 else None)
+    result = plan(req, resolved)
     typer.echo(result.model_dump_json(indent=2) if json_out else render_plan(result), nl=not json_out)
     if json_out:
         typer.echo("")
