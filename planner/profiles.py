@@ -255,3 +255,53 @@ def ram_gb_valid(ram_gb: float) -> None:
     sizes = sorted({r for c in all_chips() for r in c.ram_options_gb})
     if sizes and int(ram_gb) != ram_gb or sizes and int(ram_gb) not in sizes:
         raise InputError(f"--ram {ram_gb:g} GB: no Mac comes with that; valid sizes are {', '.join(map(str, sizes))}")
+
+
+# --------------------------------------------------------------------------- speed calibration
+def _calibration_files(root: Path | None) -> dict[str, Path]:
+    folder = root / "calibration" if root is not None else None
+    return {p.stem: p for p in sorted(folder.glob("*.yaml"))} if folder is not None and folder.is_dir() else {}
+
+
+def load_speed_constants(chip: Chip, runtime: str):
+    """Merged calibration constants for (chip, runtime), generic to specific:
+    runtime default -> generation (or the newest earlier one) -> tier -> chip id -> user calibration dir
+    (``user_dir()/calibration``). ollama starts from llama.cpp's chain and applies its own files on top."""
+    from .speed_schema import CalibrationProfile, ResolvedSpeedConstants
+
+    rt = load_runtime(runtime).id
+    builtin, user = _calibration_files(builtin_dir()), _calibration_files(user_dir())
+    chain = ["llama.cpp", "ollama"] if rt == "ollama" else [rt]
+    merged, scopes, parts, notes = None, [], [], []
+    for r in chain:
+        gens = sorted({p.split("__")[0] for p in builtin if p.endswith(f"__{r}") and p.startswith("gen-")})
+        gen_scope = f"gen-{chip.generation}"
+        if gen_scope not in gens:
+            older = [g for g in gens if g < gen_scope]
+            if older:
+                notes.append(f"{r} prefill derived from generation {older[-1][4:]} (no {chip.generation} data)")
+                gen_scope = older[-1]
+        for scope in ("default", gen_scope, f"tier-{chip.tier}", chip.id):
+            for files, origin in ((builtin, "shipped"), (user, "user")):
+                p = files.get(f"{scope}__{r}")
+                if p is None:
+                    continue
+                prof = load_file(p, CalibrationProfile)
+                merged = prof.constants if merged is None else merged.merged(prof.constants)
+                scopes.append(prof.id)
+                pv = prof.provenance
+                when = pv.fitted_on.isoformat() if pv.fitted_on else "undated"
+                if origin == "user":
+                    res = pv.residuals.get("mape", pv.residuals.get("decode_mape"))
+                    parts.append(f"calibrated on this Mac on {when}" + (f", residual {res:.0f}%" if res is not None else ""))
+                elif scope == "default":
+                    parts.append(f"{r} default ({pv.method}, {pv.rows} rows, {when})")
+                else:
+                    parts.append(f"{r} × {scope} ({pv.rows} rows, {when})")
+    if merged is None or merged.missing():
+        raise ProfileError(f"no complete speed calibration for {rt}: add profiles/calibration/default__{rt}.yaml "
+                           "(python -m calibration.fit)")
+    source = "fitted: " + " + ".join(parts) + ("; " + "; ".join(notes) if notes else "")
+    if chip.gpu_matrix_units:
+        source += "; matrix-unit factor applied"
+    return ResolvedSpeedConstants(constants=merged, source=source, scopes=scopes)

@@ -1,0 +1,550 @@
+"""Fit the roofline efficiencies of planner/throughput.py to measurements, and write profiles/calibration/*.yaml.
+
+``python -m calibration.fit`` regenerates the shipped profiles deterministically from
+calibration/data/measured_benchmarks_train.csv (filtered by ``calibration.dataset.usable_for_efficiency``).
+
+Grouping (docs/dataset-notes.md, "Recommendation for grouping efficiencies"):
+
+- llama.cpp: η_bw per tier (base/pro/max/ultra), η_c per generation (M1-M4), shared t_layer, η_attn, η_c_decode,
+  no-flash factor and dequantization factors per weight class; nuisance build-era factors (old llama.cpp builds
+  prefilled up to 2x slower) are fitted and dropped: the shipped profiles describe current builds.
+- mlx-lm: one η_bw and one η_c (18 usable rows); the rest from llama.cpp as priors.
+- ollama: η_bw per tier on top of llama.cpp's constants.
+
+Every fit works on :class:`FitRecord`, a common form both CSV rows (:func:`records_from_measurements`) and local
+runs (:func:`records_from_runs`, calibration.records.RunRecord) convert into. Priors (a value and a log-sigma per
+parameter) regularise a fit toward given values, so a short user run can start from the shipped constants.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field, replace
+from datetime import date
+from pathlib import Path
+
+import numpy as np
+import yaml
+from scipy.optimize import least_squares
+
+from calibration.errors import CalibrationError
+from planner import profiles
+from planner import throughput as tp
+from planner.memory import memory_model
+from planner.schema import Chip
+from planner.speed_schema import CalibrationProfile, Provenance, SpeedConstants
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+OUT_DIR = REPO_ROOT / "profiles" / "calibration"
+FIT_DATE = date(2026, 11, 29)  # pinned so regeneration is byte-identical; bump when the data changes
+TIERS = ("base", "pro", "max", "ultra")
+GENERATIONS = ("M1", "M2", "M3", "M4", "M5")
+ERAS = ("2023-08", "2023-09", "2023-10", "2023-11", "2024", "current")
+
+# Weak priors (value, sigma of log value). They only decide parameters the data cannot see; sources:
+# model-facts.md §5.1 (η_bw 0.6-0.8), §5.3 (GEMM 70-85% of ALU peak, attention below that); issue 3 (M5 prefill
+# 2-3.7x M4 at similar bandwidth: geometric middle 2.7); t_layer ~ one Metal dispatch group per layer (~50 us).
+BASE_PRIORS: dict[str, tuple[float, float]] = {
+    "eta_bw": (0.7, 1.0), "eta_c": (0.6, 1.0), "eta_attn": (0.3, 1.5), "eta_c_decode": (0.3, 1.5),
+    "t_layer_s": (5e-5, 2.0), "noflash_attn_factor": (2.0, 0.7), "matrix_unit_factor": (2.7, 0.35),
+    "q_float": (1.0, 0.5), "q_legacy": (1.0, 0.5), "q_kquant": (0.85, 0.5), "q_iquant": (0.8, 0.5),
+    "q_mxfp4": (1.0, 0.5), "q_affine": (1.0, 0.5), "q_fp4": (1.0, 0.5), "era": (1.0, 1.0), "era_decode": (1.0, 0.3),
+}
+UPPER = {"eta_bw": 1.0, "eta_c": 1.0, "eta_attn": 1.0, "eta_c_decode": 1.0, "era_decode": 1.0}
+
+
+# --------------------------------------------------------------------------- the common record form
+@dataclass(frozen=True)
+class FitRecord:
+    """One measured rate in the form every fit uses. ``value`` is aggregate over the batch [tok/s]."""
+
+    runtime: str                 # llama.cpp | mlx-lm | ollama
+    chip: Chip
+    geo: tp.Geometry
+    phase: str                   # prefill | decode
+    prompt: int                  # P new tokens per sequence (prefill)
+    gen: int                     # G decoded tokens per sequence (decode)
+    depth: int                   # cached tokens before the measured phase
+    batch: int
+    value: float
+    flash_attn: bool = True
+    chunk: int = 512
+    era: str = "current"
+    weight: float = 1.0
+    label: str = ""
+
+    @property
+    def chip_id(self) -> str:
+        return self.chip.id
+
+
+def _era(ym: str | None, runtime: str) -> str:
+    if runtime != "llama.cpp" or ym is None:
+        return "current"
+    if ym <= "2023-08":
+        return "2023-08"
+    if ym < "2023-11":
+        return ym
+    if ym < "2024-01":
+        return "2023-11"
+    return "2024" if ym < "2025-01" else "current"
+
+
+_GEO_CACHE: dict[tuple, tp.Geometry] = {}
+
+
+def geometry_for(model_id: str, runtime: str, quant_id: str, flash_attn: bool | None = None) -> tp.Geometry:
+    key = (model_id, runtime, quant_id, flash_attn)
+    if key not in _GEO_CACHE:
+        rt = profiles.load_runtime(runtime)
+        q = profiles.load_quant(quant_id, rt.weight_format)
+        mm = memory_model(profiles.load_model(model_id), rt, q, profiles.ggml_types(), flash_attn=flash_attn)
+        _GEO_CACHE[key] = tp.geometry(mm, q.kind, q.mode)
+    return _GEO_CACHE[key]
+
+
+def records_from_measurements(ms) -> tuple[list[FitRecord], Counter]:
+    """CSV Measurements (already filtered) -> FitRecords; returns the records and a Counter of skip reasons.
+
+    Rows whose model is not in the catalog are skipped: without the architecture neither the KV bytes nor the
+    attention FLOPs are known, and at depth they dominate (docs/dataset-notes.md, M2 Ultra GLM rows)."""
+    from calibration.dataset import PREFILL_METRICS
+
+    out, skipped = [], Counter()
+    for m in ms:
+        if m.model_id is None:
+            skipped["model not in the catalog"] += 1
+            continue
+        runtime = {"llama.cpp": "llama.cpp", "mlx-lm": "mlx-lm", "ollama": "ollama"}.get(m.runtime_family)
+        if runtime is None:
+            skipped[f"family {m.runtime_family}"] += 1
+            continue
+        fa = m.flash_attn if m.flash_attn is not None else profiles.load_runtime(runtime).flash_attn
+        try:
+            geo = geometry_for(m.model_id, runtime, m.quant_id)
+        except Exception as e:  # a quant that does not apply to the model (e.g. a row mislabelled)
+            skipped[f"geometry: {type(e).__name__}"] += 1
+            continue
+        chip = profiles.resolve_chip(m.chip_id)
+        rt = profiles.load_runtime(runtime)
+        chunk = (rt.prefill_step_size or 2048) if rt.family == "mlx-lm" else (rt.n_ubatch or 512)
+        prefill = m.metric in PREFILL_METRICS
+        if prefill:
+            P, G, D = m.prompt_tokens or 0, 0, m.context_depth or 0
+            if P <= 0:
+                skipped["prefill without prompt size"] += 1
+                continue
+        else:
+            # llama-bench tgN @ dD: N tokens from depth D; old 'tg N' rows start at 0 and average over 0..N;
+            # depth-unknown (server/ollama) rows follow a short prompt: start at 0 as well
+            P, G, D = 0, max(m.gen_tokens or 1, 1), m.context_depth or 0
+        out.append(FitRecord(runtime=runtime, chip=chip, geo=geo, phase="prefill" if prefill else "decode",
+                             prompt=P, gen=G, depth=D, batch=m.batch, value=m.value, flash_attn=bool(fa),
+                             chunk=chunk, era=_era(m.year_month, runtime), label=f"row {m.row_id}"))
+    return out, skipped
+
+
+def records_from_runs(runs, chip: Chip) -> list[FitRecord]:
+    """calibration.records.RunRecord (local runs on ``chip``) -> FitRecords. Dense models only: the geometry is
+    rebuilt from the record's own shape (weights_bytes, layers, heads...), so tiny synthetic models work."""
+    out = []
+    for r in runs:
+        bpw_bytes = r.weights_bytes / r.n_params
+        embed = r.vocab * r.hidden * bpw_bytes
+        kv_el = 2 if r.runtime == "llama.cpp" else 2
+        geo = tp.Geometry(
+            n_layers=r.n_layers, dense_bytes=r.weights_bytes - embed, expert_bytes=0.0, n_experts=0, top_k=0,
+            matmul_params=r.n_params - 2 * r.vocab * r.hidden, head_params=float(r.vocab * r.hidden),
+            kv_full=2.0 * r.n_layers * r.n_kv_heads * r.head_dim * kv_el, kv_swa=0.0, window=None, state_bytes=0.0,
+            attn_full=float(r.n_layers * r.n_heads * 2 * r.head_dim), attn_swa=0.0,
+            quant_class=tp.quant_class(r.quant, "mlx" if r.quant.startswith("mlx") else "gguf",
+                                       "none" if r.quant in ("mlx-bf16", "mlx-f32", "mlx-f16") else "affine"))
+        pre = r.phase == "prefill"
+        out.append(FitRecord(runtime=r.runtime, chip=chip, geo=geo, phase=r.phase,
+                             prompt=r.prompt_tokens if pre else 0, gen=0 if pre else max(r.gen_tokens, 1),
+                             depth=r.context_depth, batch=r.batch, value=r.value_tok_s,
+                             flash_attn=r.flash_attn if r.flash_attn is not None else True,
+                             chunk=512 if r.runtime == "llama.cpp" else 2048, label=r.label()))
+    return out
+
+
+# --------------------------------------------------------------------------- parameterisation
+@dataclass
+class Spec:
+    """Which parameters a fit frees. ``groups[name]`` says how a record picks its instance of a parameter."""
+
+    runtime: str
+    tier_eta_bw: bool = True          # η_bw per tier (else one)
+    gen_eta_c: bool = True            # η_c per generation (else one)
+    free: set[str] = field(default_factory=lambda: {"eta_bw", "eta_c", "eta_attn", "eta_c_decode", "t_layer_s",
+                                                    "noflash_attn_factor", "matrix_unit_factor", "q", "era",
+                                                    "era_decode"})
+
+
+def _param_names(records: list[FitRecord], spec: Spec) -> list[str]:
+    names = []
+    if "eta_bw" in spec.free:
+        names += [f"eta_bw:{t}" for t in TIERS if any(r.chip.tier == t for r in records)] if spec.tier_eta_bw \
+            else ["eta_bw:*"]
+    if "eta_c" in spec.free:
+        names += [f"eta_c:{g}" for g in GENERATIONS if any(r.chip.generation == g and r.phase == "prefill"
+                                                            for r in records)] if spec.gen_eta_c else ["eta_c:*"]
+    for p in ("eta_attn", "eta_c_decode", "t_layer_s", "noflash_attn_factor", "matrix_unit_factor"):
+        if p in spec.free:
+            names.append(p)
+    if "q" in spec.free:
+        names += [f"q_{c}" for c in sorted({r.geo.quant_class for r in records if r.phase == "prefill"})
+                  if c != "float"]
+    if "era" in spec.free:
+        names += [f"era:{e}" for e in ERAS[:-1] if any(r.era == e and r.phase == "prefill" for r in records)]
+    if "era_decode" in spec.free and any(r.era != "current" and r.phase == "decode" for r in records):
+        names.append("era_decode")
+    return names
+
+
+def _prior(name: str, priors: dict[str, tuple[float, float]]) -> tuple[float, float]:
+    for key in (name, name.split(":")[0]):
+        if key in priors:
+            return priors[key]
+    return BASE_PRIORS[name.split(":")[0]]
+
+
+class _Arrays:
+    """Per-record features, computed once with planner.throughput's geometry methods."""
+
+    def __init__(self, records: list[FitRecord]):
+        n = len(records)
+        self.n = n
+        self.dec = np.array([r.phase == "decode" for r in records])
+        self.B = np.array([r.batch for r in records], float)
+        self.value = np.array([r.value for r in records], float)
+        self.w = np.array([r.weight for r in records], float)
+        self.L = np.array([r.geo.n_layers for r in records], float)
+        self.bw = np.array([tp.bandwidth(r.chip) for r in records])
+        allchips = profiles.all_chips()
+        self.peak = np.array([tp.peak_flops(r.chip, allchips)[0] for r in records])
+        self.mu = np.array([r.chip.gpu_matrix_units for r in records])
+        # decode: bytes and flops at start, mid and end depth (Simpson)
+        self.dbytes = np.zeros((n, 3))
+        self.dflops = np.zeros((n, 3))
+        # prefill
+        self.n_chunks = np.zeros(n)
+        self.mm = np.zeros(n)
+        self.rd = np.zeros(n)
+        self.attn = np.zeros(n)
+        self.head = np.zeros(n)
+        self.fa_off = np.array([(not r.flash_attn) and r.runtime != "mlx-lm" for r in records])
+        self.tokens = np.zeros(n)
+        for i, r in enumerate(records):
+            g = r.geo
+            if r.phase == "decode":
+                a, b = r.depth, r.depth + max(r.gen, 1) - 1
+                for j, c in enumerate((a, (a + b) / 2, b)):
+                    self.dbytes[i, j] = g.weights_read(r.batch) + r.batch * g.kv_read(c)
+                    self.dflops[i, j] = r.batch * (2 * (g.matmul_params + g.head_params) + 2 * g.attn_keys(c))
+            else:
+                tokens = r.prompt * r.batch
+                nch = r.batch * math.ceil(r.prompt / r.chunk) if r.runtime == "mlx-lm" else math.ceil(tokens / r.chunk)
+                self.tokens[i] = tokens
+                self.n_chunks[i] = nch
+                self.mm[i] = 2 * g.matmul_params * tokens
+                self.rd[i] = nch * g.weights_read(int(math.ceil(tokens / nch)))
+                self.attn[i] = 2 * r.batch * tp._causal_keys(g, r.prompt, r.depth)
+                self.head[i] = 2 * g.head_params * r.batch
+
+
+def _index(records, spec, names):
+    """For each parameter family, the column of the parameter vector each record uses (-1 = fixed value)."""
+    pos = {n: i for i, n in enumerate(names)}
+    def col(key):
+        return pos.get(key, -1)
+    idx = {
+        "eta_bw": np.array([col(f"eta_bw:{r.chip.tier}") if spec.tier_eta_bw else col("eta_bw:*") for r in records]),
+        "eta_c": np.array([col(f"eta_c:{r.chip.generation}") if spec.gen_eta_c else col("eta_c:*") for r in records]),
+        "q": np.array([col(f"q_{r.geo.quant_class}") for r in records]),
+        "era": np.array([col(f"era:{r.era}") for r in records]),
+        "era_decode": np.array([col("era_decode") if r.era != "current" else -1 for r in records]),
+    }
+    for p in ("eta_attn", "eta_c_decode", "t_layer_s", "noflash_attn_factor", "matrix_unit_factor"):
+        idx[p] = np.full(len(records), col(p))
+    return idx
+
+
+def _fixed_values(records, spec, fixed: dict[str, float]):
+    """Values used where a record's parameter is not free: from ``fixed`` (e.g. llama.cpp's fit for ollama)."""
+    def get(key, default):
+        return fixed.get(key, default)
+    return {
+        "eta_bw": np.array([get(f"eta_bw:{r.chip.tier}", get("eta_bw:*", BASE_PRIORS["eta_bw"][0])) for r in records]),
+        "eta_c": np.array([get(f"eta_c:{r.chip.generation}", get("eta_c:*", BASE_PRIORS["eta_c"][0])) for r in records]),
+        "q": np.array([get(f"q_{r.geo.quant_class}", 1.0 if r.geo.quant_class == "float" else
+                           BASE_PRIORS[f"q_{r.geo.quant_class}"][0]) for r in records]),
+        "era": np.ones(len(records)),
+        "era_decode": np.ones(len(records)),
+        **{p: np.full(len(records), get(p, BASE_PRIORS[p][0]))
+           for p in ("eta_attn", "eta_c_decode", "t_layer_s", "noflash_attn_factor", "matrix_unit_factor")},
+    }
+
+
+def _predict(theta: np.ndarray, A: _Arrays, idx, fixedv) -> np.ndarray:
+    """Predicted aggregate tok/s for every record (same formulas as planner.throughput.Roofline)."""
+    vals = np.exp(theta)
+
+    def pick(p):
+        ix = idx[p]
+        return np.where(ix >= 0, vals[np.maximum(ix, 0)], fixedv[p])
+
+    eta_bw = pick("eta_bw") * pick("era_decode")
+    eta_c = pick("eta_c") * pick("q") * pick("era")
+    F = A.peak * np.where(A.mu, pick("matrix_unit_factor"), 1.0)
+    fixed = A.L * pick("t_layer_s")
+    # decode
+    tmem = A.dbytes / (eta_bw * A.bw)[:, None]
+    tcmp = A.dflops / (pick("eta_c_decode") * F)[:, None]
+    steps = fixed[:, None] + np.maximum(tmem, tcmp)
+    mean = (steps[:, 0] + 4 * steps[:, 1] + steps[:, 2]) / 6
+    dec = A.B / mean
+    # prefill
+    fa = np.where(A.fa_off, pick("noflash_attn_factor"), 1.0)
+    t = (A.n_chunks * fixed + np.maximum(A.mm / (eta_c * F), A.rd / (pick("eta_bw") * A.bw))
+         + A.attn * fa / (pick("eta_attn") * F) + A.head / (pick("eta_c") * F))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pre = np.where(A.dec, 0.0, A.tokens / np.where(A.dec, 1.0, t))
+    return np.where(A.dec, dec, pre)
+
+
+def fit_efficiency_least_squares(records: list[FitRecord], spec: Spec,
+                                 priors: dict[str, tuple[float, float]] | None = None,
+                                 fixed: dict[str, float] | None = None, max_nfev: int = 2000):
+    """Fit roofline efficiencies by weighted least squares on log(predicted / measured), with log-normal priors.
+
+    Returns ``(params, diagnostics)``: params maps names like ``eta_bw:max``, ``eta_c:M3``, ``t_layer_s`` to
+    values; diagnostics holds the optimizer status, cost, per-record predictions and APEs. Raises
+    CalibrationError with the optimizer message when ``result.success`` is false.
+    """
+    if not records:
+        raise CalibrationError(f"fit {spec.runtime}: no records to fit")
+    priors = {**BASE_PRIORS, **(priors or {})}
+    names = _param_names(records, spec)
+    if not names:
+        raise CalibrationError(f"fit {spec.runtime}: nothing to fit (no free parameter has data)")
+    A = _Arrays(records)
+    idx = _index(records, spec, names)
+    fixedv = _fixed_values(records, spec, fixed or {})
+    p0 = np.array([math.log(_prior(n, priors)[0]) for n in names])
+    psig = np.array([_prior(n, priors)[1] for n in names])
+    lo = np.full(len(names), math.log(1e-6))
+    hi = np.array([math.log(UPPER.get(n.split(":")[0], 1e3)) for n in names])
+    p0 = np.clip(p0, lo + 1e-9, hi - 1e-9)
+    sw = np.sqrt(A.w)
+    log_y = np.log(A.value)
+
+    def resid(theta):
+        pred = _predict(theta, A, idx, fixedv)
+        return np.concatenate([sw * (np.log(pred) - log_y), (theta - p0) / psig])
+
+    res = least_squares(resid, p0, bounds=(lo, hi), method="trf", x_scale=1.0, max_nfev=max_nfev)
+    if not res.success:
+        raise CalibrationError(f"fit {spec.runtime}: optimizer failed: {res.message}")
+    params = {n: float(v) for n, v in zip(names, np.exp(res.x))}
+    pred = _predict(res.x, A, idx, fixedv)
+    ape = np.abs(pred / A.value - 1) * 100
+    return params, {"status": res.status, "message": res.message, "cost": float(res.cost), "nfev": res.nfev,
+                    "predicted": pred, "ape": ape, "n_records": len(records)}
+
+
+# --------------------------------------------------------------------------- params -> constants
+def constants_from_params(params: dict[str, float], fixed: dict[str, float] | None = None) -> dict[str, SpeedConstants]:
+    """Split fitted parameters into scoped SpeedConstants: {'default': ..., 'tier-max': ..., 'gen-M3': ...}.
+
+    The default η_bw / η_c is the geometric mean over the fitted groups (for chips of an unseen tier)."""
+    allp = {**(fixed or {}), **params}
+    out: dict[str, dict] = defaultdict(dict)
+    bw = {k.split(":")[1]: v for k, v in params.items() if k.startswith("eta_bw:")}
+    ec = {k.split(":")[1]: v for k, v in params.items() if k.startswith("eta_c:")}
+    for t, v in bw.items():
+        out["default" if t == "*" else f"tier-{t}"]["eta_bw"] = v
+    for g, v in ec.items():
+        out["default" if g == "*" else f"gen-{g}"]["eta_c"] = v
+    if bw and "*" not in bw:
+        out["default"]["eta_bw"] = float(np.exp(np.mean(np.log(list(bw.values())))))
+    if ec and "*" not in ec:
+        out["default"]["eta_c"] = float(np.exp(np.mean(np.log(list(ec.values())))))
+    for p in ("eta_attn", "eta_c_decode", "t_layer_s", "noflash_attn_factor", "matrix_unit_factor"):
+        if p in params:
+            out["default"][p] = params[p]
+    qf = {k[2:]: v for k, v in params.items() if k.startswith("q_")}
+    if qf:
+        out["default"]["quant_prefill_factor"] = {"float": allp.get("q_float", 1.0), **qf}
+    if fixed is not None:  # complete the default scope: unfitted fields from ``fixed``, then the priors
+        d = out["default"]
+        for p in ("eta_attn", "eta_c_decode", "t_layer_s", "noflash_attn_factor", "matrix_unit_factor"):
+            d.setdefault(p, allp.get(p, BASE_PRIORS[p][0]))
+        d.setdefault("eta_bw", allp.get("eta_bw:*", BASE_PRIORS["eta_bw"][0]))
+        d.setdefault("eta_c", allp.get("eta_c:*", BASE_PRIORS["eta_c"][0]))
+        d["quant_prefill_factor"] = {
+            c: d.get("quant_prefill_factor", {}).get(c, allp.get(f"q_{c}", 1.0 if c == "float" else BASE_PRIORS[f"q_{c}"][0]))
+            for c in ("float", "legacy", "kquant", "iquant", "mxfp4", "affine", "fp4")}
+    return {s: SpeedConstants(**{k: (min(v, 1.0) if k.startswith("eta") else v) for k, v in d.items()})
+            for s, d in out.items()}
+
+
+def full_constants(params: dict[str, float], fixed: dict[str, float], chip: Chip) -> SpeedConstants:
+    """Constants for one chip from a parameter dict, with the planner's lookup rules (gen falls back to older)."""
+    allp = {**fixed, **params}
+    k = dict(eta_attn=allp.get("eta_attn"), eta_c_decode=allp.get("eta_c_decode"), t_layer_s=allp.get("t_layer_s"),
+             noflash_attn_factor=allp.get("noflash_attn_factor", BASE_PRIORS["noflash_attn_factor"][0]),
+             matrix_unit_factor=allp.get("matrix_unit_factor", BASE_PRIORS["matrix_unit_factor"][0]))
+    bw = {p.split(":")[1]: v for p, v in allp.items() if p.startswith("eta_bw:")}
+    ec = {p.split(":")[1]: v for p, v in allp.items() if p.startswith("eta_c:")}
+    k["eta_bw"] = bw.get(chip.tier) or bw.get("*") or float(np.exp(np.mean(np.log([v for v in bw.values()]))))
+    older = [g for g in ec if g != "*" and g <= chip.generation]
+    k["eta_c"] = ec.get("*") or (ec[max(older)] if older else float(np.exp(np.mean(np.log(list(ec.values()))))))
+    k["quant_prefill_factor"] = {c: allp.get(f"q_{c}", 1.0 if c == "float" else BASE_PRIORS[f"q_{c}"][0])
+                                 for c in ("float", "legacy", "kquant", "iquant", "mxfp4", "affine", "fp4")}
+    return SpeedConstants(**{a: (min(v, 1.0) if a.startswith("eta") else v) for a, v in k.items()})
+
+
+def predict_record(r: FitRecord, consts: SpeedConstants) -> float:
+    """Aggregate tok/s of one record through planner.throughput (the path the CLI uses)."""
+    rf = tp.Roofline(geo=r.geo, bw=tp.bandwidth(r.chip),
+                     flops=tp.peak_flops(r.chip, profiles.all_chips())[0]
+                     * (consts.matrix_unit_factor if r.chip.gpu_matrix_units else 1.0),
+                     k=consts, runtime_family="mlx-lm" if r.runtime == "mlx-lm" else "llama.cpp",
+                     flash_attn=r.flash_attn, chunk=r.chunk)
+    if r.phase == "prefill":
+        t, _ = rf.prefill_time(r.prompt, r.depth, r.batch)
+        return r.prompt * r.batch / t
+    return r.batch * max(r.gen, 1) / rf.decode_time(r.batch, r.depth, max(r.gen, 1))
+
+
+# --------------------------------------------------------------------------- the shipped fit
+def _balance(records: list[FitRecord]) -> list[FitRecord]:
+    """Weight rows so each chip × phase counts about equally (M2 Ultra alone has 388 llama.cpp rows):
+    w = 1 / sqrt(rows of that chip and phase)."""
+    n = Counter((r.chip_id, r.phase) for r in records)
+    return [replace(r, weight=1.0 / math.sqrt(n[(r.chip_id, r.phase)])) for r in records]
+
+
+def load_training_records(path=None) -> tuple[dict[str, list[FitRecord]], Counter]:
+    from calibration.dataset import load_measurements, usable_for_efficiency
+
+    ms = [m for m in load_measurements(path) if usable_for_efficiency(m)]
+    recs, skipped = records_from_measurements(ms)
+    by_rt: dict[str, list[FitRecord]] = defaultdict(list)
+    for r in recs:
+        by_rt[r.runtime].append(r)
+    return {k: _balance(v) for k, v in by_rt.items()}, skipped
+
+
+def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None) -> dict[str, tuple[dict, dict, dict]]:
+    """Fit every runtime; returns {runtime: (params, fixed, diagnostics)}. ``exclude_chip`` drops one chip (LOCO)."""
+    def keep(rs):
+        return [r for r in rs if r.chip_id != exclude_chip]
+
+    out = {}
+    lc = keep(data.get("llama.cpp", []))
+    p_lc, d_lc = fit_efficiency_least_squares(lc, Spec("llama.cpp"))
+    out["llama.cpp"] = (p_lc, {}, d_lc)
+    # mlx-lm: too few rows for groups; llama.cpp's shared constants become priors (sigma 0.5 in log)
+    shared = {k: (v, 0.5) for k, v in p_lc.items() if k in ("eta_attn", "eta_c_decode", "t_layer_s")}
+    mx = keep(data.get("mlx-lm", []))
+    if mx:
+        spec = Spec("mlx-lm", tier_eta_bw=False, gen_eta_c=False,
+                    free={"eta_bw", "eta_c", "eta_attn", "eta_c_decode", "t_layer_s", "matrix_unit_factor", "q"})
+        p_mx, d_mx = fit_efficiency_least_squares(mx, spec, priors=shared)
+        out["mlx-lm"] = (p_mx, {}, d_mx)
+    ol = keep(data.get("ollama", []))
+    if ol:
+        fixed = {k: v for k, v in p_lc.items() if not k.startswith("era")}
+        p_ol, d_ol = fit_efficiency_least_squares(ol, Spec("ollama", free={"eta_bw"}),
+                                                  priors={k: (v, 0.3) for k, v in p_lc.items()
+                                                          if k.startswith("eta_bw:")}, fixed=fixed)
+        out["ollama"] = (p_ol, fixed, d_ol)
+    return out
+
+
+def _rows_by_scope(records: list[FitRecord], scope: str) -> int:
+    if scope.startswith("tier-"):
+        return sum(r.chip.tier == scope[5:] and r.phase == "decode" for r in records)
+    if scope.startswith("gen-"):
+        return sum(r.chip.generation == scope[4:] and r.phase == "prefill" for r in records)
+    return len(records)
+
+
+def build_profiles(data, fits) -> list[CalibrationProfile]:
+    out = []
+    for runtime, (params, fixed, diag) in fits.items():
+        recs = data[runtime]
+        # ollama's own files only carry what it fits (η_bw); the rest comes from llama.cpp's chain
+        scoped = constants_from_params(params, None if runtime == "ollama" else fixed)
+        dec = diag["ape"][[r.phase == "decode" for r in recs]]
+        pre = diag["ape"][[r.phase == "prefill" for r in recs]]
+        resid = {}
+        if len(dec):
+            resid["decode_mape"] = round(float(dec.mean()), 2)
+        if len(pre):
+            resid["prefill_mape"] = round(float(pre.mean()), 2)
+        eras = {k: round(v, 4) for k, v in params.items() if k.startswith("era")}
+        for scope, consts in sorted(scoped.items()):
+            notes = ""
+            if scope == "default":
+                notes = ("shared constants; eta_bw/eta_c here are geometric means over the fitted groups, used for "
+                         "chips of a tier/generation with no data.")
+                if eras:
+                    notes += f" Nuisance build-era factors fitted and not shipped: {eras}."
+                if runtime == "ollama":
+                    notes = "ollama decode efficiency on top of llama.cpp's constants (depth-unknown server rows)."
+            out.append(CalibrationProfile(
+                id=f"{scope}__{runtime}", scope=scope, runtime=runtime, constants=consts,
+                provenance=Provenance(
+                    method="fit: weighted least squares on log rates (calibration.fit.fit_efficiency_least_squares)",
+                    fitted_on=FIT_DATE, rows=_rows_by_scope(recs, scope),
+                    data="calibration/data/measured_benchmarks_train.csv (usable_for_efficiency, catalog models)",
+                    residuals=resid, notes=notes)))
+    return out
+
+
+def _round(d):
+    if isinstance(d, float):
+        return float(f"{d:.5g}")
+    if isinstance(d, dict):
+        return {k: _round(v) for k, v in d.items()}
+    return d
+
+
+def write_profiles(profs: list[CalibrationProfile], out_dir: Path = OUT_DIR) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for old in out_dir.glob("*.yaml"):
+        old.unlink()
+    paths = []
+    for p in profs:
+        data = p.model_dump(mode="json", exclude_none=True)
+        data["constants"] = _round(data["constants"])
+        text = ("# Generated by `python -m calibration.fit`; do not edit by hand.\n"
+                + yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+        path = out_dir / f"{p.id}.yaml"
+        path.write_text(text, encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def main(argv: list[str] | None = None) -> int:
+    data, skipped = load_training_records()
+    fits = fit_all(data)
+    profs = build_profiles(data, fits)
+    paths = write_profiles(profs)
+    for rt, (params, _, diag) in fits.items():
+        print(f"{rt}: {diag['n_records']} records, cost {diag['cost']:.3f}")
+        for k, v in params.items():
+            print(f"  {k:22s} {v:.4g}")
+    print(f"skipped rows: {dict(skipped)}")
+    print(f"wrote {len(paths)} profiles to {OUT_DIR.relative_to(REPO_ROOT)}")
+    profiles.clear_cache()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

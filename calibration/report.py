@@ -1,0 +1,111 @@
+"""Accuracy of the speed model on the training data: ``python -m calibration.report``.
+
+Prints MAPE, median APE and P90 APE of decode and prefill, overall and per runtime:
+
+- **in-sample, shipped**: the committed profiles/calibration/*.yaml through the planner's own lookup
+  (planner.profiles.load_speed_constants -> planner.throughput), i.e. what `plan predict` says for each row.
+  These constants describe *current* builds, so 2023-era llama.cpp rows carry the build-era difference as error.
+- **in-sample, era-aware**: the same fit with the nuisance build-era factors applied to each row's build.
+- **leave-one-chip-out (LOCO)**: for every chip, refit without that chip's rows, then predict them (era-aware,
+  with the planner's fallback rules: a generation without data borrows the newest older one).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import defaultdict
+
+import numpy as np
+
+from calibration import fit as F
+from planner import profiles
+from planner.speed_schema import SpeedConstants
+
+
+def _stats(apes: list[float]) -> tuple[int, float, float, float]:
+    a = np.asarray(apes, float)
+    if not len(a):
+        return 0, float("nan"), float("nan"), float("nan")
+    return len(a), float(a.mean()), float(np.median(a)), float(np.percentile(a, 90))
+
+
+def _era_adjusted(k: SpeedConstants, params: dict, era: str) -> SpeedConstants:
+    if era == "current":
+        return k
+    e = params.get(f"era:{era}", 1.0)
+    d = params.get("era_decode", 1.0)
+    return k.model_copy(update={"eta_c": min(1.0, k.eta_c * e), "eta_bw": min(1.0, k.eta_bw * d)})
+
+
+def shipped_apes(data) -> dict[tuple[str, str], list[float]]:
+    out = defaultdict(list)
+    for rt, recs in data.items():
+        for r in recs:
+            k = profiles.load_speed_constants(r.chip, rt).constants
+            out[(rt, r.phase)].append(abs(F.predict_record(r, k) / r.value - 1) * 100)
+    return out
+
+
+def era_aware_apes(data, fits) -> dict[tuple[str, str], list[float]]:
+    out = defaultdict(list)
+    for rt, recs in data.items():
+        params, fixed, _ = fits[rt]
+        lc_params = fits["llama.cpp"][0]
+        for r in recs:
+            k = F.full_constants(params, fixed, r.chip)
+            k = _era_adjusted(k, lc_params if rt == "ollama" else params, r.era)
+            out[(rt, r.phase)].append(abs(F.predict_record(r, k) / r.value - 1) * 100)
+    return out
+
+
+def loco_apes(data) -> tuple[dict[tuple[str, str], list[float]], dict[str, dict[str, float]]]:
+    out = defaultdict(list)
+    per_chip: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    chips = sorted({r.chip_id for recs in data.values() for r in recs})
+    for chip in chips:
+        fits = F.fit_all(data, exclude_chip=chip)
+        for rt, recs in data.items():
+            held = [r for r in recs if r.chip_id == chip]
+            if not held or rt not in fits:
+                continue
+            params, fixed, _ = fits[rt]
+            for r in held:
+                k = F.full_constants(params, fixed, r.chip)
+                k = _era_adjusted(k, fits["llama.cpp"][0] if rt == "ollama" else params, r.era)
+                ape = abs(F.predict_record(r, k) / r.value - 1) * 100
+                out[(rt, r.phase)].append(ape)
+                per_chip[f"{rt} {chip}"][r.phase].append(ape)
+    return out, {c: {ph: float(np.mean(v)) for ph, v in d.items()} for c, d in per_chip.items()}
+
+
+def table(name: str, apes: dict[tuple[str, str], list[float]]) -> list[str]:
+    lines = [f"{name}", f"{'runtime':10s} {'phase':8s} {'n':>4s} {'MAPE%':>7s} {'median%':>8s} {'P90%':>7s}"]
+    rts = sorted({rt for rt, _ in apes})
+    for rt in [*rts, "all"]:
+        for ph in ("decode", "prefill"):
+            vals = [a for (r, p), v in apes.items() if p == ph and (rt == "all" or r == rt) for a in v]
+            n, mape, med, p90 = _stats(vals)
+            if n:
+                lines.append(f"{rt:10s} {ph:8s} {n:4d} {mape:7.1f} {med:8.1f} {p90:7.1f}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    data, skipped = F.load_training_records()
+    fits = F.fit_all(data)
+    lines = [f"rows: {sum(len(v) for v in data.values())} usable catalog-model rows "
+             f"({', '.join(f'{k}: {len(v)}' for k, v in sorted(data.items()))}); skipped {dict(skipped)}", ""]
+    lines += table("in-sample, shipped profiles (current-build constants)", shipped_apes(data)) + [""]
+    lines += table("in-sample, era-aware (build-era factors applied)", era_aware_apes(data, fits)) + [""]
+    loco, per_chip = loco_apes(data)
+    lines += table("leave-one-chip-out (refit without the chip, era-aware)", loco) + [""]
+    if "--per-chip" in (argv or []):
+        lines.append("LOCO MAPE per held-out chip")
+        for c, d in sorted(per_chip.items()):
+            lines.append(f"  {c:28s} " + "  ".join(f"{ph} {v:5.1f}%" for ph, v in sorted(d.items())))
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

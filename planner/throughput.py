@@ -1,0 +1,307 @@
+"""Throughput: a roofline with fitted efficiencies -> prefill, decode, TTFT and time per request.
+
+Decode step (B sequences at context c each), model-facts.md §5.1-5.2, gguf-parser-go ``cmplat = max(...)``::
+
+    bytes(B, c) = W_dense + W_experts · (1 − (1 − k/E)^B) + B · (kv_full·c + kv_swa·min(c, W) + 2·state)
+    flops(B, c) = B · (2·N_active + 2·A_full·c + 2·A_swa·min(c, W))
+    t_step      = L · t_layer + max(bytes / (η_bw · BW), flops / (η_cd · F))
+
+Prefill of P tokens per sequence on D cached tokens (§5.3)::
+
+    flops_mm   = 2 · N_matmul · B·P                    (lm_head only for the last position)
+    flops_attn = 2 · A · Σ_i min(D + i, W)             (causal; A = Σ_layers H·(d_qk + d_v))
+    t_prefill  = n_chunks · L · t_layer + max(flops_mm / (η_c·q·F), n_chunks · W_read / (η_bw·BW))
+                 + flops_attn · fa / (η_attn · F)
+
+with F the peak GPU FLOPS (× the matrix-unit factor on M5), q the weight-class dequantization factor, fa the
+no-flash-attention slowdown (llama.cpp -fa off) and n_chunks the number of physical batches (llama.cpp n_ubatch,
+mlx-lm prefill_step_size). η ≤ 1, so decode never beats BW / bytes per step (the hard physical bound).
+References: llama.cpp ggml/src/ggml-metal (mul_mv vs mul_mm kernels, flash_attn_ext), tools/batched-bench;
+mlx-lm mlx_lm/generate.py (generate_step, prefill_step_size); model-facts.md §5.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from . import architecture as arch
+from .errors import InputError
+from .memory import MemoryModel
+from .schema import Chip, ModelConfig
+from .speed_schema import ResolvedSpeedConstants, SpeedConstants, ThroughputEstimate
+from .units import gb_s_to_bytes_s, tflops_to_flops
+
+MAX_KNEE_BATCH = 4096
+
+
+# --------------------------------------------------------------------------- geometry
+@dataclass(frozen=True)
+class Geometry:
+    """What a forward pass reads and computes, independent of chip and efficiencies."""
+
+    n_layers: int
+    dense_bytes: float        # weights read every decode step whatever the routing, embedding gather excluded [bytes]
+    expert_bytes: float       # all routed-expert weights [bytes]
+    n_experts: int            # E (0 = dense)
+    top_k: int                # k
+    matmul_params: float      # active params per token, embedding and lm_head excluded [1]
+    head_params: float        # lm_head params (tied: the embedding read as the head) [1]
+    kv_full: float            # KV bytes per token, full-attention layers [bytes]
+    kv_swa: float             # KV bytes per token, sliding-window layers [bytes]
+    window: int | None
+    state_bytes: float        # recurrent state per sequence [bytes]
+    attn_full: float          # Σ_full layers H·(d_qk + d_v): attention MACs per query per key [1]
+    attn_swa: float           # same over sliding-window layers [1]
+    quant_class: str = "float"
+
+    def expert_union(self, tokens: int) -> float:
+        """Expected fraction of routed experts touched by ``tokens`` tokens, uniform routing: 1 − (1 − k/E)^n."""
+        if not self.n_experts:
+            return 0.0
+        return 1.0 - (1.0 - self.top_k / self.n_experts) ** max(tokens, 1)
+
+    def weights_read(self, tokens: int) -> float:
+        """Weight bytes read by one pass over ``tokens`` tokens (decode: tokens = batch). [bytes]"""
+        return self.dense_bytes + self.expert_bytes * self.expert_union(tokens)
+
+    def kv_read(self, context: float) -> float:
+        """KV + state bytes read per sequence per decode step at ``context`` cached tokens. [bytes]"""
+        swa_ctx = min(context, self.window) if self.window else context
+        # recurrent state is read and written back every step (llama.cpp ssm_scan / mlx gated_delta)
+        return self.kv_full * context + self.kv_swa * swa_ctx + 2 * self.state_bytes
+
+    def attn_keys(self, context: float) -> float:
+        """Attention MACs per query token at ``context`` keys, all layers (×2 for FLOPs). [1]"""
+        swa_ctx = min(context, self.window) if self.window else context
+        return self.attn_full * context + self.attn_swa * swa_ctx
+
+
+def quant_class(quant_id: str, kind: str, mode: str | None = None) -> str:
+    """Weight class for the prefill dequantization factor."""
+    q = quant_id.upper()
+    if kind == "mlx":
+        return {"none": "float", "affine": "affine"}.get(mode or "", "fp4")
+    if q in ("F16", "BF16", "F32"):
+        return "float"
+    if q.startswith("MXFP4"):
+        return "mxfp4"
+    if q.startswith("IQ"):
+        return "iquant"
+    if "_K" in q:
+        return "kquant"
+    return "legacy"
+
+
+def _attention_dims(cfg: ModelConfig, runtime_family: str) -> tuple[float, float]:
+    """(Σ H·(d_qk+d_v) over full layers, same over sliding layers)."""
+    full = swa = 0.0
+    H = cfg.num_attention_heads
+    for c in arch.cache_layers(cfg):
+        if c.kind == "linear":
+            continue
+        if c.kind == "mla":
+            # absorbed MLA attends in the latent space: d_qk = kv_lora_rank + rope, d_v = kv_lora_rank
+            # (llama.cpp src/models/deepseek2.cpp, mlx_lm/models/deepseek_v3.py; model-facts.md §5.3)
+            per = H * (c.k_elems + cfg.kv_lora_rank)
+        else:
+            per = H * 2 * cfg.head_dim
+        if c.kind == "sliding" and c.window:
+            swa += per
+        else:
+            full += per
+    return full, swa
+
+
+def geometry(mm: MemoryModel, quant_kind: str = "gguf", quant_mode: str | None = None) -> Geometry:
+    """Geometry of a model as loaded by one runtime in one quant (weights and KV from the memory model)."""
+    cfg = mm.model.config
+    g = mm.weights.by_group
+    tied = cfg.tie_word_embeddings
+    embed = g.get("embedding", 0)
+    experts = g.get("experts", 0)
+    # dense: everything but the embedding gather (one row); tied models read the embedding once as the head
+    dense = sum(v for k, v in g.items() if k not in ("embedding", "experts")) + (embed if tied else 0)
+    head = 0
+    matmul = 0
+    k = cfg.num_experts_per_tok or 1
+    for t in arch.tensors(cfg):
+        if t.group in ("embedding", "output"):
+            if t.group == "output" or tied:
+                head += t.ne0 * t.ne1
+        elif t.group == "experts":
+            matmul += t.ne0 * t.ne1 * min(k, t.n)
+        elif t.group != "norm":
+            matmul += t.n_elements
+    kv = mm.kv
+    kv_swa_window = kv.window if kv.swa_bytes_per_token else None
+    full, swa = _attention_dims(cfg, mm.runtime.family)
+    if not kv.swa_bytes_per_token:
+        full, swa = full + swa, 0.0  # mlx-lm keeps a full cache for models without a rotating cache
+    return Geometry(
+        n_layers=cfg.num_hidden_layers, dense_bytes=float(dense), expert_bytes=float(experts),
+        n_experts=cfg.n_experts if cfg.is_moe else 0, top_k=k if cfg.is_moe else 0,
+        matmul_params=float(matmul), head_params=float(head), kv_full=float(kv.bytes_per_token),
+        kv_swa=float(kv.swa_bytes_per_token), window=kv_swa_window, state_bytes=float(kv.state_bytes_per_seq),
+        attn_full=full, attn_swa=swa, quant_class=quant_class(mm.quant_id, quant_kind, quant_mode))
+
+
+# --------------------------------------------------------------------------- chip peaks
+def bandwidth(chip: Chip) -> float:
+    """Vendor memory bandwidth [bytes/s]; refuses chips without one."""
+    if chip.memory_bandwidth_gb_s is None:
+        raise InputError(f"--chip {chip.name} {chip.gpu_cores}-core: memory bandwidth is not published "
+                         f"({chip.status}); speed cannot be predicted (memory answers still work)")
+    return gb_s_to_bytes_s(chip.memory_bandwidth_gb_s)
+
+
+def peak_flops(chip: Chip, reference_chips: list[Chip] | None = None) -> tuple[float, str]:
+    """Peak FP16 GPU FLOPS without matrix units [FLOP/s], and how it was obtained.
+
+    Chips with no published figure (M5) get cores × the highest per-core rate of the newest earlier generation
+    with figures (per-core rate = 256 FLOP/clk × clock, model-facts.md §5.3 table).
+    """
+    if chip.gpu_fp16_tflops:
+        return tflops_to_flops(chip.gpu_fp16_tflops), chip.tflops_basis or "chip profile"
+    refs = [c for c in (reference_chips or []) if c.gpu_fp16_tflops and c.generation < chip.generation]
+    if not refs:
+        raise InputError(f"--chip {chip.label}: no GPU FLOPS figure and no earlier generation to derive it from")
+    gen = max(c.generation for c in refs)
+    per_core = max(c.gpu_fp16_tflops / c.gpu_cores for c in refs if c.generation == gen)
+    return (tflops_to_flops(per_core * chip.gpu_cores),
+            f"derived: {chip.gpu_cores} cores × {gen} per-core {per_core * 1000:.0f} GFLOPS (no published figure)")
+
+
+# --------------------------------------------------------------------------- the roofline
+@dataclass(frozen=True)
+class Roofline:
+    """Geometry + chip peaks + constants: every time below in seconds."""
+
+    geo: Geometry
+    bw: float                 # [bytes/s]
+    flops: float              # peak incl. matrix units [FLOP/s]
+    k: SpeedConstants         # fully resolved
+    runtime_family: str = "llama.cpp"
+    flash_attn: bool = True
+    chunk: int = 512          # tokens per physical batch (n_ubatch / prefill_step_size)
+
+    # ---- decode
+    def step_bytes(self, batch: int, context: float) -> float:
+        return self.geo.weights_read(batch) + batch * self.geo.kv_read(context)
+
+    def step_flops(self, batch: int, context: float) -> float:
+        g = self.geo
+        return batch * (2 * (g.matmul_params + g.head_params) + 2 * g.attn_keys(context))
+
+    def step_parts(self, batch: int, context: float) -> tuple[float, float, float]:
+        """(fixed, memory, compute) times of one decode step. [s]"""
+        t_mem = self.step_bytes(batch, context) / (self.k.eta_bw * self.bw)
+        t_cmp = self.step_flops(batch, context) / (self.k.eta_c_decode * self.flops)
+        return self.geo.n_layers * self.k.t_layer_s, t_mem, t_cmp
+
+    def step_time(self, batch: int, context: float) -> float:
+        fixed, t_mem, t_cmp = self.step_parts(batch, context)
+        return fixed + max(t_mem, t_cmp)
+
+    def decode_time(self, batch: int, start: float, gen: int) -> float:
+        """Time to generate ``gen`` tokens per sequence from ``start`` cached tokens (Simpson over depth). [s]"""
+        if gen <= 1:
+            return self.step_time(batch, start) * max(gen, 1)
+        a, b = start, start + gen - 1
+        mean = (self.step_time(batch, a) + 4 * self.step_time(batch, (a + b) / 2) + self.step_time(batch, b)) / 6
+        return mean * gen
+
+    def knee(self, context: float, cap: int = MAX_KNEE_BATCH) -> int | None:
+        """Smallest batch where the compute term overtakes the memory term (bisection; both grow with B)."""
+        def cb(b):
+            _, m, c = self.step_parts(b, context)
+            return c >= m
+        if not cb(cap):
+            return None
+        lo, hi = 1, cap
+        if cb(lo):
+            return 1
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if cb(mid) else (mid, hi)
+        return hi
+
+    # ---- prefill
+    def prefill_time(self, prompt: int, depth: int = 0, batch: int = 1) -> tuple[float, str]:
+        """Time to prefill ``prompt`` new tokens in each of ``batch`` sequences on ``depth`` cached tokens. [s]"""
+        g, k = self.geo, self.k
+        if prompt <= 0:
+            return 0.0, "compute"
+        tokens = prompt * batch
+        if self.runtime_family == "mlx-lm":
+            n_chunks = batch * math.ceil(prompt / self.chunk)  # mlx_lm generate_step: per sequence
+        else:
+            n_chunks = math.ceil(tokens / self.chunk)           # llama.cpp: n_ubatch tokens per graph
+        per_chunk_tokens = tokens / n_chunks
+        q = (k.quant_prefill_factor or {}).get(g.quant_class, 1.0)
+        t_mm = 2 * g.matmul_params * tokens / (k.eta_c * q * self.flops)
+        t_rd = n_chunks * g.weights_read(int(math.ceil(per_chunk_tokens))) / (k.eta_bw * self.bw)
+        fa = 1.0 if self.flash_attn or self.runtime_family == "mlx-lm" else k.noflash_attn_factor
+        attn = 2 * batch * _causal_keys(g, prompt, depth)
+        t_attn = attn * fa / (k.eta_attn * self.flops)
+        head = 2 * g.head_params * batch / (k.eta_c * self.flops)  # logits of the last position only
+        bound = "compute" if t_mm >= t_rd else "bandwidth"
+        return n_chunks * g.n_layers * k.t_layer_s + max(t_mm, t_rd) + t_attn + head, bound
+
+
+def _keys_sum(prompt: float, depth: float, window: float | None) -> float:
+    """Σ_{i=1..P} min(D + i, W) ≈ ∫_0^P min(D + x, W) dx: keys attended by P causal queries."""
+    if window is None or depth + prompt <= window:
+        return prompt * depth + prompt * prompt / 2
+    if depth >= window:
+        return prompt * window
+    x0 = window - depth
+    return x0 * depth + x0 * x0 / 2 + (prompt - x0) * window
+
+
+def _causal_keys(g: Geometry, prompt: int, depth: int) -> float:
+    """Attention MACs of a P-token causal prefill on D cached tokens, all layers. [1]"""
+    return g.attn_full * _keys_sum(prompt, depth, None) + g.attn_swa * _keys_sum(prompt, depth, g.window)
+
+
+def roofline(geo: Geometry, chip: Chip, resolved: ResolvedSpeedConstants, runtime_family: str,
+             flash_attn: bool = True, chunk: int = 512, reference_chips: list[Chip] | None = None) -> Roofline:
+    k = resolved.constants
+    missing = k.missing()
+    if missing:
+        raise InputError(f"calibration for {runtime_family} on {chip.label} lacks {', '.join(missing)}; "
+                         "fix profiles/calibration/default__*.yaml")
+    peak, _ = peak_flops(chip, reference_chips)
+    if chip.gpu_matrix_units:
+        peak *= k.matrix_unit_factor
+    return Roofline(geo=geo, bw=bandwidth(chip), flops=peak, k=k, runtime_family=runtime_family,
+                    flash_attn=flash_attn, chunk=chunk)
+
+
+def estimate(rf: Roofline, prompt: int, gen: int, depth: int = 0, batch: int = 1, calibration: str = "",
+             notes: list[str] | None = None) -> ThroughputEstimate:
+    """Prefill of ``prompt`` tokens on ``depth`` cached, then ``gen`` decoded tokens, for ``batch`` sequences."""
+    if batch < 1 or prompt < 0 or gen < 0 or depth < 0:
+        raise InputError("--batch must be ≥ 1 and --prompt/--gen/--depth ≥ 0")
+    t_pf, pf_bound = rf.prefill_time(prompt, depth, batch)
+    start = depth + prompt
+    first_step = rf.step_time(batch, start)
+    t_dec = rf.decode_time(batch, start, max(gen, 1))
+    g_eff = max(gen, 1)
+    per_seq = g_eff / t_dec
+    _, t_mem, t_cmp = rf.step_parts(batch, start)
+    step_bytes = rf.step_bytes(batch, start)
+    return ThroughputEstimate(
+        prefill_tok_s=(prompt * batch / t_pf) if prompt else 0.0,
+        ttft_s=t_pf + first_step,
+        decode_tok_s=per_seq * batch,
+        decode_tok_s_per_seq=per_seq,
+        time_per_request_s=t_pf + (t_dec if gen else first_step),
+        bound="compute" if t_cmp > t_mem else "bandwidth",
+        prefill_bound=pf_bound,
+        bytes_per_step=int(step_bytes),
+        flops_per_token=rf.step_flops(1, start),
+        decode_ceiling_tok_s=rf.bw / step_bytes,
+        knee_batch=rf.knee(start),
+        batch=batch, prompt_tokens=prompt, gen_tokens=gen, depth=depth,
+        peak_flops=rf.flops, bandwidth_bytes_s=rf.bw, calibration=calibration, notes=notes or [])
