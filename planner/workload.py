@@ -1,0 +1,203 @@
+"""Workloads: how a model is used (prompt and output lengths, concurrent users, latency targets).
+
+Presets live in profiles/workloads/<id>.yaml and are validated by :class:`WorkloadProfile`. A custom workload is
+built with :func:`custom_workload`. Lengths may be one value, a weighted distribution ``[[tokens, weight], ...]``,
+or ``p50``/``p90``. Targets are checked at the p90 lengths (the slow requests), throughput at the mean.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from . import profiles
+from .errors import InputError, ProfileError, UnknownProfileError
+from .schema import Workload
+
+Strict = ConfigDict(extra="forbid", frozen=True)
+
+
+class Length(BaseModel):
+    """A token count: one value, a weighted distribution, or p50/p90."""
+
+    model_config = Strict
+    value: int | None = Field(None, ge=0, le=10_000_000)
+    dist: list[tuple[int, float]] | None = Field(None, min_length=1, description="[[tokens, weight], ...]")
+    p50: int | None = Field(None, ge=0, le=10_000_000)
+    p90: int | None = Field(None, ge=0, le=10_000_000)
+
+    @model_validator(mode="after")
+    def _one_form(self):
+        forms = [self.value is not None, self.dist is not None, self.p50 is not None or self.p90 is not None]
+        if sum(forms) != 1:
+            raise ValueError("give exactly one of value, dist, or p50/p90")
+        if self.dist is not None:
+            if any(v < 0 or w <= 0 for v, w in self.dist):
+                raise ValueError("dist needs tokens >= 0 and weights > 0")
+        if (self.p50 is None) != (self.p90 is None) and forms[2]:
+            raise ValueError("give both p50 and p90")
+        if self.p50 is not None and self.p90 is not None and self.p90 < self.p50:
+            raise ValueError("p90 must be >= p50")
+        return self
+
+    def _points(self) -> list[tuple[int, float]]:
+        if self.value is not None:
+            return [(self.value, 1.0)]
+        if self.dist is not None:
+            tot = sum(w for _, w in self.dist)
+            return sorted((int(v), w / tot) for v, w in self.dist)
+        # p50/p90 only: a two-point stand-in, half at p50, half at p90 (mean slightly high; targets use p90)
+        return [(self.p50, 0.5), (self.p90, 0.5)]
+
+    @property
+    def mean(self) -> float:
+        return sum(v * w for v, w in self._points())
+
+    @property
+    def p90_tokens(self) -> int:
+        if self.p90 is not None:
+            return self.p90
+        acc = 0.0
+        for v, w in self._points():
+            acc += w
+            if acc >= 0.9 - 1e-9:
+                return v
+        return self._points()[-1][0]
+
+    @property
+    def max_tokens(self) -> int:
+        return max(v for v, _ in self._points())
+
+    @property
+    def spread(self) -> float:
+        """max / min over the distribution (1 for a single value)."""
+        pts = [v for v, _ in self._points()]
+        return max(pts) / max(min(pts), 1)
+
+    def label(self) -> str:
+        if self.value is not None:
+            return f"{self.value:,}"
+        if self.dist is not None:
+            return "{" + ", ".join(f"{v:,}:{w:g}" for v, w in self.dist) + "}"
+        return f"p50 {self.p50:,} / p90 {self.p90:,}"
+
+
+class Targets(BaseModel):
+    model_config = Strict
+    min_tok_s_per_user: float | None = Field(None, gt=0, description="Decode tokens/s each user must see")
+    max_ttft_s: float | None = Field(None, gt=0, description="Longest acceptable time to first token [s]")
+    max_request_s: float | None = Field(None, gt=0, description="Longest acceptable time per request/turn [s]")
+
+
+class WorkloadProfile(BaseModel):
+    model_config = Strict
+    id: str
+    name: str
+    description: str = ""
+    prompt_tokens: Length
+    gen_tokens: Length
+    users: int = Field(1, gt=0, le=4096)
+    context_cap: int | None = Field(None, gt=0, le=10_000_000,
+                                    description="KV context reserved per sequence (history); default p90 prompt+gen")
+    targets: Targets = Field(default_factory=Targets)
+    objective: Literal["latency", "throughput"] = "latency"
+    mixed: bool = Field(False, description="Mix of long-prompt and long-output requests (router candidate)")
+    sources: list[str] = Field(default_factory=list)
+
+    # ---- derived
+    @property
+    def request_tokens(self) -> int:
+        """Longest request (max prompt + max output) [tokens]."""
+        return self.prompt_tokens.max_tokens + self.gen_tokens.max_tokens
+
+    @property
+    def context(self) -> int:
+        """Context per sequence the runtime must hold [tokens]."""
+        return max(self.context_cap or 0, self.request_tokens)
+
+    @property
+    def is_mixed(self) -> bool:
+        return self.mixed or self.prompt_tokens.spread >= 8
+
+    def at(self, prompt: int | None = None, gen: int | None = None, users: int | None = None) -> Workload:
+        """The core's single-point Workload (schema.Workload) at given lengths (default: p90 prompt, mean output)."""
+        return Workload(context=self.context, users=users or self.users,
+                        prompt_tokens=self.prompt_tokens.p90_tokens if prompt is None else prompt,
+                        gen_tokens=math.ceil(self.gen_tokens.mean) if gen is None else gen)
+
+    def summary(self) -> str:
+        t = self.targets
+        tg = [f"≥{t.min_tok_s_per_user:g} tok/s/user" if t.min_tok_s_per_user else "",
+              f"TTFT ≤{t.max_ttft_s:g} s" if t.max_ttft_s else "",
+              f"≤{t.max_request_s:g} s/request" if t.max_request_s else ""]
+        tgt = ", ".join(x for x in tg if x) or "no latency targets"
+        return (f"{self.id}: {self.users} user{'s' if self.users > 1 else ''} × prompt {self.prompt_tokens.label()} "
+                f"+ output {self.gen_tokens.label()} tokens, context {self.context:,}; targets: {tgt}")
+
+
+# --------------------------------------------------------------------------- loading
+def workload_ids() -> list[str]:
+    return sorted(profiles._index("workloads"))
+
+
+def load_workload(name: str) -> WorkloadProfile:
+    """A preset by id (case-insensitive). Unknown names list close matches."""
+    key = profiles.norm(name or "")
+    idx = profiles._index("workloads")
+    if key not in idx:
+        raise UnknownProfileError("workload", name, list(idx), flag="--workload",
+                                  hint=f"presets: {', '.join(sorted(idx))}, or give --prompt/--gen")
+    return profiles.load_file(idx[key], WorkloadProfile)
+
+
+def parse_length(text: str, flag: str) -> Length:
+    """'12000' | '1024:0.5,4096:0.5' | 'p50=8192,p90=16384' -> Length."""
+    s = text.replace(" ", "")
+    try:
+        if s.startswith("p50=") or s.startswith("p90="):
+            kv = dict(part.split("=") for part in s.split(","))
+            return Length(p50=int(kv["p50"]), p90=int(kv["p90"]))
+        if ":" in s:
+            pts = [(int(a), float(b)) for a, b in (p.split(":") for p in s.split(","))]
+            return Length(dist=pts)
+        return Length(value=int(float(s)))
+    except (ValueError, KeyError) as e:
+        raise InputError(f"{flag} {text!r}: give tokens (12000), a distribution (1024:0.6,8192:0.4) or "
+                         f"p50=...,p90=... ({e.__class__.__name__})") from None
+
+
+def custom_workload(base: str | None = None, *, prompt: str | None = None, gen: str | None = None,
+                    users: int | None = None, context: int | None = None, min_tok_s: float | None = None,
+                    max_ttft: float | None = None, max_request: float | None = None) -> WorkloadProfile:
+    """A preset (default 'chat') with any field overridden from the command line."""
+    wl = load_workload(base or "chat")
+    upd: dict = {}
+    if prompt is not None:
+        upd["prompt_tokens"] = parse_length(prompt, "--prompt")
+    if gen is not None:
+        upd["gen_tokens"] = parse_length(gen, "--gen")
+    if users is not None:
+        if users <= 0 or users > 4096:
+            raise InputError(f"--users {users}: give 1 to 4096 concurrent users")
+        upd["users"] = users
+    if context is not None:
+        if context <= 0:
+            raise InputError(f"--context {context}: must be a positive number of tokens")
+        upd["context_cap"] = context
+    t = wl.targets.model_dump()
+    for k, v, flag in (("min_tok_s_per_user", min_tok_s, "--min-tok-s"), ("max_ttft_s", max_ttft, "--max-ttft"),
+                       ("max_request_s", max_request, "--max-request")):
+        if v is not None:
+            if v <= 0:
+                raise InputError(f"{flag} {v:g}: must be positive")
+            t[k] = v
+    upd["targets"] = Targets(**t)
+    if prompt is not None or gen is not None:
+        upd["id"] = f"{wl.id}+custom" if base else "custom"
+    data = {**wl.model_dump(), **{k: (v.model_dump() if isinstance(v, BaseModel) else v) for k, v in upd.items()}}
+    try:
+        return WorkloadProfile.model_validate(data)
+    except Exception as e:  # pragma: no cover - pydantic message already one line via main()
+        raise ProfileError(f"workload: {e}") from None
