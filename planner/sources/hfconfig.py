@@ -20,6 +20,14 @@ LAYER_TYPES = {"full_attention", "sliding_attention", "linear_attention", "chunk
 # config keys that mean state-space (Mamba) layers: Jamba, Nemotron-H, Granite 4, Falcon-H1
 SSM_KEYS = ("mamba_d_state", "mamba_d_conv", "mamba_expand", "attn_layer_period", "attn_layer_indices",
             "hybrid_override_pattern", "ssm_state_size", "mamba_n_heads")
+# transformers configuration_gemma3.py Gemma3TextConfig / configuration_gemma2.py defaults (not head counts: those
+# must be in the file)
+MODEL_DEFAULTS = {
+    "gemma3_text": {"vocab_size": 262_208, "max_position_embeddings": 131_072, "tie_word_embeddings": True,
+                    "sliding_window_pattern": 6},
+    "gemma2": {"vocab_size": 256_000, "max_position_embeddings": 8192, "tie_word_embeddings": True},
+    "gemma": {"tie_word_embeddings": True},
+}
 VLM_TEXT_TYPES = {"gemma3": "gemma3_text", "mistral3": "mistral", "llava": "llama"}
 
 
@@ -60,6 +68,9 @@ def from_hf_config(raw: dict, source: str = "config.json") -> ModelConfig:
         raise UnsupportedArchitectureError(
             f"{source}: model_type {mt!r} is not supported yet: its tensor and cache layout is not modelled "
             f"(supported: {', '.join(sorted(SUPPORTED))})")
+    # --- transformers config-class defaults that published configs omit (Gemma3TextConfig, Gemma2Config)
+    for k, v in MODEL_DEFAULTS.get(mt, {}).items():
+        d.setdefault(k, v)
     # --- normalise key variants
     if d.get("torch_dtype") is None and d.get("dtype") is not None:
         d["torch_dtype"] = d["dtype"]
