@@ -126,16 +126,11 @@ class RunRecord(BaseModel):
 
     @property
     def label(self) -> str:
-        """Short human label, e.g. ``decode b4 d256 g32``."""
-        if self.phase == "prefill":
-            s = f"prefill p{self.prompt_tokens}"
-        else:
-            s = f"decode g{self.gen_tokens}"
+        """Short human label, e.g. ``prefill p512``, ``decode g32 d1024``, ``batch4 decode g32 d128``."""
+        s = f"prefill p{self.prompt_tokens}" if self.phase == "prefill" else f"decode g{self.gen_tokens}"
         if self.context_depth:
             s += f" d{self.context_depth}"
-        if self.batch > 1:
-            s += f" b{self.batch}"
-        return s
+        return f"batch{self.batch} {s}" if self.kind == "batch" else s
 
 
 # ----------------------------------------------------------------------------------------------
