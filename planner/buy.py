@@ -304,7 +304,7 @@ def _sweep_speed(chips: list[Chip], configs: list[_Config], slot_list: list[int]
                     rc = _constants(ch.id, c.runtime)
                     base_rf[key] = tp.roofline(geo, ch, rc, rt.family, flash_attn=mm.flash_attn, chunk=chunk,
                                                reference_chips=all_chips) if ch.memory_bandwidth_gb_s else None
-                    sources.add(rc.source.split(";")[0])
+                    sources.add(rc.source.split(" + ")[0].split(";")[0].removeprefix("fitted: "))
                 except PlannerError:
                     base_rf[key] = None
             if base_rf[key] is not None:
@@ -340,7 +340,8 @@ def _sweep_speed(chips: list[Chip], configs: list[_Config], slot_list: list[int]
         treq[idx, ci_] = np.where(valid, trq, np.nan)
         dbound[idx, ci_] = t_cmp[:, :, 0] > t_mem[:, :, 0]
         pshare[idx, ci_] = np.minimum(1.0, ttq / np.maximum(trq, 1e-12))
-    return "planner/throughput.py roofline; " + " | ".join(sorted(sources)) if sources else "no speed constants"
+    return ("planner/throughput.py roofline, calibration " + "; ".join(sorted(sources))
+            + " (+ generation/tier/chip refinements)") if sources else "no speed constants"
 
 
 def _row(m: MacProduct, ch: Chip, c: _Config, slots: int, total: float, v: int, ok: bool, pu, tt, tr, ag,

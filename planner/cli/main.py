@@ -64,6 +64,12 @@ def plan_cmd(
         typer.echo("")
 
 
+from .recommend import recommend_cmd  # noqa: E402  (plan recommend, planner/cli/recommend.py)
+app.command("recommend")(recommend_cmd)
+from .buy import buy_cmd  # noqa: E402  (plan buy, planner/cli/buy.py)
+app.command("buy")(buy_cmd)
+
+
 @app.command("models")
 def models_cmd(json_out: bool = typer.Option(False, "--json", help="Print as JSON")):
     """List the built-in model catalog."""

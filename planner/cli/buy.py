@@ -1,0 +1,69 @@
+"""`plan buy`: which Mac to buy for a model (or several resident together) and a workload."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from ..format import fmt_bytes, fmt_seconds, fmt_tok_s, table
+
+
+def buy_cmd(
+    model: list[str] = typer.Option(..., "--model", "-m", help="Model(s) that must be resident together (repeatable)"),
+    workload: str = typer.Option("chat", "--workload", "-w", help="Preset: chat, rag, agent, batch, code"),
+    users: Optional[int] = typer.Option(None, "--users", "-u", help="Concurrent users (overrides the preset)"),
+    prompt: Optional[str] = typer.Option(None, "--prompt", help="Prompt tokens: 12000 | 1024:0.6,8192:0.4 | p50=..,p90=.."),
+    gen: Optional[str] = typer.Option(None, "--gen", help="Generated tokens, same forms as --prompt"),
+    context: Optional[int] = typer.Option(None, "--context", "-c", help="Context to reserve per sequence [tokens]"),
+    min_tok_s: Optional[float] = typer.Option(None, "--min-tok-s", help="Minimum decode tok/s per user"),
+    max_ttft: Optional[float] = typer.Option(None, "--max-ttft", help="Maximum time to first token [s]"),
+    max_request: Optional[float] = typer.Option(None, "--max-request", help="Maximum time per request/turn [s]"),
+    budget: Optional[float] = typer.Option(None, "--budget", help="Most you will spend [USD]"),
+    include_rumoured: bool = typer.Option(False, "--include-rumoured", help="Also consider rumoured chips"),
+    max_quality_cost: str = typer.Option("small", "--max-quality-cost",
+                                         help="Worst quant quality cost allowed: lossless, small, noticeable, large"),
+    runtime: Optional[list[str]] = typer.Option(None, "--runtime", "-r", help="Runtimes (default llama.cpp, mlx-lm)"),
+    macos: str = typer.Option("15", "--macos", help="macOS major version (15 or 26)"),
+    all_rows: bool = typer.Option(False, "--all", help="List the best configuration of every Mac, not only the Pareto front"),
+    json_out: bool = typer.Option(False, "--json", help="Print the result as JSON"),
+):
+    """Cheapest Mac that meets the targets, best value, fastest within budget, and the price/speed Pareto front."""
+    from ..buy import buy
+    from ..workload import custom_workload
+
+    wl = custom_workload(workload, prompt=prompt, gen=gen, users=users, context=context, min_tok_s=min_tok_s,
+                         max_ttft=max_ttft, max_request=max_request)
+    r = buy(list(model), wl, budget_usd=budget, include_rumoured=include_rumoured,
+            runtimes=list(runtime) if runtime else None, macos=macos, max_quality_cost=max_quality_cost)
+    if json_out:
+        typer.echo(r.model_dump_json(indent=2))
+        return
+
+    def line(label, x):
+        if x is None:
+            return f"{label}: –"
+        sp = (f"{fmt_tok_s(x.decode_tok_s_per_user)} tok/s/user, TTFT {fmt_seconds(x.ttft_s)}, "
+              f"{fmt_seconds(x.time_per_request_s)}/request" if x.decode_tok_s_per_user is not None else "memory only")
+        extra = f"; {', '.join(x.flags)}" if x.flags else ""
+        return (f"{label}: {x.product} {x.chip} {x.ram_gb} GB — ${x.price_usd:,.0f} ({x.price_confidence} confidence)"
+                f"\n    {x.runtime} {x.quant} kv {x.kv_type} × {x.slots} slots: {sp}; {fmt_bytes(x.memory_bytes)} "
+                f"({x.verdict}); bound by {x.binding}{extra}" + (f"\n    {x.sysctl}" if x.sysctl else ""))
+
+    out = [f"{' + '.join(r.models)} · {wl.summary()}",
+           f"Evaluated {r.evaluated:,} configurations (Mac × runtime × quant × KV × slots); quality ≤ {r.max_quality_cost}",
+           f"Speed: {r.speed_source}", "",
+           line("Cheapest that meets the targets", r.cheapest),
+           line("Best value (aggregate tok/s per $)", r.best_value),
+           line("Fastest" + (f" within ${r.budget_usd:,.0f}" if r.budget_usd else ""), r.fastest_within_budget), ""]
+    rows_src = r.per_mac if all_rows else r.pareto
+    out.append("Best configuration of every Mac:" if all_rows else "Pareto front (price vs per-user tok/s and TTFT):")
+    rows = [[f"${x.price_usd:,.0f}", x.price_confidence, f"{x.product} {x.chip} {x.ram_gb} GB", x.runtime, x.quant,
+             str(x.slots), fmt_bytes(x.memory_bytes), x.verdict, fmt_tok_s(x.decode_tok_s_per_user),
+             fmt_seconds(x.ttft_s), "yes" if x.meets_targets else "no", x.binding,
+             "laptop" if x.form_factor == "laptop" else ""] for x in rows_src]
+    out.append(table(rows, ["price", "conf", "Mac", "runtime", "quant", "slots", "memory", "fit", "tok/s/user",
+                            "TTFT", "meets", "binding", "note"], "rllllrrlrrlll"))
+    for n in r.notes:
+        out.append(f"note: {n}")
+    typer.echo("\n".join(out))
