@@ -6,11 +6,19 @@ Model fields use Hugging Face ``config.json`` key names verbatim (mlx-lm ``Model
 from __future__ import annotations
 
 from datetime import date
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Strict = ConfigDict(extra="forbid", frozen=True)
+
+# Upper bounds on user-editable sizes: ~100x the largest real value, so a hostile or mistyped profile
+# (num_hidden_layers: 1e12, params_b: 1e400 = inf) is a ProfileError instead of a hang or a nonsense plan.
+MAX_DIM = 1 << 24          # hidden/ffn/vocab/head sizes [elements] (largest real: vocab 262,144)
+MAX_LAYERS = 10_000
+MAX_CTX = 100_000_000      # tokens (largest real: 10M)
+MAX_RAM_GB = 65_536
+PosInt = Annotated[int, Field(gt=0, le=MAX_DIM)]
 
 
 class _Profile(BaseModel):
@@ -26,9 +34,9 @@ class Chip(_Profile):
     generation: Literal["M1", "M2", "M3", "M4", "M5", "M6"]
     tier: Literal["base", "pro", "max", "ultra"]
     gpu_cores: int = Field(gt=0, le=256)
-    cpu_cores: list[int]
+    cpu_cores: list[PosInt]
     memory_bandwidth_gb_s: float | None = Field(None, gt=0, le=5000, description="Vendor memory bandwidth [GB/s]; None if unknown (rumoured)")
-    ram_options_gb: list[int] = Field(min_length=1)
+    ram_options_gb: list[Annotated[int, Field(gt=0, le=MAX_RAM_GB)]] = Field(min_length=1)
     gpu_fp32_tflops: float | None = Field(None, gt=0, le=500, description="Estimated FP32 peak [TFLOPS]; None if unpublished")
     gpu_fp16_tflops: float | None = Field(None, gt=0, le=1000)
     gpu_clock_ghz: float | None = None
@@ -50,7 +58,7 @@ class MacProduct(_Profile):
     launch: str
     chip: str
     cpu_cores: int | None = None
-    ram_gb: int = Field(gt=0)
+    ram_gb: int = Field(gt=0, le=MAX_RAM_GB)
     storage_gb: int | None = None
     price_usd: float = Field(gt=0)
     price_confidence: Literal["high", "medium", "low"]
@@ -183,44 +191,44 @@ class ModelConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     model_type: str
-    hidden_size: int = Field(gt=0)
-    num_hidden_layers: int = Field(gt=0)
-    num_attention_heads: int = Field(gt=0)
-    num_key_value_heads: int | None = Field(None, gt=0)
-    head_dim: int | None = Field(None, gt=0)
-    intermediate_size: int = Field(gt=0)
-    vocab_size: int = Field(gt=0)
+    hidden_size: int = Field(gt=0, le=MAX_DIM)
+    num_hidden_layers: int = Field(gt=0, le=MAX_LAYERS)
+    num_attention_heads: int = Field(gt=0, le=MAX_DIM)
+    num_key_value_heads: int | None = Field(None, gt=0, le=MAX_DIM)
+    head_dim: int | None = Field(None, gt=0, le=MAX_DIM)
+    intermediate_size: int = Field(gt=0, le=MAX_DIM)
+    vocab_size: int = Field(gt=0, le=MAX_DIM)
     tie_word_embeddings: bool = False
-    max_position_embeddings: int = Field(4096, gt=0)
-    sliding_window: int | None = Field(None, gt=0)
+    max_position_embeddings: int = Field(4096, gt=0, le=MAX_CTX)
+    sliding_window: int | None = Field(None, gt=0, le=MAX_CTX)
     layer_types: list[LayerType] | None = None
     attention_bias: bool = False
     torch_dtype: str | None = None
     # MoE
-    num_experts: int | None = Field(None, ge=0)
-    num_local_experts: int | None = Field(None, ge=0)
-    n_routed_experts: int | None = Field(None, ge=0)
-    num_experts_per_tok: int | None = Field(None, ge=0)
-    moe_intermediate_size: int | None = Field(None, gt=0)
-    shared_expert_intermediate_size: int | None = Field(None, ge=0)
-    n_shared_experts: int | None = Field(None, ge=0)
-    first_k_dense_replace: int | None = Field(None, ge=0)
-    moe_layer_freq: int | None = Field(None, gt=0)
-    decoder_sparse_step: int | None = Field(None, gt=0)
-    mlp_only_layers: list[int] | None = None
+    num_experts: int | None = Field(None, ge=0, le=MAX_DIM)
+    num_local_experts: int | None = Field(None, ge=0, le=MAX_DIM)
+    n_routed_experts: int | None = Field(None, ge=0, le=MAX_DIM)
+    num_experts_per_tok: int | None = Field(None, ge=0, le=MAX_DIM)
+    moe_intermediate_size: int | None = Field(None, gt=0, le=MAX_DIM)
+    shared_expert_intermediate_size: int | None = Field(None, ge=0, le=MAX_DIM)
+    n_shared_experts: int | None = Field(None, ge=0, le=MAX_DIM)
+    first_k_dense_replace: int | None = Field(None, ge=0, le=MAX_DIM)
+    moe_layer_freq: int | None = Field(None, gt=0, le=MAX_DIM)
+    decoder_sparse_step: int | None = Field(None, gt=0, le=MAX_DIM)
+    mlp_only_layers: list[Annotated[int, Field(ge=0, le=MAX_LAYERS)]] | None = None
     # MLA
-    kv_lora_rank: int | None = Field(None, gt=0)
-    q_lora_rank: int | None = Field(None, gt=0)
-    qk_rope_head_dim: int | None = Field(None, gt=0)
-    qk_nope_head_dim: int | None = Field(None, gt=0)
-    v_head_dim: int | None = Field(None, gt=0)
+    kv_lora_rank: int | None = Field(None, gt=0, le=MAX_DIM)
+    q_lora_rank: int | None = Field(None, gt=0, le=MAX_DIM)
+    qk_rope_head_dim: int | None = Field(None, gt=0, le=MAX_DIM)
+    qk_nope_head_dim: int | None = Field(None, gt=0, le=MAX_DIM)
+    v_head_dim: int | None = Field(None, gt=0, le=MAX_DIM)
     # hybrid linear attention (Qwen3-Next gated delta net)
-    full_attention_interval: int | None = Field(None, gt=0)
-    linear_num_value_heads: int | None = Field(None, gt=0)
-    linear_num_key_heads: int | None = Field(None, gt=0)
-    linear_key_head_dim: int | None = Field(None, gt=0)
-    linear_value_head_dim: int | None = Field(None, gt=0)
-    linear_conv_kernel_dim: int | None = Field(None, gt=0)
+    full_attention_interval: int | None = Field(None, gt=0, le=MAX_DIM)
+    linear_num_value_heads: int | None = Field(None, gt=0, le=MAX_DIM)
+    linear_num_key_heads: int | None = Field(None, gt=0, le=MAX_DIM)
+    linear_key_head_dim: int | None = Field(None, gt=0, le=MAX_DIM)
+    linear_value_head_dim: int | None = Field(None, gt=0, le=MAX_DIM)
+    linear_conv_kernel_dim: int | None = Field(None, gt=0, le=MAX_DIM)
 
     @model_validator(mode="after")
     def _normalise(self):
@@ -288,9 +296,9 @@ class ModelProfile(_Profile):
     name: str
     hf_repo: str | None = None
     aliases: list[str] = Field(default_factory=list)
-    params_b: float = Field(gt=0, description="Published total parameters [billions]")
-    active_params_b: float | None = Field(None, gt=0)
-    vision_params_b: float | None = Field(None, ge=0, description="Vision tower + projector [billions]")
+    params_b: float = Field(gt=0, le=1e6, description="Published total parameters [billions]")
+    active_params_b: float | None = Field(None, gt=0, le=1e6)
+    vision_params_b: float | None = Field(None, ge=0, le=1e6, description="Vision tower + projector [billions]")
     gated: bool = False
     notes: str = ""
     config: ModelConfig
