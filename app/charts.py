@@ -25,7 +25,7 @@ STACK = [
     ("output_buffer", "output buffer", "#bdbdbd"),
     ("runtime_overhead", "runtime overhead", "#d7d7d7"),
 ]
-LAYOUT = dict(template="plotly_white", margin=dict(l=10, r=10, t=40, b=10), font=dict(size=13))
+LAYOUT = dict(template="plotly_white", margin=dict(l=10, r=10, t=50, b=10), font=dict(size=13))
 
 
 def byte_ticks(top: int, n: int = 8) -> tuple[list[int], list[str]]:
@@ -40,7 +40,7 @@ def byte_ticks(top: int, n: int = 8) -> tuple[list[int], list[str]]:
 def memory_stack(p: Plan) -> go.Figure:
     """Stacked memory per runtime × quant against the GPU wired limit, the raise ceiling and the RAM line."""
     w = p.wired
-    x = [f"{o.runtime}<br>{o.quant}" for o in p.options]
+    x = [[o.runtime for o in p.options], [o.quant for o in p.options]]  # multicategory axis: runtime, then quant
     fig = go.Figure()
     for field, name, color in STACK:
         ys = [getattr(o.memory, field) for o in p.options]
@@ -50,27 +50,28 @@ def memory_stack(p: Plan) -> go.Figure:
                     hovertemplate="%{x}<br>" + name + ": %{hovertext}<extra></extra>")
     totals = [o.memory.total for o in p.options]
     fig.add_scatter(
-        x=x, y=totals, mode="text", name="total", showlegend=False, textposition="top center",
+        x=x, y=totals, mode="text", name="total", showlegend=False, textposition="top center", cliponaxis=False,
         text=[f"{VERDICT_MARK[o.fit.verdict]} {fmt_bytes(o.memory.total)}" for o in p.options],
         textfont=dict(color=[VERDICT_COLOR[o.fit.verdict] for o in p.options], size=12),
         hovertext=[f"{verdict_text(o.fit.verdict)}: {o.fit.reason}" for o in p.options],
         hovertemplate="%{x}<br>total %{text}<br>%{hovertext}<extra></extra>")
-    fig.add_hrect(y0=w.effective_bytes, y1=w.ram_bytes, fillcolor="#9e9e9e", opacity=0.12, line_width=0,
-                  annotation_text=f"kept for macOS and apps ({fmt_bytes(w.left_for_macos_bytes)})",
-                  annotation_position="top left")
-    fig.add_hline(y=w.effective_bytes, line=dict(color="#c62828", width=2),
-                  annotation_text=f"GPU limit {fmt_bytes(w.effective_bytes)}", annotation_position="bottom right")
+    # Lines carry no overlapping in-plot labels: each is named in the right margin, at its own height.
+    fig.add_hrect(y0=w.effective_bytes, y1=w.ram_bytes, fillcolor="#9e9e9e", opacity=0.12, line_width=0)
+    fig.add_hline(y=w.effective_bytes, line=dict(color="#c62828", width=2))
+    side = [(w.effective_bytes, f"GPU limit {fmt_bytes(w.effective_bytes)}", "#c62828")]
     if w.max_raise_bytes != w.effective_bytes:
-        fig.add_hline(y=w.max_raise_bytes, line=dict(color="#1565c0", width=1.5, dash="dash"),
-                      annotation_text=f"raised limit {fmt_bytes(w.max_raise_bytes)}",
-                      annotation_position="bottom right")
-    fig.add_hline(y=w.ram_bytes, line=dict(color="#424242", width=2),
-                  annotation_text=f"RAM {p.mac.ram_gb:g} GB", annotation_position="top right")
+        fig.add_hline(y=w.max_raise_bytes, line=dict(color="#1565c0", width=1.5, dash="dash"))
+        side.append((w.max_raise_bytes, f"raise to ≤ {fmt_bytes(w.max_raise_bytes)}", "#1565c0"))
+    fig.add_hline(y=w.ram_bytes, line=dict(color="#424242", width=2))
+    side.append((w.ram_bytes, f"RAM {p.mac.ram_gb:g} GB<br><span style='font-size:11px'>grey band: "
+                              f"{fmt_bytes(w.left_for_macos_bytes)} for macOS</span>", "#424242"))
+    for y, text, color in side:
+        fig.add_annotation(xref="paper", x=1.0, xanchor="left", yref="y", y=y, text=text, showarrow=False,
+                           font=dict(color=color, size=12), align="left")
     top = max([w.ram_bytes, *totals])
     vals, text = byte_ticks(top)
-    fig.update_layout(**LAYOUT, barmode="stack", height=460,
-                      title=dict(text=f"Memory needed at {fmt_ctx(p.request.context)} × {p.request.users}", x=0),
-                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=1, xanchor="right"),
+    fig.update_layout(**{**LAYOUT, "margin": dict(l=10, r=150, t=30, b=10)}, barmode="stack", height=500,
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0, xanchor="left", traceorder="normal"),
                       yaxis=dict(title="memory", tickvals=vals, ticktext=text, range=[0, vals[-1]]))
     return fig
 
@@ -95,11 +96,12 @@ def concurrency_heatmap(p: Plan, chosen: Option | None = None) -> go.Figure:
         showscale=False, xgap=2, ygap=2, hovertemplate="%{y} at %{x} tokens: %{text} sessions<extra></extra>"))
     if chosen is not None:
         fig.add_scatter(x=[fmt_ctx(chosen.memory.context)], y=[option_label(chosen)], mode="markers",
+                        cliponaxis=False,
                         marker=dict(symbol="square-open", size=34, color="#000", line=dict(width=3)),
                         name="your choice", showlegend=False, hoverinfo="skip")
     fig.update_layout(**LAYOUT, height=max(260, 34 * len(ys) + 90),
-                      title=dict(text="Safe concurrent sessions by context length", x=0),
-                      xaxis=dict(title="context per session [tokens]", type="category", side="top"),
+                      xaxis=dict(title="context per session [tokens] → cells: sessions that fit at once",
+                                 type="category", side="top"),
                       yaxis=dict(type="category", autorange="reversed"))
     return fig
 
@@ -125,8 +127,8 @@ def compare_macs(plans: list[Plan]) -> go.Figure:
         colorscale=VERDICT_SCALE, showscale=False, xgap=2, ygap=2,
         hovertemplate="%{y} on %{x}<br>%{customdata}<extra></extra>"))
     fig.update_layout(**LAYOUT, height=max(260, 34 * len(ys) + 110),
-                      title=dict(text="Fit on each Mac (cell: verdict and room left under the GPU limit)", x=0),
-                      xaxis=dict(type="category", side="top"), yaxis=dict(type="category", autorange="reversed"))
+                      xaxis=dict(type="category", side="top",
+                                 title="cells: verdict and room left under the GPU limit (negative: over)"), yaxis=dict(type="category", autorange="reversed"))
     return fig
 
 

@@ -30,6 +30,11 @@ def workload_label(p: Plan) -> str:
     return f"{who} × {fmt_ctx(r.context)}-token context"
 
 
+def workload_short(p: Plan) -> str:
+    r = p.request
+    return f"{r.users} × {fmt_ctx(r.context)} tokens"
+
+
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
@@ -92,8 +97,8 @@ def limit_reading(p: Plan) -> str:
 def memory_reading(p: Plan) -> str:
     groups = {v: [o for o in p.options if o.fit.verdict == v] for v in VERDICT_ORDER}
     parts = [f"Each bar is one runtime × quantization at {workload_label(p)}: weights (the model file), KV cache "
-             "(grows with context × users) and working buffers. The solid line is the GPU limit, the dashed line "
-             "the highest limit worth raising it to, the shaded band is memory kept for macOS."]
+             "(grows with context × users) and working buffers. A bar must stay under the red GPU-limit line; the "
+             "dashed blue line is the most you can raise that limit to; the grey band is kept for macOS."]
     if groups["fits"]:
         parts.append(f"{_plural(len(groups['fits']), 'option')} fit comfortably "
                      f"({', '.join(o.quant for o in groups['fits'])}).")
@@ -104,7 +109,8 @@ def memory_reading(p: Plan) -> str:
         parts.append(f"{', '.join(option_label(o) for o in groups['raise-limit'])} only fit after raising the limit "
                      f"(e.g. `{o.fit.sysctl}`).")
     if groups["no-fit"]:
-        parts.append(f"{', '.join(option_label(o) for o in groups['no-fit'])} do not fit on this Mac.")
+        parts.append(f"{_plural(len(groups['no-fit']), 'option')} do not fit on this Mac "
+                     f"({', '.join(o.quant for o in groups['no-fit'])}).")
     return " ".join(parts)
 
 
@@ -128,6 +134,9 @@ def heatmap_reading(p: Plan, o: Option) -> str:
 
 
 def recipe_reading(p: Plan, o: Option) -> str:
+    if o.fit.verdict == "no-fit":
+        return (f"**{option_label(o)} does not fit on this Mac**: {o.fit.reason}. Pick an option marked ✓ or ↑ above, "
+                "or a Mac with more memory.")
     if o.fit.sysctl:
         return (f"{option_label(o)} needs the GPU limit raised before you load the model. The command lasts until "
                 "the next reboot; it takes memory away from macOS, so close large apps.")
@@ -136,6 +145,8 @@ def recipe_reading(p: Plan, o: Option) -> str:
 
 
 def recipe_lines(p: Plan, o: Option) -> str:
+    if o.fit.verdict == "no-fit":
+        return "# does not fit: no command makes it fit"
     if o.fit.sysctl:
         return o.fit.sysctl
     return f"# optional: raise the GPU limit (until reboot)\nsudo sysctl iogpu.wired_limit_mb={p.wired.sysctl_max_mb}"

@@ -170,7 +170,7 @@ def workload_form() -> dict:
 def section(title: str, fig, reading: str, key: str) -> None:
     st.subheader(title)
     left, right = st.columns([3, 1.25], gap="medium")
-    left.plotly_chart(fig, width="stretch", key=key, config={"displaylogo": False})
+    left.plotly_chart(fig, width="stretch", key=key, config={"displaylogo": False, "displayModeBar": False})
     right.markdown(reading)
 
 
@@ -187,7 +187,7 @@ def show_plan(p: Plan) -> None:
     c1.metric("Mac", readings.mac_label(p))
     c2.metric("GPU memory limit", fmt_bytes(w.effective_bytes), help=w.rule)
     c3.metric("Kept for macOS", fmt_bytes(w.left_for_macos_bytes))
-    c4.metric("Workload", readings.workload_label(p))
+    c4.metric("Users × context", readings.workload_short(p))
 
     section("Memory: does it fit?", charts.memory_stack(p),
             readings.limit_reading(p) + "\n\n" + readings.memory_reading(p), "chart_memory")
@@ -195,7 +195,9 @@ def show_plan(p: Plan) -> None:
 
     labels = [readings.option_label(o) for o in p.options]
     best = readings.best_options(p)
-    chosen_label = st.selectbox("Look closer at one option", labels, key="chosen",
+    # keyed on the plan's identity so a new model or Mac starts at its own best option
+    chosen_label = st.selectbox("Look closer at one option (marks it in the chart below, sets the launch recipe)",
+                                labels, key=f"chosen_{p.model.id}_{p.mac.ram_gb:g}_{'-'.join(p.request.runtimes)}",
                                 index=labels.index(readings.option_label(best[0])) if best else 0)
     chosen = p.options[labels.index(chosen_label)]
     section("Concurrency: how many users, how much context", charts.concurrency_heatmap(p, chosen),

@@ -32,8 +32,10 @@ def test_memory_stack_lines_are_the_plans_numbers(p70):
     assert _hlines(fig) == {w.effective_bytes, w.max_raise_bytes, w.ram_bytes}
     rect = [s for s in fig.layout.shapes if s.type == "rect"]
     assert len(rect) == 1 and (rect[0].y0, rect[0].y1) == (w.effective_bytes, w.ram_bytes)
-    texts = [a.text for a in fig.layout.annotations]
-    assert f"GPU limit {fmt_bytes(w.effective_bytes)}" in texts
+    labels = {a.y: a.text for a in fig.layout.annotations}
+    assert labels[w.effective_bytes] == f"GPU limit {fmt_bytes(w.effective_bytes)}"
+    assert labels[w.ram_bytes].startswith("RAM 64 GB") and fmt_bytes(w.left_for_macos_bytes) in labels[w.ram_bytes]
+    assert fmt_bytes(w.max_raise_bytes) in labels[w.max_raise_bytes]
 
 
 def test_memory_stack_traces_sum_to_total(p70):
