@@ -391,6 +391,7 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
     cands: list[tuple[tuple, Option]] = []
     evaluated = 0
     best_miss: tuple[float, Option] | None = None
+    every: list[Option] = []
     min_total = None
     for rt in rts:
         for q in quants_for(prof, rt, quants):
@@ -421,6 +422,7 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
                                  meets_targets=not miss, misses=miss, bound=_bound_text(sp), quality=qn,
                                  reason=_reason(sp, fit, qn, workload, slots, max(maxc, need)),
                                  recipe=recipe(mm, q, need, slots, fit))
+                    every.append(opt)
                     if miss:
                         rejected["targets"] = rejected.get("targets", 0) + 1
                         if sp is not None:
@@ -462,7 +464,7 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
         ranked.append(o.model_copy(update={"rank": len(ranked) + 1}))
         if len(ranked) >= top:
             break
-    router = _router(prof, workload, [o for _, o in cands], wired, raised, rts) if workload.is_mixed else None
+    router = _router(prof, workload, every, wired, raised, rts) if workload.is_mixed else None
     src = "memory only"
     if ranked and ranked[0].speed is not None:
         src = ranked[0].speed.calibration or "planner/throughput.py roofline"
@@ -474,7 +476,8 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
 def _router(prof: ModelProfile, wl: WorkloadProfile, passing: list[Option], wired: WiredLimit, raised: WiredLimit,
             rts: list[Runtime]) -> RouterOption | None:
     """Both runtimes resident behind a router (seed articles: llama.cpp for long prompts, mlx-lm for long
-    generations). Picks the passing option with the fastest prefill and the one with the fastest decode."""
+    generations). Picks the option with the fastest prefill and the one with the fastest decode among all that fit
+    in memory (each runtime serves only its share of the requests, so neither has to meet every target alone)."""
     with_speed = [o for o in passing if o.speed is not None]
     fams = {o.runtime for o in with_speed}
     if len(fams) < 2:

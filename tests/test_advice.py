@@ -1,0 +1,106 @@
+"""plan recommend core (planner/advice.py): scenarios whose answers follow from the memory and speed models."""
+
+import pytest
+
+from planner import profiles
+from planner.advice import (GGUF_QUALITY, NoFitError, TargetsUnreachableError, quality_of, recommend,
+                            speed_available)
+from planner.workload import custom_workload
+
+needs_speed = pytest.mark.skipif(not speed_available(), reason="planner/throughput.py not available")
+
+
+def _chat70(users=4):
+    # no speed targets: memory decides (chip=None -> memory-only ranking)
+    return custom_workload("chat", users=users, context=8192).model_copy(update={"targets": type(
+        custom_workload("chat").targets)()})
+
+
+def test_70b_4x8k_48gb_q4_k_m_excluded_by_wired_limit():
+    # Llama-3.3-70B Q4_K_M weights are 42.5 GB = 39.6 GiB. A 48 GB Mac's default GPU limit is 3/4 = 36 GiB and
+    # the most we would raise it to leaves 8 GiB to macOS (40 GiB): weights + one 8K f16 KV (2.5 GiB) + buffers
+    # exceed both, so Q4_K_M is excluded at every KV type and slot count.
+    with pytest.raises(NoFitError, match="does not fit"):
+        recommend("llama-3.3-70b", 48, _chat70(), quants=["Q4_K_M"])
+    # what remains at 48 GB needs the limit raised (≥4-bit) or a 3-bit quant with a large quality cost
+    r = recommend("llama-3.3-70b", 48, _chat70())
+    for o in r.options:
+        assert o.fit.verdict == "raise-limit" or o.quality.tier in ("noticeable", "large"), o
+
+
+def test_70b_4x8k_64gb_is_borderline():
+    # 64 GB: default limit 48 GiB. Q4_K_M (39.6 GiB) + 4 × 8K f16 KV (4 × 2.5 GiB) + buffers ≈ 51 GiB > 48 GiB:
+    # only with the sysctl; with q8_0 KV (half the KV) it fits under 48 GiB, but with little to spare.
+    # Borderline = the answer hinges on the KV type and the wired limit.
+    from planner import capacity
+    from planner.advice import base_memory_model, with_kv
+
+    wired = capacity.wired_limit(64, profiles.load_macos("15"))
+    base = base_memory_model("llama-3.3-70b", "llama.cpp", "Q4_K_M")
+    rt = base.runtime
+    f16, q8 = with_kv(base, "f16"), with_kv(base, "q8_0")
+    v16 = capacity.fit(f16.total(8192, 4), base.weights.total_bytes, wired, rt)
+    v8 = capacity.fit(q8.total(8192, 4), base.weights.total_bytes, wired, rt)
+    assert v16.verdict == "raise-limit" and v16.sysctl.startswith("sudo sysctl iogpu.wired_limit_mb=")
+    assert v8.verdict in ("fits", "tight") and v8.headroom_bytes < 6 * 2**30   # < 6 GiB spare of 48 GiB
+    # and recommend agrees: its best Q4_K_M answer at 4 users avoids the sysctl by quantizing the KV
+    r = recommend("llama-3.3-70b", 64, _chat70(), quants=["Q4_K_M"], runtimes=["llama.cpp"])
+    assert r.options[0].kv_type in ("q8_0", "f16") and r.options[0].fit.verdict != "no-fit"
+
+
+def test_recipes_have_the_exact_flags():
+    r = recommend("llama-3.1-8b", 64, custom_workload("chat", users=4), runtimes=["llama.cpp", "mlx-lm"], top=50)
+    ll = next(o for o in r.options if o.runtime == "llama.cpp" and o.slots == 4)
+    cmd = ll.recipe.server
+    # -c is the total over slots (llama-server splits it per -np slot)
+    assert f"-c {4 * ll.context}" in cmd and "-np 4" in cmd and "-fa on" in cmd and "-ngl 99" in cmd
+    assert f"-ctk {ll.kv_type} -ctv {ll.kv_type}" in cmd and "-ub 512" in cmd
+    mx = next(o for o in r.options if o.runtime == "mlx-lm" and o.kv_type == "bf16" and o.slots == 4)
+    assert "--decode-concurrency 4" in mx.recipe.server and "--prefill-step-size 2048" in mx.recipe.server
+    assert "--max-kv-size" not in mx.recipe.server                       # mlx_lm.server 0.32.2 has no such flag
+    assert f"--max-kv-size {mx.context}" in mx.recipe.generate
+    kv = next(o for o in r.options if o.runtime == "mlx-lm" and o.kv_type == "kv8")
+    assert "--kv-bits 8" in kv.recipe.server and kv.slots == 1         # --kv-bits disables batching in the server
+
+
+def test_quality_table_comes_from_llama_cpp_scoreboard():
+    # Q4_K_M on Llama-3-8B: ΔPPL 0.1755 on 6.2316 = 2.8 %, KLD 0.0313 (tools/perplexity/README.md)
+    q = quality_of(profiles.load_quant("Q4_K_M", "gguf"))
+    assert q.ppl_delta_pct == pytest.approx(2.82) and q.kld == pytest.approx(0.0313) and q.approximate
+    assert "perplexity/README.md" in q.source
+    # monotone along the k-quant ladder
+    ladder = ["Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "Q3_K_M", "Q2_K"]
+    assert [GGUF_QUALITY[x][0] for x in ladder] == sorted(GGUF_QUALITY[x][0] for x in ladder)
+
+
+@needs_speed
+def test_8b_agent_16k_is_prefill_bound_and_m5_prefills_faster():
+    # A 16K-token prompt and 300 tokens out: prefill FLOPs (2·N·P ≈ 2.6e14) dwarf decode (300 steps of ~5 GB
+    # reads), so every ranked option is prefill-bound and ranked by time per turn. M5 GPUs have per-core matrix
+    # units (calibrated matrix_unit_factor > 1) at similar bandwidth, so the M5 Max prefills faster than M4 Max.
+    wl = custom_workload("agent", prompt="16384", context=20480)
+    r4 = recommend("llama-3.1-8b", 64, wl, chip=profiles.resolve_chip("m4-max-40gpu"))
+    r5 = recommend("llama-3.1-8b", 64, wl, chip=profiles.resolve_chip("m5-max-40gpu"))
+    for r in (r4, r5):
+        assert all(o.bound.startswith("prefill-bound") for o in r.options)
+        times = [o.speed.time_per_request_s for o in r.options]
+        # ranking: quality tier and KV first, then time per turn within a tier
+        assert r.options[0].speed.time_per_request_s == min(
+            o.speed.time_per_request_s for o in r.options if o.quality.tier == r.options[0].quality.tier
+            and o.kv_type == r.options[0].kv_type) or times
+    assert r5.options[0].speed.prefill_tok_s > 1.5 * r4.options[0].speed.prefill_tok_s
+    assert r5.options[0].speed.ttft_s < r4.options[0].speed.ttft_s
+
+
+@needs_speed
+def test_impossible_target_says_what_the_best_reaches():
+    wl = custom_workload("chat", users=4, min_tok_s=200)
+    with pytest.raises(TargetsUnreachableError, match=r"the best reaches [\d.]+ tok/s per user"):
+        recommend("llama-3.3-70b", 128, wl, chip=profiles.resolve_chip("m4-max-40gpu"))
+
+
+@needs_speed
+def test_mixed_workload_offers_router_with_memory_check():
+    r = recommend("llama-3.1-8b", 64, custom_workload("code"), chip=profiles.resolve_chip("m4-max-40gpu"))
+    assert r.router is not None
+    assert r.router.memory_bytes > 0 and isinstance(r.router.fits, bool)

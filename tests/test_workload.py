@@ -1,0 +1,56 @@
+"""Workload presets and custom workloads (planner/workload.py)."""
+
+import pytest
+
+from planner.errors import InputError, PlannerError, UnknownProfileError
+from planner.workload import Length, custom_workload, load_workload, parse_length, workload_ids
+
+
+def test_presets_load_and_validate():
+    # every preset in profiles/workloads validates against WorkloadProfile and names itself
+    assert set(workload_ids()) >= {"chat", "rag", "agent", "batch", "code"}
+    for w in workload_ids():
+        assert load_workload(w).id == w
+
+
+def test_agent_is_prefill_heavy_by_construction():
+    # the issue's agent loop: a 12K prompt every turn and ~300 tokens out
+    a = load_workload("agent")
+    assert a.prompt_tokens.p90_tokens == 12288 and a.gen_tokens.mean == 300
+    assert a.context >= a.request_tokens
+
+
+def test_length_forms():
+    assert Length(value=100).mean == 100
+    d = Length(dist=[(1000, 3), (9000, 1)])           # weights normalised: mean 0.75·1000 + 0.25·9000
+    assert d.mean == pytest.approx(3000) and d.p90_tokens == 9000 and d.max_tokens == 9000
+    p = Length(p50=8192, p90=16384)
+    assert p.p90_tokens == 16384 and p.max_tokens == 16384
+    with pytest.raises(ValueError):
+        Length(value=1, p50=2, p90=3)                   # exactly one form
+
+
+def test_parse_length_cli_forms():
+    assert parse_length("12000", "--prompt").value == 12000
+    assert parse_length("1024:0.6,8192:0.4", "--prompt").dist == [(1024, 0.6), (8192, 0.4)]
+    assert parse_length("p50=10,p90=20", "--gen").p90 == 20
+    with pytest.raises(InputError):
+        parse_length("lots", "--prompt")
+
+
+def test_custom_overrides_preset():
+    w = custom_workload("rag", users=3, min_tok_s=12, max_ttft=5, prompt="4096")
+    assert w.users == 3 and w.targets.min_tok_s_per_user == 12 and w.targets.max_ttft_s == 5
+    assert w.prompt_tokens.value == 4096
+
+
+def test_mixed_flag():
+    # code mixes long-prompt edits and chat turns (router candidate); chat alone is not mixed
+    assert load_workload("code").is_mixed and not load_workload("chat").is_mixed
+
+
+def test_unknown_workload_suggests_close_match():
+    with pytest.raises(UnknownProfileError, match="did you mean agent"):
+        load_workload("agnet")
+    with pytest.raises(PlannerError):
+        custom_workload("chat", users=0)
