@@ -6,7 +6,7 @@ export LLAMA_CPP_LIB_PATH := $(CURDIR)/.cache/llama-build/bin
 export PATH := $(CURDIR)/.cache/llama-build/bin:$(PATH)
 export HF_HUB_OFFLINE := 1
 
-.PHONY: setup test test-fast lint plan bench
+.PHONY: setup test test-fast lint plan bench app
 
 setup:
 	./scripts/bootstrap.sh full
@@ -29,3 +29,9 @@ plan:
 
 bench: setup
 	$(PY) benchmarks/cli_startup.py
+
+## make app: the web form with charts on http://localhost:8501 (same as `plan app`)
+app:
+	./scripts/bootstrap.sh core
+	$(PY) -c "import streamlit, plotly" 2>/dev/null || $(PY) -m pip install -q -e '.[app]'
+	env -u HF_HUB_OFFLINE $(VENV)/bin/streamlit run app/streamlit_app.py --server.headless true --browser.gatherUsageStats false --client.toolbarMode minimal

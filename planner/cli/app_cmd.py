@@ -1,0 +1,43 @@
+"""`plan app`: start the web form (app/streamlit_app.py, bundled in the package) on localhost."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import typer
+
+from ..errors import PlannerError
+
+
+def app_file() -> Path:
+    """The bundled Streamlit script: the installed `app` package, or the checkout's app/ next to planner/."""
+    spec = importlib.util.find_spec("app")
+    cands = [Path(p) / "streamlit_app.py" for p in (spec.submodule_search_locations or [])] if spec else []
+    cands.append(Path(__file__).resolve().parents[2] / "app" / "streamlit_app.py")
+    for c in cands:
+        if c.is_file():
+            return c
+    raise PlannerError("plan app: the web form (app/streamlit_app.py) is not installed; reinstall mac-llm-planner")
+
+
+def streamlit_argv(port: int, address: str) -> list[str]:
+    return [sys.executable, "-m", "streamlit", "run", str(app_file()), "--server.headless", "true",
+            "--server.port", str(port), "--server.address", address, "--browser.gatherUsageStats", "false",
+            "--client.toolbarMode", "minimal"]
+
+
+def app_cmd(
+    port: int = typer.Option(8501, "--port", help="Port to serve on"),
+    address: str = typer.Option("127.0.0.1", "--address", help="Interface to listen on (localhost by default)"),
+):
+    """Open the web form with charts: serves on http://localhost:8501 (Ctrl-C stops it)."""
+    if importlib.util.find_spec("streamlit") is None or importlib.util.find_spec("plotly") is None:
+        raise PlannerError("plan app needs Streamlit and Plotly: pip install 'mac-llm-planner[app]' "
+                           "(or run `make app` in a checkout)")
+    argv = streamlit_argv(port, address)
+    typer.echo(f"Serving the planner on http://{address}:{port} (Ctrl-C to stop)", err=True)
+    sys.stdout.flush()
+    os.execv(sys.executable, argv)
