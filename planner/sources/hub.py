@@ -43,6 +43,11 @@ def _timeout(name: str, default: float = 10.0) -> float:
         return default
 
 
+def token() -> str | None:
+    """HF_TOKEN read at call time (None: the client's saved login, if any)."""
+    return os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN") or None
+
+
 def cache_dir() -> Path:
     env = os.environ.get("MAC_LLM_PLANNER_CACHE_DIR")
     if env:
@@ -133,7 +138,7 @@ def _fetch(repo: str, file: str | None, quant: str | None):
     from huggingface_hub.utils import disable_progress_bars
 
     disable_progress_bars()  # the CLI's stderr is for one-line errors only
-    api = HfApi(endpoint=endpoint())
+    api = HfApi(endpoint=endpoint(), token=token())
     t = _timeout("HF_HUB_ETAG_TIMEOUT")
     info = api.model_info(repo, files_metadata=True, timeout=t)
     siblings = {s.rfilename: s.size for s in (info.siblings or [])}
@@ -160,7 +165,7 @@ def _fetch_config(api, repo: str, sha: str | None, siblings: dict):
 
     cfg_path = hf_hub_download(repo, "config.json", revision=sha, endpoint=endpoint(),
                                cache_dir=os.environ.get("HF_HUB_CACHE") or None,
-                               etag_timeout=_timeout("HF_HUB_ETAG_TIMEOUT"))
+                               etag_timeout=_timeout("HF_HUB_ETAG_TIMEOUT"), token=token())
     raw = read_config_json(Path(cfg_path))
     src = f"{repo}/config.json"
     cfg = from_hf_config(raw, src)
@@ -227,13 +232,13 @@ def _remote_header(repo: str, fname: str, sha: str | None, size: int | None):
 
     url = hf_hub_url(repo, fname, revision=sha, endpoint=endpoint())
     t = _timeout("HF_HUB_DOWNLOAD_TIMEOUT")
-    meta = get_hf_file_metadata(url, timeout=_timeout("HF_HUB_ETAG_TIMEOUT"), endpoint=endpoint())
+    meta = get_hf_file_metadata(url, token=token(), timeout=_timeout("HF_HUB_ETAG_TIMEOUT"), endpoint=endpoint())
     total = meta.size or size
     n = HEADER_FIRST
     src = f"{repo}/{fname}"
     while True:
         end = n - 1 if total is None else min(n, total) - 1
-        r = get_session().get(url, headers={**build_hf_headers(), "Range": f"bytes=0-{end}"}, timeout=t,
+        r = get_session().get(url, headers={**build_hf_headers(token=token()), "Range": f"bytes=0-{end}"}, timeout=t,
                               follow_redirects=True)
         hf_raise_for_status(r)
         buf = r.content

@@ -49,6 +49,7 @@ class FakeHub:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), H)
         self.server.daemon_threads = True
+        self.server.handle_error = lambda *a: None  # clients that time out close the socket mid-answer
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()

@@ -35,7 +35,7 @@ def test_llama_8b_exact_bytes_and_config(tmp_path):
 def test_own_header_parser_agrees_with_gguf_reader(tmp_path):
     p = tmp_path / "m.gguf"
     write_llama8b(p)
-    kv, tensors = parse_header(p.read_bytes()[:4 * 2**20], str(p))
+    kv, tensors = parse_header(_head(p, 4 * 2**20), str(p))
     r = resolve_model(str(p))
     assert sum(t.n_bytes for t in tensors) == r.exact_weights.total_bytes
     assert kv["llama.block_count"] == 32 and kv["general.file_type"] == 15
@@ -187,6 +187,11 @@ def test_missing_head_count_is_one_line(tmp_path):
         resolve_model(str(p))
 
 
+def _head(p: Path, n: int) -> bytes:
+    with open(p, "rb") as f:
+        return f.read(n)
+
+
 def _cli(argv, capsys):
     rc = main(argv)
     err = capsys.readouterr().err
@@ -196,7 +201,7 @@ def _cli(argv, capsys):
 def test_truncated_and_wrong_magic_give_one_line(tmp_path, capsys):
     good = tmp_path / "good.gguf"
     write_llama8b(good)
-    head = good.read_bytes()[:300_000]
+    head = _head(good, 300_000)
     bad = tmp_path / "trunc.gguf"
     bad.write_bytes(head[:5000])
     magic = tmp_path / "magic.gguf"
