@@ -4,7 +4,6 @@ VENV := .venv
 PY := $(VENV)/bin/python
 export LLAMA_CPP_LIB_PATH := $(CURDIR)/.cache/llama-build/bin
 export PATH := $(CURDIR)/.cache/llama-build/bin:$(PATH)
-export HF_HUB_OFFLINE := 1
 
 .PHONY: setup test test-fast lint plan bench app
 

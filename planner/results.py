@@ -4,9 +4,21 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
 Frozen = ConfigDict(frozen=True, extra="forbid")
+
+
+class _RoundTrip(BaseModel):
+    """Accept our own computed fields back: model_dump_json() writes them (total, sysctl_max_mb) and extra='forbid'
+    refused them, so model_validate_json(x.model_dump_json()) failed for every Plan. They are recomputed."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_computed(cls, data):
+        if isinstance(data, dict) and any(k in data for k in cls.model_computed_fields):
+            data = {k: v for k, v in data.items() if k not in cls.model_computed_fields}
+        return data
 
 
 class WeightsEstimate(BaseModel):
@@ -31,7 +43,7 @@ class KVLayout(BaseModel):
     state_bytes_per_seq: int = Field(0, description="Recurrent/linear-attention state per sequence [bytes]")
 
 
-class MemoryEstimate(BaseModel):
+class MemoryEstimate(_RoundTrip):
     model_config = Frozen
     weights: int
     kv_cache: int
@@ -54,7 +66,7 @@ class MemoryEstimate(BaseModel):
 Verdict = Literal["fits", "tight", "raise-limit", "no-fit"]
 
 
-class WiredLimit(BaseModel):
+class WiredLimit(_RoundTrip):
     model_config = Frozen
     ram_bytes: int
     macos: str

@@ -12,6 +12,21 @@ from pydantic import ValidationError
 from ..errors import PlannerError, render_validation_error
 from ..plan import PlanRequest
 
+try:  # typer >= 0.2x vendors click as typer._click: its parser raises those classes, not click's
+    from typer._click.exceptions import ClickException as _TClickException
+    from typer._click.exceptions import UsageError as _TUsageError
+except ImportError:  # pragma: no cover - older typer raises click's own
+    _TClickException, _TUsageError = click.ClickException, click.UsageError
+_EXIT = (click.exceptions.Exit, typer.Exit)
+_ABORT = (click.exceptions.Abort, typer.Abort)
+_USAGE = (click.UsageError, _TUsageError)
+
+
+def _one_line(msg: object) -> str:
+    """Errors are one stderr line even when the bad input holds a newline (--kv-type $'f16\\nx')."""
+    return " ".join(str(msg).splitlines()) or "(no message)"
+
+
 app = typer.Typer(
     add_completion=False, invoke_without_command=True, no_args_is_help=False, rich_markup_mode=None,
     pretty_exceptions_enable=False,
@@ -101,19 +116,23 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rv = app(args=argv, prog_name="plan", standalone_mode=False)
         return rv if isinstance(rv, int) else 0
-    except click.exceptions.Exit as e:
+    except _EXIT as e:
         return e.exit_code
-    except click.exceptions.Abort:
+    except _ABORT:
         print("plan: aborted", file=sys.stderr)
         return 130
-    except click.UsageError as e:
-        print(f"plan: error: {_param_name(e)} (see plan --help)", file=sys.stderr)
+    except _USAGE as e:
+        msg = _one_line(_param_name(e))
+        print(f"plan: error: {msg}{'' if 'plan --help' in msg else ' (see plan --help)'}", file=sys.stderr)
+        return 2
+    except (click.ClickException, _TClickException) as e:  # e.g. FileError
+        print(f"plan: error: {_one_line(e.format_message())}", file=sys.stderr)
         return 2
     except PlannerError as e:
-        print(f"plan: error: {e}", file=sys.stderr)
+        print(f"plan: error: {_one_line(e)}", file=sys.stderr)
         return e.exit_code
     except ValidationError as e:
-        print(f"plan: error: {render_validation_error('input', e)}", file=sys.stderr)
+        print(f"plan: error: {_one_line(render_validation_error('input', e))}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
