@@ -135,7 +135,7 @@ def speed_available() -> bool:
     return True
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _constants(chip_id: str, runtime_id: str):
     chip = next(c for c in profiles.all_chips() if c.id == chip_id)
     return profiles.load_speed_constants(chip, runtime_id)

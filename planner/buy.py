@@ -18,8 +18,19 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from . import capacity, profiles
-from .advice import (KV_RANK, TIER_RANK, NoFitError, QualityNote, TargetsUnreachableError, _constants, base_memory_model,
-                     quality_of, quants_for, speed_available, with_kv)
+from .advice import (
+    KV_RANK,
+    TIER_RANK,
+    NoFitError,
+    QualityNote,
+    TargetsUnreachableError,
+    _constants,
+    base_memory_model,
+    quality_of,
+    quants_for,
+    speed_available,
+    with_kv,
+)
 from .errors import InputError, PlannerError
 from .schema import Chip, MacProduct
 from .units import GiB, MiB
@@ -290,12 +301,18 @@ def _sweep_speed(chips: list[Chip], configs: list[_Config], slot_list: list[int]
     simpson = np.array([1.0, 4.0, 1.0]) / 6
     sources = set()
     all_chips = profiles.all_chips()
-    base_rf: dict[tuple[str, str], object] = {}                     # (chip, runtime) -> Roofline (peaks, constants)
+    base_rf: dict[tuple[str, str], object] = {}
+    geo_cache: dict[tuple[str, str], object] = {}                     # (chip, runtime) -> Roofline (peaks, constants)
     for ci_, c in enumerate(configs):
         mm = c.mms[0]   # speed of the first (largest) model; the others share the Mac's memory
         q, rt = c.quant, mm.runtime
         chunk = (rt.n_ubatch or 512) if rt.family == "llama.cpp" else (rt.prefill_step_size or 2048)
-        geo = tp.geometry(mm, q.kind, q.mode)
+        gkey = (c.runtime, q.id)
+        if gkey not in geo_cache:   # geometry walks every tensor: once per (runtime, quant); KV fields per KV type
+            geo_cache[gkey] = tp.geometry(mm, q.kind, q.mode)
+        kv = mm.kv
+        geo = dataclasses.replace(geo_cache[gkey], kv_full=float(kv.bytes_per_token),
+                                  kv_swa=float(kv.swa_bytes_per_token), state_bytes=float(kv.state_bytes_per_seq))
         rfs, ks = [], []
         for k, ch in enumerate(chips):
             key = (ch.id, c.runtime)

@@ -10,10 +10,10 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from . import profiles
-from .errors import InputError, ProfileError, UnknownProfileError
+from .errors import InputError, UnknownProfileError, render_validation_error
 from .schema import Workload
 
 Strict = ConfigDict(extra="forbid", frozen=True)
@@ -33,9 +33,8 @@ class Length(BaseModel):
         forms = [self.value is not None, self.dist is not None, self.p50 is not None or self.p90 is not None]
         if sum(forms) != 1:
             raise ValueError("give exactly one of value, dist, or p50/p90")
-        if self.dist is not None:
-            if any(v < 0 or w <= 0 for v, w in self.dist):
-                raise ValueError("dist needs tokens >= 0 and weights > 0")
+        if self.dist is not None and any(v < 0 or w <= 0 for v, w in self.dist):
+            raise ValueError("dist needs tokens >= 0 and weights > 0")
         if (self.p50 is None) != (self.p90 is None) and forms[2]:
             raise ValueError("give both p50 and p90")
         if self.p50 is not None and self.p90 is not None and self.p90 < self.p50:
@@ -156,7 +155,7 @@ def parse_length(text: str, flag: str) -> Length:
     """'12000' | '1024:0.5,4096:0.5' | 'p50=8192,p90=16384' -> Length."""
     s = text.replace(" ", "")
     try:
-        if s.startswith("p50=") or s.startswith("p90="):
+        if s.startswith(("p50=", "p90=")):
             kv = dict(part.split("=") for part in s.split(","))
             return Length(p50=int(kv["p50"]), p90=int(kv["p90"]))
         if ":" in s:
@@ -199,5 +198,5 @@ def custom_workload(base: str | None = None, *, prompt: str | None = None, gen: 
     data = {**wl.model_dump(), **{k: (v.model_dump() if isinstance(v, BaseModel) else v) for k, v in upd.items()}}
     try:
         return WorkloadProfile.model_validate(data)
-    except Exception as e:  # pragma: no cover - pydantic message already one line via main()
-        raise ProfileError(f"workload: {e}") from None
+    except ValidationError as e:
+        raise InputError(render_validation_error("workload", e)) from None

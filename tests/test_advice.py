@@ -3,8 +3,14 @@
 import pytest
 
 from planner import profiles
-from planner.advice import (GGUF_QUALITY, NoFitError, TargetsUnreachableError, quality_of, recommend,
-                            speed_available)
+from planner.advice import (
+    GGUF_QUALITY,
+    NoFitError,
+    TargetsUnreachableError,
+    quality_of,
+    recommend,
+    speed_available,
+)
 from planner.workload import custom_workload
 
 needs_speed = pytest.mark.skipif(not speed_available(), reason="planner/throughput.py not available")

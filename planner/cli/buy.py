@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 
 from ..format import fmt_bytes, fmt_seconds, fmt_tok_s, table
@@ -12,18 +10,18 @@ from ..format import fmt_bytes, fmt_seconds, fmt_tok_s, table
 def buy_cmd(
     model: list[str] = typer.Option(..., "--model", "-m", help="Model(s) that must be resident together (repeatable)"),
     workload: str = typer.Option("chat", "--workload", "-w", help="Preset: chat, rag, agent, batch, code"),
-    users: Optional[int] = typer.Option(None, "--users", "-u", help="Concurrent users (overrides the preset)"),
-    prompt: Optional[str] = typer.Option(None, "--prompt", help="Prompt tokens: 12000 | 1024:0.6,8192:0.4 | p50=..,p90=.."),
-    gen: Optional[str] = typer.Option(None, "--gen", help="Generated tokens, same forms as --prompt"),
-    context: Optional[int] = typer.Option(None, "--context", "-c", help="Context to reserve per sequence [tokens]"),
-    min_tok_s: Optional[float] = typer.Option(None, "--min-tok-s", help="Minimum decode tok/s per user"),
-    max_ttft: Optional[float] = typer.Option(None, "--max-ttft", help="Maximum time to first token [s]"),
-    max_request: Optional[float] = typer.Option(None, "--max-request", help="Maximum time per request/turn [s]"),
-    budget: Optional[float] = typer.Option(None, "--budget", help="Most you will spend [USD]"),
+    users: int | None = typer.Option(None, "--users", "-u", help="Concurrent users (overrides the preset)"),
+    prompt: str | None = typer.Option(None, "--prompt", help="Prompt tokens: 12000 | 1024:0.6,8192:0.4 | p50=..,p90=.."),
+    gen: str | None = typer.Option(None, "--gen", help="Generated tokens, same forms as --prompt"),
+    context: int | None = typer.Option(None, "--context", "-c", help="Context to reserve per sequence [tokens]"),
+    min_tok_s: float | None = typer.Option(None, "--min-tok-s", help="Minimum decode tok/s per user"),
+    max_ttft: float | None = typer.Option(None, "--max-ttft", help="Maximum time to first token [s]"),
+    max_request: float | None = typer.Option(None, "--max-request", help="Maximum time per request/turn [s]"),
+    budget: float | None = typer.Option(None, "--budget", help="Most you will spend [USD]"),
     include_rumoured: bool = typer.Option(False, "--include-rumoured", help="Also consider rumoured chips"),
     max_quality_cost: str = typer.Option("small", "--max-quality-cost",
                                          help="Worst quant quality cost allowed: lossless, small, noticeable, large"),
-    runtime: Optional[list[str]] = typer.Option(None, "--runtime", "-r", help="Runtimes (default llama.cpp, mlx-lm)"),
+    runtime: list[str] | None = typer.Option(None, "--runtime", "-r", help="Runtimes (default llama.cpp, mlx-lm)"),
     macos: str = typer.Option("15", "--macos", help="macOS major version (15 or 26)"),
     all_rows: bool = typer.Option(False, "--all", help="List the best configuration of every Mac, not only the Pareto front"),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON"),

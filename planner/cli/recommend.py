@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import click
 import typer
 
@@ -12,26 +10,25 @@ from ..format import fmt_bytes, fmt_ctx, fmt_seconds, fmt_tok_s, table
 
 def recommend_cmd(
     model: str = typer.Option(..., "--model", "-m", help="Catalog id, alias or HF repo (e.g. llama-3.3-70b)"),
-    chip: Optional[str] = typer.Option(None, "--chip", help="Apple chip, e.g. 'M4 Max' or m4-max-40gpu (for speed)"),
-    gpu_cores: Optional[int] = typer.Option(None, "--gpu-cores", help="GPU cores of a binned chip"),
-    ram: Optional[float] = typer.Option(None, "--ram", help="Unified memory [GB]; default: the chip's largest"),
+    chip: str | None = typer.Option(None, "--chip", help="Apple chip, e.g. 'M4 Max' or m4-max-40gpu (for speed)"),
+    gpu_cores: int | None = typer.Option(None, "--gpu-cores", help="GPU cores of a binned chip"),
+    ram: float | None = typer.Option(None, "--ram", help="Unified memory [GB]; default: the chip's largest"),
     workload: str = typer.Option("chat", "--workload", "-w", help="Preset: chat, rag, agent, batch, code"),
-    users: Optional[int] = typer.Option(None, "--users", "-u", help="Concurrent users (overrides the preset)"),
-    prompt: Optional[str] = typer.Option(None, "--prompt", help="Prompt tokens: 12000 | 1024:0.6,8192:0.4 | p50=..,p90=.."),
-    gen: Optional[str] = typer.Option(None, "--gen", help="Generated tokens, same forms as --prompt"),
-    context: Optional[int] = typer.Option(None, "--context", "-c", help="Context to reserve per sequence [tokens]"),
-    min_tok_s: Optional[float] = typer.Option(None, "--min-tok-s", help="Minimum decode tok/s per user"),
-    max_ttft: Optional[float] = typer.Option(None, "--max-ttft", help="Maximum time to first token [s]"),
-    max_request: Optional[float] = typer.Option(None, "--max-request", help="Maximum time per request/turn [s]"),
-    runtime: Optional[list[str]] = typer.Option(None, "--runtime", "-r", help="Runtimes (default llama.cpp, mlx-lm)"),
-    quant: Optional[list[str]] = typer.Option(None, "--quant", "-q", help="Restrict to these quantizations"),
+    users: int | None = typer.Option(None, "--users", "-u", help="Concurrent users (overrides the preset)"),
+    prompt: str | None = typer.Option(None, "--prompt", help="Prompt tokens: 12000 | 1024:0.6,8192:0.4 | p50=..,p90=.."),
+    gen: str | None = typer.Option(None, "--gen", help="Generated tokens, same forms as --prompt"),
+    context: int | None = typer.Option(None, "--context", "-c", help="Context to reserve per sequence [tokens]"),
+    min_tok_s: float | None = typer.Option(None, "--min-tok-s", help="Minimum decode tok/s per user"),
+    max_ttft: float | None = typer.Option(None, "--max-ttft", help="Maximum time to first token [s]"),
+    max_request: float | None = typer.Option(None, "--max-request", help="Maximum time per request/turn [s]"),
+    runtime: list[str] | None = typer.Option(None, "--runtime", "-r", help="Runtimes (default llama.cpp, mlx-lm)"),
+    quant: list[str] | None = typer.Option(None, "--quant", "-q", help="Restrict to these quantizations"),
     macos: str = typer.Option("15", "--macos", help="macOS major version (15 or 26)"),
-    wired_limit: Optional[int] = typer.Option(None, "--wired-limit", help="GPU wired limit you set [MB]"),
+    wired_limit: int | None = typer.Option(None, "--wired-limit", help="GPU wired limit you set [MB]"),
     top: int = typer.Option(8, "--top", help="Configurations to list"),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON"),
 ):
     """Best runtime, quantization, KV type and slots for a workload on one Mac, with launch recipes."""
-    from .. import profiles
     from ..advice import recommend
     from ..plan import PlanRequest, resolve_mac
     from ..workload import custom_workload

@@ -1,0 +1,50 @@
+"""`plan recommend` and `plan buy` on the command line: output, JSON, and one-line errors with exit 2."""
+
+import json
+
+from planner.cli.main import main
+
+
+def test_recommend_text(capsys):
+    rc = main(["recommend", "--model", "llama-3.1-8b", "--ram", "16", "--workload", "chat"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "llama-server -m" in out and "memory-only" in out
+    rc = main(["recommend", "--model", "llama-3.1-8b", "--ram", "16", "--runtime", "mlx-lm"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "mlx_lm.server --model" in out and "mlx_lm.generate" in out
+
+
+def test_recommend_json(capsys):
+    rc = main(["recommend", "--model", "llama-3.1-8b", "--chip", "M4 Max", "--gpu-cores", "40", "--ram", "64",
+               "--workload", "agent", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert rc == 0 and data["options"] and data["options"][0]["recipe"]["server"]
+
+
+def test_buy_json(capsys):
+    rc = main(["buy", "--model", "llama-3.1-8b", "--workload", "chat", "--users", "2", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert rc == 0 and data["cheapest"]["price_usd"] > 0 and data["evaluated"] > 100
+
+
+def test_unknown_workload_one_line_exit_2(capsys):
+    rc = main(["buy", "--model", "llama-3.1-8b", "--workload", "agnet"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "did you mean agent" in err and "\n" not in err
+
+
+def test_budget_below_every_mac_exit_2(capsys):
+    rc = main(["buy", "--model", "llama-3.1-8b", "--budget", "100"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "below every Mac" in err and "\n" not in err
+
+
+def test_impossible_target_exit_2(capsys):
+    rc = main(["buy", "--model", "llama-3.3-70b", "--users", "4", "--min-tok-s", "200"])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and "no Mac meets 200 tok/s per user" in err and "best reaches" in err and "\n" not in err
+
+
+def test_recommend_needs_chip_or_ram(capsys):
+    rc = main(["recommend", "--model", "llama-3.1-8b"])
+    assert rc == 2 and "--chip" in capsys.readouterr().err
