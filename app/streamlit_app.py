@@ -74,12 +74,23 @@ def macos_names() -> dict[str, str]:
     return {"15": profiles.load_macos("15").name, "26": profiles.load_macos("26").name}
 
 
+@st.cache_data(show_spinner=False, max_entries=64, ttl=3600)
+def cached_resolve(spec: str, quant: str | None):
+    """planner.sources.resolve_model: catalog id, HF repo id (reads the Hub), local .gguf or model folder."""
+    from planner.sources import resolve_model
+
+    return resolve_model(spec, quant=quant)
+
+
 @st.cache_data(show_spinner=False, max_entries=256)
 def cached_plan(request_json: str) -> Plan:
-    """plan() keyed on the request's JSON; PlannerError propagates (Streamlit does not cache exceptions)."""
+    """The same call as `plan --json`: resolve the model, then plan(). Keyed on the request's JSON; a PlannerError
+    propagates (Streamlit does not cache exceptions)."""
     from planner.plan import plan
 
-    return plan(PlanRequest.model_validate_json(request_json))
+    req = PlanRequest.model_validate_json(request_json)
+    quants = req.quants or []
+    return plan(req, cached_resolve(req.model, quants[0] if len(quants) == 1 else None))
 
 
 # ----------------------------------------------------------------------------- the form
@@ -126,16 +137,33 @@ def mac_form() -> tuple[str, list[dict]]:
 
 def model_form() -> str:
     st.sidebar.subheader("Model")
-    how = st.sidebar.radio("Model source", ["Catalog", "Hugging Face id or local path"], key="model_source",
-                           horizontal=True, label_visibility="collapsed")
+    how = st.sidebar.radio("Model source", ["Catalog", "Hugging Face id or local path", "Upload config.json"],
+                           key="model_source", label_visibility="collapsed")
     cat = catalog()
     if how == "Catalog":
         ids = list(cat)
         return st.sidebar.selectbox("Model (type to search)", ids, index=ids.index(DEFAULT_MODEL)
                                     if DEFAULT_MODEL in ids else 0, format_func=cat.get, key="model",
                                     help=tip("model"))
-    return st.sidebar.text_input("Hugging Face repo id or local path", key="model_text", help=tip("model"),
+    if how == "Upload config.json":
+        up = st.sidebar.file_uploader("The model's config.json (from its Hugging Face page)", type=["json"],
+                                      key="model_upload")
+        return uploaded_config_dir(up.getvalue()) if up is not None else ""
+    return st.sidebar.text_input("Hugging Face repo id, .gguf file or model folder", key="model_text",
+                                 help="A Hugging Face repo (org/name; read from the Hub), a local .gguf file, or a "
+                                      "local folder with config.json (MLX or safetensors). " + tip("model"),
                                  placeholder="meta-llama/Llama-3.3-70B-Instruct").strip()
+
+
+def uploaded_config_dir(data: bytes) -> str:
+    """Store an uploaded config.json in its own folder (named by content hash) and plan that folder."""
+    import hashlib
+    import tempfile
+
+    folder = Path(tempfile.gettempdir()) / "mac-llm-planner-uploads" / hashlib.sha256(data).hexdigest()[:16]
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_bytes(data)
+    return str(folder)
 
 
 def workload_form() -> dict:

@@ -41,7 +41,7 @@ def server():
     if not Path(CHROMIUM).exists():
         pytest.skip("Debian chromium is not installed (scripts/bootstrap.sh full installs it)")
     port = _free_port()
-    env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", "HF_HUB_OFFLINE": "1"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true", "--server.port", str(port),
          "--server.address", "127.0.0.1", "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false",
@@ -168,5 +168,5 @@ def test_unknown_model_shows_a_message_not_a_traceback(page):
     box = page.get_by_test_id("stTextInput").locator("input")
     box.fill("acme/NoSuchModel-13B-Instruct")
     box.press("Enter")
-    expect(page.get_by_test_id("stAlert").first).to_contain_text("unknown model")
+    expect(page.get_by_test_id("stAlert").first).to_contain_text("NoSuchModel-13B-Instruct")
     assert page.get_by_test_id("stException").count() == 0
