@@ -107,6 +107,8 @@ def test_impossible_target_says_what_the_best_reaches():
 
 @needs_speed
 def test_mixed_workload_offers_router_with_memory_check():
-    r = recommend("llama-3.1-8b", 64, custom_workload("code"), chip=profiles.resolve_chip("m4-max-40gpu"))
+    # targets relaxed so the test does not hinge on calibrated speeds: the router needs ≥ 2 runtimes with speed
+    wl = custom_workload("code", min_tok_s=1, max_ttft=3600)
+    r = recommend("llama-3.1-8b", 64, wl, chip=profiles.resolve_chip("m4-max-40gpu"))
     assert r.router is not None
     assert r.router.memory_bytes > 0 and isinstance(r.router.fits, bool)
