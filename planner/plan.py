@@ -199,7 +199,7 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
         raise InputError("--runtime: give at least one of llama.cpp, mlx-lm, ollama")
     for q in req.quants or []:  # a --quant no format knows was silently dropped when another --quant was valid
         profiles.load_quant(q)  # UnknownProfileError with close matches
-    if req.kv_type and not any(_kv_applies(req.kv_type, rt) for rt in runtimes):  # was ignored with a note
+    if req.kv_type is not None and not any(_kv_applies(req.kv_type, rt) for rt in runtimes):  # was ignored
         raise InputError(f"--kv-type {req.kv_type!r} is not a KV type of {', '.join(r.id for r in runtimes)}; "
                          "use f16, q8_0, q4_0 (llama.cpp) or bf16, kv8, kv4 (mlx-lm)")
     kv_rows, options, notes = [], [], list(getattr(resolved, "notes", None) or [])

@@ -146,12 +146,15 @@ def resolve_model(spec: str, file: str | None = None, quant: str | None = None) 
     if not isinstance(spec, str) or not spec.strip():
         raise SourceError("--model is empty; give a catalog id (plan models), a HF repo, a .gguf file or a folder")
     spec = spec.strip()
-    p = Path(spec).expanduser()
+    try:
+        p = Path(spec).expanduser()
+    except RuntimeError:  # '~nosuchuser/x': no such home directory
+        p = Path(spec)
     if spec.lower().endswith(".gguf"):
-        if not p.is_file():
+        if not _safe(Path.is_file, p):
             raise SourceError(f"{spec}: no such GGUF file; check the path")
         return resolve_gguf(p, quant)
-    if p.is_dir():
+    if _safe(Path.is_dir, p):
         if (p / "config.json").is_file():
             return resolve_folder(p)
         ggufs = sorted(x for x in p.glob("*.gguf") if "mmproj" not in x.name.lower())
@@ -167,6 +170,14 @@ def resolve_model(spec: str, file: str | None = None, quant: str | None = None) 
     from .hub import resolve_hub
 
     return resolve_hub(spec, file=file, quant=quant)
+
+
+def _safe(check, p: Path) -> bool:
+    """Path.is_file/is_dir, False when the OS refuses the name (a 3000-char --model raised ENAMETOOLONG OSError)."""
+    try:
+        return check(p)
+    except (OSError, ValueError):
+        return False
 
 
 def _pick_gguf(names: list[str], file: str | None, quant: str | None, where: str) -> str:
