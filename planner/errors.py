@@ -19,7 +19,8 @@ class UnknownProfileError(PlannerError, KeyError):
         lower_to_id = {k.lower(): k for k in known}
         close_ids = [lower_to_id[c] for c in close]
         where = f"{flag} " if flag else ""
-        msg = f"unknown {kind} {where}{value!r}"
+        shown = value if len(value) <= 80 else value[:60] + "..."  # never echo a 3000-char argument back
+        msg = f"unknown {kind} {where}{shown!r}"
         if close_ids:
             msg += f"; did you mean {', '.join(close_ids)}?"
         elif hint:

@@ -119,7 +119,8 @@ def describe_architecture(m: ModelProfile) -> str:
 
 
 def resolve_mac(req: PlanRequest) -> tuple[float, Chip | None, str]:
-    chip = profiles.resolve_chip(req.chip, req.gpu_cores) if req.chip else None
+    # `is not None`: --chip "" was silently treated as no chip
+    chip = profiles.resolve_chip(req.chip, req.gpu_cores) if req.chip is not None else None
     if req.gpu_cores is not None and chip is None:
         raise InputError("--gpu-cores needs --chip (e.g. --chip 'M3 Max' --gpu-cores 40)")
     ram = req.ram_gb
