@@ -83,6 +83,8 @@ from .recommend import recommend_cmd  # noqa: E402  (plan recommend, planner/cli
 app.command("recommend")(recommend_cmd)
 from .buy import buy_cmd  # noqa: E402  (plan buy, planner/cli/buy.py)
 app.command("buy")(buy_cmd)
+from .cluster import cluster_cmd  # noqa: E402  (plan cluster, planner/cli/cluster.py)
+app.command("cluster")(cluster_cmd)
 from .app_cmd import app_cmd  # noqa: E402  (plan app: the web form, planner/cli/app_cmd.py)
 app.command("app")(app_cmd)
 

@@ -1,0 +1,77 @@
+"""`plan cluster`: a model on several Macs linked by Thunderbolt or Ethernet (mlx, llama.cpp RPC, exo)."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+from ..format import VERDICT_MARK, fmt_bytes, fmt_seconds, fmt_tok_s, table
+
+
+def cluster_cmd(
+    model: str = typer.Option(..., "--model", "-m", help="Catalog id or alias, e.g. deepseek-v3"),
+    macs: str = typer.Option(..., "--macs", help="e.g. \"2x Mac Studio M3 Ultra 512GB, 1x MacBook Pro M4 Max 128GB\""),
+    link: str = typer.Option("tb5", "--link", help="Interconnect: tb5, tb4, 10gbe, 2.5gbe (profiles/links)"),
+    engine: str = typer.Option("mlx", "--engine", help="mlx, llama.cpp-rpc or exo"),
+    mode: str = typer.Option("pipeline", "--mode", help="pipeline (layers split) or tensor (matmuls split)"),
+    quant: str | None = typer.Option(None, "--quant", "-q", help="Default mlx-4bit-g64 (mlx/exo) or Q4_K_M (llama.cpp)"),
+    context: int = typer.Option(8192, "--context", "-c", help="Context per sequence [tokens]"),
+    users: int = typer.Option(1, "--users", "-u", help="Concurrent sequences"),
+    prompt: int = typer.Option(1024, "--prompt", help="Prompt tokens (prefill/TTFT)"),
+    gen: int = typer.Option(256, "--gen", help="Generated tokens"),
+    macos: str = typer.Option("26", "--macos", help="macOS major version (RDMA over TB5 needs 26.2+)"),
+    no_rdma: bool = typer.Option(False, "--no-rdma", help="Use TCP (ring) even over Thunderbolt 5"),
+    json_out: bool = typer.Option(False, "--json", help="Print the plan and recipe as JSON"),
+):
+    """Per-node memory, cluster speed vs the best single Mac, the binding constraint and the launch recipe."""
+    from .. import profiles
+    from ..cluster import plan_cluster
+    from ..cluster_recipe import recipe
+    from ..cluster_spec import parse_macs
+
+    nodes = parse_macs(macs)
+    p = plan_cluster(model, nodes, link, engine, mode, quant, context, users, prompt, gen, macos, rdma=not no_rdma)
+    r = recipe(p, profiles.load_model(model).hf_repo)
+    if json_out:
+        typer.echo(json.dumps({"plan": p.model_dump(mode="json"), "recipe": r.model_dump(mode="json")}, indent=2))
+        return
+    tr = p.transport
+    out = [f"{p.model} · {p.quant} · {p.engine} {p.mode} over {tr.link} ({tr.backend}: "
+           f"{tr.bytes_s / 1e9:.2f} GB/s, {tr.latency_s * 1e6:.0f} µs per message) · {p.users} × {p.context:,} tokens",
+           ""]
+    rows = [[str(i + 1), n.label, f"{n.layers[0]}-{n.layers[1] - 1}" if n.layers else "1/" + str(len(p.nodes)),
+             fmt_bytes(n.weights_bytes), fmt_bytes(n.kv_bytes), fmt_bytes(n.buffers_bytes), fmt_bytes(n.total_bytes),
+             fmt_bytes(n.limit_bytes), f"{VERDICT_MARK[n.verdict]} {n.verdict}",
+             fmt_seconds(n.decode_step_s) + ("*" if n.decode_bound == "compute" else "")] for i, n in enumerate(p.nodes)]
+    out.append(table(rows, ["#", "Mac", "layers", "weights", "KV", "buffers", "total", "GPU limit", "verdict",
+                            "step"], "rllrrrrrll"))
+    for n in p.nodes:
+        if n.verdict != "fits":
+            out.append(f"  {n.label}: {n.reason}" + (f"  → {n.sysctl}" if n.sysctl else ""))
+    s = p.speed
+    out.append("")
+    out.append(f"Cluster: decode {fmt_tok_s(s.decode_tok_s_per_user)} tok/s per user ({fmt_tok_s(s.decode_tok_s_total)} "
+               f"all users), prefill {fmt_tok_s(s.prefill_tok_s)} tok/s, TTFT {fmt_seconds(s.ttft_s)}")
+    out.append(f"  per token: compute {s.compute_s_per_step * 1000:.1f} ms + communication "
+               f"{s.comm_s_per_step * 1000:.2f} ms ({s.comm_latency_s_per_step * 1000:.2f} ms latency)")
+    if s.pipelined_ceiling_tok_s:
+        out.append(f"  pipelined ceiling with ≥ {len(p.nodes)} batches in flight: {fmt_tok_s(s.pipelined_ceiling_tok_s)} "
+                   "tok/s (the slowest stage bounds it; the engines above run one batch through the stages at a time)")
+    for m in p.single_macs:
+        sp = (f"decode {fmt_tok_s(m.decode_tok_s)} tok/s, prefill {fmt_tok_s(m.prefill_tok_s)} tok/s"
+              if m.decode_tok_s is not None else "does not fit alone")
+        out.append(f"One {m.label}: {sp}")
+    if len(p.scaling) > 1:
+        out.append("Decode by number of Macs: " + ", ".join(
+            f"{k}: {fmt_tok_s(v) if v is not None else 'no fit'}" for k, v in p.scaling.items()))
+    out.append(f"Binding constraint: {p.binding}")
+    out.append("")
+    out.append("Launch:")
+    out += [f"  {c}" for c in r.commands]
+    if r.hostfile:
+        out.append("  hosts.json: " + json.dumps(r.hostfile))
+    for n in [*r.notes, *p.notes]:
+        out.append(f"note: {n}")
+    out.append(f"calibration: {p.calibration}")
+    typer.echo("\n".join(out))

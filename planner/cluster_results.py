@@ -1,0 +1,71 @@
+"""Result models of planner.cluster (per-node shares, cluster speed, the whole plan). [bytes, s, tok/s]"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .cluster_links import Transport
+
+Frozen = ConfigDict(frozen=True, extra="forbid")
+
+
+class NodeShare(BaseModel):
+    model_config = Frozen
+    label: str
+    chip: str
+    ram_gb: int
+    layers: tuple[int, int] | None = Field(None, description="[start, end) for pipeline stages")
+    weights_bytes: int
+    kv_bytes: int
+    buffers_bytes: int
+    total_bytes: int
+    limit_bytes: int
+    verdict: str
+    reason: str
+    sysctl: str | None = None
+    decode_step_s: float | None = Field(None, description="This node's compute/bandwidth time per decode step [s]")
+    decode_bound: str | None = None
+
+
+class SingleMac(BaseModel):
+    model_config = Frozen
+    label: str
+    verdict: str
+    decode_tok_s: float | None = None
+    prefill_tok_s: float | None = None
+
+
+class ClusterSpeed(BaseModel):
+    model_config = Frozen
+    decode_tok_s_per_user: float
+    decode_tok_s_total: float
+    prefill_tok_s: float
+    ttft_s: float
+    compute_s_per_step: float
+    comm_s_per_step: float
+    comm_latency_s_per_step: float
+    pipelined_ceiling_tok_s: float | None = None
+
+
+class ClusterPlan(BaseModel):
+    model_config = Frozen
+    model: str
+    engine: str
+    mode: str
+    runtime: str
+    quant: str
+    transport: Transport
+    context: int
+    users: int
+    prompt_tokens: int
+    gen_tokens: int
+    nodes: list[NodeShare]
+    fits: bool
+    speed: ClusterSpeed | None
+    single_macs: list[SingleMac]
+    best_single: SingleMac | None
+    slower_than_single: bool
+    scaling: dict[int, float | None] = Field(default_factory=dict, description="Decode tok/s with the first k Macs")
+    binding: str
+    calibration: str = ""
+    notes: list[str] = Field(default_factory=list)
