@@ -59,8 +59,8 @@ def recipe(p: ClusterPlan, hf_repo: str | None = None) -> ClusterRecipe:
     over = "thunderbolt" if p.transport.link.startswith("tb") else "ethernet"
     if p.engine == "exo":
         cmds += [f"on {h}: exo" for h in hs]
-        notes = [f"exo discovers the Macs itself; choose {p.mode} sharding and "
-                 f"{'MlxJaccl (RDMA)' if backend == 'jaccl' else 'MlxRing (TCP)'} in its dashboard for {repo}"]
+        notes = [(f"exo discovers the Macs itself; choose {p.mode} sharding and "
+                 f"{'MlxJaccl (RDMA)' if backend == 'jaccl' else 'MlxRing (TCP)'} in its dashboard for {repo}")]
         return ClusterRecipe(commands=cmds, notes=notes)
     cmds.append(f"on {hs[0]}: mlx.distributed_config --verbose --backend {backend} --hosts {','.join(hs)} "
                 f"--over {over} --auto-setup --output hosts.json")

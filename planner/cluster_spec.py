@@ -61,17 +61,18 @@ def parse_item(item: str) -> tuple[int, Node]:
     chips = [c for c in profiles.all_chips() if c.name.lower() == chip_name.lower()]
     if not chips:
         raise _bad(item, f"unknown chip {chip_name}; known: {', '.join(profiles.chip_names())}")
+    if fam:  # the family must offer this chip (any GPU bin): no Mac mini with an M3 Ultra
+        named = [x for x in profiles.all_macs() if x.chip in {c.id for c in chips}]
+        if named and not any(x.product.lower().startswith(fam) for x in named):
+            offered = sorted({x.product for x in named})
+            raise _bad(item, f"no {DISPLAY[fam]} with an {chip_name} in the catalog (it comes in {', '.join(offered)})")
     if cores is not None:
         chips = [c for c in chips if c.gpu_cores == cores]
         if not chips:
             raise _bad(item, f"{chip_name} has no {cores}-core GPU bin")
     macs = [x for x in profiles.all_macs() if x.chip in {c.id for c in chips}]
     if fam:
-        fam_macs = [x for x in macs if x.product.lower().startswith(fam)]
-        if not fam_macs and macs:
-            offered = sorted({x.product for x in macs})
-            raise _bad(item, f"no {DISPLAY[fam]} with an {chip_name} in the catalog (it comes in {', '.join(offered)})")
-        macs = fam_macs or macs
+        macs = [x for x in macs if x.product.lower().startswith(fam)]
     exact = [x for x in macs if x.ram_gb == ram]
     by_ram = [c for c in chips if ram in c.ram_options_gb]
     if not by_ram:

@@ -37,8 +37,8 @@ def cluster_cmd(
         typer.echo(json.dumps({"plan": p.model_dump(mode="json"), "recipe": r.model_dump(mode="json")}, indent=2))
         return
     tr = p.transport
-    out = [f"{p.model} · {p.quant} · {p.engine} {p.mode} over {tr.link} ({tr.backend}: "
-           f"{tr.bytes_s / 1e9:.2f} GB/s, {tr.latency_s * 1e6:.0f} µs per message) · {p.users} × {p.context:,} tokens",
+    out = [(f"{p.model} · {p.quant} · {p.engine} {p.mode} over {tr.link} ({tr.backend}: "
+           f"{tr.bytes_s / 1e9:.2f} GB/s, {tr.latency_s * 1e6:.0f} µs per message) · {p.users} × {p.context:,} tokens"),
            ""]
     rows = [[str(i + 1), n.label, f"{n.layers[0]}-{n.layers[1] - 1}" if n.layers else "1/" + str(len(p.nodes)),
              fmt_bytes(n.weights_bytes), fmt_bytes(n.kv_bytes), fmt_bytes(n.buffers_bytes), fmt_bytes(n.total_bytes),

@@ -1,0 +1,64 @@
+"""`plan cluster`: text and JSON output, recipes per engine, bad input -> one line on stderr, exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from planner.cli.main import main
+
+
+def run(capsys, *args):
+    code = main(["cluster", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_deepseek_two_ultras_text(capsys):
+    code, out, err = run(capsys, "--model", "deepseek-v3", "--macs", "2x Mac Studio M3 Ultra 512GB", "--link", "tb5")
+    assert code == 0, err
+    for s in ("GPU limit", "Binding constraint", "One Mac Studio M3 Ultra", ("mlx.launch --hostfile hosts.json "
+              "--backend jaccl"), "pipeline_generate.py", "Decode by number of Macs"):
+        assert s in out, s
+
+
+def test_json_llama_rpc_recipe(capsys):
+    code, out, err = run(capsys, "--model", "llama-3.1-405b", "--macs", "2x Mac Studio M3 Ultra 256GB",
+                         "--engine", "llama.cpp-rpc", "--link", "10gbe", "--quant", "Q4_K_M", "--json")
+    assert code == 0, err
+    r = json.loads(out)
+    plan, rec = r["plan"], r["recipe"]
+    assert plan["engine"] == "llama.cpp-rpc" and plan["transport"]["backend"] == "rpc"
+    layers = sum(n["layers"][1] - n["layers"][0] for n in plan["nodes"])
+    assert layers == 126
+    assert any(c.startswith("on mac2.local: rpc-server") for c in rec["commands"])
+    head = rec["commands"][-1]
+    assert "--rpc mac2.local:50052" in head and "-ngl 99" in head and "--tensor-split" in head
+
+
+def test_tensor_ring_hostfile_and_warning(capsys):
+    code, out, err = run(capsys, "--model", "qwen3-8b", "--macs", "2x Mac Studio M3 Ultra 96GB", "--link", "tb4",
+                         "--mode", "tensor", "--json")
+    assert code == 0, err
+    r = json.loads(out)
+    assert r["recipe"]["hostfile"][0]["ssh"] == "mac1.local"
+    assert any("tensor parallel over TCP" in n for n in r["plan"]["notes"])
+    assert r["plan"]["slower_than_single"] is True
+
+
+@pytest.mark.parametrize("args", [
+    ["--macs", "2x Mac Studio M3 Ultra"],
+    ["--macs", "2x Mac Studio M7 Ultra 512GB"],
+    ["--macs", "Mac mini M3 Ultra 512GB"],
+    ["--macs", "M4 Pro 64GB"],
+    ["--macs", ""],
+    ["--macs", "2x Mac Studio M3 Ultra 512GB", "--link", "carrier-pigeon"],
+    ["--macs", "2x Mac Studio M3 Ultra 512GB", "--engine", "vllm"],
+    ["--macs", "2x Mac Studio M3 Ultra 512GB", "--engine", "llama.cpp-rpc", "--mode", "tensor"],
+    ["--macs", "2x Mac Studio M3 Ultra 512GB", "--users", "0"],
+])
+def test_bad_input_one_line_exit_2(capsys, args):
+    code, _out, err = run(capsys, "--model", "deepseek-v3", *args)
+    assert code == 2
+    assert err.startswith("plan: error:") and err.count("\n") == 1
