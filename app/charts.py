@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from planner.format import VERDICT_MARK, fmt_bytes, fmt_ctx, verdict_text
+from planner.format import VERDICT_MARK, fmt_bytes, fmt_ctx, fmt_seconds, fmt_tok_s, verdict_text
 from planner.plan import Option, Plan
 from planner.units import GiB
 
@@ -135,3 +135,43 @@ def compare_macs(plans: list[Plan]) -> go.Figure:
 def all_figures(p: Plan, chosen: Option | None = None) -> dict[str, go.Figure]:
     """Every chart the single-Mac page shows, by section key. Speed charts join here when Option.speed exists."""
     return {"memory": memory_stack(p), "concurrency": concurrency_heatmap(p, chosen)}
+
+
+def price_performance(b) -> go.Figure:
+    """Price against per-user decode speed for every Mac (planner.buy.BuyResult.per_mac), the Pareto front joined,
+    the cheapest / best-value / fastest picks highlighted. Memory-only results plot RAM instead of speed."""
+    rows = b.per_mac
+    speed = any(x.decode_tok_s_per_user is not None for x in rows)
+
+    def y(x):
+        return x.decode_tok_s_per_user if speed else x.ram_gb
+
+    def hover(x):
+        sp = (f"{fmt_tok_s(x.decode_tok_s_per_user)} tok/s per user, first token {fmt_seconds(x.ttft_s)}<br>"
+              if x.decode_tok_s_per_user is not None else "")
+        return (f"{x.product}<br>{x.chip}, {x.ram_gb} GB: ${x.price_usd:,.0f}<br>{x.runtime} · {x.quant}<br>{sp}"
+                f"{verdict_text(x.verdict)}; bound by {x.binding}")
+
+    fig = go.Figure()
+    for meets, name, color in ((True, "meets the targets", "#2e7d32"), (False, "misses a target", "#9e9e9e")):
+        sel = [x for x in rows if x.meets_targets == meets]
+        if sel:
+            fig.add_scatter(x=[x.price_usd for x in sel], y=[y(x) for x in sel], mode="markers", name=name,
+                            marker=dict(color=color, size=9, opacity=0.8), hovertext=[hover(x) for x in sel],
+                            hovertemplate="%{hovertext}<extra></extra>")
+    if b.pareto:
+        fig.add_scatter(x=[x.price_usd for x in b.pareto], y=[y(x) for x in b.pareto], mode="lines+markers",
+                        name="Pareto front", line=dict(color="#1565c0", width=2, shape="hv"),
+                        marker=dict(size=7, color="#1565c0"), hoverinfo="skip")
+    for pick, name, symbol in ((b.cheapest, "cheapest that meets the targets", "star"),
+                               (b.best_value, "best value", "diamond")):
+        if pick is not None:
+            fig.add_scatter(x=[pick.price_usd], y=[y(pick)], mode="markers+text", name=name, text=[name],
+                            textposition="top center", marker=dict(symbol=symbol, size=18, color="#ef8f00",
+                                                                    line=dict(color="#000", width=1)),
+                            hovertext=[hover(pick)], hovertemplate="%{hovertext}<extra></extra>")
+    fig.update_layout(**LAYOUT, height=460,
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0, xanchor="left"),
+                      xaxis=dict(title="launch list price [USD]", tickprefix="$", separatethousands=True),
+                      yaxis=dict(title="decode tok/s per user" if speed else "RAM [GB] (no speed model)"))
+    return fig

@@ -7,7 +7,8 @@ computing.
 
 from __future__ import annotations
 
-from planner.format import (VERDICT_MARK, fmt_bytes, fmt_ctx, fmt_gb, fmt_params, verdict_text)
+from planner.format import (VERDICT_MARK, fmt_bytes, fmt_ctx, fmt_gb, fmt_params, fmt_seconds, fmt_tok_s,
+                            verdict_text)
 from planner.plan import Option, Plan
 
 # Best first; used to pick the headline verdict.
@@ -194,3 +195,81 @@ def compare_reading(plans: list[Plan]) -> str:
     if none:
         parts.append(f"Does not fit on: {', '.join(mac_label(p) for p in none)}.")
     return " ".join(parts)
+
+
+# ----------------------------------------------------------------------------- advice and buying (planner.advice/buy)
+def recommend_reading(r) -> str:
+    """r: planner.advice.Recommendation."""
+    if not r.options:
+        return "No configuration fits this Mac for this workload."
+    o = r.options[0]
+    sp = o.speed
+    parts = [f"**Best for this workload: {o.runtime} · {o.quant}** (KV {o.kv_type}, {_plural(o.slots, 'parallel slot')}, "
+             f"{fmt_ctx(o.context)} tokens each), using {fmt_bytes(o.memory_bytes)}: {verdict_text(o.fit.verdict)}."]
+    if sp is not None:
+        parts.append(f"Each user sees about {fmt_tok_s(sp.decode_tok_s_per_user)} tok/s and waits "
+                     f"{fmt_seconds(sp.ttft_s)} for the first token; a whole request takes {fmt_seconds(sp.time_per_request_s)}.")
+    parts.append(f"Why: {o.reason}.")
+    parts.append(f"Quality cost of {o.quant}: {o.quality.tier}"
+                 + (" (approximate, " + o.quality.source + ")" if o.quality.source else "") + ".")
+    if r.router is not None:
+        parts.append(f"Mixed workload: {r.router.reason}.")
+    return " ".join(parts)
+
+
+def recommend_rows(r) -> list[dict[str, str]]:
+    rows = []
+    for o in r.options:
+        sp = o.speed
+        rows.append({"#": str(o.rank), "runtime": o.runtime, "quantization": o.quant, "KV": o.kv_type,
+                     "slots": str(o.slots), "context": fmt_ctx(o.context), "memory": fmt_bytes(o.memory_bytes),
+                     "fit": f"{VERDICT_MARK[o.fit.verdict]} {verdict_text(o.fit.verdict)}",
+                     "tok/s per user": fmt_tok_s(sp.decode_tok_s_per_user) if sp else "–",
+                     "first token": fmt_seconds(sp.ttft_s) if sp else "–", "bound": o.bound,
+                     "quality cost": o.quality.tier, "meets targets": "yes" if o.meets_targets else "no"})
+    return rows
+
+
+def recipe_text(o) -> str:
+    """The launch recipe of one recommended option (planner.advice.Recipe) as a shell snippet."""
+    rc = o.recipe
+    lines = []
+    if rc.sysctl:
+        lines += ["# 1. let the GPU use more memory (until reboot)", rc.sysctl]
+    lines += [f"# {'2. ' if rc.sysctl else ''}serve it", rc.server]
+    if rc.generate:
+        lines += ["# or, one prompt at a time", rc.generate]
+    lines += [f"# note: {n}" for n in rc.notes]
+    return "\n".join(lines)
+
+
+def _buy_line(label: str, x) -> str:
+    if x is None:
+        return ""
+    sp = (f", {fmt_tok_s(x.decode_tok_s_per_user)} tok/s per user, first token in {fmt_seconds(x.ttft_s)}"
+          if x.decode_tok_s_per_user is not None else "")
+    return (f"**{label}:** {x.product}, {x.chip}, {x.ram_gb} GB — ${x.price_usd:,.0f} "
+            f"({x.runtime} · {x.quant}{sp}).")
+
+
+def buy_reading(b) -> str:
+    """b: planner.buy.BuyResult."""
+    parts = [f"Each dot is one Mac configuration at its launch list price, with the best way to run "
+             f"{' + '.join(b.models)} on it. The line joins the Pareto front: no other Mac is both cheaper and faster."]
+    parts += [x for x in (_buy_line("Cheapest that meets the targets", b.cheapest),
+                          _buy_line("Best value", b.best_value),
+                          _buy_line("Fastest" + (f" within ${b.budget_usd:,.0f}" if b.budget_usd else ""),
+                                    b.fastest_within_budget)) if x]
+    parts.append("Prices are launch list prices (confidence in the table); MacBooks slow down under long "
+                 "sustained load.")
+    return "\n\n".join(parts)
+
+
+def buy_rows(b) -> list[dict]:
+    """Sortable table rows: numbers stay numbers so the table sorts; formatted columns are text."""
+    return [{"price [$]": x.price_usd, "price confidence": x.price_confidence, "Mac": x.product, "chip": x.chip,
+             "RAM [GB]": x.ram_gb, "runtime": x.runtime, "quantization": x.quant, "slots": x.slots,
+             "memory": fmt_bytes(x.memory_bytes), "fit": verdict_text(x.verdict),
+             "tok/s per user": x.decode_tok_s_per_user, "first token [s]": x.ttft_s,
+             "meets targets": x.meets_targets, "bound by": x.binding, "flags": ", ".join(x.flags)}
+            for x in b.per_mac]

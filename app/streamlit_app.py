@@ -30,6 +30,7 @@ DEFAULT_CHIP = ("M4 Max", 40, 64)
 COMPARE_DEFAULT = [("M4 Pro", 20, 48), ("M4 Max", 40, 64), ("M4 Max", 40, 128), ("M3 Ultra", 80, 256)]
 CONTEXT_STEPS = [512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576]
 MODE_CHIP, MODE_RAM, MODE_COMPARE = "Chip and RAM", "RAM only", "Compare several Macs"
+MODE_BUY = "Which Mac should I buy?"
 
 
 def tip(field: str) -> str:
@@ -74,6 +75,55 @@ def macos_names() -> dict[str, str]:
     return {"15": profiles.load_macos("15").name, "26": profiles.load_macos("26").name}
 
 
+@st.cache_data(show_spinner=False)
+def workload_presets() -> dict[str, tuple[str, str, int, int, float | None, float | None]]:
+    """preset id -> (name, description, users, context, min tok/s per user, max TTFT [s])."""
+    from planner.workload import load_workload, workload_ids
+
+    out = {}
+    for i in workload_ids():
+        w = load_workload(i)
+        out[i] = (w.name, w.description, w.users, w.context, w.targets.min_tok_s_per_user, w.targets.max_ttft_s)
+    return out
+
+
+def build_workload(preset: str, users: int, context: int, min_tok_s: float, max_ttft: float):
+    """The preset with the form's users, context and targets (0 = no target): a planner.workload.WorkloadProfile."""
+    from planner.workload import Targets, custom_workload
+
+    wl = custom_workload(preset, users=users, context=context)
+    t = wl.targets.model_copy(update={"min_tok_s_per_user": min_tok_s or None, "max_ttft_s": max_ttft or None})
+    return wl.model_copy(update={"targets": Targets.model_validate(t.model_dump())})
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def cached_recommend(model: str, ram_gb: float, chip: str | None, gpu_cores: int | None, wl_json: str,
+                     macos: str, runtimes: tuple[str, ...], quants: tuple[str, ...] | None, wired: int | None):
+    from planner.advice import recommend
+    from planner.plan import resolve_mac
+    from planner.workload import WorkloadProfile
+
+    _, chip_p, _ = resolve_mac(PlanRequest(model=model, ram_gb=ram_gb, chip=chip, gpu_cores=gpu_cores))
+    return recommend(model, ram_gb, WorkloadProfile.model_validate_json(wl_json), chip=chip_p, macos=macos,
+                     runtimes=list(runtimes), quants=list(quants) if quants else None, wired_limit_mb=wired)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def cached_buy(model: str, wl_json: str, budget: float | None, runtimes: tuple[str, ...], macos: str,
+               include_rumoured: bool):
+    from planner.buy import buy
+    from planner.workload import WorkloadProfile
+
+    return buy([model], WorkloadProfile.model_validate_json(wl_json), budget_usd=budget, runtimes=list(runtimes),
+               macos=macos, include_rumoured=include_rumoured)
+
+
+@st.cache_data(show_spinner=False)
+def mac_chip_ids() -> dict[str, str]:
+    """Mac product id -> chip id (to plan the Mac that `plan buy` picked)."""
+    return {m.id: m.chip for m in profiles.all_macs()}
+
+
 @st.cache_data(show_spinner=False, max_entries=64, ttl=3600)
 def cached_resolve(spec: str, quant: str | None):
     """planner.sources.resolve_model: catalog id, HF repo id (reads the Hub), local .gguf or model folder."""
@@ -101,9 +151,14 @@ def chip_label(name: str, cores: int, status: str) -> str:
 def mac_form() -> tuple[str, list[dict]]:
     """The Mac part of the form -> (mode, list of PlanRequest kwargs, one per Mac)."""
     st.sidebar.subheader("Mac")
-    mode = st.sidebar.radio("Which Mac?", [MODE_CHIP, MODE_RAM, MODE_COMPARE], key="mac_mode",
-                            help="Memory answers only need the RAM size; the chip adds speed answers.")
+    mode = st.sidebar.radio("Which Mac?", [MODE_CHIP, MODE_RAM, MODE_COMPARE, MODE_BUY], key="mac_mode",
+                            help="Memory answers only need the RAM size; the chip adds speed answers. "
+                                 "“Which Mac should I buy?” searches every Mac configuration with its price.")
     table = chip_table()
+    if mode == MODE_BUY:
+        budget = st.sidebar.number_input("Budget [USD] (0 = no limit)", 0, 100_000, 0, step=500, key="budget")
+        rumoured = st.sidebar.checkbox("Include rumoured chips", False, key="rumoured")
+        return mode, [dict(budget=float(budget) or None, include_rumoured=rumoured)]
     if mode == MODE_RAM:
         sizes = sorted({r for _, _, opts, _ in table for r in opts})
         ram = st.sidebar.selectbox("Unified memory (RAM)", sizes, index=sizes.index(64) if 64 in sizes else 0,
@@ -166,11 +221,32 @@ def uploaded_config_dir(data: bytes) -> str:
     return str(folder)
 
 
-def workload_form() -> dict:
+def _apply_preset() -> None:
+    """When the preset changes, load its users, context and targets into the form (still editable)."""
+    _, _, users, context, tok, ttft = workload_presets()[st.session_state["preset"]]
+    st.session_state.update(users=users, context=context, tgt_tok=float(tok or 0), tgt_ttft=float(ttft or 0))
+
+
+def workload_form() -> tuple[dict, tuple]:
+    """-> (PlanRequest kwargs, arguments of build_workload)."""
     st.sidebar.subheader("Workload")
-    context = st.sidebar.select_slider("Context per user [tokens]", CONTEXT_STEPS, value=8192, key="context",
-                                       format_func=fmt_ctx, help=tip("context"))
-    users = st.sidebar.number_input("Concurrent users", 1, MAX_USERS, 1, key="users", help=tip("users"))
+    presets = workload_presets()
+    if "preset" not in st.session_state:  # first run: the chat preset's values; later the user's
+        st.session_state["preset"] = "chat" if "chat" in presets else next(iter(presets))
+        _apply_preset()
+    preset = st.sidebar.selectbox("Workload preset", list(presets), key="preset", on_change=_apply_preset,
+                                  format_func=lambda i: presets[i][0],
+                                  help="How the model is used: prompt and answer lengths, users, latency targets. "
+                                       "Picking one fills in the fields below.")
+    st.sidebar.caption(presets[preset][1])
+    steps = sorted(set(CONTEXT_STEPS) | {v[3] for v in presets.values()})
+    context = st.sidebar.select_slider("Context per user [tokens]", steps, key="context", format_func=fmt_ctx,
+                                       help=tip("context"))
+    users = st.sidebar.number_input("Concurrent users", 1, MAX_USERS, key="users", help=tip("users"))
+    with st.sidebar.expander("Speed targets"):
+        tok = st.number_input("Minimum tok/s per user (0 = none)", 0.0, 10_000.0, step=1.0, key="tgt_tok")
+        ttft = st.number_input("Longest wait for the first token [s] (0 = none)", 0.0, 3600.0, step=1.0,
+                               key="tgt_ttft")
     st.sidebar.subheader("Runtimes and quantization")
     runtimes = st.sidebar.multiselect("Runtimes", runtime_ids(), default=["llama.cpp", "mlx-lm"], key="runtimes",
                                       help=tip("runtimes"))
@@ -190,8 +266,9 @@ def workload_form() -> dict:
             wired = int(st.number_input("iogpu.wired_limit_mb [MB]", 1, 2_000_000, 57344, step=1024, key="wired_mb",
                                         help=tip("wired_limit_mb")))
         kv = st.selectbox("KV cache type", ["runtime default", *kv_type_ids()], key="kv_type", help=tip("kv_type"))
-    return dict(context=int(context), users=int(users), runtimes=runtimes, quants=quants, macos=macos,
-                wired_limit_mb=wired, kv_type=None if kv == "runtime default" else kv)
+    req = dict(context=int(context), users=int(users), runtimes=runtimes, quants=quants, macos=macos,
+               wired_limit_mb=wired, kv_type=None if kv == "runtime default" else kv)
+    return req, (preset, int(users), int(context), tok, ttft)
 
 
 # ----------------------------------------------------------------------------- the results
@@ -206,7 +283,7 @@ def show_compare(plans: list[Plan]) -> None:
     section("Which Macs can run it", charts.compare_macs(plans), readings.compare_reading(plans), "chart_compare")
 
 
-def show_plan(p: Plan) -> None:
+def show_plan(p: Plan, wl=None) -> None:
     level, text = readings.headline(p)
     getattr(st, level)(text)
     st.caption(readings.model_line(p))
@@ -239,9 +316,8 @@ def show_plan(p: Plan) -> None:
     else:
         st.info("Speed estimates for this chip are not available in this version yet.")
 
-    st.subheader("Launch recipe")
-    st.markdown(readings.recipe_reading(p, chosen))
-    st.code(readings.recipe_lines(p, chosen), language="bash")
+    rec = show_recommend(p, wl) if wl is not None else None
+    show_recipe(p, chosen, rec)
 
     notes = [*p.notes, *(f"{readings.option_label(o)}: {n}" for o in p.options for n in o.notes)]
     if p.mac.note:
@@ -253,6 +329,60 @@ def show_plan(p: Plan) -> None:
                        key="download_json")
 
 
+def show_recommend(p: Plan, wl) -> None:
+    """Ranked configurations for the workload (planner.advice.recommend) and the top one's launch recipe."""
+    from planner.advice import TargetsUnreachableError
+
+    r = p.request
+    st.subheader("Recommendation for this workload")
+    st.caption(f"Workload: {wl.summary()}")
+    try:
+        rec = cached_recommend(p.model.id, p.mac.ram_gb, p.mac.chip.id if p.mac.chip else None, None,
+                               wl.model_dump_json(), r.macos, tuple(r.runtimes), tuple(r.quants) if r.quants else None,
+                               r.wired_limit_mb)
+    except TargetsUnreachableError as e:
+        st.warning(f"{e}")
+        return None
+    except PlannerError as e:
+        st.info(f"No recommendation: {e}")
+        return None
+    st.markdown(readings.recommend_reading(rec))
+    st.dataframe(readings.recommend_rows(rec), hide_index=True, width="stretch")
+    for n in rec.notes:
+        st.caption(f"Note: {n}")
+    return rec
+
+
+def show_recipe(p: Plan, chosen, rec) -> None:
+    st.subheader("Launch recipe")
+    if rec is not None and rec.options:
+        top = rec.options[0]
+        st.markdown(f"For the recommended **{top.runtime} · {top.quant}** (copy with the button at the right "
+                    "of the box):")
+        st.code(readings.recipe_text(top), language="bash")
+        return
+    st.markdown(readings.recipe_reading(p, chosen))
+    st.code(readings.recipe_lines(p, chosen), language="bash")
+
+
+def show_buy(model: str, wl, runtimes: list[str], macos: str, budget: float | None, include_rumoured: bool) -> dict | None:
+    """Price against performance over every Mac (planner.buy.buy); returns the Mac to detail below, or None."""
+    st.subheader("Which Mac should I buy?")
+    st.caption(f"Workload: {wl.summary()}")
+    b = cached_buy(model, wl.model_dump_json(), budget, tuple(runtimes), macos, include_rumoured)
+    section("Price against speed", charts.price_performance(b), readings.buy_reading(b), "chart_buy")
+    st.dataframe(readings.buy_rows(b), hide_index=True, width="stretch",
+                 column_config={"price [$]": st.column_config.NumberColumn(format="$%d")})
+    for n in b.notes:
+        st.caption(f"Note: {n}")
+    pick = b.cheapest or b.best_value
+    if pick is None:
+        return None
+    st.markdown(f"**Details for the {'cheapest Mac that meets the targets' if b.cheapest else 'best-value Mac'}: "
+                f"{pick.product}, {pick.chip}, {pick.ram_gb} GB**")
+    return dict(chip=mac_chip_ids()[pick.mac], ram_gb=float(pick.ram_gb))
+
+
 def main() -> None:
     st.set_page_config(page_title="Mac LLM planner", page_icon="🖥️", layout="wide")
     st.title("Will this LLM run on this Mac?")
@@ -260,27 +390,41 @@ def main() -> None:
                "macOS actually enforces. Change the inputs on the left; the page updates.")
     model = model_form()
     mode, macs = mac_form()
-    workload = workload_form()
+    workload, wl_args = workload_form()
     if not model:
-        st.info("Type a Hugging Face repo id (e.g. meta-llama/Llama-3.3-70B-Instruct) or a local path.")
+        st.info("Type a Hugging Face repo id (e.g. meta-llama/Llama-3.3-70B-Instruct) or a local path, "
+                "or upload a config.json.")
         return
     if not macs:
         st.info("Pick at least one Mac to compare.")
         return
-    try:
+    try:  # every user error of the core arrives here as one PlannerError line; no tracebacks on the page
+        wl = build_workload(*wl_args)
+        if "prompt_tokens" in F:  # the plan's speed inputs: the workload's typical (p90) prompt and mean answer
+            point = wl.at()
+            workload.update(prompt_tokens=point.prompt_tokens, gen_tokens=point.gen_tokens)
+        if mode == MODE_BUY:
+            from planner.advice import TargetsUnreachableError
+
+            try:
+                picked = show_buy(model, wl, workload["runtimes"], workload["macos"], **macs[0])
+            except TargetsUnreachableError as e:
+                st.warning(f"{e}. Lower the speed targets on the left (0 = none) to see every Mac.")
+                return
+            if picked is None:
+                return
+            macs = [picked]
         plans = [cached_plan(PlanRequest(model=model, **mac, **workload).model_dump_json()) for mac in macs]
+        if mode == MODE_COMPARE:
+            show_compare(plans)
+            names = [readings.mac_label(p) for p in plans]
+            pick = st.selectbox("Details for", names, key="detail_mac") if len(plans) > 1 else names[0]
+            plans = [plans[names.index(pick)]]
+        show_plan(plans[0], wl)
     except PlannerError as e:
         st.error(str(e))
-        return
     except ValidationError as e:
         st.error(render_validation_error("input", e))
-        return
-    if mode == MODE_COMPARE:
-        show_compare(plans)
-        names = [readings.mac_label(p) for p in plans]
-        pick = st.selectbox("Details for", names, key="detail_mac") if len(plans) > 1 else names[0]
-        plans = [plans[names.index(pick)]]
-    show_plan(plans[0])
 
 
 main()
