@@ -12,6 +12,7 @@ from .errors import InputError
 from .memory import MemoryModel, memory_model
 from .results import Fit, KVLayout, MemoryEstimate, WeightsEstimate, WiredLimit
 from .schema import Chip, ModelProfile
+from .speed_schema import SpeedSummary
 
 DEFAULT_QUANTS = {
     "gguf": ["Q3_K_M", "IQ4_XS", "Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0"],
@@ -39,6 +40,8 @@ class PlanRequest(BaseModel):
     macos: str = Field("15", description="macOS major version (15 or 26); changes the default GPU limit")
     flash_attn: bool | None = Field(None, description="llama.cpp flash attention (default on)")
     n_ubatch: int | None = Field(None, gt=0, le=65536, description="llama.cpp physical batch -ub (default 512)")
+    prompt_tokens: int = Field(1024, ge=0, le=10_000_000, description="Prompt tokens per request (speed: TTFT) [tokens]")
+    gen_tokens: int = Field(256, ge=0, le=10_000_000, description="Generated tokens per request (speed) [tokens]")
 
     @field_validator("ram_gb")
     @classmethod
@@ -68,6 +71,7 @@ class Option(BaseModel):
     max_context: dict[int, int] = Field(description="Longest context per sequence that fits comfortably, by users")
     max_context_raised: dict[int, int] = Field(description="Same with the wired limit raised to the safe maximum")
     notes: list[str] = Field(default_factory=list)
+    speed: SpeedSummary | None = Field(None, description="Prefill/TTFT and decode by users (needs --chip)")
 
 
 class ModelSummary(BaseModel):
@@ -219,6 +223,7 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
             mm, label = _apply_exact(mm, q, rt, resolved)
             first = first or mm
             opt = build_option(mm, req, wired, raised, contexts, user_counts, max_ctx)
+            opt = with_speed(opt, mm, q, chip, req, user_counts)
             options.append(opt if label is None else opt.model_copy(update={"quant": label, "notes": [
                 *opt.notes, "weights: exact bytes read from the model files"]}))
         if first is not None:
@@ -308,3 +313,27 @@ def _apply_exact(mm: MemoryModel, q, rt, resolved) -> tuple[MemoryModel, str | N
     if fmt is None and qid and q.id == qid and rt.weight_format == q.kind:
         return dataclasses.replace(mm, weights=w), None
     return mm, None
+
+
+# --------------------------------------------------------------------------- speed (planner/throughput.py)
+def with_speed(opt: Option, mm: MemoryModel, q, chip: Chip | None, req: PlanRequest, user_counts: list[int]) -> Option:
+    """Add prefill/TTFT at the workload's prompt and decode at 1..N users when the chip is known."""
+    if chip is None:
+        return opt
+    from . import throughput as tp
+
+    try:
+        res = profiles.load_speed_constants(chip, mm.runtime.id)
+        refs = profiles.all_chips()
+        P, G = req.prompt_tokens, req.gen_tokens
+        ests = {u: tp.predict(mm, chip, res, q.kind, q.mode, P, G, 0, u, refs) for u in user_counts}
+    except InputError as e:
+        return opt.model_copy(update={"notes": [*opt.notes, f"speed: {e}"]})
+    one = ests[user_counts[0]]
+    speed = SpeedSummary(
+        prompt_tokens=P, gen_tokens=G, prefill_tok_s=one.prefill_tok_s, ttft_s=one.ttft_s,
+        time_per_request_s=one.time_per_request_s,
+        decode_tok_s_per_seq={u: e.decode_tok_s_per_seq for u, e in ests.items()},
+        decode_tok_s_total={u: e.decode_tok_s for u, e in ests.items()},
+        bound={u: e.bound for u, e in ests.items()}, knee_batch=one.knee_batch, calibration=res.source)
+    return opt.model_copy(update={"speed": speed})

@@ -263,14 +263,16 @@ def _calibration_files(root: Path | None) -> dict[str, Path]:
     return {p.stem: p for p in sorted(folder.glob("*.yaml"))} if folder is not None and folder.is_dir() else {}
 
 
-def load_speed_constants(chip: Chip, runtime: str):
+def load_speed_constants(chip: Chip, runtime: str, include_user: bool = True):
     """Merged calibration constants for (chip, runtime), generic to specific:
     runtime default -> generation (or the newest earlier one) -> tier -> chip id -> user calibration dir
-    (``user_dir()/calibration``). ollama starts from llama.cpp's chain and applies its own files on top."""
+    (``user_dir()/calibration``). ollama starts from llama.cpp's chain and applies its own files on top.
+    A user calibration file that does not load (corrupt, another schema, another chip or runtime) is skipped
+    with a note in the source string: the shipped constants are used. ``include_user=False``: shipped only."""
     from .speed_schema import CalibrationProfile, ResolvedSpeedConstants
 
     rt = load_runtime(runtime).id
-    builtin, user = _calibration_files(builtin_dir()), _calibration_files(user_dir())
+    builtin, user = _calibration_files(builtin_dir()), _calibration_files(user_dir() if include_user else None)
     chain = ["llama.cpp", "ollama"] if rt == "ollama" else [rt]
     merged, scopes, parts, notes = None, [], [], []
     for r in chain:
@@ -286,7 +288,16 @@ def load_speed_constants(chip: Chip, runtime: str):
                 p = files.get(f"{scope}__{r}")
                 if p is None:
                     continue
-                prof = load_file(p, CalibrationProfile)
+                try:
+                    prof = load_file(p, CalibrationProfile)
+                    if (prof.scope, prof.runtime) != (scope, r):
+                        raise ProfileError(f"{p}: calibration of {prof.scope} / {prof.runtime}, not of this file's "
+                                           f"{scope} / {r}; re-run `plan calibrate` or delete the file")
+                except ProfileError as e:
+                    if origin != "user":
+                        raise
+                    notes.append(f"user calibration ignored ({e}); shipped constants used")
+                    continue
                 merged = prof.constants if merged is None else merged.merged(prof.constants)
                 scopes.append(prof.id)
                 pv = prof.provenance
@@ -295,7 +306,7 @@ def load_speed_constants(chip: Chip, runtime: str):
                     res = pv.residuals.get("mape", pv.residuals.get("decode_mape"))
                     parts.append(f"calibrated on this Mac on {when}" + (f", residual {res:.0f}%" if res is not None else ""))
                 elif scope == "default":
-                    parts.append(f"{r} default ({pv.method}, {pv.rows} rows, {when})")
+                    parts.append(f"{r} default ({pv.rows} rows, all chips, {when})")
                 else:
                     parts.append(f"{r} × {scope} ({pv.rows} rows, {when})")
     if merged is None or merged.missing():

@@ -101,3 +101,19 @@ class ThroughputEstimate(BaseModel):
     bandwidth_bytes_s: float = Field(description="Vendor memory bandwidth [bytes/s]")
     calibration: str = Field(description="Where the efficiencies come from")
     notes: list[str] = Field(default_factory=list)
+
+
+class SpeedSummary(BaseModel):
+    """Speed columns of one plan option: prefill/TTFT at the workload's prompt, decode at 1..N users."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    prompt_tokens: int
+    gen_tokens: int
+    prefill_tok_s: float = Field(description="Prefill of one prompt [tok/s]")
+    ttft_s: float = Field(description="Time to first token for one prompt [s]")
+    time_per_request_s: float = Field(description="TTFT + generation, one user [s]")
+    decode_tok_s_per_seq: dict[int, float] = Field(description="Decode speed seen by each user, by concurrent users")
+    decode_tok_s_total: dict[int, float] = Field(description="Decode speed of all users together, by concurrent users")
+    bound: dict[int, Bound] = Field(description="Decode bound by concurrent users")
+    knee_batch: int | None = None
+    calibration: str = ""

@@ -305,3 +305,18 @@ def estimate(rf: Roofline, prompt: int, gen: int, depth: int = 0, batch: int = 1
         knee_batch=rf.knee(start),
         batch=batch, prompt_tokens=prompt, gen_tokens=gen, depth=depth,
         peak_flops=rf.flops, bandwidth_bytes_s=rf.bw, calibration=calibration, notes=notes or [])
+
+
+def predict(mm: MemoryModel, chip: Chip, resolved: ResolvedSpeedConstants, quant_kind: str, quant_mode: str | None,
+            prompt: int, gen: int, depth: int = 0, batch: int = 1,
+            reference_chips: list[Chip] | None = None) -> ThroughputEstimate:
+    """One workload on one Mac: the memory model's geometry + the chip's peaks + the resolved calibration."""
+    rt = mm.runtime
+    chunk = (rt.prefill_step_size or 2048) if rt.family == "mlx-lm" else mm.n_ubatch
+    rf = roofline(geometry(mm, quant_kind, quant_mode), chip, resolved, rt.family, flash_attn=mm.flash_attn,
+                  chunk=chunk, reference_chips=reference_chips)
+    _, basis = peak_flops(chip, reference_chips)
+    notes = [f"peak GPU FLOPS: {basis}"] if basis.startswith("derived") else []
+    if chip.gpu_matrix_units:
+        notes.append(f"GPU matrix units: compute × {resolved.constants.matrix_unit_factor:.2f}")
+    return estimate(rf, prompt, gen, depth, batch, calibration=resolved.source, notes=notes)

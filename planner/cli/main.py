@@ -55,6 +55,8 @@ def plan_cmd(
     macos: str = typer.Option("15", "--macos", help=_h("macos")),
     flash_attn: Optional[bool] = typer.Option(None, "--flash-attn/--no-flash-attn", help=_h("flash_attn")),
     ubatch: Optional[int] = typer.Option(None, "--ubatch", help=_h("n_ubatch")),
+    prompt: int = typer.Option(1024, "--prompt", help=_h("prompt_tokens")),
+    gen: int = typer.Option(256, "--gen", help=_h("gen_tokens")),
     json_out: bool = typer.Option(False, "--json", help="Print the whole plan as JSON (same as the app's download)"),
     file: Optional[str] = typer.Option(None, "--file", help="GGUF file to use in a HF repo or folder with several"),
 ):
@@ -69,7 +71,8 @@ def plan_cmd(
     req = PlanRequest(model=model, ram_gb=ram, chip=chip, gpu_cores=gpu_cores,
                       runtimes=list(runtime) if runtime else ["llama.cpp", "mlx-lm"], quants=list(quant) or None
                       if quant else None, context=context, users=users, kv_type=kv_type, wired_limit_mb=wired_limit,
-                      macos=macos, flash_attn=flash_attn, n_ubatch=ubatch)
+                      macos=macos, flash_attn=flash_attn, n_ubatch=ubatch,
+                      prompt_tokens=prompt, gen_tokens=gen)
     from ..sources import resolve_model  # edge: local files and the HF Hub (lazy: keeps catalog plans fast)
 
     resolved = resolve_model(model, file=file, quant=quant[0] if quant and len(quant) == 1 else None)
@@ -79,10 +82,17 @@ def plan_cmd(
         typer.echo("")
 
 
+from .predict import predict_cmd  # noqa: E402  (plan predict: the speed contract, planner/cli/predict.py)
+
+app.command("predict")(predict_cmd)
+
+
 from .recommend import recommend_cmd  # noqa: E402  (plan recommend, planner/cli/recommend.py)
 app.command("recommend")(recommend_cmd)
 from .buy import buy_cmd  # noqa: E402  (plan buy, planner/cli/buy.py)
 app.command("buy")(buy_cmd)
+from .calibrate import calibrate_cmd  # noqa: E402  (plan calibrate, planner/cli/calibrate.py)
+app.command("calibrate")(calibrate_cmd)
 from .cluster import cluster_cmd  # noqa: E402  (plan cluster, planner/cli/cluster.py)
 app.command("cluster")(cluster_cmd)
 from .app_cmd import app_cmd  # noqa: E402  (plan app: the web form, planner/cli/app_cmd.py)

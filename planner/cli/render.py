@@ -63,6 +63,32 @@ def render_plan(p: Plan) -> str:
                 if best:
                     out.append("  with the limit raised, longest context: "
                                + ", ".join(f"{u} user{'s' if u > 1 else ''} {fmt_ctx(c)}" for u, c in best.items()))
+    out += render_speed(p)
     for n in p.notes:
         out.append(f"note: {n}")
     return "\n".join(out).rstrip() + "\n"
+
+
+def render_speed(p: Plan) -> list[str]:
+    """Speed table (options with a speed estimate): prefill/TTFT at the prompt, decode per user | total by users."""
+    from ..format import fmt_seconds, fmt_tok_s
+
+    opts = [o for o in p.options if o.speed is not None]
+    if not opts:
+        return []
+    s0 = opts[0].speed
+    users = list(s0.decode_tok_s_per_seq)
+    out = [f"Speed ({s0.prompt_tokens:,}-token prompt, {s0.gen_tokens:,} generated; decode tok/s per user | all "
+           "users; * = compute-bound):"]
+    rows = []
+    for o in sorted(opts, key=lambda o: (o.quant, o.runtime)):
+        s = o.speed
+        rows.append([o.runtime, o.quant, fmt_tok_s(s.prefill_tok_s), fmt_seconds(s.ttft_s),
+                     *[fmt_tok_s(s.decode_tok_s_per_seq[u]) + ("*" if s.bound[u] == "compute" else "")
+                       for u in users], "|", *[fmt_tok_s(s.decode_tok_s_total[u]) for u in users]])
+    hdr = ["runtime", "quant", "prefill", "TTFT", *[f"{u}u" for u in users], "|", *[f"{u}u" for u in users]]
+    out.append(table(rows, hdr, "llrr" + "r" * len(users) + "l" + "r" * len(users)))
+    for src in dict.fromkeys(f"{o.runtime}: {o.speed.calibration}" for o in opts):
+        out.append(f"  calibration {src}")
+    out.append("")
+    return out

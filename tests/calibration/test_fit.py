@@ -1,0 +1,96 @@
+"""calibration.fit: synthetic rates generated from known constants are recovered; a failing optimizer raises."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from calibration import fit as F
+from calibration.errors import CalibrationError
+from planner import profiles
+from planner import throughput as tp
+from planner.speed_schema import SpeedConstants
+
+TRUE = {"eta_bw:max": 0.78, "eta_bw:ultra": 0.55, "eta_c:M2": 0.62, "eta_c:M3": 0.70, "eta_attn": 0.35,
+        "eta_c_decode": 0.2, "t_layer_s": 8e-5}
+FIXED_Q = {"q_float": 1.0}
+
+
+def _geo(layers=32, hidden=4096):
+    params = 12 * layers * hidden * hidden  # attention 4h² + MLP 8h² per layer
+    return tp.Geometry(n_layers=layers, dense_bytes=params * 2.0, expert_bytes=0.0, n_experts=0, top_k=0,
+                       matmul_params=float(params), head_params=32000.0 * hidden, kv_full=2.0 * layers * hidden * 2,
+                       kv_swa=0.0, window=None, state_bytes=0.0, attn_full=float(layers * 2 * hidden), attn_swa=0.0)
+
+
+def _synthetic(noise=None) -> list[F.FitRecord]:
+    chips = [profiles.resolve_chip(i) for i in ("m2-max-38gpu", "m2-ultra-76gpu", "m3-max-40gpu", "m3-ultra-80gpu")]
+    geos = [_geo(), _geo(16, 2048)]
+    out = []
+    for c, g in itertools.product(chips, geos):
+        k = F.full_constants(TRUE, {**FIXED_Q, "noflash_attn_factor": 2.0, "matrix_unit_factor": 1.0}, c)
+        for B, D in itertools.product((1, 4, 16, 64), (0, 8192)):
+            r = F.FitRecord(runtime="llama.cpp", chip=c, geo=g, phase="decode", prompt=0, gen=32, depth=D,
+                            batch=B, value=1.0)
+            out.append(F.FitRecord(**{**r.__dict__, "value": F.predict_record(r, k)}))
+        for P, D in itertools.product((128, 512, 2048), (0, 16384)):
+            r = F.FitRecord(runtime="llama.cpp", chip=c, geo=g, phase="prefill", prompt=P, gen=0, depth=D,
+                            batch=1, value=1.0)
+            out.append(F.FitRecord(**{**r.__dict__, "value": F.predict_record(r, k)}))
+    return out
+
+
+def test_fit_recovers_known_constants():
+    recs = _synthetic()
+    spec = F.Spec("llama.cpp", free={"eta_bw", "eta_c", "eta_attn", "eta_c_decode", "t_layer_s"})
+    params, diag = F.fit_efficiency_least_squares(recs, spec)
+    for name, true in TRUE.items():
+        assert params[name] == pytest.approx(true, rel=0.03), name
+    assert diag["ape"].max() < 1.0
+
+
+def test_vectorised_fit_model_matches_planner_throughput():
+    recs = _synthetic()
+    spec = F.Spec("llama.cpp", free={"eta_bw", "eta_c", "eta_attn", "eta_c_decode", "t_layer_s"})
+    names = F._param_names(recs, spec)
+    import numpy as np
+    theta = np.log([TRUE[n] for n in names])
+    pred = F._predict(theta, F._Arrays(recs), F._index(recs, spec, names), F._fixed_values(recs, spec, FIXED_Q))
+    assert pred == pytest.approx([r.value for r in recs], rel=1e-9)
+
+
+def test_priors_pull_unidentified_parameters():
+    recs = [r for r in _synthetic() if r.phase == "decode" and r.batch == 1]  # no prefill: eta_c unseen
+    spec = F.Spec("llama.cpp", free={"eta_bw", "eta_c", "t_layer_s"})
+    params, _ = F.fit_efficiency_least_squares(recs, spec, priors={"eta_c": (0.42, 0.1)})
+    assert "eta_c:M2" not in params  # no prefill rows -> no per-generation eta_c parameter at all
+    assert params["eta_bw:max"] == pytest.approx(0.78, rel=0.03)
+
+
+def test_failing_optimizer_raises_calibration_error():
+    recs = _synthetic()
+    with pytest.raises(CalibrationError, match="optimizer failed"):
+        F.fit_efficiency_least_squares(recs, F.Spec("llama.cpp"), max_nfev=1)
+
+
+def test_no_records_raise():
+    with pytest.raises(CalibrationError):
+        F.fit_efficiency_least_squares([], F.Spec("llama.cpp"))
+
+
+def test_constants_from_params_are_valid_profiles():
+    scoped = F.constants_from_params({**TRUE, "q_legacy": 0.9}, fixed={})
+    assert scoped["tier-max"].eta_bw == 0.78 and scoped["gen-M3"].eta_c == 0.70
+    assert not scoped["default"].missing()
+    assert isinstance(scoped["default"], SpeedConstants)
+
+
+def test_shipped_profiles_are_reproducible(tmp_path):
+    data, _ = F.load_training_records()
+    fits = F.fit_all(data)
+    paths = F.write_profiles(F.build_profiles(data, fits), tmp_path)
+    shipped = F.OUT_DIR
+    assert sorted(p.name for p in paths) == sorted(p.name for p in shipped.glob("*.yaml"))
+    for p in paths:
+        assert p.read_text() == (shipped / p.name).read_text(), f"{p.name}: run python -m calibration.fit"

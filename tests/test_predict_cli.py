@@ -1,0 +1,103 @@
+"""`plan predict`: the prediction contract (keys, types), quant/runtime spellings, one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from planner import profiles
+from planner.cli.main import main
+
+CONTRACT = ["--chip", "M3 Max", "--gpu-cores", "40", "--ram", "64", "--model", "llama-2-7b", "--quant", "Q4_0",
+            "--runtime", "llama.cpp", "--prompt", "512", "--gen", "128", "--depth", "0", "--batch", "1", "--json"]
+KEYS = ["prefill_tok_s", "decode_tok_s", "decode_tok_s_per_seq", "ttft_s", "fits", "peak_memory_bytes",
+        "wired_limit_bytes", "bound"]
+
+
+def run(capsys, args):
+    code = main(["predict", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_contract_keys_and_types(capsys):
+    code, out, err = run(capsys, CONTRACT)
+    assert code == 0, err
+    r = json.loads(out)
+    for k in KEYS:
+        assert k in r, k
+    assert isinstance(r["fits"], bool) and r["fits"] is True
+    assert r["bound"] in ("bandwidth", "compute")
+    assert r["decode_tok_s"] == pytest.approx(r["decode_tok_s_per_seq"])  # batch 1
+    assert 0 < r["decode_tok_s_per_seq"] <= r["decode_ceiling_tok_s"]
+    assert r["peak_memory_bytes"] < r["wired_limit_bytes"]
+    assert r["ttft_s"] > 512 / r["prefill_tok_s"]
+    assert r["calibration"].startswith("fitted")
+
+
+def test_batch_aggregates_and_defaults(capsys):
+    args = ["--chip", "M2 Ultra", "--gpu-cores", "76", "--model", "qwen3-30b-a3b", "--quant", "Q8_0",
+            "--batch", "8", "--json"]
+    code, out, err = run(capsys, args)
+    assert code == 0, err
+    r = json.loads(out)
+    assert r["ram_gb"] == 192  # largest RAM of the chip
+    assert r["decode_tok_s"] == pytest.approx(8 * r["decode_tok_s_per_seq"])
+
+
+def test_single_bin_chip_needs_no_gpu_cores(capsys):
+    single = next(c for c in profiles.all_chips()
+                  if sum(o.name == c.name for o in profiles.all_chips()) == 1 and c.memory_bandwidth_gb_s)
+    code, out, err = run(capsys, ["--chip", single.name, "--model", "llama-3.2-1b", "--quant", "Q8_0", "--json"])
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("quant", ["F16", "BF16", "Q8_0", "Q4_0", "Q4_K_M", "Q5_K_M", "Q6_K", "IQ4_XS"])
+def test_gguf_spellings(capsys, quant):
+    code, out, err = run(capsys, ["--chip", "M4 Pro", "--gpu-cores", "20", "--model", "llama-3.1-8b", "--quant", quant,
+                                  "--runtime", "llama.cpp", "--json"])
+    assert code == 0, err
+    assert json.loads(out)["quant"] == quant
+
+
+@pytest.mark.parametrize("quant,qid", [
+    ("4bit", "mlx-4bit-g64"), ("5bit", "mlx-5bit-g64"), ("6bit", "mlx-6bit-g64"), ("8bit", "mlx-8bit-g64"),
+    ("4bit-g32", "mlx-4bit-g32"), ("4bit-g64", "mlx-4bit-g64"), ("4bit-g128", "mlx-4bit-g128"),
+    ("5bit-g32", "mlx-5bit-g32"), ("6bit-g128", "mlx-6bit-g128"), ("8bit-g32", "mlx-8bit-g32"),
+    ("8bit-g128", "mlx-8bit-g128"), ("bf16", "mlx-bf16"), ("mxfp4", "mlx-mxfp4")])
+def test_mlx_spellings(capsys, quant, qid):
+    code, out, err = run(capsys, ["--chip", "M4 Max", "--gpu-cores", "40", "--model", "qwen3-8b", "--quant", quant,
+                                  "--runtime", "mlx-lm", "--json"])
+    assert code == 0, err
+    assert json.loads(out)["quant"] == qid
+
+
+@pytest.mark.parametrize("runtime", ["llama.cpp", "ollama"])
+def test_gguf_runtimes(capsys, runtime):
+    code, out, err = run(capsys, ["--chip", "M1 Max", "--gpu-cores", "32", "--model", "mistral-7b", "--quant",
+                                  "Q4_K_M", "--runtime", runtime, "--json"])
+    assert code == 0, err
+    assert json.loads(out)["runtime"] == runtime
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--chip", "M3 Max", "--gpu-cores", "40", "--model", "llama-2-7b", "--quant", "Q4_Z"], "--quant"),
+    (["--chip", "M9 Max", "--model", "llama-2-7b", "--quant", "Q4_0"], "--chip"),
+    (["--chip", "M3 Max", "--model", "llama-2-7b", "--quant", "Q4_0"], "--gpu-cores"),
+    (["--chip", "M3 Max", "--gpu-cores", "40", "--model", "llama-2-7b", "--quant", "4bit"], "gguf"),
+    (["--chip", "M5 Ultra", "--model", "llama-2-7b", "--quant", "Q4_0"], "bandwidth"),
+    (["--chip", "M3 Max", "--gpu-cores", "40", "--ram", "24", "--model", "llama-2-7b", "--quant", "Q4_0"], "--ram"),
+    (["--chip", "M3 Max", "--gpu-cores", "40", "--model", "llama-2-7b", "--quant", "Q4_0", "--batch", "0"], "--batch"),
+])
+def test_bad_input_is_one_line_exit_2(capsys, args, needle):
+    code, out, err = run(capsys, args)
+    assert code == 2
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1 and needle in err
+
+
+def test_text_output(capsys):
+    code, out, err = run(capsys, CONTRACT[:-1])
+    assert code == 0, err
+    assert "prefill" in out and "decode" in out and "calibration" in out

@@ -1,0 +1,162 @@
+"""planner.throughput: hand-derived golden numbers on a tiny synthetic model/chip, the MoE expert union, the
+compute knee, and the hard bandwidth bound over every chip × runtime profile and sampled models × quants."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from planner import profiles
+from planner import throughput as tp
+from planner.errors import InputError
+from planner.memory import memory_model
+from planner.schema import Chip
+from planner.speed_schema import ResolvedSpeedConstants, SpeedConstants
+
+K = SpeedConstants(eta_bw=0.5, eta_c=0.5, eta_attn=0.25, eta_c_decode=0.1, t_layer_s=1e-4, noflash_attn_factor=2.0,
+                   quant_prefill_factor={"float": 1.0, "legacy": 0.8}, matrix_unit_factor=2.0)
+RES = ResolvedSpeedConstants(constants=K, source="test", scopes=["test"])
+# 2 layers, 1 GB of weights read per step, 0.5 B matmul params, 1000 B of KV per token, H=4 x hd=16 attention
+GEO = tp.Geometry(n_layers=2, dense_bytes=1e9, expert_bytes=0.0, n_experts=0, top_k=0, matmul_params=0.5e9,
+                  head_params=0.0, kv_full=1000.0, kv_swa=0.0, window=None, state_bytes=0.0,
+                  attn_full=2 * 4 * 2 * 16, attn_swa=0.0)
+
+
+def chip(**kw) -> Chip:
+    base = dict(id="t-10gpu", name="T", generation="M4", tier="base", gpu_cores=10, cpu_cores=[10],
+                memory_bandwidth_gb_s=100.0, ram_options_gb=[16], gpu_fp32_tflops=10.0, gpu_fp16_tflops=10.0,
+                release_year=2024, status="shipping", sources=["x"], verified="2026-01-01")
+    return Chip(**{**base, **kw})
+
+
+def rf(geo=GEO, **kw) -> tp.Roofline:
+    return tp.roofline(geo, chip(**kw), RES, "llama.cpp", flash_attn=True, chunk=512)
+
+
+def test_decode_step_golden():
+    r = rf()
+    # bytes 1e9 / (0.5 × 1e11 B/s) = 20 ms; compute 1e9 FLOP / (0.1 × 1e13) = 1 ms; fixed 2 × 0.1 ms
+    assert r.step_bytes(1, 0) == 1e9
+    assert r.step_time(1, 0) == pytest.approx(0.0202, rel=1e-9)
+    # at 1000 cached tokens the KV adds 1 MB: + 0.02 ms
+    assert r.step_time(1, 1000) == pytest.approx(0.02022, rel=1e-9)
+    est = tp.estimate(r, prompt=0, gen=1, depth=0)
+    assert est.decode_tok_s_per_seq == pytest.approx(1 / 0.0202, rel=1e-9)
+    assert est.bound == "bandwidth"
+    assert est.bytes_per_step == 1_000_000_000
+
+
+def test_decode_average_over_depth_is_simpson():
+    r = rf()
+    # step time is linear in depth here, so the Simpson mean is exact: mean over 0..127 = t(63.5)
+    assert r.decode_time(1, 0, 128) == pytest.approx(128 * r.step_time(1, 63.5), rel=1e-12)
+
+
+def test_batch_aggregate_and_knee():
+    r = rf()
+    # compute per step = B × 1 ms, memory = 20 ms (+ B × 0 KV at depth 0): compute-bound from B = 20
+    assert r.knee(0) == 20
+    e4 = tp.estimate(r, prompt=0, gen=1, batch=4)
+    assert e4.decode_tok_s == pytest.approx(4 / 0.0202, rel=1e-9)
+    assert e4.decode_tok_s_per_seq == pytest.approx(1 / 0.0202, rel=1e-9)
+    e40 = tp.estimate(r, prompt=0, gen=1, batch=40)
+    assert e40.bound == "compute"
+    assert e40.decode_tok_s == pytest.approx(40 / (0.0002 + 0.040), rel=1e-9)
+
+
+def test_moe_expert_union():
+    geo = tp.Geometry(n_layers=1, dense_bytes=1e8, expert_bytes=8e8, n_experts=8, top_k=2, matmul_params=1e8,
+                      head_params=0, kv_full=0, kv_swa=0, window=None, state_bytes=0, attn_full=0, attn_swa=0)
+    assert geo.expert_union(1) == pytest.approx(0.25)
+    assert geo.expert_union(4) == pytest.approx(1 - 0.75**4)  # 0.68359375
+    assert geo.weights_read(4) == pytest.approx(1e8 + 8e8 * 0.68359375)
+    assert geo.weights_read(10_000) == pytest.approx(9e8)
+
+
+def test_prefill_golden():
+    r = rf()
+    # 1000 tokens in 2 ubatches of 512: matmul 2·0.5e9·1000 / (0.5 × 1e13) = 0.2 s; weight reads 2 × 20 ms < 0.2 s;
+    # attention 2 × 256 × 1000²/2 / (0.25 × 1e13) = 0.1024 ms; fixed 2 chunks × 2 layers × 0.1 ms
+    t, bound = r.prefill_time(1000, 0, 1)
+    assert t == pytest.approx(0.2 + 1.024e-4 + 4e-4, rel=1e-9)
+    assert bound == "compute"
+    est = tp.estimate(r, prompt=1000, gen=0)
+    assert est.prefill_tok_s == pytest.approx(1000 / t)
+    assert est.ttft_s == pytest.approx(t + r.step_time(1, 1000))
+
+
+def test_prefill_attention_grows_with_depth_and_window_caps_it():
+    r = rf()
+    assert r.prefill_time(512, 8192)[0] > r.prefill_time(512, 0)[0]
+    assert tp._keys_sum(100, 0, None) == 100 * 100 / 2
+    assert tp._keys_sum(100, 50, 60) == pytest.approx(10 * 50 + 10 * 10 / 2 + 90 * 60)
+    assert tp._keys_sum(100, 1000, 60) == 100 * 60
+
+
+def test_noflash_and_quant_factor_and_matrix_units():
+    r_fa = rf()
+    r_nofa = tp.roofline(GEO, chip(), RES, "llama.cpp", flash_attn=False, chunk=512)
+    geo_q = tp.Geometry(**{**GEO.__dict__, "quant_class": "legacy"})
+    a = r_fa.prefill_time(4096, 0)[0]
+    assert r_nofa.prefill_time(4096, 0)[0] > a
+    assert rf(geo=geo_q).prefill_time(4096, 0)[0] > a
+    mu = rf(gpu_matrix_units=True)
+    assert mu.flops == pytest.approx(2 * 1e13)
+
+
+def test_m5_peak_is_derived_and_missing_bandwidth_refused():
+    refs = [chip(id="m4-10gpu", generation="M4", gpu_cores=10, gpu_fp16_tflops=3.76)]
+    m5 = chip(id="m5-10gpu", generation="M5", gpu_fp16_tflops=None, gpu_fp32_tflops=None, gpu_matrix_units=True)
+    peak, basis = tp.peak_flops(m5, refs)
+    assert peak == pytest.approx(3.76e12)
+    assert basis.startswith("derived")
+    with pytest.raises(InputError, match="bandwidth"):
+        tp.bandwidth(chip(memory_bandwidth_gb_s=None, status="rumoured"))
+
+
+# ----------------------------------------------------------------------------- the hard physical bound
+CHIPS = [c for c in profiles.all_chips() if c.memory_bandwidth_gb_s]
+RUNTIMES = ["llama.cpp", "mlx-lm", "ollama"]
+DEFAULT_Q = {"gguf": "Q4_K_M", "mlx": "mlx-4bit-g64"}
+
+
+def _check_bound(model_id, rt_id, quant_id, c, batch, depth, gen):
+    rt = profiles.load_runtime(rt_id)
+    q = profiles.load_quant(quant_id, rt.weight_format)
+    mm = memory_model(profiles.load_model(model_id), rt, q, profiles.ggml_types())
+    res = profiles.load_speed_constants(c, rt_id)
+    assert res.constants.eta_bw <= 1
+    est = tp.predict(mm, c, res, q.kind, q.mode, prompt=0, gen=gen, depth=depth, batch=batch,
+                     reference_chips=profiles.all_chips())
+    bw = c.memory_bandwidth_gb_s * 1e9
+    # no sequence decodes faster than bandwidth / bytes read per step (weights + its KV) at the start depth
+    assert est.decode_tok_s_per_seq * est.bytes_per_step <= bw * (1 + 1e-9)
+    assert est.decode_tok_s_per_seq <= est.decode_ceiling_tok_s * (1 + 1e-9)
+    assert est.decode_tok_s > 0 and math.isfinite(est.prefill_tok_s)
+
+
+@pytest.mark.parametrize("c", CHIPS, ids=lambda c: c.id)
+@pytest.mark.parametrize("rt_id", RUNTIMES)
+def test_bound_every_chip_and_calibration_profile(c, rt_id):
+    fmt = profiles.load_runtime(rt_id).weight_format
+    _check_bound("llama-3.1-8b", rt_id, DEFAULT_Q[fmt], c, 1, 0, 1)
+
+
+MODELS = profiles.model_ids()
+GGUF = [q.id for q in profiles.all_quants() if q.kind == "gguf" and q.id not in ("F32",)]
+MLX = [q.id for q in profiles.all_quants() if q.kind == "mlx"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(model=st.sampled_from(MODELS), rt_id=st.sampled_from(RUNTIMES), gi=st.integers(0, 10_000),
+       c=st.sampled_from(CHIPS), batch=st.integers(1, 64), depth=st.integers(0, 32768), gen=st.integers(1, 512))
+def test_bound_models_quants_property(model, rt_id, gi, c, batch, depth, gen):
+    fmt = profiles.load_runtime(rt_id).weight_format
+    quants = GGUF if fmt == "gguf" else MLX
+    q = quants[gi % len(quants)]
+    if q == "MXFP4_MOE" and not profiles.load_model(model).config.is_moe:
+        q = "Q4_K_M"
+    _check_bound(model, rt_id, q, c, batch, depth, gen)
