@@ -32,7 +32,7 @@ from . import architecture as arch
 from . import capacity, profiles
 from . import throughput as tp
 from .cluster_links import RUNTIME_OF, LinkProfile, Transport, check_engine, load_link, transport
-from .cluster_results import ClusterPlan, ClusterSpeed, NodeShare, SingleMac
+from .cluster_results import ClusterCandidate, ClusterPlan, ClusterSpeed, NodeShare, SingleMac
 from .cluster_spec import Node
 from .errors import InputError
 from .memory import MemoryModel, memory_model
@@ -350,3 +350,40 @@ def _binding(shares: list[NodeShare], sp: ClusterSpeed, mode: str, tr: Transport
     extra = f"; memory tight on {tight[0].label}" if tight else ""
     bound = "GPU compute" if slow.decode_bound == "compute" else "memory bandwidth"
     return f"{what}: {bound}{extra}"
+
+
+def cluster_candidates(model: str, counts: tuple[int, ...] = (2, 3, 4), link: str = "tb5", engine: str = "mlx",
+                       mode: str = "pipeline", quant: str | None = None, context: int = 8192, users: int = 1,
+                       prompt: int = 1024, gen: int = 256, macos: str = "26", budget_usd: float | None = None,
+                       include_laptops: bool = False) -> list[ClusterCandidate]:
+    """k identical catalogued Macs (k in ``counts``) that hold the model together, cheapest first: what
+    planner.buy can set against a single larger Mac. Macs whose k-fold RAM cannot hold the weights are skipped."""
+    rt = profiles.load_runtime(RUNTIME_OF[check_engine(engine, mode)[0]])
+    q = profiles.load_quant(quant or DEFAULT_QUANT[rt.id], rt.weight_format)
+    need = memory_model(profiles.load_model(model), rt, q, profiles.ggml_types()).weights.total_bytes
+    chips = {c.id: c for c in profiles.all_chips()}
+    seen, out = set(), []
+    for m in sorted(profiles.all_macs(), key=lambda m: m.price_usd):
+        ch = chips.get(m.chip)
+        if ch is None or ch.status == "rumoured" or (m.form_factor == "laptop" and not include_laptops):
+            continue
+        if (m.chip, m.ram_gb) in seen:
+            continue
+        seen.add((m.chip, m.ram_gb))
+        for k in counts:
+            price = k * m.price_usd
+            if (budget_usd is not None and price > budget_usd) or k * m.ram_gb * 2**30 * 0.9 < need:
+                continue
+            node = Node(label=f"{m.product} {ch.name} {ch.gpu_cores}-core {m.ram_gb}GB", chip=ch, ram_gb=m.ram_gb,
+                        mac_id=m.id, price_usd=m.price_usd)
+            try:
+                p = plan_cluster(model, [node] * k, link, engine, mode, q.id, context, users, prompt, gen, macos,
+                                 scaling=False)
+            except InputError:
+                continue
+            if p.fits:
+                out.append(ClusterCandidate(macs=f"{k}x {node.label}", mac_id=m.id, count=k, price_usd=price,
+                                            decode_tok_s_per_user=p.speed.decode_tok_s_per_user,
+                                            prefill_tok_s=p.speed.prefill_tok_s, ttft_s=p.speed.ttft_s,
+                                            binding=p.binding, engine=p.engine, mode=p.mode, link=p.transport.link))
+    return sorted(out, key=lambda c: (c.price_usd, -c.decode_tok_s_per_user))

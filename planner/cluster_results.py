@@ -69,3 +69,20 @@ class ClusterPlan(BaseModel):
     binding: str
     calibration: str = ""
     notes: list[str] = Field(default_factory=list)
+
+
+class ClusterCandidate(BaseModel):
+    """One cluster option for `plan buy`: k identical Macs, their total list price and speed."""
+
+    model_config = Frozen
+    macs: str
+    mac_id: str
+    count: int
+    price_usd: float
+    decode_tok_s_per_user: float
+    prefill_tok_s: float
+    ttft_s: float
+    binding: str
+    engine: str
+    mode: str
+    link: str

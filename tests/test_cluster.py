@@ -7,6 +7,7 @@ import pytest
 from planner import profiles
 from planner import throughput as tp
 from planner.cluster import (
+    cluster_candidates,
     comm_per_step,
     layout,
     place,
@@ -183,3 +184,10 @@ def test_parse_macs_bad_specs(spec):
     with pytest.raises(InputError) as e:
         parse_macs(spec)
     assert "\n" not in str(e.value) and "--macs" in str(e.value)
+
+
+def test_cluster_candidates_for_buy():
+    cands = cluster_candidates("deepseek-v3", counts=(2, 4), budget_usd=30000)
+    assert cands and all(c.price_usd <= 30000 and c.count in (2, 4) for c in cands)
+    assert [c.price_usd for c in cands] == sorted(c.price_usd for c in cands)
+    assert cands[0].decode_tok_s_per_user > 0 and cands[0].engine == "mlx"
