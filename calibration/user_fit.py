@@ -1,0 +1,150 @@
+"""Fit a user's calibration runs with the shipped constants as priors, and turn the fit into a profile.
+
+The fit is the very one that produced the shipped profiles (:func:`calibration.fit.fit_efficiency_least_squares`,
+weighted least squares on log rates) run on :func:`calibration.fit.records_from_runs` of the local records, with:
+
+- one instance of each efficiency (the device is one chip): ``eta_bw:*``, ``eta_c:*``, ``eta_attn``,
+  ``eta_c_decode``, ``t_layer_s`` are free;
+- priors centred on the shipped constants of that chip and runtime (the planner's own lookup without the user
+  dir), log-sigma :data:`PRIOR_SIGMA`, so a parameter the runs hardly see stays at the shipped value and a
+  one-minute run cannot produce wild constants;
+- everything a single model cannot separate (dequantization factor per weight class, no-flash factor, matrix
+  unit factor) fixed at the shipped value.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+from calibration.errors import CalibrationError
+
+#: log-sigma of the priors: one sigma is a factor e^0.5 = 1.65 from the shipped value.
+PRIOR_SIGMA = 0.5
+BASE_FREE = ("eta_bw", "eta_c", "eta_attn", "eta_c_decode", "t_layer_s", "eta_mv")
+
+
+def free_params() -> tuple[str, ...]:
+    """The efficiencies a user fit frees: those of BASE_FREE that both the schema and calibration.fit know."""
+    from calibration import fit as F
+    from planner.speed_schema import SpeedConstants
+
+    return tuple(p for p in BASE_FREE if p in SpeedConstants.model_fields and p in F.BASE_PRIORS)
+
+
+FREE = ("eta_bw", "eta_c", "eta_attn", "eta_c_decode", "t_layer_s")  # always free (kept for callers)
+QUANT_CLASSES = ("float", "legacy", "kquant", "iquant", "mxfp4", "affine", "fp4")
+
+
+@dataclass
+class UserFit:
+    """Result of :func:`fit_user`."""
+
+    runtime: str
+    chip_id: str
+    constants: Any                       # SpeedConstants, complete
+    prior: Any                           # SpeedConstants the fit started from (shipped)
+    prior_source: str
+    params: dict[str, float]
+    residuals: dict[str, float]          # mape / decode_mape / prefill_mape [%], through planner.throughput
+    n_records: int
+    status: int
+    nfev: int
+    message: str
+    rows: list[dict[str, Any]] = field(default_factory=list)  # label, phase, measured, predicted, ape
+
+    @property
+    def converged(self) -> bool:
+        return self.status > 0 and all(math.isfinite(v) and v > 0 for v in self.params.values())
+
+
+def shipped_constants(chip, runtime: str):
+    """ResolvedSpeedConstants from the shipped profiles only (the priors of a user fit)."""
+    from planner import profiles
+
+    return profiles.load_speed_constants(chip, runtime, include_user=False)
+
+
+def _mape(apes: list[float]) -> float | None:
+    return round(sum(apes) / len(apes), 2) if apes else None
+
+
+def predict_runs(records, chip, constants) -> list[float]:
+    """Aggregate tok/s that planner.throughput predicts for each RunRecord with ``constants``."""
+    from calibration import fit as F
+
+    return [F.predict_record(r, constants) for r in F.records_from_runs(records, chip)]
+
+
+def ape_rows(records, chip, constants) -> list[dict[str, Any]]:
+    out = []
+    for r, pred in zip(records, predict_runs(records, chip, constants)):
+        out.append({"label": r.label, "phase": r.phase, "kind": r.kind, "batch": r.batch,
+                    "prompt_tokens": r.prompt_tokens, "gen_tokens": r.gen_tokens, "depth": r.context_depth,
+                    "measured": r.value_tok_s, "predicted": pred, "ape": abs(pred / r.value_tok_s - 1) * 100})
+    return out
+
+
+def residuals_of(rows: list[dict[str, Any]]) -> dict[str, float]:
+    res = {"mape": _mape([x["ape"] for x in rows]),
+           "decode_mape": _mape([x["ape"] for x in rows if x["phase"] == "decode"]),
+           "prefill_mape": _mape([x["ape"] for x in rows if x["phase"] == "prefill"])}
+    return {k: v for k, v in res.items() if v is not None}
+
+
+def fit_user(records, chip, runtime: str, prior=None, prior_sigma: float = PRIOR_SIGMA) -> UserFit:
+    """Fit ``records`` (RunRecords of one runtime, measured on ``chip``) starting from the shipped constants."""
+    from calibration import fit as F
+    from planner.speed_schema import SpeedConstants
+
+    recs = [r for r in records if r.runtime == runtime]
+    if not recs:
+        raise CalibrationError(f"no {runtime} records to fit")
+    if prior is None:
+        resolved = shipped_constants(chip, runtime)
+        prior, prior_source = resolved.constants, resolved.source
+    else:
+        prior_source = "given"
+    k: SpeedConstants = prior
+    free = free_params()
+    qf = k.quant_prefill_factor or {}
+    # everything the fit does not free stays at the shipped value (every scalar of the schema, by name)
+    fixed = {f"q_{c}": qf.get(c, 1.0 if c == "float" else F.BASE_PRIORS[f"q_{c}"][0]) for c in QUANT_CLASSES}
+    fixed.update({n: v for n, v in k.model_dump().items() if isinstance(v, int | float) and v is not None})
+    fixed.update({"eta_bw:*": k.eta_bw, "eta_c:*": k.eta_c})
+    priors = {p: (getattr(k, p), prior_sigma) for p in free}
+    spec = F.Spec(runtime, tier_eta_bw=False, gen_eta_c=False, free=set(free))
+    fit_recs = F.records_from_runs(recs, chip)
+    params, diag = F.fit_efficiency_least_squares(fit_recs, spec, priors=priors, fixed=fixed)
+    fitted = {p: params.get(f"{p}:*", params.get(p)) for p in free}
+    consts = k.model_copy(update={p: (min(v, 1.0) if p.startswith("eta") else v)
+                                  for p, v in fitted.items() if v is not None})
+    consts = SpeedConstants.model_validate(consts.model_dump())
+    rows = ape_rows(recs, chip, consts)
+    return UserFit(runtime=runtime, chip_id=chip.id, constants=consts, prior=k, prior_source=prior_source,
+                   params=params, residuals=residuals_of(rows), n_records=len(recs), status=int(diag["status"]),
+                   nfev=int(diag["nfev"]), message=str(diag["message"]), rows=rows)
+
+
+def build_profile(uf: UserFit, records, fitted_on: date | None = None):
+    """The CalibrationProfile a user fit is stored as (scope = chip id, runtime version in the provenance)."""
+    from planner.speed_schema import CalibrationProfile, Provenance
+
+    versions = sorted({r.runtime_version for r in records})
+    models = sorted({f"{r.model_id or r.model_path.rsplit('/', 1)[-1]} ({r.quant})" for r in records})
+    tools = sorted({r.tool for r in records})
+    ratios = {p: round(getattr(uf.constants, p) / getattr(uf.prior, p), 3) for p in free_params()
+              if getattr(uf.prior, p)}
+    return CalibrationProfile(
+        id=f"{uf.chip_id}__{uf.runtime}", scope=uf.chip_id, runtime=uf.runtime, constants=uf.constants,
+        provenance=Provenance(
+            method=("user calibration: plan calibrate, calibration.fit.fit_efficiency_least_squares with the "
+                    f"shipped constants as priors (log-sigma {PRIOR_SIGMA})"),
+            fitted_on=fitted_on or date.today(), rows=len(records),
+            data=f"{uf.runtime} {', '.join(versions)}; records {uf.chip_id}__{uf.runtime}.jsonl",
+            residuals=uf.residuals,
+            notes=(f"runtime version {', '.join(versions)}; models {', '.join(models)}; tools {', '.join(tools)}; "
+                   f"fit status {uf.status} in {uf.nfev} evaluations; calibrated/shipped ratios {ratios}; "
+                   f"priors: {uf.prior_source}")))

@@ -1,0 +1,69 @@
+"""`plan calibrate`: measure this machine with short real runs of mlx-lm or llama.cpp and fit the speed model.
+
+plan calibrate --runtime llama.cpp --model ~/models/qwen3-8b-Q4_K_M.gguf [--budget 60]
+plan calibrate --runtime mlx-lm --model ~/models/Qwen3-8B-4bit        # an MLX folder or an HF repo id
+plan calibrate --show                                                  # what is calibrated, when, residuals
+plan calibrate --export runs.csv                                       # records as measured_benchmarks_train.csv
+
+Everything heavy (mlx, llama_cpp, scipy, the calibration package) is imported inside the command, so
+`plan --model ...` does not pay for it. The work is done by calibration/cli.py.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from ..errors import InputError
+
+
+def calibrate_cmd(
+    runtime: str | None = typer.Option(None, "--runtime", "-r", help="mlx-lm or llama.cpp"),
+    model: str | None = typer.Option(None, "--model", "-m",
+                                        help="MLX folder or HF repo id (mlx-lm); .gguf file (llama.cpp)"),
+    budget: float = typer.Option(60, "--budget", help="Seconds of measurement (model loading excluded)"),
+    show: bool = typer.Option(False, "--show", help="List the calibrations of this machine and exit"),
+    export: str | None = typer.Option(None, "--export", help="Write the stored records to this CSV and exit"),
+    quick: bool = typer.Option(False, "--quick", help="A seconds-long protocol (smoke test; less accurate)"),
+    trials: int = typer.Option(3, "--trials", help="Timed trials per configuration (median kept)"),
+    replace: bool = typer.Option(False, "--replace", help="Drop earlier records of this chip and runtime"),
+    remeasure: bool = typer.Option(False, "--remeasure",
+                                   help="Non-Apple device: re-measure bandwidth/GEMM and rewrite its chip profile"),
+    mode: str | None = typer.Option(None, "--llama-mode",
+                                       help="llama.cpp: cli (llama-bench on PATH) or python (llama-cpp-python)"),
+):
+    """Calibrate the speed model on this machine with short real runs (about a minute)."""
+    from calibration.errors import CalibrationError  # lazy: keeps `plan` startup light
+
+    try:
+        from calibration import cli as cal
+
+        if show:
+            typer.echo(cal.show())
+            return
+        if export:
+            from pathlib import Path
+
+            n = cal.export(Path(export), runtime=_runtime(runtime) if runtime else None)
+            typer.echo(f"wrote {n} rows to {export} (columns of measured_benchmarks_train.csv)")
+            return
+        if not runtime or not model:
+            raise InputError("plan calibrate needs --runtime (mlx-lm or llama.cpp) and --model "
+                             "(or --show / --export FILE)")
+        if trials < 1:
+            raise InputError(f"--trials {trials}: give 1 or more")
+        opts = {"mode": mode} if mode else {}
+        bar = cal.ProgressBar(budget)
+        res = cal.calibrate(_runtime(runtime), model, budget, quick=quick, trials=trials, replace=replace,
+                            remeasure=remeasure, on_progress=bar, **opts)
+        typer.echo(cal.render_result(res))
+    except CalibrationError as e:
+        raise InputError(f"calibrate: {e}") from None
+
+
+def _runtime(name: str) -> str:
+    key = name.strip().lower().replace("_", "-")
+    key = {"mlx": "mlx-lm", "mlxlm": "mlx-lm", "llamacpp": "llama.cpp", "llama-cpp": "llama.cpp",
+           "llama": "llama.cpp"}.get(key, key)
+    if key not in ("mlx-lm", "llama.cpp"):
+        raise InputError(f"--runtime {name}: plan calibrate measures mlx-lm or llama.cpp")
+    return key
