@@ -47,26 +47,6 @@ class NoFitError(PlannerError):
 # Scoreboard", CUDA, revision f364eb6f): ΔPPL/PPL(6.2316) in %, mean KLD. Rows without imatrix where the table
 # has one, else the "WT 10m" imatrix row (IQ formats need an imatrix). Larger models lose less (the same README:
 # Q4_K_M is +1.4 % on Llama-2-7B vs +2.8 % on Llama-3-8B): approximate, a per-format ordering, not a prediction.
-LLAMA_CPP_PPL_SOURCE = ("approximate; llama.cpp tools/perplexity/README.md Llama-3-8B scoreboard "
-                        "(wikitext-2 vs F16, ΔPPL % and mean KLD)")
-GGUF_QUALITY: dict[str, tuple[float, float]] = {
-    "F32": (0.0, 0.0), "F16": (0.0, 0.0), "BF16": (0.0, 0.0),
-    "Q8_0": (0.04, 0.0014), "Q6_K": (0.35, 0.0055), "Q5_K_M": (0.91, 0.0108), "Q5_K_S": (1.68, 0.0166),
-    "Q5_1": (1.70, 0.0180), "Q5_0": (2.11, 0.0222), "Q4_K_M": (2.82, 0.0313), "Q4_K_S": (4.31, 0.0431),
-    "IQ4_NL": (3.59, 0.0357), "IQ4_XS": (3.66, 0.0363), "Q4_1": (7.24, 0.0717), "Q4_0": (7.52, 0.0719),
-    "Q3_K_L": (8.93, 0.0872), "Q3_K_M": (10.54, 0.1019), "Q3_K_S": (26.2, 0.2282), "IQ3_M": (10.70, 0.1025),
-    "IQ3_XXS": (19.69, 0.1836), "IQ2_M": (38.0, 0.3260), "Q2_K": (56.5, 0.4451), "IQ2_XXS": (126.1, 0.8120),
-    "IQ1_S": (832.0, 2.211),
-}
-# mlx-lm ships no perplexity table; its BENCHMARKS.md gives MMLU-Pro of Qwen3-4B-Instruct-2507 per format
-# (bf16 64.05). Points lost vs bf16, a task-level complement to the approximate PPL in profiles/quants/mlx.
-MLX_MMLU_SOURCE = "mlx-lm BENCHMARKS.md, Qwen3-4B-Instruct-2507 MMLU-Pro vs bf16 (64.05)"
-MLX_MMLU_DELTA: dict[str, float] = {
-    "mlx-bf16": 0.0, "mlx-8bit-g64": -0.20, "mlx-6bit-g64": -0.52, "mlx-5bit-g32": -0.89, "mlx-5bit-g64": -1.67,
-    "mlx-4bit-g32": -2.59, "mlx-4bit-g64": -3.33,
-}
-
-
 class QualityNote(BaseModel):
     model_config = Frozen
     quant: str
@@ -88,28 +68,25 @@ class QualityNote(BaseModel):
         return f"{self.tier} quality cost (~{', '.join(parts) or 'unmeasured'}; {self.source})"
 
 
-def _tier(ppl: float | None) -> str:
-    if ppl is None:
-        return "unknown"
-    return "lossless" if ppl < 1 else "small" if ppl < 4 else "noticeable" if ppl < 10 else "large"
+def _tier(ppl: float | None, mmlu: float | None) -> str:
+    if ppl is not None:
+        return "lossless" if ppl < 1 else "small" if ppl < 4 else "noticeable" if ppl < 10 else "large"
+    if mmlu is not None:
+        return "lossless" if mmlu > -0.5 else "small" if mmlu > -2 else "noticeable" if mmlu > -5 else "large"
+    return "unknown"
 
 
 TIER_RANK = {"lossless": 0, "small": 0, "unknown": 1, "noticeable": 1, "large": 2}
 
 
 def quality_of(q: QuantFormat) -> QualityNote:
-    """Quality cost of a format: the llama.cpp scoreboard for GGUF (corrects the profile's rougher numbers),
-    the profile's approximate PPL plus mlx-lm's MMLU-Pro deltas for MLX."""
-    if q.kind == "gguf" and q.id in GGUF_QUALITY:
-        ppl, kld = GGUF_QUALITY[q.id]
-        return QualityNote(quant=q.id, ppl_delta_pct=ppl, kld=kld, tier=_tier(ppl), source=LLAMA_CPP_PPL_SOURCE)
-    ppl = q.quality.ppl_delta_pct if q.quality else None
-    kld = q.quality.kld if q.quality else None
-    src = (q.quality.source if q.quality and q.quality.source else "no published measurement")
-    mmlu = MLX_MMLU_DELTA.get(q.id)
-    if mmlu is not None:
-        src += f"; {MLX_MMLU_SOURCE}"
-    return QualityNote(quant=q.id, ppl_delta_pct=ppl, kld=kld, mmlu_pro_delta=mmlu, tier=_tier(ppl), source=src)
+    """Quality cost of a format, from the profile's published measurement (llama.cpp perplexity scoreboard for
+    GGUF, mlx-lm MMLU-Pro deltas for MLX); 'unknown' where nothing is published."""
+    qq = q.quality
+    if qq is None:
+        return QualityNote(quant=q.id, tier="unknown", source="no published measurement")
+    return QualityNote(quant=q.id, ppl_delta_pct=qq.ppl_delta_pct, kld=qq.kld, mmlu_pro_delta=qq.mmlu_pro_delta,
+                       tier=_tier(qq.ppl_delta_pct, qq.mmlu_pro_delta), source=qq.source or "unsourced")
 
 
 # --------------------------------------------------------------------------- speed adapter

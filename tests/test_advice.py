@@ -4,7 +4,6 @@ import pytest
 
 from planner import profiles
 from planner.advice import (
-    GGUF_QUALITY,
     NoFitError,
     TargetsUnreachableError,
     quality_of,
@@ -76,7 +75,17 @@ def test_quality_table_comes_from_llama_cpp_scoreboard():
     assert "perplexity/README.md" in q.source
     # monotone along the k-quant ladder
     ladder = ["Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "Q3_K_M", "Q2_K"]
-    assert [GGUF_QUALITY[x][0] for x in ladder] == sorted(GGUF_QUALITY[x][0] for x in ladder)
+    ppl = [quality_of(profiles.load_quant(x, "gguf")).ppl_delta_pct for x in ladder]
+    assert ppl == sorted(ppl)
+
+
+def test_mlx_quality_uses_published_mmlu_or_says_unknown():
+    # mlx-lm BENCHMARKS.md: 4-bit g64 loses 3.33 MMLU-Pro points, 8-bit 0.20; mxfp4 has no published figure
+    q4 = quality_of(profiles.load_quant("4bit", "mlx"))
+    q8 = quality_of(profiles.load_quant("8bit", "mlx"))
+    assert q4.mmlu_pro_delta == pytest.approx(-3.33) and q4.tier == "noticeable"
+    assert q8.tier == "lossless"
+    assert quality_of(profiles.load_quant("mxfp4", "mlx")).tier == "unknown"
 
 
 @needs_speed
