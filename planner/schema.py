@@ -112,6 +112,7 @@ class Quality(BaseModel):
     model_config = Strict
     ppl_delta_pct: float | None = Field(None, description="Perplexity increase vs 16-bit [%], approximate")
     kld: float | None = Field(None, description="Mean KL divergence vs 16-bit, approximate")
+    mmlu_pro_delta: float | None = Field(None, description="MMLU-Pro points vs bf16 (mlx-lm BENCHMARKS.md)")
     source: str = ""
 
 
