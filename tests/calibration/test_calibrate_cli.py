@@ -1,0 +1,114 @@
+"""`plan calibrate` end to end with the REAL runtimes on this CPU and tiny models (conftest fixtures):
+records -> fit -> profile written to a temp user dir -> picked up by `plan predict` and `plan --chip`.
+
+Assertions are about the pipeline (positive finite records, converged fit, round-trip, the source string),
+never about timings."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from datetime import date
+
+import pytest
+
+from calibration import store
+from calibration.records import MEASURED_CSV_COLUMNS, read_jsonl
+from planner import profiles
+from planner.cli.main import main
+from planner.speed_schema import CalibrationProfile
+
+
+@pytest.fixture
+def user_dir(tmp_path, monkeypatch):
+    d = tmp_path / "user"
+    monkeypatch.setenv("MAC_LLM_PLANNER_USER_PROFILES", str(d))
+    profiles.clear_cache()
+    yield d
+    profiles.clear_cache()
+
+
+def _calibrate(capsys, runtime: str, model, *extra: str) -> tuple[str, str]:
+    code = main(["calibrate", "--runtime", runtime, "--model", str(model), "--budget", "40", "--quick",
+                 "--trials", "2", *extra])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return out, err
+
+
+def _check_pipeline(user_dir, runtime: str, out: str, err: str, predict_args: list[str], capsys) -> str:
+    today = date.today().isoformat()
+    # the progress bar went to stderr; the summary to stdout
+    assert "done:" in err and "/40 s" in err
+    assert "fit: converged" in out
+    chips = list((user_dir / "chips").glob("custom-*.yaml"))
+    assert len(chips) == 1
+    cid = chips[0].stem
+    prof_path = user_dir / "calibration" / f"{cid}__{runtime}.yaml"
+    recs = read_jsonl(prof_path.with_suffix(".jsonl"))
+    # records: real, positive, finite, of this runtime on this device
+    assert recs and all(r.runtime == runtime and r.backend == "cpu" for r in recs)
+    assert all(math.isfinite(r.value_tok_s) and r.value_tok_s > 0 for r in recs)
+    assert {r.phase for r in recs} == {"prefill", "decode"}
+    # profile: round-trips, belongs to this chip/runtime/version, converged, residuals present
+    prof = store.read_profile(prof_path, chip_id=cid, runtime=runtime)
+    assert CalibrationProfile.model_validate_json(prof.model_dump_json()) == prof
+    assert prof.provenance.fitted_on.isoformat() == today and prof.provenance.rows == len(recs)
+    assert recs[0].runtime_version in prof.provenance.data
+    assert "fit status" in prof.provenance.notes
+    assert all(math.isfinite(v) and v > 0 for v in prof.provenance.residuals.values())
+    k = prof.constants
+    assert all(0 < getattr(k, p) <= 1 for p in ("eta_bw", "eta_c", "eta_attn", "eta_c_decode"))
+    # the planner picks it up: plan predict on the custom chip says where its constants come from
+    code = main(["predict", "--chip", cid, "--runtime", runtime, *predict_args, "--json"])
+    pout, perr = capsys.readouterr()
+    assert code == 0, perr
+    r = json.loads(pout)
+    assert f"calibrated on this Mac on {today}, residual" in r["calibration"]
+    assert r["decode_tok_s"] > 0 and r["prefill_tok_s"] > 0
+    # plan with --chip shows it too
+    code = main(["--model", "llama-3.2-1b", "--chip", cid, "--runtime", runtime, "--context", "4096"])
+    pout, perr = capsys.readouterr()
+    assert code == 0, perr
+    assert "calibrated on this Mac on" in pout
+    return cid
+
+
+@pytest.mark.requires_llama_cpp
+def test_calibrate_llama_cpp_end_to_end(user_dir, tiny_q4km, capsys, tmp_path):
+    out, err = _calibrate(capsys, "llama.cpp", tiny_q4km)
+    cid = _check_pipeline(user_dir, "llama.cpp", out, err, ["--model", "llama-2-7b", "--quant", "Q4_0"], capsys)
+    # a second calibration appends records and refits on all of this runtime version's records
+    n1 = len(read_jsonl(user_dir / "calibration" / f"{cid}__llama.cpp.jsonl"))
+    _calibrate(capsys, "llama.cpp", tiny_q4km, "--budget", "5")
+    recs = read_jsonl(user_dir / "calibration" / f"{cid}__llama.cpp.jsonl")
+    assert len(recs) > n1
+    assert store.read_profile(user_dir / "calibration" / f"{cid}__llama.cpp.yaml").provenance.rows == len(recs)
+    # --show and --export
+    assert main(["calibrate", "--show"]) == 0
+    shown = capsys.readouterr().out
+    assert cid in shown and "llama.cpp" in shown and date.today().isoformat() in shown
+    csv_path = tmp_path / "runs.csv"
+    assert main(["calibrate", "--export", str(csv_path), "--runtime", "llama.cpp"]) == 0
+    capsys.readouterr()
+    rows = list(csv.DictReader(io.StringIO(csv_path.read_text())))
+    assert tuple(rows[0]) == MEASURED_CSV_COLUMNS and len(rows) >= len(recs)
+    assert all(float(r["value"]) > 0 for r in rows)
+
+
+@pytest.mark.requires_mlx
+def test_calibrate_mlx_lm_end_to_end(user_dir, tiny_mlx, capsys):
+    out, err = _calibrate(capsys, "mlx-lm", tiny_mlx["mlx-f32"])
+    _check_pipeline(user_dir, "mlx-lm", out, err, ["--model", "llama-2-7b", "--quant", "4bit"], capsys)
+    recs = store.all_records(runtime="mlx-lm")
+    assert any(r.peak_memory_bytes for r in recs)
+
+
+@pytest.mark.requires_llama_cpp
+def test_calibrate_rejects_wrong_format(user_dir, tiny_mlx, tiny_q4km, capsys):
+    assert main(["calibrate", "--runtime", "llama.cpp", "--model", str(tiny_mlx["mlx-f32"]), "--quick"]) == 2
+    err = capsys.readouterr().err
+    assert "needs a .gguf file" in err and len(err.strip().splitlines()) == 1
+    assert not list((user_dir / "calibration").glob("*.yaml")) if (user_dir / "calibration").exists() else True

@@ -1,0 +1,116 @@
+"""calibration.user_fit: the shipped fit code with shipped priors recovers known constants from synthetic runs,
+stays at the priors where the runs are blind, and never produces wild constants from a silly run."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from calibration.records import RunRecord
+from calibration.user_fit import build_profile, fit_user, free_params, predict_runs, shipped_constants
+from planner import profiles
+from planner.speed_schema import CalibrationProfile
+
+SHAPE = {"weights_bytes": 4_000_000_000, "n_params": 7_000_000_000, "n_layers": 32, "hidden": 4096, "n_heads": 32,
+         "n_kv_heads": 8, "head_dim": 128, "vocab": 32000, "ffn": 14336}
+
+
+def _rec(runtime: str, kind: str, phase: str, p: int = 0, g: int = 0, d: int = 0, b: int = 1) -> RunRecord:
+    return RunRecord(runtime=runtime, runtime_version="test 1", backend="metal",
+                     tool="llama-bench" if runtime == "llama.cpp" else "mlx_lm.stream_generate",
+                     model_path="/m/x", quant="Q4_K_M" if runtime == "llama.cpp" else "mlx-4bit-g64", **SHAPE,
+                     kind=kind, phase=phase, prompt_tokens=p, gen_tokens=g, context_depth=d, batch=b,
+                     flash_attn=True, value_tok_s=1.0, trials=1, trial_values=[1.0])
+
+
+def _plan(runtime: str) -> list[RunRecord]:
+    out = [_rec(runtime, "prefill", "prefill", p=p) for p in (64, 256, 1024, 4096)]
+    out += [_rec(runtime, "decode", "decode", g=32, d=d) for d in (0, 1024, 8192)]
+    for b in (1, 2, 4, 8):
+        out += [_rec(runtime, "batch", "prefill", p=128, g=32, b=b), _rec(runtime, "batch", "decode", p=128, g=32,
+                                                                          d=128, b=b)]
+    return out
+
+
+def _measured(recs, chip, consts, factor=lambda i: 1.0):
+    vals = predict_runs(recs, chip, consts)
+    return [r.model_copy(update={"value_tok_s": v * factor(i), "trial_values": [v * factor(i)]})
+            for i, (r, v) in enumerate(zip(recs, vals))]
+
+
+@pytest.fixture(scope="module")
+def chip():
+    return profiles.resolve_chip("m3-max-40gpu")
+
+
+@pytest.mark.parametrize("runtime", ["llama.cpp", "mlx-lm"])
+def test_recovers_known_constants(chip, runtime):
+    prior = shipped_constants(chip, runtime).constants
+    truth = prior.model_copy(update={"eta_bw": prior.eta_bw * 0.8, "eta_c": prior.eta_c * 0.7,
+                                     "t_layer_s": prior.t_layer_s * 1.5})
+    recs = _measured(_plan(runtime), chip, truth)
+    uf = fit_user(recs, chip, runtime)
+    assert uf.converged and uf.n_records == len(recs)
+    assert uf.constants.eta_bw == pytest.approx(truth.eta_bw, rel=0.05)
+    assert uf.constants.eta_c == pytest.approx(truth.eta_c, rel=0.05)
+    assert uf.residuals["mape"] < 3
+    assert set(uf.residuals) >= {"mape", "decode_mape", "prefill_mape"}
+    # what no run can see is the shipped value
+    assert uf.constants.noflash_attn_factor == prior.noflash_attn_factor
+    assert uf.constants.quant_prefill_factor == prior.quant_prefill_factor
+
+
+def test_priors_hold_what_the_runs_cannot_see(chip):
+    """Prefill-only runs say nothing about decode: the decode constants stay near the shipped ones."""
+    prior = shipped_constants(chip, "llama.cpp").constants
+    truth = prior.model_copy(update={"eta_c": prior.eta_c * 0.5})
+    recs = _measured([r for r in _plan("llama.cpp") if r.phase == "prefill"], chip, truth)
+    uf = fit_user(recs, chip, "llama.cpp")
+    assert uf.converged
+    assert uf.constants.eta_c == pytest.approx(truth.eta_c, rel=0.1)
+    assert uf.constants.eta_c_decode == pytest.approx(prior.eta_c_decode, rel=0.05)
+    assert uf.residuals.get("decode_mape") is None
+
+
+def test_a_silly_run_cannot_produce_wild_constants(chip):
+    """One decode record 1000x faster than physics allows: efficiencies stay <= 1 and finite, t_layer >= 0."""
+    prior = shipped_constants(chip, "llama.cpp").constants
+    recs = _measured(_plan("llama.cpp")[:1] + _plan("llama.cpp")[4:5], chip, prior, factor=lambda i: 1000.0)
+    uf = fit_user(recs, chip, "llama.cpp")
+    k = uf.constants
+    for p in free_params():
+        v = getattr(k, p)
+        assert math.isfinite(v) and v > 0, p
+        if p.startswith("eta"):
+            assert v <= 1.0, p
+    # bounded: decode can never beat bandwidth / bytes per step
+    assert uf.residuals["mape"] > 50
+
+
+def test_noisy_runs_stay_close(chip):
+    prior = shipped_constants(chip, "llama.cpp").constants
+    noise = [1.1, 0.9, 1.05, 0.95, 1.12, 0.88, 1.0, 1.08, 0.93, 1.02, 0.97, 1.1, 0.9, 1.0, 1.04]
+    recs = _measured(_plan("llama.cpp"), chip, prior, factor=lambda i: noise[i % len(noise)])
+    uf = fit_user(recs, chip, "llama.cpp")
+    assert uf.converged
+    for p in ("eta_bw", "eta_c"):
+        assert getattr(uf.constants, p) == pytest.approx(getattr(prior, p), rel=0.15), p
+
+
+def test_profile_round_trips(chip):
+    recs = _measured(_plan("mlx-lm"), chip, shipped_constants(chip, "mlx-lm").constants)
+    uf = fit_user(recs, chip, "mlx-lm")
+    prof = build_profile(uf, recs)
+    assert prof.id == "m3-max-40gpu__mlx-lm" and prof.scope == chip.id
+    assert prof.provenance.rows == len(recs) and "test 1" in prof.provenance.data
+    assert prof.provenance.residuals == uf.residuals
+    back = CalibrationProfile.model_validate_json(prof.model_dump_json())
+    assert back == prof
+
+
+def test_wrong_runtime_records_rejected(chip):
+    from calibration.errors import CalibrationError
+
+    with pytest.raises(CalibrationError, match="no mlx-lm records"):
+        fit_user(_plan("llama.cpp"), chip, "mlx-lm")
