@@ -48,6 +48,7 @@ ERAS = ("2023-08", "2023-09", "2023-10", "2023-11", "2024", "current")
 # 2-3.7x M4 at similar bandwidth: geometric middle 2.7); t_layer ~ one Metal dispatch group per layer (~50 us).
 BASE_PRIORS: dict[str, tuple[float, float]] = {
     "eta_bw": (0.7, 1.0), "eta_c": (0.6, 1.0), "eta_attn": (0.3, 1.5), "eta_c_decode": (0.3, 1.5),
+    "eta_mv": (0.15, 1.5), "moe_bw_factor": (0.7, 1.0), "era_tl": (1.0, 1.0),
     "t_layer_s": (5e-5, 2.0), "noflash_attn_factor": (2.0, 0.7), "matrix_unit_factor": (2.7, 0.35),
     "q_float": (1.0, 0.5), "q_legacy": (1.0, 0.5), "q_kquant": (0.85, 0.5), "q_iquant": (0.8, 0.5),
     "q_mxfp4": (1.0, 0.5), "q_affine": (1.0, 0.5), "q_fp4": (1.0, 0.5), "era": (1.0, 1.0), "era_decode": (1.0, 0.3),
@@ -55,7 +56,14 @@ BASE_PRIORS: dict[str, tuple[float, float]] = {
 # Expected scatter of one measured rate around the model, in log units: run-to-run spread of llama-bench / mlx_lm
 # benchmarks (2-5%) plus what the model does not capture; data residuals are divided by it so priors stay weak.
 NOISE_SIGMA = 0.05
-UPPER = {"eta_bw": 1.0, "eta_c": 1.0, "eta_attn": 1.0, "eta_c_decode": 1.0, "era_decode": 1.0}
+UPPER = {"eta_bw": 1.0, "eta_c": 1.0, "eta_attn": 1.0, "eta_c_decode": 1.0, "eta_mv": 1.0, "moe_bw_factor": 1.0,
+         "era_decode": 1.0}
+# Kernel regimes are code facts, not fits: ggml-metal-ops.cpp `ne11_mm_min = 8` (matrix-vector kernels up to a
+# batch of 8) and kernel_mul_mm's 32-column tiles. mlx-lm has no batched data: the same values are assumed.
+KERNELS = {"llama.cpp": {"mv_max_batch": 8, "mm_tile": 32}, "mlx-lm": {"mv_max_batch": 8, "mm_tile": 32},
+           "ollama": {"mv_max_batch": 8, "mm_tile": 32}}
+SHARED = ("eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor", "t_layer_s", "noflash_attn_factor",
+          "matrix_unit_factor")
 
 
 # --------------------------------------------------------------------------- the common record form
@@ -181,9 +189,9 @@ class Spec:
     runtime: str
     tier_eta_bw: bool = True          # η_bw per tier (else one)
     gen_eta_c: bool = True            # η_c per generation (else one)
-    free: set[str] = field(default_factory=lambda: {"eta_bw", "eta_c", "eta_attn", "eta_c_decode", "t_layer_s",
-                                                    "noflash_attn_factor", "matrix_unit_factor", "q", "era",
-                                                    "era_decode"})
+    free: set[str] = field(default_factory=lambda: {"eta_bw", "eta_c", "eta_attn", "eta_c_decode", "eta_mv",
+                                                    "moe_bw_factor", "t_layer_s", "noflash_attn_factor",
+                                                    "matrix_unit_factor", "q", "era", "era_decode", "era_tl"})
 
 
 def _param_names(records: list[FitRecord], spec: Spec) -> list[str]:
@@ -194,7 +202,7 @@ def _param_names(records: list[FitRecord], spec: Spec) -> list[str]:
     if "eta_c" in spec.free:
         names += [f"eta_c:{g}" for g in GENERATIONS if any(r.chip.generation == g and r.phase == "prefill"
                                                             for r in records)] if spec.gen_eta_c else ["eta_c:*"]
-    for p in ("eta_attn", "eta_c_decode", "t_layer_s", "noflash_attn_factor", "matrix_unit_factor"):
+    for p in SHARED:
         if p in spec.free:
             names.append(p)
     if "q" in spec.free:
@@ -204,6 +212,8 @@ def _param_names(records: list[FitRecord], spec: Spec) -> list[str]:
         names += [f"era:{e}" for e in ERAS[:-1] if any(r.era == e and r.phase == "prefill" for r in records)]
     if "era_decode" in spec.free and any(r.era != "current" and r.phase == "decode" for r in records):
         names.append("era_decode")
+    if "era_tl" in spec.free and any(r.era != "current" for r in records):
+        names.append("era_tl")
     return names
 
 
@@ -230,12 +240,16 @@ class _Arrays:
         self.peak = np.array([tp.peak_flops(r.chip, allchips)[0] for r in records])
         self.mu = np.array([r.chip.gpu_matrix_units for r in records])
         # decode: bytes and flops at start, mid and end depth (Simpson)
-        self.dbytes = np.zeros((n, 3))
-        self.dflops = np.zeros((n, 3))
+        self.dbytes = np.zeros((n, 3))     # dense weights + KV
+        self.dexp = np.zeros(n)            # routed-expert bytes read by the step
+        self.dflops = np.zeros((n, 3))     # per token
+        self.mv = np.zeros(n, bool)
+        self.bcmp = np.zeros(n)            # batch as the compute kernel sees it (padded to the tile)
         # prefill
         self.n_chunks = np.zeros(n)
         self.mm = np.zeros(n)
         self.rd = np.zeros(n)
+        self.rd_exp = np.zeros(n)
         self.attn = np.zeros(n)
         self.head = np.zeros(n)
         self.fa_off = np.array([(not r.flash_attn) and r.runtime != "mlx-lm" for r in records])
@@ -244,16 +258,21 @@ class _Arrays:
             g = r.geo
             if r.phase == "decode":
                 a, b = r.depth, r.depth + max(r.gen, 1) - 1
+                kern = KERNELS[r.runtime]
+                self.mv[i] = r.batch <= kern["mv_max_batch"]
+                self.bcmp[i] = r.batch if self.mv[i] else math.ceil(r.batch / kern["mm_tile"]) * kern["mm_tile"]
+                self.dexp[i] = g.expert_bytes * g.expert_union(r.batch)
                 for j, c in enumerate((a, (a + b) / 2, b)):
-                    self.dbytes[i, j] = g.weights_read(r.batch) + r.batch * g.kv_read(c)
-                    self.dflops[i, j] = r.batch * (2 * (g.matmul_params + g.head_params) + 2 * g.attn_keys(c))
+                    self.dbytes[i, j] = g.dense_bytes + r.batch * g.kv_read(c)
+                    self.dflops[i, j] = 2 * (g.matmul_params + g.head_params) + 2 * g.attn_keys(c)
             else:
                 tokens = r.prompt * r.batch
                 nch = r.batch * math.ceil(r.prompt / r.chunk) if r.runtime == "mlx-lm" else math.ceil(tokens / r.chunk)
                 self.tokens[i] = tokens
                 self.n_chunks[i] = nch
                 self.mm[i] = 2 * g.matmul_params * tokens
-                self.rd[i] = nch * g.weights_read(int(math.ceil(tokens / nch)))
+                self.rd[i] = nch * g.dense_bytes
+                self.rd_exp[i] = nch * g.expert_bytes * g.expert_union(int(math.ceil(tokens / nch)))
                 self.attn[i] = 2 * r.batch * tp._causal_keys(g, r.prompt, r.depth)
                 self.head[i] = 2 * g.head_params * r.batch
 
@@ -269,8 +288,9 @@ def _index(records, spec, names):
         "q": np.array([col(f"q_{r.geo.quant_class}") for r in records]),
         "era": np.array([col(f"era:{r.era}") for r in records]),
         "era_decode": np.array([col("era_decode") if r.era != "current" else -1 for r in records]),
+        "era_tl": np.array([col("era_tl") if r.era != "current" else -1 for r in records]),
     }
-    for p in ("eta_attn", "eta_c_decode", "t_layer_s", "noflash_attn_factor", "matrix_unit_factor"):
+    for p in SHARED:
         idx[p] = np.full(len(records), col(p))
     return idx
 
@@ -286,8 +306,8 @@ def _fixed_values(records, spec, fixed: dict[str, float]):
                            BASE_PRIORS[f"q_{r.geo.quant_class}"][0]) for r in records]),
         "era": np.ones(len(records)),
         "era_decode": np.ones(len(records)),
-        **{p: np.full(len(records), get(p, BASE_PRIORS[p][0]))
-           for p in ("eta_attn", "eta_c_decode", "t_layer_s", "noflash_attn_factor", "matrix_unit_factor")},
+        "era_tl": np.ones(len(records)),
+        **{p: np.full(len(records), get(p, BASE_PRIORS[p][0])) for p in SHARED},
     }
 
 
@@ -299,19 +319,22 @@ def _predict(theta: np.ndarray, A: _Arrays, idx, fixedv) -> np.ndarray:
         ix = idx[p]
         return np.where(ix >= 0, vals[np.maximum(ix, 0)], fixedv[p])
 
+    era = pick("era")
     eta_bw = pick("eta_bw") * pick("era_decode")
-    eta_c = pick("eta_c") * pick("q") * pick("era")
+    eta_c = pick("eta_c") * pick("q") * era
+    moe = pick("moe_bw_factor")
     F = A.peak * np.where(A.mu, pick("matrix_unit_factor"), 1.0)
-    fixed = A.L * pick("t_layer_s")
-    # decode
-    tmem = A.dbytes / (eta_bw * A.bw)[:, None]
-    tcmp = A.dflops / (pick("eta_c_decode") * F)[:, None]
+    fixed = A.L * pick("t_layer_s") * pick("era_tl")
+    # decode (old builds: every compute kernel scales with the same era factor as prefill)
+    tmem = (A.dbytes + (A.dexp / moe)[:, None]) / (eta_bw * A.bw)[:, None]
+    eta_k = np.where(A.mv, pick("eta_mv"), pick("eta_c_decode")) * era
+    tcmp = (A.bcmp[:, None] * A.dflops) / (eta_k * F)[:, None]
     steps = fixed[:, None] + np.maximum(tmem, tcmp)
     mean = (steps[:, 0] + 4 * steps[:, 1] + steps[:, 2]) / 6
     dec = A.B / mean
     # prefill
     fa = np.where(A.fa_off, pick("noflash_attn_factor"), 1.0)
-    t = (A.n_chunks * fixed + np.maximum(A.mm / (eta_c * F), A.rd / (pick("eta_bw") * A.bw))
+    t = (A.n_chunks * fixed + np.maximum(A.mm / (eta_c * F), (A.rd + A.rd_exp / moe) / (pick("eta_bw") * A.bw))
          + A.attn * fa / (pick("eta_attn") * F) + A.head / (pick("eta_c") * F))
     with np.errstate(divide="ignore", invalid="ignore"):
         pre = np.where(A.dec, 0.0, A.tokens / np.where(A.dec, 1.0, t))
@@ -360,7 +383,8 @@ def fit_efficiency_least_squares(records: list[FitRecord], spec: Spec,
 
 
 # --------------------------------------------------------------------------- params -> constants
-def constants_from_params(params: dict[str, float], fixed: dict[str, float] | None = None) -> dict[str, SpeedConstants]:
+def constants_from_params(params: dict[str, float], fixed: dict[str, float] | None = None,
+                          runtime: str = "llama.cpp") -> dict[str, SpeedConstants]:
     """Split fitted parameters into scoped SpeedConstants: {'default': ..., 'tier-max': ..., 'gen-M3': ...}.
 
     The default η_bw / η_c is the geometric mean over the fitted groups (for chips of an unseen tier)."""
@@ -376,7 +400,7 @@ def constants_from_params(params: dict[str, float], fixed: dict[str, float] | No
         out["default"]["eta_bw"] = float(np.exp(np.mean(np.log(list(bw.values())))))
     if ec and "*" not in ec:
         out["default"]["eta_c"] = float(np.exp(np.mean(np.log(list(ec.values())))))
-    for p in ("eta_attn", "eta_c_decode", "t_layer_s", "noflash_attn_factor", "matrix_unit_factor"):
+    for p in SHARED:
         if p in params:
             out["default"][p] = params[p]
     qf = {k[2:]: v for k, v in params.items() if k.startswith("q_")}
@@ -384,8 +408,10 @@ def constants_from_params(params: dict[str, float], fixed: dict[str, float] | No
         out["default"]["quant_prefill_factor"] = {"float": allp.get("q_float", 1.0), **qf}
     if fixed is not None:  # complete the default scope: unfitted fields from ``fixed``, then the priors
         d = out["default"]
-        for p in ("eta_attn", "eta_c_decode", "t_layer_s", "noflash_attn_factor", "matrix_unit_factor"):
+        for p in SHARED:
             d.setdefault(p, allp.get(p, BASE_PRIORS[p][0]))
+        for p, v in KERNELS[runtime].items():
+            d.setdefault(p, v)
         d.setdefault("eta_bw", allp.get("eta_bw:*", BASE_PRIORS["eta_bw"][0]))
         d.setdefault("eta_c", allp.get("eta_c:*", BASE_PRIORS["eta_c"][0]))
         d["quant_prefill_factor"] = {
@@ -395,12 +421,12 @@ def constants_from_params(params: dict[str, float], fixed: dict[str, float] | No
             for s, d in out.items()}
 
 
-def full_constants(params: dict[str, float], fixed: dict[str, float], chip: Chip) -> SpeedConstants:
+def full_constants(params: dict[str, float], fixed: dict[str, float], chip: Chip,
+                   runtime: str = "llama.cpp") -> SpeedConstants:
     """Constants for one chip from a parameter dict, with the planner's lookup rules (gen falls back to older)."""
     allp = {**fixed, **params}
-    k = dict(eta_attn=allp.get("eta_attn"), eta_c_decode=allp.get("eta_c_decode"), t_layer_s=allp.get("t_layer_s"),
-             noflash_attn_factor=allp.get("noflash_attn_factor", BASE_PRIORS["noflash_attn_factor"][0]),
-             matrix_unit_factor=allp.get("matrix_unit_factor", BASE_PRIORS["matrix_unit_factor"][0]))
+    k = {p: allp.get(p, BASE_PRIORS[p][0]) for p in SHARED}
+    k.update(KERNELS[runtime])
     bw = {p.split(":")[1]: v for p, v in allp.items() if p.startswith("eta_bw:")}
     ec = {p.split(":")[1]: v for p, v in allp.items() if p.startswith("eta_c:")}
     k["eta_bw"] = bw.get(chip.tier) or bw.get("*") or float(np.exp(np.mean(np.log([v for v in bw.values()]))))
@@ -453,11 +479,13 @@ def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None) -
     p_lc, d_lc = fit_efficiency_least_squares(lc, Spec("llama.cpp"))
     out["llama.cpp"] = (p_lc, {}, d_lc)
     # mlx-lm: too few rows for groups; llama.cpp's shared constants become priors (sigma 0.5 in log)
-    shared = {k: (v, 0.5) for k, v in p_lc.items() if k in ("eta_attn", "eta_c_decode", "t_layer_s")}
+    shared = {k: (v, 0.5) for k, v in p_lc.items() if k in ("eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor",
+                                                             "t_layer_s")}
     mx = keep(data.get("mlx-lm", []))
     if mx:
         spec = Spec("mlx-lm", tier_eta_bw=False, gen_eta_c=False,
-                    free={"eta_bw", "eta_c", "eta_attn", "eta_c_decode", "t_layer_s", "matrix_unit_factor", "q"})
+                    free={"eta_bw", "eta_c", "eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor", "t_layer_s",
+                          "matrix_unit_factor", "q"})
         p_mx, d_mx = fit_efficiency_least_squares(mx, spec, priors=shared)
         out["mlx-lm"] = (p_mx, {}, d_mx)
     ol = keep(data.get("ollama", []))
@@ -483,7 +511,7 @@ def build_profiles(data, fits) -> list[CalibrationProfile]:
     for runtime, (params, fixed, diag) in fits.items():
         recs = data[runtime]
         # ollama's own files only carry what it fits (η_bw); the rest comes from llama.cpp's chain
-        scoped = constants_from_params(params, None if runtime == "ollama" else fixed)
+        scoped = constants_from_params(params, None if runtime == "ollama" else fixed, runtime)
         dec = diag["ape"][[r.phase == "decode" for r in recs]]
         pre = diag["ape"][[r.phase == "prefill" for r in recs]]
         resid = {}

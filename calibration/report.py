@@ -34,7 +34,9 @@ def _era_adjusted(k: SpeedConstants, params: dict, era: str) -> SpeedConstants:
         return k
     e = params.get(f"era:{era}", 1.0)
     d = params.get("era_decode", 1.0)
-    return k.model_copy(update={"eta_c": min(1.0, k.eta_c * e), "eta_bw": min(1.0, k.eta_bw * d)})
+    return k.model_copy(update={"eta_c": min(1.0, k.eta_c * e), "eta_bw": min(1.0, k.eta_bw * d),
+                                "eta_mv": min(1.0, k.eta_mv * e), "eta_c_decode": min(1.0, k.eta_c_decode * e),
+                                "t_layer_s": k.t_layer_s * params.get("era_tl", 1.0)})
 
 
 def shipped_apes(data) -> dict[tuple[str, str], list[float]]:
@@ -52,7 +54,7 @@ def era_aware_apes(data, fits) -> dict[tuple[str, str], list[float]]:
         params, fixed, _ = fits[rt]
         lc_params = fits["llama.cpp"][0]
         for r in recs:
-            k = F.full_constants(params, fixed, r.chip)
+            k = F.full_constants(params, fixed, r.chip, rt)
             k = _era_adjusted(k, lc_params if rt == "ollama" else params, r.era)
             out[(rt, r.phase)].append(abs(F.predict_record(r, k) / r.value - 1) * 100)
     return out
@@ -70,7 +72,7 @@ def loco_apes(data) -> tuple[dict[tuple[str, str], list[float]], dict[str, dict[
                 continue
             params, fixed, _ = fits[rt]
             for r in held:
-                k = F.full_constants(params, fixed, r.chip)
+                k = F.full_constants(params, fixed, r.chip, rt)
                 k = _era_adjusted(k, fits["llama.cpp"][0] if rt == "ollama" else params, r.era)
                 ape = abs(F.predict_record(r, k) / r.value - 1) * 100
                 out[(rt, r.phase)].append(ape)

@@ -5,6 +5,8 @@ Decode step (B sequences at context c each), model-facts.md §5.1-5.2, gguf-pars
     bytes(B, c) = W_dense + W_experts · (1 − (1 − k/E)^B) + B · (kv_full·c + kv_swa·min(c, W) + 2·state)
     flops(B, c) = B · (2·N_active + 2·A_full·c + 2·A_swa·min(c, W))
     t_step      = L · t_layer + max(bytes / (η_bw · BW), flops / (η_cd · F))
+                  (expert bytes at η_bw · moe_bw_factor; B ≤ mv_max_batch: matrix-vector kernels at η_mv, larger B
+                  padded to the matrix-matrix tile)
 
 Prefill of P tokens per sequence on D cached tokens (§5.3)::
 
@@ -194,10 +196,24 @@ class Roofline:
         return batch * (2 * (g.matmul_params + g.head_params) + 2 * g.attn_keys(context))
 
     def step_parts(self, batch: int, context: float) -> tuple[float, float, float]:
-        """(fixed, memory, compute) times of one decode step. [s]"""
-        t_mem = self.step_bytes(batch, context) / (self.k.eta_bw * self.bw)
-        t_cmp = self.step_flops(batch, context) / (self.k.eta_c_decode * self.flops)
-        return self.geo.n_layers * self.k.t_layer_s, t_mem, t_cmp
+        """(fixed, memory, compute) times of one decode step. [s]
+
+        Memory: routed-expert bytes stream at ``moe_bw_factor`` × the dense efficiency (gather, many small matmuls).
+        Compute: batches up to ``mv_max_batch`` run matrix-vector kernels (cost ∝ B, efficiency η_mv); larger
+        batches run the matrix-matrix kernel, which pads the batch up to its ``mm_tile`` (ggml-metal-ops.cpp
+        ``ne11_mm_min = 8``; kernel_mul_mm 32-column tiles)."""
+        k, g = self.k, self.geo
+        kv = batch * g.kv_read(context)
+        w_dense = g.dense_bytes
+        w_exp = g.expert_bytes * g.expert_union(batch)
+        t_mem = (w_dense + kv + w_exp / k.moe_bw_factor) / (k.eta_bw * self.bw)
+        per_tok = self.step_flops(1, context)
+        if batch <= k.mv_max_batch:
+            t_cmp = batch * per_tok / (k.eta_mv * self.flops)
+        else:
+            padded = math.ceil(batch / k.mm_tile) * k.mm_tile
+            t_cmp = padded * per_tok / (k.eta_c_decode * self.flops)
+        return g.n_layers * k.t_layer_s, t_mem, t_cmp
 
     def step_time(self, batch: int, context: float) -> float:
         fixed, t_mem, t_cmp = self.step_parts(batch, context)
@@ -240,7 +256,8 @@ class Roofline:
         per_chunk_tokens = tokens / n_chunks
         q = (k.quant_prefill_factor or {}).get(g.quant_class, 1.0)
         t_mm = 2 * g.matmul_params * tokens / (k.eta_c * q * self.flops)
-        t_rd = n_chunks * g.weights_read(int(math.ceil(per_chunk_tokens))) / (k.eta_bw * self.bw)
+        ct = int(math.ceil(per_chunk_tokens))
+        t_rd = n_chunks * (g.dense_bytes + g.expert_bytes * g.expert_union(ct) / k.moe_bw_factor) / (k.eta_bw * self.bw)
         fa = 1.0 if self.flash_attn or self.runtime_family == "mlx-lm" else k.noflash_attn_factor
         attn = 2 * batch * _causal_keys(g, prompt, depth)
         t_attn = attn * fa / (k.eta_attn * self.flops)

@@ -16,7 +16,8 @@ from planner.memory import memory_model
 from planner.schema import Chip
 from planner.speed_schema import ResolvedSpeedConstants, SpeedConstants
 
-K = SpeedConstants(eta_bw=0.5, eta_c=0.5, eta_attn=0.25, eta_c_decode=0.1, t_layer_s=1e-4, noflash_attn_factor=2.0,
+K = SpeedConstants(eta_bw=0.5, eta_c=0.5, eta_attn=0.25, eta_c_decode=0.1, eta_mv=0.1, mv_max_batch=8, mm_tile=32,
+                   moe_bw_factor=1.0, t_layer_s=1e-4, noflash_attn_factor=2.0,
                    quant_prefill_factor={"float": 1.0, "legacy": 0.8}, matrix_unit_factor=2.0)
 RES = ResolvedSpeedConstants(constants=K, source="test", scopes=["test"])
 # 2 layers, 1 GB of weights read per step, 0.5 B matmul params, 1000 B of KV per token, H=4 x hd=16 attention
@@ -57,14 +58,27 @@ def test_decode_average_over_depth_is_simpson():
 
 def test_batch_aggregate_and_knee():
     r = rf()
-    # compute per step = B × 1 ms, memory = 20 ms (+ B × 0 KV at depth 0): compute-bound from B = 20
-    assert r.knee(0) == 20
+    # compute per token 1 ms; memory 20 ms per step. B ≤ 8 (matrix-vector): B ms < 20 ms, bandwidth-bound.
+    # B = 9 switches to the matrix-matrix kernel padded to 32 columns: 32 ms > 20 ms -> the knee
+    assert r.knee(0) == 9
     e4 = tp.estimate(r, prompt=0, gen=1, batch=4)
     assert e4.decode_tok_s == pytest.approx(4 / 0.0202, rel=1e-9)
     assert e4.decode_tok_s_per_seq == pytest.approx(1 / 0.0202, rel=1e-9)
     e40 = tp.estimate(r, prompt=0, gen=1, batch=40)
     assert e40.bound == "compute"
-    assert e40.decode_tok_s == pytest.approx(40 / (0.0002 + 0.040), rel=1e-9)
+    assert e40.decode_tok_s == pytest.approx(40 / (0.0002 + 0.064), rel=1e-9)  # 40 pads to 64
+    assert r.step_time(16, 0) == r.step_time(32, 0)  # same tile
+
+
+def test_moe_factor_slows_expert_reads_but_not_the_bytes():
+    geo = tp.Geometry(n_layers=1, dense_bytes=1e8, expert_bytes=8e8, n_experts=8, top_k=2, matmul_params=1e6,
+                      head_params=0, kv_full=0, kv_swa=0, window=None, state_bytes=0, attn_full=0, attn_swa=0)
+    slow = ResolvedSpeedConstants(constants=K.model_copy(update={"moe_bw_factor": 0.5}), source="t", scopes=[])
+    r1 = tp.roofline(geo, chip(), RES, "llama.cpp")
+    r2 = tp.roofline(geo, chip(), slow, "llama.cpp")
+    assert r1.step_bytes(1, 0) == r2.step_bytes(1, 0) == pytest.approx(1e8 + 2e8)
+    # 1e8 dense + 2e8 expert bytes at half speed: (1e8 + 4e8) / 5e10 = 10 ms
+    assert r2.step_time(1, 0) == pytest.approx(1e-4 + 0.010)
 
 
 def test_moe_expert_union():
