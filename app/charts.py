@@ -132,9 +132,13 @@ def compare_macs(plans: list[Plan]) -> go.Figure:
     return fig
 
 
-def all_figures(p: Plan, chosen: Option | None = None) -> dict[str, go.Figure]:
-    """Every chart the single-Mac page shows, by section key. Speed charts join here when Option.speed exists."""
-    return {"memory": memory_stack(p), "concurrency": concurrency_heatmap(p, chosen)}
+def has_speed(p: Plan) -> bool:
+    return any(_speed(o) is not None for o in p.options)
+
+
+def chart_sections(p: Plan) -> list[str]:
+    """The charts the single-Mac page draws, in order: memory and concurrency always; speed ones with a chip."""
+    return ["memory", "concurrency", *(["decode", "ttft"] if has_speed(p) else [])]
 
 
 def price_performance(b) -> go.Figure:
@@ -174,4 +178,68 @@ def price_performance(b) -> go.Figure:
                       legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0, xanchor="left"),
                       xaxis=dict(title="launch list price [USD]", tickprefix="$", separatethousands=True),
                       yaxis=dict(title="decode tok/s per user" if speed else "RAM [GB] (no speed model)"))
+    return fig
+
+
+# ----------------------------------------------------------------------------- speed (Option.speed, planner.throughput)
+RUNTIME_COLOR = {"llama.cpp": "#4e79a7", "mlx-lm": "#e15759", "ollama": "#59a14f"}
+
+
+def _speed(o: Option):
+    return getattr(o, "speed", None)
+
+
+def decode_vs_users(p: Plan, options: list[Option]) -> go.Figure:
+    """Decode tok/s against concurrent users for each given option: per user (solid) and all users together
+    (dashed); the bandwidth roofline (dotted) when the speed result carries it."""
+    fig = go.Figure()
+    for o in options:
+        sp = _speed(o)
+        if sp is None:
+            continue
+        users = sorted(sp.decode_tok_s_per_seq)
+        color = RUNTIME_COLOR.get(o.runtime, "#555")
+        name = option_label(o)
+        fig.add_scatter(x=users, y=[sp.decode_tok_s_per_seq[u] for u in users], mode="lines+markers",
+                        name=f"{name}: per user", line=dict(color=color, width=2.5),
+                        hovertext=[f"{fmt_tok_s(sp.decode_tok_s_per_seq[u])} tok/s per user, {sp.bound[u]}-bound"
+                                   for u in users], hovertemplate="%{x} users: %{hovertext}<extra></extra>")
+        fig.add_scatter(x=users, y=[sp.decode_tok_s_total[u] for u in users], mode="lines+markers",
+                        name=f"{name}: all users", line=dict(color=color, width=2, dash="dash"),
+                        hovertext=[f"{fmt_tok_s(sp.decode_tok_s_total[u])} tok/s in total" for u in users],
+                        hovertemplate="%{x} users: %{hovertext}<extra></extra>")
+        ceiling = getattr(sp, "decode_ceiling_tok_s", None)  # bandwidth roofline, per user, when the core has it
+        if ceiling:
+            fig.add_scatter(x=users, y=[ceiling[u] for u in users], mode="lines", name=f"{name}: bandwidth roofline",
+                            line=dict(color=color, width=1.5, dash="dot"), hoverinfo="skip")
+    fig.update_layout(**LAYOUT, height=420,
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0, xanchor="left"),
+                      xaxis=dict(title="concurrent users (sequences decoded together)", type="log",
+                                 tickvals=p.user_counts, ticktext=[str(u) for u in p.user_counts]),
+                      yaxis=dict(title="decode speed [tok/s]", rangemode="tozero"))
+    return fig
+
+
+def ttft_vs_prompt(plans: list[Plan], picks: list[tuple[str, str]]) -> go.Figure:
+    """Time to first token against prompt length. ``plans`` are the same request at several prompt lengths;
+    ``picks`` the (runtime, quant) options to draw."""
+    fig = go.Figure()
+    for runtime, quant in picks:
+        xs, ys = [], []
+        for pl in plans:
+            o = next((o for o in pl.options if o.runtime == runtime and o.quant == quant), None)
+            if o is not None and _speed(o) is not None:
+                xs.append(pl.request.prompt_tokens)
+                ys.append(o.speed.ttft_s)
+        if xs:
+            fig.add_scatter(x=xs, y=ys, mode="lines+markers", name=f"{runtime} · {quant}",
+                            line=dict(color=RUNTIME_COLOR.get(runtime, "#555"), width=2.5),
+                            hovertext=[f"{fmt_ctx(x)} prompt: first token after {fmt_seconds(y)}" for x, y in zip(xs, ys)],
+                            hovertemplate="%{hovertext}<extra></extra>")
+    ticks = sorted({pl.request.prompt_tokens for pl in plans})
+    fig.update_layout(**LAYOUT, height=420,
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0, xanchor="left"),
+                      xaxis=dict(title="prompt length [tokens]", type="log", tickvals=ticks,
+                                 ticktext=[fmt_ctx(t) for t in ticks]),
+                      yaxis=dict(title="time to first token [s]", rangemode="tozero"))
     return fig

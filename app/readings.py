@@ -197,6 +197,44 @@ def compare_reading(plans: list[Plan]) -> str:
     return " ".join(parts)
 
 
+# ----------------------------------------------------------------------------- speed (Option.speed)
+def speed_picks(p: Plan, chosen: Option) -> list[Option]:
+    """The chosen option plus the best option of every other runtime, those with a speed estimate."""
+    picks = [chosen] + [o for o in best_options(p) if o.runtime != chosen.runtime]
+    return [o for o in picks if getattr(o, "speed", None) is not None]
+
+
+def decode_reading(p: Plan, picks: list[Option]) -> str:
+    if not picks:
+        return "No speed estimate for these options."
+    users = p.request.users
+    parts = ["How fast text appears. Solid lines: what each user sees; dashed: all users together. More users "
+             "share the same memory bandwidth, so each gets less while the total grows until compute runs out."]
+    for o in picks:
+        sp = o.speed
+        first = min(sp.decode_tok_s_per_seq)
+        line = (f"**{option_label(o)}**: {fmt_tok_s(sp.decode_tok_s_per_seq[first])} tok/s for one user "
+                f"({sp.bound[first]}-bound)")
+        if users in sp.decode_tok_s_per_seq and users != first:
+            line += (f"; with your {users} users, {fmt_tok_s(sp.decode_tok_s_per_seq[users])} tok/s each, "
+                     f"{fmt_tok_s(sp.decode_tok_s_total[users])} in total")
+        parts.append(line + ".")
+    parts.append("For comparison, people read about 5-10 tokens per second.")
+    return " ".join(parts)
+
+
+def ttft_reading(p: Plan, picks: list[Option]) -> str:
+    if not picks:
+        return "No speed estimate for these options."
+    parts = ["How long a prompt takes to read before the answer starts (time to first token). It grows with the "
+             "prompt: long documents, RAG passages and agent loops wait the longest."]
+    for o in picks:
+        sp = o.speed
+        parts.append(f"**{option_label(o)}**: a {fmt_ctx(sp.prompt_tokens)}-token prompt (your workload) waits "
+                     f"{fmt_seconds(sp.ttft_s)}, reading {fmt_tok_s(sp.prefill_tok_s)} tok/s.")
+    return " ".join(parts)
+
+
 # ----------------------------------------------------------------------------- advice and buying (planner.advice/buy)
 def recommend_reading(r) -> str:
     """r: planner.advice.Recommendation."""

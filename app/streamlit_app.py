@@ -310,11 +310,7 @@ def show_plan(p: Plan, wl=None) -> None:
     with st.expander("KV cache for one session at each context"):
         st.table(readings.kv_rows(p))
 
-    st.subheader("Speed")
-    if p.mac.chip is None:
-        st.info("Pick a chip (Mac → “Chip and RAM”) to see decode speed and time to first token.")
-    else:
-        st.info("Speed estimates for this chip are not available in this version yet.")
+    show_speed(p, chosen)
 
     rec = show_recommend(p, wl) if wl is not None else None
     show_recipe(p, chosen, rec)
@@ -327,6 +323,30 @@ def show_plan(p: Plan, wl=None) -> None:
     st.download_button("Download the full plan (JSON, same as `plan --json`)", p.model_dump_json(indent=2),
                        file_name=f"plan-{p.model.id}-{p.mac.ram_gb:g}gb.json", mime="application/json",
                        key="download_json")
+
+
+PROMPT_STEPS = [256, 1024, 2048, 4096, 8192, 16384, 32768, 65536]
+
+
+def show_speed(p: Plan, chosen) -> None:
+    if p.mac.chip is None:
+        st.subheader("Speed")
+        st.info("Pick a chip (Mac → “Chip and RAM”) to see decode speed and time to first token.")
+        return
+    picks = readings.speed_picks(p, chosen)
+    if not picks:
+        st.subheader("Speed")
+        st.info(f"No speed estimate for the {p.mac.chip.label} (see the notes at the bottom).")
+        return
+    section("Speed: tokens per second as users are added", charts.decode_vs_users(p, picks),
+            readings.decode_reading(p, picks), "chart_decode")
+    # the core at several prompt lengths, restricted to the drawn options (cheap; cached per request)
+    quants = list(dict.fromkeys(o.quant for o in picks))
+    prompts = sorted({n for n in PROMPT_STEPS if n < p.model.max_context} | {p.request.prompt_tokens})
+    plans = [cached_plan(p.request.model_copy(update={"prompt_tokens": n, "quants": quants}).model_dump_json())
+             for n in prompts]
+    section("Speed: waiting for the first token", charts.ttft_vs_prompt(plans, [(o.runtime, o.quant) for o in picks]),
+            readings.ttft_reading(p, picks), "chart_ttft")
 
 
 def show_recommend(p: Plan, wl) -> None:

@@ -26,7 +26,13 @@ def test_default_run_has_no_exception(at):
     assert not at.exception
     assert not at.error
     assert len(at.success) + len(at.warning) == 1  # the headline
-    assert len(at.get("plotly_chart")) == 2
+    keys = [c.key for c in at.get("plotly_chart")]
+    assert keys[:2] == ["chart_memory", "chart_concurrency"]
+    from planner.plan import Option
+
+    if "speed" in Option.model_fields:  # default Mac has a chip: speed charts too
+        assert keys[2:] == ["chart_decode", "chart_ttft"]
+    assert at.code and ("llama-server" in at.code[0].value or "sysctl" in at.code[0].value)
 
 
 def test_70b_on_64gb_shows_the_verdict(at):
@@ -86,4 +92,22 @@ def test_impossible_wired_limit_shows_error(at):
 def test_compare_mode_adds_the_matrix(at):
     at.radio(key="mac_mode").set_value("Compare several Macs").run()
     assert not at.exception and not at.error
-    assert len(at.get("plotly_chart")) == 3
+    assert [c.key for c in at.get("plotly_chart")][:3] == ["chart_compare", "chart_memory", "chart_concurrency"]
+
+
+def test_buy_mode_shows_price_chart_or_a_clear_message(at):
+    at.selectbox(key="model").set_value("llama-3.3-70b").run()
+    at.radio(key="mac_mode").set_value("Which Mac should I buy?").run()
+    assert not at.exception and not at.error
+    if at.warning:  # the chat preset's targets may be out of reach: the message says what the best Mac reaches
+        assert "best reaches" in at.warning[0].value
+        at.number_input(key="tgt_tok").set_value(0).run()
+        at.number_input(key="tgt_ttft").set_value(0).run()
+    assert not at.exception and not at.error
+    assert [c.key for c in at.get("plotly_chart")][0] == "chart_buy"
+
+
+def test_preset_fills_users_and_context(at):
+    at.selectbox(key="preset").set_value("batch").run()
+    assert at.number_input(key="users").value == 8
+    assert not at.exception

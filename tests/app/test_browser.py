@@ -105,7 +105,14 @@ def test_70b_on_64gb_in_a_real_browser(page, tmp_path):
     from planner.format import fmt_bytes, fmt_gb, verdict_text
     from planner.plan import PlanRequest, plan
 
-    expected = plan(PlanRequest(model="llama-3.3-70b", ram_gb=64))  # = plan --model llama-3.3-70b --ram 64 --json
+    from planner.workload import custom_workload
+
+    # the form's default workload is the chat preset; its typical prompt/answer lengths feed the plan's speed inputs
+    point = custom_workload("chat", users=1, context=8192).at()
+    speed_in = ({"prompt_tokens": point.prompt_tokens, "gen_tokens": point.gen_tokens}
+                if "prompt_tokens" in PlanRequest.model_fields else {})
+    # = plan --model llama-3.3-70b --ram 64 [--prompt P --gen G] --json
+    expected = plan(PlanRequest(model="llama-3.3-70b", ram_gb=64, **speed_in))
 
     # the default page rendered first
     expect(page.locator(".js-plotly-plot").first).to_be_visible()
@@ -136,7 +143,7 @@ def test_70b_on_64gb_in_a_real_browser(page, tmp_path):
     assert fmt_bytes(expected.wired.left_for_macos_bytes) in metrics
 
     # every chart rendered: one Plotly DOM node per figure, each with drawn SVG content
-    n_charts = len(charts.all_figures(expected, expected.options[0]))
+    n_charts = len(charts.chart_sections(expected))
     expect(page.locator(".js-plotly-plot")).to_have_count(n_charts)
     expect(page.locator(".js-plotly-plot .main-svg").first).to_be_visible()
     for i in range(n_charts):
@@ -153,7 +160,7 @@ def test_70b_on_64gb_in_a_real_browser(page, tmp_path):
     assert target.read_text() == expected.model_dump_json(indent=2)
 
     ARTIFACTS.mkdir(exist_ok=True)
-    page.set_viewport_size({"width": 1400, "height": 3000})
+    page.set_viewport_size({"width": 1400, "height": 4200})
     page.get_by_role("heading", name="Will this LLM run on this Mac?").scroll_into_view_if_needed()
     _wait_idle(page)
     page.screenshot(path=str(ARTIFACTS / "app.png"), full_page=True)

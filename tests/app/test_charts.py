@@ -88,8 +88,8 @@ def test_compare_macs_one_column_per_mac():
     assert [codes[z] for z in heat.z[0]] == [p.options[0].fit.verdict for p in plans]
 
 
-def test_all_figures_keys(p70):
-    assert set(charts.all_figures(p70, p70.options[0])) == {"memory", "concurrency"}
+def test_chart_sections(p70):
+    assert charts.chart_sections(p70) == ["memory", "concurrency"]  # no chip: no speed charts
 
 
 def test_headline_70b_on_64gb(p70):
@@ -124,3 +124,79 @@ def test_readings_mention_the_limit(p70):
     raise_opt = next(o for o in p70.options if o.fit.verdict == "raise-limit")
     assert raise_opt.fit.sysctl in readings.recipe_lines(p70, raise_opt)
     assert "Q5_K_M" in readings.memory_reading(p70)
+
+
+# ----------------------------------------------------------------------------- speed, recommend, buy
+def _speed_plan(**kw):
+    from planner.plan import Option
+
+    if "speed" not in Option.model_fields:
+        pytest.skip("speed not in the plan yet (planner/throughput.py wiring)")
+    return plan(PlanRequest(model="llama-3.1-8b", chip="M4 Max", gpu_cores=40, ram_gb=64, users=4,
+                            quants=["Q4_K_M", "mlx-4bit-g64"], **kw))
+
+
+def test_decode_vs_users_traces_are_the_speed_numbers():
+    p = _speed_plan()
+    picks = readings.speed_picks(p, p.options[0])
+    assert [o.runtime for o in picks] == ["llama.cpp", "mlx-lm"]
+    fig = charts.decode_vs_users(p, picks)
+    per_pick = len(fig.data) // len(picks)
+    assert per_pick in (2, 3)  # per user, all users (+ roofline when the core gives it)
+    for i, o in enumerate(picks):
+        per, tot = fig.data[i * per_pick], fig.data[i * per_pick + 1]
+        assert list(per.x) == sorted(o.speed.decode_tok_s_per_seq)
+        assert list(per.y) == [o.speed.decode_tok_s_per_seq[u] for u in per.x]
+        assert list(tot.y) == [o.speed.decode_tok_s_total[u] for u in tot.x]
+    text = readings.decode_reading(p, picks)
+    assert fmt_tok_s_of(picks[0].speed.decode_tok_s_per_seq[1]) in text
+
+
+def fmt_tok_s_of(x):
+    from planner.format import fmt_tok_s
+
+    return fmt_tok_s(x)
+
+
+def test_ttft_vs_prompt_one_point_per_plan():
+    plans = [_speed_plan(prompt_tokens=n) for n in (512, 2048, 8192)]
+    fig = charts.ttft_vs_prompt(plans, [("llama.cpp", "Q4_K_M"), ("mlx-lm", "mlx-4bit-g64")])
+    assert len(fig.data) == 2
+    for tr, (rt, q) in zip(fig.data, [("llama.cpp", "Q4_K_M"), ("mlx-lm", "mlx-4bit-g64")]):
+        assert list(tr.x) == [512, 2048, 8192]
+        assert list(tr.y) == [next(o for o in pl.options if o.runtime == rt and o.quant == q).speed.ttft_s
+                              for pl in plans]
+    assert charts.chart_sections(plans[0]) == ["memory", "concurrency", "decode", "ttft"]
+
+
+def test_price_performance_marks_pareto_and_picks():
+    from planner.buy import buy
+    from planner.workload import Targets, custom_workload
+
+    wl = custom_workload("chat")
+    wl = wl.model_copy(update={"targets": Targets()})  # no targets: every Mac that fits is a candidate
+    b = buy(["llama-3.1-8b"], wl)
+    fig = charts.price_performance(b)
+    by_name = {t.name: t for t in fig.data}
+    front = by_name["Pareto front"]
+    assert list(front.x) == [x.price_usd for x in b.pareto]
+    dots = sum(len(t.x) for t in fig.data if t.name in ("meets the targets", "misses a target"))
+    assert dots == len(b.per_mac)
+    if b.cheapest is not None:
+        assert list(by_name["cheapest that meets the targets"].x) == [b.cheapest.price_usd]
+    assert f"${b.cheapest.price_usd:,.0f}" in readings.buy_reading(b)
+    rows = readings.buy_rows(b)
+    assert len(rows) == len(b.per_mac) and rows[0]["price [$]"] == b.per_mac[0].price_usd
+
+
+def test_recommend_reading_and_recipe():
+    from planner.advice import recommend
+    from planner.workload import custom_workload
+
+    r = recommend("llama-3.3-70b", 64, custom_workload("chat", users=1).model_copy(
+        update={"targets": custom_workload("chat").targets.model_copy(update={"min_tok_s_per_user": None,
+                                                                               "max_ttft_s": None})}))
+    top = r.options[0]
+    assert top.quant in readings.recommend_reading(r)
+    assert top.recipe.server in readings.recipe_text(top)
+    assert len(readings.recommend_rows(r)) == len(r.options)
