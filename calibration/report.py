@@ -60,8 +60,10 @@ def era_aware_apes(data, fits) -> dict[tuple[str, str], list[float]]:
     return out
 
 
-def loco_apes(data) -> tuple[dict[tuple[str, str], list[float]], dict[str, dict[str, float]]]:
+def loco_apes(data):
+    """-> (APEs by (runtime, phase), per-chip MAPE by phase, (chip, APE) pairs by (runtime, phase))."""
     out = defaultdict(list)
+    rows = defaultdict(list)
     per_chip: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     chips = sorted({r.chip_id for recs in data.values() for r in recs})
     for chip in chips:
@@ -76,8 +78,9 @@ def loco_apes(data) -> tuple[dict[tuple[str, str], list[float]], dict[str, dict[
                 k = _era_adjusted(k, fits["llama.cpp"][0] if rt == "ollama" else params, r.era)
                 ape = abs(F.predict_record(r, k) / r.value - 1) * 100
                 out[(rt, r.phase)].append(ape)
+                rows[(rt, r.phase)].append((chip, ape))
                 per_chip[f"{rt} {chip}"][r.phase].append(ape)
-    return out, {c: {ph: float(np.mean(v)) for ph, v in d.items()} for c, d in per_chip.items()}
+    return out, {c: {ph: float(np.mean(v)) for ph, v in d.items()} for c, d in per_chip.items()}, rows
 
 
 def table(name: str, apes: dict[tuple[str, str], list[float]]) -> list[str]:
@@ -99,8 +102,18 @@ def main(argv: list[str] | None = None) -> int:
              f"({', '.join(f'{k}: {len(v)}' for k, v in sorted(data.items()))}); skipped {dict(skipped)}", ""]
     lines += table("in-sample, shipped profiles (current-build constants)", shipped_apes(data)) + [""]
     lines += table("in-sample, era-aware (build-era factors applied)", era_aware_apes(data, fits)) + [""]
-    loco, per_chip = loco_apes(data)
+    loco, per_chip, loco_rows = loco_apes(data)
     lines += table("leave-one-chip-out (refit without the chip, era-aware)", loco) + [""]
+    lines.append("LOCO, each chip weighted equally (mean of per-chip MAPE) | rows without m2-ultra-76gpu")
+    for rt in sorted({c.split()[0] for c in per_chip}):
+        for ph in ("decode", "prefill"):
+            vals = [d[ph] for c, d in per_chip.items() if c.split()[0] == rt and ph in d]
+            rest = [a for (r, p_), v in loco_rows.items() if r == rt and p_ == ph for c, a in v
+                    if c != "m2-ultra-76gpu"]
+            if vals:
+                lines.append(f"{rt:10s} {ph:8s} chips {len(vals):2d}  chip-mean MAPE {np.mean(vals):5.1f}%  |  "
+                             f"without M2 Ultra: n {len(rest):3d}  MAPE {np.mean(rest) if rest else float('nan'):5.1f}%")
+    lines.append("")
     if "--per-chip" in (argv or []):
         lines.append("LOCO MAPE per held-out chip")
         for c, d in sorted(per_chip.items()):
