@@ -20,9 +20,10 @@ from ..schema import ModelConfig, ModelProfile
 from .errors import HubError, SourceError
 from .hfconfig import from_hf_config
 
-__all__ = ["ResolvedModel", "resolve_model", "from_hf_config", "SourceError", "HubError", "mlx_quant_id"]
+__all__ = ["HubError", "ResolvedModel", "SourceError", "from_hf_config", "mlx_quant_id", "resolve_model"]
 
-REPO_RE = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+# huggingface_hub validate_repo_id: [\w.-], names at most 96 characters
+REPO_RE = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96}$")
 
 
 class ResolvedModel(BaseModel):

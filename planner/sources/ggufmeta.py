@@ -337,7 +337,7 @@ def exact_weights(tensors: list[TensorInfo], vision_bytes: int = 0) -> WeightsEs
                            by_group=by_group, by_type=by_type, vision_bytes=vision_bytes, exact=True)
 
 
-_QUANT_RE = re.compile(r"(?<![A-Za-z0-9])(I?Q\d_[A-Z0-9_]+?|Q\d_\d|MXFP4_MOE|BF16|F16|F32)(?=[-.]|$)", re.I)
+_QUANT_RE = re.compile(r"(?<![A-Za-z0-9])(I?Q\d_[A-Z0-9_]+?|Q\d_\d|MXFP4_MOE|BF16|F16|F32)(?=[-.]|$)", re.IGNORECASE)
 
 
 def quant_from_gguf(kv: dict, filename: str) -> str | None:

@@ -109,8 +109,14 @@ def resolve_hub(repo: str, file: str | None = None, quant: str | None = None):
 
 def _map_error(e: Exception, repo: str) -> PlannerError:
     import httpx2
-    from huggingface_hub.errors import (GatedRepoError, HfHubHTTPError, LocalEntryNotFoundError,
-                                        OfflineModeIsEnabled, RepositoryNotFoundError, RevisionNotFoundError)
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        HfHubHTTPError,
+        LocalEntryNotFoundError,
+        OfflineModeIsEnabled,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
 
     if isinstance(e, GatedRepoError):
         return HubError(f"{repo} is gated: accept its license on huggingface.co and set HF_TOKEN")
@@ -153,7 +159,7 @@ def _fetch(repo: str, file: str | None, quant: str | None):
 
 
 def _looks_mlx(q: str) -> bool:
-    return bool(re.search(r"bit|mlx|mxfp|nvfp", q, re.I))
+    return bool(re.search(r"bit|mlx|mxfp|nvfp", q, re.IGNORECASE))
 
 
 def _fetch_config(api, repo: str, sha: str | None, siblings: dict):

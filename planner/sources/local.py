@@ -9,10 +9,17 @@ from pathlib import Path
 
 from ..results import WeightsEstimate
 from .errors import SourceError
-from .ggufmeta import GGUF_MAGIC, TensorInfo, config_from_gguf, exact_weights, kv_from_reader, quant_from_gguf
-from .ggufmeta import tensors_from_reader
+from .ggufmeta import (
+    GGUF_MAGIC,
+    TensorInfo,
+    config_from_gguf,
+    exact_weights,
+    kv_from_reader,
+    quant_from_gguf,
+    tensors_from_reader,
+)
 
-SPLIT_RE = re.compile(r"^(?P<prefix>.*)-(?P<i>\d{5})-of-(?P<n>\d{5})\.gguf$", re.I)
+SPLIT_RE = re.compile(r"^(?P<prefix>.*)-(?P<i>\d{5})-of-(?P<n>\d{5})\.gguf$", re.IGNORECASE)
 
 
 def read_gguf(path: Path) -> tuple[dict, list[TensorInfo]]:
