@@ -101,3 +101,27 @@ def test_text_output(capsys):
     code, out, err = run(capsys, CONTRACT[:-1])
     assert code == 0, err
     assert "prefill" in out and "decode" in out and "calibration" in out
+
+
+def test_plan_with_chip_has_speed_side_by_side(capsys):
+    code = main(["--model", "llama-3.1-8b", "--chip", "M4 Max", "--gpu-cores", "40", "-q", "Q4_K_M", "-q", "4bit",
+                 "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    p = json.loads(out)
+    runtimes = {o["runtime"] for o in p["options"] if o["speed"]}
+    assert runtimes == {"llama.cpp", "mlx-lm"}
+    s = p["options"][0]["speed"]
+    assert s["prompt_tokens"] == 1024 and s["gen_tokens"] == 256
+    assert set(s["decode_tok_s_total"]) >= {"1", "2", "4", "8", "16"}
+    assert s["decode_tok_s_total"]["1"] == pytest.approx(s["decode_tok_s_per_seq"]["1"])
+    code = main(["--model", "llama-3.1-8b", "--chip", "M4 Max", "--gpu-cores", "40", "-q", "Q4_K_M"])
+    out, _ = capsys.readouterr()
+    assert "Speed (1,024-token prompt" in out
+
+
+def test_plan_without_chip_has_no_speed(capsys):
+    code = main(["--model", "llama-3.1-8b", "--ram", "16", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert all(o["speed"] is None for o in json.loads(out)["options"])

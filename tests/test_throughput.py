@@ -174,3 +174,40 @@ def test_bound_models_quants_property(model, rt_id, gi, c, batch, depth, gen):
     if q == "MXFP4_MOE" and not profiles.load_model(model).config.is_moe:
         q = "Q4_K_M"
     _check_bound(model, rt_id, q, c, batch, depth, gen)
+
+
+# ----------------------------------------------------------------------------- calibration lookup
+def test_lookup_chip_scopes_and_generation_fallback():
+    m3 = profiles.resolve_chip("m3-max-40gpu")
+    res = profiles.load_speed_constants(m3, "llama.cpp")
+    assert res.scopes == ["default__llama.cpp", "gen-M3__llama.cpp", "tier-max__llama.cpp"]
+    m5 = profiles.resolve_chip("m5-max-40gpu")
+    res5 = profiles.load_speed_constants(m5, "llama.cpp")
+    assert "gen-M4__llama.cpp" in res5.scopes and "derived from generation M4" in res5.source
+
+
+def test_ollama_inherits_llama_cpp_and_overrides_eta_bw():
+    c = profiles.resolve_chip("m3-pro-18gpu")
+    lc = profiles.load_speed_constants(c, "llama.cpp")
+    ol = profiles.load_speed_constants(c, "ollama")
+    assert ol.scopes[: len(lc.scopes)] == lc.scopes and any(s.endswith("__ollama") for s in ol.scopes)
+    assert ol.constants.eta_c == lc.constants.eta_c
+
+
+def test_user_calibration_wins(tmp_path, monkeypatch):
+    import yaml
+    (tmp_path / "calibration").mkdir()
+    prof = {"id": "m3-max-40gpu__llama.cpp", "scope": "m3-max-40gpu", "runtime": "llama.cpp",
+            "constants": {"eta_bw": 0.5}, "provenance": {"method": "user run", "fitted_on": "2026-12-01",
+                                                          "residuals": {"mape": 3.0}}}
+    (tmp_path / "calibration" / "m3-max-40gpu__llama.cpp.yaml").write_text(yaml.safe_dump(prof))
+    monkeypatch.setenv("MAC_LLM_PLANNER_USER_PROFILES", str(tmp_path))
+    profiles.clear_cache()
+    try:
+        res = profiles.load_speed_constants(profiles.resolve_chip("m3-max-40gpu"), "llama.cpp")
+        shipped = profiles.load_speed_constants(profiles.resolve_chip("m3-max-40gpu"), "llama.cpp", include_user=False)
+    finally:
+        monkeypatch.undo()
+        profiles.clear_cache()
+    assert res.constants.eta_bw == 0.5 and shipped.constants.eta_bw > 0.5
+    assert "calibrated on this Mac on 2026-12-01" in res.source
