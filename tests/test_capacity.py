@@ -27,10 +27,13 @@ def test_default_wired_limit_matches_logged_values(ram, mib):
     assert C.wired_limit(ram, MACOS15).default_bytes // MiB == mib
 
 
-def test_max_raise_leaves_8_gib_or_10_percent():
-    # 64 GB: reserve max(8 GiB, 6.4 GiB) = 8 GiB -> 56 GiB; 512 GB: reserve 51.2 GiB -> 460.8 GiB (rounded down to MiB)
+def test_max_raise_leaves_4_gib_or_12_5_percent():
+    # 64 GB: reserve max(4 GiB, 8 GiB) = 8 GiB -> 56 GiB; 16 GB: max(4, 2) = 4 -> 12 GiB;
+    # 512 GB: reserve 64 GiB -> 448 GiB; 8 GB: 8 - 4 = 4 GiB is below the 5.33 GiB default, so the default stays
     assert C.wired_limit(64, MACOS15).max_raise_bytes == 56 * GiB
-    assert C.wired_limit(512, MACOS15).max_raise_bytes == int(512 * GiB * 0.9) // MiB * MiB
+    assert C.wired_limit(16, MACOS15).max_raise_bytes == 12 * GiB
+    assert C.wired_limit(512, MACOS15).max_raise_bytes == 448 * GiB
+    assert C.wired_limit(8, MACOS15).max_raise_bytes == C.wired_limit(8, MACOS15).default_bytes
 
 
 def test_user_wired_limit_bounds():

@@ -64,6 +64,9 @@ def render_plan(p: Plan) -> str:
                     out.append("  with the limit raised, longest context: "
                                + ", ".join(f"{u} user{'s' if u > 1 else ''} {fmt_ctx(c)}" for u, c in best.items()))
     out += render_speed(p)
+    for o in p.options:
+        for n in o.notes:
+            out.append(f"note: {o.runtime} {o.quant}: {n}")
     for n in p.notes:
         out.append(f"note: {n}")
     return "\n".join(out).rstrip() + "\n"
