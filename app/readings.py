@@ -25,6 +25,11 @@ def mac_label(p: Plan) -> str:
     return f"{chip.label}, {p.mac.ram_gb:g} GB" if chip else f"{p.mac.ram_gb:g} GB Mac"
 
 
+def mac_short(p: Plan) -> str:
+    chip = p.mac.chip
+    return f"{chip.name}, {p.mac.ram_gb:g} GB" if chip else f"{p.mac.ram_gb:g} GB"
+
+
 def workload_label(p: Plan) -> str:
     r = p.request
     who = "1 user" if r.users == 1 else f"{r.users} users"
@@ -253,6 +258,14 @@ def recommend_reading(r) -> str:
     if r.router is not None:
         parts.append(f"Mixed workload: {r.router.reason}.")
     return " ".join(parts)
+
+
+def recommend_headline(r, wl) -> str:
+    o = r.options[0]
+    sp = o.speed
+    speed = f", about {fmt_tok_s(sp.decode_tok_s_per_user)} tok/s per user" if sp is not None else ""
+    return (f"**Recommended for the {wl.name.lower()} workload: {o.runtime} · {o.quant}** with a {o.kv_type} KV cache"
+            f"{speed} — see the recommendation and launch recipe below.")
 
 
 def recommend_rows(r) -> list[dict[str, str]]:

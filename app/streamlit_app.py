@@ -283,13 +283,31 @@ def show_compare(plans: list[Plan]) -> None:
     section("Which Macs can run it", charts.compare_macs(plans), readings.compare_reading(plans), "chart_compare")
 
 
+def recommendation_for(p: Plan, wl):
+    """(Recommendation or None, message or None) from planner.advice.recommend for this plan's Mac and workload."""
+    from planner.advice import TargetsUnreachableError
+
+    r = p.request
+    try:
+        return cached_recommend(p.model.id, p.mac.ram_gb, p.mac.chip.id if p.mac.chip else None, None,
+                                wl.model_dump_json(), r.macos, tuple(r.runtimes),
+                                tuple(r.quants) if r.quants else None, r.wired_limit_mb), None
+    except TargetsUnreachableError as e:
+        return None, ("warning", str(e))
+    except PlannerError as e:
+        return None, ("info", f"No recommendation: {e}")
+
+
 def show_plan(p: Plan, wl=None) -> None:
     level, text = readings.headline(p)
     getattr(st, level)(text)
+    rec, rec_msg = recommendation_for(p, wl) if wl is not None else (None, None)
+    if rec is not None and rec.options:
+        st.markdown(readings.recommend_headline(rec, wl))
     st.caption(readings.model_line(p))
     w = p.wired
     c1, c2, c3, c4 = st.columns(4)
-    c1.metric("Mac", readings.mac_label(p))
+    c1.metric("Mac", readings.mac_short(p), help=readings.mac_label(p))
     c2.metric("GPU memory limit", fmt_bytes(w.effective_bytes), help=w.rule)
     c3.metric("Kept for macOS", fmt_bytes(w.left_for_macos_bytes))
     c4.metric("Users × context", readings.workload_short(p))
@@ -299,7 +317,8 @@ def show_plan(p: Plan, wl=None) -> None:
     st.table(readings.fit_rows(p))
 
     labels = [readings.option_label(o) for o in p.options]
-    best = readings.best_options(p)
+    best = [o for o in p.options if rec is not None and rec.options and (o.runtime, o.quant) ==
+            (rec.options[0].runtime, rec.options[0].quant)] or readings.best_options(p)
     # keyed on the plan's identity so a new model or Mac starts at its own best option
     chosen_label = st.selectbox("Look closer at one option (marks it in the chart below, sets the launch recipe)",
                                 labels, key=f"chosen_{p.model.id}_{p.mac.ram_gb:g}_{'-'.join(p.request.runtimes)}",
@@ -312,7 +331,8 @@ def show_plan(p: Plan, wl=None) -> None:
 
     show_speed(p, chosen)
 
-    rec = show_recommend(p, wl) if wl is not None else None
+    if wl is not None:
+        show_recommend(rec, rec_msg, wl)
     show_recipe(p, chosen, rec)
 
     notes = [*p.notes, *(f"{readings.option_label(o)}: {n}" for o in p.options for n in o.notes)]
@@ -349,28 +369,17 @@ def show_speed(p: Plan, chosen) -> None:
             readings.ttft_reading(p, picks), "chart_ttft")
 
 
-def show_recommend(p: Plan, wl) -> None:
-    """Ranked configurations for the workload (planner.advice.recommend) and the top one's launch recipe."""
-    from planner.advice import TargetsUnreachableError
-
-    r = p.request
+def show_recommend(rec, msg, wl) -> None:
+    """Ranked configurations for the workload (planner.advice.recommend)."""
     st.subheader("Recommendation for this workload")
     st.caption(f"Workload: {wl.summary()}")
-    try:
-        rec = cached_recommend(p.model.id, p.mac.ram_gb, p.mac.chip.id if p.mac.chip else None, None,
-                               wl.model_dump_json(), r.macos, tuple(r.runtimes), tuple(r.quants) if r.quants else None,
-                               r.wired_limit_mb)
-    except TargetsUnreachableError as e:
-        st.warning(f"{e}")
-        return None
-    except PlannerError as e:
-        st.info(f"No recommendation: {e}")
-        return None
+    if rec is None:
+        getattr(st, msg[0])(msg[1])
+        return
     st.markdown(readings.recommend_reading(rec))
-    st.dataframe(readings.recommend_rows(rec), hide_index=True, width="stretch")
+    st.table(readings.recommend_rows(rec))
     for n in rec.notes:
         st.caption(f"Note: {n}")
-    return rec
 
 
 def show_recipe(p: Plan, chosen, rec) -> None:
