@@ -25,7 +25,7 @@ STACK = [
     ("output_buffer", "output buffer", "#bdbdbd"),
     ("runtime_overhead", "runtime overhead", "#d7d7d7"),
 ]
-LAYOUT = dict(template="plotly_white", margin=dict(l=10, r=10, t=50, b=10), font=dict(size=13))
+LAYOUT = {"template": "plotly_white", "margin": {"l": 10, "r": 10, "t": 50, "b": 10}, "font": {"size": 13}}
 
 
 def byte_ticks(top: int, n: int = 8) -> tuple[list[int], list[str]]:
@@ -52,27 +52,27 @@ def memory_stack(p: Plan) -> go.Figure:
     fig.add_scatter(
         x=x, y=totals, mode="text", name="total", showlegend=False, textposition="top center", cliponaxis=False,
         text=[f"{VERDICT_MARK[o.fit.verdict]} {fmt_bytes(o.memory.total)}" for o in p.options],
-        textfont=dict(color=[VERDICT_COLOR[o.fit.verdict] for o in p.options], size=12),
+        textfont={"color": [VERDICT_COLOR[o.fit.verdict] for o in p.options], "size": 12},
         hovertext=[f"{verdict_text(o.fit.verdict)}: {o.fit.reason}" for o in p.options],
         hovertemplate="%{x}<br>total %{text}<br>%{hovertext}<extra></extra>")
     # Lines carry no overlapping in-plot labels: each is named in the right margin, at its own height.
     fig.add_hrect(y0=w.effective_bytes, y1=w.ram_bytes, fillcolor="#9e9e9e", opacity=0.12, line_width=0)
-    fig.add_hline(y=w.effective_bytes, line=dict(color="#c62828", width=2))
+    fig.add_hline(y=w.effective_bytes, line={"color": "#c62828", "width": 2})
     side = [(w.effective_bytes, f"GPU limit {fmt_bytes(w.effective_bytes)}", "#c62828")]
     if w.max_raise_bytes != w.effective_bytes:
-        fig.add_hline(y=w.max_raise_bytes, line=dict(color="#1565c0", width=1.5, dash="dash"))
+        fig.add_hline(y=w.max_raise_bytes, line={"color": "#1565c0", "width": 1.5, "dash": "dash"})
         side.append((w.max_raise_bytes, f"raise to ≤ {fmt_bytes(w.max_raise_bytes)}", "#1565c0"))
-    fig.add_hline(y=w.ram_bytes, line=dict(color="#424242", width=2))
-    side.append((w.ram_bytes, f"RAM {p.mac.ram_gb:g} GB<br><span style='font-size:11px'>grey band: "
-                              f"{fmt_bytes(w.left_for_macos_bytes)} for macOS</span>", "#424242"))
+    fig.add_hline(y=w.ram_bytes, line={"color": "#424242", "width": 2})
+    side.append((w.ram_bytes, (f"RAM {p.mac.ram_gb:g} GB<br><span style='font-size:11px'>grey band: "
+                              f"{fmt_bytes(w.left_for_macos_bytes)} for macOS</span>"), "#424242"))
     for y, text, color in side:
         fig.add_annotation(xref="paper", x=1.0, xanchor="left", yref="y", y=y, text=text, showarrow=False,
-                           font=dict(color=color, size=12), align="left")
+                           font={"color": color, "size": 12}, align="left")
     top = max([w.ram_bytes, *totals])
     vals, text = byte_ticks(top)
-    fig.update_layout(**{**LAYOUT, "margin": dict(l=10, r=150, t=30, b=10)}, barmode="stack", height=500,
-                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0, xanchor="left", traceorder="normal"),
-                      yaxis=dict(title="memory", tickvals=vals, ticktext=text, range=[0, vals[-1]]))
+    fig.update_layout(**{**LAYOUT, "margin": {"l": 10, "r": 150, "t": 30, "b": 10}}, barmode="stack", height=500,
+                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0, "xanchor": "left", "traceorder": "normal"},
+                      yaxis={"title": "memory", "tickvals": vals, "ticktext": text, "range": [0, vals[-1]]})
     return fig
 
 
@@ -97,12 +97,12 @@ def concurrency_heatmap(p: Plan, chosen: Option | None = None) -> go.Figure:
     if chosen is not None:
         fig.add_scatter(x=[fmt_ctx(chosen.memory.context)], y=[option_label(chosen)], mode="markers",
                         cliponaxis=False,
-                        marker=dict(symbol="square-open", size=34, color="#000", line=dict(width=3)),
+                        marker={"symbol": "square-open", "size": 34, "color": "#000", "line": {"width": 3}},
                         name="your choice", showlegend=False, hoverinfo="skip")
     fig.update_layout(**LAYOUT, height=max(260, 34 * len(ys) + 90),
-                      xaxis=dict(title="context per session [tokens] → cells: sessions that fit at once",
-                                 type="category", side="top"),
-                      yaxis=dict(type="category", autorange="reversed"))
+                      xaxis={"title": "context per session [tokens] → cells: sessions that fit at once",
+                                 "type": "category", "side": "top"},
+                      yaxis={"type": "category", "autorange": "reversed"})
     return fig
 
 
@@ -127,8 +127,8 @@ def compare_macs(plans: list[Plan]) -> go.Figure:
         colorscale=VERDICT_SCALE, showscale=False, xgap=2, ygap=2,
         hovertemplate="%{y} on %{x}<br>%{customdata}<extra></extra>"))
     fig.update_layout(**LAYOUT, height=max(260, 34 * len(ys) + 110),
-                      xaxis=dict(type="category", side="top",
-                                 title="cells: verdict and room left under the GPU limit (negative: over)"), yaxis=dict(type="category", autorange="reversed"))
+                      xaxis={"type": "category", "side": "top",
+                                 "title": "cells: verdict and room left under the GPU limit (negative: over)"}, yaxis={"type": "category", "autorange": "reversed"})
     return fig
 
 
@@ -161,23 +161,23 @@ def price_performance(b) -> go.Figure:
         sel = [x for x in rows if x.meets_targets == meets]
         if sel:
             fig.add_scatter(x=[x.price_usd for x in sel], y=[y(x) for x in sel], mode="markers", name=name,
-                            marker=dict(color=color, size=9, opacity=0.8), hovertext=[hover(x) for x in sel],
+                            marker={"color": color, "size": 9, "opacity": 0.8}, hovertext=[hover(x) for x in sel],
                             hovertemplate="%{hovertext}<extra></extra>")
     if b.pareto:
         fig.add_scatter(x=[x.price_usd for x in b.pareto], y=[y(x) for x in b.pareto], mode="lines+markers",
-                        name="Pareto front", line=dict(color="#1565c0", width=2, shape="hv"),
-                        marker=dict(size=7, color="#1565c0"), hoverinfo="skip")
+                        name="Pareto front", line={"color": "#1565c0", "width": 2, "shape": "hv"},
+                        marker={"size": 7, "color": "#1565c0"}, hoverinfo="skip")
     for pick, name, symbol in ((b.cheapest, "cheapest that meets the targets", "star"),
                                (b.best_value, "best value", "diamond")):
         if pick is not None:
             fig.add_scatter(x=[pick.price_usd], y=[y(pick)], mode="markers+text", name=name, text=[name],
-                            textposition="top center", marker=dict(symbol=symbol, size=18, color="#ef8f00",
-                                                                    line=dict(color="#000", width=1)),
+                            textposition="top center", marker={"symbol": symbol, "size": 18, "color": "#ef8f00",
+                                                                    "line": {"color": "#000", "width": 1}},
                             hovertext=[hover(pick)], hovertemplate="%{hovertext}<extra></extra>")
     fig.update_layout(**LAYOUT, height=460,
-                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0, xanchor="left"),
-                      xaxis=dict(title="launch list price [USD]", tickprefix="$", separatethousands=True),
-                      yaxis=dict(title="decode tok/s per user" if speed else "RAM [GB] (no speed model)"))
+                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0, "xanchor": "left"},
+                      xaxis={"title": "launch list price [USD]", "tickprefix": "$", "separatethousands": True},
+                      yaxis={"title": "decode tok/s per user" if speed else "RAM [GB] (no speed model)"})
     return fig
 
 
@@ -201,22 +201,22 @@ def decode_vs_users(p: Plan, options: list[Option]) -> go.Figure:
         color = RUNTIME_COLOR.get(o.runtime, "#555")
         name = option_label(o)
         fig.add_scatter(x=users, y=[sp.decode_tok_s_per_seq[u] for u in users], mode="lines+markers",
-                        name=f"{name}: per user", line=dict(color=color, width=2.5),
+                        name=f"{name}: per user", line={"color": color, "width": 2.5},
                         hovertext=[f"{fmt_tok_s(sp.decode_tok_s_per_seq[u])} tok/s per user, {sp.bound[u]}-bound"
                                    for u in users], hovertemplate="%{x} users: %{hovertext}<extra></extra>")
         fig.add_scatter(x=users, y=[sp.decode_tok_s_total[u] for u in users], mode="lines+markers",
-                        name=f"{name}: all users", line=dict(color=color, width=2, dash="dash"),
+                        name=f"{name}: all users", line={"color": color, "width": 2, "dash": "dash"},
                         hovertext=[f"{fmt_tok_s(sp.decode_tok_s_total[u])} tok/s in total" for u in users],
                         hovertemplate="%{x} users: %{hovertext}<extra></extra>")
         ceiling = getattr(sp, "decode_ceiling_tok_s", None)  # bandwidth roofline, per user, when the core has it
         if ceiling:
             fig.add_scatter(x=users, y=[ceiling[u] for u in users], mode="lines", name=f"{name}: bandwidth roofline",
-                            line=dict(color=color, width=1.5, dash="dot"), hoverinfo="skip")
+                            line={"color": color, "width": 1.5, "dash": "dot"}, hoverinfo="skip")
     fig.update_layout(**LAYOUT, height=420,
-                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0, xanchor="left"),
-                      xaxis=dict(title="concurrent users (sequences decoded together)", type="log",
-                                 tickvals=p.user_counts, ticktext=[str(u) for u in p.user_counts]),
-                      yaxis=dict(title="decode speed [tok/s]", rangemode="tozero"))
+                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0, "xanchor": "left"},
+                      xaxis={"title": "concurrent users (sequences decoded together)", "type": "log",
+                                 "tickvals": p.user_counts, "ticktext": [str(u) for u in p.user_counts]},
+                      yaxis={"title": "decode speed [tok/s]", "rangemode": "tozero"})
     return fig
 
 
@@ -233,13 +233,13 @@ def ttft_vs_prompt(plans: list[Plan], picks: list[tuple[str, str]]) -> go.Figure
                 ys.append(o.speed.ttft_s)
         if xs:
             fig.add_scatter(x=xs, y=ys, mode="lines+markers", name=f"{runtime} · {quant}",
-                            line=dict(color=RUNTIME_COLOR.get(runtime, "#555"), width=2.5),
+                            line={"color": RUNTIME_COLOR.get(runtime, "#555"), "width": 2.5},
                             hovertext=[f"{fmt_ctx(x)} prompt: first token after {fmt_seconds(y)}" for x, y in zip(xs, ys)],
                             hovertemplate="%{hovertext}<extra></extra>")
     ticks = sorted({pl.request.prompt_tokens for pl in plans})
     fig.update_layout(**LAYOUT, height=420,
-                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0, xanchor="left"),
-                      xaxis=dict(title="prompt length [tokens]", type="log", tickvals=ticks,
-                                 ticktext=[fmt_ctx(t) for t in ticks]),
-                      yaxis=dict(title="time to first token [s]", rangemode="tozero"))
+                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0, "xanchor": "left"},
+                      xaxis={"title": "prompt length [tokens]", "type": "log", "tickvals": ticks,
+                                 "ticktext": [fmt_ctx(t) for t in ticks]},
+                      yaxis={"title": "time to first token [s]", "rangemode": "tozero"})
     return fig

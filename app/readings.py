@@ -7,8 +7,16 @@ computing.
 
 from __future__ import annotations
 
-from planner.format import (VERDICT_MARK, fmt_bytes, fmt_ctx, fmt_gb, fmt_params, fmt_seconds, fmt_tok_s,
-                            verdict_text)
+from planner.format import (
+    VERDICT_MARK,
+    fmt_bytes,
+    fmt_ctx,
+    fmt_gb,
+    fmt_params,
+    fmt_seconds,
+    fmt_tok_s,
+    verdict_text,
+)
 from planner.plan import Option, Plan
 
 # Best first; used to pick the headline verdict.
@@ -102,9 +110,9 @@ def limit_reading(p: Plan) -> str:
 
 def memory_reading(p: Plan) -> str:
     groups = {v: [o for o in p.options if o.fit.verdict == v] for v in VERDICT_ORDER}
-    parts = [f"Each bar is one runtime × quantization at {workload_label(p)}: weights (the model file), KV cache "
+    parts = [(f"Each bar is one runtime × quantization at {workload_label(p)}: weights (the model file), KV cache "
              "(grows with context × users) and working buffers. A bar must stay under the red GPU-limit line; the "
-             "dashed blue line is the most you can raise that limit to; the grey band is kept for macOS."]
+             "dashed blue line is the most you can raise that limit to; the grey band is kept for macOS.")]
     if groups["fits"]:
         parts.append(f"{_plural(len(groups['fits']), 'option')} fit comfortably "
                      f"({', '.join(o.quant for o in groups['fits'])}).")
@@ -126,9 +134,9 @@ def heatmap_reading(p: Plan, o: Option) -> str:
     n = o.safe_users[ctx]
     enough = "enough for" if n >= r.users else "fewer than"
     longest = o.max_context[r.users]
-    parts = [f"How many people can use the model at once at each context length (cells: sessions that fit with the "
+    parts = [(f"How many people can use the model at once at each context length (cells: sessions that fit with the "
              f"runtime's safety margin). For **{option_label(o)}** at {fmt_ctx(ctx)} tokens: "
-             f"**{_plural(n, 'session')}**, {enough} your {_plural(r.users, 'user')}."]
+             f"**{_plural(n, 'session')}**, {enough} your {_plural(r.users, 'user')}.")]
     if longest:
         parts.append(f"With {_plural(r.users, 'user')}, each can have up to {fmt_ctx(longest)} tokens of context.")
     else:
@@ -213,8 +221,8 @@ def decode_reading(p: Plan, picks: list[Option]) -> str:
     if not picks:
         return "No speed estimate for these options."
     users = p.request.users
-    parts = ["How fast text appears. Solid lines: what each user sees; dashed: all users together. More users "
-             "share the same memory bandwidth, so each gets less while the total grows until compute runs out."]
+    parts = [("How fast text appears. Solid lines: what each user sees; dashed: all users together. More users "
+             "share the same memory bandwidth, so each gets less while the total grows until compute runs out.")]
     for o in picks:
         sp = o.speed
         first = min(sp.decode_tok_s_per_seq)
@@ -231,8 +239,8 @@ def decode_reading(p: Plan, picks: list[Option]) -> str:
 def ttft_reading(p: Plan, picks: list[Option]) -> str:
     if not picks:
         return "No speed estimate for these options."
-    parts = ["How long a prompt takes to read before the answer starts (time to first token). It grows with the "
-             "prompt: long documents, RAG passages and agent loops wait the longest."]
+    parts = [("How long a prompt takes to read before the answer starts (time to first token). It grows with the "
+             "prompt: long documents, RAG passages and agent loops wait the longest.")]
     for o in picks:
         sp = o.speed
         parts.append(f"**{option_label(o)}**: a {fmt_ctx(sp.prompt_tokens)}-token prompt (your workload) waits "
@@ -247,8 +255,8 @@ def recommend_reading(r) -> str:
         return "No configuration fits this Mac for this workload."
     o = r.options[0]
     sp = o.speed
-    parts = [f"**Best for this workload: {o.runtime} · {o.quant}** (KV {o.kv_type}, {_plural(o.slots, 'parallel slot')}, "
-             f"{fmt_ctx(o.context)} tokens each), using {fmt_bytes(o.memory_bytes)}: {verdict_text(o.fit.verdict)}."]
+    parts = [(f"**Best for this workload: {o.runtime} · {o.quant}** (KV {o.kv_type}, {_plural(o.slots, 'parallel slot')}, "
+             f"{fmt_ctx(o.context)} tokens each), using {fmt_bytes(o.memory_bytes)}: {verdict_text(o.fit.verdict)}.")]
     if sp is not None:
         parts.append(f"Each user sees about {fmt_tok_s(sp.decode_tok_s_per_user)} tok/s and waits "
                      f"{fmt_seconds(sp.ttft_s)} for the first token; a whole request takes {fmt_seconds(sp.time_per_request_s)}.")
@@ -305,8 +313,8 @@ def _buy_line(label: str, x) -> str:
 
 def buy_reading(b) -> str:
     """b: planner.buy.BuyResult."""
-    parts = [f"Each dot is one Mac configuration at its launch list price, with the best way to run "
-             f"{' + '.join(b.models)} on it. The line joins the Pareto front: no other Mac is both cheaper and faster."]
+    parts = [(f"Each dot is one Mac configuration at its launch list price, with the best way to run "
+             f"{' + '.join(b.models)} on it. The line joins the Pareto front: no other Mac is both cheaper and faster.")]
     parts += [x for x in (_buy_line("Cheapest that meets the targets", b.cheapest),
                           _buy_line("Best value", b.best_value),
                           _buy_line("Fastest" + (f" within ${b.budget_usd:,.0f}" if b.budget_usd else ""),

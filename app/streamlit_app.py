@@ -158,12 +158,12 @@ def mac_form() -> tuple[str, list[dict]]:
     if mode == MODE_BUY:
         budget = st.sidebar.number_input("Budget [USD] (0 = no limit)", 0, 100_000, 0, step=500, key="budget")
         rumoured = st.sidebar.checkbox("Include rumoured chips", False, key="rumoured")
-        return mode, [dict(budget=float(budget) or None, include_rumoured=rumoured)]
+        return mode, [{"budget": float(budget) or None, "include_rumoured": rumoured}]
     if mode == MODE_RAM:
         sizes = sorted({r for _, _, opts, _ in table for r in opts})
         ram = st.sidebar.selectbox("Unified memory (RAM)", sizes, index=sizes.index(64) if 64 in sizes else 0,
                                    format_func=lambda r: f"{r} GB", key="ram_only", help=tip("ram_gb"))
-        return mode, [dict(ram_gb=float(ram))]
+        return mode, [{"ram_gb": float(ram)}]
     if mode == MODE_COMPARE:
         labels = {f"{chip_label(n, c, s)} · {r} GB": (n, c, r) for n, c, opts, s in table for r in opts}
         default = [k for k, v in labels.items() if v in COMPARE_DEFAULT]
@@ -172,7 +172,7 @@ def mac_form() -> tuple[str, list[dict]]:
                                              "is planned on each.")
         if not picked:
             return mode, []
-        return mode, [dict(chip=labels[k][0], gpu_cores=labels[k][1], ram_gb=float(labels[k][2])) for k in picked]
+        return mode, [{"chip": labels[k][0], "gpu_cores": labels[k][1], "ram_gb": float(labels[k][2])} for k in picked]
     names = list(dict.fromkeys(n for n, _, _, _ in table))
     name = st.sidebar.selectbox("Chip", names, index=names.index(DEFAULT_CHIP[0]) if DEFAULT_CHIP[0] in names else 0,
                                 key="chip", help=tip("chip"))
@@ -187,7 +187,7 @@ def mac_form() -> tuple[str, list[dict]]:
                                format_func=lambda r: f"{r} GB")
     if status == "rumoured":
         st.sidebar.caption("This chip is rumoured, not announced: its figures are guesses.")
-    return mode, [dict(chip=name, gpu_cores=cores, ram_gb=float(ram))]
+    return mode, [{"chip": name, "gpu_cores": cores, "ram_gb": float(ram)}]
 
 
 def model_form() -> str:
@@ -266,8 +266,8 @@ def workload_form() -> tuple[dict, tuple]:
             wired = int(st.number_input("iogpu.wired_limit_mb [MB]", 1, 2_000_000, 57344, step=1024, key="wired_mb",
                                         help=tip("wired_limit_mb")))
         kv = st.selectbox("KV cache type", ["runtime default", *kv_type_ids()], key="kv_type", help=tip("kv_type"))
-    req = dict(context=int(context), users=int(users), runtimes=runtimes, quants=quants, macos=macos,
-               wired_limit_mb=wired, kv_type=None if kv == "runtime default" else kv)
+    req = {"context": int(context), "users": int(users), "runtimes": runtimes, "quants": quants, "macos": macos,
+               "wired_limit_mb": wired, "kv_type": None if kv == "runtime default" else kv}
     return req, (preset, int(users), int(context), tok, ttft)
 
 
@@ -409,7 +409,7 @@ def show_buy(model: str, wl, runtimes: list[str], macos: str, budget: float | No
         return None
     st.markdown(f"**Details for the {'cheapest Mac that meets the targets' if b.cheapest else 'best-value Mac'}: "
                 f"{pick.product}, {pick.chip}, {pick.ram_gb} GB**")
-    return dict(chip=mac_chip_ids()[pick.mac], ram_gb=float(pick.ram_gb))
+    return {"chip": mac_chip_ids()[pick.mac], "ram_gb": float(pick.ram_gb)}
 
 
 def main() -> None:

@@ -9,10 +9,10 @@ import pytest
 pytest.importorskip("streamlit")
 pytest.importorskip("plotly")
 
-from streamlit.testing.v1 import AppTest  # noqa: E402
+from streamlit.testing.v1 import AppTest
 
-from app import readings  # noqa: E402
-from planner.plan import PlanRequest, plan  # noqa: E402
+from app import readings
+from planner.plan import PlanRequest, plan
 
 APP = str(Path(__file__).resolve().parents[2] / "app" / "streamlit_app.py")
 
@@ -104,7 +104,7 @@ def test_buy_mode_shows_price_chart_or_a_clear_message(at):
         at.number_input(key="tgt_tok").set_value(0).run()
         at.number_input(key="tgt_ttft").set_value(0).run()
     assert not at.exception and not at.error
-    assert [c.key for c in at.get("plotly_chart")][0] == "chart_buy"
+    assert next(c.key for c in at.get("plotly_chart")) == "chart_buy"
 
 
 def test_preset_fills_users_and_context(at):

@@ -123,7 +123,6 @@ def test_70b_on_64gb_in_a_real_browser(page, tmp_path):
     from app import charts
     from planner.format import fmt_bytes, fmt_gb, verdict_text
     from planner.plan import PlanRequest, plan
-
     from planner.workload import custom_workload
 
     # the form's default workload is the chat preset; its typical prompt/answer lengths feed the plan's speed inputs

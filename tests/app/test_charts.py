@@ -6,9 +6,9 @@ import pytest
 
 pytest.importorskip("plotly")
 
-from app import charts, readings  # noqa: E402
-from planner.format import fmt_bytes, verdict_text  # noqa: E402
-from planner.plan import PlanRequest, plan  # noqa: E402
+from app import charts, readings
+from planner.format import fmt_bytes, verdict_text
+from planner.plan import PlanRequest, plan
 
 
 @pytest.fixture(scope="module")
