@@ -227,20 +227,20 @@ class Roofline:
         mean = (self.step_time(batch, a) + 4 * self.step_time(batch, (a + b) / 2) + self.step_time(batch, b)) / 6
         return mean * gen
 
-    def knee(self, context: float, cap: int = MAX_KNEE_BATCH) -> int | None:
-        """Smallest batch where the compute term overtakes the memory term (bisection; both grow with B)."""
+    def knee(self, contexts: float | list[float], cap: int = MAX_KNEE_BATCH) -> int | None:
+        """Smallest batch where the compute term overtakes the memory term at any of ``contexts`` (the decode
+        window's depths). Scanned, not bisected: the matrix-vector regime (B <= mv_max_batch) and the mm tile
+        padding make compute/memory flip more than once; every batch up to 512, then doubling."""
+        ctxs = contexts if isinstance(contexts, list) else [contexts]
+
         def cb(b):
-            _, m, c = self.step_parts(b, context)
-            return c >= m
-        if not cb(cap):
-            return None
-        lo, hi = 1, cap
-        if cb(lo):
-            return 1
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if cb(mid) else (mid, hi)
-        return hi
+            return any(c >= m for _, m, c in (self.step_parts(b, x) for x in ctxs))
+        b = 1
+        while b <= cap:
+            if cb(b):
+                return b
+            b = b + 1 if b < 512 else b * 2
+        return None
 
     # ---- prefill
     def prefill_time(self, prompt: int, depth: int = 0, batch: int = 1) -> tuple[float, str]:
@@ -319,7 +319,7 @@ def estimate(rf: Roofline, prompt: int, gen: int, depth: int = 0, batch: int = 1
         bytes_per_step=int(step_bytes),
         flops_per_token=rf.step_flops(1, start),
         decode_ceiling_tok_s=rf.bw / step_bytes,
-        knee_batch=rf.knee(start),
+        knee_batch=rf.knee([start, start + (max(gen, 1) - 1) / 2, start + max(gen, 1) - 1]),
         batch=batch, prompt_tokens=prompt, gen_tokens=gen, depth=depth,
         peak_flops=rf.flops, bandwidth_bytes_s=rf.bw, calibration=calibration, notes=notes or [])
 

@@ -73,11 +73,6 @@ def test_per_sequence_decode_never_rises_with_batch(combo, chip, depth, b1, b2):
     assert e_hi.decode_tok_s_per_seq <= e_lo.decode_tok_s_per_seq * (1 + 1e-9)
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "throughput.Roofline.knee() bisects a predicate (compute >= memory) that is not monotone in the batch: the "
-    "matrix-vector regime (B <= mv_max_batch) and the mm_tile padding make decode flip compute/bandwidth/compute "
-    "(deepseek-v3 Q3_K_M on m1-7gpu: B=8 compute, 24 bandwidth, 33 compute, 64 bandwidth) so knee_batch=65 while "
-    "aggregate decode already falls 4.16 -> 4.04 tok/s from B=17 to B=33. Reported to the speed work."))
 @SETTINGS
 @given(combos, chips, depths, st.integers(1, 512), st.integers(1, 512))
 @example(("deepseek-v3", "llama.cpp", "Q3_K_M"), next(c for c in CHIPS if c.id == "m1-7gpu"), 0, 17, 33)
