@@ -33,4 +33,5 @@ bench: setup
 app:
 	./scripts/bootstrap.sh core
 	$(PY) -c "import streamlit, plotly" 2>/dev/null || $(PY) -m pip install -q -e '.[app]'
-	env -u HF_HUB_OFFLINE $(VENV)/bin/streamlit run app/streamlit_app.py --server.headless true --browser.gatherUsageStats false --client.toolbarMode minimal
+	env -u HF_HUB_OFFLINE $(VENV)/bin/streamlit run app/streamlit_app.py --server.headless true --server.address 127.0.0.1 \
+	  --browser.gatherUsageStats false --client.toolbarMode minimal
