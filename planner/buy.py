@@ -329,14 +329,10 @@ def _sweep_speed(chips: list[Chip], configs: list[_Config], slot_list: list[int]
                 ks.append(k)
         if not rfs:
             continue
-        r0 = rfs[0]
-        byt = np.array([[r0.step_bytes(int(b), d) for d in depths] for b in B])    # [slots, depth], chip-free
-        flo = np.array([[r0.step_flops(int(b), d) for d in depths] for b in B])
-        bw = np.array([r.k.eta_bw * r.bw for r in rfs])[:, None, None]
-        fd = np.array([r.k.eta_c_decode * r.flops for r in rfs])[:, None, None]
-        fixed = np.array([geo.n_layers * r.k.t_layer_s for r in rfs])[:, None, None]
-        t_mem, t_cmp = byt[None] / bw, flo[None] / fd
-        t_step = fixed + np.maximum(t_mem, t_cmp)                  # [chip, slots, depth]
+        # the scalar roofline itself (no restated formulas): [chip, slots, depth]
+        parts = np.array([[[r.step_parts(int(b), d) for d in depths] for b in B] for r in rfs])
+        t_mem, t_cmp = parts[..., 1], parts[..., 2]
+        t_step = parts[..., 0] + np.maximum(t_mem, t_cmp)
         t_dec = gen * (t_step @ simpson) if gen > 1 else t_step[:, :, 0]
         first = t_step[:, :, 0]
         if staggered:
