@@ -156,9 +156,9 @@ class _WriteAudit:
             if writing:
                 self.writes.append((event, os.fsdecode(path)))
         elif event in ("os.mkdir", "os.rename", "os.replace", "os.remove", "os.rmdir", "os.truncate",
-                       "os.symlink", "os.link", "os.chmod", "shutil.rmtree", "shutil.copyfile", "shutil.move"):
-            if args and not isinstance(args[0], int):
-                self.writes.append((event, os.fsdecode(args[0])))
+                       "os.symlink", "os.link", "os.chmod", "shutil.rmtree", "shutil.copyfile",
+                       "shutil.move") and args and not isinstance(args[0], int):
+            self.writes.append((event, os.fsdecode(args[0])))
 
 
 _AUDIT: _WriteAudit | None = None

@@ -35,7 +35,7 @@ def _install_log(llama_cpp):
     global _CB
     if _CB is None:
         @llama_cpp.llama_log_callback
-        def cb(level, text, user):  # noqa: ARG001
+        def cb(level, text, user):
             _LINES.append(text.decode(errors="replace"))
 
         _CB = cb

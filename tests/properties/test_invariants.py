@@ -31,7 +31,7 @@ COMBOS = [(m, r, q) for m in MODELS for r in RUNTIMES
 STEP = 256
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def mm(model: str, runtime: str, quant: str, kv: str | None = None) -> M.MemoryModel:
     return M.memory_model(P.load_model(model), P.load_runtime(runtime), P.load_quant(quant), TABLE, kv_type=kv)
 

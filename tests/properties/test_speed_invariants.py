@@ -26,13 +26,13 @@ COMBOS = [(m, r, q) for m in P.model_ids() for r in ("llama.cpp", "mlx-lm", "oll
           for q in DEFAULT_QUANTS[P.load_runtime(r).weight_format]]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _mm(model, runtime, quant):
     q = P.load_quant(quant)
     return M.memory_model(P.load_model(model), P.load_runtime(runtime), q, TABLE), q
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _res(chip_id, runtime):
     chip = next(c for c in CHIPS if c.id == chip_id)
     return P.load_speed_constants(chip, runtime)
