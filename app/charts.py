@@ -167,12 +167,13 @@ def price_performance(b) -> go.Figure:
         fig.add_scatter(x=[x.price_usd for x in b.pareto], y=[y(x) for x in b.pareto], mode="lines+markers",
                         name="Pareto front", line={"color": "#1565c0", "width": 2, "shape": "hv"},
                         marker={"size": 7, "color": "#1565c0"}, hoverinfo="skip")
-    for pick, name, symbol in ((b.cheapest, "cheapest that meets the targets", "star"),
-                               (b.best_value, "best value", "diamond")):
+    # best value drawn first and larger, so the cheapest pick stays visible when both are the same Mac
+    for pick, name, symbol, size, color in ((b.best_value, "best value", "circle-open", 26, "#6a1b9a"),
+                                            (b.cheapest, "cheapest that meets the targets", "star", 18, "#ef8f00")):
         if pick is not None:
-            fig.add_scatter(x=[pick.price_usd], y=[y(pick)], mode="markers+text", name=name, text=[name],
-                            textposition="top center", marker={"symbol": symbol, "size": 18, "color": "#ef8f00",
-                                                                    "line": {"color": "#000", "width": 1}},
+            fig.add_scatter(x=[pick.price_usd], y=[y(pick)], mode="markers", name=name,
+                            marker={"symbol": symbol, "size": size, "color": color,
+                                    "line": {"color": color if symbol.endswith("open") else "#000", "width": 2}},
                             hovertext=[hover(pick)], hovertemplate="%{hovertext}<extra></extra>")
     fig.update_layout(**LAYOUT, height=460,
                       legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0, "xanchor": "left"},
