@@ -179,7 +179,7 @@ class LlamaCppRunner:
         reps = self.warmup + self.trials
         argv = [shutil.which("llama-batched-bench") or "llama-batched-bench", *self._common_args(),
                 "-c", str(n_ctx), "-b", str(N_BATCH), "-ub", str(N_UBATCH),
-                "-npp", str(p), "-ntg", str(g), "-npl", ",".join([str(b)] * reps), "--output-format", "jsonl"]
+                "-npp", str(p), "-ntg", str(g), "-npl", ",".join([str(b)] * (reps + 1)), "--output-format", "jsonl"]
         out = self._run(argv)
         rows = []
         for line in out.splitlines():
@@ -190,11 +190,11 @@ class LlamaCppRunner:
                 except ValueError as e:
                     raise CalibrationError(f"llama-batched-bench jsonl line not understood: {line[:200]}") from e
         # llama.cpp's asynchronous logger (common/log.cpp) can drop the last jsonl line at exit (seen in ~1 of 6
-        # runs on a loaded 2-vCPU VM, rc 0): keep the rows that arrived as long as one timed trial is left.
-        if len(rows) < self.warmup + 1 or len(rows) > reps:
+        # runs on a loaded 2-vCPU VM, rc 0): one spare repetition is run and only warmup + trials rows are kept.
+        if len(rows) < self.warmup + 1 or len(rows) > reps + 1:
             raise CalibrationError(f"llama-batched-bench returned {len(rows)} rows, expected {reps} "
                                    f"(-c {n_ctx} too small?): {_tail(out)}")
-        rows = rows[self.warmup:]
+        rows = rows[self.warmup:reps]
         if self._version is None:
             self._version = _bench_version()
         return [float(r["speed_pp"]) for r in rows], [float(r["speed_tg"]) for r in rows]
