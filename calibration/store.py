@@ -169,7 +169,10 @@ def save_records(chip_id: str, runtime: str, records: list[RunRecord], root: Pat
     path = records_path(chip_id, runtime, root)
     if replace and path.exists():
         path.unlink()
-    return append_jsonl(path, records)
+    try:
+        return append_jsonl(path, records)
+    except CalibrationError as e:
+        raise CalibrationError(f"{e} (or run `plan calibrate --replace` to start a fresh record file)") from None
 
 
 def load_records(chip_id: str, runtime: str, root: Path | None = None,

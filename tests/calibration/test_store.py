@@ -219,3 +219,14 @@ def test_cli_errors_are_one_line(user_dir, capsys):
     assert "no such file" in err and len(err.strip().splitlines()) == 1
     assert main(["calibrate", "--show"]) == 0
     assert "no calibration yet" in capsys.readouterr().out
+
+
+def test_corrupt_record_file_is_not_extended(chip, user_dir):
+    path = store.records_path(chip.id, "llama.cpp")
+    path.parent.mkdir(parents=True)
+    path.write_text("{not json\n")
+    with pytest.raises(CalibrationError, match="--replace"):
+        store.save_records(chip.id, "llama.cpp", [_record()])
+    assert path.read_text() == "{not json\n"
+    store.save_records(chip.id, "llama.cpp", [_record()], replace=True)
+    assert len(store.load_records(chip.id, "llama.cpp")) == 1
