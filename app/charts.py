@@ -164,9 +164,10 @@ def price_performance(b) -> go.Figure:
                             marker={"color": color, "size": 9, "opacity": 0.8}, hovertext=[hover(x) for x in sel],
                             hovertemplate="%{hovertext}<extra></extra>")
     if b.pareto:
-        fig.add_scatter(x=[x.price_usd for x in b.pareto], y=[y(x) for x in b.pareto], mode="lines+markers",
-                        name="Pareto front", line={"color": "#1565c0", "width": 2, "shape": "hv"},
-                        marker={"size": 7, "color": "#1565c0"}, hoverinfo="skip")
+        # markers only: the front is over price, tok/s per user *and* TTFT, so it need not rise monotonically here
+        fig.add_scatter(x=[x.price_usd for x in b.pareto], y=[y(x) for x in b.pareto], mode="markers",
+                        name="Pareto front", marker={"size": 14, "color": "rgba(0,0,0,0)", "symbol": "diamond-open",
+                                                     "line": {"color": "#1565c0", "width": 2}}, hoverinfo="skip")
     # best value drawn first and larger, so the cheapest pick stays visible when both are the same Mac
     for pick, name, symbol, size, color in ((b.best_value, "best value", "circle-open", 26, "#6a1b9a"),
                                             (b.cheapest, "cheapest that meets the targets", "star", 18, "#ef8f00")):
