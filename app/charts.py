@@ -142,7 +142,7 @@ def chart_sections(p: Plan) -> list[str]:
 
 
 def price_performance(b) -> go.Figure:
-    """Price against per-user decode speed for every Mac (planner.buy.BuyResult.per_mac), the Pareto front joined,
+    """Price against per-user decode speed for every Mac (planner.buy.BuyResult.per_mac), the Pareto front marked,
     the cheapest / best-value / fastest picks highlighted. Memory-only results plot RAM instead of speed."""
     rows = b.per_mac
     speed = any(x.decode_tok_s_per_user is not None for x in rows)

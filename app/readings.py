@@ -314,7 +314,8 @@ def _buy_line(label: str, x) -> str:
 def buy_reading(b) -> str:
     """b: planner.buy.BuyResult."""
     parts = [(f"Each dot is one Mac configuration at its launch list price, with the best way to run "
-             f"{' + '.join(b.models)} on it. The line joins the Pareto front: no other Mac is both cheaper and faster.")]
+             f"{' + '.join(b.models)} on it. Blue diamonds mark the Pareto front: for those Macs no other is cheaper, "
+              "faster per user and quicker to the first token at once.")]
     parts += [x for x in (_buy_line("Cheapest that meets the targets", b.cheapest),
                           _buy_line("Best value", b.best_value),
                           _buy_line("Fastest" + (f" within ${b.budget_usd:,.0f}" if b.budget_usd else ""),
