@@ -103,6 +103,8 @@ def clear_cache() -> None:
     _index.cache_clear()
     _load.cache_clear()
     _alias_map.cache_clear()
+    _calibration_files.cache_clear()
+    _speed_constants.cache_clear()
 
 
 def norm(s: str) -> str:
@@ -258,6 +260,7 @@ def ram_gb_valid(ram_gb: float) -> None:
 
 
 # --------------------------------------------------------------------------- speed calibration
+@functools.lru_cache(maxsize=None)
 def _calibration_files(root: Path | None) -> dict[str, Path]:
     folder = root / "calibration" if root is not None else None
     return {p.stem: p for p in sorted(folder.glob("*.yaml"))} if folder is not None and folder.is_dir() else {}
@@ -268,7 +271,19 @@ def load_speed_constants(chip: Chip, runtime: str, include_user: bool = True):
     runtime default -> generation (or the newest earlier one) -> tier -> chip id -> user calibration dir
     (``user_dir()/calibration``). ollama starts from llama.cpp's chain and applies its own files on top.
     A user calibration file that does not load (corrupt, another schema, another chip or runtime) is skipped
-    with a note in the source string: the shipped constants are used. ``include_user=False``: shipped only."""
+    with a note in the source string: the shipped constants are used. ``include_user=False``: shipped only.
+
+    Cached per (chip id, generation, tier, matrix units, runtime, profile-dir env vars): the YAML files and the
+    user calibration dir are read once per process; :func:`clear_cache` forgets them (store.py calls it after
+    writing a user calibration)."""
+    env = os.environ.get
+    return _speed_constants(chip.id, chip.generation, chip.tier, bool(chip.gpu_matrix_units), runtime, include_user,
+                            env("MAC_LLM_PLANNER_PROFILES"), env("MAC_LLM_PLANNER_USER_PROFILES"))
+
+
+@functools.lru_cache(maxsize=None)
+def _speed_constants(chip_id: str, generation: str, tier: str, matrix_units: bool, runtime: str, include_user: bool,
+                     _builtin_env: str | None, _user_env: str | None):
     from .speed_schema import CalibrationProfile, ResolvedSpeedConstants
 
     rt = load_runtime(runtime).id
@@ -277,13 +292,13 @@ def load_speed_constants(chip: Chip, runtime: str, include_user: bool = True):
     merged, scopes, parts, notes = None, [], [], []
     for r in chain:
         gens = sorted({p.split("__")[0] for p in builtin if p.endswith(f"__{r}") and p.startswith("gen-")})
-        gen_scope = f"gen-{chip.generation}"
+        gen_scope = f"gen-{generation}"
         if gen_scope not in gens:
             older = [g for g in gens if g < gen_scope]
             if older:
-                notes.append(f"{r} prefill derived from generation {older[-1][4:]} (no {chip.generation} data)")
+                notes.append(f"{r} prefill derived from generation {older[-1][4:]} (no {generation} data)")
                 gen_scope = older[-1]
-        for scope in ("default", gen_scope, f"tier-{chip.tier}", chip.id):
+        for scope in ("default", gen_scope, f"tier-{tier}", chip_id):
             for files, origin in ((builtin, "shipped"), (user, "user")):
                 p = files.get(f"{scope}__{r}")
                 if p is None:
@@ -313,6 +328,6 @@ def load_speed_constants(chip: Chip, runtime: str, include_user: bool = True):
         raise ProfileError(f"no complete speed calibration for {rt}: add profiles/calibration/default__{rt}.yaml "
                            "(python -m calibration.fit)")
     source = "fitted: " + " + ".join(parts) + ("; " + "; ".join(notes) if notes else "")
-    if chip.gpu_matrix_units:
+    if matrix_units:
         source += "; matrix-unit factor applied"
     return ResolvedSpeedConstants(constants=merged, source=source, scopes=scopes)

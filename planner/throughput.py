@@ -186,6 +186,7 @@ class Roofline:
     runtime_family: str = "llama.cpp"
     flash_attn: bool = True
     chunk: int = 512          # tokens per physical batch (n_ubatch / prefill_step_size)
+    calibration: str = ""     # where ``k`` came from (ResolvedSpeedConstants.source); estimate() reports it
 
     # ---- decode
     def step_bytes(self, batch: int, context: float) -> float:
@@ -292,12 +293,13 @@ def roofline(geo: Geometry, chip: Chip, resolved: ResolvedSpeedConstants, runtim
     if chip.gpu_matrix_units:
         peak *= k.matrix_unit_factor
     return Roofline(geo=geo, bw=bandwidth(chip), flops=peak, k=k, runtime_family=runtime_family,
-                    flash_attn=flash_attn, chunk=chunk)
+                    flash_attn=flash_attn, chunk=chunk, calibration=resolved.source)
 
 
-def estimate(rf: Roofline, prompt: int, gen: int, depth: int = 0, batch: int = 1, calibration: str = "",
+def estimate(rf: Roofline, prompt: int, gen: int, depth: int = 0, batch: int = 1, calibration: str | None = None,
              notes: list[str] | None = None) -> ThroughputEstimate:
-    """Prefill of ``prompt`` tokens on ``depth`` cached, then ``gen`` decoded tokens, for ``batch`` sequences."""
+    """Prefill of ``prompt`` tokens on ``depth`` cached, then ``gen`` decoded tokens, for ``batch`` sequences.
+    ``calibration`` defaults to the roofline's own source string (set by :func:`roofline`)."""
     if batch < 1 or prompt < 0 or gen < 0 or depth < 0:
         raise InputError("--batch must be ≥ 1 and --prompt/--gen/--depth ≥ 0")
     t_pf, pf_bound = rf.prefill_time(prompt, depth, batch)
@@ -321,7 +323,8 @@ def estimate(rf: Roofline, prompt: int, gen: int, depth: int = 0, batch: int = 1
         decode_ceiling_tok_s=rf.bw / step_bytes,
         knee_batch=rf.knee([start, start + (max(gen, 1) - 1) / 2, start + max(gen, 1) - 1]),
         batch=batch, prompt_tokens=prompt, gen_tokens=gen, depth=depth,
-        peak_flops=rf.flops, bandwidth_bytes_s=rf.bw, calibration=calibration, notes=notes or [])
+        peak_flops=rf.flops, bandwidth_bytes_s=rf.bw,
+        calibration=rf.calibration if calibration is None else calibration, notes=notes or [])
 
 
 def predict(mm: MemoryModel, chip: Chip, resolved: ResolvedSpeedConstants, quant_kind: str, quant_mode: str | None,

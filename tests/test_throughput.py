@@ -211,3 +211,35 @@ def test_user_calibration_wins(tmp_path, monkeypatch):
         profiles.clear_cache()
     assert res.constants.eta_bw == 0.5 and shipped.constants.eta_bw > 0.5
     assert "calibrated on this Mac on 2026-12-01" in res.source
+
+
+def test_roofline_carries_its_calibration_source():
+    r = rf()
+    assert r.calibration == "test"
+    assert tp.estimate(r, prompt=16, gen=4).calibration == "test"
+    assert tp.estimate(r, prompt=16, gen=4, calibration="other").calibration == "other"
+
+
+def test_speed_constants_cached_and_cleared(tmp_path, monkeypatch):
+    """YAML read once per process per (chip, runtime); clear_cache() forgets it (a new user file is then seen)."""
+    import yaml
+    monkeypatch.setenv("MAC_LLM_PLANNER_USER_PROFILES", str(tmp_path))
+    profiles.clear_cache()
+    reads = []
+    real = profiles.load_file
+    monkeypatch.setattr(profiles, "load_file", lambda p, cls: reads.append(p) or real(p, cls))
+    try:
+        c = profiles.resolve_chip("m3-max-40gpu")
+        a = profiles.load_speed_constants(c, "llama.cpp")
+        n = len(reads)
+        assert n >= 1 and profiles.load_speed_constants(c, "llama.cpp") is a and len(reads) == n
+        (tmp_path / "calibration").mkdir()
+        prof = {"id": "m3-max-40gpu__llama.cpp", "scope": "m3-max-40gpu", "runtime": "llama.cpp",
+                "constants": {"eta_bw": 0.5}, "provenance": {"method": "user run"}}
+        (tmp_path / "calibration" / "m3-max-40gpu__llama.cpp.yaml").write_text(yaml.safe_dump(prof))
+        assert profiles.load_speed_constants(c, "llama.cpp").constants.eta_bw == a.constants.eta_bw  # cached
+        profiles.clear_cache()
+        assert profiles.load_speed_constants(c, "llama.cpp").constants.eta_bw == 0.5
+    finally:
+        monkeypatch.undo()
+        profiles.clear_cache()
