@@ -191,9 +191,10 @@ def _speed(o: Option):
     return getattr(o, "speed", None)
 
 
-def decode_vs_users(p: Plan, options: list[Option]) -> go.Figure:
+def decode_vs_users(p: Plan, options: list[Option], ceilings: dict[str, dict[int, float]] | None = None) -> go.Figure:
     """Decode tok/s against concurrent users for each given option: per user (solid) and all users together
-    (dashed); the bandwidth roofline (dotted) when the speed result carries it."""
+    (dashed); ``ceilings`` (option label -> users -> tok/s, from the speed core) adds each option's bandwidth
+    roofline per user (dotted): the speed if every byte moved at the chip's peak memory bandwidth."""
     fig = go.Figure()
     for o in options:
         sp = _speed(o)
@@ -210,10 +211,12 @@ def decode_vs_users(p: Plan, options: list[Option]) -> go.Figure:
                         name=f"{name}: all users", line={"color": color, "width": 2, "dash": "dash"},
                         hovertext=[f"{fmt_tok_s(sp.decode_tok_s_total[u])} tok/s in total" for u in users],
                         hovertemplate="%{x} users: %{hovertext}<extra></extra>")
-        ceiling = getattr(sp, "decode_ceiling_tok_s", None)  # bandwidth roofline, per user, when the core has it
+        ceiling = (ceilings or {}).get(name) or getattr(sp, "decode_ceiling_tok_s", None)
         if ceiling:
-            fig.add_scatter(x=users, y=[ceiling[u] for u in users], mode="lines", name=f"{name}: bandwidth roofline",
-                            line={"color": color, "width": 1.5, "dash": "dot"}, hoverinfo="skip")
+            fig.add_scatter(x=users, y=[ceiling[u] for u in users], mode="lines",
+                            name=f"{name}: bandwidth roofline", line={"color": color, "width": 1.5, "dash": "dot"},
+                            hovertext=[f"at most {fmt_tok_s(ceiling[u])} tok/s per user (peak bandwidth)"
+                                       for u in users], hovertemplate="%{x} users: %{hovertext}<extra></extra>")
     fig.update_layout(**LAYOUT, height=420,
                       legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0, "xanchor": "left"},
                       xaxis={"title": "concurrent users (sequences decoded together)", "type": "log",

@@ -221,8 +221,9 @@ def decode_reading(p: Plan, picks: list[Option]) -> str:
     if not picks:
         return "No speed estimate for these options."
     users = p.request.users
-    parts = [("How fast text appears. Solid lines: what each user sees; dashed: all users together. More users "
-             "share the same memory bandwidth, so each gets less while the total grows until compute runs out.")]
+    parts = [("How fast text appears. Solid lines: what each user sees; dashed: all users together; dotted: the "
+              "ceiling if memory moved at the chip's full bandwidth. More users share the same memory bandwidth, "
+              "so each gets less while the total grows until compute runs out.")]
     for o in picks:
         sp = o.speed
         first = min(sp.decode_tok_s_per_seq)

@@ -348,6 +348,24 @@ def show_plan(p: Plan, wl=None) -> None:
 PROMPT_STEPS = [256, 1024, 2048, 4096, 8192, 16384, 32768, 65536]
 
 
+@st.cache_data(show_spinner=False, max_entries=128)
+def cached_ceiling(request_json: str, runtime: str, quant: str, users: tuple[int, ...]) -> dict[int, float]:
+    """Bandwidth roofline per user, by concurrent users, from the prediction contract (`plan predict`);
+    empty when it cannot answer (e.g. a model that is not in the catalog)."""
+    from planner.cli.predict import predict_result
+
+    r = PlanRequest.model_validate_json(request_json)
+    out = {}
+    for u in users:
+        try:
+            res = predict_result(r.chip, r.gpu_cores, r.ram_gb, r.model, quant, runtime, r.prompt_tokens,
+                                 r.gen_tokens, 0, u, r.macos, r.flash_attn, r.n_ubatch, r.kv_type)
+        except PlannerError:
+            return {}
+        out[u] = res["decode_ceiling_tok_s"]
+    return out
+
+
 def show_speed(p: Plan, chosen) -> None:
     if p.mac.chip is None:
         st.subheader("Speed")
@@ -358,7 +376,9 @@ def show_speed(p: Plan, chosen) -> None:
         st.subheader("Speed")
         st.info(f"No speed estimate for the {p.mac.chip.label} (see the notes at the bottom).")
         return
-    section("Speed: tokens per second as users are added", charts.decode_vs_users(p, picks),
+    ceilings = {readings.option_label(o): cached_ceiling(p.request.model_dump_json(), o.runtime, o.quant,
+                                                         tuple(p.user_counts)) for o in picks}
+    section("Speed: tokens per second as users are added", charts.decode_vs_users(p, picks, ceilings),
             readings.decode_reading(p, picks), "chart_decode")
     # the core at several prompt lengths, restricted to the drawn options (cheap; cached per request)
     quants = list(dict.fromkeys(o.quant for o in picks))

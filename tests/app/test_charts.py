@@ -148,6 +148,10 @@ def test_decode_vs_users_traces_are_the_speed_numbers():
         assert list(per.x) == sorted(o.speed.decode_tok_s_per_seq)
         assert list(per.y) == [o.speed.decode_tok_s_per_seq[u] for u in per.x]
         assert list(tot.y) == [o.speed.decode_tok_s_total[u] for u in tot.x]
+    ceil = {readings.option_label(picks[0]): {u: 100.0 + u for u in p.user_counts}}
+    with_roof = charts.decode_vs_users(p, picks, ceil)
+    roof = [t for t in with_roof.data if t.name.endswith("bandwidth roofline")]
+    assert len(roof) == 1 and list(roof[0].y) == [100.0 + u for u in p.user_counts]
     text = readings.decode_reading(p, picks)
     assert fmt_tok_s_of(picks[0].speed.decode_tok_s_per_seq[1]) in text
 
