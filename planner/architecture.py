@@ -127,8 +127,46 @@ def _ffn(cfg: ModelConfig, i: int) -> list[Tensor]:
     ]
 
 
-def tensors(cfg: ModelConfig) -> list[Tensor]:
+_MEMO: dict[tuple[str, int], tuple[ModelConfig, object]] = {}
+
+
+def _memo(kind: str, cfg: ModelConfig, build):
+    """Per-config cache keyed on identity (configs are frozen and profiles are loaded once); keeps the config
+    alive so its id is not reused. A plan asks for the same layout once per quant and KV type."""
+    key = (kind, id(cfg))
+    hit = _MEMO.get(key)
+    if hit is not None and hit[0] is cfg:
+        return hit[1]
+    if len(_MEMO) > 256:
+        _MEMO.clear()
+    val = build(cfg)
+    _MEMO[key] = (cfg, val)
+    return val
+
+
+def tensors(cfg: ModelConfig) -> tuple[Tensor, ...]:
     """Every weight tensor of the text model (norms included), in llama.cpp naming."""
+    return _memo("tensors", cfg, _tensors)
+
+
+def cache_layers(cfg: ModelConfig) -> tuple[CacheLayer, ...]:
+    """Per-layer KV/state layout (llama.cpp src/llama-kv-cache.cpp, src/llama-memory-recurrent.cpp)."""
+    return _memo("cache", cfg, _cache_layers)
+
+
+def tensor_summary(cfg: ModelConfig) -> tuple[tuple[str, int, bool, int], ...]:
+    """(group, ne0, quantizable, elements) summed over tensors that share them: enough for formats whose cost
+    does not depend on the layer index (MLX)."""
+    def build(c):
+        acc: dict[tuple[str, int, bool], int] = {}
+        for t in tensors(c):
+            k = (t.group, t.ne0, t.quantizable)
+            acc[k] = acc.get(k, 0) + t.n_elements
+        return tuple((g, ne0, q, n) for (g, ne0, q), n in acc.items())
+    return _memo("summary", cfg, build)
+
+
+def _tensors(cfg: ModelConfig) -> tuple[Tensor, ...]:
     check_supported(cfg)
     h, V = cfg.hidden_size, cfg.vocab_size
     out = [Tensor("token_embd", None, h, V, group="embedding")]
@@ -140,11 +178,10 @@ def tensors(cfg: ModelConfig) -> list[Tensor]:
     out.append(Tensor("output_norm", None, h, 1, group="norm", quantizable=False))
     if not cfg.tie_word_embeddings:
         out.append(Tensor("output", None, h, V, group="output"))
-    return out
+    return tuple(out)
 
 
-def cache_layers(cfg: ModelConfig) -> list[CacheLayer]:
-    """Per-layer KV/state layout (llama.cpp src/llama-kv-cache.cpp, src/llama-memory-recurrent.cpp)."""
+def _cache_layers(cfg: ModelConfig) -> tuple[CacheLayer, ...]:
     check_supported(cfg)
     out = []
     Hkv, hd = cfg.num_key_value_heads, cfg.head_dim
@@ -167,7 +204,7 @@ def cache_layers(cfg: ModelConfig) -> list[CacheLayer]:
             out.append(CacheLayer("sliding", Hkv * hd, Hkv * hd, window=cfg.sliding_window))
         else:
             out.append(CacheLayer("full", Hkv * hd, Hkv * hd))
-    return out
+    return tuple(out)
 
 
 def n_params(cfg: ModelConfig) -> int:

@@ -23,22 +23,25 @@ def use_more_bits(i: int, n: int) -> bool:
     return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
 
 
-def _cond(c: str, ctx: dict) -> bool:
-    i, n = ctx["i"], ctx["n"]
+def _cond(c: str, i: int | None, n: int, static: dict) -> bool:
     neg = c.startswith("not_")
     c = c.removeprefix("not_")
-    v = {
-        "use_more_bits": i is not None and use_more_bits(i, n),
-        "first_eighth": i is not None and i < n // 8,
-        "first_sixteenth": i is not None and i < n // 16,
-        "first_2": i is not None and i < 2,
-        "first_4": i is not None and i < 4,
-        "gqa_ge_4": ctx["gqa"] >= 4,
-        "gqa_lt_4": ctx["gqa"] < 4,
-        "gqa_ge_4_or_moe": ctx["gqa"] >= 4 or ctx["n_expert"] >= 4,
-        "model_70b": ctx["is_70b"],
-        "n_expert_8": ctx["n_expert"] == 8,
-    }[c]
+    if c in static:
+        v = static[c]
+    elif i is None:
+        v = False
+    elif c == "use_more_bits":
+        v = use_more_bits(i, n)
+    elif c == "first_eighth":
+        v = i < n // 8
+    elif c == "first_sixteenth":
+        v = i < n // 16
+    elif c == "first_2":
+        v = i < 2
+    elif c == "first_4":
+        v = i < 4
+    else:
+        raise KeyError(f"unknown preset rule condition {c!r}")
     return v != neg
 
 
@@ -47,7 +50,16 @@ def _matches(rule_tensor: str, name: str) -> bool:
     return name == rule_tensor or (rule_tensor.startswith("ffn_") and name.startswith(rule_tensor))
 
 
-def gguf_tensor_type(t: arch.Tensor, preset: QuantFormat, model: ModelProfile, types: dict, counters: dict) -> str:
+def _static_conditions(cfg) -> dict:
+    """Model-level conditions of the preset rules (src/llama-quant.cpp: n_gqa, n_expert, LLM_TYPE_70B)."""
+    gqa = cfg.num_attention_heads // cfg.num_key_value_heads
+    return {"gqa_ge_4": gqa >= 4, "gqa_lt_4": gqa < 4, "gqa_ge_4_or_moe": gqa >= 4 or cfg.n_experts >= 4,
+            "model_70b": cfg.num_hidden_layers == 80 and cfg.model_type in ("llama", "qwen2") and not cfg.is_moe,
+            "n_expert_8": cfg.n_experts == 8}
+
+
+def gguf_tensor_type(t: arch.Tensor, preset: QuantFormat, model: ModelProfile, types: dict, counters: dict,
+                     static: dict | None = None) -> str:
     cfg = model.config
     if not t.quantizable or t.group == "norm":
         return "F32"
@@ -56,6 +68,7 @@ def gguf_tensor_type(t: arch.Tensor, preset: QuantFormat, model: ModelProfile, t
         return base
     if preset.expert_type and t.group == "experts":
         return preset.expert_type
+    static = static if static is not None else _static_conditions(cfg)
     name = "output" if (t.name == "token_embd" and cfg.tie_word_embeddings) else t.name
     # per-name counters: attn_v counts attention layers that have V (i_attention_wv); ffn_down uses the layer index
     if name == "attn_v":
@@ -63,11 +76,10 @@ def gguf_tensor_type(t: arch.Tensor, preset: QuantFormat, model: ModelProfile, t
         counters["attn_v"] += 1
     else:
         i, n = t.layer, cfg.num_hidden_layers
-    ctx = {"i": i, "n": n, "gqa": cfg.num_attention_heads // cfg.num_key_value_heads, "n_expert": cfg.n_experts,
-           "is_70b": cfg.num_hidden_layers == 80 and cfg.model_type in ("llama", "qwen2") and not cfg.is_moe}
+    rules = counters.setdefault(("rules", name), [r for r in preset.rules if _matches(r.tensor, name)])
     typ = base
-    for r in preset.rules:
-        if _matches(r.tensor, name) and all(_cond(c, ctx) for c in r.when):
+    for r in rules:
+        if all(_cond(c, i, n, static) for c in r.when):
             if r.if_type_in is None or typ in r.if_type_in:
                 typ = r.type
     # tensor_type_fallback(): the row must be a whole number of blocks
@@ -86,10 +98,11 @@ def gguf_weights(model: ModelProfile, preset: QuantFormat, table: GgmlTypeTable)
     types = {t.name: t for t in table.types}
     ts = arch.tensors(model.config)
     counters = {"attn_v": 0, "n_attn_v": sum(t.name == "attn_v" for t in ts)}
+    static = _static_conditions(model.config)
     by_group: dict[str, int] = {}
     by_type: dict[str, int] = {}
     for t in ts:
-        typ = gguf_tensor_type(t, preset, model, types, counters)
+        typ = gguf_tensor_type(t, preset, model, types, counters, static)
         b = row_bytes(types, typ, t.ne0) * t.ne1 * t.n
         by_group[t.group] = by_group.get(t.group, 0) + b
         by_type[typ] = by_type.get(typ, 0) + b
@@ -107,20 +120,20 @@ def mlx_weights(model: ModelProfile, fmt: QuantFormat, runtime: Runtime) -> Weig
     act = runtime.activation_bytes or 2
     by_group: dict[str, int] = {}
     n = 0
-    for t in arch.tensors(model.config):
-        n += t.n_elements
-        if t.group == "norm" or not t.quantizable and t.group != "router" or fmt.mode == "none":
-            b = t.n_elements * act
+    for group, ne0, quantizable, elems in arch.tensor_summary(model.config):
+        n += elems
+        if group == "norm" or not quantizable and group != "router" or fmt.mode == "none":
+            b = elems * act
         else:
             bits, g = fmt.bits, fmt.group_size
             sb, bb = fmt.scale_bytes or 0, fmt.bias_bytes or 0
-            if t.group == "router":
+            if group == "router":
                 bits, g, sb, bb = runtime.router_bits or 8, 64, act, act
-            if t.ne0 % g != 0:
-                b = t.n_elements * act
+            if ne0 % g != 0:
+                b = elems * act
             else:
-                b = t.n_elements * bits // 8 + (t.n_elements // g) * (sb + bb)
-        by_group[t.group] = by_group.get(t.group, 0) + b
+                b = elems * bits // 8 + (elems // g) * (sb + bb)
+        by_group[group] = by_group.get(group, 0) + b
     total = sum(by_group.values())
     vision = int((model.vision_params_b or 0) * 1e9 * act)
     return WeightsEstimate(total_bytes=total, n_params=n, bits_per_weight=8 * total / n, by_group=by_group,

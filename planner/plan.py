@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from . import architecture as arch
 from . import capacity, profiles
 from .errors import InputError
-from .memory import MemoryModel, memory_model
+from .memory import MemoryModel, check_kv_type, kv_layout, memory_model
 from .results import Fit, KVLayout, MemoryEstimate, WeightsEstimate, WiredLimit
 from .schema import Chip, ModelProfile
 from .speed_schema import SpeedSummary
@@ -26,7 +26,7 @@ USER_COUNTS = [1, 2, 4, 8, 16]
 class PlanRequest(BaseModel):
     """Everything a plan needs; field descriptions double as --help text and form tooltips."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
     model: str = Field(description="Catalog id, alias, HF repo id or Ollama tag (e.g. llama-3.3-70b)")
     ram_gb: float | None = Field(None, description="Unified memory of the Mac [GB]; default: the chip's largest")
     chip: str | None = Field(None, description="Apple chip, e.g. 'M3 Max' (needed for speed answers)")
@@ -53,14 +53,14 @@ class PlanRequest(BaseModel):
 
 
 class KVRow(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     runtime: str
     layout: KVLayout
     per_sequence_bytes: dict[int, int] = Field(description="KV + state bytes for one sequence, by context")
 
 
 class Option(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     runtime: str
     quant: str
     kv_type: str
@@ -75,7 +75,7 @@ class Option(BaseModel):
 
 
 class ModelSummary(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     id: str
     name: str
     params: int
@@ -85,14 +85,14 @@ class ModelSummary(BaseModel):
 
 
 class MacSummary(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     ram_gb: float
     chip: Chip | None = None
     note: str = ""
 
 
 class Plan(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
     request: PlanRequest
     model: ModelSummary
     mac: MacSummary
@@ -247,18 +247,14 @@ def _kv_rows(first: MemoryModel, rt, model: ModelProfile, table, req: PlanReques
     rows = []
     for k in kinds:
         try:
-            mm = first if k == first.kv.kv_type else memory_model(
-                model, rt, _FIRST_QUANT[rt.weight_format](first), table, kv_type=k, flash_attn=True,
-                n_ubatch=req.n_ubatch)
+            # same weights and buffers, only the KV layout changes
+            mm = first if k == first.kv.kv_type else dataclasses.replace(
+                first, kv=kv_layout(model, rt, check_kv_type(k, rt, model), table))
         except InputError:
             continue  # e.g. mlx-lm cannot quantize a rotating (sliding-window) cache
         rows.append(KVRow(runtime=rt.id, layout=mm.kv, per_sequence_bytes={
             c: mm.estimate(c, 1).kv_cache + mm.kv.state_bytes_per_seq for c in contexts}))
     return rows
-
-
-_FIRST_QUANT = {"gguf": lambda mm: profiles.load_quant(mm.quant_id, "gguf"),
-                "mlx": lambda mm: profiles.load_quant(mm.quant_id, "mlx")}
 
 
 def _kv_applies(kv_type: str | None, rt) -> bool:

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
-Frozen = ConfigDict(frozen=True, extra="forbid")
+Frozen = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class _RoundTrip(BaseModel):

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-Strict = ConfigDict(extra="forbid", frozen=True)
+Strict = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 # Upper bounds on user-editable sizes: ~100x the largest real value, so a hostile or mistyped profile
 # (num_hidden_layers: 1e12, params_b: 1e400 = inf) is a ProfileError instead of a hang or a nonsense plan.
@@ -190,7 +190,7 @@ LayerType = Literal["full_attention", "sliding_attention", "linear_attention", "
 class ModelConfig(BaseModel):
     """The text-model part of a HF ``config.json``, keys verbatim; defaults normalised as mlx-lm does."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
     model_type: str
     hidden_size: int = Field(gt=0, le=MAX_DIM)
     num_hidden_layers: int = Field(gt=0, le=MAX_LAYERS)

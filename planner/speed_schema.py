@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Strict = ConfigDict(extra="forbid", frozen=True)
+Strict = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 QUANT_CLASSES = ("float", "legacy", "kquant", "iquant", "mxfp4", "affine", "fp4")
 
@@ -85,7 +85,7 @@ Bound = Literal["bandwidth", "compute"]
 class ThroughputEstimate(BaseModel):
     """Speed of one (chip, runtime, model, quant) at one workload. Rates are tokens per second."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     prefill_tok_s: float = Field(description="Prompt tokens processed per second, all sequences together [tok/s]")
     ttft_s: float = Field(description="Time to first token: prefill of the prompts plus one decode step [s]")
     decode_tok_s: float = Field(description="Generated tokens per second, all sequences together [tok/s]")
@@ -110,7 +110,7 @@ class ThroughputEstimate(BaseModel):
 class SpeedSummary(BaseModel):
     """Speed columns of one plan option: prefill/TTFT at the workload's prompt, decode at 1..N users."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
     prompt_tokens: int
     gen_tokens: int
     prefill_tok_s: float = Field(description="Prefill of one prompt [tok/s]")
