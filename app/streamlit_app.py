@@ -13,10 +13,10 @@ import streamlit as st
 from pydantic import ValidationError
 
 try:
-    from app import charts, readings
+    from app import charts, readings, uploads
 except ImportError:  # `streamlit run app/streamlit_app.py` from a checkout puts app/, not the repo, on sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from app import charts, readings
+    from app import charts, readings, uploads
 
 from planner import profiles
 from planner.capacity import MAX_USERS
@@ -203,22 +203,11 @@ def model_form() -> str:
     if how == "Upload config.json":
         up = st.sidebar.file_uploader("The model's config.json (from its Hugging Face page)", type=["json"],
                                       key="model_upload")
-        return uploaded_config_dir(up.getvalue()) if up is not None else ""
+        return uploads.config_folder(up.getvalue()) if up is not None else ""
     return st.sidebar.text_input("Hugging Face repo id, .gguf file or model folder", key="model_text",
                                  help="A Hugging Face repo (org/name; read from the Hub), a local .gguf file, or a "
                                       "local folder with config.json (MLX or safetensors). " + tip("model"),
                                  placeholder="meta-llama/Llama-3.3-70B-Instruct").strip()
-
-
-def uploaded_config_dir(data: bytes) -> str:
-    """Store an uploaded config.json in its own folder (named by content hash) and plan that folder."""
-    import hashlib
-    import tempfile
-
-    folder = Path(tempfile.gettempdir()) / "mac-llm-planner-uploads" / hashlib.sha256(data).hexdigest()[:16]
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "config.json").write_bytes(data)
-    return str(folder)
 
 
 def _apply_preset() -> None:

@@ -111,3 +111,18 @@ def test_preset_fills_users_and_context(at):
     at.selectbox(key="preset").set_value("batch").run()
     assert at.number_input(key="users").value == 8
     assert not at.exception
+
+
+def test_uploaded_config_becomes_a_named_model_folder(tmp_path):
+    import json
+
+    from app.uploads import config_folder
+    from planner.sources import resolve_model
+
+    src = Path(__file__).resolve().parents[1] / "sources" / "fixtures" / "hub" / "meta-llama" / "Llama-3.1-8B-Instruct"
+    cfg = json.loads((src / "config.json").read_text())
+    cfg["_name_or_path"] = "meta-llama/Llama-3.1-8B-Instruct"
+    folder = config_folder(json.dumps(cfg).encode(), root=tmp_path)
+    assert Path(folder).name == "Llama-3.1-8B-Instruct"
+    assert resolve_model(folder).source == "folder"
+    assert Path(config_folder(b"{not json", root=tmp_path)).name == "uploaded-model"
