@@ -262,8 +262,6 @@ def recommend_reading(r) -> str:
         parts.append(f"Each user sees about {fmt_tok_s(sp.decode_tok_s_per_user)} tok/s and waits "
                      f"{fmt_seconds(sp.ttft_s)} for the first token; a whole request takes {fmt_seconds(sp.time_per_request_s)}.")
     parts.append(f"Why: {o.reason}.")
-    parts.append(f"Quality cost of {o.quant}: {o.quality.tier}"
-                 + (" (approximate, " + o.quality.source + ")" if o.quality.source else "") + ".")
     if r.router is not None:
         parts.append(f"Mixed workload: {r.router.reason}.")
     return " ".join(parts)
@@ -287,6 +285,9 @@ def recommend_rows(r) -> list[dict[str, str]]:
                      "tok/s per user": fmt_tok_s(sp.decode_tok_s_per_user) if sp else "–",
                      "first token": fmt_seconds(sp.ttft_s) if sp else "–", "bound": o.bound,
                      "quality cost": o.quality.tier, "meets targets": "yes" if o.meets_targets else "no"})
+    if all(o.speed is None for o in r.options):  # memory-only ranking: no empty speed columns
+        rows = [{k: v for k, v in row.items() if k not in ("tok/s per user", "first token", "meets targets")}
+                for row in rows]
     return rows
 
 

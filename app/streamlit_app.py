@@ -308,9 +308,10 @@ def show_plan(p: Plan, wl=None) -> None:
     labels = [readings.option_label(o) for o in p.options]
     best = [o for o in p.options if rec is not None and rec.options and (o.runtime, o.quant) ==
             (rec.options[0].runtime, rec.options[0].quant)] or readings.best_options(p)
-    # keyed on the plan's identity so a new model or Mac starts at its own best option
+    # keyed on the plan's identity and the recommendation, so a new model, Mac or workload starts at its own pick
     chosen_label = st.selectbox("Look closer at one option (marks it in the chart below, sets the launch recipe)",
-                                labels, key=f"chosen_{p.model.id}_{p.mac.ram_gb:g}_{'-'.join(p.request.runtimes)}",
+                                labels, key=f"chosen_{p.model.id}_{p.mac.ram_gb:g}_{p.mac.chip.id if p.mac.chip else ''}_"
+                                f"{'-'.join(p.request.runtimes)}_{readings.option_label(best[0]) if best else ''}",
                                 index=labels.index(readings.option_label(best[0])) if best else 0)
     chosen = p.options[labels.index(chosen_label)]
     section("Concurrency: how many users, how much context", charts.concurrency_heatmap(p, chosen),
@@ -392,11 +393,14 @@ def show_recommend(rec, msg, wl) -> None:
 
 
 def show_recipe(p: Plan, chosen, rec) -> None:
+    """The launch recipe of the option picked above: the recommender's recipe for it when it ranked it, else the
+    plan's sysctl line."""
     st.subheader("Launch recipe")
-    if rec is not None and rec.options:
-        top = rec.options[0]
-        st.markdown(f"For the recommended **{top.runtime} · {top.quant}** (copy with the button at the right "
-                    "of the box):")
+    ranked = [o for o in (rec.options if rec is not None else []) if (o.runtime, o.quant) == (chosen.runtime, chosen.quant)]
+    if ranked:
+        top = ranked[0]
+        st.markdown(f"To run **{top.runtime} · {top.quant}** with a {top.kv_type} KV cache as ranked above (copy with "
+                    "the button at the right of the box):")
         st.code(readings.recipe_text(top), language="bash")
         return
     st.markdown(readings.recipe_reading(p, chosen))
