@@ -52,6 +52,7 @@ BASE_PRIORS: dict[str, tuple[float, float]] = {
     "t_layer_s": (5e-5, 2.0), "noflash_attn_factor": (2.0, 0.7), "matrix_unit_factor": (2.7, 0.35),
     "q_float": (1.0, 0.5), "q_legacy": (1.0, 0.5), "q_kquant": (0.85, 0.5), "q_iquant": (0.8, 0.5),
     "q_mxfp4": (1.0, 0.5), "q_affine": (1.0, 0.5), "q_fp4": (1.0, 0.5), "era": (1.0, 1.0), "era_decode": (1.0, 0.3),
+    "era_mv": (1.0, 1.0),
 }
 # Expected scatter of one measured rate around the model, in log units: run-to-run spread of llama-bench / mlx_lm
 # benchmarks (2-5%) plus what the model does not capture; data residuals are divided by it so priors stay weak.
@@ -191,7 +192,8 @@ class Spec:
     gen_eta_c: bool = True            # η_c per generation (else one)
     free: set[str] = field(default_factory=lambda: {"eta_bw", "eta_c", "eta_attn", "eta_c_decode", "eta_mv",
                                                     "moe_bw_factor", "t_layer_s", "noflash_attn_factor",
-                                                    "matrix_unit_factor", "q", "era", "era_decode", "era_tl"})
+                                                    "matrix_unit_factor", "q", "era", "era_decode", "era_tl",
+                                                    "era_mv"})
 
 
 def _param_names(records: list[FitRecord], spec: Spec) -> list[str]:
@@ -214,6 +216,8 @@ def _param_names(records: list[FitRecord], spec: Spec) -> list[str]:
         names.append("era_decode")
     if "era_tl" in spec.free and any(r.era != "current" for r in records):
         names.append("era_tl")
+    if "era_mv" in spec.free and any(r.era != "current" and r.phase == "decode" and r.batch > 1 for r in records):
+        names.append("era_mv")
     return names
 
 
@@ -260,7 +264,8 @@ class _Arrays:
                 a, b = r.depth, r.depth + max(r.gen, 1) - 1
                 kern = KERNELS[r.runtime]
                 self.mv[i] = r.batch <= kern["mv_max_batch"]
-                self.bcmp[i] = r.batch if self.mv[i] else math.ceil(r.batch / kern["mm_tile"]) * kern["mm_tile"]
+                # mv regime: columns beyond the first, not overlapped with the reads (throughput.step_parts)
+                self.bcmp[i] = r.batch - 1 if self.mv[i] else math.ceil(r.batch / kern["mm_tile"]) * kern["mm_tile"]
                 self.dexp[i] = g.expert_bytes * g.expert_union(r.batch)
                 for j, c in enumerate((a, (a + b) / 2, b)):
                     self.dbytes[i, j] = g.dense_bytes + r.batch * g.kv_read(c)
@@ -289,6 +294,7 @@ def _index(records, spec, names):
         "era": np.array([col(f"era:{r.era}") for r in records]),
         "era_decode": np.array([col("era_decode") if r.era != "current" else -1 for r in records]),
         "era_tl": np.array([col("era_tl") if r.era != "current" else -1 for r in records]),
+        "era_mv": np.array([col("era_mv") if r.era != "current" else -1 for r in records]),
     }
     for p in SHARED:
         idx[p] = np.full(len(records), col(p))
@@ -307,6 +313,7 @@ def _fixed_values(records, spec, fixed: dict[str, float]):
         "era": np.ones(len(records)),
         "era_decode": np.ones(len(records)),
         "era_tl": np.ones(len(records)),
+        "era_mv": np.ones(len(records)),
         **{p: np.full(len(records), get(p, BASE_PRIORS[p][0])) for p in SHARED},
     }
 
@@ -325,11 +332,14 @@ def _predict(theta: np.ndarray, A: _Arrays, idx, fixedv) -> np.ndarray:
     moe = pick("moe_bw_factor")
     F = A.peak * np.where(A.mu, pick("matrix_unit_factor"), 1.0)
     fixed = A.L * pick("t_layer_s") * pick("era_tl")
-    # decode (old builds: every compute kernel scales with the same era factor as prefill)
+    # decode. Old builds: the matrix-matrix kernel scales with the prefill era factor; the small-batch
+    # matrix-vector kernels get their own old-build factor (llama.cpp 2023 ran B = 2..8 through mul_mv once per
+    # column; current builds have the mul_mv_ext kernels, ggml-metal.metal kernel_mul_mv_ext_q4_f32_disp), so
+    # η_mv is identified by current-build rows only
     tmem = (A.dbytes + (A.dexp / moe)[:, None]) / (eta_bw * A.bw)[:, None]
-    eta_k = np.where(A.mv, pick("eta_mv"), pick("eta_c_decode")) * era
+    eta_k = np.where(A.mv, pick("eta_mv") * pick("era_mv"), pick("eta_c_decode") * era)
     tcmp = (A.bcmp[:, None] * A.dflops) / (eta_k * F)[:, None]
-    steps = fixed[:, None] + np.maximum(tmem, tcmp)
+    steps = fixed[:, None] + np.maximum(tmem, tcmp) + np.where(A.mv[:, None], np.minimum(tmem, tcmp), 0.0)
     mean = (steps[:, 0] + 4 * steps[:, 1] + steps[:, 2]) / 6
     dec = A.B / mean
     # prefill

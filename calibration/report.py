@@ -35,7 +35,7 @@ def _era_adjusted(k: SpeedConstants, params: dict, era: str) -> SpeedConstants:
     e = params.get(f"era:{era}", 1.0)
     d = params.get("era_decode", 1.0)
     return k.model_copy(update={"eta_c": min(1.0, k.eta_c * e), "eta_bw": min(1.0, k.eta_bw * d),
-                                "eta_mv": min(1.0, k.eta_mv * e), "eta_c_decode": min(1.0, k.eta_c_decode * e),
+                                "eta_mv": min(1.0, k.eta_mv * params.get("era_mv", 1.0)), "eta_c_decode": min(1.0, k.eta_c_decode * e),
                                 "t_layer_s": k.t_layer_s * params.get("era_tl", 1.0)})
 
 

@@ -5,8 +5,8 @@ Decode step (B sequences at context c each), model-facts.md §5.1-5.2, gguf-pars
     bytes(B, c) = W_dense + W_experts · (1 − (1 − k/E)^B) + B · (kv_full·c + kv_swa·min(c, W) + 2·state)
     flops(B, c) = B · (2·N_active + 2·A_full·c + 2·A_swa·min(c, W))
     t_step      = L · t_layer + max(bytes / (η_bw · BW), flops / (η_cd · F))
-                  (expert bytes at η_bw · moe_bw_factor; B ≤ mv_max_batch: matrix-vector kernels at η_mv, larger B
-                  padded to the matrix-matrix tile)
+                  (expert bytes at η_bw · moe_bw_factor; 2 ≤ B ≤ mv_max_batch: matrix-vector kernels, not overlapped:
+                  bytes / (η_bw · BW) + (B − 1) · flops_1 / (η_mv · F); larger B padded to the matrix-matrix tile)
 
 Prefill of P tokens per sequence on D cached tokens (§5.3)::
 
@@ -197,24 +197,29 @@ class Roofline:
         return batch * (2 * (g.matmul_params + g.head_params) + 2 * g.attn_keys(context))
 
     def step_parts(self, batch: int, context: float) -> tuple[float, float, float]:
-        """(fixed, memory, compute) times of one decode step. [s]
+        """(fixed, memory, compute) times of one decode step; the step takes fixed + max(memory, compute). [s]
 
         Memory: routed-expert bytes stream at ``moe_bw_factor`` × the dense efficiency (gather, many small matmuls).
-        Compute: batches up to ``mv_max_batch`` run matrix-vector kernels (cost ∝ B, efficiency η_mv); larger
-        batches run the matrix-matrix kernel, which pads the batch up to its ``mm_tile`` (ggml-metal-ops.cpp
-        ``ne11_mm_min = 8``; kernel_mul_mm 32-column tiles)."""
+        Compute: batches up to ``mv_max_batch`` run matrix-vector kernels: B = 1 is the bandwidth kernel itself,
+        each further column adds its dot products at η_mv *on top of* the weight reads (llama.cpp
+        kernel_mul_mv_ext_* / mlx qmv_wide read a weight block once, then loop over the columns; the measured
+        B = 2..8 steps grow by (B − 1) × a per-column cost, not as max(memory, compute)). The overlap that is not
+        hidden, min(memory, compute), is returned in the fixed part so that fixed + max(memory, compute) is the
+        sum. Larger batches run the matrix-matrix kernel, which overlaps with the reads and pads the batch up to
+        its ``mm_tile`` (ggml-metal-ops.cpp ``ne11_mm_min = 8``; kernel_mul_mm 32-column tiles)."""
         k, g = self.k, self.geo
         kv = batch * g.kv_read(context)
         w_dense = g.dense_bytes
         w_exp = g.expert_bytes * g.expert_union(batch)
         t_mem = (w_dense + kv + w_exp / k.moe_bw_factor) / (k.eta_bw * self.bw)
         per_tok = self.step_flops(1, context)
+        fixed = g.n_layers * k.t_layer_s
         if batch <= k.mv_max_batch:
-            t_cmp = batch * per_tok / (k.eta_mv * self.flops)
-        else:
-            padded = math.ceil(batch / k.mm_tile) * k.mm_tile
-            t_cmp = padded * per_tok / (k.eta_c_decode * self.flops)
-        return g.n_layers * k.t_layer_s, t_mem, t_cmp
+            t_cmp = (batch - 1) * per_tok / (k.eta_mv * self.flops)
+            return fixed + min(t_mem, t_cmp), t_mem, t_cmp
+        padded = math.ceil(batch / k.mm_tile) * k.mm_tile
+        t_cmp = padded * per_tok / (k.eta_c_decode * self.flops)
+        return fixed, t_mem, t_cmp
 
     def step_time(self, batch: int, context: float) -> float:
         fixed, t_mem, t_cmp = self.step_parts(batch, context)

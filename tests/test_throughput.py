@@ -58,12 +58,18 @@ def test_decode_average_over_depth_is_simpson():
 
 def test_batch_aggregate_and_knee():
     r = rf()
-    # compute per token 1 ms; memory 20 ms per step. B ≤ 8 (matrix-vector): B ms < 20 ms, bandwidth-bound.
+    # compute per token 1 ms; memory 20 ms per step. B ≤ 8 (matrix-vector): the B − 1 extra columns add
+    # (B − 1) ms on top of the reads (not overlapped), still bandwidth-bound.
     # B = 9 switches to the matrix-matrix kernel padded to 32 columns: 32 ms > 20 ms -> the knee
     assert r.knee(0) == 9
+    e1 = tp.estimate(r, prompt=0, gen=1, batch=1)
+    assert e1.decode_tok_s == pytest.approx(1 / 0.0202, rel=1e-9)
     e4 = tp.estimate(r, prompt=0, gen=1, batch=4)
-    assert e4.decode_tok_s == pytest.approx(4 / 0.0202, rel=1e-9)
-    assert e4.decode_tok_s_per_seq == pytest.approx(1 / 0.0202, rel=1e-9)
+    assert e4.decode_tok_s == pytest.approx(4 / (0.0202 + 0.003), rel=1e-9)
+    assert e4.decode_tok_s_per_seq == pytest.approx(1 / 0.0232, rel=1e-9)
+    assert e4.bound == "bandwidth"
+    fixed, mem, cmp = r.step_parts(4, 0)
+    assert fixed + max(mem, cmp) == pytest.approx(0.0002 + 0.020 + 0.003, rel=1e-12)
     e40 = tp.estimate(r, prompt=0, gen=1, batch=40)
     assert e40.bound == "compute"
     assert e40.decode_tok_s == pytest.approx(40 / (0.0002 + 0.064), rel=1e-9)  # 40 pads to 64

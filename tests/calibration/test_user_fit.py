@@ -52,7 +52,9 @@ def test_recovers_known_constants(chip, runtime):
     recs = _measured(_plan(runtime), chip, truth)
     uf = fit_user(recs, chip, runtime)
     assert uf.converged and uf.n_records == len(recs)
-    assert uf.constants.eta_bw == pytest.approx(truth.eta_bw, rel=0.05)
+    # one model's decode runs separate η_bw from the per-layer overhead only through the KV growth with depth
+    # (batched steps B = 2..8 add a per-column cost on top of the reads, throughput.step_parts): 10 %, not 5 %
+    assert uf.constants.eta_bw == pytest.approx(truth.eta_bw, rel=0.10)
     assert uf.constants.eta_c == pytest.approx(truth.eta_c, rel=0.05)
     assert uf.residuals["mape"] < 3
     assert set(uf.residuals) >= {"mape", "decode_mape", "prefill_mape"}
