@@ -79,6 +79,15 @@ def _tier(ppl: float | None, mmlu: float | None) -> str:
 TIER_RANK = {"lossless": 0, "small": 0, "unknown": 1, "noticeable": 1, "large": 2}
 
 
+def _quality_loss(qn: QualityNote) -> float:
+    """One ordering number within a tier: ΔPPL % (GGUF) or MMLU-Pro points lost (MLX); unknown last."""
+    if qn.ppl_delta_pct is not None:
+        return qn.ppl_delta_pct
+    if qn.mmlu_pro_delta is not None:
+        return -qn.mmlu_pro_delta
+    return 1e9
+
+
 def quality_of(q: QuantFormat) -> QualityNote:
     """Quality cost of a format, from the profile's published measurement (llama.cpp perplexity scoreboard for
     GGUF, mlx-lm MMLU-Pro deltas for MLX); 'unknown' where nothing is published."""
@@ -112,10 +121,9 @@ def speed_available() -> bool:
     return True
 
 
-@functools.cache
 def _constants(chip_id: str, runtime_id: str):
-    chip = next(c for c in profiles.all_chips() if c.id == chip_id)
-    return profiles.load_speed_constants(chip, runtime_id)
+    # profiles.load_speed_constants caches (and profiles.clear_cache() resets it after a user calibration)
+    return profiles.load_speed_constants(profiles.resolve_chip(chip_id), runtime_id)
 
 
 def speed_model(mm: MemoryModel, chip: Chip, quant: QuantFormat):
@@ -408,7 +416,8 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
                                 best_miss = (score, opt)
                         continue
                     if sp is None:
-                        perf = (-slots, -maxc)
+                        # memory only: best measured quality first, then room (slots, context) to spare
+                        perf = (_quality_loss(qn), -slots, -maxc)
                     elif workload.objective == "throughput":
                         perf = (-sp.decode_tok_s,)
                     else:
