@@ -342,7 +342,7 @@ PROMPT_STEPS = [256, 1024, 2048, 4096, 8192, 16384, 32768, 65536]
 def cached_ceiling(request_json: str, runtime: str, quant: str, users: tuple[int, ...]) -> dict[int, float]:
     """Bandwidth roofline per user, by concurrent users, from the prediction contract (`plan predict`);
     empty when it cannot answer (e.g. a model that is not in the catalog)."""
-    from planner.cli.predict import predict_result
+    from planner.predict import predict_result
 
     r = PlanRequest.model_validate_json(request_json)
     out = {}
