@@ -48,3 +48,19 @@ def test_impossible_target_exit_2(capsys):
 def test_recommend_needs_chip_or_ram(capsys):
     rc = main(["recommend", "--model", "llama-3.1-8b"])
     assert rc == 2 and "--chip" in capsys.readouterr().err
+
+
+def test_buy_sets_clusters_against_one_mac(capsys):
+    # DeepSeek-V3 4-bit (~336 GiB) fits one 512 GB M3 Ultra; 2 linked 256 GB Ultras hold it too (layers split by
+    # memory), so both appear; a pipeline runs its stages one after another, so the cluster decodes no faster
+    import re
+
+    rc = main(["buy", "--model", "deepseek-v3", "--min-tok-s", "5", "--max-ttft", "120", "--clusters"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "Clusters of identical Macs over tb5" in out and "2x Mac Studio M3 Ultra" in out
+    single = float(re.search(r"vs one Mac: .*?, ([\d.]+) tok/s/user", out).group(1))
+    rows = [re.split(r"\s{2,}", ln.strip()) for ln in out.splitlines() if re.match(r"\$[\d,]+\s+\dx ", ln.strip())]
+    assert rows
+    for r in rows:
+        assert float(r[2]) <= single * 1.05, r

@@ -24,6 +24,8 @@ def buy_cmd(
     runtime: list[str] | None = typer.Option(None, "--runtime", "-r", help="Runtimes (default llama.cpp, mlx-lm)"),
     macos: str = typer.Option("15", "--macos", help="macOS major version (15 or 26)"),
     all_rows: bool = typer.Option(False, "--all", help="List the best configuration of every Mac, not only the Pareto front"),
+    clusters: bool = typer.Option(False, "--clusters", help="Also set 2-4 identical linked Macs against one larger Mac"),
+    link: str = typer.Option("tb5", "--link", help="Interconnect for --clusters: tb5, tb4, 10gbe"),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON"),
 ):
     """Cheapest Mac that meets the targets, best value, fastest within budget, and the price/speed Pareto front."""
@@ -62,6 +64,25 @@ def buy_cmd(
              "laptop" if x.form_factor == "laptop" else ""] for x in rows_src]
     out.append(table(rows, ["price", "conf", "Mac", "runtime", "quant", "slots", "memory", "fit", "tok/s/user",
                             "TTFT", "meets", "binding", "note"], "rllllrrlrrlll"))
+    if clusters:
+        out += _cluster_lines(list(model)[0], wl, link, budget, r.cheapest)
     for n in r.notes:
         out.append(f"note: {n}")
     typer.echo("\n".join(out))
+
+
+def _cluster_lines(model: str, wl, link: str, budget: float | None, single) -> list[str]:
+    from ..cluster import cluster_candidates
+
+    cands = cluster_candidates(model, link=link, context=wl.context, users=wl.users,
+                               prompt=wl.prompt_tokens.p90_tokens, gen=wl.gen_tokens.p90_tokens, budget_usd=budget)
+    out = ["", f"Clusters of identical Macs over {link} (mlx pipeline; see `plan cluster` for recipes):"]
+    if not cands:
+        return [*out, "  none holds the model" + (f" within ${budget:,.0f}" if budget else "")]
+    rows = [[f"${c.price_usd:,.0f}", c.macs, fmt_tok_s(c.decode_tok_s_per_user), fmt_seconds(c.ttft_s), c.binding]
+            for c in cands[:6]]
+    out.append(table(rows, ["price", "Macs", "tok/s/user", "TTFT", "binding"], "rlrrl"))
+    if single is not None and single.decode_tok_s_per_user:
+        out.append(f"  vs one Mac: {single.product} {single.chip} {single.ram_gb} GB at ${single.price_usd:,.0f}, "
+                   f"{fmt_tok_s(single.decode_tok_s_per_user)} tok/s/user")
+    return out
