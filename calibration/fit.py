@@ -47,7 +47,7 @@ ERAS = ("2023-08", "2023-09", "2023-10", "2023-11", "2024", "current")
 # model-facts.md §5.1 (η_bw 0.6-0.8), §5.3 (GEMM 70-85% of ALU peak, attention below that); issue 3 (M5 prefill
 # 2-3.7x M4 at similar bandwidth: geometric middle 2.7); t_layer ~ one Metal dispatch group per layer (~50 us).
 BASE_PRIORS: dict[str, tuple[float, float]] = {
-    "eta_bw": (0.7, 1.0), "eta_c": (0.6, 1.0), "eta_attn": (0.3, 1.5), "eta_c_decode": (0.3, 1.5),
+    "eta_bw": (0.7, 1.0), "eta_c": (0.6, 1.0), "eta_attn": (0.3, 1.5), "eta_c_decode": (0.4, 1.5),
     "eta_mv": (0.15, 1.5), "moe_bw_factor": (0.7, 1.0), "era_tl": (1.0, 1.0),
     "t_layer_s": (5e-5, 2.0), "noflash_attn_factor": (2.0, 0.7), "matrix_unit_factor": (2.7, 0.35),
     "q_float": (1.0, 0.5), "q_legacy": (1.0, 0.5), "q_kquant": (0.85, 0.5), "q_iquant": (0.8, 0.5),
@@ -332,12 +332,14 @@ def _predict(theta: np.ndarray, A: _Arrays, idx, fixedv) -> np.ndarray:
     moe = pick("moe_bw_factor")
     F = A.peak * np.where(A.mu, pick("matrix_unit_factor"), 1.0)
     fixed = A.L * pick("t_layer_s") * pick("era_tl")
-    # decode. Old builds: the matrix-matrix kernel scales with the prefill era factor; the small-batch
-    # matrix-vector kernels get their own old-build factor (llama.cpp 2023 ran B = 2..8 through mul_mv once per
-    # column; current builds have the mul_mv_ext kernels, ggml-metal.metal kernel_mul_mv_ext_q4_f32_disp), so
-    # η_mv is identified by current-build rows only
+    # decode. B > mv_max_batch runs the prefill matrix-matrix kernel (ggml-metal-common.cpp
+    # ggml_metal_op_mul_mat_use_mm: ne11 > 8 -> kernel_mul_mm), so its efficiency is η_c_decode × the prefill
+    # η_c · q of the same generation and weight class, old builds included (era); η_c_decode is the ratio one
+    # 32-column tile achieves relative to a full prefill. The small-batch matrix-vector kernels get their own
+    # old-build factor (llama.cpp 2023 ran B = 2..8 through mul_mv once per column; current builds have the
+    # mul_mv_ext kernels, ggml-metal.metal kernel_mul_mv_ext_q4_f32_disp), so η_mv is identified by current rows
     tmem = (A.dbytes + (A.dexp / moe)[:, None]) / (eta_bw * A.bw)[:, None]
-    eta_k = np.where(A.mv, pick("eta_mv") * pick("era_mv"), pick("eta_c_decode") * era)
+    eta_k = np.where(A.mv, pick("eta_mv") * pick("era_mv"), pick("eta_c_decode") * eta_c)
     tcmp = (A.bcmp[:, None] * A.dflops) / (eta_k * F)[:, None]
     steps = fixed[:, None] + np.maximum(tmem, tcmp) + np.where(A.mv[:, None], np.minimum(tmem, tcmp), 0.0)
     mean = (steps[:, 0] + 4 * steps[:, 1] + steps[:, 2]) / 6

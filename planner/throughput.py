@@ -4,9 +4,10 @@ Decode step (B sequences at context c each), model-facts.md §5.1-5.2, gguf-pars
 
     bytes(B, c) = W_dense + W_experts · (1 − (1 − k/E)^B) + B · (kv_full·c + kv_swa·min(c, W) + 2·state)
     flops(B, c) = B · (2·N_active + 2·A_full·c + 2·A_swa·min(c, W))
-    t_step      = L · t_layer + max(bytes / (η_bw · BW), flops / (η_cd · F))
+    t_step      = L · t_layer + max(bytes / (η_bw · BW), flops / (η_cd · η_c · q · F))
                   (expert bytes at η_bw · moe_bw_factor; 2 ≤ B ≤ mv_max_batch: matrix-vector kernels, not overlapped:
-                  bytes / (η_bw · BW) + (B − 1) · flops_1 / (η_mv · F); larger B padded to the matrix-matrix tile)
+                  bytes / (η_bw · BW) + (B − 1) · flops_1 / (η_mv · F); larger B padded to the matrix-matrix tile,
+                  which is prefill's kernel_mul_mm: η_cd is a ratio to the prefill η_c · q of the same chip and quant)
 
 Prefill of P tokens per sequence on D cached tokens (§5.3)::
 
@@ -218,8 +219,17 @@ class Roofline:
             t_cmp = (batch - 1) * per_tok / (k.eta_mv * self.flops)
             return fixed + min(t_mem, t_cmp), t_mem, t_cmp
         padded = math.ceil(batch / k.mm_tile) * k.mm_tile
-        t_cmp = padded * per_tok / (k.eta_c_decode * self.flops)
+        t_cmp = padded * per_tok / (self.eta_mm_decode() * self.flops)
         return fixed, t_mem, t_cmp
+
+    def eta_mm_decode(self) -> float:
+        """Efficiency of the batched-decode matrix-matrix kernel: η_c_decode × the prefill η_c · q of this chip
+        and weight class. Same kernel as prefill (ggml-metal-common.cpp ggml_metal_op_mul_mat_use_mm: ne11 > 8
+        -> kernel_mul_mm), so generation and dequantization cost carry over; η_c_decode is what one 32-column
+        tile achieves relative to a full prefill (fitted on M2 Ultra llama-batched-bench rows)."""
+        k = self.k
+        q = (k.quant_prefill_factor or {}).get(self.geo.quant_class, 1.0)
+        return min(1.0, k.eta_c_decode * k.eta_c * q)
 
     def step_time(self, batch: int, context: float) -> float:
         fixed, t_mem, t_cmp = self.step_parts(batch, context)

@@ -16,7 +16,7 @@ from planner.memory import memory_model
 from planner.schema import Chip
 from planner.speed_schema import ResolvedSpeedConstants, SpeedConstants
 
-K = SpeedConstants(eta_bw=0.5, eta_c=0.5, eta_attn=0.25, eta_c_decode=0.1, eta_mv=0.1, mv_max_batch=8, mm_tile=32,
+K = SpeedConstants(eta_bw=0.5, eta_c=0.5, eta_attn=0.25, eta_c_decode=0.2, eta_mv=0.1, mv_max_batch=8, mm_tile=32,
                    moe_bw_factor=1.0, t_layer_s=1e-4, noflash_attn_factor=2.0,
                    quant_prefill_factor={"float": 1.0, "legacy": 0.8}, matrix_unit_factor=2.0)
 RES = ResolvedSpeedConstants(constants=K, source="test", scopes=["test"])
@@ -60,7 +60,7 @@ def test_batch_aggregate_and_knee():
     r = rf()
     # compute per token 1 ms; memory 20 ms per step. B ≤ 8 (matrix-vector): the B − 1 extra columns add
     # (B − 1) ms on top of the reads (not overlapped), still bandwidth-bound.
-    # B = 9 switches to the matrix-matrix kernel padded to 32 columns: 32 ms > 20 ms -> the knee
+    # B = 9 switches to the matrix-matrix kernel (η_cd 0.2 × η_c 0.5 = 0.1) padded to 32 columns: 32 ms > 20 ms
     assert r.knee(0) == 9
     e1 = tp.estimate(r, prompt=0, gen=1, batch=1)
     assert e1.decode_tok_s == pytest.approx(1 / 0.0202, rel=1e-9)
@@ -249,3 +249,24 @@ def test_speed_constants_cached_and_cleared(tmp_path, monkeypatch):
     finally:
         monkeypatch.undo()
         profiles.clear_cache()
+
+
+# ----------------------------------------------------------------------------- batched decode, big dense models
+MAX_ULTRA = [c for c in CHIPS if c.tier in ("max", "ultra")]
+
+
+@pytest.mark.parametrize("c", MAX_ULTRA, ids=lambda c: c.id)
+def test_batched_decode_70b_drops_only_when_compute_bound(c):
+    """Shipped (current-build) constants, 70B dense Q4_K_M: 16 users pad to the same 32-column mm tile as 32
+    users, so 32 users never give less aggregate decode than 16; and aggregate decode only falls below the 8-user
+    figure when the step is compute-bound (B16 step ≈ B32 step in the M2 Ultra batched-bench rows)."""
+    rt = profiles.load_runtime("llama.cpp")
+    q = profiles.load_quant("Q4_K_M", rt.weight_format)
+    mm = memory_model(profiles.load_model("llama-3.3-70b"), rt, q, profiles.ggml_types())
+    res = profiles.load_speed_constants(c, "llama.cpp")
+    est = {b: tp.predict(mm, c, res, q.kind, q.mode, prompt=1024, gen=256, batch=b,
+                         reference_chips=profiles.all_chips()) for b in (8, 16, 32)}
+    assert est[32].decode_tok_s >= est[16].decode_tok_s
+    for b in (16, 32):
+        if est[b].decode_tok_s < est[8].decode_tok_s:
+            assert est[b].bound == "compute"
