@@ -21,6 +21,11 @@ def hub(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf"))
     for k in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
         monkeypatch.delenv(k, raising=False)
+    # huggingface_hub freezes HF_HUB_OFFLINE at import; other suites (calibration, crosscheck) import it offline.
+    # Reset the client's own flag the way a fresh process without the variable would have it.
+    import huggingface_hub.constants as hfc
+
+    monkeypatch.setattr(hfc, "HF_HUB_OFFLINE", False)
     monkeypatch.setenv("HF_HUB_DISABLE_IMPLICIT_TOKEN", "1")
     yield h
     h.close()
