@@ -135,6 +135,13 @@ def calibrate(runtime: str, model: str, budget_s: float | None = 60, *, quick: b
     if not uf.converged:
         raise CalibrationError(f"fit of {len(fitted)} {runtime} records did not converge ({uf.message}); "
                                "nothing written, the shipped constants stay in use")
+    from calibration.user_fit import free_params
+
+    for p in free_params():
+        ratio = getattr(uf.constants, p) / getattr(uf.prior, p)
+        if not 0.25 <= ratio <= 4:
+            warnings.append(f"{p} is ×{ratio:.2g} the shipped value: if the machine was busy (other jobs, "
+                            "thermal throttling), re-run on an idle machine with --replace")
     prof = build_profile(uf, fitted)
     prof_path = store.write_profile(prof, root)
     profiles.clear_cache()
