@@ -15,7 +15,7 @@ from ..predict import predict_result
 
 
 def render(r: dict) -> str:
-    from ..format import fmt_bytes, fmt_seconds, fmt_tok_s
+    from ..format import fmt_bytes, fmt_seconds, fmt_tok_s, verdict_text
 
     lines = [
         f"{r['model']} {r['quant']} on {r['chip']} ({r['ram_gb']:g} GB) with {r['runtime']}: "
@@ -26,7 +26,7 @@ def render(r: dict) -> str:
         f"{r['knee_batch'] or '>4096'})",
         f"  request   {fmt_seconds(r['time_per_request_s'])}",
         f"  memory    {fmt_bytes(r['peak_memory_bytes'])} of {fmt_bytes(r['wired_limit_bytes'])} GPU limit: "
-        f"{'fits' if r['fits'] else 'does not fit'} ({r['fit_verdict']})",
+        f"{verdict_text(r['fit_verdict'])}",
         f"  calibration: {r['calibration']}",
     ]
     lines += [f"  note: {n}" for n in r["notes"]]
