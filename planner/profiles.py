@@ -319,7 +319,8 @@ def _speed_constants(chip_id: str, generation: str, tier: str, matrix_units: boo
                 when = pv.fitted_on.isoformat() if pv.fitted_on else "undated"
                 if origin == "user":
                     res = pv.residuals.get("mape", pv.residuals.get("decode_mape"))
-                    parts.append(f"calibrated on this Mac on {when}" + (f", residual {res:.0f}%" if res is not None else ""))
+                    where = "this machine" if chip_id.startswith("custom-") else "this Mac"
+                    parts.append(f"calibrated on {where} on {when}" + (f", residual {res:.0f}%" if res is not None else ""))
                 elif scope == "default":
                     parts.append(f"{r} default ({pv.rows} rows, all chips, {when})")
                 else:
