@@ -171,20 +171,25 @@ def append_jsonl(path: str | os.PathLike[str], records: Iterable[RunRecord]) -> 
         if not isinstance(r, RunRecord):
             raise CalibrationError(f"append_jsonl expects RunRecord objects, got {type(r).__name__}")
     existing = read_jsonl(p)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    return atomic_write_text(p, "".join(r.model_dump_json() + "\n" for r in [*existing, *new]))
+
+
+def atomic_write_text(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` through a temp file in the same folder + ``os.replace``: a crash mid-write
+    leaves the old file, never half a new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for r in [*existing, *new]:
-                f.write(r.model_dump_json() + "\n")
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, p)
+        os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    return p
+    return path
 
 
 # ----------------------------------------------------------------------------------------------

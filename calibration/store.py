@@ -22,7 +22,6 @@ import hashlib
 import io
 import os
 import platform
-import tempfile
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -32,6 +31,7 @@ import yaml
 
 from calibration.errors import CalibrationError
 from calibration.records import (
+    atomic_write_text,
     MEASURED_CSV_COLUMNS,
     RunRecord,
     append_jsonl,
@@ -66,23 +66,6 @@ def profile_path(chip_id: str, runtime: str, root: Path | None = None) -> Path:
 
 def records_path(chip_id: str, runtime: str, root: Path | None = None) -> Path:
     return calibration_dir(root) / f"{chip_id}__{runtime}.jsonl"
-
-
-def atomic_write_text(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` through a temp file in the same folder + ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
 
 
 def _round(d: Any) -> Any:
