@@ -78,13 +78,36 @@ def plan_cmd(
                       if quant else None, context=context, users=users, kv_type=kv_type, wired_limit_mb=wired_limit,
                       macos=macos, flash_attn=flash_attn, n_ubatch=ubatch,
                       prompt_tokens=prompt, gen_tokens=gen)
-    from ..sources import resolve_model  # edge: local files and the HF Hub (lazy: keeps catalog plans fast)
+    resolved = None
+    if not _catalog_id(model):
+        from ..sources import resolve_model  # edge: local files and the HF Hub (lazy: keeps catalog plans fast)
 
-    resolved = resolve_model(model, file=file, quant=quant[0] if quant and len(quant) == 1 else None)
+        resolved = resolve_model(model, file=file, quant=quant[0] if quant and len(quant) == 1 else None)
     result = plan(req, resolved)
     typer.echo(result.model_dump_json(indent=2) if json_out else render_plan(result), nl=not json_out)
     if json_out:
         typer.echo("")
+
+
+def _catalog_id(spec: str) -> bool:
+    """A catalog id or alias that is not also a local file or folder (those win, as in sources.resolve_model)."""
+    from pathlib import Path
+
+    from .. import profiles
+    from ..errors import UnknownProfileError
+
+    s = spec.strip()
+    try:
+        local = Path(s).expanduser().exists()
+    except (RuntimeError, OSError, ValueError):  # '~nosuchuser/x', names too long, NUL bytes
+        local = True  # let sources.resolve_model give the one-line error
+    if not s or s.lower().endswith(".gguf") or local:
+        return False
+    try:
+        profiles.load_model(s)
+    except (UnknownProfileError, PlannerError):
+        return False
+    return True
 
 
 from .predict import predict_cmd  # noqa: E402  (plan predict: the speed contract, planner/cli/predict.py)
