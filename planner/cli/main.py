@@ -14,7 +14,7 @@ import click
 import typer
 from pydantic import ValidationError
 
-from ..errors import PlannerError, render_validation_error
+from ..errors import PlannerError
 from ..plan import PlanRequest
 
 try:  # typer >= 0.2x vendors click as typer._click: its parser raises those classes, not click's
@@ -150,6 +150,23 @@ def _param_name(e: click.UsageError) -> str:
     return e.format_message().splitlines()[0]
 
 
+# PlanRequest field -> the flag a user typed (pydantic reports field names)
+_FLAGS = {"ram_gb": "--ram", "wired_limit_mb": "--wired-limit", "n_ubatch": "--ubatch", "quants": "--quant",
+          "runtimes": "--runtime", "gpu_cores": "--gpu-cores", "kv_type": "--kv-type", "prompt_tokens": "--prompt",
+          "gen_tokens": "--gen", "flash_attn": "--flash-attn"}
+
+
+def _flag_error(e: ValidationError) -> str:
+    parts = []
+    for err in e.errors()[:3]:
+        field = str(err.get("loc", ("input",))[0])
+        flag = _FLAGS.get(field, f"--{field.replace('_', '-')}")
+        value = err.get("input")
+        shown = f" {value!r}" if isinstance(value, (int, float, str)) and len(repr(value)) < 40 else ""
+        parts.append(f"{flag}{shown}: {str(err.get('msg', '')).removeprefix('Value error, ')}")
+    return "; ".join(parts)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code. One line on stderr for any user error."""
     argv = sys.argv[1:] if argv is None else argv
@@ -172,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"plan: error: {_one_line(e)}", file=sys.stderr)
         return e.exit_code
     except ValidationError as e:
-        print(f"plan: error: {_one_line(render_validation_error('input', e))}", file=sys.stderr)
+        print(f"plan: error: {_one_line(_flag_error(e))}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
