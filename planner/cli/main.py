@@ -10,21 +10,31 @@ import sys
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
 from typing import Optional
 
-import click
 import typer
 from pydantic import ValidationError
 
-from ..errors import PlannerError
+from ..errors import InputError, PlannerError
 from ..plan import PlanRequest
 
-try:  # typer >= 0.2x vendors click as typer._click: its parser raises those classes, not click's
-    from typer._click.exceptions import ClickException as _TClickException
-    from typer._click.exceptions import UsageError as _TUsageError
-except ImportError:  # pragma: no cover - older typer raises click's own
-    _TClickException, _TUsageError = click.ClickException, click.UsageError
-_EXIT = (click.exceptions.Exit, typer.Exit)
-_ABORT = (click.exceptions.Abort, typer.Abort)
-_USAGE = (click.UsageError, _TUsageError)
+# typer >= 0.2x vendors click as typer._click (and no longer installs click): its parser raises those classes.
+# Older typer raises click's own. Catch whichever exist; never require the click package.
+_CE = []
+try:
+    from typer._click import exceptions as _vendored
+
+    _CE.append(_vendored)
+except ImportError:  # pragma: no cover - older typer
+    pass
+try:
+    from click import exceptions as _click
+
+    _CE.append(_click)
+except ImportError:  # the core install has no click package
+    pass
+_EXIT = (typer.Exit, *(m.Exit for m in _CE if hasattr(m, "Exit")))
+_ABORT = (typer.Abort, *(m.Abort for m in _CE if hasattr(m, "Abort")))
+_USAGE = tuple(m.UsageError for m in _CE)
+_CLICK = tuple(m.ClickException for m in _CE)
 
 
 def _one_line(msg: object) -> str:
@@ -69,7 +79,7 @@ def plan_cmd(
     if ctx.invoked_subcommand is not None:
         return
     if model is None:
-        raise click.UsageError("missing --model (e.g. plan --model llama-3.3-70b --ram 64); see plan --help")
+        raise InputError("missing --model (e.g. plan --model llama-3.3-70b --ram 64); see plan --help")
     from ..plan import plan
     from .render import render_plan
 
@@ -146,7 +156,7 @@ def models_cmd(json_out: bool = typer.Option(False, "--json", help="Print as JSO
     typer.echo(table(rows, ["id", "name", "params", "max ctx", "aliases"], "llrrl"))
 
 
-def _param_name(e: click.UsageError) -> str:
+def _param_name(e) -> str:
     return e.format_message().splitlines()[0]
 
 
@@ -182,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         msg = _one_line(_param_name(e))
         print(f"plan: error: {msg}{'' if 'plan --help' in msg else ' (see plan --help)'}", file=sys.stderr)
         return 2
-    except (click.ClickException, _TClickException) as e:  # e.g. FileError
+    except _CLICK as e:  # e.g. FileError
         print(f"plan: error: {_one_line(e.format_message())}", file=sys.stderr)
         return 2
     except PlannerError as e:

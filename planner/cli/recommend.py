@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import click
 import typer
 
+from ..errors import InputError
 from ..format import fmt_bytes, fmt_ctx, fmt_seconds, fmt_tok_s, table
 
 
@@ -34,7 +34,7 @@ def recommend_cmd(
     from ..workload import custom_workload
 
     if chip is None and ram is None:
-        raise click.UsageError("give --chip (for speed) and/or --ram, e.g. --chip 'M4 Max' --gpu-cores 40 --ram 64")
+        raise InputError("give --chip (for speed) and/or --ram, e.g. --chip 'M4 Max' --gpu-cores 40 --ram 64")
     wl = custom_workload(workload, prompt=prompt, gen=gen, users=users, context=context, min_tok_s=min_tok_s,
                          max_ttft=max_ttft, max_request=max_request)
     ram_gb, chip_p, _ = resolve_mac(PlanRequest(model=model, ram_gb=ram, chip=chip, gpu_cores=gpu_cores))

@@ -31,8 +31,7 @@ def hub(tmp_path, monkeypatch):
     h.close()
 
 
-def fixture_config(repo: str) -> bytes:
-    return (FIX / repo / "config.json").read_bytes()
+from fakehub import fixture_config  # noqa: E402,F401  (re-exported; tests import it from fakehub)
 
 
 def fixture_json(repo: str) -> dict:

@@ -129,3 +129,8 @@ class FakeHub:
         h.end_headers()
         if not head:
             h.wfile.write(body)
+
+
+def fixture_config(repo: str) -> bytes:
+    """A recorded config.json from tests/sources/fixtures/hub/<repo>/."""
+    return (Path(__file__).parent / "fixtures" / "hub" / repo / "config.json").read_bytes()

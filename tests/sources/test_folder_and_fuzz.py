@@ -6,7 +6,7 @@ import json
 import os
 
 import pytest
-from conftest import fixture_config
+from fakehub import fixture_config
 from gguf_gen import LLAMA8B_KV, llama_tensors, write_gguf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

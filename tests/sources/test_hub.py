@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import fixture_config
+from fakehub import fixture_config
 from fakehub import Repo
 from gguf_gen import write_llama8b
 from st_gen import gemma3_27b, llama_8b, qwen3_30b_a3b_mlx4, shard
