@@ -367,7 +367,7 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
     rts = [profiles.load_runtime(r) for r in (runtimes or ["llama.cpp", "mlx-lm"])]
     want_speed = chip is not None and speed_available()
     if chip is None:
-        notes.append("no --chip: memory-only ranking (add --chip for speed, TTFT and targets)")
+        notes.append("no chip given: memory-only ranking (name the chip for speed, TTFT and targets)")
     elif not speed_available():
         notes.append("speed model (planner/throughput.py) not available: memory-only ranking")
     elif chip.memory_bandwidth_gb_s is None:

@@ -139,7 +139,7 @@ def resolve_mac(req: PlanRequest) -> tuple[float, Chip | None, str]:
         note = ""
     else:
         profiles.ram_gb_valid(ram)
-        note = "memory answers only need RAM; add --chip for speed"
+        note = "memory answers only need RAM; name the chip for speed answers"
     return ram, chip, note
 
 
