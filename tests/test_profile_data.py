@@ -1,4 +1,4 @@
-"""Data checks for profiles/{chips,macs,models}/*.yaml. Only pyyaml + stdlib, so it runs before the schema exists."""
+"""Data checks for profiles/{chips,macs,models}/*.yaml beyond schema validation: counts, joins, parameter counts."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from planner.schema import Chip, MacProduct, ModelConfig, ModelProfile
 
 ROOT = Path(__file__).resolve().parent.parent
 PROFILES = ROOT / "profiles"
@@ -28,95 +30,11 @@ CHIPS = _load_dir("chips")
 MACS = _load_dir("macs")
 MODELS = _load_dir("models")
 
-CHIP_KEYS = {
-    "id",
-    "name",
-    "generation",
-    "tier",
-    "gpu_cores",
-    "cpu_cores",
-    "memory_bandwidth_gb_s",
-    "ram_options_gb",
-    "gpu_fp32_tflops",
-    "gpu_fp16_tflops",
-    "gpu_clock_ghz",
-    "gpu_matrix_units",
-    "release_year",
-    "status",
-    "tflops_basis",
-    "notes",
-    "sources",
-    "verified",
-}
-MAC_KEYS = {
-    "id",
-    "product",
-    "form_factor",
-    "launch",
-    "chip",
-    "cpu_cores",
-    "ram_gb",
-    "storage_gb",
-    "price_usd",
-    "price_confidence",
-    "price_note",
-    "config_type",
-    "ram_max_gb_for_product",
-    "sources",
-    "notes",
-    "verified",
-}
-MODEL_KEYS = {
-    "id",
-    "name",
-    "hf_repo",
-    "aliases",
-    "params_b",
-    "active_params_b",
-    "vision_params_b",
-    "gated",
-    "sources",
-    "verified",
-    "config",
-}
-CONFIG_KEYS = {
-    "model_type",
-    "hidden_size",
-    "num_hidden_layers",
-    "num_attention_heads",
-    "num_key_value_heads",
-    "head_dim",
-    "intermediate_size",
-    "vocab_size",
-    "tie_word_embeddings",
-    "max_position_embeddings",
-    "sliding_window",
-    "layer_types",
-    "attention_bias",
-    "torch_dtype",
-    "num_experts",
-    "num_local_experts",
-    "n_routed_experts",
-    "num_experts_per_tok",
-    "moe_intermediate_size",
-    "shared_expert_intermediate_size",
-    "n_shared_experts",
-    "first_k_dense_replace",
-    "moe_layer_freq",
-    "decoder_sparse_step",
-    "mlp_only_layers",
-    "kv_lora_rank",
-    "q_lora_rank",
-    "qk_rope_head_dim",
-    "qk_nope_head_dim",
-    "v_head_dim",
-    "full_attention_interval",
-    "linear_num_value_heads",
-    "linear_num_key_heads",
-    "linear_key_head_dim",
-    "linear_value_head_dim",
-    "linear_conv_kernel_dim",
-}
+# the strict schemas are the one list of keys; the generated files write every field
+CHIP_KEYS = set(Chip.model_fields)
+MAC_KEYS = set(MacProduct.model_fields)
+MODEL_KEYS = set(ModelProfile.model_fields) - {"notes"}  # optional, and no catalog model needs one
+CONFIG_KEYS = set(ModelConfig.model_fields)
 REQUIRED_MODELS = [
     "llama-2-7b",
     "llama-2-13b",
