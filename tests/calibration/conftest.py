@@ -1,26 +1,17 @@
 """Session fixtures: tiny random-weight models built once (seed 0) into a temp folder.
 
-The llama.cpp build of scripts/bootstrap.sh (.cache/llama-build/bin) is put on PATH and
-LLAMA_CPP_LIB_PATH when present and not already configured, so a local `pytest` finds the same tools
-CI does. No network: HF_HUB_OFFLINE=1.
+The llama.cpp tools and HF_HUB_OFFLINE are set up for the whole suite in tests/conftest.py.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-LLAMA_BIN = ROOT / ".cache" / "llama-build" / "bin"
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-if LLAMA_BIN.is_dir():
-    if not shutil.which("llama-bench"):
-        os.environ["PATH"] = f"{LLAMA_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
-    os.environ.setdefault("LLAMA_CPP_LIB_PATH", str(LLAMA_BIN))
+# PATH / LLAMA_CPP_LIB_PATH / HF_HUB_OFFLINE are set once in tests/conftest.py
 
 
 @pytest.fixture(scope="session")

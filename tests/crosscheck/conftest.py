@@ -8,20 +8,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
-import shutil
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-LLAMA_BIN = ROOT / ".cache" / "llama-build" / "bin"
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-if LLAMA_BIN.is_dir():
-    if not shutil.which("llama-quantize"):
-        os.environ["PATH"] = f"{LLAMA_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
-    os.environ.setdefault("LLAMA_CPP_LIB_PATH", str(LLAMA_BIN))
+# PATH / LLAMA_CPP_LIB_PATH / HF_HUB_OFFLINE are set once in tests/conftest.py
 
 
 def tiny_profile(hf_dir: Path, model_id: str = "tiny-llama"):
