@@ -65,3 +65,15 @@ def linux_device() -> dict:
     """A fixed device dict so runner tests don't spend time measuring bandwidth."""
     return {"os": "linux", "backend": "cpu", "chip": "test CPU", "chip_id": "custom", "cpu_cores_physical": 2,
             "ram_bytes": 8 * 2**30}
+
+
+@pytest.fixture
+def user_dir(tmp_path, monkeypatch):
+    """An empty user profiles/calibration folder; profile caches cleared around the test."""
+    from planner import profiles
+
+    d = tmp_path / "user"
+    monkeypatch.setenv("MAC_LLM_PLANNER_USER_PROFILES", str(d))
+    profiles.clear_cache()
+    yield d
+    profiles.clear_cache()

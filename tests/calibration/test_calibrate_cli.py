@@ -16,18 +16,8 @@ import pytest
 
 from calibration import store
 from calibration.records import MEASURED_CSV_COLUMNS, read_jsonl
-from planner import profiles
 from planner.cli.main import main
 from planner.speed_schema import CalibrationProfile
-
-
-@pytest.fixture
-def user_dir(tmp_path, monkeypatch):
-    d = tmp_path / "user"
-    monkeypatch.setenv("MAC_LLM_PLANNER_USER_PROFILES", str(d))
-    profiles.clear_cache()
-    yield d
-    profiles.clear_cache()
 
 
 def _calibrate(capsys, runtime: str, model, *extra: str) -> tuple[str, str]:

@@ -25,15 +25,6 @@ DEVICE = {"os": "linux", "os_version": "6.1", "backend": "cpu", "chip": "Test CP
 
 
 @pytest.fixture
-def user_dir(tmp_path, monkeypatch):
-    d = tmp_path / "user"
-    monkeypatch.setenv("MAC_LLM_PLANNER_USER_PROFILES", str(d))
-    profiles.clear_cache()
-    yield d
-    profiles.clear_cache()
-
-
-@pytest.fixture
 def chip(user_dir):
     c, path, written = store.ensure_custom_chip(DEVICE, hostname="test-host")
     assert written and path.exists()
