@@ -427,10 +427,7 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
     if not cands:
         if best_miss is not None:
             o = best_miss[1]
-            t = workload.targets
-            want = ", ".join(x for x in [f"{t.min_tok_s_per_user:g} tok/s per user" if t.min_tok_s_per_user else "",
-                                         f"TTFT ≤ {t.max_ttft_s:g} s" if t.max_ttft_s else "",
-                                         f"≤ {t.max_request_s:g} s per request" if t.max_request_s else ""] if x)
+            want = workload.targets.describe()
             raise TargetsUnreachableError(
                 f"no configuration of {prof.id} on {chip.label if chip else ''} {ram_gb:g} GB meets {want} for "
                 f"{workload.users} user(s); the best reaches {o.speed.decode_tok_s_per_user:.1f} tok/s per user, "

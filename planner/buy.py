@@ -255,9 +255,7 @@ def buy(models: list[str], workload: WorkloadProfile, budget_usd: float | None =
     meeting = [r for r in rows if r.meets_targets]
     if not meeting:
         best_r = max(rows, key=lambda r: r.decode_tok_s_per_user or 0)
-        want = ", ".join(x for x in [f"{t.min_tok_s_per_user:g} tok/s per user" if t.min_tok_s_per_user else "",
-                                     f"TTFT ≤ {t.max_ttft_s:g} s" if t.max_ttft_s else "",
-                                     f"≤ {t.max_request_s:g} s per request" if t.max_request_s else ""] if x)
+        want = t.describe()
         raise TargetsUnreachableError(
             f"no Mac meets {want} for {' + '.join(p.id for p in profs)} with {users} user(s): the best reaches "
             f"{best_r.decode_tok_s_per_user:.1f} tok/s per user, TTFT {best_r.ttft_s:.1f} s on the {best_r.product} "

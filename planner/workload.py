@@ -89,6 +89,12 @@ class Targets(BaseModel):
     max_ttft_s: float | None = Field(None, gt=0, description="Longest acceptable time to first token [s]")
     max_request_s: float | None = Field(None, gt=0, description="Longest acceptable time per request/turn [s]")
 
+    def describe(self) -> str:
+        """'10 tok/s per user, TTFT ≤ 3 s, ≤ 60 s per request' (the targets that are set)."""
+        return ", ".join(x for x in [f"{self.min_tok_s_per_user:g} tok/s per user" if self.min_tok_s_per_user else "",
+                                     f"TTFT ≤ {self.max_ttft_s:g} s" if self.max_ttft_s else "",
+                                     f"≤ {self.max_request_s:g} s per request" if self.max_request_s else ""] if x)
+
 
 class WorkloadProfile(BaseModel):
     model_config = Strict
