@@ -126,8 +126,8 @@ def mac_chip_ids() -> dict[str, str]:
 
 @st.cache_data(show_spinner=False, max_entries=64, ttl=3600)
 def cached_resolve(spec: str, quant: str | None):
-    """planner.sources.resolve_model: catalog id, HF repo id (reads the Hub), local .gguf or model folder."""
-    from planner.sources import resolve_model
+    """sources.resolve_model: catalog id, HF repo id (reads the Hub), local .gguf or model folder."""
+    from sources import resolve_model
 
     return resolve_model(spec, quant=quant)
 

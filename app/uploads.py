@@ -1,4 +1,4 @@
-"""An uploaded config.json becomes a model folder the sources can read (planner.sources.resolve_model)."""
+"""An uploaded config.json becomes a model folder the sources can read (sources.resolve_model)."""
 
 from __future__ import annotations
 

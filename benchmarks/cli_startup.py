@@ -17,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 ARGS = ["--model", "llama-3.3-70b", "--ram", "64"]
-CODE = "import sys; from planner.cli.main import main; sys.exit(main(sys.argv[1:]))"
+CODE = "import sys; from cli.main import main; sys.exit(main(sys.argv[1:]))"
 
 
 def _env() -> dict:

@@ -1,4 +1,4 @@
-"""What `plan calibrate` does (the typer command in planner/cli/calibrate.py only parses and prints).
+"""What `plan calibrate` does (the typer command in cli/calibrate.py only parses and prints).
 
     calibrate(runtime, model, budget_s)  detect the device -> run the protocol within the budget -> store the
                                          records -> fit with the shipped constants as priors -> write the

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from planner.cluster import plan_cluster
-from planner.cluster_spec import parse_macs
+from planner.cluster.spec import parse_macs
 from planner.errors import PlannerError
 
 DATA = Path(__file__).resolve().parent / "data" / "cluster_measurements.csv"

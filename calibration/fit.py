@@ -34,7 +34,7 @@ from planner import profiles
 from planner import throughput as tp
 from planner.memory import memory_model
 from planner.schema import Chip
-from planner.speed_schema import CalibrationProfile, Provenance, SpeedConstants
+from planner.schema import CalibrationProfile, Provenance, SpeedConstants
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 OUT_DIR = REPO_ROOT / "profiles" / "calibration"

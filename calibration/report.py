@@ -19,7 +19,7 @@ import numpy as np
 
 from calibration import fit as F
 from planner import profiles
-from planner.speed_schema import SpeedConstants
+from planner.schema import SpeedConstants
 
 
 def _stats(apes: list[float]) -> tuple[int, float, float, float]:

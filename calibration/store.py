@@ -93,7 +93,7 @@ def read_profile(path: Path, chip_id: str | None = None, runtime: str | None = N
     ``chip_id`` / ``runtime``. Constants it lacks (a newer planner added one) come from the shipped chain."""
     from planner import profiles
     from planner.errors import ProfileError
-    from planner.speed_schema import CalibrationProfile
+    from planner.schema import CalibrationProfile
 
     try:
         prof = profiles.load_file(Path(path), CalibrationProfile)

@@ -29,7 +29,7 @@ BASE_FREE = ("eta_bw", "eta_c", "eta_attn", "eta_c_decode", "t_layer_s", "eta_mv
 def free_params() -> tuple[str, ...]:
     """The efficiencies a user fit frees: those of BASE_FREE that both the schema and calibration.fit know."""
     from calibration import fit as F
-    from planner.speed_schema import SpeedConstants
+    from planner.schema import SpeedConstants
 
     return tuple(p for p in BASE_FREE if p in SpeedConstants.model_fields and p in F.BASE_PRIORS)
 
@@ -97,7 +97,7 @@ def residuals_of(rows: list[dict[str, Any]]) -> dict[str, float]:
 def fit_user(records, chip, runtime: str, prior=None, prior_sigma: float = PRIOR_SIGMA) -> UserFit:
     """Fit ``records`` (RunRecords of one runtime, measured on ``chip``) starting from the shipped constants."""
     from calibration import fit as F
-    from planner.speed_schema import SpeedConstants
+    from planner.schema import SpeedConstants
 
     recs = [r for r in records if r.runtime == runtime]
     if not recs:
@@ -130,7 +130,7 @@ def fit_user(records, chip, runtime: str, prior=None, prior_sigma: float = PRIOR
 
 def build_profile(uf: UserFit, records, fitted_on: date | None = None):
     """The CalibrationProfile a user fit is stored as (scope = chip id, runtime version in the provenance)."""
-    from planner.speed_schema import CalibrationProfile, Provenance
+    from planner.schema import CalibrationProfile, Provenance
 
     versions = sorted({r.runtime_version for r in records})
     models = sorted({f"{r.model_id or r.model_path.rsplit('/', 1)[-1]} ({r.quant})" for r in records})

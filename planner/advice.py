@@ -2,14 +2,12 @@
 targets, explain why (prefill- or decode-bound, memory headroom, quality cost) and print launch recipes.
 
 Memory comes from planner.memory (MemoryModel.total, O(1)) and planner.capacity (wired limit, fit verdict);
-speed from planner.throughput (the colleague's roofline) behind :func:`speed_model` / :func:`speed_at`, so this
-module never restates a speed formula. When throughput is absent the answers are memory-only.
+speed from planner.throughput's roofline through planner.search (speed_model / speed_at), so this module never
+restates a speed formula; launch commands come from planner.recipes. When throughput is absent the answers are memory-only.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import math
 from typing import Literal
 
@@ -17,17 +15,25 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from . import capacity, profiles
 from .errors import InputError, PlannerError
-from .memory import MemoryModel, check_kv_type, kv_layout, memory_model
-from .plan import DEFAULT_QUANTS
+from .recipes import Recipe, recipe
 from .results import Fit, WiredLimit
+from .search import (
+    KV_CHOICES,
+    SLOT_CHOICES,
+    Speed,
+    base_memory_model,
+    quants_for,
+    speed_at,
+    speed_available,
+    speed_model,
+    with_kv,
+)
 from .schema import Chip, ModelProfile, QuantFormat, Runtime
-from .units import GiB, pad_to
+from .units import GiB
 from .workload import WorkloadProfile
 
 Frozen = ConfigDict(frozen=True, extra="forbid")
 
-KV_CHOICES = {"llama.cpp": ["f16", "q8_0", "q4_0"], "mlx-lm": ["bf16", "kv8", "kv4"]}
-SLOT_CHOICES = [1, 2, 4, 8, 16, 32, 64]
 VERDICT_RANK = {"fits": 0, "tight": 1, "raise-limit": 2, "no-fit": 3}
 # Ranking heuristic (no measurement cited yet): 4-bit KV is assumed to cost more accuracy than 8-bit KV, so it
 # ranks after 8/16-bit KV of the same weights
@@ -96,166 +102,6 @@ def quality_of(q: QuantFormat) -> QualityNote:
         return QualityNote(quant=q.id, tier="unknown", source="no published measurement")
     return QualityNote(quant=q.id, ppl_delta_pct=qq.ppl_delta_pct, kld=qq.kld, mmlu_pro_delta=qq.mmlu_pro_delta,
                        tier=_tier(qq.ppl_delta_pct, qq.mmlu_pro_delta), source=qq.source or "unsourced")
-
-
-# --------------------------------------------------------------------------- speed adapter
-class Speed(BaseModel):
-    """What advice needs from the speed model at one operating point. Rates in tokens/s, times in s."""
-
-    model_config = Frozen
-    prefill_tok_s: float
-    ttft_s: float
-    decode_tok_s_per_user: float
-    decode_tok_s: float = Field(description="aggregate over all users")
-    time_per_request_s: float
-    decode_bound: Literal["bandwidth", "compute"]
-    prefill_share: float = Field(description="TTFT / time per request")
-    calibration: str = ""
-
-
-def speed_available() -> bool:
-    try:
-        from . import throughput  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def _constants(chip_id: str, runtime_id: str):
-    # profiles.load_speed_constants caches (and profiles.clear_cache() resets it after a user calibration)
-    return profiles.load_speed_constants(profiles.resolve_chip(chip_id), runtime_id)
-
-
-def speed_model(mm: MemoryModel, chip: Chip, quant: QuantFormat):
-    """The colleague's Roofline for (chip, runtime, model, quant, kv); None when no speed can be predicted
-    (throughput not installed, or a chip without bandwidth)."""
-    if not speed_available() or chip.memory_bandwidth_gb_s is None:
-        return None
-    from . import throughput as tp
-
-    rt = mm.runtime
-    chunk = (rt.n_ubatch or 512) if rt.family == "llama.cpp" else (rt.prefill_step_size or 2048)
-    try:
-        geo = tp.geometry(mm, quant.kind, quant.mode)
-        return tp.roofline(geo, chip, _constants(chip.id, rt.id), rt.family, flash_attn=mm.flash_attn,
-                           chunk=chunk, reference_chips=profiles.all_chips())
-    except PlannerError:
-        return None
-
-
-def speed_at(rf, prompt: int, gen: int, slots: int, users: int, staggered: bool) -> Speed:
-    """Speed of ``users`` users served by ``slots`` parallel sequences (slots ≤ users queue, time-shared).
-
-    staggered: prompts arrive one at a time (interactive use), so TTFT is one prompt's prefill while the others
-    decode; otherwise (batch jobs) the prompts of a full batch are prefilled together."""
-    from . import throughput as tp
-
-    b = min(slots, users)
-    e = tp.estimate(rf, prompt, gen, 0, b)
-    ttft = tp.estimate(rf, prompt, 1, 0, 1).ttft_s if staggered else e.ttft_s
-    t_req = e.time_per_request_s - e.ttft_s + ttft
-    waves = math.ceil(users / b)
-    per_user = e.decode_tok_s_per_seq
-    if waves > 1:
-        # users beyond the slots wait for a free slot: on average half a request per extra wave
-        ttft += (waves - 1) * t_req / 2
-        per_user = per_user * b / users
-        t_req = t_req + (waves - 1) * t_req / 2
-    return Speed(prefill_tok_s=e.prefill_tok_s, ttft_s=ttft, decode_tok_s_per_user=per_user,
-                 decode_tok_s=e.decode_tok_s, time_per_request_s=t_req, decode_bound=e.bound,
-                 prefill_share=min(1.0, ttft / t_req) if t_req > 0 else 0.0, calibration=e.calibration)
-
-
-# --------------------------------------------------------------------------- memory helpers
-@functools.lru_cache(maxsize=256)
-def base_memory_model(model_id: str, runtime_id: str, quant_id: str) -> MemoryModel:
-    model = profiles.load_model(model_id)
-    rt = profiles.load_runtime(runtime_id)
-    q = profiles.load_quant(quant_id, rt.weight_format)
-    return memory_model(model, rt, q, profiles.ggml_types())
-
-
-def with_kv(mm: MemoryModel, kv_type: str) -> MemoryModel | None:
-    """Same weights, another KV type (None if the runtime/model refuses it)."""
-    try:
-        k = check_kv_type(kv_type, mm.runtime, mm.model)
-    except InputError:
-        return None
-    if k == mm.kv.kv_type:
-        return mm
-    if mm.runtime.family == "llama.cpp" and k not in ("f16", "bf16", "f32") and not mm.flash_attn:
-        return None
-    return dataclasses.replace(mm, kv=kv_layout(mm.model, mm.runtime, k, profiles.ggml_types()))
-
-
-def quants_for(model: ModelProfile, rt: Runtime, only: list[str] | None = None) -> list[QuantFormat]:
-    if only:
-        out = []
-        for q in only:
-            try:
-                out.append(profiles.load_quant(q, rt.weight_format))
-            except PlannerError:
-                continue
-        return out
-    ids = list(DEFAULT_QUANTS[rt.weight_format])
-    if model.config.model_type == "gpt_oss" and rt.weight_format == "gguf":
-        ids.insert(0, "MXFP4_MOE")
-    if model.config.is_moe and model.params_b > 300:
-        # 600B+ MoEs only fit at 1-3 bits per weight on a Mac (e.g. unsloth dynamic IQ1/IQ2 GGUFs)
-        ids = (["IQ1_S", "IQ2_XXS", "IQ2_M", "Q2_K"] if rt.weight_format == "gguf" else ["mlx-2bit-g64", "mlx-3bit-g64"]) + ids
-    return [profiles.load_quant(i, rt.weight_format) for i in ids]
-
-
-# --------------------------------------------------------------------------- recipes
-def _mlx_repo(model: ModelProfile, q: QuantFormat) -> str:
-    name = (model.hf_repo or model.id).split("/")[-1]
-    suffix = {"affine": f"{q.bits}bit", "mxfp4": "mxfp4", "nvfp4": "nvfp4", "mxfp8": "mxfp8", "none": "bf16"}.get(
-        q.mode or "", f"{q.bits}bit")
-    if q.mode == "affine" and q.group_size and q.group_size != 64:
-        suffix += f"-g{q.group_size}"
-    return f"mlx-community/{name}-{suffix}"
-
-
-class Recipe(BaseModel):
-    model_config = Frozen
-    server: str
-    generate: str | None = None
-    sysctl: str | None = None
-    notes: list[str] = Field(default_factory=list)
-
-
-def recipe(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) -> Recipe:
-    rt, model = mm.runtime, mm.model
-    notes: list[str] = []
-    if rt.family == "llama.cpp":
-        ctx_total = pad_to(context * slots, rt.ctx_pad or 256)
-        kv = mm.kv.kv_type
-        name = (model.hf_repo or model.id).split("/")[-1]
-        cmd = (f"llama-server -m {name}-{q.id}.gguf -c {ctx_total} -np {slots} -fa on -ctk {kv} -ctv {kv} "
-               f"-ub {mm.n_ubatch} -ngl 99")
-        notes.append(f"-c is the total over slots: {slots} × {context:,} tokens (llama-server splits it per -np slot)")
-        if rt.id == "ollama":
-            cmd = (f"OLLAMA_NUM_PARALLEL={slots} OLLAMA_FLASH_ATTENTION=1 OLLAMA_KV_CACHE_TYPE={kv} ollama serve  "
-                   f"# then num_ctx={context * slots} in the Modelfile")
-        return Recipe(server=cmd, sysctl=fit.sysctl, notes=notes)
-    repo = _mlx_repo(model, q)
-    kv_bits = {"kv8": 8, "kv4": 4}.get(mm.kv.kv_type)
-    server = f"mlx_lm.server --model {repo} --prefill-step-size {rt.prefill_step_size or 2048}"
-    if kv_bits:
-        server += f" --kv-bits {kv_bits} --kv-group-size {rt.kv_group_size or 64}"
-        notes.append("mlx_lm.server --kv-bits disables batching: requests are served one at a time")
-    else:
-        server += f" --decode-concurrency {slots} --prompt-concurrency {min(slots, rt.prefill_batch_size or 8)}"
-    notes.append(f"mlx_lm.server has no --max-kv-size (ml-explore/mlx-lm#615): keep prompts + --max-tokens "
-                 f"under {context:,} per request")
-    gen = f"mlx_lm.generate --model {repo} --max-kv-size {context}"
-    if kv_bits:
-        gen += f" --kv-bits {kv_bits}"
-    gen += f" --prefill-step-size {rt.prefill_step_size or 2048}"
-    if mm.kv.swa_bytes_per_token:
-        notes.append("sliding-window model: --max-kv-size turns every layer into a rotating cache; leave it off "
-                     "if answers must see the whole context")
-    return Recipe(server=server, generate=gen, sysctl=fit.sysctl, notes=notes)
 
 
 # --------------------------------------------------------------------------- results

@@ -18,19 +18,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from . import capacity, profiles
-from .advice import (
-    KV_RANK,
-    TIER_RANK,
-    NoFitError,
-    QualityNote,
-    TargetsUnreachableError,
-    _constants,
-    base_memory_model,
-    quality_of,
-    quants_for,
-    speed_available,
-    with_kv,
-)
+from .advice import KV_RANK, TIER_RANK, NoFitError, QualityNote, TargetsUnreachableError, quality_of
+from .search import _constants, base_memory_model, quants_for, speed_available, with_kv
 from .errors import InputError, PlannerError
 from .schema import Chip, MacProduct
 from .units import GiB, MiB
@@ -340,7 +329,7 @@ def _sweep_speed(chips: list[Chip], configs: list[_Config], slot_list: list[int]
             tt = np.array([[r.prefill_time(prompt, 0, int(b))[0] for b in B] for r in rfs]) + first
         tr = tt + t_dec - first          # throughput.estimate: time_per_request − ttft = t_dec − first step
         pu = gen / t_dec
-        extra = (waves - 1) * tr / 2     # queueing when slots < users (advice.speed_at): half a request per wave
+        extra = (waves - 1) * tr / 2     # queueing when slots < users (search.speed_at): half a request per wave
         ttq, trq = tt + extra, tr + extra
         pu = np.where(waves > 1, pu * B / users, pu)
         valid = np.array([s in c.slots for s in slot_list])

@@ -12,7 +12,7 @@ from .errors import InputError
 from .memory import MemoryModel, check_kv_type, kv_layout, memory_model
 from .results import Fit, KVLayout, MemoryEstimate, WeightsEstimate, WiredLimit
 from .schema import Chip, ModelProfile
-from .speed_schema import SpeedSummary
+from .results import SpeedSummary
 
 DEFAULT_QUANTS = {
     "gguf": ["Q3_K_M", "IQ4_XS", "Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0"],
@@ -188,7 +188,7 @@ def build_option(mm: MemoryModel, req: PlanRequest, wired: WiredLimit, raised: W
 
 
 def plan(req: PlanRequest, resolved=None) -> Plan:
-    """``resolved``: a planner.sources.ResolvedModel (duck-typed: the core does not import the edge); its profile
+    """``resolved``: a sources.ResolvedModel (duck-typed: the core does not import the edge); its profile
     replaces the catalog lookup and its exact weight bytes replace the estimate for the matching runtime x quant."""
     model = resolved.profile if resolved is not None else profiles.load_model(req.model)
     ram, chip, mac_note = resolve_mac(req)

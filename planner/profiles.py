@@ -284,7 +284,7 @@ def load_speed_constants(chip: Chip, runtime: str, include_user: bool = True):
 @functools.lru_cache(maxsize=None)
 def _speed_constants(chip_id: str, generation: str, tier: str, matrix_units: bool, runtime: str, include_user: bool,
                      _builtin_env: str | None, _user_env: str | None):
-    from .speed_schema import CalibrationProfile, ResolvedSpeedConstants
+    from .schema import CalibrationProfile, ResolvedSpeedConstants
 
     rt = load_runtime(runtime).id
     builtin, user = _calibration_files(builtin_dir()), _calibration_files(user_dir() if include_user else None)

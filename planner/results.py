@@ -89,3 +89,49 @@ class Fit(BaseModel):
     reason: str
     headroom_bytes: int = Field(description="Effective wired limit minus total (negative: over) [bytes]")
     sysctl: str | None = Field(None, description="Command that raises the limit enough, when that helps")
+
+
+# --------------------------------------------------------------------------- speed
+
+Bound = Literal["bandwidth", "compute"]
+
+
+class ThroughputEstimate(BaseModel):
+    """Speed of one (chip, runtime, model, quant) at one workload. Rates are tokens per second."""
+
+    model_config = Frozen
+    prefill_tok_s: float = Field(description="Prompt tokens processed per second, all sequences together [tok/s]")
+    ttft_s: float = Field(description="Time to first token: prefill of the prompts plus one decode step [s]")
+    decode_tok_s: float = Field(description="Generated tokens per second, all sequences together [tok/s]")
+    decode_tok_s_per_seq: float = Field(description="Generated tokens per second seen by one sequence [tok/s]")
+    time_per_request_s: float = Field(description="TTFT + generation of G tokens [s]")
+    bound: Bound = Field(description="What limits decode at this batch: memory bandwidth or compute")
+    prefill_bound: Bound = "compute"
+    bytes_per_step: int = Field(description="Bytes read by one decode step of the whole batch at the start depth [bytes]")
+    flops_per_token: float = Field(description="FLOPs per generated token at the start depth [FLOP]")
+    decode_ceiling_tok_s: float = Field(description="Bandwidth / bytes per step: the physical per-sequence limit [tok/s]")
+    knee_batch: int | None = Field(None, description="Smallest batch at which decode turns compute-bound (None: > 4096)")
+    batch: int = 1
+    prompt_tokens: int = 0
+    gen_tokens: int = 0
+    depth: int = 0
+    peak_flops: float = Field(description="Peak GPU FLOPS used (matrix units included) [FLOP/s]")
+    bandwidth_bytes_s: float = Field(description="Vendor memory bandwidth [bytes/s]")
+    calibration: str = Field(description="Where the efficiencies come from")
+    notes: list[str] = Field(default_factory=list)
+
+
+class SpeedSummary(BaseModel):
+    """Speed columns of one plan option: prefill/TTFT at the workload's prompt, decode at 1..N users."""
+
+    model_config = Frozen
+    prompt_tokens: int
+    gen_tokens: int
+    prefill_tok_s: float = Field(description="Prefill of one prompt [tok/s]")
+    ttft_s: float = Field(description="Time to first token for one prompt [s]")
+    time_per_request_s: float = Field(description="TTFT + generation, one user [s]")
+    decode_tok_s_per_seq: dict[int, float] = Field(description="Decode speed seen by each user, by concurrent users")
+    decode_tok_s_total: dict[int, float] = Field(description="Decode speed of all users together, by concurrent users")
+    bound: dict[int, Bound] = Field(description="Decode bound by concurrent users")
+    knee_batch: int | None = None
+    calibration: str = ""

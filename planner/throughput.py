@@ -32,7 +32,8 @@ from . import architecture as arch
 from .errors import InputError
 from .memory import MemoryModel
 from .schema import Chip, ModelConfig
-from .speed_schema import ResolvedSpeedConstants, SpeedConstants, ThroughputEstimate
+from .schema import ResolvedSpeedConstants, SpeedConstants
+from .results import ThroughputEstimate
 from .units import gb_s_to_bytes_s, tflops_to_flops
 
 MAX_KNEE_BATCH = 4096

@@ -19,7 +19,7 @@ BLOCK = re.compile(r"(<!-- example: (?P<cmd>.+?) -->\n)```\n(?P<body>.*?)```\n(<
 
 
 def run(cmd: str) -> str:
-    from planner.cli.main import main
+    from cli.main import main
 
     argv = shlex.split(cmd)
     assert argv[0] == "plan", cmd

@@ -8,8 +8,8 @@ from planner.advice import (
     TargetsUnreachableError,
     quality_of,
     recommend,
-    speed_available,
 )
+from planner.search import speed_available
 from planner.workload import custom_workload
 
 needs_speed = pytest.mark.skipif(not speed_available(), reason="planner/throughput.py not available")
@@ -44,7 +44,7 @@ def test_70b_4x8k_64gb_is_borderline():
     # only with the sysctl; with q8_0 KV (half the KV) it fits under 48 GiB, but with little to spare.
     # Borderline = the answer hinges on the KV type and the wired limit.
     from planner import capacity
-    from planner.advice import base_memory_model, with_kv
+    from planner.search import base_memory_model, with_kv
 
     wired = capacity.wired_limit(64, profiles.load_macos("15"))
     base = base_memory_model("llama-3.3-70b", "llama.cpp", "Q4_K_M")

@@ -7,7 +7,7 @@ import pytest
 from planner import capacity as C
 from planner import memory as M
 from planner import profiles as P
-from planner.cli.main import main
+from cli.main import main
 from planner.errors import InputError, UnknownProfileError
 from planner.plan import PlanRequest, plan
 from planner.units import GiB, MiB

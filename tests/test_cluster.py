@@ -16,8 +16,8 @@ from planner.cluster import (
     split_layers,
     stage_geometry,
 )
-from planner.cluster_links import Transport, check_engine, load_link, transport
-from planner.cluster_spec import parse_macs
+from planner.cluster.links import Transport, check_engine, load_link, transport
+from planner.cluster.spec import parse_macs
 from planner.errors import InputError
 from planner.memory import memory_model
 from planner.schema import ModelConfig, ModelProfile

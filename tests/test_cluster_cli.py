@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from planner.cli.main import main
+from cli.main import main
 
 
 def run(capsys, *args):

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from planner import profiles as P
-from planner.cli.main import main
+from cli.main import main
 from planner.errors import ProfileError
 from planner.schema import Chip, GgmlTypeTable, MacOS, MacProduct, ModelProfile, QuantFormat, Runtime
 
@@ -19,8 +19,8 @@ CLASSES = {"chips": Chip, "macs": MacProduct, "macos": MacOS, "models": ModelPro
            "runtimes": Runtime}
 
 
-try:  # speed calibration constants (planner/speed_schema.py, added by the speed work)
-    from planner.speed_schema import CalibrationProfile
+try:  # speed calibration constants (planner/schema.py, added by the speed work)
+    from planner.schema import CalibrationProfile
 
     CLASSES["calibration"] = CalibrationProfile
 except ImportError:  # pragma: no cover

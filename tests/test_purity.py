@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-# every top-level module of the core (planner/cli and planner/sources are the edges)
-CORE = sorted(p.stem for p in (ROOT / "planner").glob("*.py") if p.stem != "__init__")
+# every top-level module of the core (cli and sources are the edges)
+CORE = sorted(".".join(p.relative_to(ROOT / "planner").with_suffix("").parts).removesuffix(".__init__")
+              for p in (ROOT / "planner").rglob("*.py") if p.name != "__init__.py" or p.parent != ROOT / "planner")
 FORBIDDEN = ["typer", "click", "streamlit", "plotly", "scipy", "mlx", "llama_cpp", "huggingface_hub", "gguf"]
 
 

@@ -2,7 +2,7 @@
 
 import json
 
-from planner.cli.main import main
+from cli.main import main
 
 
 def test_recommend_text(capsys):

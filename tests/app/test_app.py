@@ -70,8 +70,8 @@ def test_unknown_catalog_like_name_shows_error(at):
 
 
 def test_local_model_folder_is_planned_like_the_cli(at, tmp_path):
-    """A folder with config.json goes through planner.sources.resolve_model, as `plan --model <folder>` does."""
-    from planner.sources import resolve_model
+    """A folder with config.json goes through sources.resolve_model, as `plan --model <folder>` does."""
+    from sources import resolve_model
 
     src = Path(__file__).resolve().parents[1] / "sources" / "fixtures" / "hub" / "meta-llama" / "Llama-3.1-8B-Instruct"
     (tmp_path / "config.json").write_bytes((src / "config.json").read_bytes())
@@ -117,7 +117,7 @@ def test_uploaded_config_becomes_a_named_model_folder(tmp_path):
     import json
 
     from app.uploads import config_folder
-    from planner.sources import resolve_model
+    from sources import resolve_model
 
     src = Path(__file__).resolve().parents[1] / "sources" / "fixtures" / "hub" / "meta-llama" / "Llama-3.1-8B-Instruct"
     cfg = json.loads((src / "config.json").read_text())

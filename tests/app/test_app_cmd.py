@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from planner.cli import app_cmd
-from planner.cli.main import main
+from cli import app_cmd
+from cli.main import main
 
 
 def test_app_file_is_the_bundled_script():

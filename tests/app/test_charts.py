@@ -109,7 +109,7 @@ def test_headline_no_fit_names_the_smallest():
 
 
 def test_fit_rows_match_cli_strings(p70):
-    from planner.cli.render import render_plan
+    from cli.render import render_plan
 
     cli = render_plan(p70)
     for row in readings.fit_rows(p70):

@@ -16,8 +16,8 @@ import pytest
 
 from calibration import store
 from calibration.records import MEASURED_CSV_COLUMNS, read_jsonl
-from planner.cli.main import main
-from planner.speed_schema import CalibrationProfile
+from cli.main import main
+from planner.schema import CalibrationProfile
 
 
 def _calibrate(capsys, runtime: str, model, *extra: str) -> tuple[str, str]:

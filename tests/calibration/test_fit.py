@@ -10,7 +10,7 @@ from calibration import fit as F
 from calibration.errors import CalibrationError
 from planner import profiles
 from planner import throughput as tp
-from planner.speed_schema import SpeedConstants
+from planner.schema import SpeedConstants
 
 TRUE = {"eta_bw:max": 0.78, "eta_bw:ultra": 0.55, "eta_c:M2": 0.62, "eta_c:M3": 0.70, "eta_attn": 0.35,
         "eta_c_decode": 0.2, "t_layer_s": 8e-5}

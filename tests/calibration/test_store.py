@@ -16,8 +16,8 @@ from calibration import store
 from calibration.errors import CalibrationError
 from calibration.records import MEASURED_CSV_COLUMNS, RunRecord
 from planner import profiles
-from planner.cli.main import main
-from planner.speed_schema import CalibrationProfile, Provenance, SpeedConstants
+from cli.main import main
+from planner.schema import CalibrationProfile, Provenance, SpeedConstants
 
 DEVICE = {"os": "linux", "os_version": "6.1", "backend": "cpu", "chip": "Test CPU", "chip_id": "custom",
           "cpu_model": "Test CPU", "cpu_cores_physical": 2, "ram_bytes": 8 * 2**30,

@@ -10,7 +10,7 @@ import pytest
 from calibration.records import RunRecord
 from calibration.user_fit import build_profile, fit_user, free_params, predict_runs, shipped_constants
 from planner import profiles
-from planner.speed_schema import CalibrationProfile
+from planner.schema import CalibrationProfile
 
 SHAPE = {"weights_bytes": 4_000_000_000, "n_params": 7_000_000_000, "n_layers": 32, "hidden": 4096, "n_heads": 32,
          "n_kv_heads": 8, "head_dim": 128, "vocab": 32000, "ffn": 14336}

@@ -1,4 +1,4 @@
-"""Drive `plan` (planner.cli.main.main, in-process) through hundreds of generated argument lists.
+"""Drive `plan` (cli.main.main, in-process) through hundreds of generated argument lists.
 
 Every run must end with exit 0, or exit 2 and exactly one line on stderr that names a bad input; no traceback and
 no exception may escape main(); `--json` output must parse (as a Plan); nothing may be written outside tmp dirs
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from planner import profiles as P
-from planner.cli.main import main
+from cli.main import main
 from planner.plan import Plan
 
 SEED = 20261129

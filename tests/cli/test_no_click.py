@@ -7,7 +7,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 CODE = ("import sys; sys.modules['click'] = None\n"  # any `import click` now raises ImportError
-        "from planner.cli.main import main\n"
+        "from cli.main import main\n"
         "sys.exit(main(sys.argv[1:]))\n")
 
 

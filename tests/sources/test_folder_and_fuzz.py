@@ -12,12 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from st_gen import header_bytes, qwen3_30b_a3b_mlx4, shard
 
-from planner.cli.main import main
+from cli.main import main
 from planner.errors import PlannerError
 from planner.plan import PlanRequest, plan
-from planner.sources import resolve_model
-from planner.sources.errors import SourceError
-from planner.sources.ggufmeta import parse_header
+from sources import resolve_model
+from sources.errors import SourceError
+from sources.ggufmeta import parse_header
 
 QWEN_MLX = "mlx-community/Qwen3-30B-A3B-4bit"
 
@@ -124,7 +124,7 @@ def test_fuzz_gguf_only_planner_errors(tmp_path_factory, valid_gguf, data):
     except PlannerError as e:
         assert "\n" not in str(e)
     except Exception as e:  # noqa: BLE001
-        from planner.sources.ggufmeta import NeedMore
+        from sources.ggufmeta import NeedMore
 
         assert isinstance(e, NeedMore)
     os.unlink(p)

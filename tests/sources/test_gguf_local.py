@@ -9,12 +9,12 @@ from gguf_gen import LLAMA8B_KV, Q, llama_tensors, nbytes, write_gguf, write_lla
 
 from planner import architecture as arch
 from planner import profiles
-from planner.cli.main import main
+from cli.main import main
 from planner.errors import PlannerError, UnsupportedArchitectureError
 from planner.memory import kv_layout, memory_model
-from planner.sources import resolve_model
-from planner.sources.errors import SourceError
-from planner.sources.ggufmeta import parse_header
+from sources import resolve_model
+from sources.errors import SourceError
+from sources.ggufmeta import parse_header
 
 
 def test_llama_8b_exact_bytes_and_config(tmp_path):

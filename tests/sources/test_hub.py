@@ -13,11 +13,11 @@ from st_gen import gemma3_27b, llama_8b, qwen3_30b_a3b_mlx4, shard
 
 from planner import architecture as arch
 from planner import profiles
-from planner.cli.main import main
+from cli.main import main
 from planner.errors import PlannerError
-from planner.sources import resolve_model
-from planner.sources.errors import HubError
-from planner.sources.hub import resolve_hub
+from sources import resolve_model
+from sources.errors import HubError
+from sources.hub import resolve_hub
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 QWEN_MLX = "mlx-community/Qwen3-30B-A3B-4bit"

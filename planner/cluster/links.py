@@ -24,8 +24,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from . import profiles
-from .errors import InputError, UnknownProfileError
+from .. import profiles
+from ..errors import InputError, UnknownProfileError
 
 Strict = ConfigDict(extra="forbid", frozen=True)
 Engine = Literal["mlx", "llama.cpp-rpc", "exo"]

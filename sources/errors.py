@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import PlannerError, UnsupportedArchitectureError  # noqa: F401  (re-exported)
+from planner.errors import PlannerError, UnsupportedArchitectureError  # noqa: F401  (re-exported)
 
 
 class SourceError(PlannerError):

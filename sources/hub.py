@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..errors import PlannerError
+from planner.errors import PlannerError
 from .errors import HubError, SourceError
 
 CACHE_TTL_S = 24 * 3600

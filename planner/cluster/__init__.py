@@ -1,6 +1,6 @@
 """A cluster of Macs on a distributed engine: placement, per-node memory, traffic and speed. [bytes, s, tok/s]
 
-Placement (engine × mode table in planner/cluster_links.py):
+Placement (engine × mode table in planner/cluster/links.py):
 - pipeline: contiguous layer ranges, layer counts proportional to each node's usable memory (exo's memory-weighted
   split; llama.cpp --tensor-split proportions; mlx-lm ``model.model.pipeline(group)``). llama.cpp keeps token_embd
   on the head host and the output head on the last device; mlx-lm/exo slice ``model.layers`` only, so embedding and
@@ -28,14 +28,14 @@ import dataclasses
 import itertools
 import math
 
-from . import architecture as arch
-from . import capacity, profiles
-from . import throughput as tp
-from .cluster_links import RUNTIME_OF, LinkProfile, Transport, check_engine, load_link, transport
-from .cluster_results import ClusterCandidate, ClusterPlan, ClusterSpeed, NodeShare, SingleMac
-from .cluster_spec import Node
-from .errors import InputError
-from .memory import MemoryModel, memory_model
+from .. import architecture as arch
+from .. import capacity, profiles
+from .. import throughput as tp
+from .links import RUNTIME_OF, LinkProfile, Transport, check_engine, load_link, transport
+from .results import ClusterCandidate, ClusterPlan, ClusterSpeed, NodeShare, SingleMac
+from .spec import Node
+from ..errors import InputError
+from ..memory import MemoryModel, memory_model
 
 RPC_MESSAGES_PER_REMOTE_STAGE = 4   # ggml-rpc.cpp: set_tensor + graph_compute (RTT) + get_tensor (RTT)
 DEFAULT_QUANT = {"mlx-lm": "mlx-4bit-g64", "llama.cpp": "Q4_K_M"}

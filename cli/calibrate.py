@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import typer
 
-from ..errors import InputError
+from planner.errors import InputError
 
 
 def calibrate_cmd(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from ..errors import PlannerError
+from planner.errors import PlannerError
 
 
 def app_file() -> Path:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from . import profiles
-from .errors import InputError
-from .schema import Chip
+from .. import profiles
+from ..errors import InputError
+from ..schema import Chip
 
 MAX_NODES = 64
 FAMILIES = ["mac studio", "mac mini", "macbook pro", "macbook air", "imac", "mac pro"]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..format import VERDICT_MARK, fmt_bytes, fmt_ctx, fmt_gb, fmt_params, table, verdict_text
-from ..plan import Plan
+from planner.format import VERDICT_MARK, fmt_bytes, fmt_ctx, fmt_gb, fmt_params, table, verdict_text
+from planner.plan import Plan
 
 
 def render_plan(p: Plan) -> str:
@@ -74,7 +74,7 @@ def render_plan(p: Plan) -> str:
 
 def render_speed(p: Plan) -> list[str]:
     """Speed table (options with a speed estimate): prefill/TTFT at the prompt, decode per user | total by users."""
-    from ..format import fmt_seconds, fmt_tok_s
+    from planner.format import fmt_seconds, fmt_tok_s
 
     opts = [o for o in p.options if o.speed is not None]
     if not opts:

@@ -11,9 +11,9 @@ import re
 import struct
 from dataclasses import dataclass
 
-from ..errors import UnsupportedArchitectureError
-from ..results import WeightsEstimate
-from ..schema import ModelConfig
+from planner.errors import UnsupportedArchitectureError
+from planner.results import WeightsEstimate
+from planner.schema import ModelConfig
 from .errors import SourceError
 from .hfconfig import from_hf_config, swa_layer_types
 

@@ -7,7 +7,7 @@ import re
 import struct
 from pathlib import Path
 
-from ..results import WeightsEstimate
+from planner.results import WeightsEstimate
 from .errors import SourceError
 from .ggufmeta import (
     GGUF_MAGIC,

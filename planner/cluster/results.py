@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .cluster_links import Transport
+from .links import Transport
 
 Frozen = ConfigDict(frozen=True, extra="forbid")
 

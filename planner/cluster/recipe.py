@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .cluster_results import ClusterPlan
-from .units import pad_to
+from .results import ClusterPlan
+from ..units import pad_to
 
 Frozen = ConfigDict(frozen=True, extra="forbid")
 RPC_PORT = 50052

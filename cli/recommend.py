@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from ..errors import InputError
-from ..format import fmt_bytes, fmt_ctx, fmt_seconds, fmt_tok_s, table
+from planner.errors import InputError
+from planner.format import fmt_bytes, fmt_ctx, fmt_seconds, fmt_tok_s, table
 
 
 def recommend_cmd(
@@ -29,9 +29,9 @@ def recommend_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON"),
 ):
     """Best runtime, quantization, KV type and slots for a workload on one Mac, with launch recipes."""
-    from ..advice import recommend
-    from ..plan import PlanRequest, resolve_mac
-    from ..workload import custom_workload
+    from planner.advice import recommend
+    from planner.plan import PlanRequest, resolve_mac
+    from planner.workload import custom_workload
 
     if chip is None and ram is None:
         raise InputError("give --chip (for speed) and/or --ram, e.g. --chip 'M4 Max' --gpu-cores 40 --ram 64")

@@ -12,11 +12,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .. import architecture as arch
-from .. import profiles
-from ..errors import PlannerError, UnknownProfileError
-from ..results import WeightsEstimate
-from ..schema import ModelConfig, ModelProfile
+from planner import architecture as arch
+from planner import profiles
+from planner.errors import PlannerError, UnknownProfileError
+from planner.results import WeightsEstimate
+from planner.schema import ModelConfig, ModelProfile
 from .errors import HubError, SourceError
 from .hfconfig import from_hf_config
 

@@ -13,8 +13,8 @@ from typing import Optional
 import typer
 from pydantic import ValidationError
 
-from ..errors import InputError, PlannerError
-from ..plan import PlanRequest
+from planner.errors import InputError, PlannerError
+from planner.plan import PlanRequest
 
 # typer >= 0.2x vendors click as typer._click (and no longer installs click): its parser raises those classes.
 # Older typer raises click's own. Catch whichever exist; never require the click package.
@@ -80,7 +80,7 @@ def plan_cmd(
         return
     if model is None:
         raise InputError("missing --model (e.g. plan --model llama-3.3-70b --ram 64); see plan --help")
-    from ..plan import plan
+    from planner.plan import plan
     from .render import render_plan
 
     req = PlanRequest(model=model, ram_gb=ram, chip=chip, gpu_cores=gpu_cores,
@@ -90,7 +90,7 @@ def plan_cmd(
                       prompt_tokens=prompt, gen_tokens=gen)
     resolved = None
     if not _catalog_id(model):
-        from ..sources import resolve_model  # edge: local files and the HF Hub (lazy: keeps catalog plans fast)
+        from sources import resolve_model  # edge: local files and the HF Hub (lazy: keeps catalog plans fast)
 
         resolved = resolve_model(model, file=file, quant=quant[0] if quant and len(quant) == 1 else None)
     result = plan(req, resolved)
@@ -103,8 +103,8 @@ def _catalog_id(spec: str) -> bool:
     """A catalog id or alias that is not also a local file or folder (those win, as in sources.resolve_model)."""
     from pathlib import Path
 
-    from .. import profiles
-    from ..errors import UnknownProfileError
+    from planner import profiles
+    from planner.errors import UnknownProfileError
 
     s = spec.strip()
     try:
@@ -120,20 +120,20 @@ def _catalog_id(spec: str) -> bool:
     return True
 
 
-from .predict import predict_cmd  # noqa: E402  (plan predict: the speed contract, planner/cli/predict.py)
+from .predict import predict_cmd  # noqa: E402  (plan predict: the speed contract, cli/predict.py)
 
 app.command("predict")(predict_cmd)
 
 
-from .recommend import recommend_cmd  # noqa: E402  (plan recommend, planner/cli/recommend.py)
+from .recommend import recommend_cmd  # noqa: E402  (plan recommend, cli/recommend.py)
 app.command("recommend")(recommend_cmd)
-from .buy import buy_cmd  # noqa: E402  (plan buy, planner/cli/buy.py)
+from .buy import buy_cmd  # noqa: E402  (plan buy, cli/buy.py)
 app.command("buy")(buy_cmd)
-from .calibrate import calibrate_cmd  # noqa: E402  (plan calibrate, planner/cli/calibrate.py)
+from .calibrate import calibrate_cmd  # noqa: E402  (plan calibrate, cli/calibrate.py)
 app.command("calibrate")(calibrate_cmd)
-from .cluster import cluster_cmd  # noqa: E402  (plan cluster, planner/cli/cluster.py)
+from .cluster import cluster_cmd  # noqa: E402  (plan cluster, cli/cluster.py)
 app.command("cluster")(cluster_cmd)
-from .app_cmd import app_cmd  # noqa: E402  (plan app: the web form, planner/cli/app_cmd.py)
+from .app_cmd import app_cmd  # noqa: E402  (plan app: the web form, cli/app_cmd.py)
 app.command("app")(app_cmd)
 
 
@@ -142,9 +142,9 @@ def models_cmd(json_out: bool = typer.Option(False, "--json", help="Print as JSO
     """List the built-in model catalog."""
     import json
 
-    from .. import architecture as arch
-    from .. import profiles
-    from ..format import fmt_params, table
+    from planner import architecture as arch
+    from planner import profiles
+    from planner.format import fmt_params, table
 
     ms = profiles.all_models()
     if json_out:

@@ -10,9 +10,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..architecture import SUPPORTED
-from ..errors import UnsupportedArchitectureError, render_validation_error
-from ..schema import ModelConfig
+from planner.architecture import SUPPORTED
+from planner.errors import UnsupportedArchitectureError, render_validation_error
+from planner.schema import ModelConfig
 from .errors import SourceError
 
 KNOWN_KEYS = set(ModelConfig.model_fields)

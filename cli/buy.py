@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from ..format import fmt_bytes, fmt_seconds, fmt_tok_s, table
+from planner.format import fmt_bytes, fmt_seconds, fmt_tok_s, table
 
 
 def buy_cmd(
@@ -29,8 +29,8 @@ def buy_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON"),
 ):
     """Cheapest Mac that meets the targets, best value, fastest within budget, and the price/speed Pareto front."""
-    from ..buy import buy
-    from ..workload import custom_workload
+    from planner.buy import buy
+    from planner.workload import custom_workload
 
     wl = custom_workload(workload, prompt=prompt, gen=gen, users=users, context=context, min_tok_s=min_tok_s,
                          max_ttft=max_ttft, max_request=max_request)
@@ -72,7 +72,7 @@ def buy_cmd(
 
 
 def _cluster_lines(model: str, wl, link: str, budget: float | None, single) -> list[str]:
-    from ..cluster import cluster_candidates
+    from planner.cluster import cluster_candidates
 
     cands = cluster_candidates(model, link=link, context=wl.context, users=wl.users,
                                prompt=wl.prompt_tokens.p90_tokens, gen=wl.gen_tokens.p90_tokens, budget_usd=budget)

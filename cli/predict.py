@@ -11,11 +11,11 @@ from typing import Optional
 
 import typer
 
-from ..predict import predict_result
+from planner.predict import predict_result
 
 
 def render(r: dict) -> str:
-    from ..format import fmt_bytes, fmt_seconds, fmt_tok_s, verdict_text
+    from planner.format import fmt_bytes, fmt_seconds, fmt_tok_s, verdict_text
 
     lines = [
         f"{r['model']} {r['quant']} on {r['chip']} ({r['ram_gb']:g} GB) with {r['runtime']}: "

@@ -6,7 +6,7 @@ import json
 
 import typer
 
-from ..format import VERDICT_MARK, fmt_bytes, fmt_seconds, fmt_tok_s, table
+from planner.format import VERDICT_MARK, fmt_bytes, fmt_seconds, fmt_tok_s, table
 
 
 def cluster_cmd(
@@ -25,10 +25,10 @@ def cluster_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print the plan and recipe as JSON"),
 ):
     """Per-node memory, cluster speed vs the best single Mac, the binding constraint and the launch recipe."""
-    from .. import profiles
-    from ..cluster import plan_cluster
-    from ..cluster_recipe import recipe
-    from ..cluster_spec import parse_macs
+    from planner import profiles
+    from planner.cluster import plan_cluster
+    from planner.cluster.recipe import recipe
+    from planner.cluster.spec import parse_macs
 
     nodes = parse_macs(macs)
     p = plan_cluster(model, nodes, link, engine, mode, quant, context, users, prompt, gen, macos, rdma=not no_rdma)
