@@ -689,7 +689,7 @@ def usable_for_efficiency(m: Measurement, runtime: str | None = None) -> bool:
 # --------------------------------------------------------------------------------------------- roofline check
 
 # Approximate bits per weight for the roofline sanity check only (brief: Q4_0 4.5, Q4_K_M 4.85, Q8_0 8.5, F16 16,
-# mlx 4bit 4.5; the rest from ggml block layouts, model-facts.md §2.1, and MLX group-64 scales+biases, §2.4).
+# mlx 4bit 4.5; the rest from ggml block layouts, docs/model-facts.md §2.1, and MLX group-64 scales+biases, §2.4).
 BPW = {
     "Q4_0": 4.5,
     "Q4_1": 5.0,

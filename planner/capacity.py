@@ -1,6 +1,6 @@
 """Capacity: the GPU wired limit, the fit verdict, safe concurrency and the longest context. [bytes, tokens]
 
-References: recommendedMaxWorkingSetSize defaults (model-facts.md §1.1, profiles/macos/*.yaml);
+References: recommendedMaxWorkingSetSize defaults (docs/model-facts.md §1.1, profiles/macos/*.yaml);
 llama.cpp common/fit.cpp (1 GiB fit margin); mlx_lm/generate.py wired_limit() (0.9 × working-set warning).
 """
 

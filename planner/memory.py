@@ -265,7 +265,7 @@ class MemoryModel:
             full, swa, n_kv = self._llama_cells(context, users)
             kv_bytes = full * kv.bytes_per_token + swa * kv.swa_bytes_per_token
             ub = min(self.n_ubatch, n_kv)
-            # compute buffer, fitted to llama.cpp's allocator (model-facts.md §4.1)
+            # compute buffer, fitted to llama.cpp's allocator (docs/model-facts.md §4.1)
             cb_fa = ub * (rt.compute_vocab_bytes * m.vocab_size + rt.compute_embd_factor * m.hidden_size)
             cb = cb_fa
             if not self.flash_attn:

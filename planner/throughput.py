@@ -1,6 +1,6 @@
 """Throughput: a roofline with fitted efficiencies -> prefill, decode, TTFT and time per request.
 
-Decode step (B sequences at context c each), model-facts.md §5.1-5.2, gguf-parser-go ``cmplat = max(...)``::
+Decode step (B sequences at context c each), docs/model-facts.md §5.1-5.2, gguf-parser-go ``cmplat = max(...)``::
 
     bytes(B, c) = W_dense + W_experts · (1 − (1 − k/E)^B) + B · (kv_full·c + kv_swa·min(c, W) + 2·state)
     flops(B, c) = B · (2·N_active + 2·A_full·c + 2·A_swa·min(c, W))
@@ -20,7 +20,7 @@ with F the peak GPU FLOPS (× the matrix-unit factor on M5), q the weight-class 
 no-flash-attention slowdown (llama.cpp -fa off) and n_chunks the number of physical batches (llama.cpp n_ubatch,
 mlx-lm prefill_step_size). η ≤ 1, so decode never beats BW / bytes per step (the hard physical bound).
 References: llama.cpp ggml/src/ggml-metal (mul_mv vs mul_mm kernels, flash_attn_ext), tools/batched-bench;
-mlx-lm mlx_lm/generate.py (generate_step, prefill_step_size); model-facts.md §5.
+mlx-lm mlx_lm/generate.py (generate_step, prefill_step_size); docs/model-facts.md §5.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def _attention_dims(cfg: ModelConfig, runtime_family: str) -> tuple[float, float
             continue
         if c.kind == "mla":
             # absorbed MLA attends in the latent space: d_qk = kv_lora_rank + rope, d_v = kv_lora_rank
-            # (llama.cpp src/models/deepseek2.cpp, mlx_lm/models/deepseek_v3.py; model-facts.md §5.3)
+            # (llama.cpp src/models/deepseek2.cpp, mlx_lm/models/deepseek_v3.py; docs/model-facts.md §5.3)
             per = H * (c.k_elems + cfg.kv_lora_rank)
         else:
             per = H * 2 * cfg.head_dim
@@ -163,7 +163,7 @@ def peak_flops(chip: Chip, reference_chips: list[Chip] | None = None) -> tuple[f
     """Peak FP16 GPU FLOPS without matrix units [FLOP/s], and how it was obtained.
 
     Chips with no published figure (M5) get cores × the highest per-core rate of the newest earlier generation
-    with figures (per-core rate = 256 FLOP/clk × clock, model-facts.md §5.3 table).
+    with figures (per-core rate = 256 FLOP/clk × clock, docs/model-facts.md §5.3 table).
     """
     if chip.gpu_fp16_tflops:
         return tflops_to_flops(chip.gpu_fp16_tflops), chip.tflops_basis or "chip profile"

@@ -1,7 +1,7 @@
 """HF ``config.json`` dict -> ModelConfig: keep known keys, unwrap VLM ``text_config``, normalise MoE/SWA variants.
 
 Key names and defaults: transformers configuration_*.py and mlx-lm mlx_lm/models/*.py ``ModelArgs``
-(see model-facts.md §6.1). Architectures we cannot lay out raise UnsupportedArchitectureError, never "Llama".
+(see docs/model-facts.md §6.1). Architectures we cannot lay out raise UnsupportedArchitectureError, never "Llama".
 """
 
 from __future__ import annotations

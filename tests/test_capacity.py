@@ -23,7 +23,7 @@ def mm(model: str, runtime: str = "llama.cpp", quant: str = "Q4_K_M", **kw) -> M
 # --------------------------------------------------------------------------- wired limit
 @pytest.mark.parametrize("ram, mib", [(16, 10922), (32, 21845), (48, 36864), (64, 49152), (96, 73728), (128, 98304)])
 def test_default_wired_limit_matches_logged_values(ram, mib):
-    # recommendedMaxWorkingSetSize in real logs (model-facts §1.1): 2/3 up to 32 GB, 3/4 above
+    # recommendedMaxWorkingSetSize in real logs (docs/model-facts.md §1.1): 2/3 up to 32 GB, 3/4 above
     assert C.wired_limit(ram, MACOS15).default_bytes // MiB == mib
 
 

@@ -1,6 +1,6 @@
 """Golden values for planner.memory, each derived by hand (comments) or measured by llama.cpp itself.
 
-Measured references: /work/shared/reference/model-facts.md §2.3 (llama_quant_compute_types), §3.3 (KV of
+Measured references: docs/model-facts.md §2.3 (llama_quant_compute_types), §3.3 (KV of
 metadata-only GGUFs loaded with no_alloc), §4.1 (compute buffers from the ggml-alloc reserve). Those numbers are
 copied here (CI has no /work/shared).
 """
@@ -27,7 +27,7 @@ def rt_with(runtime: str, **update):
 
 # --------------------------------------------------------------------------- weights
 def test_llama33_70b_q4_k_m_weights():
-    # model-facts §2.3: llama_quant_compute_types says 39.59 GiB = 42.51 GB (4.82 bpw); published files 42.52 GB
+    # docs/model-facts.md §2.3: llama_quant_compute_types says 39.59 GiB = 42.51 GB (4.82 bpw); published files 42.52 GB
     w = mm("llama-3.3-70b").weights
     assert w.total_bytes / GB == pytest.approx(42.52, rel=0.01)
     assert w.total_bytes / GiB == pytest.approx(39.59, rel=1e-3)
@@ -42,7 +42,7 @@ def test_llama33_70b_mlx_4bit_g64_weights():
 
 
 def test_llama31_8b_q4_k_m_is_4_58_gib():
-    # model-facts §2.3 [measured] 4.58 GiB / 4.89 bpw, same as the published 4.58 GiB GGUF
+    # docs/model-facts.md §2.3 [measured] 4.58 GiB / 4.89 bpw, same as the published 4.58 GiB GGUF
     w = mm("llama-3.1-8b").weights
     assert w.total_bytes / GiB == pytest.approx(4.58, rel=0.005)
     assert w.bits_per_weight == pytest.approx(4.89, abs=0.01)
@@ -51,12 +51,12 @@ def test_llama31_8b_q4_k_m_is_4_58_gib():
 @pytest.mark.parametrize("quant, gib", [("Q8_0", 7.95), ("Q6_K", 6.14), ("Q5_K_M", 5.33), ("Q4_0", 4.33),
                                         ("IQ4_XS", 4.17), ("Q3_K_M", 3.74), ("Q2_K", 2.95)])
 def test_llama31_8b_presets_match_llama_quant(quant, gib):
-    # model-facts §2.3 column Llama-3.1-8B (rounded to 0.01 GiB -> tolerance 0.5%)
+    # docs/model-facts.md §2.3 column Llama-3.1-8B (rounded to 0.01 GiB -> tolerance 0.5%)
     assert mm("llama-3.1-8b", quant=quant).weights.total_bytes / GiB == pytest.approx(gib, rel=0.005)
 
 
 def test_llama33_70b_q4_0_is_37_22_gib():
-    # model-facts §0.2: identical to a real llama.cpp log "model size = 37.22 GiB"
+    # docs/model-facts.md §0.2: identical to a real llama.cpp log "model size = 37.22 GiB"
     assert mm("llama-3.3-70b", quant="Q4_0").weights.total_bytes / GiB == pytest.approx(37.22, rel=1e-3)
 
 
@@ -88,7 +88,7 @@ def test_deepseek_v3_mla_kv_70272_bytes_per_token():
 
 
 def test_gemma3_27b_swa_default_vs_full():
-    # model-facts §3.3 [measured, ub 512]: default iSWA 8k 1264 MiB, 32k 3184 MiB, 128k 10864 MiB; --swa-full 32k 15872 MiB
+    # docs/model-facts.md §3.3 [measured, ub 512]: default iSWA 8k 1264 MiB, 32k 3184 MiB, 128k 10864 MiB; --swa-full 32k 15872 MiB
     # by hand at 32k: 10 global layers x 32768 cells x 8192 B (16 kv x 128 x 2 x 2 B) = 2560 MiB
     #               + 52 local layers x PAD(1024 + 512, 256) = 1536 cells x 8192 B = 624 MiB -> 3184 MiB (error 0)
     m = mm("gemma-3-27b")
@@ -138,7 +138,7 @@ def test_mlx_quantized_kv_bytes(kv, bits):
 
 
 def test_llama_cpp_padding_and_streams():
-    # model-facts §3.2 [measured] Llama-3.1-8B: -c 5000 -> 5120 cells = 640 MiB; -c 5000 -np 3 non-unified ->
+    # docs/model-facts.md §3.2 [measured] Llama-3.1-8B: -c 5000 -> 5120 cells = 640 MiB; -c 5000 -np 3 non-unified ->
     # 3 x PAD(5120/3, 256) = 3 x 1792 = 5376 cells = 672 MiB. Our -c is context x users (per-slot context).
     m = mm("llama-3.1-8b")
     e = m.estimate(5000, 1)
@@ -153,7 +153,7 @@ def test_mlx_kv_grows_in_256_steps():
     assert m.estimate(257, 2).kv_cache == 2 * 512 * 131_072
 
 
-# --------------------------------------------------------------------------- compute buffer (model-facts §4.1 measured)
+# --------------------------------------------------------------------------- compute buffer (docs/model-facts.md §4.1 measured)
 # Planner formula (profiles/runtimes/llama.cpp.yaml): FA on ub x (4 n_vocab + 8 n_embd); FA off adds the f32 KQ
 # matrix ub x 4 x n_kv x (n_head + 1) (+ 22 n_embd). Measured on llama.cpp's CPU allocator; tolerance 8 %:
 # the worst case is gpt-oss-20b at 8k (435.3 measured vs 404.0 ours, -7.2 %; llama.cpp reserves a slightly

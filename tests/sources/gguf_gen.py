@@ -1,6 +1,6 @@
 """Write real GGUF files for tests: full metadata + tensor infos with real shapes, data region sparse.
 
-The data region is created with truncate() (a sparse file, model-facts.md §0.2), so an 8B-shaped GGUF
+The data region is created with truncate() (a sparse file, docs/model-facts.md §0.2), so an 8B-shaped GGUF
 takes a few hundred KB on disk while GGUFReader sees every tensor at its real size.
 """
 
