@@ -141,7 +141,7 @@ def records_from_measurements(ms) -> tuple[list[FitRecord], Counter]:
             continue
         chip = profiles.resolve_chip(m.chip_id)
         rt = profiles.load_runtime(runtime)
-        chunk = (rt.prefill_step_size or 2048) if rt.family == "mlx-lm" else (rt.n_ubatch or 512)
+        chunk = rt.prefill_chunk
         prefill = m.metric in PREFILL_METRICS
         if prefill:
             P, G, D = m.prompt_tokens or 0, 0, m.context_depth or 0

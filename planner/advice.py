@@ -18,7 +18,6 @@ from .errors import InputError, PlannerError
 from .recipes import Recipe, recipe
 from .results import Fit, WiredLimit
 from .search import (
-    KV_CHOICES,
     SLOT_CHOICES,
     Speed,
     base_memory_model,
@@ -228,7 +227,7 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
         for q in quants_for(prof, rt, quants):
             base = base_memory_model(prof.id, rt.id, q.id)
             qn = quality_of(q)
-            for kv in KV_CHOICES.get(rt.family, [rt.default_kv_type]):
+            for kv in rt.advised_kv_types:
                 mm = with_kv(base, kv)
                 if mm is None:
                     continue

@@ -27,7 +27,6 @@ from .workload import WorkloadProfile
 
 Frozen = ConfigDict(frozen=True, extra="forbid")
 SLOTS = [1, 2, 4, 8, 16, 32, 64]
-BUY_KV = {"llama.cpp": ["f16", "q8_0"], "mlx-lm": ["bf16", "kv8"]}
 QUALITY_MAX = {"lossless": 0, "small": 1, "noticeable": 2, "large": 3}
 _TIER_NUM = {"lossless": 0, "small": 1, "unknown": 2, "noticeable": 2, "large": 3}
 VERDICTS = np.array(["fits", "tight", "raise-limit", "no-fit"])
@@ -144,7 +143,7 @@ def buy(models: list[str], workload: WorkloadProfile, budget_usd: float | None =
             qn = quality_of(q)
             if _TIER_NUM[qn.tier] > qmax:
                 continue
-            for kv in BUY_KV.get(rt.family, [rt.default_kv_type]):
+            for kv in [k for k in rt.advised_kv_types if k not in KV_RANK]:  # buy skips 4-bit KV
                 mms = [with_kv(base_memory_model(p.id, rt.id, q.id), kv) for p in profs]
                 if any(mm is None for mm in mms):
                     continue
@@ -293,7 +292,7 @@ def _sweep_speed(chips: list[Chip], configs: list[_Config], slot_list: list[int]
     for ci_, c in enumerate(configs):
         mm = c.mms[0]   # speed of the first (largest) model; the others share the Mac's memory
         q, rt = c.quant, mm.runtime
-        chunk = (rt.n_ubatch or 512) if rt.family == "llama.cpp" else (rt.prefill_step_size or 2048)
+        chunk = rt.prefill_chunk
         gkey = (c.runtime, q.id)
         if gkey not in geo_cache:   # geometry walks every tensor: once per (runtime, quant); KV fields per KV type
             geo_cache[gkey] = tp.geometry(mm, q.kind, q.mode)

@@ -275,7 +275,7 @@ class MemoryModel:
         else:
             step = rt.kv_step or 256
             per_seq = pad_to(context, step)  # KVCache grows in 256-token steps
-            S = min(prompt_chunk or rt.prefill_step_size or 2048, context)
+            S = min(prompt_chunk or rt.prefill_chunk, context)
             swa_cells = min(per_seq, (kv.window or 0) + S - 1) if kv.swa_bytes_per_token else 0
             kv_bytes = users * (per_seq * kv.bytes_per_token + swa_cells * kv.swa_bytes_per_token)
             cells = users * (per_seq + swa_cells)

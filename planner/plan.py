@@ -238,12 +238,11 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
                 contexts=contexts, user_counts=user_counts, kv=kv_rows, options=options, notes=notes)
 
 
-KV_TYPES = {"llama.cpp": ["f16", "q8_0", "q4_0"], "mlx-lm": ["bf16", "kv8", "kv4"]}
 
 
 def _kv_rows(first: MemoryModel, rt, model: ModelProfile, table, req: PlanRequest, contexts: list[int]) -> list[KVRow]:
     """KV cost of one sequence for the runtime's main KV types (the chosen one first)."""
-    kinds = list(dict.fromkeys([first.kv.kv_type, *KV_TYPES[rt.family]]))
+    kinds = list(dict.fromkeys([first.kv.kv_type, *rt.advised_kv_types]))
     rows = []
     for k in kinds:
         try:

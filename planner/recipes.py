@@ -45,7 +45,7 @@ def recipe(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) 
         return Recipe(server=cmd, sysctl=fit.sysctl, notes=notes)
     repo = _mlx_repo(model, q)
     kv_bits = {"kv8": 8, "kv4": 4}.get(mm.kv.kv_type)
-    server = f"mlx_lm.server --model {repo} --prefill-step-size {rt.prefill_step_size or 2048}"
+    server = f"mlx_lm.server --model {repo} --prefill-step-size {rt.prefill_chunk}"
     if kv_bits:
         server += f" --kv-bits {kv_bits} --kv-group-size {rt.kv_group_size or 64}"
         notes.append("mlx_lm.server --kv-bits disables batching: requests are served one at a time")
@@ -56,7 +56,7 @@ def recipe(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) 
     gen = f"mlx_lm.generate --model {repo} --max-kv-size {context}"
     if kv_bits:
         gen += f" --kv-bits {kv_bits}"
-    gen += f" --prefill-step-size {rt.prefill_step_size or 2048}"
+    gen += f" --prefill-step-size {rt.prefill_chunk}"
     if mm.kv.swa_bytes_per_token:
         notes.append("sliding-window model: --max-kv-size turns every layer into a rotating cache; leave it off "
                      "if answers must see the whole context")

@@ -152,6 +152,8 @@ class Runtime(_Profile):
     version_note: str = ""
     kv_types: list[str] = Field(min_length=1, description="KV cache element types this runtime offers")
     default_kv_type: str
+    advised_kv_types: list[str] = Field(min_length=1, description="KV types that recommend/buy/plan tables search, "
+                                        "best quality first (a subset of kv_types)")
     # llama.cpp
     n_ubatch: int | None = Field(None, gt=0, description="llama.cpp physical batch (-ub)")
     n_batch: int | None = Field(None, gt=0)
@@ -181,6 +183,21 @@ class Runtime(_Profile):
     # both
     runtime_overhead_mib: float = Field(ge=0, description="Metal/runtime fixed overhead [MiB]")
     headroom_mib: float = Field(ge=0, description="Margin below the wired limit for a 'comfortable' verdict [MiB]")
+
+    @property
+    def prefill_chunk(self) -> int:
+        """Prompt tokens per prefill step: llama.cpp's physical batch -ub (common/common.h n_ubatch = 512) or
+        mlx-lm's prefill_step_size (mlx_lm/generate.py, 2048). The one place this default lives."""
+        if self.family == "llama.cpp":
+            return self.n_ubatch or 512
+        return self.prefill_step_size or 2048
+
+    @model_validator(mode="after")
+    def _advised_subset(self):
+        extra = [k for k in self.advised_kv_types if k not in self.kv_types]
+        if extra:
+            raise ValueError(f"advised_kv_types {extra} are not in kv_types")
+        return self
 
 
 # --------------------------------------------------------------------------- models

@@ -22,7 +22,6 @@ from .schema import Chip, ModelProfile, QuantFormat, Runtime
 
 Frozen = ConfigDict(frozen=True, extra="forbid")
 
-KV_CHOICES = {"llama.cpp": ["f16", "q8_0", "q4_0"], "mlx-lm": ["bf16", "kv8", "kv4"]}
 SLOT_CHOICES = [1, 2, 4, 8, 16, 32, 64]
 
 
@@ -62,7 +61,7 @@ def speed_model(mm: MemoryModel, chip: Chip, quant: QuantFormat):
     from . import throughput as tp
 
     rt = mm.runtime
-    chunk = (rt.n_ubatch or 512) if rt.family == "llama.cpp" else (rt.prefill_step_size or 2048)
+    chunk = rt.prefill_chunk
     try:
         geo = tp.geometry(mm, quant.kind, quant.mode)
         return tp.roofline(geo, chip, _constants(chip.id, rt.id), rt.family, flash_attn=mm.flash_attn,

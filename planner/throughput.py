@@ -348,7 +348,7 @@ def predict(mm: MemoryModel, chip: Chip, resolved: ResolvedSpeedConstants, quant
             reference_chips: list[Chip] | None = None) -> ThroughputEstimate:
     """One workload on one Mac: the memory model's geometry + the chip's peaks + the resolved calibration."""
     rt = mm.runtime
-    chunk = (rt.prefill_step_size or 2048) if rt.family == "mlx-lm" else mm.n_ubatch
+    chunk = rt.prefill_chunk if rt.family == "mlx-lm" else mm.n_ubatch
     rf = roofline(geometry(mm, quant_kind, quant_mode), chip, resolved, rt.family, flash_attn=mm.flash_attn,
                   chunk=chunk, reference_chips=reference_chips)
     _, basis = peak_flops(chip, reference_chips)

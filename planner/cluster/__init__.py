@@ -144,7 +144,7 @@ def shard_geometry(geo: tp.Geometry, lay: Layout, n: int, kv_rep: bool) -> tp.Ge
 # --------------------------------------------------------------------------- the model
 def _roofline(geo: tp.Geometry, node: Node, mm: MemoryModel) -> tp.Roofline:
     rt = mm.runtime
-    chunk = (rt.prefill_step_size or 2048) if rt.family == "mlx-lm" else mm.n_ubatch
+    chunk = rt.prefill_chunk if rt.family == "mlx-lm" else mm.n_ubatch
     return tp.roofline(geo, node.chip, profiles.load_speed_constants(node.chip, rt.id), rt.family,
                        flash_attn=mm.flash_attn, chunk=chunk, reference_chips=profiles.all_chips())
 
