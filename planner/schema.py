@@ -309,9 +309,24 @@ class ModelConfig(BaseModel):
         return 0
 
 
+Task = Literal["chat", "code", "reasoning", "vision", "embedding"]
+
+
+class ModelQuality(BaseModel):
+    """One published benchmark score for ranking models against each other (plan models)."""
+
+    model_config = Strict
+    benchmark: str = Field(description="Benchmark name, e.g. MMLU-Pro (the same one across the catalog's chat models)")
+    score: float = Field(ge=0, le=100, description="Published score [%]")
+    source: str = Field(min_length=1, description="URL of the model card or paper that reports it")
+
+
 class ModelProfile(_Profile):
     id: str
     name: str
+    family: str | None = Field(None, description="Model family for filtering (llama, qwen, gemma, ...)")
+    tasks: list[Task] = Field(default_factory=lambda: ["chat"], description="What the model is for")
+    quality: ModelQuality | None = Field(None, description="Published benchmark score; None when none is known")
     hf_repo: str | None = None
     aliases: list[str] = Field(default_factory=list)
     params_b: float = Field(gt=0, le=1e6, description="Published total parameters [billions]")
