@@ -518,12 +518,44 @@ def _rows_by_scope(records: list[FitRecord], scope: str) -> int:
     return len(records)
 
 
-def build_profiles(data, fits) -> list[CalibrationProfile]:
+RANGE_QUANTILES = (10.0, 90.0)  # the 80 % likely range
+MIN_RANGE_ROWS = 8              # fewer residuals in a regime: it falls back to its phase's range
+
+
+def regime_of(r: FitRecord) -> str:
+    return tp.regime(r.phase, r.prompt, r.depth, r.batch, KERNELS[r.runtime]["mv_max_batch"])
+
+
+def range_table(records: list[FitRecord], predicted) -> dict[str, tuple[float, float]]:
+    """{regime: (10th, 90th percentile of measured / predicted)} over ``records``; ``predicted`` aligned with them.
+    Fed with out-of-source predictions (calibration.report.loso), so the range says how far a rate on a setup
+    the fit never saw lands from the prediction."""
+    by: dict[str, list[float]] = defaultdict(list)
+    for r, p in zip(records, predicted):
+        by[regime_of(r)].append(r.value / p)
+        by[f"all {r.phase}"].append(r.value / p)
+
+    def q(ratios):
+        lo, hi = np.percentile(ratios, RANGE_QUANTILES)
+        return round(float(lo), 3), round(float(hi), 3)
+
+    out = {reg: q(v) for reg, v in by.items() if len(v) >= MIN_RANGE_ROWS and not reg.startswith("all ")}
+    for ph in ("decode", "prefill"):  # the phase fallback: its own regime, else all rows of the phase
+        if ph not in out and len(by.get(f"all {ph}", [])) >= 2:
+            out[ph] = q(by[f"all {ph}"])
+    return out
+
+
+def build_profiles(data, fits, ranges: dict[str, dict] | None = None) -> list[CalibrationProfile]:
+    """Profiles for every runtime; ``ranges`` ({runtime: range_table}) go into the default scope (in-sample
+    residuals when not given)."""
     out = []
     for runtime, (params, fixed, diag) in fits.items():
         recs = data[runtime]
         # ollama's own files only carry what it fits (η_bw); the rest comes from llama.cpp's chain
         scoped = constants_from_params(params, None if runtime == "ollama" else fixed, runtime)
+        rt_range = (ranges or {}).get(runtime) or range_table(recs, diag["predicted"])
+        scoped["default"] = scoped.get("default", SpeedConstants()).model_copy(update={"likely_range": rt_range})
         dec = diag["ape"][[r.phase == "decode" for r in recs]]
         pre = diag["ape"][[r.phase == "prefill" for r in recs]]
         resid = {}
