@@ -33,7 +33,7 @@ from calibration.errors import CalibrationError
 from planner import profiles
 from planner import throughput as tp
 from planner.memory import memory_model
-from planner.schema import Chip
+from planner.schema import Chip, LlamaCppFamily
 from planner.schema import CalibrationProfile, Provenance, SpeedConstants
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -133,7 +133,8 @@ def records_from_measurements(ms) -> tuple[list[FitRecord], Counter]:
         if runtime is None:
             skipped[f"family {m.runtime_family}"] += 1
             continue
-        fa = m.flash_attn if m.flash_attn is not None else profiles.load_runtime(runtime).flash_attn
+        rt = profiles.load_runtime(runtime)
+        fa = m.flash_attn if m.flash_attn is not None else (rt.flash_attn if isinstance(rt, LlamaCppFamily) else None)
         try:
             geo = geometry_for(m.model_id, runtime, m.quant_id)
         except Exception as e:  # a quant that does not apply to the model (e.g. a row mislabelled)

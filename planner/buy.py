@@ -15,17 +15,17 @@ import math
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from . import capacity, profiles
+from ._model import Frozen
 from .advice import KV_RANK, TIER_RANK, NoFitError, QualityNote, TargetsUnreachableError, quality_of
-from .search import _constants, base_memory_model, quants_for, speed_available, with_kv
 from .errors import InputError, PlannerError
-from .schema import Chip, MacProduct
+from .schema import Chip, MacProduct, MlxRuntime
+from .search import _constants, base_memory_model, quants_for, speed_available, with_kv
 from .units import GiB, MiB
 from .workload import WorkloadProfile
 
-Frozen = ConfigDict(frozen=True, extra="forbid")
 SLOTS = [1, 2, 4, 8, 16, 32, 64]
 QUALITY_MAX = {"lossless": 0, "small": 1, "noticeable": 2, "large": 3}
 _TIER_NUM = {"lossless": 0, "small": 1, "unknown": 2, "noticeable": 2, "large": 3}
@@ -160,7 +160,8 @@ def buy(models: list[str], workload: WorkloadProfile, budget_usd: float | None =
     for i, c in enumerate(configs):
         weights[i] = sum(mm.weights.total_bytes for mm in c.mms)
         head[i] = _headroom(c.runtime)
-        warn[i] = c.mms[0].runtime.warn_fraction or 0
+        rt0 = c.mms[0].runtime
+        warn[i] = rt0.warn_fraction if isinstance(rt0, MlxRuntime) else 0
         for j, s in enumerate(slot_list):
             if s in c.slots:
                 mem[i, j] = sum(mm.total(ctx, s) for mm in c.mms)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from .errors import InputError, ProfileError, UnknownProfileError, render_validation_error
 from .schema import Chip, GgmlTypeTable, MacOS, MacProduct, ModelProfile, QuantFormat, Runtime
@@ -58,10 +58,16 @@ def _read_yaml(path: Path) -> dict:
     return data
 
 
-def load_file(path: Path, cls: type[T]) -> T:
+@functools.lru_cache(maxsize=None)
+def _adapter(tp):
+    return TypeAdapter(tp)
+
+
+def load_file(path: Path, cls):
+    """Read and validate one profile; ``cls`` is a model class or a discriminated union such as ``Runtime``."""
     data = _read_yaml(path)
     try:
-        obj = cls.model_validate(data)
+        obj = cls.model_validate(data) if hasattr(cls, "model_validate") else _adapter(cls).validate_python(data)
     except ValidationError as e:
         raise ProfileError(render_validation_error(str(path), e)) from None
     if getattr(obj, "id", path.stem) != path.stem:
@@ -91,7 +97,8 @@ def _index(kind: str) -> dict[str, Path]:
 
 @functools.lru_cache(maxsize=None)
 def _load(kind: str, id_: str, cls_name: str):
-    cls = {c.__name__: c for c in (Chip, MacOS, MacProduct, ModelProfile, QuantFormat, Runtime, GgmlTypeTable)}[cls_name]
+    classes = {c.__name__: c for c in (Chip, MacOS, MacProduct, ModelProfile, QuantFormat, GgmlTypeTable)}
+    cls = Runtime if cls_name == "Runtime" else classes[cls_name]
     return load_file(_index(kind)[id_], cls)
 
 
@@ -217,7 +224,7 @@ def load_runtime(name: str) -> Runtime:
 
 
 def all_runtimes() -> list[Runtime]:
-    return _all("runtimes", Runtime)
+    return [_load("runtimes", i, "Runtime") for i in sorted(_index("runtimes"))]
 
 
 @functools.lru_cache(maxsize=None)

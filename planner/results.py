@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
+from pydantic import BaseModel, Field, computed_field, model_validator
 
-Frozen = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+from ._model import Frozen
 
 
 class _RoundTrip(BaseModel):

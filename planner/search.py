@@ -12,15 +12,14 @@ import functools
 import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from . import profiles
+from ._model import Frozen
 from .errors import InputError, PlannerError
 from .memory import MemoryModel, check_kv_type, kv_layout, memory_model
 from .plan import DEFAULT_QUANTS
 from .schema import Chip, ModelProfile, QuantFormat, Runtime
-
-Frozen = ConfigDict(frozen=True, extra="forbid")
 
 SLOT_CHOICES = [1, 2, 4, 8, 16, 32, 64]
 

@@ -31,11 +31,12 @@ import math
 from .. import architecture as arch
 from .. import capacity, profiles
 from .. import throughput as tp
+from ..errors import InputError
+from ..memory import MemoryModel, memory_model
+from ..schema import MlxRuntime
 from .links import RUNTIME_OF, LinkProfile, Transport, check_engine, load_link, transport
 from .results import ClusterCandidate, ClusterPlan, ClusterSpeed, NodeShare, SingleMac
 from .spec import Node
-from ..errors import InputError
-from ..memory import MemoryModel, memory_model
 
 RPC_MESSAGES_PER_REMOTE_STAGE = 4   # ggml-rpc.cpp: set_tensor + graph_compute (RTT) + get_tensor (RTT)
 DEFAULT_QUANT = {"mlx-lm": "mlx-4bit-g64", "llama.cpp": "Q4_K_M"}
@@ -151,7 +152,7 @@ def _roofline(geo: tp.Geometry, node: Node, mm: MemoryModel) -> tp.Roofline:
 
 def act_bytes(mm: MemoryModel) -> int:
     # ggml keeps hidden states in F32 between backends; mlx activations are bf16 (runtime activation_bytes)
-    return 4 if mm.runtime.family == "llama.cpp" else (mm.runtime.activation_bytes or 2)
+    return mm.runtime.activation_bytes if isinstance(mm.runtime, MlxRuntime) else 4
 
 
 def allreduce_s(size: float, n: int, tr: Transport) -> tuple[float, float]:
