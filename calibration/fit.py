@@ -44,8 +44,8 @@ GENERATIONS = ("M1", "M2", "M3", "M4", "M5")
 ERAS = ("2023-08", "2023-09", "2023-10", "2023-11", "2024", "current")
 
 # Weak priors (value, sigma of log value). They only decide parameters the data cannot see; sources:
-# docs/model-facts.md §5.1 (η_bw 0.6-0.8), §5.3 (GEMM 70-85% of ALU peak, attention below that); issue 3 (M5 prefill
-# 2-3.7x M4 at similar bandwidth: geometric middle 2.7); t_layer ~ one Metal dispatch group per layer (~50 us).
+# docs/model-facts.md §5.1 (η_bw 0.6-0.8), §5.3 (GEMM 70-85% of ALU peak, attention below that); M5 prefill
+# reported 2-3.7x M4 at similar bandwidth (geometric middle 2.7, a prior: no usable M5 row); t_layer ~ one Metal dispatch group per layer (~50 us).
 BASE_PRIORS: dict[str, tuple[float, float]] = {
     "eta_bw": (0.7, 1.0), "eta_c": (0.6, 1.0), "eta_attn": (0.3, 1.5), "eta_c_decode": (0.4, 1.5),
     "eta_mv": (0.15, 1.5), "moe_bw_factor": (0.7, 1.0), "era_tl": (1.0, 1.0),

@@ -3,7 +3,7 @@ fastest within a budget, and the price-vs-speed Pareto front.
 
 The sweep is every Mac × runtime × quant × KV type × slots. Per (model, runtime, quant, KV) memory is precomputed
 once per slot count (MemoryModel.total is O(1)); per chip the speed constants come from planner.throughput (the
-colleague's roofline: geometry bytes/FLOPs per step, fitted efficiencies, peak FLOPS and bandwidth) and are
+roofline: geometry bytes/FLOPs per step, fitted efficiencies, peak FLOPS and bandwidth) and are
 combined across chips × configs × slots with numpy. Prefill uses throughput's scalar Roofline.prefill_time per
 (chip, config, slots) — a few thousand µs-calls. The fit verdict mirrors planner.capacity.fit elementwise.
 """

@@ -170,6 +170,11 @@ def all_chips() -> list[Chip]:
     return _all("chips", Chip)
 
 
+def builtin_chips() -> list[Chip]:
+    """The shipped chip profiles only: the speed fit must not depend on a user's custom chips."""
+    return [load_file(p, Chip) for p in sorted((builtin_dir() / "chips").glob("*.yaml"))]
+
+
 def chip_names() -> list[str]:
     return sorted({c.name for c in all_chips()})
 
