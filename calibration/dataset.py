@@ -145,19 +145,6 @@ def chip_bins() -> dict[str, list[_Bin]]:
     return _BINS_CACHE
 
 
-def chip_bandwidth_gb_s(chip_id: str) -> float | None:
-    for bins in chip_bins().values():
-        for b in bins:
-            if b.chip_id == chip_id:
-                return b.bandwidth_gb_s
-    return None
-
-
-def make_chip_id(chip: str, gpu_cores: int) -> str:
-    """Chip profile id (profiles/chips file name): lowercase chip name, spaces -> '-', then '-<gpu_cores>gpu'."""
-    return f"{chip.strip().lower().replace(' ', '-')}-{gpu_cores}gpu"
-
-
 # --------------------------------------------------------------------------------------------- the model
 
 

@@ -64,10 +64,6 @@ class Transport(BaseModel):
     latency_s: float
 
 
-def link_ids() -> list[str]:
-    return sorted(profiles._index("links"))
-
-
 def load_link(name: str) -> LinkProfile:
     idx = profiles._index("links")
     key = profiles.norm(name).replace("thunderbolt", "tb").replace("tb-", "tb").replace("10g-ethernet", "10gbe")
