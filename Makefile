@@ -18,7 +18,7 @@ test: setup
 test-fast:
 	./scripts/bootstrap.sh core
 	$(PY) -c "import gguf, huggingface_hub, pytest, hypothesis" 2>/dev/null || $(PY) -m pip install -q -e '.[hub,test]'
-	$(PY) -m pytest -q -m "not requires_mlx and not requires_llama_cpp and not requires_browser and not requires_scipy" $(PYTEST_ARGS)
+	$(PY) -m pytest -q -m "not requires_mlx and not requires_llama_cpp and not requires_browser and not requires_scipy and not slow" $(PYTEST_ARGS)
 
 ## make lint: ruff (imports, complexity, bugbear, pyupgrade) on everything, mypy on the core; nothing heavy
 lint:

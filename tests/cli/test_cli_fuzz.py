@@ -245,6 +245,7 @@ def _problems(case: Case, rc, out: str, err: str) -> list[str]:
     return p
 
 
+@pytest.mark.slow  # ~450 in-process runs; make test runs it, make test-fast skips it
 def test_cli_fuzz(sandbox):
     failures = []
     stats = {0: 0, 2: 0}
