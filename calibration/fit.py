@@ -33,8 +33,7 @@ from calibration.errors import CalibrationError
 from planner import profiles
 from planner import throughput as tp
 from planner.memory import memory_model
-from planner.schema import Chip, LlamaCppFamily
-from planner.schema import CalibrationProfile, Provenance, SpeedConstants
+from planner.schema import CalibrationProfile, Chip, LlamaCppFamily, Provenance, SpeedConstants
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 OUT_DIR = REPO_ROOT / "profiles" / "calibration"

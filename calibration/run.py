@@ -16,8 +16,8 @@ from calibration.protocol import (
     DEFAULT_SEED,
     DEFAULT_TRIALS,
     DEFAULT_WARMUP,
-    ExecutionReport,
     BenchPlan,
+    ExecutionReport,
     ProgressCallback,
     execute,
 )

@@ -203,11 +203,11 @@ def buy(models: list[str], workload: WorkloadProfile, budget_usd: float | None =
     if have_speed:
         ok &= known
         if t.min_tok_s_per_user:
-            ok &= PU >= t.min_tok_s_per_user
+            ok &= t.min_tok_s_per_user <= PU
         if t.max_ttft_s:
-            ok &= TT <= t.max_ttft_s
+            ok &= t.max_ttft_s >= TT
         if t.max_request_s:
-            ok &= TR <= t.max_request_s
+            ok &= t.max_request_s >= TR
     # ---- best configuration per Mac: meets targets > quality tier > KV > comfort > objective
     tier = np.array([TIER_RANK[c.quality.tier] for c in configs])[None, :, None]
     kvr = np.array([KV_RANK.get(c.kv, 0) for c in configs])[None, :, None]

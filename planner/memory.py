@@ -79,9 +79,8 @@ def gguf_tensor_type(t: arch.Tensor, preset: QuantFormat, model: ModelProfile, t
     rules = counters.setdefault(("rules", name), [r for r in preset.rules if _matches(r.tensor, name)])
     typ = base
     for r in rules:
-        if all(_cond(c, i, n, static) for c in r.when):
-            if r.if_type_in is None or typ in r.if_type_in:
-                typ = r.type
+        if all(_cond(c, i, n, static) for c in r.when) and (r.if_type_in is None or typ in r.if_type_in):
+            typ = r.type
     # tensor_type_fallback(): the row must be a whole number of blocks
     while t.ne0 % types[typ].block_size != 0:
         typ = types[typ].fallback or "F16"
@@ -172,10 +171,9 @@ def check_kv_type(kv_type: str, runtime: Runtime, model: ModelProfile) -> str:
          "q40": "kv4", "f16": "bf16", "fp16": "bf16"}.get(k, k) if runtime.family == "mlx-lm" else k
     if k not in runtime.kv_types:
         raise InputError(f"--kv-type {kv_type} is not offered by {runtime.id}; choose one of {', '.join(runtime.kv_types)}")
-    if runtime.family == "mlx-lm" and k != "bf16":
-        if _mlx_rotating(model, runtime):
-            raise InputError(f"--kv-type {kv_type}: mlx-lm cannot quantize the sliding-window (rotating) cache of "
-                             f"{model.id} (RotatingKVCache Quantization NYI); use bf16")
+    if runtime.family == "mlx-lm" and k != "bf16" and _mlx_rotating(model, runtime):
+        raise InputError(f"--kv-type {kv_type}: mlx-lm cannot quantize the sliding-window (rotating) cache of "
+                         f"{model.id} (RotatingKVCache Quantization NYI); use bf16")
     if isinstance(runtime, LlamaCppFamily) and k not in ("f16", "bf16", "f32") and not runtime.flash_attn:
         raise InputError(f"--kv-type {kv_type}: a quantized V cache needs flash attention in {runtime.id}; add --flash-attn")
     return k

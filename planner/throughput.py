@@ -31,9 +31,8 @@ from dataclasses import dataclass
 from . import architecture as arch
 from .errors import InputError
 from .memory import MemoryModel
-from .schema import Chip, ModelConfig
-from .schema import ResolvedSpeedConstants, SpeedConstants
 from .results import ThroughputEstimate
+from .schema import Chip, ModelConfig, ResolvedSpeedConstants, SpeedConstants
 from .units import gb_s_to_bytes_s, tflops_to_flops
 
 MAX_KNEE_BATCH = 4096

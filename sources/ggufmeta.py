@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from planner.errors import UnsupportedArchitectureError
 from planner.results import WeightsEstimate
 from planner.schema import ModelConfig
+
 from .errors import SourceError
 from .hfconfig import from_hf_config, swa_layer_types
 

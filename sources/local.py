@@ -8,6 +8,7 @@ import struct
 from pathlib import Path
 
 from planner.results import WeightsEstimate
+
 from .errors import SourceError
 from .ggufmeta import (
     GGUF_MAGIC,

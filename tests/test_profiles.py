@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from planner import profiles as P
 from cli.main import main
+from planner import profiles as P
 from planner.errors import ProfileError
 from planner.schema import Chip, GgmlTypeTable, MacOS, MacProduct, ModelProfile, QuantFormat, Runtime
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from planner import profiles as P
 from cli.main import main
+from planner import profiles as P
 from planner.plan import Plan
 
 SEED = 20261129
