@@ -84,7 +84,7 @@ def gguf_tensor_type(t: arch.Tensor, preset: QuantFormat, model: ModelProfile, t
     # tensor_type_fallback(): the row must be a whole number of blocks
     while t.ne0 % types[typ].block_size != 0:
         typ = types[typ].fallback or "F16"
-    return typ
+    return typ or "F16"
 
 
 def row_bytes(types: dict, typ: str, ne0: int) -> int:
@@ -124,7 +124,7 @@ def mlx_weights(model: ModelProfile, fmt: QuantFormat, runtime: MlxRuntime) -> W
         if group == "norm" or not quantizable and group != "router" or fmt.mode == "none":
             b = elems * act
         else:
-            bits, g = fmt.bits, fmt.group_size
+            bits, g = fmt.bits or 16, fmt.group_size or 1  # set for every mlx format but mode "none" (above)
             sb, bb = fmt.scale_bytes or 0, fmt.bias_bytes or 0
             if group == "router":
                 bits, g, sb, bb = runtime.router_bits, 64, act, act
@@ -186,7 +186,8 @@ def _mlx_rotating(model: ModelProfile, runtime: Runtime) -> bool:
 
 def kv_layout(model: ModelProfile, runtime: Runtime, kv_type: str, table: GgmlTypeTable) -> KVLayout:
     layers = arch.cache_layers(model.config)
-    full = swa = state = 0
+    full = swa = 0.0
+    state = 0
     window = None
     rotating = runtime.family == "llama.cpp" or _mlx_rotating(model, runtime)
     for c in layers:

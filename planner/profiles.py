@@ -329,7 +329,10 @@ def _speed_constants(chip_id: str, generation: str, tier: str, matrix_units: boo
     rt = load_runtime(runtime).id
     builtin, user = _calibration_files(builtin_dir()), _calibration_files(user_dir() if include_user else None)
     chain = ["llama.cpp", "ollama"] if rt == "ollama" else [rt]
-    merged, scopes, parts, notes = None, [], [], []
+    merged = None
+    scopes: list[str] = []
+    parts: list[str] = []
+    notes: list[str] = []
     for r in chain:
         gen_scope = _generation_scope(builtin, r, generation, notes)
         for scope in ("default", gen_scope, f"tier-{tier}", chip_id):

@@ -56,7 +56,7 @@ class MemoryEstimate(_RoundTrip):
     users: int
     kv_cells: int = Field(description="KV cells allocated (llama.cpp) or held (mlx-lm), all sequences [tokens]")
 
-    @computed_field
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def total(self) -> int:
         return (self.weights + self.kv_cache + self.recurrent_state + self.compute_buffer + self.output_buffer
@@ -77,7 +77,7 @@ class WiredLimit(_RoundTrip):
     rule: str
     user_set: bool = False
 
-    @computed_field
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def sysctl_max_mb(self) -> int:
         return self.max_raise_bytes // (1024 * 1024)

@@ -356,7 +356,7 @@ class ModelProfile(_Profile):
     id: str
     name: str
     family: str | None = Field(None, description="Model family for filtering (llama, qwen, gemma, ...)")
-    tasks: list[Task] = Field(default_factory=lambda: ["chat"], description="What the model is for")
+    tasks: list[Task] = Field(default_factory=lambda: list[Task](["chat"]), description="What the model is for")
     quality: ModelQuality | None = Field(None, description="Published benchmark score; None when none is known")
     hf_repo: str | None = None
     aliases: list[str] = Field(default_factory=list)

@@ -47,6 +47,7 @@ class Length(BaseModel):
             tot = sum(w for _, w in self.dist)
             return sorted((int(v), w / tot) for v, w in self.dist)
         # p50/p90 only: a two-point stand-in, half at p50, half at p90 (mean slightly high; targets use p90)
+        assert self.p50 is not None and self.p90 is not None  # _one_form admits no fourth shape
         return [(self.p50, 0.5), (self.p90, 0.5)]
 
     @property
