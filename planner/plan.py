@@ -329,6 +329,8 @@ def with_speed(opt: FitOption, mm: MemoryModel, q, chip: Chip | None, req: PlanR
         prompt_tokens=P, gen_tokens=G, prefill_tok_s=one.prefill_tok_s, ttft_s=one.ttft_s,
         time_per_request_s=one.time_per_request_s,
         decode_tok_s_per_seq={u: e.decode_tok_s_per_seq for u, e in ests.items()},
+        decode_tok_s_range={u: e.decode_tok_s_range for u, e in ests.items()},
+        prefill_tok_s_range=one.prefill_tok_s_range,
         decode_tok_s_total={u: e.decode_tok_s for u, e in ests.items()},
         bound={u: e.bound for u, e in ests.items()}, knee_batch=one.knee_batch, calibration=res.source)
     return opt.model_copy(update={"speed": speed})

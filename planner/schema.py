@@ -413,6 +413,9 @@ class SpeedConstants(BaseModel):
     quant_prefill_factor: dict[str, float] | None = Field(
         None, description="Multiplier on eta_c by weight class (dequantization cost in matmuls) [1]")
     matrix_unit_factor: float | None = Field(None, ge=1, le=10, description="Compute speed-up from GPU matrix units (M5) [1]")
+    likely_range: dict[str, tuple[float, float]] | None = Field(
+        None, description="80 % range of measured / predicted rate by regime (decode, decode_deep, decode_batched, "
+                          "prefill, prefill_deep): the 10th and 90th percentile of out-of-source residuals [1]")
 
     def merged(self, other: SpeedConstants) -> SpeedConstants:
         """self overridden by the non-None fields of other (quant factors merge key by key)."""
@@ -420,14 +423,15 @@ class SpeedConstants(BaseModel):
         for k, v in other.model_dump().items():
             if v is None:
                 continue
-            if k == "quant_prefill_factor" and data.get(k):
+            if k in ("quant_prefill_factor", "likely_range") and data.get(k):
                 data[k] = {**data[k], **v}
             else:
                 data[k] = v
         return SpeedConstants(**data)
 
     def missing(self) -> list[str]:
-        return [k for k, v in self.model_dump().items() if v is None]
+        """Required fields still unset (the likely range is optional: without it a rate has no range)."""
+        return [k for k, v in self.model_dump().items() if v is None and k != "likely_range"]
 
 
 class CalibrationProfile(BaseModel):
