@@ -27,6 +27,8 @@ MODEL_DEFAULTS = {
                     "sliding_window_pattern": 6},
     "gemma2": {"vocab_size": 256_000, "max_position_embeddings": 8192, "tie_word_embeddings": True},
     "gemma": {"tie_word_embeddings": True},
+    # transformers modeling_qwen2.py: q/k/v projections always carry a bias (the config has no key for it)
+    "qwen2": {"attention_bias": True},
 }
 VLM_TEXT_TYPES = {"gemma3": "gemma3_text", "mistral3": "mistral", "llava": "llama"}
 
@@ -82,6 +84,9 @@ def from_hf_config(raw: dict, source: str = "config.json") -> ModelConfig:
         d["sliding_window"] = None  # Qwen2.5 carries sliding_window but does not use it
     if d.get("max_position_embeddings") is None:
         d["max_position_embeddings"] = d.get("max_seq_len") or d.get("seq_length") or 4096
+    sw, ctx = d.get("sliding_window"), d.get("max_position_embeddings")
+    if not lt and isinstance(sw, int) and isinstance(ctx, int) and sw >= ctx:
+        d["sliding_window"] = None  # a window no shorter than the context never slides (Phi-3.5, Ministral 8B)
     n_layers = d.get("num_hidden_layers")
     if not lt and d.get("sliding_window") and isinstance(n_layers, int) and n_layers > 0:
         pattern = d.get("sliding_window_pattern")
