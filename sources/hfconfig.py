@@ -31,6 +31,11 @@ MODEL_DEFAULTS = {
     "qwen2": {"attention_bias": True},
 }
 VLM_TEXT_TYPES = {"gemma3": "gemma3_text", "mistral3": "mistral", "llava": "llama"}
+# VLMs whose language model is a known text architecture with only M-RoPE positions changed (same tensors and
+# KV cache): transformers modeling_qwen2_5_vl.py Qwen2_5_VLTextModel reuses the Qwen2 decoder layer
+VLM_FLAT_TYPES = {"qwen2_vl": "qwen2", "qwen2_5_vl": "qwen2"}
+# key spellings of configs written before the transformers names settled (EXAONE 3.x configuration_exaone.py)
+KEY_ALIASES = {"num_layers": "num_hidden_layers"}
 
 
 def swa_layer_types(n_layers: int, pattern: int, first_sliding: bool = True) -> list[str]:
@@ -49,11 +54,16 @@ def from_hf_config(raw: dict, source: str = "config.json") -> ModelConfig:
         # VLM wrapper (Gemma3ForConditionalGeneration, Mistral3, Qwen-VL): the LM lives in text_config
         merged = {k: v for k, v in d.items() if k not in ("text_config", "vision_config")}
         merged.update(tc)
-        if not tc.get("model_type"):
+        if not tc.get("model_type") or outer_type in VLM_FLAT_TYPES:
             merged["model_type"] = VLM_TEXT_TYPES.get(outer_type, outer_type)
         elif tc.get("model_type") == "gemma3":
             merged["model_type"] = "gemma3_text"
         d = merged
+    for src, dst in KEY_ALIASES.items():
+        if dst not in d and src in d:
+            d[dst] = d[src]
+    if d.get("model_type") in VLM_FLAT_TYPES:
+        d["model_type"] = VLM_FLAT_TYPES[d["model_type"]]
     mt = d.get("model_type")
     if not mt:
         raise SourceError(f"{source}: no model_type; is this a transformers config.json?")
