@@ -18,6 +18,12 @@ SUPPORTED = {
     "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "qwen2_moe", "qwen3_next", "gemma", "gemma2",
     "gemma3", "gemma3_text", "phi3", "deepseek_v2", "deepseek_v3", "kimi_k2", "gpt_oss", "granite", "olmo2",
     "starcoder2", "cohere", "internlm3", "exaone",
+    # GQA attention (q/k/v bias) + DeepSeek-style routed/shared experts with leading dense layers: llama.cpp
+    # src/models/glm4-moe.cpp, mlx_lm/models/glm4_moe.py (the multi-token-prediction layer is not loaded)
+    "glm4_moe",
+    # GQA attention + Mixtral-style routed experts (num_local_experts, intermediate_size per expert), every layer
+    # full softmax attention: llama.cpp src/models/minimax-m2.cpp, mlx_lm/models/minimax.py
+    "minimax_m2",
 }
 
 

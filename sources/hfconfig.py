@@ -70,6 +70,10 @@ def from_hf_config(raw: dict, source: str = "config.json") -> ModelConfig:
     if any(d.get(k) is not None for k in SSM_KEYS):
         raise UnsupportedArchitectureError(
             f"{source}: model_type {mt!r} is not supported yet: Mamba/state-space layers are not modelled")
+    if 0 in (d.get("attn_type_list") or []):
+        # MiniMax-Text-01 / M1: attn_type 0 = lightning (linear) attention, 1 = softmax (configuration_minimax.py)
+        raise UnsupportedArchitectureError(
+            f"{source}: model_type {mt!r} is not supported yet: lightning (linear) attention layers are not modelled")
     lt = d.get("layer_types")
     if isinstance(lt, list):
         unknown = sorted({str(t) for t in lt} - LAYER_TYPES)
