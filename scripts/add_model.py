@@ -1,7 +1,7 @@
 """Write profiles/models/<id>.yaml from a model's Hugging Face config.json and its model-card facts.
 
 Usage:
-    python scripts/add_model.py STUB.yaml [STUB.yaml ...] [--force]
+    python scripts/add_model.py STUB.yaml [STUB.yaml ...] [--force] [--out-dir DIR]
 
 A stub holds what a person reads off the model card, plus the config.json contents verbatim:
 
@@ -87,13 +87,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("stubs", nargs="+", type=Path)
     ap.add_argument("--force", action="store_true", help="overwrite existing profiles")
+    ap.add_argument("--out-dir", type=Path, default=OUT, help="where to write (default profiles/models)")
     args = ap.parse_args(argv)
     for path in args.stubs:
         for stub in yaml.safe_load_all(path.read_text(encoding="utf-8")):
             if not stub:
                 continue
             doc, comment = build(stub, path.parent)
-            out = OUT / f"{doc['id']}.yaml"
+            out = args.out_dir / f"{doc['id']}.yaml"
             if out.exists() and not args.force:
                 print(f"skip {out.name}: exists (use --force)")
                 continue
