@@ -34,6 +34,8 @@ VLM_TEXT_TYPES = {"gemma3": "gemma3_text", "mistral3": "mistral", "llava": "llam
 # VLMs whose language model is a known text architecture with only M-RoPE positions changed (same tensors and
 # KV cache): transformers modeling_qwen2_5_vl.py Qwen2_5_VLTextModel reuses the Qwen2 decoder layer
 VLM_FLAT_TYPES = {"qwen2_vl": "qwen2", "qwen2_5_vl": "qwen2"}
+# text_config model_types that name the same layout as the wrapper (Llama4ForConditionalGeneration)
+TEXT_TYPES = {"llama4_text": "llama4"}
 # key spellings of configs written before the transformers names settled (EXAONE 3.x configuration_exaone.py)
 KEY_ALIASES = {"num_layers": "num_hidden_layers"}
 
@@ -59,6 +61,8 @@ def from_hf_config(raw: dict, source: str = "config.json") -> ModelConfig:
         elif tc.get("model_type") == "gemma3":
             merged["model_type"] = "gemma3_text"
         d = merged
+    if d.get("model_type") in TEXT_TYPES:
+        d["model_type"] = TEXT_TYPES[d["model_type"]]
     for src, dst in KEY_ALIASES.items():
         if dst not in d and src in d:
             d[dst] = d[src]
@@ -114,6 +118,8 @@ def from_hf_config(raw: dict, source: str = "config.json") -> ModelConfig:
         # other models with a sliding_window but no pattern (Mistral 7B v0.1) slide on every layer
         elif mt in ("mistral", "mixtral", "starcoder2") and d.get("sliding_window"):
             d["layer_types"] = ["sliding_attention"] * n_layers
+    if mt == "llama4":
+        _llama4(d)
     for k in ("mlp_only_layers",):
         if d.get(k) == []:
             d[k] = None if k != "mlp_only_layers" else []
@@ -135,3 +141,18 @@ def from_hf_config(raw: dict, source: str = "config.json") -> ModelConfig:
         return ModelConfig.model_validate(kept)
     except ValidationError as e:
         raise SourceError(render_validation_error(source, e)) from None
+
+
+def _llama4(d: dict[str, Any]) -> None:
+    """transformers configuration_llama4.py Llama4TextConfig: layers with RoPE use chunked attention, every
+    no_rope_layer_interval-th layer is global NoPE attention; the MoE block adds a shared expert as wide as the
+    routed ones (modeling_llama4.py Llama4TextMoe.shared_expert = Llama4TextMLP(config))."""
+    n = d.get("num_hidden_layers")
+    if not isinstance(n, int) or n <= 0:
+        return
+    rope = d.get("no_rope_layers") or [int((i + 1) % int(d.get("no_rope_layer_interval") or 4) != 0) for i in range(n)]
+    if d.get("attention_chunk_size") and not d.get("layer_types") and len(rope) == n:
+        d["layer_types"] = ["chunked_attention" if r else "full_attention" for r in rope]
+    if d.get("num_local_experts") and d.get("shared_expert_intermediate_size") is None:
+        d["shared_expert_intermediate_size"] = d.get("intermediate_size")
+    d.setdefault("interleave_moe_layer_step", 1)

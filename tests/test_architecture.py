@@ -54,6 +54,33 @@ def test_minimax_m2_layout():
     assert arch.active_params(MINIMAX_M2) == active                 # 10.4e9, card 10B
 
 
+# meta-llama/Llama-4-Maverick-17B-128E-Instruct text_config, as sources/hfconfig.py normalises it
+MAVERICK = ModelConfig(
+    model_type="llama4", hidden_size=5120, num_hidden_layers=48, num_attention_heads=40, num_key_value_heads=8,
+    head_dim=128, intermediate_size=8192, intermediate_size_mlp=16384, num_local_experts=128, num_experts_per_tok=1,
+    shared_expert_intermediate_size=8192, interleave_moe_layer_step=2, attention_chunk_size=8192,
+    vocab_size=202048, max_position_embeddings=1048576,
+    layer_types=["full_attention" if (i + 1) % 4 == 0 else "chunked_attention" for i in range(48)],
+)
+
+
+def test_llama4_interleaved_moe_layout():
+    h, H, Hkv, hd, V, E = 5120, 40, 8, 128, 202048, 128
+    attn = h * H * hd + 2 * h * Hkv * hd + H * hd * h
+    moe = E * 3 * h * 8192 + 3 * h * 8192 + h * E  # routed experts + shared expert + router
+    dense = 3 * h * 16384                           # intermediate_size_mlp on the other layers
+    expected = 2 * V * h + h + 48 * (attn + 2 * h) + 24 * moe + 24 * dense
+    assert arch.n_params(MAVERICK) == expected      # 400.7e9 text; card 400B with the 0.87B vision tower
+    assert [i for i in range(6) if MAVERICK.is_moe_layer(i)] == [1, 3, 5]
+
+
+def test_llama4_chunked_layers_cache_one_chunk():
+    layers = arch.cache_layers(MAVERICK)
+    chunked = [c for c in layers if c.kind == "sliding"]
+    assert len(chunked) == 36 and {c.window for c in chunked} == {8192}
+    assert sum(1 for c in layers if c.kind == "full") == 12  # layers 3, 7, ..., 47: global NoPE attention
+
+
 @pytest.mark.parametrize(
     "model_type",
     [
@@ -63,7 +90,6 @@ def test_minimax_m2_layout():
         "nemotron_h",        # NVIDIA Nemotron-H: Mamba-2 hybrid
         "minimax_m1",        # MiniMax-M1: lightning (linear) attention hybrid
         "gemma3n",           # Gemma 3n: per-layer embeddings, AltUp, KV sharing
-        "llama4",            # Llama 4: chunked attention + interleaved MoE, not laid out yet
     ],
 )
 def test_unmodelled_architectures_are_refused(model_type):

@@ -140,3 +140,10 @@ def test_scores_are_not_lost():
 def test_sources_cite_the_config(mid):
     m = MODELS[mid]
     assert any(s.endswith("/config.json") for s in m.sources), f"{mid}: cite the config.json the numbers came from"
+
+
+def test_header_names_chunked_attention():
+    from planner.plan import describe_architecture
+
+    text = describe_architecture(MODELS["llama-4-scout"])
+    assert "36 of 48 layers chunked attention (8192)" in text and "MoE 1/16 experts" in text

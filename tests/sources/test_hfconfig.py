@@ -87,3 +87,14 @@ def test_exaone_num_layers():
     # LGAI-EXAONE/EXAONE-3.5-7.8B-Instruct spells the layer count num_layers
     raw = {k: v for k, v in BASE.items() if k != "num_hidden_layers"} | {"model_type": "exaone", "num_layers": 32}
     assert from_hf_config(raw).num_hidden_layers == 32
+
+
+def test_llama4_wrapper():
+    # meta-llama/Llama-4-Scout-17B-16E-Instruct: text_config model_type llama4_text, no layer_types in the file
+    tc = {**BASE, "model_type": "llama4_text", "num_hidden_layers": 8, "num_local_experts": 16,
+          "num_experts_per_tok": 1, "intermediate_size_mlp": 4096, "attention_chunk_size": 8192}
+    cfg = from_hf_config({"model_type": "llama4", "text_config": tc, "vision_config": {"hidden_size": 1408}})
+    assert cfg.model_type == "llama4"
+    assert cfg.layer_types == ["chunked_attention"] * 3 + ["full_attention"] + ["chunked_attention"] * 3 + [
+        "full_attention"]
+    assert cfg.shared_expert_intermediate_size == 2048 and cfg.interleave_moe_layer_step == 1
