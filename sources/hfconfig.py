@@ -34,8 +34,10 @@ VLM_TEXT_TYPES = {"gemma3": "gemma3_text", "mistral3": "mistral", "llava": "llam
 # VLMs whose language model is a known text architecture with only M-RoPE positions changed (same tensors and
 # KV cache): transformers modeling_qwen2_5_vl.py Qwen2_5_VLTextModel reuses the Qwen2 decoder layer
 VLM_FLAT_TYPES = {"qwen2_vl": "qwen2", "qwen2_5_vl": "qwen2"}
-# text_config model_types that name the same layout as the wrapper (Llama4ForConditionalGeneration)
-TEXT_TYPES = {"llama4_text": "llama4"}
+# text_config model_types whose tensors and KV cache are those of a known text model: Llama 4's own layout;
+# Qwen3-VL's decoders are Qwen3 / Qwen3-MoE with interleaved M-RoPE and DeepStack features added to the hidden
+# states (positions and activations, no extra weights): transformers modeling_qwen3_vl.py / modeling_qwen3_vl_moe.py
+TEXT_TYPES = {"llama4_text": "llama4", "qwen3_vl_text": "qwen3", "qwen3_vl_moe_text": "qwen3_moe"}
 # key spellings of configs written before the transformers names settled (EXAONE 3.x configuration_exaone.py)
 KEY_ALIASES = {"num_layers": "num_hidden_layers"}
 

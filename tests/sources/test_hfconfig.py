@@ -98,3 +98,12 @@ def test_llama4_wrapper():
     assert cfg.layer_types == ["chunked_attention"] * 3 + ["full_attention"] + ["chunked_attention"] * 3 + [
         "full_attention"]
     assert cfg.shared_expert_intermediate_size == 2048 and cfg.interleave_moe_layer_step == 1
+
+
+def test_qwen3_vl_text_configs_read_as_qwen3():
+    # Qwen/Qwen3-VL-8B-Instruct and Qwen/Qwen3-VL-30B-A3B-Instruct text_config model_types
+    dense = {"model_type": "qwen3_vl", "text_config": {**BASE, "model_type": "qwen3_vl_text"}}
+    assert from_hf_config(dense).model_type == "qwen3"
+    moe = {"model_type": "qwen3_vl_moe", "text_config": {**BASE, "model_type": "qwen3_vl_moe_text", "num_experts": 8,
+                                                          "num_experts_per_tok": 2, "moe_intermediate_size": 256}}
+    assert from_hf_config(moe).model_type == "qwen3_moe"
