@@ -287,7 +287,7 @@ class MemoryModel:
         per head when the fused SDPA kernel does not apply (head_dim not fused, MLA, quantized KV)."""
         m = self.model.config
         act = rt.activation_bytes
-        ffn = max(m.intermediate_size if not m.is_moe else 0,
+        ffn = max(m.dense_ffn if not m.is_moe or m.interleave_moe_layer_step else 0,
                   (m.num_experts_per_tok or 0) * m.expert_ffn + m.shared_ffn)
         per_chunk = S * (2 * m.hidden_size + 3 * ffn) * act
         unfused = m.head_dim not in rt.fused_sdpa_head_dims or m.is_mla or self.kv.kv_type != "bf16"

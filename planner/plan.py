@@ -116,7 +116,10 @@ def describe_architecture(m: ModelProfile) -> str:
         kind = "MHA" if c.num_key_value_heads == c.num_attention_heads else "GQA"
         parts.append(f"{kind} {c.num_attention_heads}/{c.num_key_value_heads} heads × {c.head_dim}")
     if "sliding" in kinds:
-        parts.append(f"{kinds.count('sliding')} of {len(kinds)} layers sliding-window ({c.sliding_window})")
+        if c.attention_chunk_size and "chunked_attention" in (c.layer_types or []):
+            parts.append(f"{kinds.count('sliding')} of {len(kinds)} layers chunked attention ({c.attention_chunk_size})")
+        else:
+            parts.append(f"{kinds.count('sliding')} of {len(kinds)} layers sliding-window ({c.sliding_window})")
     if c.is_moe:
         parts.append(f"MoE {c.num_experts_per_tok}/{c.n_experts} experts")
     return ", ".join(parts)
