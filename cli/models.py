@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 
 from planner.format import fmt_bytes, fmt_ctx, fmt_params, fmt_tok_s, table
 
 
 def models_cmd(
-    ram: Optional[float] = typer.Option(None, "--ram", help="Unified memory [GB]: rank the models that run on it"),
-    chip: Optional[str] = typer.Option(None, "--chip", help="Apple chip, e.g. 'M4 Max' (for speed)"),
-    gpu_cores: Optional[int] = typer.Option(None, "--gpu-cores", help="GPU cores of a binned chip"),
-    task: Optional[str] = typer.Option(None, "--task", help="chat, code, reasoning, vision or embedding"),
-    min_tok_s: Optional[float] = typer.Option(None, "--min-tok-s", help="Minimum decode tok/s per user"),
+    ram: float | None = typer.Option(None, "--ram", help="Unified memory [GB]: rank the models that run on it"),
+    chip: str | None = typer.Option(None, "--chip", help="Apple chip, e.g. 'M4 Max' (for speed)"),
+    gpu_cores: int | None = typer.Option(None, "--gpu-cores", help="GPU cores of a binned chip"),
+    task: str | None = typer.Option(None, "--task", help="chat, code, reasoning, vision or embedding"),
+    min_tok_s: float | None = typer.Option(None, "--min-tok-s", help="Minimum decode tok/s per user"),
     context: int = typer.Option(8192, "--context", "-c", help="Context per user [tokens]"),
     users: int = typer.Option(1, "--users", "-u", help="Concurrent users"),
-    runtime: Optional[list[str]] = typer.Option(None, "--runtime", "-r", help="Runtimes (default llama.cpp, mlx-lm)"),
-    max_params: Optional[float] = typer.Option(None, "--max-params", help="Largest model [billions of parameters]"),
-    family: Optional[str] = typer.Option(None, "--family", help="Model family, e.g. qwen, llama, gemma"),
+    runtime: list[str] | None = typer.Option(None, "--runtime", "-r", help="Runtimes (default llama.cpp, mlx-lm)"),
+    max_params: float | None = typer.Option(None, "--max-params", help="Largest model [billions of parameters]"),
+    family: str | None = typer.Option(None, "--family", help="Model family, e.g. qwen, llama, gemma"),
     macos: str = typer.Option("15", "--macos", help="macOS major version (15 or 26)"),
     top: int = typer.Option(0, "--top", help="Rows to print (0: all)"),
     json_out: bool = typer.Option(False, "--json", help="Print as JSON"),
@@ -42,7 +40,6 @@ def models_cmd(
         typer.echo(r.model_dump_json(indent=2))
         return
     typer.echo(render_models(r, top))
-
 
 def render_models(r, top: int = 0) -> str:
     mac = f"{r.chip}, {r.ram_gb:g} GB" if r.chip else f"{r.ram_gb:g} GB (no chip: memory and quality only)"
@@ -67,7 +64,6 @@ def render_models(r, top: int = 0) -> str:
     out += [f"note: {n}" for n in r.notes]
     return "\n".join(out)
 
-
 def _table(rows, speed: bool) -> str:
     hdr = ["#", "model", "params", "runtime", "quant", "kv", "fits (ctx @users · users @ctx)"]
     al = "rllllll"
@@ -89,7 +85,6 @@ def _table(rows, speed: bool) -> str:
                  ", ".join(s for s in (flag, f"misses {why}" if why else "") if s)]
         body.append(line)
     return table(body, hdr, al)
-
 
 def _catalog(json_out: bool) -> None:
     import json

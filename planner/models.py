@@ -393,3 +393,9 @@ def _notes(rows, erows, basis, ebasis, qy: Query, want_speed: bool) -> list[str]
     if qy.users > 1:
         notes.append(f"speeds are per user with {qy.users} users decoding together")
     return notes
+
+
+def clear_cache() -> None:
+    """Forget the per-model caches (after profiles.clear_cache(), e.g. a new user profile folder)."""
+    for f in (ordered_quants, weights_floor, _n_params, _speed_model, _chip, base_memory_model):
+        f.cache_clear()
