@@ -85,7 +85,7 @@ def main() -> None:
                 sweeps.append(d["sweep"])
                 totals.append(d["total"])
                 t = time.perf_counter()
-                subprocess.run([sys.executable, "-m", "cli.main", "models", *case], env=env, cwd=ROOT,
+                subprocess.run([sys.executable, "-c", "from cli.main import run; run()", "models", *case], env=env, cwd=ROOT,
                                capture_output=True, check=True)
                 cli.append(time.perf_counter() - t)
             print(f"{' '.join(case):58s} {statistics.median(sweeps):7.3f} {statistics.median(totals):8.3f} "

@@ -207,7 +207,24 @@ def _mlx_rotating(model: ModelProfile, runtime: Runtime) -> bool:
         c.kind == "sliding" for c in arch.cache_layers(model.config))
 
 
+_KV_MEMO: dict[tuple, tuple] = {}
+
+
 def kv_layout(model: ModelProfile, runtime: Runtime, kv_type: str, table: GgmlTypeTable) -> KVLayout:
+    """KV bytes per token of one (model, runtime, KV type): the same for every quant, so memoised on the identity
+    of the (frozen, loaded-once) profiles; the entry keeps them alive so an id is not reused."""
+    key = (id(model), id(runtime), kv_type, id(table))
+    hit = _KV_MEMO.get(key)
+    if hit is not None and hit[0] is model and hit[1] is runtime and hit[2] is table:
+        return hit[3]
+    out = _kv_layout(model, runtime, kv_type, table)
+    if len(_KV_MEMO) > 4096:
+        _KV_MEMO.clear()
+    _KV_MEMO[key] = (model, runtime, table, out)
+    return out
+
+
+def _kv_layout(model: ModelProfile, runtime: Runtime, kv_type: str, table: GgmlTypeTable) -> KVLayout:
     layers = arch.cache_layers(model.config)
     full = swa = state = 0
     window = None

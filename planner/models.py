@@ -108,15 +108,18 @@ def _evaluate(m: ModelProfile, rt: Runtime, q: QuantFormat, qn: QualityNote, kv:
         if rf is not None:
             prompt = max(1, min(qy.prompt_tokens, ctx - 1))
             gen = max(1, min(qy.gen_tokens, ctx - prompt))
-            c.speed = speed_at(rf, prompt, gen, qy.users, qy.users, True)
+            # one user: the staggered TTFT equals the batch one (same prompt, batch 1), so skip the second estimate
+            c.speed = speed_at(rf, prompt, gen, qy.users, qy.users, qy.users > 1)
     return c
 
 
 @functools.lru_cache(maxsize=1024)
-def _n_params(model_id: str) -> int:
-    from .architecture import n_params
+def _n_params(model_id: str) -> tuple[int, int]:
+    """(total, active per decoded token) parameters of a catalog model."""
+    from .architecture import active_params, n_params
 
-    return n_params(profiles.load_model(model_id).config)
+    cfg = profiles.load_model(model_id).config
+    return n_params(cfg), active_params(cfg)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -124,20 +127,32 @@ def weights_floor(model_id: str, runtime_id: str, quant_id: str) -> int:
     """A lower bound on the weight bytes: every parameter at the cheapest storage type the format can assign
     (GGUF: base, expert and rule types of the preset; MLX: its bits plus the per-group scale/bias). [bytes]
     Lets the sweep skip formats that cannot fit without walking their tensors."""
+    return int(_n_params(model_id)[0] * _floor_bpw(runtime_id, quant_id) / 8)
+
+
+@functools.lru_cache(maxsize=256)
+def _floor_bpw(runtime_id: str, quant_id: str) -> float:
+    """Fewest bits any weight can take in this format (see weights_floor)."""
     rt = profiles.load_runtime(runtime_id)
     q = profiles.load_quant(quant_id, rt.weight_format)
-    n = _n_params(model_id)
     if q.kind == "mlx":
-        if q.mode == "none":
-            return n * (rt.activation_bytes or 2)
         act = rt.activation_bytes or 2
+        if q.mode == "none":
+            return 8.0 * act
         bpw = q.bits + 8 * ((q.scale_bytes or 0) + (q.bias_bytes or 0)) / (q.group_size or 64)
-        router = (rt.router_bits or 8) + 8 * 2 * act / 64  # MoE routers: router_bits, group 64 (memory.mlx_weights)
-        return int(n * min(bpw, router) / 8)
+        return min(bpw, (rt.router_bits or 8) + 8 * 2 * act / 64)  # MoE routers: router_bits, group 64 (mlx_weights)
     types = {t.name: t for t in profiles.ggml_types().types}
     names = {q.base_type, q.expert_type, *(r.type for r in q.rules)} - {None}
-    bpw = min(8 * types[t].bytes_per_block / types[t].block_size for t in names if t in types)
-    return int(n * bpw / 8)
+    return min(8 * types[t].bytes_per_block / types[t].block_size for t in names if t in types)
+
+
+def decode_ceiling(model_id: str, runtime_id: str, quant_id: str, chip: Chip) -> float:
+    """An upper bound on decode tok/s for one user: peak bandwidth over the fewest bytes a token can read (the
+    active parameters at the format's cheapest type, no KV). [tok/s] Skips formats too slow for --min-tok-s."""
+    from .units import gb_s_to_bytes_s
+
+    active = _n_params(model_id)[1] * _floor_bpw(runtime_id, quant_id) / 8
+    return gb_s_to_bytes_s(chip.memory_bandwidth_gb_s) / active if active > 0 else float("inf")
 
 
 def best_for_runtime(m: ModelProfile, rt: Runtime, qy: Query, wired: WiredLimit, want_speed: bool,
@@ -150,6 +165,12 @@ def best_for_runtime(m: ModelProfile, rt: Runtime, qy: Query, wired: WiredLimit,
     order = [x for x in ordered_quants(m.id, rt.id) if weights_floor(m.id, rt.id, x[0].id) <= wired.max_raise_bytes]
     kvs = [k for k in rt.advised_kv_types if k not in KV_RANK]
     found: dict[str, _Cand] = {}
+    if qy.min_tok_s and want_speed and "embedding" not in m.tasks:
+        # formats that cannot reach the floor even at peak bandwidth are 'slow' without a speed estimate; if no
+        # format can, the one with the highest ceiling is evaluated as the closest
+        ceil = {q.id: decode_ceiling(m.id, rt.id, q.id, qy.chip) for q, _ in order}
+        fast = [x for x in order if ceil[x[0].id] >= qy.min_tok_s]
+        order = fast or sorted(order, key=lambda x: -ceil[x[0].id])[:2]
     for kv_pass in (kvs, [k for k in rt.advised_kv_types if k in KV_RANK]):
         for q, qn in order:
             for kv in kv_pass:
@@ -397,5 +418,5 @@ def _notes(rows, erows, basis, ebasis, qy: Query, want_speed: bool) -> list[str]
 
 def clear_cache() -> None:
     """Forget the per-model caches (after profiles.clear_cache(), e.g. a new user profile folder)."""
-    for f in (ordered_quants, weights_floor, _n_params, _speed_model, _chip, base_memory_model):
+    for f in (ordered_quants, weights_floor, _floor_bpw, _n_params, _speed_model, _chip, base_memory_model):
         f.cache_clear()

@@ -144,6 +144,22 @@ def test_weights_floor_is_a_lower_bound():
                 assert M.weights_floor(m.id, rt, q.id) <= base_memory_model(m.id, rt, q.id).weights.total_bytes
 
 
+def test_decode_ceiling_is_an_upper_bound():
+    """The speed pruning bound is never below the modelled decode speed (else a fast-enough format is skipped)."""
+    from planner.search import base_memory_model, quants_for, speed_at, speed_model
+
+    profiles.clear_cache()
+    M.clear_cache()
+    chip = profiles.resolve_chip(M4MAX40)
+    for m in profiles.all_models()[::2]:
+        for rt in ("llama.cpp", "mlx-lm"):
+            for q in quants_for(m, profiles.load_runtime(rt)):
+                rf = speed_model(base_memory_model(m.id, rt, q.id), chip, q)
+                if rf is not None:
+                    sp = speed_at(rf, 512, 64, 1, 1, False)
+                    assert sp.decode_tok_s_per_user <= M.decode_ceiling(m.id, rt, q.id, chip), (m.id, rt, q.id)
+
+
 def test_chip_name_and_ram_pick_the_bin():
     # the M4 Max comes as 32-core (36 GB) and 40-core (48/64/128 GB): 64 GB names the 40-core bin
     assert M.resolve_chip_for_ram("M4 Max", 64).id == M4MAX40
