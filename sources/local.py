@@ -9,7 +9,7 @@ from pathlib import Path
 
 from planner.results import WeightsEstimate
 
-from .errors import SourceError
+from .errors import SourceError, missing_part
 from .ggufmeta import (
     GGUF_MAGIC,
     TensorInfo,
@@ -63,8 +63,7 @@ def _parse(parse_header, buf: bytes, src: str):
     except (SourceError, NeedMore):
         raise
     except ImportError as e:
-        raise SourceError(f"reading {src} needs the gguf package ({e.name or e}): pip install 'gguf>=0.10' "
-                          "(part of the base install: ./scripts/bootstrap.sh core)") from None
+        raise missing_part(e, f"reading {src}") from None
     except Exception as e:  # noqa: BLE001 - a damaged header raises anything
         msg = str(e).splitlines()[0][:80] if str(e) else e.__class__.__name__
         raise SourceError(f"{src} is not a valid GGUF ({e.__class__.__name__}: {msg}): re-download it") from None
