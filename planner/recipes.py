@@ -11,7 +11,7 @@ from .schema import LlamaCppFamily, ModelProfile, QuantFormat
 from .units import pad_to
 
 
-def _mlx_repo(model: ModelProfile, q: QuantFormat) -> str:
+def mlx_repo(model: ModelProfile, q: QuantFormat) -> str:
     name = (model.hf_repo or model.id).split("/")[-1]
     suffix = {"affine": f"{q.bits}bit", "mxfp4": "mxfp4", "nvfp4": "nvfp4", "mxfp8": "mxfp8", "none": "bf16"}.get(
         q.mode or "", f"{q.bits}bit")
@@ -42,7 +42,7 @@ def recipe(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) 
             cmd = (f"OLLAMA_NUM_PARALLEL={slots} OLLAMA_FLASH_ATTENTION=1 OLLAMA_KV_CACHE_TYPE={kv} ollama serve  "
                    f"# then num_ctx={context * slots} in the Modelfile")
         return Recipe(server=cmd, sysctl=fit.sysctl, notes=notes)
-    repo = _mlx_repo(model, q)
+    repo = mlx_repo(model, q)
     kv_bits = {"kv8": 8, "kv4": 4}.get(mm.kv.kv_type)
     server = f"mlx_lm.server --model {repo} --prefill-step-size {rt.prefill_chunk}"
     if kv_bits:
