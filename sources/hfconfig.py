@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from planner.architecture import SUPPORTED
 from planner.errors import UnsupportedArchitectureError, render_validation_error
 from planner.schema import ModelConfig
+
 from .errors import SourceError
 
 KNOWN_KEYS = set(ModelConfig.model_fields)
