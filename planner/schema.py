@@ -419,6 +419,10 @@ class SpeedConstants(BaseModel):
     eta_c_decode: float | None = Field(None, gt=0, le=1, description="Batched-decode matrix-matrix efficiency (B > mv_max_batch) relative to the prefill eta_c × "
                                         "quant_prefill_factor of the same chip and weight class (same kernel_mul_mm, one tile) [1]")
     eta_mv: float | None = Field(None, gt=0, le=1, description="Achieved / peak FLOPS of small-batch matrix-vector kernels [1]")
+    eta_kv: float | None = Field(None, gt=0, le=1, description="Decode attention's KV stream efficiency relative to eta_bw "
+                                 "(flash-attention vector kernel / mlx sdpa_vector) [1]")
+    noflash_kv_factor: float | None = Field(None, ge=1, le=20, description="Decode KV-stream slowdown without flash attention "
+                                            "(separate KQ, softmax, KQV kernels) [1]")
     mv_max_batch: int | None = Field(None, ge=0, le=256, description="Largest batch served by matrix-vector kernels [tokens]")
     mm_tile: int | None = Field(None, ge=1, le=256, description="Batch tile of the matrix-matrix kernel (batches pad up to it) [tokens]")
     moe_bw_factor: float | None = Field(None, gt=0, le=1, description="Bandwidth efficiency of routed-expert reads relative to dense [1]")
