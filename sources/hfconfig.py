@@ -12,7 +12,9 @@ from pydantic import ValidationError
 
 from planner.architecture import SUPPORTED
 from planner.errors import UnsupportedArchitectureError, render_validation_error
-from planner.schema import ModelConfig
+from planner.schema import MAX_LAYERS, ModelConfig
+
+from .bounds import check_layers, check_pattern
 from .errors import SourceError
 
 KNOWN_KEYS = set(ModelConfig.model_fields)
@@ -55,11 +57,16 @@ def from_hf_config(raw: dict, source: str = "config.json") -> ModelConfig:
     mt = d.get("model_type")
     if not mt:
         raise SourceError(f"{source}: no model_type; is this a transformers config.json?")
+    if not isinstance(mt, str) or len(mt) > 100:
+        raise SourceError(f"{source}: model_type must be a short string, not {type(mt).__name__}; "
+                          "fix or re-download config.json")
     if any(d.get(k) is not None for k in SSM_KEYS):
         raise UnsupportedArchitectureError(
             f"{source}: model_type {mt!r} is not supported yet: Mamba/state-space layers are not modelled")
     lt = d.get("layer_types")
     if isinstance(lt, list):
+        if len(lt) > MAX_LAYERS:
+            raise SourceError(f"{source}: layer_types has {len(lt)} entries, over {MAX_LAYERS}; fix the config")
         unknown = sorted({str(t) for t in lt} - LAYER_TYPES)
         if unknown:
             raise UnsupportedArchitectureError(
@@ -83,14 +90,17 @@ def from_hf_config(raw: dict, source: str = "config.json") -> ModelConfig:
     if d.get("max_position_embeddings") is None:
         d["max_position_embeddings"] = d.get("max_seq_len") or d.get("seq_length") or 4096
     n_layers = d.get("num_hidden_layers")
-    if not lt and d.get("sliding_window") and isinstance(n_layers, int) and n_layers > 0:
+    if not lt and d.get("sliding_window") and n_layers is not None:
+        n_layers = check_layers(n_layers, source)  # before any per-layer list is built
         pattern = d.get("sliding_window_pattern")
+        if pattern is not None:
+            pattern = check_pattern(pattern, source)
         if mt in ("gemma3", "gemma3_text"):
             # transformers Gemma3TextConfig: sliding_window_pattern default 6 (llama.cpp src/models/gemma3.cpp)
-            d["layer_types"] = swa_layer_types(n_layers, int(pattern or 6))
+            d["layer_types"] = swa_layer_types(n_layers, pattern or 6)
         elif mt == "gemma2":
             d["layer_types"] = swa_layer_types(n_layers, 2)  # llama.cpp gemma2: set_swa_pattern(2)
-        elif isinstance(pattern, int) and pattern > 1:
+        elif pattern and pattern > 1:
             d["layer_types"] = swa_layer_types(n_layers, pattern)
         # other models with a sliding_window but no pattern (Mistral 7B v0.1) slide on every layer
         elif mt in ("mistral", "mixtral", "starcoder2") and d.get("sliding_window"):
@@ -113,6 +123,25 @@ def from_hf_config(raw: dict, source: str = "config.json") -> ModelConfig:
         raise SourceError(f"{source}: missing {', '.join(missing)} (model_type {mt!r}); "
                           "pass a complete transformers config.json or a catalog id")
     try:
-        return ModelConfig.model_validate(kept)
+        cfg = ModelConfig.model_validate(kept)
     except ValidationError as e:
         raise SourceError(render_validation_error(source, e)) from None
+    return check_consistency(cfg, source)
+
+
+def check_consistency(cfg: ModelConfig, source: str) -> ModelConfig:
+    """Internal consistency the schema's per-field bounds cannot see: query heads a multiple of KV heads (GQA
+    groups, mlx_lm/models/base.py scaled_dot_product_attention repeats KV heads n_heads // n_kv_heads times),
+    no more active experts than experts, head_dim > 0 when derived from hidden/heads."""
+    h, kvh = cfg.num_attention_heads, cfg.num_key_value_heads
+    if not cfg.is_mla and kvh and h % kvh:
+        raise SourceError(f"{source}: num_attention_heads {h} is not a multiple of num_key_value_heads {kvh}; "
+                          "fix or re-download config.json")
+    if not cfg.head_dim:
+        raise SourceError(f"{source}: head_dim is 0 (hidden_size {cfg.hidden_size} / {h} heads); "
+                          "set head_dim or fix hidden_size")
+    k = cfg.num_experts_per_tok or 0
+    if cfg.n_experts and k > cfg.n_experts:
+        raise SourceError(f"{source}: {k} active experts of {cfg.n_experts} (num_experts_per_tok > experts); "
+                          "fix or re-download config.json")
+    return cfg
