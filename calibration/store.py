@@ -160,6 +160,8 @@ def save_records(chip_id: str, runtime: str, records: list[RunRecord], root: Pat
     try:
         return write_jsonl(path, records) if replace else append_jsonl(path, records)
     except CalibrationError as e:
+        if replace or "cannot write" in str(e):
+            raise
         raise CalibrationError(f"{e} (or run `plan calibrate --replace` to start a fresh record file)") from None
 
 

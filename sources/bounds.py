@@ -1,6 +1,6 @@
 """Input bounds of every reader, checked where bytes enter and before any allocation sized by a declared count.
 
-One place for the limits (docs/model-facts.md §6.3 lists them with the largest real values they leave room for),
+One place for the limits (docs/model-facts.md §7.1 lists them with the largest real values they leave room for),
 plus the helpers that enforce them: ``open_regular`` (no FIFOs, devices or folders), ``read_capped`` (at most N
 bytes), ``loads_json`` (bounded size and nesting) and ``check_layers``.
 """
