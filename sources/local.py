@@ -18,7 +18,7 @@ from .bounds import (
     open_regular,
     read_capped,
 )
-from .errors import SourceError
+from .errors import SourceError, missing_part
 from .ggufmeta import TensorInfo, config_from_gguf, exact_weights, quant_from_gguf, read_header
 
 SPLIT_RE = re.compile(r"^(?P<prefix>.*)-(?P<i>\d{5})-of-(?P<n>\d{5})\.gguf$", re.IGNORECASE)
@@ -32,8 +32,12 @@ def read_gguf(path: Path) -> tuple[dict, list[TensorInfo]]:
     with open_regular(path, src) as f:
         try:
             return read_header(f, src)
+        except SourceError:
+            raise
         except OSError as e:
             raise SourceError(f"{src}: cannot read ({e.strerror or e.__class__.__name__}); check the path") from None
+        except ImportError as e:
+            raise missing_part(e, f"reading {src}") from None
 
 
 def gguf_shards(path: Path) -> list[Path]:
