@@ -25,10 +25,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(HERE / "tests" / "sources"))
 
-import hostile_gen as hg
-from fakehub import Repo, fixture_config
-from gguf_gen import write_llama8b
-from st_gen import llama_8b, shard
+import hostile_gen as hg  # noqa: E402
+from fakehub import Repo, fixture_config  # noqa: E402
+from gguf_gen import write_llama8b  # noqa: E402
+from st_gen import llama_8b, shard  # noqa: E402
 
 
 def run(root: Path, args: list[str], env: dict, cap: int, timeout: float, code: str | None = None,

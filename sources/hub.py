@@ -11,6 +11,7 @@ HF_ENDPOINT, HF_TOKEN and HF_HUB_OFFLINE are read at call time. Errors become on
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -106,10 +107,8 @@ def _cache_write(path: Path, resolved) -> None:
         pass  # a read-only or full cache only costs a refetch
     finally:
         if tmp is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass
 
 
 def _cache_prune(folder: Path, keep: int = CACHE_MAX_ENTRIES) -> None:
@@ -120,10 +119,8 @@ def _cache_prune(folder: Path, keep: int = CACHE_MAX_ENTRIES) -> None:
         except OSError:
             continue
     for _, p in sorted(entries, reverse=True)[keep:]:
-        try:
+        with contextlib.suppress(OSError):
             p.unlink()
-        except OSError:
-            pass
 
 
 def resolve_hub(repo: str, file: str | None = None, quant: str | None = None):

@@ -7,6 +7,7 @@ Each property: the reader answers, or raises a PlannerError of one line; nothing
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import struct
@@ -76,10 +77,8 @@ def fuzz_gguf_header(blob: bytes) -> None:
     from sources import resolve_model
     from sources.ggufmeta import NeedMore, parse_header, read_header
 
-    try:
+    with contextlib.suppress(PlannerError, NeedMore):
         parse_header(blob, "x.gguf")
-    except (PlannerError, NeedMore):
-        pass
     _ok(read_header, io.BytesIO(blob), "x.gguf")
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / "x.gguf"

@@ -13,7 +13,8 @@ from pathlib import Path
 
 T_U32, T_STRING, T_ARRAY = 4, 8, 9
 GOOD_CFG = {"model_type": "mistral", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
-            "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32000}
+            "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32000,
+            "max_position_embeddings": 32768}
 
 
 def gstr(s: str | bytes) -> bytes:
