@@ -68,6 +68,23 @@ def fit(total: int, weights: int, wired: WiredLimit, runtime: Runtime) -> Fit:
                       f"leaves too little for macOS")
 
 
+VERDICTS = ("fits", "tight", "raise-limit", "no-fit")
+
+
+def fit_codes(total, weights, effective, max_raise, headroom_mib, warn):
+    """:func:`fit`'s verdict for many configurations at once, as indices into :data:`VERDICTS`.
+
+    Arguments are numpy arrays that broadcast together (bytes; the runtime's headroom_mib and warn_fraction, 0 for
+    none). Same comparisons as :func:`fit`, in the same order, including the ``<=`` boundaries and the integer
+    runtime margin of :func:`safe_budget`; tests/test_capacity.py checks they agree on every verdict."""
+    import numpy as np
+
+    head = headroom_mib * MiB
+    warned = (warn > 0) & (weights > warn * effective)
+    fits = (total <= effective - np.trunc(head)) & ~warned
+    return np.where(fits, 0, np.where(total <= effective, 1, np.where(total + head <= max_raise, 2, 3)))
+
+
 def safe_users(mm: MemoryModel, context: int, budget: int, cap: int = MAX_USERS) -> int:
     """Most concurrent sequences of ``context`` tokens that fit in ``budget`` (0 if not even one). Memory grows
     monotonically with users, so bisect."""

@@ -186,6 +186,8 @@ class Runtime(_Profile):
     # both
     runtime_overhead_mib: float = Field(ge=0, description="Metal/runtime fixed overhead [MiB]")
     headroom_mib: float = Field(ge=0, description="Margin below the wired limit for a 'comfortable' verdict [MiB]")
+    prefix_cache: bool = Field(False, description="The server keeps the previous request's KV and prefills only "
+                               "the part of a new prompt after the common prefix")
 
     @property
     def prefill_chunk(self) -> int:

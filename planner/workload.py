@@ -109,6 +109,8 @@ class WorkloadProfile(BaseModel):
     targets: Targets = Field(default_factory=Targets)
     objective: Literal["latency", "throughput"] = "latency"
     mixed: bool = Field(False, description="Mix of long-prompt and long-output requests (router candidate)")
+    cached_prefix_share: float = Field(0.0, ge=0, lt=1, description="Share of each prompt already in the server's "
+                                       "prompt cache (a chat's history); only the rest is prefilled")
     sources: list[str] = Field(default_factory=list)
 
     # ---- derived
@@ -131,6 +133,10 @@ class WorkloadProfile(BaseModel):
         return Workload(context=self.context, users=users or self.users,
                         prompt_tokens=self.prompt_tokens.p90_tokens if prompt is None else prompt,
                         gen_tokens=math.ceil(self.gen_tokens.mean) if gen is None else gen)
+
+    def cached_tokens(self, prompt: int, runtime) -> int:
+        """Leading tokens of a ``prompt``-token request that a prefix-caching runtime does not prefill again."""
+        return int(prompt * self.cached_prefix_share) if runtime.prefix_cache else 0
 
     def summary(self) -> str:
         t = self.targets
