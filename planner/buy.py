@@ -402,6 +402,8 @@ def _row(m: MacProduct, ch: Chip, c: _Config, slots: int, total: float, code: in
         flags.append("rumoured chip")
     if verdict == "raise-limit":
         flags.append("needs the wired limit raised")
+    if budget is not None and m.price_usd > budget:
+        flags.append("over budget")
     return BuyRow(mac=m.id, product=m.product, chip=ch.label, ram_gb=m.ram_gb, price_usd=m.price_usd,
                   price_confidence=m.price_confidence, price_basis=m.price_basis, discontinued=m.discontinued,
                   form_factor=m.form_factor, runtime=c.rt.id, quant=c.quant.id, kv_type=c.kv, slots=slots,
@@ -437,8 +439,8 @@ def _result(profs, wl: WorkloadProfile, rows: list[BuyRow], budget: float | None
     cheapest = min(meeting, key=lambda r: (r.price_usd, -(getattr(r, axis) or 0)), default=None)
     best_value = max(meeting, key=lambda r: r.tok_s_per_kusd or 0, default=None) if have_speed else None
     fastest = max(meeting, key=lambda r: (getattr(r, axis) or 0, -r.price_usd), default=None) if have_speed else None
-    gaps = target_gaps(within or rows, wl.targets)
-    closest = [] if meeting else sorted(within or rows, key=lambda r: (len(r.misses), r.shortfall, r.price_usd))[:5]
+    gaps = target_gaps(within, wl.targets)
+    closest = [] if meeting else sorted(within, key=lambda r: (len(r.misses), r.shortfall, r.price_usd))[:5]
     change = what_would_change(rows, meeting, gaps, wl, pt, budget, max_quality_cost)
     notes = notes + _notes(rows, budget, meeting, include_rumoured, include_discontinued, excluded)
     return BuyResult(models=[p.id for p in profs], workload=wl, budget_usd=budget, include_rumoured=include_rumoured,
@@ -474,6 +476,9 @@ def what_would_change(rows: list[BuyRow], meeting: list[BuyRow], gaps: list[Targ
     if above:
         c = min(above, key=lambda r: r.price_usd)
         out.append(f"a budget of ${c.price_usd:,.0f}: the {c.label} meets every target")
+    if not any(r.within_budget for r in rows):
+        c = min(rows, key=lambda r: r.price_usd)
+        out.append(f"a budget of ${c.price_usd:,.0f}: the {c.label} is the cheapest Mac that holds the model")
     for g in (g for g in gaps if g.by > 0):
         if g.target == "max_ttft_s":
             out.append(f"a time-to-first-token target of {g.best:.1f} s or more (the best Mac reaches that), or a "
