@@ -201,13 +201,17 @@ def price_performance(b) -> go.Figure:
                             marker={"symbol": symbol, "size": size, "color": color,
                                     "line": {"color": color if symbol.endswith("open") else "#000", "width": 2}},
                             hovertext=[hover(pick)], hovertemplate="%{hovertext}<extra></extra>")
+    xrange = None
     if b.budget_usd:
         fig.add_vline(x=b.budget_usd, line={"dash": "dash", "color": "#555"},
                       annotation_text=f"budget ${b.budget_usd:,.0f}", annotation_position="top left")
+        lo = min((x.price_usd for x in rows), default=0)
+        xrange = [lo - 0.1 * (b.budget_usd - lo) - 100, b.budget_usd + 0.6 * max(b.budget_usd - lo, 500)]
     fig.update_layout(**LAYOUT, height=480,
                       legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0, "xanchor": "left"},
-                      xaxis={"title": "price [USD] (equal prices spread apart)", "tickprefix": "$",
-                             "separatethousands": True},
+                      xaxis={"title": "price [USD] (equal prices spread apart; zoom out for Macs over the "
+                                      "budget)" if xrange else "price [USD] (equal prices spread apart)",
+                             "tickprefix": "$", "separatethousands": True, "range": xrange},
                       yaxis={"title": axis if speed else "RAM [GB] (no speed model)"})
     return fig
 
