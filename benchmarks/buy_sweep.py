@@ -1,7 +1,8 @@
 """Speed of the full `plan buy` sweep: every Mac × runtime × quant × KV × slots.
 
 Usage: python benchmarks/buy_sweep.py [--runs 7]
-Prints configurations evaluated, the cold (first call: profile loading, memory models) and warm wall times
+Sweeps every configuration of profiles/macs (every chip bin × RAM option sold; discontinued ones left out as by
+default). Prints configurations evaluated, the cold (first call: profile loading, memory models) and warm wall times
 (median of --runs), and configurations per second.
 """
 
@@ -15,6 +16,7 @@ from planner.buy import buy
 from planner.workload import custom_workload
 
 SCENARIOS = [
+    ("llama-3.3-70b, chat preset (default)", ["llama-3.3-70b"], {"base": "chat"}),
     ("llama-3.3-70b, chat, 4 users × 8K", ["llama-3.3-70b"], {"base": "chat", "users": 4, "context": 8192, "min_tok_s": 5, "max_ttft": 120}),
     ("llama-3.1-8b, agent 16K, 1 user", ["llama-3.1-8b"], {"base": "agent", "prompt": "16384", "context": 20480}),
     ("qwen3-30b-a3b, batch, 16 users", ["qwen3-30b-a3b"], {"base": "batch", "users": 16}),

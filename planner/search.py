@@ -93,8 +93,8 @@ def speed_at(rf, prompt: int, gen: int, slots: int, users: int, staggered: bool,
 
     b = min(slots, users)
     new = prompt - min(max(cached, 0), prompt)
-    e = tp.estimate(rf, new, gen, prompt - new, b)
-    ttft = tp.estimate(rf, new, 1, prompt - new, 1).ttft_s if staggered else e.ttft_s
+    e = tp.estimate(rf, new, gen, prompt - new, b, knee=False)
+    ttft = tp.estimate(rf, new, 1, prompt - new, 1, knee=False).ttft_s if staggered else e.ttft_s
     t_req = e.time_per_request_s - e.ttft_s + ttft
     ttft, t_req, per_user = queue(ttft, t_req, e.decode_tok_s_per_seq, b, users)
     return Speed(prefill_tok_s=e.prefill_tok_s, ttft_s=ttft, decode_tok_s_per_user=per_user,
