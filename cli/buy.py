@@ -139,14 +139,15 @@ def _verdict_lines(r) -> list[str]:
 def _table_lines(r, all_rows: bool) -> list[str]:
     """Meets the targets first, then by price; by default one row per chip × RAM (the cheapest Mac with it)."""
     front = {x.mac for x in r.pareto}
+    keep = front | {x.mac for x in (r.cheapest, r.best_value, r.fastest_within_budget, *r.closest) if x} | {
+        x.mac for x in r.per_mac if x.price_confidence == "user"}     # always shown: the front, picks, your prices
     rows, seen = [], set()
     for x in r.per_mac:
         key = (x.chip, x.ram_gb)
-        if all_rows or key not in seen:
+        if all_rows or x.mac in keep or (key not in seen and len(rows) < TABLE_ROWS):
             seen.add(key)
             rows.append(x)
-    more = len(rows) - TABLE_ROWS if not all_rows and len(rows) > TABLE_ROWS else 0
-    rows = rows if all_rows else rows[:TABLE_ROWS]
+    more = 0 if all_rows else len({(x.chip, x.ram_gb) for x in r.per_mac}) - len({(x.chip, x.ram_gb) for x in rows})
     title = ("Best configuration of every Mac" if all_rows else "Best configuration per chip × RAM (cheapest Mac "
              "with it)") + "; ◆ = Pareto front (no cheaper Mac is faster):"
     cells = [[("◆" if x.mac in front else ""), f"${x.price_usd:,.0f}", x.price_confidence, x.label, x.runtime,

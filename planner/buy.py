@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from typing import Literal
 
 import numpy as np
@@ -530,8 +531,6 @@ def pareto(rows: list[BuyRow], axis: str = "decode_tok_s_per_user") -> list[BuyR
 def match_price(spec: str, macs: list[MacProduct] | None = None) -> tuple[list[str], float]:
     """'Mac Studio M4 Max 128GB=3499' -> (the Mac ids it names, price). Product and chip names as in the catalog;
     add the GPU cores ('M3 Ultra 80-core') or the launch ('2023-06') when several configurations match."""
-    import re
-
     if "=" not in spec:
         raise InputError(f"--price {spec!r}: write 'PRODUCT CHIP RAMGB=USD', e.g. 'Mac Studio M4 Max 128GB=3499'")
     name, _, usd = spec.rpartition("=")

@@ -144,8 +144,10 @@ class WorkloadProfile(BaseModel):
               f"TTFT ≤{t.max_ttft_s:g} s" if t.max_ttft_s else "",
               f"≤{t.max_request_s:g} s/request" if t.max_request_s else ""]
         tgt = ", ".join(x for x in tg if x) or "no latency targets"
+        cached = (f" ({self.cached_prefix_share:.0%} of each prompt already in the server's prompt cache)"
+                  if self.cached_prefix_share else "")
         return (f"{self.id}: {self.users} user{'s' if self.users > 1 else ''} × prompt {self.prompt_tokens.label()} "
-                f"+ output {self.gen_tokens.label()} tokens, context {self.context:,}; targets: {tgt}")
+                f"+ output {self.gen_tokens.label()} tokens{cached}, context {self.context:,}; targets: {tgt}")
 
 
 # --------------------------------------------------------------------------- loading

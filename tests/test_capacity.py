@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from cli.main import main
 from planner import capacity as C
 from planner import memory as M
 from planner import profiles as P
-from cli.main import main
 from planner.errors import InputError, UnknownProfileError
 from planner.plan import PlanRequest, plan
 from planner.units import GiB, MiB
@@ -183,8 +186,6 @@ def test_negative_and_absurd_numbers(capsys, argv, needle):
 
 
 # ---------------------------------------------------------------- fit_codes: the vectorised fit (plan buy's sweep)
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 
 def _boundaries(wired, rt):
@@ -198,8 +199,6 @@ def _boundaries(wired, rt):
        which=st.integers(0, 2), delta=st.integers(-3, 3), scale=st.floats(0.5, 1.5), wshare=st.floats(0.5, 1.0))
 def test_fit_codes_agree_with_fit_on_every_verdict(rt_id, ram, which, delta, scale, wshare):
     # totals exactly at, one byte around, and far from each boundary (the <= edges and the runtime margin)
-    import numpy as np
-
     rt = P.load_runtime(rt_id)
     wired = C.wired_limit(ram, P.load_macos("15"))
     edge = _boundaries(wired, rt)[which]
@@ -215,8 +214,6 @@ def test_fit_codes_agree_with_fit_on_every_verdict(rt_id, ram, which, delta, sca
 def test_fit_codes_exact_boundaries_by_hand():
     # 64 GB, macOS 15: limit 3/4 × 64 GiB = 48 GiB; llama.cpp margin 1 GiB -> safe budget 47 GiB. A total of
     # exactly 47 GiB "fits" (<=), one byte more is "tight"; exactly 48 GiB is still "tight", one more "raise-limit"
-    import numpy as np
-
     rt, wired = P.load_runtime("llama.cpp"), C.wired_limit(64, P.load_macos("15"))
     totals = np.array([47 * GiB, 47 * GiB + 1, 48 * GiB, 48 * GiB + 1], dtype=float)
     codes = C.fit_codes(totals, totals * 0.9, float(wired.effective_bytes), float(wired.max_raise_bytes),
