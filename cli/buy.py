@@ -55,7 +55,7 @@ def buy_cmd(
         return
     out = _header(r, wl) + _verdict_lines(r) + _table_lines(r, all_rows)
     if clusters:
-        out += _cluster_lines(list(model)[0], wl, link, budget, r.cheapest)
+        out += _cluster_lines(model[0], wl, link, budget, r.cheapest)
     out += [f"note: {n}" for n in r.notes]
     typer.echo("\n".join(out))
 
@@ -74,7 +74,8 @@ def user_prices(specs: list[str], path: Path | None) -> dict[str, float]:
         if rows and not need <= set(rows[0]):
             raise InputError(f"--prices {path}: needs the columns {', '.join(sorted(need))} (gpu_cores optional)")
         specs = [f"{r['product']} {r['chip']} " + (f"{r['gpu_cores']}-core " if r.get("gpu_cores") else "")
-                 + f"{r['ram_GB']}GB={r['us_price_usd']}" for r in rows if r.get("us_price_usd")] + specs
+                 + f"{r['ram_GB']}GB" + (f" {r['launch']}" if r.get("launch") else "") + f"={r['us_price_usd']}"
+                 for r in rows if r.get("us_price_usd")] + specs
     out: dict[str, float] = {}
     for s in specs:
         ids, usd = match_price(s)

@@ -55,6 +55,15 @@ def test_70b_needs_48_gb_and_the_m4_max_64_and_128_are_offered(llama70_chat):
     assert llama70_chat.evaluated > 500
 
 
+def test_8b_without_targets_the_cheapest_mac_on_sale_is_the_answer():
+    # Llama 3.1 8B at Q4_K_M is ~4.6 GiB of weights + 1 GiB of f16 KV at 8K: it fits the 10.7 GiB GPU limit of a
+    # 16 GB Mac (2/3) comfortably. The cheapest Mac on sale in mac_configs.csv is the Mac mini M4 16 GB at $599
+    # (high confidence), so with no speed targets it is the cheapest answer
+    r = buy(["llama-3.1-8b"], _no_targets(custom_workload("chat")))
+    assert r.cheapest.mac == "mac-mini-2024-11-m4-10gpu-16gb" and r.cheapest.price_usd == 599
+    assert r.cheapest.price_confidence == "high" and r.cheapest.verdict == "fits"
+
+
 def test_two_models_resident_together_need_more_memory():
     one = buy(["llama-3.1-8b"], _no_targets(custom_workload("chat")))
     two = buy(["llama-3.1-8b", "qwen2.5-32b"], _no_targets(custom_workload("chat")))

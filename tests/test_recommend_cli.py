@@ -1,6 +1,7 @@
 """`plan recommend` and `plan buy` on the command line: output, JSON, and one-line errors with exit 2."""
 
 import json
+from pathlib import Path
 
 from cli.main import main
 
@@ -91,3 +92,14 @@ def test_buy_sets_clusters_against_one_mac(capsys):
     assert rows
     for r in rows:
         assert float(r[2]) <= single * 1.05, r
+
+
+def test_buy_prices_file_in_the_catalog_columns(tmp_path, capsys):
+    # a quote file with mac_configs.csv's own columns: one used M2 Ultra Mac Studio at $3,400
+    src = (Path(__file__).resolve().parent.parent / "calibration" / "data" / "mac_configs.csv").read_text().splitlines()
+    row = next(x for x in src if x.startswith("Mac Studio,2023-06,M2 Ultra,24,76,192,"))
+    quotes = tmp_path / "quotes.csv"
+    quotes.write_text(src[0] + "\n" + row.replace(",6599,", ",3400,") + "\n")
+    rc = main(["buy", "--model", "llama-3.3-70b", "--prices", str(quotes)])
+    line = next(x for x in capsys.readouterr().out.splitlines() if "M2 Ultra 76-core GPU 192 GB" in x)
+    assert rc == 0 and "$3,400" in line and " user " in line and "discontinued" in line
