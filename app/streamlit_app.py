@@ -418,6 +418,10 @@ def show_buy(model: str, wl, runtimes: list[str], macos: str, budget: float | No
     st.caption(f"Workload: {wl.summary()}" + (f" · Budget: ${budget:,.0f}" if budget else " · No budget limit"))
     b = cached_buy(model, wl.model_dump_json(), budget, tuple(runtimes), macos, include_rumoured,
                    include_discontinued)
+    if b.memory_shortfall:
+        st.warning(f"**No Mac holds it.** {b.memory_shortfall}. What would change the answer: "
+                   + "; ".join(b.what_would_change) + ".")
+        return None
     short = readings.buy_shortfall(b)
     if short:
         st.warning(short)

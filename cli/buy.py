@@ -53,7 +53,7 @@ def buy_cmd(
     if json_out:
         typer.echo(r.model_dump_json(indent=2))
         return
-    out = _header(r, wl) + _verdict_lines(r) + _table_lines(r, all_rows)
+    out = _header(r, wl) + _verdict_lines(r) + (_table_lines(r, all_rows) if r.per_mac else [])
     if clusters:
         out += _cluster_lines(model[0], wl, link, budget, r.cheapest)
     out += [f"note: {n}" for n in r.notes]
@@ -112,6 +112,9 @@ def _verdict_lines(r) -> list[str]:
 
     within = f" within ${r.budget_usd:,.0f}" if r.budget_usd else ""
     axis = "aggregate tok/s" if r.speed_axis == "decode_tok_s" else "tok/s per user"
+    if r.memory_shortfall:
+        return [f"No Mac holds it. {r.memory_shortfall}.", "What would change the answer:",
+                *(f"  - {c}" for c in r.what_would_change), ""]
     if r.cheapest is not None:
         picks: dict[str, list[str]] = {}
         rows = {}

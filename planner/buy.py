@@ -20,7 +20,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from . import capacity, profiles
-from .advice import KV_RANK, TIER_RANK, NoFitError, QualityNote, quality_of
+from .advice import KV_RANK, TIER_RANK, QualityNote, quality_of
 from .errors import InputError, PlannerError
 from .schema import Chip, MacProduct, ModelProfile, QuantFormat, Runtime
 from .search import (
@@ -123,6 +123,8 @@ class BuyResult(BaseModel):
     closest: list[BuyRow] = Field(default_factory=list, description="When no Mac meets every target: the nearest")
     gaps: list[TargetGap] = Field(default_factory=list, description="Per target: the best any Mac reaches")
     what_would_change: list[str] = Field(default_factory=list)
+    memory_shortfall: str | None = Field(None, description="When no Mac holds the model: what it needs vs the "
+                                                           "largest Mac")
     evaluated: int = Field(description="Mac × runtime × quant × KV × slots configurations evaluated")
     excluded_macs: dict[str, int] = Field(description="Macs dropped before the sweep, by reason")
     notes: list[str] = Field(default_factory=list)
@@ -177,12 +179,14 @@ def buy(models: list[str], workload: WorkloadProfile, budget_usd: float | None =
         row = _best_for_mac(m, codes[mi], configs, mem, pt, speeds, workload, budget_usd, limit)
         if row is not None:
             rows.append(row)
-    if not rows:
-        raise _no_fit(profs, pt, mem, macs, macos, include_rumoured)
     rows.sort(key=lambda r: (not r.meets_targets, r.price_usd, r.ram_gb))
     evaluated = len(macs) * sum(len(c.slots) for c in configs)
-    return _result(profs, workload, rows, budget_usd, include_rumoured, include_discontinued, max_quality_cost,
-                   speeds.source(), evaluated, excluded, notes, pt)
+    r = _result(profs, workload, rows, budget_usd, include_rumoured, include_discontinued, max_quality_cost,
+                speeds.source(), evaluated, excluded, notes, pt)
+    if not rows:  # not even one Mac holds it: say what it needs and what would change that
+        why, change = _no_fit(profs, pt, mem, macs, macos, include_rumoured)
+        return r.model_copy(update={"memory_shortfall": why, "what_would_change": change})
+    return r
 
 
 # --------------------------------------------------------------------------- inputs
@@ -418,15 +422,20 @@ def _row(m: MacProduct, ch: Chip, c: _Config, slots: int, total: float, code: in
                   sysctl=capacity.sysctl_for(int(total), c.rt) if verdict == "raise-limit" else None, flags=flags)
 
 
-def _no_fit(profs, pt: _Point, mem: np.ndarray, macs: list[MacProduct], macos: str, include_rumoured: bool):
+def _no_fit(profs, pt: _Point, mem: np.ndarray, macs: list[MacProduct], macos: str,
+            include_rumoured: bool) -> tuple[str, list[str]]:
+    """When no Mac holds the model: what it needs against the largest Mac, and what would change that."""
     need = float(np.min(mem))
     top = max(macs, key=lambda m: m.ram_gb)
     allow = capacity.wired_limit(top.ram_gb, profiles.load_macos(macos)).max_raise_bytes
-    return NoFitError(f"{' + '.join(p.id for p in profs)} for {pt.users} × {pt.context:,} tokens fits no Mac: the "
-                      f"smallest configuration needs {need / GiB:.0f} GiB; the largest Mac ({top.product} "
-                      f"{top.ram_gb} GB) allows {allow / GiB:.0f} GiB with a raised limit; try --max-quality-cost "
-                      "large, a shorter --context, or `plan cluster` to split it over several Macs"
-                      + ("" if include_rumoured else "; --include-rumoured adds unreleased chips"))
+    why = (f"{' + '.join(p.id for p in profs)} for {pt.users} × {pt.context:,} tokens fits no Mac: the smallest "
+           f"configuration needs {need / GiB:.0f} GiB; the largest Mac ({top.product} {top.ram_gb} GB) allows "
+           f"{allow / GiB:.0f} GiB with a raised limit")
+    change = ["a cluster of linked Macs that holds it together (`plan cluster`, `plan buy --clusters`)",
+              "a smaller quant (--max-quality-cost large)", "a shorter --context or fewer --users"]
+    if not include_rumoured:
+        change.append("--include-rumoured (unreleased chips)")
+    return why, change
 
 
 # --------------------------------------------------------------------------- the answer
@@ -477,7 +486,7 @@ def what_would_change(rows: list[BuyRow], meeting: list[BuyRow], gaps: list[Targ
     if above:
         c = min(above, key=lambda r: r.price_usd)
         out.append(f"a budget of ${c.price_usd:,.0f}: the {c.label} meets every target")
-    if not any(r.within_budget for r in rows):
+    if rows and not any(r.within_budget for r in rows):
         c = min(rows, key=lambda r: r.price_usd)
         out.append(f"a budget of ${c.price_usd:,.0f}: the {c.label} is the cheapest Mac that holds the model")
     for g in (g for g in gaps if g.by > 0):

@@ -7,7 +7,6 @@ from hypothesis import strategies as st
 
 from planner import buy as B
 from planner import capacity, profiles
-from planner.advice import NoFitError
 from planner.buy import BudgetError, buy, match_price
 from planner.errors import InputError
 from planner.plan import PlanRequest, plan
@@ -84,11 +83,14 @@ def test_budget_below_every_mac():
         buy(["llama-3.1-8b"], custom_workload("chat"), budget_usd=100)
 
 
-def test_no_mac_fits():
+def test_no_mac_fits_is_an_answer_that_points_at_a_cluster():
     # Llama-3.1-405B (≥ 4 bits: ~220 GiB) and DeepSeek-V3 (~360 GiB) resident together need ~580 GiB of weights,
     # above the ~460 GiB a raised limit allows on the largest (512 GB) Mac — even with one slot
-    with pytest.raises(NoFitError, match="fits no Mac.*plan cluster"):
-        buy(["llama-3.1-405b", "deepseek-v3"], _no_targets(custom_workload("chat")))
+    r = buy(["llama-3.1-405b", "deepseek-v3"], _no_targets(custom_workload("chat")))
+    assert not r.per_mac and r.cheapest is None and "fits no Mac" in r.memory_shortfall
+    need = int(r.memory_shortfall.split("needs ")[1].split(" GiB")[0])
+    assert need > 500
+    assert any("plan cluster" in c for c in r.what_would_change)
 
 
 # ---------------------------------------------------------------- never a dead end
