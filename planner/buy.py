@@ -17,9 +17,10 @@ import re
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from . import capacity, profiles
+from ._model import Frozen
 from .advice import KV_RANK, TIER_RANK, QualityNote, quality_of
 from .errors import InputError, PlannerError
 from .schema import Chip, MacProduct, ModelProfile, QuantFormat, Runtime
@@ -36,7 +37,6 @@ from .search import (
 from .units import GiB
 from .workload import Targets, WorkloadProfile
 
-Frozen = ConfigDict(frozen=True, extra="forbid")
 QUALITY_MAX = {"lossless": 0, "small": 1, "noticeable": 2, "large": 3}
 _TIER_NUM = {"lossless": 0, "small": 1, "unknown": 2, "noticeable": 2, "large": 3}
 TARGET_LABEL = {"min_tok_s_per_user": "decode speed per user", "max_ttft_s": "time to first token",
@@ -283,7 +283,7 @@ def _verdicts(macs: list[MacProduct], configs: list[_Config], mem: np.ndarray, m
     top = np.array([limits[m.ram_gb].max_raise_bytes for m in macs], dtype=float)[:, None, None]
     weights = np.array([sum(mm.weights.total_bytes for mm in c.mms) for c in configs], dtype=float)[None, :, None]
     head = np.array([c.rt.headroom_mib for c in configs])[None, :, None]
-    warn = np.array([c.mms[0].runtime.warn_fraction or 0.0 for c in configs])[None, :, None]
+    warn = np.array([capacity.warn_fraction(c.rt) or 0.0 for c in configs])[None, :, None]
     return capacity.fit_codes(mem[None, :, :], weights, eff, top, head, warn)
 
 

@@ -11,7 +11,7 @@ import math
 from .errors import InputError
 from .memory import MemoryModel
 from .results import Fit, WiredLimit
-from .schema import MacOS, Runtime
+from .schema import MacOS, MlxRuntime, Runtime
 from .units import GiB, MiB
 
 MAX_USERS = 4096
@@ -45,11 +45,16 @@ def sysctl_for(total_bytes: int, runtime: Runtime) -> str:
     return f"sudo sysctl iogpu.wired_limit_mb={mb}"
 
 
+def warn_fraction(runtime: Runtime) -> float | None:
+    """Share of the working set above which the runtime warns (mlx_lm/generate.py wired_limit()); only mlx-lm."""
+    return runtime.warn_fraction if isinstance(runtime, MlxRuntime) else None
+
+
 def fit(total: int, weights: int, wired: WiredLimit, runtime: Runtime) -> Fit:
     """Verdict for one configuration against the wired limit."""
     head = wired.effective_bytes - total
     budget = safe_budget(wired, runtime)
-    warn = runtime.warn_fraction
+    warn = warn_fraction(runtime)
     if total <= budget and not (warn and weights > warn * wired.effective_bytes):
         return Fit(verdict="fits", headroom_bytes=head,
                    reason=f"{head / GiB:.1f} GiB below the {wired.effective_bytes / GiB:.1f} GiB GPU limit")

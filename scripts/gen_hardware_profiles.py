@@ -2,6 +2,9 @@
 
 Usage: python scripts/gen_hardware_profiles.py [--data-dir calibration/data] [--out-dir profiles]
 
+Input (calibration/data, see its README; tests/test_profile_data.py checks the committed YAML is current):
+  apple_skus.csv     one row per chip bin (CPU/GPU core combination)
+
 Output is deterministic: files are overwritten, keys are written in a fixed order, lists are sorted.
 Every judgement call about an odd CSV value is written into the `notes` field of the affected file.
 The Mac configurations (profiles/macs) come from scripts/gen_mac_configs.py, which reads these chip profiles.

@@ -203,11 +203,11 @@ def test_fit_codes_agree_with_fit_on_every_verdict(rt_id, ram, which, delta, sca
     wired = C.wired_limit(ram, P.load_macos("15"))
     edge = _boundaries(wired, rt)[which]
     for total in (edge + delta, int(edge * scale)):
-        for weights in (int(total * wshare), int((rt.warn_fraction or 0.9) * wired.effective_bytes) + delta):
+        for weights in (int(total * wshare), int((C.warn_fraction(rt) or 0.9) * wired.effective_bytes) + delta):
             want = C.fit(total, weights, wired, rt).verdict
             got = C.fit_codes(np.array([total], dtype=float), np.array([weights], dtype=float),
                               float(wired.effective_bytes), float(wired.max_raise_bytes), rt.headroom_mib,
-                              rt.warn_fraction or 0.0)
+                              C.warn_fraction(rt) or 0.0)
             assert C.VERDICTS[int(got[0])] == want, (total, weights, ram, rt_id)
 
 
