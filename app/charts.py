@@ -156,6 +156,16 @@ def jitter(prices: list[float], step: float) -> list[float]:
     return out
 
 
+def _likely_bars(rows, b, color: str) -> dict | None:
+    """Error bars from each Mac's 80 % likely per-user decode range (planner.search.Speed.decode_range), when the
+    chart's axis is per-user decode."""
+    if b.speed_axis != "decode_tok_s_per_user" or any(x.decode_range is None for x in rows):
+        return None
+    return {"type": "data", "symmetric": False, "color": color, "thickness": 1, "width": 0,
+            "array": [x.decode_range[1] - x.decode_tok_s_per_user for x in rows],
+            "arrayminus": [x.decode_tok_s_per_user - x.decode_range[0] for x in rows]}
+
+
 def price_performance(b) -> go.Figure:
     """Price against speed for the best configuration of every Mac (planner.buy.BuyResult.per_mac). The y axis is
     ``b.speed_axis`` (per-user decode tok/s; aggregate for throughput workloads), the metric "fastest" is ranked by.
@@ -171,7 +181,8 @@ def price_performance(b) -> go.Figure:
         return b.speed(x) if speed else x.ram_gb
 
     def hover(x):
-        sp = (f"{fmt_tok_s(x.decode_tok_s_per_user)} tok/s per user, first token {fmt_seconds(x.ttft_s)}<br>"
+        rng = f" (likely {fmt_tok_s(x.decode_range[0])}–{fmt_tok_s(x.decode_range[1])})" if x.decode_range else ""
+        sp = (f"{fmt_tok_s(x.decode_tok_s_per_user)} tok/s per user{rng}, first token {fmt_seconds(x.ttft_s)}<br>"
               if x.decode_tok_s_per_user is not None else "")
         miss = "".join(f"<br>misses: {k} by {v:.0%}" for k, v in x.misses.items())
         return (f"{x.product}<br>{x.chip}, {x.ram_gb} GB: ${x.price_usd:,.0f} ({x.price_confidence} price)<br>"
@@ -186,7 +197,7 @@ def price_performance(b) -> go.Figure:
         if sel:
             fig.add_scatter(x=[xs[x.mac] for x in sel], y=[y(x) for x in sel], mode="markers", name=name,
                             marker={"color": color, "size": 9, "opacity": opacity}, hovertext=[hover(x) for x in sel],
-                            hovertemplate="%{hovertext}<extra></extra>")
+                            hovertemplate="%{hovertext}<extra></extra>", error_y=_likely_bars(sel, b, color))
     if b.pareto:
         fig.add_scatter(x=[xs[x.mac] for x in b.pareto], y=[y(x) for x in b.pareto], mode="lines+markers",
                         name="Pareto front", line={"color": "#1565c0", "width": 2, "shape": "hv"},

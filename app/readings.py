@@ -307,7 +307,8 @@ def recipe_text(o) -> str:
 def _buy_line(label: str, x) -> str:
     if x is None:
         return ""
-    sp = (f", {fmt_tok_s(x.decode_tok_s_per_user)} tok/s per user, first token in {fmt_seconds(x.ttft_s)}"
+    rng = f" (likely {fmt_tok_s(x.decode_range[0])}–{fmt_tok_s(x.decode_range[1])})" if x.decode_range else ""
+    sp = (f", {fmt_tok_s(x.decode_tok_s_per_user)} tok/s per user{rng}, first token in {fmt_seconds(x.ttft_s)}"
           if x.decode_tok_s_per_user is not None else "")
     return (f"**{label}:** {x.product}, {x.chip}, {x.ram_gb} GB — ${x.price_usd:,.0f}, {x.price_confidence} price "
             f"({x.runtime} · {x.quant}{sp}).")
@@ -360,7 +361,9 @@ def buy_rows(b) -> list[dict]:
     return [{"meets targets": x.meets_targets, "price [$]": x.price_usd, "price is": x.price_confidence,
              "Mac": x.product, "chip": x.chip, "RAM [GB]": x.ram_gb, "runtime": x.runtime, "quantization": x.quant,
              "slots": x.slots, "memory": fmt_bytes(x.memory_bytes), "fit": verdict_text(x.verdict),
-             "tok/s per user": x.decode_tok_s_per_user, "first token [s]": x.ttft_s,
+             "tok/s per user": x.decode_tok_s_per_user,
+             "likely low": x.decode_range[0] if x.decode_range else None,
+             "likely high": x.decode_range[1] if x.decode_range else None, "first token [s]": x.ttft_s,
              "Pareto front": x.mac in front, "within budget": x.within_budget, "bound by": x.binding,
              "flags": ", ".join(x.flags), "price basis": x.price_basis}
             for x in b.per_mac]

@@ -86,8 +86,15 @@ def user_prices(specs: list[str], path: Path | None) -> dict[str, float]:
 def _speed_text(x) -> str:
     if x.decode_tok_s_per_user is None:
         return "memory only"
-    return (f"{fmt_tok_s(x.decode_tok_s_per_user)} tok/s/user, TTFT {fmt_seconds(x.ttft_s)}, "
+    return (f"{fmt_tok_s(x.decode_tok_s_per_user)} tok/s/user{_likely(x)}, TTFT {fmt_seconds(x.ttft_s)}, "
             f"{fmt_seconds(x.time_per_request_s)}/request")
+
+
+def _likely(x) -> str:
+    if x.decode_range is None:
+        return ""
+    lo, hi = x.decode_range
+    return f" (likely {fmt_tok_s(lo)}–{fmt_tok_s(hi)})"
 
 
 def _pick(label: str, x) -> str:
@@ -156,10 +163,10 @@ def _table_lines(r, all_rows: bool) -> list[str]:
              "with it)") + "; ◆ = Pareto front (no cheaper Mac is faster):"
     cells = [[("◆" if x.mac in front else ""), f"${x.price_usd:,.0f}", x.price_confidence, x.label, x.runtime,
               x.quant, str(x.slots), fmt_bytes(x.memory_bytes), x.verdict, fmt_tok_s(x.decode_tok_s_per_user),
-              fmt_seconds(x.ttft_s), "yes" if x.meets_targets else "no", x.binding,
+              "–".join(fmt_tok_s(v) for v in x.decode_range) if x.decode_range else "–", fmt_seconds(x.ttft_s), "yes" if x.meets_targets else "no", x.binding,
               ", ".join(f for f in x.flags if not f.startswith("price"))] for x in rows]
     out = [title, table(cells, ["", "price", "price is", "Mac", "runtime", "quant", "slots", "memory", "fit",
-                                "tok/s/user", "TTFT", "meets", "binding", "note"], "lrllllrrlrrlll")]
+                                "tok/s/user", "likely", "TTFT", "meets", "binding", "note"], "lrllllrrlrrrlll")]
     if more:
         out.append(f"… {more} more (--all lists every Mac)")
     return out

@@ -69,6 +69,7 @@ class BuyRow(BaseModel):
     memory_bytes: int
     verdict: str
     decode_tok_s_per_user: float | None = None
+    decode_range: tuple[float, float] | None = Field(None, description="80 % likely range of the per-user decode")
     ttft_s: float | None = None
     time_per_request_s: float | None = None
     decode_tok_s: float | None = Field(None, description="aggregate over users [tok/s]")
@@ -413,7 +414,8 @@ def _row(m: MacProduct, ch: Chip, c: _Config, slots: int, total: float, code: in
                   price_confidence=m.price_confidence, price_basis=m.price_basis, discontinued=m.discontinued,
                   form_factor=m.form_factor, runtime=c.rt.id, quant=c.quant.id, kv_type=c.kv, slots=slots,
                   memory_bytes=int(total), verdict=verdict,
-                  decode_tok_s_per_user=sp.decode_tok_s_per_user if sp else None, ttft_s=sp.ttft_s if sp else None,
+                  decode_tok_s_per_user=sp.decode_tok_s_per_user if sp else None,
+                  decode_range=sp.decode_range if sp else None, ttft_s=sp.ttft_s if sp else None,
                   time_per_request_s=sp.time_per_request_s if sp else None,
                   decode_tok_s=sp.decode_tok_s if sp else None,
                   tok_s_per_kusd=sp.decode_tok_s / m.price_usd * 1000 if sp else None,

@@ -234,6 +234,8 @@ def test_rows_are_the_speed_model_at_the_workload_point_with_the_prefix_cache():
         sp = speed_at(speed_model(mm, profiles.resolve_chip(mac.chip), q), 2048, 750, row.slots, 4, True, 1536)
         assert row.decode_tok_s_per_user == pytest.approx(sp.decode_tok_s_per_user, rel=1e-9)
         assert row.ttft_s == pytest.approx(sp.ttft_s, rel=1e-9)
+        assert row.decode_range == pytest.approx(sp.decode_range, rel=1e-9)
+        assert row.decode_range[0] <= row.decode_tok_s_per_user <= row.decode_range[1]
 
 
 @needs_speed

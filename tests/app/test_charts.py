@@ -184,6 +184,10 @@ def test_price_performance_marks_pareto_and_picks():
     assert list(front.y) == [b.speed(x) for x in b.pareto]
     dots = [t for t in fig.data if t.name in ("meets the targets", "misses a target", "over budget")]
     assert sum(len(t.x) for t in dots) == len(b.per_mac)
+    for t in dots:   # the 80 % likely range of each Mac's decode as error bars
+        rows = [x for x in b.per_mac if x.decode_tok_s_per_user in set(t.y)]
+        assert t.error_y.array is not None and len(t.error_y.array) == len(t.x) and rows
+        assert all(v >= 0 for v in (*t.error_y.array, *t.error_y.arrayminus))
     xs = [x for t in dots for x in t.x]
     assert len(set(xs)) == len(xs)                    # equal prices spread apart, none on top of another
     fastest = by_name["fastest (highest decode tok/s per user)"]
