@@ -52,6 +52,10 @@ class Chip(_Profile):
 
 
 class MacProduct(_Profile):
+    """One Mac configuration Apple sold (product × chip bin × RAM), generated from calibration/data/mac_configs.csv
+    by scripts/gen_mac_configs.py. ``price_basis`` says where the price comes from; ``estimated`` prices follow
+    the rule documented in that script (anchor price + RAM step + GPU-bin step)."""
+
     id: str
     product: str
     form_factor: Literal["desktop", "laptop"]
@@ -60,11 +64,10 @@ class MacProduct(_Profile):
     cpu_cores: int | None = None
     ram_gb: int = Field(gt=0, le=MAX_RAM_GB)
     storage_gb: int | None = None
-    price_usd: float = Field(gt=0)
-    price_confidence: Literal["high", "medium", "low"]
-    price_note: str = ""
-    config_type: str = ""
-    ram_max_gb_for_product: int | None = None
+    price_usd: float = Field(gt=0, description="US launch price of this configuration [USD]")
+    price_confidence: Literal["high", "medium", "low", "estimated"]
+    price_basis: str = Field("", description="list | base+upgrades | estimate | estimated: <anchor and steps>")
+    discontinued: bool = False
     notes: str = ""
 
 
@@ -158,6 +161,8 @@ class _RuntimeBase(_Profile):
                                         "best quality first (a subset of kv_types)")
     runtime_overhead_mib: float = Field(ge=0, description="Metal/runtime fixed overhead [MiB]")
     headroom_mib: float = Field(ge=0, description="Margin below the wired limit for a 'comfortable' verdict [MiB]")
+    prefix_cache: bool = Field(False, description="The server keeps the previous request's KV and prefills only "
+                               "the part of a new prompt after the common prefix")
 
     @model_validator(mode="after")
     def _advised_subset(self):
