@@ -74,6 +74,8 @@ def plan_cmd(
     gen: int = typer.Option(256, "--gen", help=_h("gen_tokens")),
     json_out: bool = typer.Option(False, "--json", help="Print the whole plan as JSON (same as the app's download)"),
     file: Optional[str] = typer.Option(None, "--file", help="GGUF file to use in a HF repo or folder with several"),
+    app_version: Optional[str] = typer.Option(None, "--app-version", help=_h("app_version")),
+    guardrail: Optional[str] = typer.Option(None, "--guardrail", help=_h("guardrail")),
 ):
     """Memory fit (and speed, with --chip) of one model on one Mac, for both runtimes."""
     if ctx.invoked_subcommand is not None:
@@ -87,7 +89,7 @@ def plan_cmd(
                       runtimes=list(runtime) if runtime else ["llama.cpp", "mlx-lm"], quants=list(quant) or None
                       if quant else None, context=context, users=users, kv_type=kv_type, wired_limit_mb=wired_limit,
                       macos=macos, flash_attn=flash_attn, n_ubatch=ubatch,
-                      prompt_tokens=prompt, gen_tokens=gen)
+                      prompt_tokens=prompt, gen_tokens=gen, app_version=app_version, guardrail=guardrail)
     resolved = None
     if not _catalog_id(model):
         from sources import resolve_model  # edge: local files and the HF Hub (lazy: keeps catalog plans fast)
@@ -207,3 +209,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run() -> None:
     sys.exit(main())
+
+
+if __name__ == "__main__":  # python -m cli.main
+    run()

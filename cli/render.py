@@ -63,6 +63,7 @@ def render_plan(p: Plan) -> str:
                 if best:
                     out.append("  with the limit raised, longest context: "
                                + ", ".join(f"{u} user{'s' if u > 1 else ''} {fmt_ctx(c)}" for u, c in best.items()))
+    out += render_serving(p)
     out += render_speed(p)
     for o in p.options:
         for n in o.notes:
@@ -95,3 +96,21 @@ def render_speed(p: Plan) -> list[str]:
         out.append(f"  calibration {src}")
     out.append("")
     return out
+
+
+def render_serving(p: Plan) -> list[str]:
+    """Wrapper apps (Ollama, LM Studio): what the app does with no settings, its guardrail, and its recipe."""
+    opts = [o for o in p.options if o.serving is not None]
+    out = []
+    for o in opts:
+        s = o.serving
+        out.append(f"{o.runtime} {o.quant}: with no settings {s.context_rule} × {s.default_parallel} parallel → "
+                   f"{fmt_bytes(s.memory_bytes)}: {VERDICT_MARK[s.fit.verdict]} {verdict_text(s.fit.verdict)}")
+        if s.guardrail_reason:
+            out.append(f"  {s.guardrail_reason}")
+        if o.recipe is not None:
+            out.append(f"  at {p.request.users} × {fmt_ctx(o.memory.context)}: {o.recipe.server}")
+            if o.recipe.generate:
+                out.append(f"  {o.recipe.generate}")
+            out += [f"  note: {n}" for n in o.recipe.notes]
+    return out + [""] if out else []

@@ -12,7 +12,9 @@ from .errors import InputError
 from .memory import MemoryModel, check_kv_type, kv_layout, memory_model
 from .results import Fit, KVLayout, MemoryEstimate, WeightsEstimate, WiredLimit
 from .schema import Chip, ModelProfile
-from .results import SpeedSummary
+from .recipes import Recipe, recipe
+from .results import ServingDefaults, SpeedSummary
+from .serving import app_defaults
 
 DEFAULT_QUANTS = {
     "gguf": ["Q3_K_M", "IQ4_XS", "Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0"],
@@ -42,6 +44,9 @@ class PlanRequest(BaseModel):
     n_ubatch: int | None = Field(None, gt=0, le=65536, description="llama.cpp physical batch -ub (default 512)")
     prompt_tokens: int = Field(1024, ge=0, le=10_000_000, description="Prompt tokens per request (speed: TTFT) [tokens]")
     gen_tokens: int = Field(256, ge=0, le=10_000_000, description="Generated tokens per request (speed) [tokens]")
+    app_version: str | None = Field(None, description="Ollama / LM Studio version, for its defaults (default: current)")
+    guardrail: str | None = Field(None, description="LM Studio model-loading guardrail: off, relaxed, balanced, "
+                                  "strict or custom:<GB>")
 
     @field_validator("ram_gb")
     @classmethod
@@ -72,6 +77,8 @@ class Option(BaseModel):
     max_context_raised: dict[int, int] = Field(description="Same with the wired limit raised to the safe maximum")
     notes: list[str] = Field(default_factory=list)
     speed: SpeedSummary | None = Field(None, description="Prefill/TTFT and decode by users (needs --chip)")
+    serving: ServingDefaults | None = Field(None, description="Wrapper app (Ollama, LM Studio): its defaults and guardrail")
+    recipe: Recipe | None = Field(None, description="Launch command of a wrapper app at the requested context and users")
 
 
 class ModelSummary(BaseModel):
@@ -224,6 +231,7 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
             first = first or mm
             opt = build_option(mm, req, wired, raised, contexts, user_counts, max_ctx)
             opt = with_speed(opt, mm, q, chip, req, user_counts)
+            opt = with_serving(opt, mm, q, wired, req)
             options.append(opt if label is None else opt.model_copy(update={"quant": label, "notes": [
                 *opt.notes, "weights: exact bytes read from the model files"]}))
         if first is not None:
@@ -308,6 +316,16 @@ def _apply_exact(mm: MemoryModel, q, rt, resolved) -> tuple[MemoryModel, str | N
     if fmt is None and qid and q.id == qid and rt.weight_format == q.kind:
         return dataclasses.replace(mm, weights=w), None
     return mm, None
+
+
+def with_serving(opt: Option, mm: MemoryModel, q, wired: WiredLimit, req: PlanRequest) -> Option:
+    """Wrapper apps: what the app does with no settings (default context, guardrail) and its launch recipe."""
+    app = profiles.serving_app_of(mm.runtime.id)
+    if app is None:
+        return opt
+    dflt = app_defaults(mm, app, wired, req.app_version, req.guardrail)
+    rec = recipe(mm, q, opt.memory.context, req.users, opt.fit)
+    return opt.model_copy(update={"serving": dflt, "recipe": rec})
 
 
 # --------------------------------------------------------------------------- speed (planner/throughput.py)

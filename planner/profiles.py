@@ -17,7 +17,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from .errors import InputError, ProfileError, UnknownProfileError, render_validation_error
-from .schema import Chip, GgmlTypeTable, MacOS, MacProduct, ModelProfile, QuantFormat, Runtime
+from .schema import Chip, GgmlTypeTable, MacOS, MacProduct, ModelProfile, QuantFormat, Runtime, ServingApp
 
 T = TypeVar("T", bound=BaseModel)
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -91,7 +91,8 @@ def _index(kind: str) -> dict[str, Path]:
 
 @functools.lru_cache(maxsize=None)
 def _load(kind: str, id_: str, cls_name: str):
-    cls = {c.__name__: c for c in (Chip, MacOS, MacProduct, ModelProfile, QuantFormat, Runtime, GgmlTypeTable)}[cls_name]
+    cls = {c.__name__: c for c in (Chip, MacOS, MacProduct, ModelProfile, QuantFormat, Runtime, GgmlTypeTable,
+                                         ServingApp)}[cls_name]
     return load_file(_index(kind)[id_], cls)
 
 
@@ -214,6 +215,24 @@ def load_runtime(name: str) -> Runtime:
     if key not in idx:
         raise UnknownProfileError("runtime", name, list(idx), flag="--runtime")
     return _load("runtimes", key, "Runtime")
+
+
+def load_serving_app(name: str) -> ServingApp:
+    """A wrapper app (ollama, lmstudio) by id."""
+    idx = _index("serving")
+    key = norm(name).replace("lm-studio", "lmstudio").replace("lm studio", "lmstudio")
+    if key not in idx:
+        raise UnknownProfileError("serving app", name, list(idx), flag="--runtime")
+    return _load("serving", key, "ServingApp")
+
+
+def serving_app_of(runtime_id: str) -> ServingApp | None:
+    """The wrapper app that serves with this runtime profile, if any."""
+    for key in _index("serving"):
+        app = _load("serving", key, "ServingApp")
+        if runtime_id in app.runtimes:
+            return app
+    return None
 
 
 def all_runtimes() -> list[Runtime]:

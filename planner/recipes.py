@@ -30,19 +30,42 @@ class Recipe(BaseModel):
 
 
 def recipe(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) -> Recipe:
+    rt = mm.runtime
+    if rt.id == "ollama":
+        return _ollama(mm, context, slots, fit)
+    if rt.family == "llama.cpp":
+        return _llama_server(mm, q, context, slots, fit)
+    return _mlx_lm(mm, q, context, slots, fit)
+
+
+def _llama_server(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) -> Recipe:
+    rt, model = mm.runtime, mm.model
+    ctx_total = pad_to(context * slots, rt.ctx_pad or 256)
+    kv = mm.kv.kv_type
+    name = (model.hf_repo or model.id).split("/")[-1]
+    cmd = (f"llama-server -m {name}-{q.id}.gguf -c {ctx_total} -np {slots} -fa on -ctk {kv} -ctv {kv} "
+           f"-ub {mm.n_ubatch} -ngl 99")
+    notes = [f"-c is the total over slots: {slots} × {context:,} tokens (llama-server splits it per -np slot)"]
+    return Recipe(server=cmd, sysctl=fit.sysctl, notes=notes)
+
+
+def _ollama(mm: MemoryModel, context: int, slots: int, fit: Fit) -> Recipe:
+    """Ollama takes num_ctx per request and gives its runner num_ctx × OLLAMA_NUM_PARALLEL
+    (ollama server/sched.go effectiveLlamaServerContext), so the per-sequence context is what we set."""
+    kv = mm.kv.kv_type
+    fa = "OLLAMA_FLASH_ATTENTION=1 " if mm.flash_attn else ""
+    cmd = (f"OLLAMA_NUM_PARALLEL={slots} OLLAMA_CONTEXT_LENGTH={context} {fa}OLLAMA_KV_CACHE_TYPE={kv} ollama serve")
+    n_ctx = pad_to(context * slots, mm.runtime.ctx_pad or 256)
+    notes = [f"num_ctx is per request: Ollama reserves num_ctx × OLLAMA_NUM_PARALLEL = {context:,} × {slots} "
+             f"= {n_ctx:,} KV cells (ollama server/sched.go effectiveLlamaServerContext)",
+             f"a Modelfile 'PARAMETER num_ctx' or a request's options.num_ctx overrides OLLAMA_CONTEXT_LENGTH: "
+             f"keep it at {context}"]
+    return Recipe(server=cmd, sysctl=fit.sysctl, notes=notes)
+
+
+def _mlx_lm(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) -> Recipe:
     rt, model = mm.runtime, mm.model
     notes: list[str] = []
-    if rt.family == "llama.cpp":
-        ctx_total = pad_to(context * slots, rt.ctx_pad or 256)
-        kv = mm.kv.kv_type
-        name = (model.hf_repo or model.id).split("/")[-1]
-        cmd = (f"llama-server -m {name}-{q.id}.gguf -c {ctx_total} -np {slots} -fa on -ctk {kv} -ctv {kv} "
-               f"-ub {mm.n_ubatch} -ngl 99")
-        notes.append(f"-c is the total over slots: {slots} × {context:,} tokens (llama-server splits it per -np slot)")
-        if rt.id == "ollama":
-            cmd = (f"OLLAMA_NUM_PARALLEL={slots} OLLAMA_FLASH_ATTENTION=1 OLLAMA_KV_CACHE_TYPE={kv} ollama serve  "
-                   f"# then num_ctx={context * slots} in the Modelfile")
-        return Recipe(server=cmd, sysctl=fit.sysctl, notes=notes)
     repo = _mlx_repo(model, q)
     kv_bits = {"kv8": 8, "kv4": 4}.get(mm.kv.kv_type)
     server = f"mlx_lm.server --model {repo} --prefill-step-size {rt.prefill_chunk}"

@@ -135,3 +135,22 @@ class SpeedSummary(BaseModel):
     bound: dict[int, Bound] = Field(description="Decode bound by concurrent users")
     knee_batch: int | None = None
     calibration: str = ""
+
+
+# --------------------------------------------------------------------------- serving apps
+class ServingDefaults(BaseModel):
+    """What a wrapper app (Ollama, LM Studio) does with no settings: its default context and parallel requests,
+    the memory that takes and its fit, and (LM Studio) whether its load guardrail lets the model load."""
+
+    model_config = Frozen
+    app: str
+    version: str
+    default_context: int = Field(description="Context per sequence the app uses by default [tokens]")
+    default_parallel: int = Field(description="Parallel requests by default")
+    context_rule: str = Field(description="Why that context: version, GPU memory, model cap")
+    memory_bytes: int = Field(description="Total memory at the default context and parallel requests [bytes]")
+    fit: Fit
+    guardrail: str | None = Field(None, description="Load guardrail level checked (LM Studio)")
+    guardrail_allows: bool | None = None
+    guardrail_reason: str = ""
+    sources: list[str] = Field(default_factory=list)

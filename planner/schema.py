@@ -200,6 +200,51 @@ class Runtime(_Profile):
         return self
 
 
+# --------------------------------------------------------------------------- serving apps (Ollama, LM Studio)
+class ContextRule(BaseModel):
+    """A wrapper app's default context per sequence, by app version and GPU memory (first match wins)."""
+
+    model_config = Strict
+    since_version: str = Field(description="First app version the rule applies to, e.g. '0.15.5'")
+    min_gpu_gib: float = Field(0, ge=0, description="Rule applies when the GPU memory the app sees is at least this [GiB]")
+    context: int = Field(gt=0, le=MAX_CTX, description="Default context per sequence [tokens]")
+    source: str = Field(min_length=1, description="URL of the code or doc that sets it")
+
+
+class ParallelRule(BaseModel):
+    model_config = Strict
+    since_version: str
+    parallel: int = Field(ge=0, le=256, description="Default parallel requests; 0 = automatic (4 if it fits, else 1)")
+    source: str = Field(min_length=1)
+
+
+class GuardrailLevel(BaseModel):
+    """One model-loading guardrail setting of LM Studio and how strongly it refuses (its thresholds are not
+    published, so only 'never' (off) and a user memory cap (custom) give an exact verdict)."""
+
+    model_config = Strict
+    name: str
+    strength: int = Field(ge=0, le=3, description="0 off, 1 relaxed, 2 balanced, 3 strict")
+    custom_cap: bool = Field(False, description="Refuses a load whose estimate exceeds the user's memory limit")
+    description: str = ""
+
+
+class ServingApp(_Profile):
+    """A wrapper app around llama.cpp / mlx-lm: its defaults (context, parallel requests) and load guardrails."""
+
+    id: str
+    name: str
+    current_version: str = Field(description="Version the defaults describe when the user gives none")
+    runtimes: list[str] = Field(min_length=1, description="Runtime profiles (one per engine) this app serves with")
+    context_rules: list[ContextRule] = Field(min_length=1, description="Newest first")
+    parallel_rules: list[ParallelRule] = Field(default_factory=list, description="Newest first")
+    context_capped_at_train: bool = Field(True, description="Default context is cut to the model's max context")
+    context_per_parallel: bool = Field(False, description="The server multiplies the context by the parallel count")
+    guardrails: list[GuardrailLevel] = Field(default_factory=list)
+    default_guardrail: str | None = None
+    notes: str = ""
+
+
 # --------------------------------------------------------------------------- models
 LayerType = Literal["full_attention", "sliding_attention", "linear_attention", "chunked_attention"]
 
