@@ -10,13 +10,13 @@ import yaml
 from planner import profiles as P
 from cli.main import main
 from planner.errors import ProfileError
-from planner.schema import Chip, GgmlTypeTable, MacOS, MacProduct, ModelProfile, QuantFormat, Runtime
+from planner.schema import Chip, GgmlTypeTable, MacOS, MacProduct, ModelProfile, QuantFormat, Runtime, ServingApp
 
 ROOT = Path(__file__).resolve().parent.parent
 PROFILES = ROOT / "profiles"
 ALL_FILES = sorted(PROFILES.rglob("*.yaml"))
 CLASSES = {"chips": Chip, "macs": MacProduct, "macos": MacOS, "models": ModelProfile, "quants": QuantFormat,
-           "runtimes": Runtime}
+           "runtimes": Runtime, "serving": ServingApp}
 
 
 try:  # speed calibration constants (planner/schema.py, added by the speed work)
