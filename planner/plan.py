@@ -10,10 +10,9 @@ from . import architecture as arch
 from . import capacity, profiles
 from .errors import InputError
 from .memory import MemoryModel, check_kv_type, kv_layout, memory_model
-from .results import Fit, KVLayout, MemoryEstimate, WeightsEstimate, WiredLimit
-from .schema import Chip, ModelProfile
 from .recipes import Recipe, recipe
-from .results import ServingDefaults, SpeedSummary
+from .results import Fit, KVLayout, MemoryEstimate, ServingDefaults, SpeedSummary, WeightsEstimate, WiredLimit
+from .schema import Chip, ModelProfile
 from .serving import app_defaults
 
 DEFAULT_QUANTS = {

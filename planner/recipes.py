@@ -56,10 +56,10 @@ def _ollama(mm: MemoryModel, context: int, slots: int, fit: Fit) -> Recipe:
     fa = "OLLAMA_FLASH_ATTENTION=1 " if mm.flash_attn else ""
     cmd = (f"OLLAMA_NUM_PARALLEL={slots} OLLAMA_CONTEXT_LENGTH={context} {fa}OLLAMA_KV_CACHE_TYPE={kv} ollama serve")
     n_ctx = pad_to(context * slots, mm.runtime.ctx_pad or 256)
-    notes = [f"num_ctx is per request: Ollama reserves num_ctx × OLLAMA_NUM_PARALLEL = {context:,} × {slots} "
-             f"= {n_ctx:,} KV cells (ollama server/sched.go effectiveLlamaServerContext)",
-             f"a Modelfile 'PARAMETER num_ctx' or a request's options.num_ctx overrides OLLAMA_CONTEXT_LENGTH: "
-             f"keep it at {context}"]
+    notes = [(f"num_ctx is per request: Ollama reserves num_ctx × OLLAMA_NUM_PARALLEL = {context:,} × {slots} "
+              f"= {n_ctx:,} KV cells (ollama server/sched.go effectiveLlamaServerContext)"),
+             (f"a Modelfile 'PARAMETER num_ctx' or a request's options.num_ctx overrides OLLAMA_CONTEXT_LENGTH: "
+              f"keep it at {context}")]
     return Recipe(server=cmd, sysctl=fit.sysctl, notes=notes)
 
 
