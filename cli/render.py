@@ -63,6 +63,7 @@ def render_plan(p: Plan) -> str:
                 if best:
                     out.append("  with the limit raised, longest context: "
                                + ", ".join(f"{u} user{'s' if u > 1 else ''} {fmt_ctx(c)}" for u, c in best.items()))
+    out += render_offload(p)
     out += render_serving(p)
     out += render_speed(p)
     for o in p.options:
@@ -113,4 +114,23 @@ def render_serving(p: Plan) -> list[str]:
             if o.recipe.generate:
                 out.append(f"  {o.recipe.generate}")
             out += [f"  note: {n}" for n in o.recipe.notes]
+    return out + [""] if out else []
+
+
+def render_offload(p: Plan) -> list[str]:
+    """llama.cpp options too big for the GPU: the largest -ngl that fits, its decode, and whether to use it."""
+    from planner.format import fmt_tok_s
+
+    out = []
+    for o in p.options:
+        f = o.offload
+        if f is None:
+            continue
+        speed = ""
+        if f.decode_tok_s is not None:
+            speed = (f"; decode ≈ {fmt_tok_s(f.decode_tok_s)} tok/s (all on GPU would be "
+                     f"{fmt_tok_s(f.full_gpu_decode_tok_s)}; CPU layers at {f.cpu_bandwidth_bytes_s / 1e9:.0f} GB/s)")
+        out.append(f"{o.runtime} {o.quant}: partial offload -ngl {f.gpu_layers} of {f.n_layers + 1}: "
+                   f"{fmt_bytes(f.gpu_bytes)} on the GPU, {fmt_bytes(f.cpu_bytes)} in CPU memory, slower{speed}; "
+                   f"{f.reason}")
     return out + [""] if out else []

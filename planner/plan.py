@@ -11,7 +11,16 @@ from . import capacity, profiles
 from .errors import InputError
 from .memory import MemoryModel, check_kv_type, kv_layout, memory_model
 from .recipes import Recipe, recipe
-from .results import Fit, KVLayout, MemoryEstimate, ServingDefaults, SpeedSummary, WeightsEstimate, WiredLimit
+from .results import (
+    Fit,
+    KVLayout,
+    MemoryEstimate,
+    OffloadEstimate,
+    ServingDefaults,
+    SpeedSummary,
+    WeightsEstimate,
+    WiredLimit,
+)
 from .schema import Chip, ModelProfile
 from .serving import app_defaults
 
@@ -76,6 +85,7 @@ class Option(BaseModel):
     max_context_raised: dict[int, int] = Field(description="Same with the wired limit raised to the safe maximum")
     notes: list[str] = Field(default_factory=list)
     speed: SpeedSummary | None = Field(None, description="Prefill/TTFT and decode by users (needs --chip)")
+    offload: OffloadEstimate | None = Field(None, description="llama.cpp partial offload when the whole model does not fit")
     serving: ServingDefaults | None = Field(None, description="Wrapper app (Ollama, LM Studio): its defaults and guardrail")
     recipe: Recipe | None = Field(None, description="Launch command of a wrapper app at the requested context and users")
 
@@ -231,10 +241,12 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
             opt = build_option(mm, req, wired, raised, contexts, user_counts, max_ctx)
             opt = with_speed(opt, mm, q, chip, req, user_counts)
             opt = with_serving(opt, mm, q, wired, req)
+            opt = with_offload(opt, mm, q, chip, wired, req)
             options.append(opt if label is None else opt.model_copy(update={"quant": label, "notes": [
                 *opt.notes, "weights: exact bytes read from the model files"]}))
         if first is not None:
             kv_rows += _kv_rows(first, rt, model, table, req, contexts)
+    options = judge_offloads(options)
     if req.quants and not options:
         raise InputError(f"--quant {', '.join(req.quants)}: not a format of {', '.join(r.id for r in runtimes)} "
                          "(GGUF: Q4_K_M, Q8_0...; MLX: 4bit, 8bit-g32, mxfp4...)")
@@ -325,6 +337,49 @@ def with_serving(opt: Option, mm: MemoryModel, q, wired: WiredLimit, req: PlanRe
     dflt = app_defaults(mm, app, wired, req.app_version, req.guardrail)
     rec = recipe(mm, q, opt.memory.context, req.users, opt.fit)
     return opt.model_copy(update={"serving": dflt, "recipe": rec})
+
+
+def with_offload(opt: Option, mm: MemoryModel, q, chip: Chip | None, wired: WiredLimit, req: PlanRequest) -> Option:
+    """A llama.cpp option too big for the GPU limit: the largest -ngl that fits and its decode."""
+    if opt.fit.verdict not in ("no-fit", "raise-limit") or mm.runtime.family != "llama.cpp":
+        return opt
+    from .offload import offload
+
+    est = None
+    if chip is not None and chip.memory_bandwidth_gb_s:
+        from . import throughput as tp
+
+        try:
+            res = profiles.load_speed_constants(chip, mm.runtime.id)
+            est = tp.predict(mm, chip, res, q.kind, q.mode, req.prompt_tokens, req.gen_tokens, 0, 1,
+                             profiles.all_chips())
+        except InputError:
+            est = None
+    off = offload(mm, opt.memory.context, req.users, wired, chip, est)
+    return opt if off is None else opt.model_copy(update={"offload": off})
+
+
+def judge_offloads(options: list[Option]) -> list[Option]:
+    """Partial offload is slower: not recommended when a smaller quant of the same runtime fits whole under the
+    default limit, or when GPU and CPU parts together would not fit in RAM (unified memory: both count)."""
+    out = []
+    for o in options:
+        if o.offload is None:
+            out.append(o)
+            continue
+        whole = [x for x in options if x.runtime == o.runtime and x.fit.verdict in ("fits", "tight")]
+        if not o.offload.fits_in_ram:
+            why = ("not recommended: GPU and CPU parts together exceed what macOS can spare "
+                   f"({(o.offload.gpu_bytes + o.offload.cpu_bytes) / 2**30:.1f} GiB): it would swap")
+        elif whole:
+            why = f"not recommended: {whole[-1].quant} fits whole on the GPU (faster)"
+        elif o.fit.verdict == "raise-limit":
+            why = f"no smaller quant fits whole; raising the GPU limit runs it whole, faster ({o.fit.sysctl})"
+        else:
+            why = "no smaller quant fits whole: the partial offload is the way to run it here"
+        ok = not whole and o.offload.fits_in_ram and o.offload.gpu_layers > 0
+        out.append(o.model_copy(update={"offload": o.offload.model_copy(update={"recommended": ok, "reason": why})}))
+    return out
 
 
 # --------------------------------------------------------------------------- speed (planner/throughput.py)

@@ -17,7 +17,17 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from .errors import InputError, ProfileError, UnknownProfileError, render_validation_error
-from .schema import Chip, GgmlTypeTable, MacOS, MacProduct, ModelProfile, QuantFormat, Runtime, ServingApp
+from .schema import (
+    Chip,
+    CpuMemory,
+    GgmlTypeTable,
+    MacOS,
+    MacProduct,
+    ModelProfile,
+    QuantFormat,
+    Runtime,
+    ServingApp,
+)
 
 T = TypeVar("T", bound=BaseModel)
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -84,15 +94,15 @@ def _files(kind: str) -> dict[str, Path]:
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _index(kind: str) -> dict[str, Path]:
     return _files(kind)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load(kind: str, id_: str, cls_name: str):
     cls = {c.__name__: c for c in (Chip, MacOS, MacProduct, ModelProfile, QuantFormat, Runtime, GgmlTypeTable,
-                                         ServingApp)}[cls_name]
+                                         ServingApp, CpuMemory)}[cls_name]
     return load_file(_index(kind)[id_], cls)
 
 
@@ -114,7 +124,7 @@ def norm(s: str) -> str:
 
 
 # --------------------------------------------------------------------------- models
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _alias_map() -> dict[str, str]:
     m: dict[str, str] = {}
     for model in _all("models", ModelProfile):
@@ -226,6 +236,11 @@ def load_serving_app(name: str) -> ServingApp:
     return _load("serving", key, "ServingApp")
 
 
+def cpu_memory() -> CpuMemory:
+    """The CPU-side memory bandwidth share (profiles/hardware/cpu-memory.yaml)."""
+    return _load("hardware", "cpu-memory", "CpuMemory")
+
+
 def serving_app_of(runtime_id: str) -> ServingApp | None:
     """The wrapper app that serves with this runtime profile, if any."""
     for key in _index("serving"):
@@ -239,7 +254,7 @@ def all_runtimes() -> list[Runtime]:
     return _all("runtimes", Runtime)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def ggml_types() -> GgmlTypeTable:
     return load_file(builtin_dir() / "quants" / "ggml-types.yaml", GgmlTypeTable)
 
@@ -279,7 +294,7 @@ def ram_gb_valid(ram_gb: float) -> None:
 
 
 # --------------------------------------------------------------------------- speed calibration
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _calibration_files(root: Path | None) -> dict[str, Path]:
     folder = root / "calibration" if root is not None else None
     return {p.stem: p for p in sorted(folder.glob("*.yaml"))} if folder is not None and folder.is_dir() else {}
@@ -300,7 +315,7 @@ def load_speed_constants(chip: Chip, runtime: str, include_user: bool = True):
                             env("MAC_LLM_PLANNER_PROFILES"), env("MAC_LLM_PLANNER_USER_PROFILES"))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _speed_constants(chip_id: str, generation: str, tier: str, matrix_units: bool, runtime: str, include_user: bool,
                      _builtin_env: str | None, _user_env: str | None):
     from .schema import CalibrationProfile, ResolvedSpeedConstants

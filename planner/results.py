@@ -154,3 +154,20 @@ class ServingDefaults(BaseModel):
     guardrail_allows: bool | None = None
     guardrail_reason: str = ""
     sources: list[str] = Field(default_factory=list)
+
+
+class OffloadEstimate(BaseModel):
+    """llama.cpp partial offload: the largest -ngl whose GPU part fits, and its decode estimate."""
+
+    model_config = Frozen
+    gpu_layers: int = Field(description="-ngl: repeating layers on the GPU (n_layer + 1 also puts the output there)")
+    n_layers: int
+    gpu_bytes: int = Field(description="Weights, KV and buffers on the GPU [bytes]")
+    cpu_bytes: int = Field(description="Weights and KV left in CPU memory [bytes]")
+    fit: Fit = Field(description="GPU part against the GPU limit")
+    fits_in_ram: bool = Field(description="GPU and CPU parts together leave macOS its reserve")
+    decode_tok_s: float | None = Field(None, description="Decode with CPU layers at CPU bandwidth [tok/s]")
+    full_gpu_decode_tok_s: float | None = Field(None, description="Decode if every layer were on the GPU [tok/s]")
+    cpu_bandwidth_bytes_s: float | None = None
+    recommended: bool = False
+    reason: str = ""

@@ -200,6 +200,15 @@ class Runtime(_Profile):
         return self
 
 
+class CpuMemory(_Profile):
+    """Share of the vendor memory bandwidth the CPU cores reach (llama.cpp layers kept on the CPU read at it)."""
+
+    id: str
+    name: str
+    fraction_of_vendor_bandwidth: float = Field(gt=0, le=1, description="CPU-side / vendor bandwidth [1]")
+    measured_on: str = ""
+
+
 # --------------------------------------------------------------------------- serving apps (Ollama, LM Studio)
 class ContextRule(BaseModel):
     """A wrapper app's default context per sequence, by app version and GPU memory (first match wins)."""

@@ -7,16 +7,27 @@ from pathlib import Path
 import pytest
 import yaml
 
-from planner import profiles as P
 from cli.main import main
+from planner import profiles as P
 from planner.errors import ProfileError
-from planner.schema import Chip, GgmlTypeTable, MacOS, MacProduct, ModelProfile, QuantFormat, Runtime, ServingApp
+from planner.schema import (
+    Chip,
+    CpuMemory,
+    GgmlTypeTable,
+    MacOS,
+    MacProduct,
+    ModelProfile,
+    QuantFormat,
+    Runtime,
+    ServingApp,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 PROFILES = ROOT / "profiles"
 ALL_FILES = sorted(PROFILES.rglob("*.yaml"))
 CLASSES = {"chips": Chip, "macs": MacProduct, "macos": MacOS, "models": ModelProfile, "quants": QuantFormat,
-           "runtimes": Runtime, "serving": ServingApp}
+           "runtimes": Runtime, "serving": ServingApp,
+           "hardware": CpuMemory}
 
 
 try:  # speed calibration constants (planner/schema.py, added by the speed work)
