@@ -64,6 +64,7 @@ def render_plan(p: Plan) -> str:
                     out.append("  with the limit raised, longest context: "
                                + ", ".join(f"{u} user{'s' if u > 1 else ''} {fmt_ctx(c)}" for u, c in best.items()))
     out += render_offload(p)
+    out += render_draft(p)
     out += render_serving(p)
     out += render_speed(p)
     for o in p.options:
@@ -134,3 +135,33 @@ def render_offload(p: Plan) -> list[str]:
                    f"{fmt_bytes(f.gpu_bytes)} on the GPU, {fmt_bytes(f.cpu_bytes)} in CPU memory, slower{speed}; "
                    f"{f.reason}")
     return out + [""] if out else []
+
+
+def render_draft(p: Plan) -> list[str]:
+    """--draft-model: the draft's memory on top of each option, the speed-up at its acceptance, the recipe."""
+    from planner.format import fmt_tok_s
+
+    opts = [o for o in p.options if o.draft is not None]
+    if not opts:
+        return []
+    d0 = opts[0].draft
+    out = [f"Speculative decoding with {d0.draft_model} ({d0.draft_tokens} drafted per step, acceptance "
+           f"{d0.acceptance:g}: {d0.tokens_per_step:.2f} tokens per step; source: {d0.acceptance_source}):"]
+    rows = []
+    for o in opts:
+        d = o.draft
+        rows.append([o.runtime, o.quant, d.draft_quant, fmt_bytes(d.weights_bytes), fmt_bytes(d.kv_bytes),
+                     fmt_bytes(d.buffer_bytes), fmt_bytes(d.total_bytes),
+                     f"{VERDICT_MARK[d.fit.verdict]} {verdict_text(d.fit.verdict)}",
+                     fmt_tok_s(d.base_decode_tok_s) if d.base_decode_tok_s else "–",
+                     fmt_tok_s(d.decode_tok_s) if d.decode_tok_s else "–",
+                     f"×{d.speedup:.2f}" if d.speedup else "–",
+                     fmt_tok_s(d.ceiling_tok_s) if d.ceiling_tok_s else "–"])
+    out.append(table(rows, ["runtime", "quant", "draft", "draft weights", "draft KV", "buffers", "total", "verdict",
+                            "decode", "with draft", "speed-up", "ceiling"], "lllrrrrlrrrr"))
+    for o in opts[:2]:
+        if o.recipe is not None:
+            out.append(f"  {o.runtime} {o.quant}: {o.recipe.server}")
+    for n in dict.fromkeys(n for o in opts for n in o.draft.notes):
+        out.append(f"  note: {n}")
+    return out + [""]

@@ -12,6 +12,7 @@ from .errors import InputError
 from .memory import MemoryModel, check_kv_type, kv_layout, memory_model
 from .recipes import Recipe, recipe
 from .results import (
+    DraftEstimate,
     Fit,
     KVLayout,
     MemoryEstimate,
@@ -52,6 +53,10 @@ class PlanRequest(BaseModel):
     n_ubatch: int | None = Field(None, gt=0, le=65536, description="llama.cpp physical batch -ub (default 512)")
     prompt_tokens: int = Field(1024, ge=0, le=10_000_000, description="Prompt tokens per request (speed: TTFT) [tokens]")
     gen_tokens: int = Field(256, ge=0, le=10_000_000, description="Generated tokens per request (speed) [tokens]")
+    draft_model: str | None = Field(None, description="Draft model for speculative decoding (catalog id, same tokenizer)")
+    draft_acceptance: float | None = Field(None, gt=0, lt=1, description="Per-token acceptance of the draft (default: "
+                                           "the documented rate of the pair, else 0.6)")
+    draft_tokens: int | None = Field(None, gt=0, le=64, description="Tokens drafted per step (default 3)")
     app_version: str | None = Field(None, description="Ollama / LM Studio version, for its defaults (default: current)")
     guardrail: str | None = Field(None, description="LM Studio model-loading guardrail: off, relaxed, balanced, "
                                   "strict or custom:<GB>")
@@ -85,6 +90,7 @@ class Option(BaseModel):
     max_context_raised: dict[int, int] = Field(description="Same with the wired limit raised to the safe maximum")
     notes: list[str] = Field(default_factory=list)
     speed: SpeedSummary | None = Field(None, description="Prefill/TTFT and decode by users (needs --chip)")
+    draft: DraftEstimate | None = Field(None, description="Speculative decoding with --draft-model: memory and speed-up")
     offload: OffloadEstimate | None = Field(None, description="llama.cpp partial offload when the whole model does not fit")
     serving: ServingDefaults | None = Field(None, description="Wrapper app (Ollama, LM Studio): its defaults and guardrail")
     recipe: Recipe | None = Field(None, description="Launch command of a wrapper app at the requested context and users")
@@ -242,6 +248,7 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
             opt = with_speed(opt, mm, q, chip, req, user_counts)
             opt = with_serving(opt, mm, q, wired, req)
             opt = with_offload(opt, mm, q, chip, wired, req)
+            opt = with_draft(opt, mm, q, chip, wired, req)
             options.append(opt if label is None else opt.model_copy(update={"quant": label, "notes": [
                 *opt.notes, "weights: exact bytes read from the model files"]}))
         if first is not None:
@@ -357,6 +364,21 @@ def with_offload(opt: Option, mm: MemoryModel, q, chip: Chip | None, wired: Wire
             est = None
     off = offload(mm, opt.memory.context, req.users, wired, chip, est)
     return opt if off is None else opt.model_copy(update={"offload": off})
+
+
+def with_draft(opt: Option, mm: MemoryModel, q, chip: Chip | None, wired: WiredLimit, req: PlanRequest) -> Option:
+    """--draft-model: the draft's memory at the same context and slots, the decode speed-up, and the recipe."""
+    if not req.draft_model or mm.runtime.id == "ollama" or profiles.serving_app_of(mm.runtime.id) is not None:
+        return opt
+    from .draft import draft_memory_model, draft_plan
+    from .search import speed_model
+
+    rf = speed_model(mm, chip, q) if chip is not None else None
+    d = draft_plan(mm, opt.memory.total, req.draft_model, wired, opt.memory.context, req.users, req.draft_acceptance,
+                   req.draft_tokens, rf, chip, depth=req.prompt_tokens + req.gen_tokens / 2)
+    dm = draft_memory_model(mm, req.draft_model)
+    rec = recipe(mm, q, opt.memory.context, req.users, d.fit, draft=(dm, d.draft_tokens))
+    return opt.model_copy(update={"draft": d, "recipe": rec})
 
 
 def judge_offloads(options: list[Option]) -> list[Option]:

@@ -27,6 +27,7 @@ from .schema import (
     QuantFormat,
     Runtime,
     ServingApp,
+    SpeculativePairs,
 )
 
 T = TypeVar("T", bound=BaseModel)
@@ -102,7 +103,7 @@ def _index(kind: str) -> dict[str, Path]:
 @functools.cache
 def _load(kind: str, id_: str, cls_name: str):
     cls = {c.__name__: c for c in (Chip, MacOS, MacProduct, ModelProfile, QuantFormat, Runtime, GgmlTypeTable,
-                                         ServingApp, CpuMemory)}[cls_name]
+                                         ServingApp, CpuMemory, SpeculativePairs)}[cls_name]
     return load_file(_index(kind)[id_], cls)
 
 
@@ -234,6 +235,11 @@ def load_serving_app(name: str) -> ServingApp:
     if key not in idx:
         raise UnknownProfileError("serving app", name, list(idx), flag="--runtime")
     return _load("serving", key, "ServingApp")
+
+
+def speculative_pairs() -> SpeculativePairs:
+    """Draft lengths and acceptance rates (profiles/speculative/pairs.yaml)."""
+    return _load("speculative", "pairs", "SpeculativePairs")
 
 
 def cpu_memory() -> CpuMemory:

@@ -29,13 +29,38 @@ class Recipe(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
 
-def recipe(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) -> Recipe:
+def recipe(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit,
+           draft: tuple[MemoryModel, int] | None = None) -> Recipe:
+    """Launch commands for one option; ``draft``: (draft model's memory model, tokens drafted per step)."""
     rt = mm.runtime
     if rt.id == "ollama":
-        return _ollama(mm, context, slots, fit)
-    if rt.family == "llama.cpp":
-        return _llama_server(mm, q, context, slots, fit)
-    return _mlx_lm(mm, q, context, slots, fit)
+        r = _ollama(mm, context, slots, fit)
+    elif rt.family == "llama.cpp":
+        r = _llama_server(mm, q, context, slots, fit)
+    else:
+        r = _mlx_lm(mm, q, context, slots, fit)
+    return r if draft is None else _with_draft(r, mm, draft[0], draft[1])
+
+
+def _with_draft(r: Recipe, mm: MemoryModel, dm: MemoryModel, g: int) -> Recipe:
+    """llama-server -md (common/arg.cpp --spec-draft-model, --draft-max, -ctkd/-ctvd); mlx-lm --draft-model."""
+    if mm.runtime.family == "llama.cpp":
+        kv = mm.kv.kv_type
+        name = (dm.model.hf_repo or dm.model.id).split("/")[-1]
+        flags = f" -md {name}-{dm.quant_id}.gguf -ngld 99 --draft-max {g} -ctkd {kv} -ctvd {kv}"
+        return r.model_copy(update={"server": r.server + flags, "notes": [
+            *r.notes, "the draft gets the same -c and -np as the main model (its KV is counted)"]})
+    repo = _mlx_repo(dm.model, _quant_of(dm))
+    flags = f" --draft-model {repo} --num-draft-tokens {g}"
+    server = r.server.split(" --decode-concurrency")[0] + flags
+    return r.model_copy(update={"server": server, "generate": (r.generate or "") + flags, "notes": [
+        *r.notes, "mlx_lm.server with a draft model serves one request at a time (not batchable)"]})
+
+
+def _quant_of(mm: MemoryModel) -> QuantFormat:
+    from . import profiles
+
+    return profiles.load_quant(mm.quant_id, mm.runtime.weight_format)
 
 
 def _llama_server(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) -> Recipe:

@@ -171,3 +171,26 @@ class OffloadEstimate(BaseModel):
     cpu_bandwidth_bytes_s: float | None = None
     recommended: bool = False
     reason: str = ""
+
+
+class DraftEstimate(BaseModel):
+    """Speculative decoding with a draft model: its memory (same context and slots as the main model) and the
+    decode speed-up at an acceptance rate."""
+
+    model_config = Frozen
+    draft_model: str
+    draft_quant: str
+    draft_tokens: int = Field(description="Tokens drafted per step (llama-server --draft-max, mlx --num-draft-tokens)")
+    acceptance: float = Field(description="Per-token acceptance probability alpha [1]")
+    acceptance_source: str
+    weights_bytes: int = Field(description="Draft weights [bytes]")
+    kv_bytes: int = Field(description="Draft KV cache at the main context and slots [bytes]")
+    buffer_bytes: int = Field(description="Draft compute and output buffers [bytes]")
+    total_bytes: int = Field(description="Main model + draft [bytes]")
+    fit: Fit = Field(description="Main + draft against the GPU limit")
+    tokens_per_step: float = Field(description="(1 - alpha^(g+1)) / (1 - alpha) tokens per verification [1]")
+    decode_tok_s: float | None = Field(None, description="Decode with the draft, one sequence [tok/s]")
+    base_decode_tok_s: float | None = Field(None, description="Decode without it [tok/s]")
+    ceiling_tok_s: float | None = Field(None, description="(g+1) tokens per (main + g draft) weight reads at peak bandwidth")
+    speedup: float | None = None
+    notes: list[str] = Field(default_factory=list)

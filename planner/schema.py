@@ -209,6 +209,26 @@ class CpuMemory(_Profile):
     measured_on: str = ""
 
 
+class DraftPair(BaseModel):
+    model_config = Strict
+    targets: list[str] = Field(min_length=1, description="Catalog ids of the main models")
+    drafts: list[str] = Field(min_length=1, description="Catalog ids of the draft models")
+    acceptance: float = Field(gt=0, lt=1, description="Per-token acceptance probability alpha [1]")
+    measured: str = ""
+    source: str = Field(min_length=1)
+
+
+class SpeculativePairs(_Profile):
+    """Speculative decoding: default draft length per runtime and acceptance rates per (main, draft) pair."""
+
+    id: str
+    name: str
+    default_acceptance: float = Field(gt=0, lt=1)
+    default_source: str = Field(min_length=1)
+    draft_tokens: dict[str, int] = Field(description="Tokens drafted per step by default, by runtime family")
+    pairs: list[DraftPair] = Field(default_factory=list)
+
+
 # --------------------------------------------------------------------------- serving apps (Ollama, LM Studio)
 class ContextRule(BaseModel):
     """A wrapper app's default context per sequence, by app version and GPU memory (first match wins)."""

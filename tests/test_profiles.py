@@ -20,6 +20,7 @@ from planner.schema import (
     QuantFormat,
     Runtime,
     ServingApp,
+    SpeculativePairs,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,7 +28,7 @@ PROFILES = ROOT / "profiles"
 ALL_FILES = sorted(PROFILES.rglob("*.yaml"))
 CLASSES = {"chips": Chip, "macs": MacProduct, "macos": MacOS, "models": ModelProfile, "quants": QuantFormat,
            "runtimes": Runtime, "serving": ServingApp,
-           "hardware": CpuMemory}
+           "hardware": CpuMemory, "speculative": SpeculativePairs}
 
 
 try:  # speed calibration constants (planner/schema.py, added by the speed work)
