@@ -74,6 +74,8 @@ def plan_cmd(
     gen: int = typer.Option(256, "--gen", help=_h("gen_tokens")),
     json_out: bool = typer.Option(False, "--json", help="Print the whole plan as JSON (same as the app's download)"),
     file: Optional[str] = typer.Option(None, "--file", help="GGUF file to use in a HF repo or folder with several"),
+    images: int = typer.Option(0, "--images", help=_h("images")),
+    image_size: Optional[str] = typer.Option(None, "--image-size", help=_h("image_size")),
     draft_model: Optional[str] = typer.Option(None, "--draft-model", help=_h("draft_model")),
     draft_acceptance: Optional[float] = typer.Option(None, "--draft-acceptance", help=_h("draft_acceptance")),
     draft_tokens: Optional[int] = typer.Option(None, "--draft-tokens", help=_h("draft_tokens")),
@@ -93,7 +95,7 @@ def plan_cmd(
                       if quant else None, context=context, users=users, kv_type=kv_type, wired_limit_mb=wired_limit,
                       macos=macos, flash_attn=flash_attn, n_ubatch=ubatch,
                       prompt_tokens=prompt, gen_tokens=gen, app_version=app_version, guardrail=guardrail,
-                      draft_model=draft_model, draft_acceptance=draft_acceptance, draft_tokens=draft_tokens)
+                      images=images, image_size=image_size, draft_model=draft_model, draft_acceptance=draft_acceptance, draft_tokens=draft_tokens)
     resolved = None
     if not _catalog_id(model):
         from sources import resolve_model  # edge: local files and the HF Hub (lazy: keeps catalog plans fast)

@@ -102,8 +102,13 @@ def render_speed(p: Plan) -> list[str]:
 
 def render_serving(p: Plan) -> list[str]:
     """Wrapper apps (Ollama, LM Studio): what the app does with no settings, its guardrail, and its recipe."""
-    opts = [o for o in p.options if o.serving is not None]
     out = []
+    for o in p.options:
+        if o.serving is None and o.recipe is not None and o.draft is None:  # vision plans
+            out.append(f"{o.runtime} {o.quant}: {o.recipe.server}")
+            if o.recipe.generate:
+                out.append(f"  {o.recipe.generate}")
+    opts = [o for o in p.options if o.serving is not None]
     for o in opts:
         s = o.serving
         out.append(f"{o.runtime} {o.quant}: with no settings {s.context_rule} × {s.default_parallel} parallel → "

@@ -222,6 +222,7 @@ class MemoryModel:
     flash_attn: bool
     n_ubatch: int
     kv_unified: bool
+    images: int = 0  # images per request: the projector (weights.vision_bytes) is loaded only when > 0
 
     def _llama_cells(self, context: int, users: int) -> tuple[int, int, int]:
         """(full cells, swa cells, per-stream n_kv) for llama-server -c context*users -np users."""
@@ -251,13 +252,18 @@ class MemoryModel:
         p = self._parts(context, users, prompt_chunk)
         return MemoryEstimate(
             weights=self.weights.total_bytes, kv_cache=p[0], recurrent_state=p[1], compute_buffer=p[2],
-            output_buffer=p[3], runtime_overhead=p[4], vision=self.weights.vision_bytes, context=context,
+            output_buffer=p[3], runtime_overhead=p[4], vision=self.vision_bytes, context=context,
             users=users, kv_cells=p[5])
 
     def total(self, context: int, users: int = 1) -> int:
         """Same sum as ``estimate(...).total`` without building the model (used by capacity searches). [bytes]"""
         p = self._parts(context, users, None)
-        return self.weights.total_bytes + self.weights.vision_bytes + sum(p[:5])
+        return self.weights.total_bytes + self.vision_bytes + sum(p[:5])
+
+    @property
+    def vision_bytes(self) -> int:
+        """Vision encoder + projector (llama.cpp --mmproj, mlx-vlm vision tower): only for plans with images."""
+        return self.weights.vision_bytes if self.images else 0
 
     def _parts(self, context: int, users: int, prompt_chunk: int | None) -> tuple[int, int, int, int, int, int]:
         m, rt, kv = self.model.config, self.runtime, self.kv

@@ -53,6 +53,10 @@ class PlanRequest(BaseModel):
     n_ubatch: int | None = Field(None, gt=0, le=65536, description="llama.cpp physical batch -ub (default 512)")
     prompt_tokens: int = Field(1024, ge=0, le=10_000_000, description="Prompt tokens per request (speed: TTFT) [tokens]")
     gen_tokens: int = Field(256, ge=0, le=10_000_000, description="Generated tokens per request (speed) [tokens]")
+    images: int = Field(0, ge=0, le=256, description="Images per request (vision models): adds the projector and "
+                        "the image tokens to context and prompt")
+    image_size: str | None = Field(None, description="Image size WxH in pixels where the model's token count depends "
+                                   "on it (default 1024x1024)")
     draft_model: str | None = Field(None, description="Draft model for speculative decoding (catalog id, same tokenizer)")
     draft_acceptance: float | None = Field(None, gt=0, lt=1, description="Per-token acceptance of the draft (default: "
                                            "the documented rate of the pair, else 0.6)")
@@ -221,7 +225,7 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
     max_ctx = model.config.max_position_embeddings
     contexts = sorted({c for c in CONTEXTS if c <= max_ctx} | {min(req.context, max_ctx)})
     user_counts = sorted(set(USER_COUNTS) | {req.users})
-    runtimes = [profiles.load_runtime(r) for r in dict.fromkeys(req.runtimes)]
+    req, runtimes, vision_notes = with_images(req, model)
     if not runtimes:
         raise InputError("--runtime: give at least one of llama.cpp, mlx-lm, ollama")
     for q in req.quants or []:  # a --quant no format knows was silently dropped when another --quant was valid
@@ -229,7 +233,7 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
     if req.kv_type is not None and not any(_kv_applies(req.kv_type, rt) for rt in runtimes):  # was ignored
         raise InputError(f"--kv-type {req.kv_type!r} is not a KV type of {', '.join(r.id for r in runtimes)}; "
                          "use f16, q8_0, q4_0 (llama.cpp) or bf16, kv8, kv4 (mlx-lm)")
-    kv_rows, options, notes = [], [], list(getattr(resolved, "notes", None) or [])
+    kv_rows, options, notes = [], [], [*vision_notes, *(getattr(resolved, "notes", None) or [])]
     runtimes = _exact_runtimes(runtimes, resolved)
     for rt in runtimes:
         quants = _exact_quants(req, rt, resolved) or _quants_for(req, rt, model)
@@ -243,6 +247,7 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
         for q in quants:
             mm = memory_model(model, rt, q, table, kv_type=kv_type, flash_attn=req.flash_attn, n_ubatch=req.n_ubatch)
             mm, label = _apply_exact(mm, q, rt, resolved)
+            mm = dataclasses.replace(mm, images=req.images)
             first = first or mm
             opt = build_option(mm, req, wired, raised, contexts, user_counts, max_ctx)
             opt = with_speed(opt, mm, q, chip, req, user_counts)
@@ -336,10 +341,33 @@ def _apply_exact(mm: MemoryModel, q, rt, resolved) -> tuple[MemoryModel, str | N
     return mm, None
 
 
+def with_images(req: PlanRequest, model: ModelProfile) -> tuple[PlanRequest, list, list[str]]:
+    """--images N: image tokens join the context and the prompt, mlx-lm gives way to mlx-vlm (mlx-lm reads text
+    only), and the projector is counted. Without images: the runtimes asked for, no projector."""
+    names = list(dict.fromkeys(req.runtimes))
+    if not req.images:
+        if req.image_size is not None:
+            raise InputError("--image-size needs --images N (images per request)")
+        return req, [profiles.load_runtime(r) for r in names], []
+    from .vision import image_tokens
+
+    tokens, how = image_tokens(model, req.images, req.image_size)
+    notes = [f"{how}; context and prompt include them; the vision encoder + projector "
+             f"({model.vision_params_b:g} B params) is loaded"]
+    rts = [profiles.load_runtime(r) for r in names]
+    if any(rt.id == "mlx-lm" for rt in rts):
+        rts = list({(r := profiles.load_runtime("mlx-vlm") if rt.id == "mlx-lm" else rt).id: r for rt in rts}.values())
+        notes.append("mlx-lm reads text only: images run on mlx-vlm")
+    upd = {"context": req.context + tokens, "prompt_tokens": req.prompt_tokens + tokens}
+    return req.model_copy(update=upd), rts, notes
+
+
 def with_serving(opt: Option, mm: MemoryModel, q, wired: WiredLimit, req: PlanRequest) -> Option:
     """Wrapper apps: what the app does with no settings (default context, guardrail) and its launch recipe."""
     app = profiles.serving_app_of(mm.runtime.id)
     if app is None:
+        if mm.images:  # vision plans show how to launch with the projector
+            return opt.model_copy(update={"recipe": recipe(mm, q, opt.memory.context, req.users, opt.fit)})
         return opt
     dflt = app_defaults(mm, app, wired, req.app_version, req.guardrail)
     rec = recipe(mm, q, opt.memory.context, req.users, opt.fit)

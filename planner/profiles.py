@@ -28,6 +28,7 @@ from .schema import (
     Runtime,
     ServingApp,
     SpeculativePairs,
+    VisionFamily,
 )
 
 T = TypeVar("T", bound=BaseModel)
@@ -103,7 +104,7 @@ def _index(kind: str) -> dict[str, Path]:
 @functools.cache
 def _load(kind: str, id_: str, cls_name: str):
     cls = {c.__name__: c for c in (Chip, MacOS, MacProduct, ModelProfile, QuantFormat, Runtime, GgmlTypeTable,
-                                         ServingApp, CpuMemory, SpeculativePairs)}[cls_name]
+                                         ServingApp, CpuMemory, SpeculativePairs, VisionFamily)}[cls_name]
     return load_file(_index(kind)[id_], cls)
 
 
@@ -235,6 +236,15 @@ def load_serving_app(name: str) -> ServingApp:
     if key not in idx:
         raise UnknownProfileError("serving app", name, list(idx), flag="--runtime")
     return _load("serving", key, "ServingApp")
+
+
+def vision_family(model_id: str) -> VisionFamily | None:
+    """The image-token rule of a vision model (profiles/vision/*.yaml), None for a text-only model."""
+    for key in _index("vision"):
+        fam = _load("vision", key, "VisionFamily")
+        if model_id in fam.models:
+            return fam
+    return None
 
 
 def speculative_pairs() -> SpeculativePairs:

@@ -37,6 +37,8 @@ def recipe(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit,
         r = _ollama(mm, context, slots, fit)
     elif rt.family == "llama.cpp":
         r = _llama_server(mm, q, context, slots, fit)
+    elif rt.id == "mlx-vlm":
+        r = _mlx_vlm(mm, q, context, slots, fit)
     else:
         r = _mlx_lm(mm, q, context, slots, fit)
     return r if draft is None else _with_draft(r, mm, draft[0], draft[1])
@@ -71,6 +73,9 @@ def _llama_server(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit
     cmd = (f"llama-server -m {name}-{q.id}.gguf -c {ctx_total} -np {slots} -fa on -ctk {kv} -ctv {kv} "
            f"-ub {mm.n_ubatch} -ngl 99")
     notes = [f"-c is the total over slots: {slots} × {context:,} tokens (llama-server splits it per -np slot)"]
+    if mm.images:
+        cmd += f" --mmproj mmproj-{name}-f16.gguf"
+        notes.append("--mmproj loads the vision encoder and projector (tools/mtmd); images count as prompt tokens")
     return Recipe(server=cmd, sysctl=fit.sysctl, notes=notes)
 
 
@@ -86,6 +91,19 @@ def _ollama(mm: MemoryModel, context: int, slots: int, fit: Fit) -> Recipe:
              (f"a Modelfile 'PARAMETER num_ctx' or a request's options.num_ctx overrides OLLAMA_CONTEXT_LENGTH: "
               f"keep it at {context}")]
     return Recipe(server=cmd, sysctl=fit.sysctl, notes=notes)
+
+
+def _mlx_vlm(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) -> Recipe:
+    """mlx-vlm (Blaizzy/mlx-vlm server/cli.py, generate/dispatch.py): one model for images and text."""
+    rt, repo = mm.runtime, _mlx_repo(mm.model, q)
+    kv_bits = {"kv8": 8, "kv4": 4}.get(mm.kv.kv_type)
+    kv = f" --kv-bits {kv_bits} --kv-group-size {rt.kv_group_size or 64}" if kv_bits else ""
+    server = (f"mlx_vlm.server --model {repo} --max-num-seqs {slots} --max-kv-size {context} "
+              f"--prefill-step-size {rt.prefill_chunk}{kv}")
+    gen = (f"mlx_vlm.generate --model {repo} --max-kv-size {context}{kv} --image photo.jpg "
+           f"--prompt 'Describe the image'")
+    return Recipe(server=server, generate=gen, sysctl=fit.sysctl,
+                  notes=["the vision tower loads with the model; each image is encoded into prompt tokens"])
 
 
 def _mlx_lm(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) -> Recipe:

@@ -229,6 +229,27 @@ class SpeculativePairs(_Profile):
     pairs: list[DraftPair] = Field(default_factory=list)
 
 
+class VisionFamily(_Profile):
+    """How a family of vision models turns an image into prompt tokens: a fixed count, or one token per
+    ``pixels_per_token_side``² pixels after scaling into [min_pixels, max_pixels]."""
+
+    id: str
+    name: str
+    models: list[str] = Field(min_length=1, description="Catalog ids this rule applies to")
+    tokens_per_image: int | None = Field(None, gt=0, le=100_000, description="Fixed soft tokens per image")
+    pixels_per_token_side: int | None = Field(None, gt=0, le=1024, description="Side of the square one token covers [px]")
+    min_pixels: int | None = Field(None, gt=0)
+    max_pixels: int | None = Field(None, gt=0)
+    extra_tokens: int = Field(0, ge=0, le=64, description="Marker tokens around each image")
+    notes: str = ""
+
+    @model_validator(mode="after")
+    def _one_rule(self):
+        if (self.tokens_per_image is None) == (self.pixels_per_token_side is None):
+            raise ValueError("give tokens_per_image (fixed) or pixels_per_token_side (resolution-dependent)")
+        return self
+
+
 # --------------------------------------------------------------------------- serving apps (Ollama, LM Studio)
 class ContextRule(BaseModel):
     """A wrapper app's default context per sequence, by app version and GPU memory (first match wins)."""

@@ -21,6 +21,7 @@ from planner.schema import (
     Runtime,
     ServingApp,
     SpeculativePairs,
+    VisionFamily,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,7 +29,8 @@ PROFILES = ROOT / "profiles"
 ALL_FILES = sorted(PROFILES.rglob("*.yaml"))
 CLASSES = {"chips": Chip, "macs": MacProduct, "macos": MacOS, "models": ModelProfile, "quants": QuantFormat,
            "runtimes": Runtime, "serving": ServingApp,
-           "hardware": CpuMemory, "speculative": SpeculativePairs}
+           "hardware": CpuMemory, "speculative": SpeculativePairs,
+           "vision": VisionFamily}
 
 
 try:  # speed calibration constants (planner/schema.py, added by the speed work)
