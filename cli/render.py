@@ -101,7 +101,8 @@ def render_speed(p: Plan) -> list[str]:
 
 
 def render_serving(p: Plan) -> list[str]:
-    """Wrapper apps (Ollama, LM Studio): what the app does with no settings, its guardrail, and its recipe."""
+    """Wrapper apps (Ollama, LM Studio): what the app does with no settings and its guardrail, as a table; then the
+    launch recipe of the largest option per runtime that fits comfortably. Vision plans: their launch lines."""
     out = []
     for o in p.options:
         if o.serving is None and o.recipe is not None and o.draft is None:  # vision plans
@@ -109,18 +110,28 @@ def render_serving(p: Plan) -> list[str]:
             if o.recipe.generate:
                 out.append(f"  {o.recipe.generate}")
     opts = [o for o in p.options if o.serving is not None]
+    if not opts:
+        return out + [""] if out else []
+    s0 = opts[0].serving
+    out.append(f"With no settings: {s0.context_rule} × {s0.default_parallel} parallel"
+               + (f"; guardrail {s0.guardrail}" if s0.guardrail else "") + f" (source: {s0.sources[0]})")
+    rows = []
     for o in opts:
         s = o.serving
-        out.append(f"{o.runtime} {o.quant}: with no settings {s.context_rule} × {s.default_parallel} parallel → "
-                   f"{fmt_bytes(s.memory_bytes)}: {VERDICT_MARK[s.fit.verdict]} {verdict_text(s.fit.verdict)}")
-        if s.guardrail_reason:
-            out.append(f"  {s.guardrail_reason}")
-        if o.recipe is not None:
-            out.append(f"  at {p.request.users} × {fmt_ctx(o.memory.context)}: {o.recipe.server}")
-            if o.recipe.generate:
-                out.append(f"  {o.recipe.generate}")
-            out += [f"  note: {n}" for n in o.recipe.notes]
-    return out + [""] if out else []
+        row = [o.runtime, o.quant, fmt_bytes(s.memory_bytes), f"{VERDICT_MARK[s.fit.verdict]} {verdict_text(s.fit.verdict)}"]
+        if s.guardrail:
+            row.append({True: "loads", False: "refuses", None: "may refuse"}[s.guardrail_allows])
+        rows.append(row)
+    hdr = ["runtime", "quant", "default memory", "default fit"] + (["guardrail"] if s0.guardrail else [])
+    out.append(table(rows, hdr, "llrl" + ("l" if s0.guardrail else "")))
+    for rt in dict.fromkeys(o.runtime for o in opts):
+        fitting = [o for o in opts if o.runtime == rt and o.fit.verdict == "fits" and o.recipe is not None]
+        if not fitting:
+            continue
+        o = max(fitting, key=lambda x: x.weights.total_bytes)
+        out.append(f"{rt} {o.quant} at {p.request.users} × {fmt_ctx(o.memory.context)}: {o.recipe.server}")
+        out += [f"  note: {n}" for n in o.recipe.notes]
+    return out + [""]
 
 
 def render_offload(p: Plan) -> list[str]:

@@ -230,7 +230,7 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
     """Ranked configurations of ``model`` on one Mac for ``workload``. When none meets the targets:
     ``best_effort`` lists the closest (targets_met False, a note says which target binds), else raises."""
     ctx, notes = _setup(model, ram_gb, workload, chip, macos, wired_limit_mb)
-    rts = [profiles.load_runtime(r) for r in (runtimes or ["llama.cpp", "mlx-lm"])]
+    rts = [profiles.load_runtime(r) for r in profiles.expand_runtimes(runtimes or ["llama.cpp", "mlx-lm"])]
     found = _search(ctx, rts, quants)
     met = bool(found.passing)
     if not met:

@@ -176,8 +176,7 @@ def check_kv_type(kv_type: str, runtime: Runtime, model: ModelProfile) -> str:
         if _mlx_rotating(model, runtime):
             raise InputError(f"--kv-type {kv_type}: mlx-lm cannot quantize the sliding-window (rotating) cache of "
                              f"{model.id} (RotatingKVCache Quantization NYI); use bf16")
-    if runtime.family == "llama.cpp" and k not in ("f16", "bf16", "f32") and runtime.flash_attn is False:
-        raise InputError(f"--kv-type {kv_type}: a quantized V cache needs flash attention in {runtime.id}; add --flash-attn")
+    # a quantized V cache needs flash attention: memory_model checks it against the effective setting
     return k
 
 
@@ -312,7 +311,8 @@ def memory_model(model: ModelProfile, runtime: Runtime, quant: QuantFormat, tabl
     kv_type = check_kv_type(kv_type or runtime.default_kv_type, runtime, model)
     fa = runtime.flash_attn if flash_attn is None else flash_attn
     if runtime.family == "llama.cpp" and kv_type not in ("f16", "bf16", "f32") and not fa:
-        raise InputError(f"--kv-type {kv_type}: a quantized V cache requires flash attention (drop --no-flash-attn)")
+        how = "drop --no-flash-attn" if runtime.flash_attn else f"{runtime.id} has it off by default: add --flash-attn"
+        raise InputError(f"--kv-type {kv_type}: a quantized V cache requires flash attention ({how})")
     return MemoryModel(
         model=model, runtime=runtime, quant_id=quant.id, weights=weights(model, quant, runtime, table),
         kv=kv_layout(model, runtime, kv_type, table), flash_attn=bool(fa),

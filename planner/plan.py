@@ -23,7 +23,7 @@ from .results import (
     WiredLimit,
 )
 from .schema import Chip, ModelProfile
-from .serving import app_defaults
+from .serving import app_defaults, check_guardrail
 
 DEFAULT_QUANTS = {
     "gguf": ["Q3_K_M", "IQ4_XS", "Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0"],
@@ -344,7 +344,7 @@ def _apply_exact(mm: MemoryModel, q, rt, resolved) -> tuple[MemoryModel, str | N
 def with_images(req: PlanRequest, model: ModelProfile) -> tuple[PlanRequest, list, list[str]]:
     """--images N: image tokens join the context and the prompt, mlx-lm gives way to mlx-vlm (mlx-lm reads text
     only), and the projector is counted. Without images: the runtimes asked for, no projector."""
-    names = list(dict.fromkeys(req.runtimes))
+    names = profiles.expand_runtimes(req.runtimes)
     if not req.images:
         if req.image_size is not None:
             raise InputError("--image-size needs --images N (images per request)")
@@ -352,8 +352,8 @@ def with_images(req: PlanRequest, model: ModelProfile) -> tuple[PlanRequest, lis
     from .vision import image_tokens
 
     tokens, how = image_tokens(model, req.images, req.image_size)
-    notes = [f"{how}; context and prompt include them; the vision encoder + projector "
-             f"({model.vision_params_b:g} B params) is loaded"]
+    notes = [(f"{how}; context and prompt include them; the vision encoder + projector "
+              f"({model.vision_params_b:g} B params) is loaded")]
     rts = [profiles.load_runtime(r) for r in names]
     if any(rt.id == "mlx-lm" for rt in rts):
         rts = list({(r := profiles.load_runtime("mlx-vlm") if rt.id == "mlx-lm" else rt).id: r for rt in rts}.values())
@@ -371,6 +371,9 @@ def with_serving(opt: Option, mm: MemoryModel, q, wired: WiredLimit, req: PlanRe
         return opt
     dflt = app_defaults(mm, app, wired, req.app_version, req.guardrail)
     rec = recipe(mm, q, opt.memory.context, req.users, opt.fit)
+    _, _, gr = check_guardrail(app, opt.memory.total, opt.fit, req.guardrail)
+    if gr:
+        rec = rec.model_copy(update={"notes": [*rec.notes, f"at {req.users} × {opt.memory.context:,}: {gr}"]})
     return opt.model_copy(update={"serving": dflt, "recipe": rec})
 
 

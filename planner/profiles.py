@@ -257,6 +257,16 @@ def cpu_memory() -> CpuMemory:
     return _load("hardware", "cpu-memory", "CpuMemory")
 
 
+def expand_runtimes(names: list[str]) -> list[str]:
+    """--runtime names with an app that runs several engines expanded (lmstudio -> its GGUF and MLX runtimes)."""
+    out: list[str] = []
+    apps = _index("serving")
+    for n in names:
+        key = norm(n).replace("lm-studio", "lmstudio")
+        out += _load("serving", key, "ServingApp").runtimes if key in apps else [n]
+    return list(dict.fromkeys(out))
+
+
 def serving_app_of(runtime_id: str) -> ServingApp | None:
     """The wrapper app that serves with this runtime profile, if any."""
     for key in _index("serving"):
@@ -338,7 +348,8 @@ def _speed_constants(chip_id: str, generation: str, tier: str, matrix_units: boo
 
     rt = load_runtime(runtime).id
     builtin, user = _calibration_files(builtin_dir()), _calibration_files(user_dir() if include_user else None)
-    chain = ["llama.cpp", "ollama"] if rt == "ollama" else [rt]
+    engine = load_runtime(runtime).family  # a wrapper (Ollama, LM Studio) starts from its engine's constants
+    chain = [engine] if rt == engine else [engine, rt]
     merged, scopes, parts, notes = None, [], [], []
     for r in chain:
         gens = sorted({p.split("__")[0] for p in builtin if p.endswith(f"__{r}") and p.startswith("gen-")})
@@ -375,6 +386,8 @@ def _speed_constants(chip_id: str, generation: str, tier: str, matrix_units: boo
                     parts.append(f"{r} default ({pv.rows} rows, all chips, {when})")
                 else:
                     parts.append(f"{r} × {scope} ({pv.rows} rows, {when})")
+    if rt != engine and not any(sc.endswith(f"__{rt}") for sc in scopes):
+        notes.append(f"{rt} runs at its engine's speed: no published measurement of the app's own cost")
     if merged is None or merged.missing():
         raise ProfileError(f"no complete speed calibration for {rt}: add profiles/calibration/default__{rt}.yaml "
                            "(python -m calibration.fit)")

@@ -35,6 +35,8 @@ def recipe(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit,
     rt = mm.runtime
     if rt.id == "ollama":
         r = _ollama(mm, context, slots, fit)
+    elif rt.id.startswith("lmstudio"):
+        r = _lms(mm, q, context, slots, fit)
     elif rt.family == "llama.cpp":
         r = _llama_server(mm, q, context, slots, fit)
     elif rt.id == "mlx-vlm":
@@ -90,6 +92,30 @@ def _ollama(mm: MemoryModel, context: int, slots: int, fit: Fit) -> Recipe:
               f"= {n_ctx:,} KV cells (ollama server/sched.go effectiveLlamaServerContext)"),
              (f"a Modelfile 'PARAMETER num_ctx' or a request's options.num_ctx overrides OLLAMA_CONTEXT_LENGTH: "
               f"keep it at {context}")]
+    return Recipe(server=cmd, sysctl=fit.sysctl, notes=notes)
+
+
+def _lms(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) -> Recipe:
+    """LM Studio: lms load (lmstudio-ai/lms src/subcommands/load.ts: --context-length, --parallel, --gpu); flash
+    attention and the KV cache type are load settings of the app (lms-kv-config schema.ts) with no lms flag."""
+    rt, model, kv = mm.runtime, mm.model, mm.kv.kv_type
+    gguf = rt.family == "llama.cpp"
+    key = f"{(model.hf_repo or model.id).lower()}@{q.id.lower()}" if gguf else _mlx_repo(model, q)
+    # unified KV (useUnifiedKvCache): the parallel predictions share --context-length, so it holds them all
+    ctx = pad_to(context * slots, rt.ctx_pad or 256) if gguf and mm.kv_unified else context
+    cmd = f"lms load {key} --context-length {ctx} --parallel {slots} --gpu max"
+    settings = [f"Context Length {ctx}", f"Max Concurrent Predictions {slots}", "GPU Offload max"]
+    if gguf:
+        settings.append(f"Flash Attention {'on' if mm.flash_attn or kv != 'f16' else 'off'}")
+        if kv != "f16":
+            settings.append(f"K Cache Quantization Type {kv}, V Cache Quantization Type {kv} (experimental)")
+    elif kv != "bf16":
+        settings.append(f"KV Cache Quantization on, {kv[2:]} bits, group {rt.kv_group_size or 64}")
+    notes = [f"app load settings (My Models → model → defaults, also used by lms load): {'; '.join(settings)}",
+             (f"or POST /api/v1/models/load {{\"model\": \"{key}\", \"context_length\": {ctx}"
+              + (f", \"flash_attention\": {str(mm.flash_attn or kv != 'f16').lower()}" if gguf else "") + "}")]
+    if gguf and mm.kv_unified and slots > 1:
+        notes.append(f"one unified KV cache: {slots} × {context:,} tokens share --context-length {ctx:,}")
     return Recipe(server=cmd, sysctl=fit.sysctl, notes=notes)
 
 

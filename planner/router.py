@@ -108,8 +108,10 @@ def _fit_together(ctx: Search, a: Option, b: Option, fam: dict[str, Runtime]):
 
 
 def _ported(r: Recipe, port: int, sysctl: str | None) -> Recipe:
-    """Same launch line on its own port; the pair's wired-limit command replaces the single option's."""
-    return r.model_copy(update={"server": f"{r.server} --port {port}", "sysctl": sysctl})
+    """Same launch line on its own port (LM Studio serves every loaded model on its one server: an identifier
+    instead); the pair's wired-limit command replaces the single option's."""
+    tail = f" --identifier route-{port}" if r.server.startswith("lms load") else f" --port {port}"
+    return r.model_copy(update={"server": r.server + tail, "sysctl": sysctl})
 
 
 def _pair(ctx: Search, best, stats) -> RouterOption:

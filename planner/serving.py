@@ -32,7 +32,8 @@ def default_context(app: ServingApp, version: str, gpu_bytes: int, train_ctx: in
     v = version_tuple(version)
     for r in app.context_rules:
         if v >= version_tuple(r.since_version) and gpu_bytes >= r.min_gpu_gib * GiB:
-            why = f"{app.name} {version}: {r.context:,} tokens"
+            per = "per request" if app.context_per_parallel else "shared by the parallel requests"
+            why = f"{app.name} {version}: {r.context:,} tokens {per}"
             if r.min_gpu_gib:
                 why += f" (GPU memory {gpu_bytes / GiB:.1f} GiB ≥ {r.min_gpu_gib:g} GiB)"
             if app.context_capped_at_train and r.context > train_ctx:
@@ -58,7 +59,8 @@ def app_defaults(mm: MemoryModel, app: ServingApp, wired: WiredLimit, version: s
     ctx, why, src = default_context(app, version, wired.effective_bytes, train)
     fits4 = capacity.fit(mm.total(ctx, PARALLEL_AUTO_TRY), mm.weights.total_bytes, wired, rt).verdict == "fits"
     par = default_parallel(app, version, fits4)
-    total = mm.total(ctx, par)
+    # Ollama multiplies the context by the parallel requests; LM Studio's unified KV shares one context among them
+    total = mm.total(ctx, par) if app.context_per_parallel else mm.total(ctx, 1)
     fit = capacity.fit(total, mm.weights.total_bytes, wired, rt)
     gr = check_guardrail(app, total, fit, guardrail)
     return ServingDefaults(app=app.id, version=version, default_context=ctx, default_parallel=par, context_rule=why,
