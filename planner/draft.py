@@ -13,7 +13,7 @@ acceptance a. Decode = E / (g·t_draft + t_verify), never above the bandwidth bo
 from __future__ import annotations
 
 from . import capacity, profiles
-from .errors import InputError
+from .errors import InputError, UnknownProfileError
 from .memory import MemoryModel, memory_model
 from .results import DraftEstimate, WiredLimit
 
@@ -34,7 +34,10 @@ def acceptance_for(target: str, draft: str) -> tuple[float, str]:
 
 def draft_memory_model(main: MemoryModel, draft_id: str, quant_id: str | None = None) -> MemoryModel:
     """The draft on the same runtime, its KV type the main's; the vocabularies must match."""
-    d = profiles.load_model(draft_id)
+    try:
+        d = profiles.load_model(draft_id)
+    except UnknownProfileError:
+        raise UnknownProfileError("draft model", draft_id, profiles.model_ids(), flag="--draft-model") from None
     m = main.model
     if d.config.vocab_size != m.config.vocab_size:
         raise InputError(f"--draft-model {draft_id}: vocabulary {d.config.vocab_size:,} ≠ {m.config.vocab_size:,} "

@@ -22,6 +22,7 @@ def with_images(req: PlanRequest, model: ModelProfile) -> tuple[PlanRequest, lis
     """--images N: image tokens join the context and the prompt, mlx-lm gives way to mlx-vlm (mlx-lm reads text
     only), and the projector is counted. Without images: the runtimes asked for, no projector."""
     names = profiles.expand_runtimes(req.runtimes)
+    _check_app_flags(req, names)
     if not req.images:
         if req.image_size is not None:
             raise InputError("--image-size needs --images N (images per request)")
@@ -110,3 +111,16 @@ def judge_offloads(options: list[Option]) -> list[Option]:
         ok = not whole and o.offload.fits_in_ram and o.offload.gpu_layers > 0
         out.append(o.model_copy(update={"offload": o.offload.model_copy(update={"recommended": ok, "reason": why})}))
     return out
+
+
+def _check_app_flags(req: PlanRequest, names: list[str]) -> None:
+    """--app-version / --guardrail / --draft-model only mean something for some runtimes: say so instead of
+    ignoring them."""
+    apps = [a for a in (profiles.serving_app_of(profiles.load_runtime(n).id) for n in names) if a is not None]
+    if req.app_version is not None and not apps:
+        raise InputError("--app-version applies to Ollama or LM Studio: add --runtime ollama or --runtime lmstudio")
+    if req.guardrail is not None and not any(a.guardrails for a in apps):
+        raise InputError("--guardrail applies to LM Studio's model-loading guardrails: add --runtime lmstudio")
+    if req.draft_model is not None and not any(profiles.serving_app_of(profiles.load_runtime(n).id) is None
+                                               for n in names):
+        raise InputError("--draft-model applies to llama.cpp and mlx-lm (llama-server -md, mlx_lm --draft-model)")
