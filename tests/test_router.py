@@ -66,3 +66,13 @@ def test_best_effort_lists_the_closest_and_says_which_target_binds():
     r = recommend("llama-3.3-70b", 96, wl, chip=profiles.resolve_chip("m3-ultra-60gpu"), best_effort=True)
     assert not r.targets_met and r.options
     assert any("TTFT" in n and "> 3 s" in n for n in r.notes)
+
+
+@needs_speed
+def test_throughput_objective_ranks_by_requests_per_second():
+    wl = custom_workload("batch", prompt="512:0.5,16000:0.5", users=8)
+    r = recommend("llama-3.1-8b", 64, wl, chip=profiles.resolve_chip("m4-max-40gpu"), best_effort=True)
+    assert wl.objective == "throughput" and r.router is not None
+    if r.router.fits:
+        assert r.router.score > r.router.single_score  # requests/s: higher is better
+        assert "requests/s" in r.router.reason
