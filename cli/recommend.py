@@ -71,13 +71,19 @@ def recommend_cmd(
             out.append(f"   note: {n}")
     if not r.targets_met:
         out.insert(4, "No configuration meets the targets: the closest are listed (see the note below)")
-    if r.router:
-        out.append("")
-        out.append(f"Router (mixed workload): {r.router.reason}")
-        for rec in r.router.recipes:
-            if rec.sysctl:
-                out.append(f"   {rec.sysctl}")
-            out.append(f"   {rec.server}")
+    out += _router_lines(r.router)
     for n in r.notes:
         out.append(f"note: {n}")
     typer.echo("\n".join(out))
+
+
+def _router_lines(router) -> list[str]:
+    """The router pair (or the single runtime and why), with its launch lines."""
+    if router is None:
+        return []
+    out = ["", f"Router (mixed workload): {router.reason}"]
+    for rec in router.recipes:
+        if rec.sysctl:
+            out.append(f"   {rec.sysctl}")
+        out.append(f"   {rec.server}")
+    return out

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from . import capacity, profiles
+from ._model import Frozen
 from .errors import InputError, PlannerError
 from .recipes import Recipe, recipe
 from .results import Fit, WiredLimit
@@ -23,8 +24,6 @@ from .schema import Chip, ModelProfile, QuantFormat, Runtime
 from .search import Speed, candidates, speed_at, speed_available, speed_model
 from .units import GiB
 from .workload import WorkloadProfile
-
-Frozen = ConfigDict(frozen=True, extra="forbid")
 
 VERDICT_RANK = {"fits": 0, "tight": 1, "raise-limit": 2, "no-fit": 3}
 # Ranking heuristic (no measurement cited yet): 4-bit KV is assumed to cost more accuracy than 8-bit KV, so it
@@ -97,7 +96,7 @@ def quality_of(q: QuantFormat) -> QualityNote:
 
 
 # --------------------------------------------------------------------------- results
-class Option(BaseModel):
+class ServingOption(BaseModel):
     model_config = Frozen
     rank: int = 0
     runtime: str
@@ -145,7 +144,7 @@ class Recommendation(BaseModel):
     workload: WorkloadProfile
     wired: WiredLimit
     speed_source: str
-    options: list[Option]
+    options: list[ServingOption]
     rejected: dict[str, int] = Field(description="Configurations dropped, by reason")
     evaluated: int
     router: RouterOption | None = None
@@ -216,8 +215,8 @@ class Search:
 class Found:
     """What the search saw: every option that fits memory, the ones meeting the targets (with sort keys)."""
 
-    every: list[Option] = dataclass_field(default_factory=list)
-    passing: list[tuple[tuple, Option]] = dataclass_field(default_factory=list)
+    every: list[ServingOption] = dataclass_field(default_factory=list)
+    passing: list[tuple[tuple, ServingOption]] = dataclass_field(default_factory=list)
     rejected: dict[str, int] = dataclass_field(default_factory=dict)
     speed_models: dict[tuple[str, str, str], object] = dataclass_field(default_factory=dict)
     evaluated: int = 0
@@ -293,7 +292,7 @@ def _search(ctx: Search, rts: list[Runtime], quants: list[str] | None) -> Found:
     return found
 
 
-def _evaluate(ctx: Search, mm, q: QuantFormat, slots: int, rf, found: Found) -> Option | None:
+def _evaluate(ctx: Search, mm, q: QuantFormat, slots: int, rf, found: Found) -> ServingOption | None:
     """One configuration: memory verdict (None when it does not fit at all), speed, targets, reason, recipe."""
     rt, need = mm.runtime, ctx.context
     total = mm.total(need, slots)
@@ -307,12 +306,12 @@ def _evaluate(ctx: Search, mm, q: QuantFormat, slots: int, rf, found: Found) -> 
     sp = speed_at(rf, ctx.prompt, ctx.gen, slots, ctx.wl.users, ctx.staggered) if rf is not None else None
     miss = _targets_check(ctx.wl, sp)
     qn = quality_of(q)
-    return Option(runtime=rt.id, quant=q.id, kv_type=mm.kv.kv_type, slots=slots, context=need, max_context=maxc,
+    return ServingOption(runtime=rt.id, quant=q.id, kv_type=mm.kv.kv_type, slots=slots, context=need, max_context=maxc,
                   memory_bytes=total, fit=fit, speed=sp, meets_targets=not miss, misses=miss, bound=_bound_text(sp),
                   quality=qn, reason=_reason(sp, fit, qn, ctx.wl, slots, maxc), recipe=recipe(mm, q, need, slots, fit))
 
 
-def _sort_key(ctx: Search, o: Option, mm) -> tuple:
+def _sort_key(ctx: Search, o: ServingOption, mm) -> tuple:
     """Quality tier, KV precision and memory verdict first, then the workload objective, then memory."""
     sp = o.speed
     if sp is None:  # memory only: best measured quality first, then room (slots, context) to spare
@@ -325,13 +324,13 @@ def _sort_key(ctx: Search, o: Option, mm) -> tuple:
             o.memory_bytes)
 
 
-def _closest(found: Found) -> list[tuple[tuple, Option]]:
+def _closest(found: Found) -> list[tuple[tuple, ServingOption]]:
     """Options that miss a target, closest first: fewest misses, then fastest per user, then shortest TTFT."""
     with_speed = [o for o in found.every if o.speed is not None]
     return [((len(o.misses), -o.speed.decode_tok_s_per_user, o.speed.ttft_s), o) for o in with_speed]
 
 
-def _rank(cands: list[tuple[tuple, Option]], top: int) -> list[Option]:
+def _rank(cands: list[tuple[tuple, ServingOption]], top: int) -> list[ServingOption]:
     """Best first, one row per (runtime, quant, KV type), numbered."""
     seen, ranked = set(), []
     for _, o in sorted(cands, key=lambda c: c[0]):

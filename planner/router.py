@@ -10,7 +10,7 @@ prompts, mlx-lm for long generations, here decided by the speed model). Memory: 
 from __future__ import annotations
 
 from . import capacity
-from .advice import KV_RANK, TIER_RANK, Found, Option, RouterOption, Search
+from .advice import KV_RANK, TIER_RANK, Found, RouterOption, Search, ServingOption
 from .recipes import Recipe
 from .schema import Runtime
 from .search import speed_at
@@ -52,7 +52,7 @@ def best_pair(ctx: Search, found: Found, rts: list[Runtime]) -> RouterOption | N
     return _pair(ctx, best, stats)
 
 
-def _bucket_times(ctx: Search, found: Found, o: Option, buckets) -> list[float]:
+def _bucket_times(ctx: Search, found: Found, o: ServingOption, buckets) -> list[float]:
     """Time per request [s] of this option at each prompt length of the workload."""
     rf = found.speed_models[(o.runtime, o.quant, o.kv_type)]
     out = []
@@ -62,7 +62,7 @@ def _bucket_times(ctx: Search, found: Found, o: Option, buckets) -> list[float]:
     return out
 
 
-def _split(a: Option, b: Option, buckets, times) -> list[tuple[Option, float, list[float]]]:
+def _split(a: ServingOption, b: ServingOption, buckets, times) -> list[tuple[ServingOption, float, list[float]]]:
     """Each prompt length goes to the faster of the pair: [(option, share of requests, its times)]."""
     ta, tb = times[id(a)], times[id(b)]
     share_a = sum(w for (_, w), x, y in zip(buckets, ta, tb) if x <= y)
@@ -86,7 +86,7 @@ def _score(ctx: Search, plan) -> float:
     return min(rates)
 
 
-def _grade(o: Option) -> tuple[int, int]:
+def _grade(o: ServingOption) -> tuple[int, int]:
     """Quality before speed, as in recommend's ranking: the quant's quality tier, then 4-bit KV last."""
     return TIER_RANK[o.quality.tier], KV_RANK.get(o.kv_type, 0)
 
@@ -100,7 +100,7 @@ def _better(ctx: Search, x: float, y: float) -> bool:
     return x > y * 1.01 if ctx.wl.objective == "throughput" else x < y * 0.99
 
 
-def _fit_together(ctx: Search, a: Option, b: Option, fam: dict[str, Runtime]):
+def _fit_together(ctx: Search, a: ServingOption, b: ServingOption, fam: dict[str, Runtime]):
     """Both totals plus the second runtime's margin against the GPU limit (the first's margin is in the verdict)."""
     rb = fam[b.runtime]
     total = a.memory_bytes + b.memory_bytes + int(rb.headroom_mib * MiB)
@@ -138,7 +138,7 @@ def _pair(ctx: Search, best, stats) -> RouterOption:
                         single_score=single_score)
 
 
-def _single(ctx: Search, o: Option, stats, smallest: int | None, some_fit: bool) -> RouterOption:
+def _single(ctx: Search, o: ServingOption, stats, smallest: int | None, some_fit: bool) -> RouterOption:
     searched, fitting, single_score = stats
     if not searched:
         why = "a router needs a llama.cpp option and an mlx-lm option with speed; run one runtime"

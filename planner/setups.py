@@ -15,7 +15,8 @@ from .schema import Chip, ModelProfile
 from .serving import app_defaults, check_guardrail
 
 if TYPE_CHECKING:
-    from .plan import Option, PlanRequest
+    from .plan import FitOption as Option
+    from .plan import PlanRequest
 
 
 def with_images(req: PlanRequest, model: ModelProfile) -> tuple[PlanRequest, list, list[str]]:

@@ -43,9 +43,9 @@ def test_images_add_the_projector_and_their_tokens():
         # 0.42 B params in F16 (llama.cpp mmproj) / bf16 (mlx-vlm vision tower): 0.84 GB
         assert o.memory.vision == 840_000_000
         assert o.memory.context == 8192 + 2 * 258
-    lc = lambda p: next(o for o in p.options if o.runtime == "llama.cpp")
-    assert lc(img).memory.total > lc(base).memory.total + 840_000_000
-    assert "--mmproj" in lc(img).recipe.server
+    lc_img, lc_base = (next(o for o in p.options if o.runtime == "llama.cpp") for p in (img, base))
+    assert lc_img.memory.total > lc_base.memory.total + 840_000_000
+    assert "--mmproj" in lc_img.recipe.server
 
 
 def test_images_on_a_text_model_is_one_clear_error():
