@@ -269,8 +269,9 @@ class SpeculativePairs(_Profile):
 
 
 class VisionFamily(_Profile):
-    """How a family of vision models turns an image into prompt tokens: a fixed count, or one token per
-    ``pixels_per_token_side``² pixels after scaling into [min_pixels, max_pixels]."""
+    """How a family of vision models turns an image into prompt tokens: a fixed count; one token per
+    ``pixels_per_token_side``² pixels after scaling into [min_pixels, max_pixels] or to ``max_long_side``; or
+    ``tokens_per_tile`` per ``tile_px`` tile (up to ``max_tiles``, plus a global tile)."""
 
     id: str
     name: str
@@ -279,13 +280,23 @@ class VisionFamily(_Profile):
     pixels_per_token_side: int | None = Field(None, gt=0, le=1024, description="Side of the square one token covers [px]")
     min_pixels: int | None = Field(None, gt=0)
     max_pixels: int | None = Field(None, gt=0)
+    max_long_side: int | None = Field(None, gt=0, description="Images are scaled down to this longest side [px]")
+    row_break_tokens: bool = Field(False, description="One break token after each row of image tokens")
+    tile_px: int | None = Field(None, gt=0, le=4096, description="Side of one image tile [px]")
+    tokens_per_tile: int | None = Field(None, gt=0, le=10_000)
+    max_tiles: int | None = Field(None, gt=0, le=256)
+    global_tile: bool = Field(False, description="A downscaled whole-image tile is added when there are several")
     extra_tokens: int = Field(0, ge=0, le=64, description="Marker tokens around each image")
     notes: str = ""
 
     @model_validator(mode="after")
     def _one_rule(self):
-        if (self.tokens_per_image is None) == (self.pixels_per_token_side is None):
-            raise ValueError("give tokens_per_image (fixed) or pixels_per_token_side (resolution-dependent)")
+        rules = [self.tokens_per_image, self.pixels_per_token_side, self.tile_px]
+        if sum(r is not None for r in rules) != 1:
+            raise ValueError("give one of tokens_per_image (fixed), pixels_per_token_side (per pixel area) or "
+                             "tile_px (tiles)")
+        if self.tile_px is not None and (self.tokens_per_tile is None or self.max_tiles is None):
+            raise ValueError("tile_px needs tokens_per_tile and max_tiles")
         return self
 
 

@@ -40,11 +40,36 @@ def smart_resize(h: int, w: int, side: int, min_px: int, max_px: int) -> tuple[i
     return hb, wb
 
 
+def long_side_grid(h: int, w: int, side: int, max_long: int) -> tuple[int, int]:
+    """(rows, columns) of tokens after scaling the longest side down to ``max_long`` (transformers
+    image_processing_pixtral: ratio = max(h, w) / longest_edge; sides rounded up to whole patches)."""
+    ratio = max(h / max_long, w / max_long, 1.0)
+    return math.ceil(h / ratio / side), math.ceil(w / ratio / side)
+
+
+def tile_count(h: int, w: int, tile: int, max_tiles: int, global_tile: bool) -> int:
+    """Tiles of ``tile`` px covering the image (capped at ``max_tiles``, aspect kept), plus a global tile."""
+    rows, cols = math.ceil(h / tile), math.ceil(w / tile)
+    while rows * cols > max_tiles:  # shrink the longer side's count first
+        if rows >= cols:
+            rows -= 1
+        else:
+            cols -= 1
+    n = rows * cols
+    return n + (1 if global_tile and n > 1 else 0)
+
+
 def tokens_per_image(fam: VisionFamily, width: int, height: int) -> int:
     """Prompt tokens one image costs, markers included. [tokens]"""
     if fam.tokens_per_image is not None:
         return fam.tokens_per_image + fam.extra_tokens
-    s = fam.pixels_per_token_side
+    if fam.tile_px is not None:
+        return tile_count(height, width, fam.tile_px, fam.max_tiles or 1, fam.global_tile) * (
+            fam.tokens_per_tile or 0) + fam.extra_tokens
+    s = fam.pixels_per_token_side or 1
+    if fam.max_long_side is not None:
+        rows, cols = long_side_grid(height, width, s, fam.max_long_side)
+        return rows * cols + (rows if fam.row_break_tokens else 0) + fam.extra_tokens
     hb, wb = smart_resize(height, width, s, fam.min_pixels or s * s, fam.max_pixels or 1 << 40)
     return (hb // s) * (wb // s) + fam.extra_tokens
 
@@ -57,9 +82,12 @@ def image_tokens(model: ModelProfile, images: int, size: str | None) -> tuple[in
         raise InputError(f"--images {images}: {model.id} has no vision encoder; vision models: {', '.join(known)}")
     w, h = parse_size(size)
     per = tokens_per_image(fam, w, h)
-    how = (f"{per} tokens per image ({fam.tokens_per_image} soft tokens + {fam.extra_tokens} markers, any size)"
-           if fam.tokens_per_image else f"{per} tokens per {w}×{h} image (one per {fam.pixels_per_token_side}² px "
-                                        f"after resizing, + {fam.extra_tokens} markers)")
+    if fam.tokens_per_image:
+        how = f"{per} tokens per image ({fam.tokens_per_image} soft tokens + {fam.extra_tokens} markers, any size)"
+    elif fam.tile_px:
+        how = f"{per} tokens per {w}×{h} image ({fam.tokens_per_tile} per {fam.tile_px}-px tile)"
+    else:
+        how = f"{per} tokens per {w}×{h} image (one per {fam.pixels_per_token_side}² px after resizing)"
     return images * per, f"{images} image(s) × {how} = {images * per:,} prompt tokens"
 
 

@@ -63,3 +63,21 @@ def test_bigger_images_cost_more_context_on_qwen():
     big = plan(PlanRequest(model="qwen2.5-vl-7b", ram_gb=16, quants=["Q4_K_M"], images=1, image_size="1792x1792"))
     # 448/28 = 16 -> 256 + 2 tokens; 1792/28 = 64 -> 4096 + 2
     assert small.options[0].memory.context == 8192 + 258 and big.options[0].memory.context == 8192 + 4098
+
+
+def test_every_vision_model_in_the_catalog_has_an_image_token_rule():
+    vlms = [m.id for m in profiles.all_models() if m.vision_params_b or "vision" in m.tasks]
+    assert len(vlms) >= 10
+    assert [m for m in vlms if profiles.vision_family(m) is None] == []
+
+
+@pytest.mark.parametrize("model,size,per_image", [
+    ("qwen3-vl-8b", "1024x1024", 1026),        # 32-px tokens: 32 × 32 + 2 markers
+    ("qwen3-vl-8b", "300x200", 72),            # 60,000 px < 65,536: scaled by √(65536/60000) -> 224 × 320 -> 7 × 10 + 2
+    ("mistral-small-3.1-24b", "1024x1024", 1406),  # ceil(1024/28) = 37: 37 × 37 + 37 row breaks
+    ("mistral-small-3.1-24b", "4000x3000", 2352),  # scaled to 1540 × 1155: 55 × 42 cells + 42 breaks
+    ("llama-4-scout", "1024x1024", 2450),      # 4 × 4 = 16 tiles (the cap) + 1 global = 17 × 144 + 2
+    ("llama-4-scout", "300x200", 146),         # one tile, no global tile: 144 + 2
+])
+def test_other_families(model, size, per_image):
+    assert image_tokens(profiles.load_model(model), 1, size)[0] == per_image
