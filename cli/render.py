@@ -138,6 +138,7 @@ def render_serving(p: Plan) -> list[str]:
         rows.append(row)
     hdr = ["runtime", "quant", "default memory", "default fit"] + (["guardrail"] if s0.guardrail else [])
     out.append(table(rows, hdr, "llrl" + ("l" if s0.guardrail else "")))
+    out += [f"note: {n}" for n in dict.fromkeys(o.serving.engine_note for o in opts) if n]
     for rt in dict.fromkeys(o.runtime for o in opts):
         fitting = [o for o in opts if o.runtime == rt and o.fit.verdict == "fits" and o.recipe is not None]
         if not fitting:

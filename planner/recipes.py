@@ -83,6 +83,11 @@ def _llama_server(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit
 def _ollama(mm: MemoryModel, context: int, slots: int, fit: Fit) -> Recipe:
     """Ollama takes num_ctx per request and gives its runner num_ctx × OLLAMA_NUM_PARALLEL
     (ollama server/sched.go effectiveLlamaServerContext), so the per-sequence context is what we set."""
+    from . import profiles
+
+    app = profiles.serving_app_of(mm.runtime.id)
+    queued = slots > 1 and app is not None and app.one_at_a_time(mm.model.id, mm.model.config.model_type)
+    slots = 1 if queued else slots  # server/sched.go forces numParallel = 1 for these architectures
     kv = mm.kv.kv_type
     fa = "OLLAMA_FLASH_ATTENTION=1 " if mm.flash_attn else ""
     cmd = (f"OLLAMA_NUM_PARALLEL={slots} OLLAMA_CONTEXT_LENGTH={context} {fa}OLLAMA_KV_CACHE_TYPE={kv} ollama serve")
@@ -91,6 +96,8 @@ def _ollama(mm: MemoryModel, context: int, slots: int, fit: Fit) -> Recipe:
               f"= {n_ctx:,} KV cells (ollama server/sched.go effectiveLlamaServerContext)"),
              (f"a Modelfile 'PARAMETER num_ctx' or a request's options.num_ctx overrides OLLAMA_CONTEXT_LENGTH: "
               f"keep it at {context}")]
+    if queued:
+        notes.append(f"Ollama serves {mm.model.id} one request at a time: the other users queue")
     return Recipe(server=cmd, sysctl=fit.sysctl, notes=notes)
 
 

@@ -160,6 +160,7 @@ class ServingDefaults(BaseModel):
     guardrail: str | None = Field(None, description="Load guardrail level checked (LM Studio)")
     guardrail_allows: bool | None = None
     guardrail_reason: str = ""
+    engine_note: str = Field("", description="The app runs this model on its own engine / one request at a time")
     sources: list[str] = Field(default_factory=list)
 
 

@@ -342,7 +342,19 @@ class ServingApp(_Profile):
     context_per_parallel: bool = Field(False, description="The server multiplies the context by the parallel count")
     guardrails: list[GuardrailLevel] = Field(default_factory=list)
     default_guardrail: str | None = None
+    own_engine: list[str] = Field(default_factory=list, description="Catalog model_types or ids the app runs on "
+                                  "its own engine instead of the wrapped one")
+    own_engine_source: str = ""
+    single_parallel: list[str] = Field(default_factory=list, description="model_types or ids served one request at a "
+                                       "time whatever the parallel setting")
+    single_parallel_source: str = ""
     notes: str = ""
+
+    def runs_own_engine(self, model_id: str, model_type: str) -> bool:
+        return model_id in self.own_engine or model_type in self.own_engine
+
+    def one_at_a_time(self, model_id: str, model_type: str) -> bool:
+        return model_id in self.single_parallel or model_type in self.single_parallel
 
 
 

@@ -141,6 +141,9 @@ def slot_choices(rt: Runtime, mm: MemoryModel, users: int) -> list[int]:
     """Parallel-sequence counts to try: powers of two up to the users, and the users themselves."""
     if rt.family == "mlx-lm" and mm.kv.kv_type != "bf16":
         return [1]  # mlx_lm.server --kv-bits disables batching
+    app = profiles.serving_app_of(rt.id)
+    if app is not None and app.one_at_a_time(mm.model.id, mm.model.config.model_type):
+        return [1]  # e.g. Ollama serves qwen3-next one request at a time (profiles/serving/ollama.yaml)
     return sorted({s for s in SLOT_CHOICES if s <= users} | {users})
 
 

@@ -58,14 +58,27 @@ def app_defaults(mm: MemoryModel, app: ServingApp, wired: WiredLimit, version: s
     rt, train = mm.runtime, mm.model.config.max_position_embeddings
     ctx, why, src = default_context(app, version, wired.effective_bytes, train)
     fits4 = capacity.fit(mm.total(ctx, PARALLEL_AUTO_TRY), mm.weights.total_bytes, wired, rt).verdict == "fits"
-    par = default_parallel(app, version, fits4)
+    mt = mm.model.config.model_type
+    par = 1 if app.one_at_a_time(mm.model.id, mt) else default_parallel(app, version, fits4)
     # Ollama multiplies the context by the parallel requests; LM Studio's unified KV shares one context among them
     total = mm.total(ctx, par) if app.context_per_parallel else mm.total(ctx, 1)
     fit = capacity.fit(total, mm.weights.total_bytes, wired, rt)
     gr = check_guardrail(app, total, fit, guardrail)
     return ServingDefaults(app=app.id, version=version, default_context=ctx, default_parallel=par, context_rule=why,
                            memory_bytes=total, fit=fit, guardrail=gr[0], guardrail_allows=gr[1],
-                           guardrail_reason=gr[2], sources=[src])
+                           guardrail_reason=gr[2], engine_note=engine_note(app, mm.model.id, mt), sources=[src])
+
+
+def engine_note(app: ServingApp, model_id: str, model_type: str) -> str:
+    """What the app does differently for this model: its own engine, one request at a time (with sources)."""
+    parts = []
+    if app.runs_own_engine(model_id, model_type):
+        parts.append(f"{app.name} runs {model_id} on its own engine, not llama.cpp ({app.own_engine_source}); "
+                     "memory and speed here are llama.cpp's")
+    if app.one_at_a_time(model_id, model_type):
+        parts.append(f"{app.name} serves {model_id} one request at a time whatever OLLAMA_NUM_PARALLEL says "
+                     f"({app.single_parallel_source})")
+    return "; ".join(parts)
 
 
 def check_guardrail(app: ServingApp, total: int, fit: Fit, level: str | None) -> tuple[str | None, bool | None, str]:

@@ -54,3 +54,15 @@ def test_ollama_default_on_64gb_is_the_full_context():
 def test_bad_version_is_one_clear_error(bad):
     with pytest.raises(InputError, match="--app-version"):
         version_tuple(bad)
+
+
+def test_ollama_own_engine_and_one_request_at_a_time():
+    # fs/ggml/ggml.go OllamaEngineRequired lists qwen3next; server/sched.go forces numParallel = 1 for it
+    p = plan(PlanRequest(model="qwen3-next-80b-a3b", ram_gb=128, runtimes=["ollama"], quants=["Q4_K_M"], users=2))
+    o = p.options[0]
+    assert "own engine" in o.serving.engine_note and "one request at a time" in o.serving.engine_note
+    assert o.serving.default_parallel == 1
+    assert "OLLAMA_NUM_PARALLEL=1 " in o.recipe.server and any("queue" in n for n in o.recipe.notes)
+    # a llama.cpp-engine model keeps its slots
+    p8 = plan(PlanRequest(model="llama-3.1-8b", ram_gb=32, runtimes=["ollama"], quants=["Q4_K_M"], users=2))
+    assert p8.options[0].serving.engine_note == "" and "OLLAMA_NUM_PARALLEL=2 " in p8.options[0].recipe.server
