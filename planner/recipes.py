@@ -159,3 +159,10 @@ def _mlx_lm(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit)
         notes.append("sliding-window model: --max-kv-size turns every layer into a rotating cache; leave it off "
                      "if answers must see the whole context")
     return Recipe(server=server, generate=gen, sysctl=fit.sysctl, notes=notes)
+
+
+def on_port(r: Recipe, port: int, sysctl: str | None) -> Recipe:
+    """The same launch line on its own port, for two servers on one Mac (LM Studio serves every loaded model on its
+    one server: an identifier instead); ``sysctl`` replaces the single option's wired-limit command."""
+    tail = f" --identifier route-{port}" if r.server.startswith("lms load") else f" --port {port}"
+    return r.model_copy(update={"server": r.server + tail, "sysctl": sysctl})

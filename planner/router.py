@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from . import capacity
 from .advice import KV_RANK, TIER_RANK, Found, RouterOption, Search, ServingOption
-from .recipes import Recipe
+from .recipes import on_port
 from .schema import Runtime
 from .search import speed_at
 from .units import GiB, MiB
@@ -107,13 +107,6 @@ def _fit_together(ctx: Search, a: ServingOption, b: ServingOption, fam: dict[str
     return capacity.fit(total, 0, ctx.wired, fam[a.runtime])
 
 
-def _ported(r: Recipe, port: int, sysctl: str | None) -> Recipe:
-    """Same launch line on its own port (LM Studio serves every loaded model on its one server: an identifier
-    instead); the pair's wired-limit command replaces the single option's."""
-    tail = f" --identifier route-{port}" if r.server.startswith("lms load") else f" --port {port}"
-    return r.model_copy(update={"server": r.server + tail, "sysctl": sysctl})
-
-
 def _pair(ctx: Search, best, stats) -> RouterOption:
     sc, a, b, fit, plan, _ = best
     searched, fitting, single_score = stats
@@ -133,7 +126,7 @@ def _pair(ctx: Search, best, stats) -> RouterOption:
            f"({fitting} of {searched} pairs fit together)")
     return RouterOption(prefill_runtime=long_rt.runtime, decode_runtime=short_rt.runtime,
                         rule=f"route by prompt length: {', '.join(split)}", memory_bytes=total, fits=True,
-                        reason=why, recipes=[_ported(a.recipe, PORTS[0], fit.sysctl), _ported(b.recipe, PORTS[1], None)],
+                        reason=why, recipes=[on_port(a.recipe, PORTS[0], fit.sysctl), on_port(b.recipe, PORTS[1], None)],
                         split=split, pairs_searched=searched, pairs_fitting=fitting, score=sc,
                         single_score=single_score)
 

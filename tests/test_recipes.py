@@ -35,3 +35,11 @@ def test_ollama_recipe_reserves_the_kv_it_states(context, slots):
 def test_ollama_recipe_8k_x2_is_2_gib_of_kv():
     mm = base_memory_model("llama-3.1-8b", "ollama", "Q4_K_M")
     assert mm.estimate(8192, 2).kv_cache == 2 * GiB  # 16,384 cells x 128 KiB
+
+
+def test_on_port_gives_each_server_its_own_port_and_lms_an_identifier():
+    from planner.recipes import Recipe, on_port
+
+    r = on_port(Recipe(server="llama-server -m x.gguf", sysctl="sudo sysctl iogpu.wired_limit_mb=1"), 8081, None)
+    assert r.server.endswith(" --port 8081") and r.sysctl is None
+    assert on_port(Recipe(server="lms load k --gpu max"), 8082, None).server.endswith("--identifier route-8082")
