@@ -33,8 +33,7 @@ from calibration.errors import CalibrationError
 from planner import profiles
 from planner import throughput as tp
 from planner.memory import memory_model
-from planner.schema import Chip
-from planner.schema import CalibrationProfile, Provenance, SpeedConstants
+from planner.schema import CalibrationProfile, Chip, LlamaCppFamily, Provenance, SpeedConstants
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 OUT_DIR = REPO_ROOT / "profiles" / "calibration"
@@ -46,8 +45,8 @@ GENERATIONS = ("M1", "M2", "M3", "M4", "M5")
 ERAS = ("2023-08", "2023-09", "2023-10", "2023-11", "2024", "current")
 
 # Weak priors (value, sigma of log value). They only decide parameters the data cannot see; sources:
-# docs/model-facts.md §5.1 (η_bw 0.6-0.8), §5.3 (GEMM 70-85% of ALU peak, attention below that); issue 3 (M5 prefill
-# 2-3.7x M4 at similar bandwidth: geometric middle 2.7); t_layer ~ one Metal dispatch group per layer (~50 us).
+# docs/model-facts.md §5.1 (η_bw 0.6-0.8), §5.3 (GEMM 70-85% of ALU peak, attention below that); M5 prefill
+# reported 2-3.7x M4 at similar bandwidth (geometric middle 2.7, a prior: no usable M5 row); t_layer ~ one Metal dispatch group per layer (~50 us).
 BASE_PRIORS: dict[str, tuple[float, float]] = {
     "eta_bw": (0.7, 1.0), "eta_c": (0.6, 1.0), "eta_attn": (0.3, 1.5), "eta_c_decode": (0.4, 1.5),
     "eta_mv": (0.15, 1.5), "moe_bw_factor": (0.7, 1.0), "era_tl": (1.0, 1.0), "eta_kv": (0.8, 1.0),
@@ -139,7 +138,8 @@ def records_from_measurements(ms) -> tuple[list[FitRecord], Counter]:
         if runtime is None:
             skipped[f"family {m.runtime_family}"] += 1
             continue
-        fa = m.flash_attn if m.flash_attn is not None else profiles.load_runtime(runtime).flash_attn
+        rt = profiles.load_runtime(runtime)
+        fa = m.flash_attn if m.flash_attn is not None else (rt.flash_attn if isinstance(rt, LlamaCppFamily) else None)
         try:
             geo = geometry_for(m.model_id, runtime, m.quant_id)
         except Exception as e:  # a quant that does not apply to the model (e.g. a row mislabelled)

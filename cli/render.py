@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from planner.format import VERDICT_MARK, fmt_bytes, fmt_ctx, fmt_gb, fmt_params, table, verdict_text
-from planner.plan import Plan
+from planner.plan import FitOption, Plan
 
 
 def render_plan(p: Plan) -> str:
@@ -22,14 +22,8 @@ def render_plan(p: Plan) -> str:
     out.append(f"Workload: {req.users} × {fmt_ctx(req.context)}-token context")
     out.append("")
     out.append("KV cache (per token, then one sequence at each context):")
-    rows = []
-    for k in p.kv:
-        per_tok = fmt_bytes(k.layout.bytes_per_token)
-        if k.layout.swa_bytes_per_token:
-            per_tok += f" + {fmt_bytes(k.layout.swa_bytes_per_token)} SWA (window {k.layout.window})"
-        if k.layout.state_bytes_per_seq:
-            per_tok += f" + {fmt_bytes(k.layout.state_bytes_per_seq)}/seq state"
-        rows.append([k.runtime, k.layout.kv_type, per_tok, *[fmt_bytes(k.per_sequence_bytes[c]) for c in p.contexts]])
+    rows = [[k.runtime, k.layout.kv_type, _per_token(k.layout), *[fmt_bytes(k.per_sequence_bytes[c]) for c in p.contexts]]
+            for k in p.kv]
     out.append(table(rows, ["runtime", "kv", "per token", *[fmt_ctx(c) for c in p.contexts]],
                      "lll" + "r" * len(p.contexts)))
     out.append("")
@@ -55,14 +49,10 @@ def render_plan(p: Plan) -> str:
     out.append(table(rows, hdr, "ll" + "r" * len(p.contexts) + "l" + "r" * len(p.user_counts)))
     out.append("")
     for o in p.options:
-        if o.fit.verdict in ("raise-limit", "tight"):
-            extra = f"  → {o.fit.sysctl}" if o.fit.sysctl else ""
-            out.append(f"{o.runtime} {o.quant}: {o.fit.reason}{extra}")
-            if o.fit.verdict == "raise-limit":
-                best = {u: c for u, c in o.max_context_raised.items() if c}
-                if best:
-                    out.append("  with the limit raised, longest context: "
-                               + ", ".join(f"{u} user{'s' if u > 1 else ''} {fmt_ctx(c)}" for u, c in best.items()))
+        out += _limit_lines(o)
+    out += render_offload(p)
+    out += render_draft(p)
+    out += render_serving(p)
     out += render_speed(p)
     for o in p.options:
         for n in o.notes:
@@ -70,6 +60,28 @@ def render_plan(p: Plan) -> str:
     for n in p.notes:
         out.append(f"note: {n}")
     return "\n".join(out).rstrip() + "\n"
+
+
+def _per_token(layout) -> str:
+    per_tok = fmt_bytes(layout.bytes_per_token)
+    if layout.swa_bytes_per_token:
+        per_tok += f" + {fmt_bytes(layout.swa_bytes_per_token)} SWA (window {layout.window})"
+    if layout.state_bytes_per_seq:
+        per_tok += f" + {fmt_bytes(layout.state_bytes_per_seq)}/seq state"
+    return per_tok
+
+
+def _limit_lines(o: FitOption) -> list[str]:
+    """Why an option is tight or needs the raised limit, and what the raised limit gives."""
+    if o.fit.verdict not in ("raise-limit", "tight"):
+        return []
+    extra = f"  → {o.fit.sysctl}" if o.fit.sysctl else ""
+    out = [f"{o.runtime} {o.quant}: {o.fit.reason}{extra}"]
+    best = {u: c for u, c in o.max_context_raised.items() if c}
+    if o.fit.verdict == "raise-limit" and best:
+        out.append("  with the limit raised, longest context: "
+                   + ", ".join(f"{u} user{'s' if u > 1 else ''} {fmt_ctx(c)}" for u, c in best.items()))
+    return out
 
 
 def render_speed(p: Plan) -> list[str]:
@@ -100,3 +112,87 @@ def render_speed(p: Plan) -> list[str]:
         out.append(f"  calibration {src}")
     out.append("")
     return out
+
+
+def render_serving(p: Plan) -> list[str]:
+    """Wrapper apps (Ollama, LM Studio): what the app does with no settings and its guardrail, as a table; then the
+    launch recipe of the largest option per runtime that fits comfortably. Vision plans: their launch lines."""
+    out = []
+    for o in p.options:
+        if o.serving is None and o.recipe is not None and o.draft is None:  # vision plans
+            out.append(f"{o.runtime} {o.quant}: {o.recipe.server}")
+            if o.recipe.generate:
+                out.append(f"  {o.recipe.generate}")
+    opts = [o for o in p.options if o.serving is not None]
+    if not opts:
+        return out + [""] if out else []
+    s0 = opts[0].serving
+    out.append(f"With no settings: {s0.context_rule} × {s0.default_parallel} parallel"
+               + (f"; guardrail {s0.guardrail}" if s0.guardrail else "") + f" (source: {s0.sources[0]})")
+    rows = []
+    for o in opts:
+        s = o.serving
+        row = [o.runtime, o.quant, fmt_bytes(s.memory_bytes), f"{VERDICT_MARK[s.fit.verdict]} {verdict_text(s.fit.verdict)}"]
+        if s.guardrail:
+            row.append({True: "loads", False: "refuses", None: "may refuse"}[s.guardrail_allows])
+        rows.append(row)
+    hdr = ["runtime", "quant", "default memory", "default fit"] + (["guardrail"] if s0.guardrail else [])
+    out.append(table(rows, hdr, "llrl" + ("l" if s0.guardrail else "")))
+    out += [f"note: {n}" for n in dict.fromkeys(o.serving.engine_note for o in opts) if n]
+    for rt in dict.fromkeys(o.runtime for o in opts):
+        fitting = [o for o in opts if o.runtime == rt and o.fit.verdict == "fits" and o.recipe is not None]
+        if not fitting:
+            continue
+        o = max(fitting, key=lambda x: x.weights.total_bytes)
+        out.append(f"{rt} {o.quant} at {p.request.users} × {fmt_ctx(o.memory.context)}: {o.recipe.server}")
+        out += [f"  note: {n}" for n in o.recipe.notes]
+    return out + [""]
+
+
+def render_offload(p: Plan) -> list[str]:
+    """llama.cpp options too big for the GPU: the largest -ngl that fits, its decode, and whether to use it."""
+    from planner.format import fmt_tok_s
+
+    out = []
+    for o in p.options:
+        f = o.offload
+        if f is None:
+            continue
+        speed = ""
+        if f.decode_tok_s is not None:
+            speed = (f"; decode ≈ {fmt_tok_s(f.decode_tok_s)} tok/s (all on GPU would be "
+                     f"{fmt_tok_s(f.full_gpu_decode_tok_s)}; CPU layers at {f.cpu_bandwidth_bytes_s / 1e9:.0f} GB/s)")
+        out.append(f"{o.runtime} {o.quant}: partial offload -ngl {f.gpu_layers} of {f.n_layers + 1}: "
+                   f"{fmt_bytes(f.gpu_bytes)} on the GPU, {fmt_bytes(f.cpu_bytes)} in CPU memory, slower{speed}; "
+                   f"{f.reason}")
+    return out + [""] if out else []
+
+
+def render_draft(p: Plan) -> list[str]:
+    """--draft-model: the draft's memory on top of each option, the speed-up at its acceptance, the recipe."""
+    from planner.format import fmt_tok_s
+
+    opts = [o for o in p.options if o.draft is not None]
+    if not opts:
+        return []
+    d0 = opts[0].draft
+    out = [f"Speculative decoding with {d0.draft_model} ({d0.draft_tokens} drafted per step, acceptance "
+           f"{d0.acceptance:g}: {d0.tokens_per_step:.2f} tokens per step; source: {d0.acceptance_source}):"]
+    rows = []
+    for o in opts:
+        d = o.draft
+        rows.append([o.runtime, o.quant, d.draft_quant, fmt_bytes(d.weights_bytes), fmt_bytes(d.kv_bytes),
+                     fmt_bytes(d.buffer_bytes), fmt_bytes(d.total_bytes),
+                     f"{VERDICT_MARK[d.fit.verdict]} {verdict_text(d.fit.verdict)}",
+                     fmt_tok_s(d.base_decode_tok_s) if d.base_decode_tok_s else "–",
+                     fmt_tok_s(d.decode_tok_s) if d.decode_tok_s else "–",
+                     f"×{d.speedup:.2f}" if d.speedup else "–",
+                     fmt_tok_s(d.ceiling_tok_s) if d.ceiling_tok_s else "–"])
+    out.append(table(rows, ["runtime", "quant", "draft", "draft weights", "draft KV", "buffers", "total", "verdict",
+                            "decode", "with draft", "speed-up", "ceiling"], "lllrrrrlrrrr"))
+    for o in opts[:2]:
+        if o.recipe is not None:
+            out.append(f"  {o.runtime} {o.quant}: {o.recipe.server}")
+    for n in dict.fromkeys(n for o in opts for n in o.draft.notes):
+        out.append(f"  note: {n}")
+    return out + [""]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
+from pydantic import BaseModel, Field, computed_field, model_validator
 
-Frozen = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+from ._model import Frozen
 
 
 class _RoundTrip(BaseModel):
@@ -56,7 +56,7 @@ class MemoryEstimate(_RoundTrip):
     users: int
     kv_cells: int = Field(description="KV cells allocated (llama.cpp) or held (mlx-lm), all sequences [tokens]")
 
-    @computed_field
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def total(self) -> int:
         return (self.weights + self.kv_cache + self.recurrent_state + self.compute_buffer + self.output_buffer
@@ -77,7 +77,7 @@ class WiredLimit(_RoundTrip):
     rule: str
     user_set: bool = False
 
-    @computed_field
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def sysctl_max_mb(self) -> int:
         return self.max_raise_bytes // (1024 * 1024)
@@ -142,3 +142,116 @@ class SpeedSummary(BaseModel):
     bound: dict[int, Bound] = Field(description="Decode bound by concurrent users")
     knee_batch: int | None = None
     calibration: str = ""
+
+
+# --------------------------------------------------------------------------- serving apps
+class ServingDefaults(BaseModel):
+    """What a wrapper app (Ollama, LM Studio) does with no settings: its default context and parallel requests,
+    the memory that takes and its fit, and (LM Studio) whether its load guardrail lets the model load."""
+
+    model_config = Frozen
+    app: str
+    version: str
+    default_context: int = Field(description="Context per sequence the app uses by default [tokens]")
+    default_parallel: int = Field(description="Parallel requests by default")
+    context_rule: str = Field(description="Why that context: version, GPU memory, model cap")
+    memory_bytes: int = Field(description="Total memory at the default context and parallel requests [bytes]")
+    fit: Fit
+    guardrail: str | None = Field(None, description="Load guardrail level checked (LM Studio)")
+    guardrail_allows: bool | None = None
+    guardrail_reason: str = ""
+    engine_note: str = Field("", description="The app runs this model on its own engine / one request at a time")
+    sources: list[str] = Field(default_factory=list)
+
+
+class OffloadEstimate(BaseModel):
+    """llama.cpp partial offload: the largest -ngl whose GPU part fits, and its decode estimate."""
+
+    model_config = Frozen
+    gpu_layers: int = Field(description="-ngl: repeating layers on the GPU (n_layer + 1 also puts the output there)")
+    n_layers: int
+    gpu_bytes: int = Field(description="Weights, KV and buffers on the GPU [bytes]")
+    cpu_bytes: int = Field(description="Weights and KV left in CPU memory [bytes]")
+    fit: Fit = Field(description="GPU part against the GPU limit")
+    fits_in_ram: bool = Field(description="GPU and CPU parts together leave macOS its reserve")
+    decode_tok_s: float | None = Field(None, description="Decode with CPU layers at CPU bandwidth [tok/s]")
+    full_gpu_decode_tok_s: float | None = Field(None, description="Decode if every layer were on the GPU [tok/s]")
+    cpu_bandwidth_bytes_s: float | None = None
+    recommended: bool = False
+    reason: str = ""
+
+
+class DraftEstimate(BaseModel):
+    """Speculative decoding with a draft model: its memory (same context and slots as the main model) and the
+    decode speed-up at an acceptance rate."""
+
+    model_config = Frozen
+    draft_model: str
+    draft_quant: str
+    draft_tokens: int = Field(description="Tokens drafted per step (llama-server --draft-max, mlx --num-draft-tokens)")
+    acceptance: float = Field(description="Per-token acceptance probability alpha [1]")
+    acceptance_source: str
+    weights_bytes: int = Field(description="Draft weights [bytes]")
+    kv_bytes: int = Field(description="Draft KV cache at the main context and slots [bytes]")
+    buffer_bytes: int = Field(description="Draft compute and output buffers [bytes]")
+    total_bytes: int = Field(description="Main model + draft [bytes]")
+    fit: Fit = Field(description="Main + draft against the GPU limit")
+    tokens_per_step: float = Field(description="(1 - alpha^(g+1)) / (1 - alpha) tokens per verification [1]")
+    decode_tok_s: float | None = Field(None, description="Decode with the draft, one sequence [tok/s]")
+    base_decode_tok_s: float | None = Field(None, description="Decode without it [tok/s]")
+    ceiling_tok_s: float | None = Field(None, description="(g+1) tokens per (main + g draft) weight reads at peak bandwidth")
+    speedup: float | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- plan models
+class ModelRow(BaseModel):
+    """One catalog model on one Mac: the best way to run it and what it gives (plan models)."""
+
+    model_config = Frozen
+    rank: int = Field(description="1 = best; embedding models are ranked among themselves")
+    model: str
+    name: str
+    family: str | None = None
+    tasks: list[str]
+    params_b: float = Field(description="Published total parameters [billions]")
+    runtime: str
+    quant: str
+    quant_quality: str = Field(description="Quality cost tier of the quant (advice.quality_of)")
+    kv_type: str
+    verdict: Verdict
+    memory_bytes: int = Field(description="Weights + KV + buffers at the asked context and users [bytes]")
+    memory_left_bytes: int = Field(description="GPU wired limit minus memory (negative: over the default) [bytes]")
+    context: int = Field(description="Context per user the row was sized for [tokens]")
+    max_context: int = Field(description="Longest context per user that fits at the asked users [tokens]")
+    max_users: int = Field(description="Most concurrent users that fit at the asked context")
+    decode_tok_s: float | None = Field(None, description="Decode speed per user [tok/s]; None without a chip")
+    decode_range: tuple[float, float] | None = Field(None, description="Likely decode range [tok/s]")
+    prefill_tok_s: float | None = Field(None, description="Prefill speed of one prompt [tok/s]")
+    prefill_range: tuple[float, float] | None = Field(None, description="Likely prefill range [tok/s]")
+    score: float | None = Field(None, description="Published benchmark score [%]; None: unscored")
+    benchmark: str | None = None
+    score_source: str | None = None
+    meets: bool = Field(description="Fits at the asked context/users and meets --min-tok-s")
+    misses: list[str] = Field(default_factory=list, description="Why the row does not meet the filters")
+
+
+class ModelsResult(BaseModel):
+    """Catalog models that run on one Mac, best first (plan models)."""
+
+    model_config = Frozen
+    ram_gb: float
+    chip: str | None = Field(None, description="Chip label; None: memory-only ranking")
+    gpu_limit_bytes: int
+    context: int
+    users: int
+    min_tok_s: float | None = None
+    prompt_tokens: int
+    quality_basis: str = Field(description="What the quality figure is")
+    rows: list[ModelRow] = Field(description="Generative models, best first")
+    embedding_rows: list[ModelRow] = Field(default_factory=list, description="Embedding models, ranked by their own benchmark")
+    best_effort: bool = Field(False, description="Nothing met the filters: the closest rows are shown")
+    binding: list[str] = Field(default_factory=list, description="Which filter binds and by how much")
+    excluded: dict[str, int] = Field(default_factory=dict, description="Catalog models left out, by reason")
+    evaluated: int = Field(0, description="model × runtime × quant × KV configurations evaluated")
+    notes: list[str] = Field(default_factory=list)

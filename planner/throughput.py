@@ -31,9 +31,8 @@ from dataclasses import dataclass
 from . import architecture as arch
 from .errors import InputError
 from .memory import MemoryModel
-from .schema import Chip, ModelConfig
-from .schema import ResolvedSpeedConstants, SpeedConstants
 from .results import ThroughputEstimate
+from .schema import Chip, ModelConfig, ResolvedSpeedConstants, SpeedConstants
 from .units import gb_s_to_bytes_s, tflops_to_flops
 
 MAX_KNEE_BATCH = 4096
@@ -414,9 +413,10 @@ def roofline(geo: Geometry, chip: Chip, resolved: ResolvedSpeedConstants, runtim
 
 
 def estimate(rf: Roofline, prompt: int, gen: int, depth: int = 0, batch: int = 1, calibration: str | None = None,
-             notes: list[str] | None = None) -> ThroughputEstimate:
+             notes: list[str] | None = None, knee: bool = True) -> ThroughputEstimate:
     """Prefill of ``prompt`` tokens on ``depth`` cached, then ``gen`` decoded tokens, for ``batch`` sequences.
-    ``calibration`` defaults to the roofline's own source string (set by :func:`roofline`)."""
+    ``calibration`` defaults to the roofline's own source string (set by :func:`roofline`). ``knee=False`` skips
+    the knee scan (a few hundred step evaluations) for callers that do not report it (the buy sweep)."""
     if batch < 1 or prompt < 0 or gen < 0 or depth < 0:
         raise InputError("--batch must be ≥ 1 and --prompt/--gen/--depth ≥ 0")
     t_pf, pf_bound = rf.prefill_time(prompt, depth, batch)
@@ -441,7 +441,7 @@ def estimate(rf: Roofline, prompt: int, gen: int, depth: int = 0, batch: int = 1
         bytes_per_step=int(step_bytes),
         flops_per_token=rf.step_flops(1, start),
         decode_ceiling_tok_s=rf.bw / step_bytes,
-        knee_batch=rf.knee([start, start + (max(gen, 1) - 1) / 2, start + max(gen, 1) - 1]),
+        knee_batch=rf.knee([start, start + (max(gen, 1) - 1) / 2, start + max(gen, 1) - 1]) if knee else None,
         batch=batch, prompt_tokens=prompt, gen_tokens=gen, depth=depth,
         peak_flops=rf.flops, bandwidth_bytes_s=rf.bw,
         calibration=rf.calibration if calibration is None else calibration, notes=notes or [])

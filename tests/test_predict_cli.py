@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from planner import profiles
 from cli.main import main
+from planner import profiles
 
 CONTRACT = ["--chip", "M3 Max", "--gpu-cores", "40", "--ram", "64", "--model", "llama-2-7b", "--quant", "Q4_0",
             "--runtime", "llama.cpp", "--prompt", "512", "--gen", "128", "--depth", "0", "--batch", "1", "--json"]

@@ -13,8 +13,7 @@ from planner import profiles
 from planner import throughput as tp
 from planner.errors import InputError
 from planner.memory import memory_model
-from planner.schema import Chip
-from planner.schema import ResolvedSpeedConstants, SpeedConstants
+from planner.schema import Chip, ResolvedSpeedConstants, SpeedConstants
 
 K = SpeedConstants(eta_bw=0.5, eta_c=0.5, eta_attn=0.25, eta_c_decode=0.2, eta_mv=0.1, mv_max_batch=8, mm_tile=32,
                    eta_kv=1.0, noflash_kv_factor=3.0,
