@@ -9,7 +9,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from planner.format import VERDICT_MARK, fmt_bytes, fmt_ctx, fmt_seconds, fmt_tok_s, verdict_text
-from planner.plan import Option, Plan
+from planner.plan import FitOption, Plan
 from planner.units import GiB
 
 from .readings import mac_label, option_label
@@ -81,7 +81,7 @@ HEAT_SCALE = [[0.0, "#f4c7c3"], [0.33, "#f4c7c3"], [0.33, "#fce8b2"], [0.66, "#f
               [1.0, "#b7e1cd"]]
 
 
-def concurrency_heatmap(p: Plan, chosen: Option | None = None) -> go.Figure:
+def concurrency_heatmap(p: Plan, chosen: FitOption | None = None) -> go.Figure:
     """Safe concurrent sessions for every option × context; the chosen option at the requested context is boxed."""
     users = p.request.users
     xs = [fmt_ctx(c) for c in p.contexts]
@@ -183,15 +183,15 @@ def price_performance(b) -> go.Figure:
     return fig
 
 
-# ----------------------------------------------------------------------------- speed (Option.speed, planner.throughput)
+# ----------------------------------------------------------------------------- speed (FitOption.speed, planner.throughput)
 RUNTIME_COLOR = {"llama.cpp": "#4e79a7", "mlx-lm": "#e15759", "ollama": "#59a14f"}
 
 
-def _speed(o: Option):
+def _speed(o: FitOption):
     return getattr(o, "speed", None)
 
 
-def decode_vs_users(p: Plan, options: list[Option], ceilings: dict[str, dict[int, float]] | None = None) -> go.Figure:
+def decode_vs_users(p: Plan, options: list[FitOption], ceilings: dict[str, dict[int, float]] | None = None) -> go.Figure:
     """Decode tok/s against concurrent users for each given option: per user (solid) and all users together
     (dashed); ``ceilings`` (option label -> users -> tok/s, from the speed core) adds each option's bandwidth
     roofline per user (dotted): the speed if every byte moved at the chip's peak memory bandwidth."""

@@ -17,14 +17,14 @@ from planner.format import (
     fmt_tok_s,
     verdict_text,
 )
-from planner.plan import Option, Plan
+from planner.plan import FitOption, Plan
 
 # Best first; used to pick the headline verdict.
 VERDICT_ORDER = ["fits", "tight", "raise-limit", "no-fit"]
 LEVEL = {"fits": "success", "tight": "warning", "raise-limit": "warning", "no-fit": "error"}
 
 
-def option_label(o: Option) -> str:
+def option_label(o: FitOption) -> str:
     return f"{o.runtime} · {o.quant}"
 
 
@@ -58,10 +58,10 @@ def best_verdict(p: Plan) -> str:
     return next(v for v in VERDICT_ORDER if v in present)
 
 
-def best_options(p: Plan) -> list[Option]:
+def best_options(p: Plan) -> list[FitOption]:
     """Per runtime, the highest-precision option with the best verdict reached on this Mac."""
     v = best_verdict(p)
-    out: dict[str, Option] = {}
+    out: dict[str, FitOption] = {}
     for o in p.options:
         if o.fit.verdict != v:
             continue
@@ -128,7 +128,7 @@ def memory_reading(p: Plan) -> str:
     return " ".join(parts)
 
 
-def heatmap_reading(p: Plan, o: Option) -> str:
+def heatmap_reading(p: Plan, o: FitOption) -> str:
     r = p.request
     ctx = o.memory.context
     n = o.safe_users[ctx]
@@ -147,7 +147,7 @@ def heatmap_reading(p: Plan, o: Option) -> str:
     return " ".join(parts)
 
 
-def recipe_reading(p: Plan, o: Option) -> str:
+def recipe_reading(p: Plan, o: FitOption) -> str:
     if o.fit.verdict == "no-fit":
         return (f"**{option_label(o)} does not fit on this Mac**: {o.fit.reason}. Pick an option marked ✓ or ↑ above, "
                 "or a Mac with more memory.")
@@ -158,7 +158,7 @@ def recipe_reading(p: Plan, o: Option) -> str:
             "the most you could give the GPU on this Mac, should you want longer contexts or more users.")
 
 
-def recipe_lines(p: Plan, o: Option) -> str:
+def recipe_lines(p: Plan, o: FitOption) -> str:
     if o.fit.verdict == "no-fit":
         return "# does not fit: no command makes it fit"
     if o.fit.sysctl:
@@ -210,14 +210,14 @@ def compare_reading(plans: list[Plan]) -> str:
     return " ".join(parts)
 
 
-# ----------------------------------------------------------------------------- speed (Option.speed)
-def speed_picks(p: Plan, chosen: Option) -> list[Option]:
+# ----------------------------------------------------------------------------- speed (FitOption.speed)
+def speed_picks(p: Plan, chosen: FitOption) -> list[FitOption]:
     """The chosen option plus the best option of every other runtime, those with a speed estimate."""
     picks = [chosen] + [o for o in best_options(p) if o.runtime != chosen.runtime]
     return [o for o in picks if getattr(o, "speed", None) is not None]
 
 
-def decode_reading(p: Plan, picks: list[Option]) -> str:
+def decode_reading(p: Plan, picks: list[FitOption]) -> str:
     if not picks:
         return "No speed estimate for these options."
     users = p.request.users
@@ -237,7 +237,7 @@ def decode_reading(p: Plan, picks: list[Option]) -> str:
     return " ".join(parts)
 
 
-def ttft_reading(p: Plan, picks: list[Option]) -> str:
+def ttft_reading(p: Plan, picks: list[FitOption]) -> str:
     if not picks:
         return "No speed estimate for these options."
     parts = [("How long a prompt takes to read before the answer starts (time to first token). It grows with the "

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import tempfile
@@ -286,19 +285,3 @@ def to_measured_csv_rows(
             rid += 1
     return [{c: row[c] for c in MEASURED_CSV_COLUMNS} for row in rows]
 
-
-def dumps_jsonl(records: Iterable[RunRecord]) -> str:
-    """The JSONL text for records (one ``model_dump_json`` per line)."""
-    return "".join(r.model_dump_json() + "\n" for r in records)
-
-
-def loads_json_records(text: str) -> list[RunRecord]:
-    """Parse JSONL text (used by tests and the CLI's ``show``)."""
-    out = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            try:
-                out.append(RunRecord.model_validate(json.loads(line)))
-            except (ValueError, ValidationError) as e:
-                raise CalibrationError(f"line {n}: not a valid calibration record: {e}") from e
-    return out

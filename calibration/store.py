@@ -31,10 +31,10 @@ import yaml
 
 from calibration.errors import CalibrationError
 from calibration.records import (
-    atomic_write_text,
     MEASURED_CSV_COLUMNS,
     RunRecord,
     append_jsonl,
+    atomic_write_text,
     read_jsonl,
     to_measured_csv_rows,
 )

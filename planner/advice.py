@@ -11,12 +11,14 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from . import capacity, profiles
+from ._model import Frozen
 from .errors import InputError, PlannerError
 from .recipes import Recipe, recipe
 from .results import Fit, WiredLimit
+from .schema import Chip, ModelProfile, QuantFormat, Runtime
 from .search import (
     SLOT_CHOICES,
     Speed,
@@ -27,11 +29,8 @@ from .search import (
     speed_model,
     with_kv,
 )
-from .schema import Chip, ModelProfile, QuantFormat, Runtime
 from .units import GiB
 from .workload import WorkloadProfile
-
-Frozen = ConfigDict(frozen=True, extra="forbid")
 
 VERDICT_RANK = {"fits": 0, "tight": 1, "raise-limit": 2, "no-fit": 3}
 # Ranking heuristic (no measurement cited yet): 4-bit KV is assumed to cost more accuracy than 8-bit KV, so it
@@ -104,7 +103,7 @@ def quality_of(q: QuantFormat) -> QualityNote:
 
 
 # --------------------------------------------------------------------------- results
-class Option(BaseModel):
+class ServingOption(BaseModel):
     model_config = Frozen
     rank: int = 0
     runtime: str
@@ -144,7 +143,7 @@ class Recommendation(BaseModel):
     workload: WorkloadProfile
     wired: WiredLimit
     speed_source: str
-    options: list[Option]
+    options: list[ServingOption]
     rejected: dict[str, int] = Field(description="Configurations dropped, by reason")
     evaluated: int
     router: RouterOption | None = None
@@ -218,10 +217,10 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
     elif chip.memory_bandwidth_gb_s is None:
         notes.append(f"{chip.label}: bandwidth unpublished ({chip.status}); memory-only")
     rejected: dict[str, int] = {}
-    cands: list[tuple[tuple, Option]] = []
+    cands: list[tuple[tuple, ServingOption]] = []
     evaluated = 0
-    best_miss: tuple[float, Option] | None = None
-    every: list[Option] = []
+    best_miss: tuple[float, ServingOption] | None = None
+    every: list[ServingOption] = []
     min_total = None
     for rt in rts:
         for q in quants_for(prof, rt, quants):
@@ -247,7 +246,7 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
                     maxc = capacity.max_context(mm, slots, budget, max_pos) or need
                     sp = speed_at(rf, prompt, gen, slots, workload.users, staggered) if rf is not None else None
                     miss = _targets_check(workload, sp)
-                    opt = Option(runtime=rt.id, quant=q.id, kv_type=mm.kv.kv_type, slots=slots, context=need,
+                    opt = ServingOption(runtime=rt.id, quant=q.id, kv_type=mm.kv.kv_type, slots=slots, context=need,
                                  max_context=max(maxc, need), memory_bytes=total, fit=fit, speed=sp,
                                  meets_targets=not miss, misses=miss, bound=_bound_text(sp), quality=qn,
                                  reason=_reason(sp, fit, qn, workload, slots, max(maxc, need)),
@@ -301,7 +300,7 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
                           evaluated=evaluated, router=router, notes=notes)
 
 
-def _router(prof: ModelProfile, wl: WorkloadProfile, passing: list[Option], wired: WiredLimit, raised: WiredLimit,
+def _router(prof: ModelProfile, wl: WorkloadProfile, passing: list[ServingOption], wired: WiredLimit, raised: WiredLimit,
             rts: list[Runtime]) -> RouterOption | None:
     """Both runtimes resident behind a router (seed articles: llama.cpp for long prompts, mlx-lm for long
     generations). Picks the option with the fastest prefill and the one with the fastest decode among all that fit

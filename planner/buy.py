@@ -3,7 +3,7 @@ fastest within a budget, and the price-vs-speed Pareto front.
 
 The sweep is every Mac × runtime × quant × KV type × slots. Per (model, runtime, quant, KV) memory is precomputed
 once per slot count (MemoryModel.total is O(1)); per chip the speed constants come from planner.throughput (the
-colleague's roofline: geometry bytes/FLOPs per step, fitted efficiencies, peak FLOPS and bandwidth) and are
+roofline: geometry bytes/FLOPs per step, fitted efficiencies, peak FLOPS and bandwidth) and are
 combined across chips × configs × slots with numpy. Prefill uses throughput's scalar Roofline.prefill_time per
 (chip, config, slots) — a few thousand µs-calls. The fit verdict mirrors planner.capacity.fit elementwise.
 """
@@ -15,17 +15,17 @@ import math
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from . import capacity, profiles
+from ._model import Frozen
 from .advice import KV_RANK, TIER_RANK, NoFitError, QualityNote, TargetsUnreachableError, quality_of
-from .search import _constants, base_memory_model, quants_for, speed_available, with_kv
 from .errors import InputError, PlannerError
-from .schema import Chip, MacProduct
+from .schema import Chip, MacProduct, MlxRuntime
+from .search import _constants, base_memory_model, quants_for, speed_available, with_kv
 from .units import GiB, MiB
 from .workload import WorkloadProfile
 
-Frozen = ConfigDict(frozen=True, extra="forbid")
 SLOTS = [1, 2, 4, 8, 16, 32, 64]
 QUALITY_MAX = {"lossless": 0, "small": 1, "noticeable": 2, "large": 3}
 _TIER_NUM = {"lossless": 0, "small": 1, "unknown": 2, "noticeable": 2, "large": 3}
@@ -160,7 +160,8 @@ def buy(models: list[str], workload: WorkloadProfile, budget_usd: float | None =
     for i, c in enumerate(configs):
         weights[i] = sum(mm.weights.total_bytes for mm in c.mms)
         head[i] = _headroom(c.runtime)
-        warn[i] = c.mms[0].runtime.warn_fraction or 0
+        rt0 = c.mms[0].runtime
+        warn[i] = rt0.warn_fraction if isinstance(rt0, MlxRuntime) else 0
         for j, s in enumerate(slot_list):
             if s in c.slots:
                 mem[i, j] = sum(mm.total(ctx, s) for mm in c.mms)
@@ -202,11 +203,11 @@ def buy(models: list[str], workload: WorkloadProfile, budget_usd: float | None =
     if have_speed:
         ok &= known
         if t.min_tok_s_per_user:
-            ok &= PU >= t.min_tok_s_per_user
+            ok &= t.min_tok_s_per_user <= PU
         if t.max_ttft_s:
-            ok &= TT <= t.max_ttft_s
+            ok &= t.max_ttft_s >= TT
         if t.max_request_s:
-            ok &= TR <= t.max_request_s
+            ok &= t.max_request_s >= TR
     # ---- best configuration per Mac: meets targets > quality tier > KV > comfort > objective
     tier = np.array([TIER_RANK[c.quality.tier] for c in configs])[None, :, None]
     kvr = np.array([KV_RANK.get(c.kv, 0) for c in configs])[None, :, None]

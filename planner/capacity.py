@@ -11,7 +11,7 @@ import math
 from .errors import InputError
 from .memory import MemoryModel
 from .results import Fit, WiredLimit
-from .schema import MacOS, Runtime
+from .schema import MacOS, MlxRuntime, Runtime
 from .units import GiB, MiB
 
 MAX_USERS = 4096
@@ -49,7 +49,7 @@ def fit(total: int, weights: int, wired: WiredLimit, runtime: Runtime) -> Fit:
     """Verdict for one configuration against the wired limit."""
     head = wired.effective_bytes - total
     budget = safe_budget(wired, runtime)
-    warn = runtime.warn_fraction
+    warn = runtime.warn_fraction if isinstance(runtime, MlxRuntime) else None  # only mlx-lm warns
     if total <= budget and not (warn and weights > warn * wired.effective_bytes):
         return Fit(verdict="fits", headroom_bytes=head,
                    reason=f"{head / GiB:.1f} GiB below the {wired.effective_bytes / GiB:.1f} GiB GPU limit")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
+from pydantic import BaseModel, Field, computed_field, model_validator
 
-Frozen = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+from ._model import Frozen
 
 
 class _RoundTrip(BaseModel):
@@ -56,7 +56,7 @@ class MemoryEstimate(_RoundTrip):
     users: int
     kv_cells: int = Field(description="KV cells allocated (llama.cpp) or held (mlx-lm), all sequences [tokens]")
 
-    @computed_field
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def total(self) -> int:
         return (self.weights + self.kv_cache + self.recurrent_state + self.compute_buffer + self.output_buffer
@@ -77,7 +77,7 @@ class WiredLimit(_RoundTrip):
     rule: str
     user_set: bool = False
 
-    @computed_field
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def sysctl_max_mb(self) -> int:
         return self.max_raise_bytes // (1024 * 1024)
@@ -104,6 +104,10 @@ class ThroughputEstimate(BaseModel):
     ttft_s: float = Field(description="Time to first token: prefill of the prompts plus one decode step [s]")
     decode_tok_s: float = Field(description="Generated tokens per second, all sequences together [tok/s]")
     decode_tok_s_per_seq: float = Field(description="Generated tokens per second seen by one sequence [tok/s]")
+    decode_tok_s_range: tuple[float, float] = Field(
+        description="80 % likely range (low, high) of the per-sequence decode rate, from out-of-source residuals [tok/s]")
+    prefill_tok_s_range: tuple[float, float] = Field(
+        description="80 % likely range (low, high) of the prefill rate, from out-of-source residuals [tok/s]")
     time_per_request_s: float = Field(description="TTFT + generation of G tokens [s]")
     bound: Bound = Field(description="What limits decode at this batch: memory bandwidth or compute")
     prefill_bound: Bound = "compute"
@@ -131,6 +135,9 @@ class SpeedSummary(BaseModel):
     ttft_s: float = Field(description="Time to first token for one prompt [s]")
     time_per_request_s: float = Field(description="TTFT + generation, one user [s]")
     decode_tok_s_per_seq: dict[int, float] = Field(description="Decode speed seen by each user, by concurrent users")
+    decode_tok_s_range: dict[int, tuple[float, float]] = Field(
+        default_factory=dict, description="80 % likely range of the decode speed seen by each user [tok/s]")
+    prefill_tok_s_range: tuple[float, float] | None = Field(None, description="80 % likely range of prefill [tok/s]")
     decode_tok_s_total: dict[int, float] = Field(description="Decode speed of all users together, by concurrent users")
     bound: dict[int, Bound] = Field(description="Decode bound by concurrent users")
     knee_batch: int | None = None

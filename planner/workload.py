@@ -10,19 +10,18 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from . import profiles
+from ._model import Frozen
 from .errors import InputError, UnknownProfileError, render_validation_error
 from .schema import Workload
-
-Strict = ConfigDict(extra="forbid", frozen=True)
 
 
 class Length(BaseModel):
     """A token count: one value, a weighted distribution, or p50/p90."""
 
-    model_config = Strict
+    model_config = Frozen
     value: int | None = Field(None, ge=0, le=10_000_000)
     dist: list[tuple[int, float]] | None = Field(None, min_length=1, description="[[tokens, weight], ...]")
     p50: int | None = Field(None, ge=0, le=10_000_000)
@@ -48,6 +47,7 @@ class Length(BaseModel):
             tot = sum(w for _, w in self.dist)
             return sorted((int(v), w / tot) for v, w in self.dist)
         # p50/p90 only: a two-point stand-in, half at p50, half at p90 (mean slightly high; targets use p90)
+        assert self.p50 is not None and self.p90 is not None  # _one_form admits no fourth shape
         return [(self.p50, 0.5), (self.p90, 0.5)]
 
     @property
@@ -84,7 +84,7 @@ class Length(BaseModel):
 
 
 class Targets(BaseModel):
-    model_config = Strict
+    model_config = Frozen
     min_tok_s_per_user: float | None = Field(None, gt=0, description="Decode tokens/s each user must see")
     max_ttft_s: float | None = Field(None, gt=0, description="Longest acceptable time to first token [s]")
     max_request_s: float | None = Field(None, gt=0, description="Longest acceptable time per request/turn [s]")
@@ -97,7 +97,7 @@ class Targets(BaseModel):
 
 
 class WorkloadProfile(BaseModel):
-    model_config = Strict
+    model_config = Frozen
     id: str
     name: str
     description: str = ""

@@ -1,8 +1,8 @@
 """Generate profiles/chips/*.yaml and profiles/macs/*.yaml from the shared reference CSVs.
 
-Usage: python scripts/gen_hardware_profiles.py [--data-dir /work/shared/data] [--out-dir profiles]
+Usage: python scripts/gen_hardware_profiles.py [--data-dir calibration/data] [--out-dir profiles]
 
-Inputs (not in the repo; CI has no /work/shared, so the generated YAML is committed):
+Inputs (calibration/data, see its README; tests/test_profile_data.py checks the committed YAML is current):
   apple_skus.csv     one row per chip bin (CPU/GPU core combination)
   mac_products.csv   one row per Mac configuration with its US launch price
 
@@ -347,7 +347,7 @@ def write_dir(out: Path, docs: dict[str, dict], keys: list[str], src: str) -> No
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-dir", type=Path, default=Path("/work/shared/data"))
+    ap.add_argument("--data-dir", type=Path, default=Path(__file__).resolve().parent.parent / "calibration" / "data")
     ap.add_argument("--out-dir", type=Path, default=Path(__file__).resolve().parent.parent / "profiles")
     args = ap.parse_args(argv)
     with open(args.data_dir / "apple_skus.csv", newline="", encoding="utf-8") as f:

@@ -17,6 +17,7 @@ from planner import profiles
 from planner.errors import PlannerError, UnknownProfileError
 from planner.results import WeightsEstimate
 from planner.schema import ModelConfig, ModelProfile
+
 from .errors import HubError, SourceError
 from .hfconfig import from_hf_config
 

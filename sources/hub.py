@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from planner.errors import PlannerError
+
 from .errors import HubError, SourceError, missing_part
 
 CACHE_TTL_S = 24 * 3600

@@ -4,8 +4,8 @@ import pytest
 
 from planner import profiles
 from planner.advice import NoFitError, TargetsUnreachableError
-from planner.search import base_memory_model, speed_at, speed_available, speed_model, with_kv
 from planner.buy import BudgetError, buy
+from planner.search import base_memory_model, speed_at, speed_available, speed_model, with_kv
 from planner.workload import Targets, custom_workload
 
 needs_speed = pytest.mark.skipif(not speed_available(), reason="planner/throughput.py not available")

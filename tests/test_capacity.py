@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from cli.main import main
 from planner import capacity as C
 from planner import memory as M
 from planner import profiles as P
-from cli.main import main
 from planner.errors import InputError, UnknownProfileError
 from planner.plan import PlanRequest, plan
 from planner.units import GiB, MiB

@@ -28,9 +28,9 @@ def test_default_run_has_no_exception(at):
     assert len(at.success) + len(at.warning) == 1  # the headline
     keys = [c.key for c in at.get("plotly_chart")]
     assert keys[:2] == ["chart_memory", "chart_concurrency"]
-    from planner.plan import Option
+    from planner.plan import FitOption
 
-    if "speed" in Option.model_fields:  # default Mac has a chip: speed charts too
+    if "speed" in FitOption.model_fields:  # default Mac has a chip: speed charts too
         assert keys[2:] == ["chart_decode", "chart_ttft"]
     assert at.code and ("llama-server" in at.code[0].value or "sysctl" in at.code[0].value)
 

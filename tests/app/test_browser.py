@@ -101,12 +101,12 @@ def test_default_page_renders_every_chart(page):
     """The landing page (a chip is chosen, so speed charts too when the core has speed) renders without errors."""
     from playwright.sync_api import expect
 
-    from planner.plan import Option
+    from planner.plan import FitOption
 
     expect.set_options(timeout=TIMEOUT_MS)
     expect(page.get_by_test_id("stAlert").first).to_contain_text("fits")
     _wait_idle(page)
-    n = 4 if "speed" in Option.model_fields else 2
+    n = 4 if "speed" in FitOption.model_fields else 2
     expect(page.locator(".js-plotly-plot")).to_have_count(n)
     assert page.get_by_test_id("stException").count() == 0
     ARTIFACTS.mkdir(exist_ok=True)

@@ -128,10 +128,6 @@ def test_readings_mention_the_limit(p70):
 
 # ----------------------------------------------------------------------------- speed, recommend, buy
 def _speed_plan(**kw):
-    from planner.plan import Option
-
-    if "speed" not in Option.model_fields:
-        pytest.skip("speed not in the plan yet (planner/throughput.py wiring)")
     return plan(PlanRequest(model="llama-3.1-8b", chip="M4 Max", gpu_cores=40, ram_gb=64, users=4,
                             quants=["Q4_K_M", "mlx-4bit-g64"], **kw))
 
