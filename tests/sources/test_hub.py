@@ -4,6 +4,7 @@ and safetensors headers with the published tensor shapes. No client function is 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from fakehub import Repo, fixture_config
