@@ -78,7 +78,11 @@ def _table(rows, speed: bool) -> str:
         line = [str(x.rank), x.model, fmt_params(x.params_b * 1e9), x.runtime, x.quant, x.kv_type, fits]
         if speed:
             rng = f"{fmt_tok_s(x.decode_range[0])}–{fmt_tok_s(x.decode_range[1])}" if x.decode_range else "–"
-            line += [fmt_tok_s(x.decode_tok_s), rng, fmt_tok_s(x.prefill_tok_s)]
+            if "embedding" in x.tasks:   # an embedding model only reads its input: prefill is its speed
+                rng, dec = "–", "–"
+            else:
+                dec = fmt_tok_s(x.decode_tok_s)
+            line += [dec, rng, fmt_tok_s(x.prefill_tok_s)]
         flag = {"tight": "tight", "raise-limit": "raise limit", "no-fit": "no fit"}.get(x.verdict, "")
         why = "; ".join(m.split(":")[0] for m in x.misses)
         line += [f"{x.score:.1f}" if x.score is not None else "–", fmt_bytes(x.memory_left_bytes),

@@ -8,6 +8,7 @@ mlx-lm mlx_lm/models/{llama,qwen3_moe,deepseek_v3,qwen3_next,gpt_oss}.py.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from .errors import UnsupportedArchitectureError
@@ -44,8 +45,8 @@ class Tensor:
     group: str = "attention"  # embedding | output | attention | ffn | experts | shared_experts | router | norm | ssm
     quantizable: bool = True  # llama-quant.cpp tensor_allows_quantization / mlx to_quantized
 
-    @property
-    def n_elements(self) -> int:
+    @functools.cached_property
+    def n_elements(self) -> int:  # cached: summed over every tensor by n_params, weights and geometry
         return self.ne0 * self.ne1 * self.n
 
 
