@@ -230,7 +230,7 @@ def select(qy: Query) -> tuple[list[ModelProfile], dict[str, int]]:
     out, excluded = [], Counter()
     for m in models:
         if qy.task is not None and qy.task not in m.tasks:
-            excluded[f"not a {qy.task} model"] += 1
+            excluded[f"not tagged {qy.task}"] += 1
         elif qy.family is not None and profiles.norm(m.family or "") != profiles.norm(qy.family):
             excluded[f"not {qy.family}"] += 1
         elif qy.max_params_b is not None and m.params_b > qy.max_params_b:
