@@ -244,7 +244,8 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
                         continue
                     budget = capacity.safe_budget(wired if fit.verdict != "raise-limit" else raised, rt)
                     maxc = capacity.max_context(mm, slots, budget, max_pos) or need
-                    sp = speed_at(rf, prompt, gen, slots, workload.users, staggered) if rf is not None else None
+                    sp = (speed_at(rf, prompt, gen, slots, workload.users, staggered, workload.cached_tokens(prompt, rt))
+                          if rf is not None else None)
                     miss = _targets_check(workload, sp)
                     opt = ServingOption(runtime=rt.id, quant=q.id, kv_type=mm.kv.kv_type, slots=slots, context=need,
                                  max_context=max(maxc, need), memory_bytes=total, fit=fit, speed=sp,

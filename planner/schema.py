@@ -52,6 +52,10 @@ class Chip(_Profile):
 
 
 class MacProduct(_Profile):
+    """One Mac configuration Apple sold (product × chip bin × RAM), generated from calibration/data/mac_configs.csv
+    by scripts/gen_mac_configs.py. ``price_basis`` says where the price comes from; ``estimated`` prices follow
+    the rule documented in that script (anchor price + RAM step + GPU-bin step)."""
+
     id: str
     product: str
     form_factor: Literal["desktop", "laptop"]
@@ -60,11 +64,10 @@ class MacProduct(_Profile):
     cpu_cores: int | None = None
     ram_gb: int = Field(gt=0, le=MAX_RAM_GB)
     storage_gb: int | None = None
-    price_usd: float = Field(gt=0)
-    price_confidence: Literal["high", "medium", "low"]
-    price_note: str = ""
-    config_type: str = ""
-    ram_max_gb_for_product: int | None = None
+    price_usd: float = Field(gt=0, description="US launch price of this configuration [USD]")
+    price_confidence: Literal["high", "medium", "low", "estimated"]
+    price_basis: str = Field("", description="list | base+upgrades | estimate | estimated: <anchor and steps>")
+    discontinued: bool = False
     notes: str = ""
 
 
@@ -158,6 +161,8 @@ class _RuntimeBase(_Profile):
                                         "best quality first (a subset of kv_types)")
     runtime_overhead_mib: float = Field(ge=0, description="Metal/runtime fixed overhead [MiB]")
     headroom_mib: float = Field(ge=0, description="Margin below the wired limit for a 'comfortable' verdict [MiB]")
+    prefix_cache: bool = Field(False, description="The server keeps the previous request's KV and prefills only "
+                               "the part of a new prompt after the common prefix")
 
     @model_validator(mode="after")
     def _advised_subset(self):
@@ -419,6 +424,10 @@ class SpeedConstants(BaseModel):
     eta_c_decode: float | None = Field(None, gt=0, le=1, description="Batched-decode matrix-matrix efficiency (B > mv_max_batch) relative to the prefill eta_c × "
                                         "quant_prefill_factor of the same chip and weight class (same kernel_mul_mm, one tile) [1]")
     eta_mv: float | None = Field(None, gt=0, le=1, description="Achieved / peak FLOPS of small-batch matrix-vector kernels [1]")
+    eta_kv: float | None = Field(None, gt=0, le=1, description="Decode attention's KV stream efficiency relative to eta_bw "
+                                 "(flash-attention vector kernel / mlx sdpa_vector) [1]")
+    noflash_kv_factor: float | None = Field(None, ge=1, le=20, description="Decode KV-stream slowdown without flash attention "
+                                            "(separate KQ, softmax, KQV kernels) [1]")
     mv_max_batch: int | None = Field(None, ge=0, le=256, description="Largest batch served by matrix-vector kernels [tokens]")
     mm_tile: int | None = Field(None, ge=1, le=256, description="Batch tile of the matrix-matrix kernel (batches pad up to it) [tokens]")
     moe_bw_factor: float | None = Field(None, gt=0, le=1, description="Bandwidth efficiency of routed-expert reads relative to dense [1]")
