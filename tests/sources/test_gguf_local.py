@@ -238,9 +238,9 @@ def test_catalog_path_unchanged():
         resolve_model("not-a-model-at-all")
 
 
-def test_header_larger_than_the_first_read_and_tokenizer_arrays(tmp_path, monkeypatch):
-    """The local reader reads the header in growing chunks (never the data region): a header larger than the first
-    read, with tokenizer string arrays, gives the same tensors as gguf.GGUFReader (the reference reader)."""
+def test_header_with_tokenizer_arrays_agrees_with_gguf_reader(tmp_path):
+    """The local reader reads the header only (never the data region): a header with tokenizer string arrays
+    gives the same tensors as gguf.GGUFReader (the reference reader)."""
     import gguf
 
     from sources import local
@@ -250,7 +250,6 @@ def test_header_larger_than_the_first_read_and_tokenizer_arrays(tmp_path, monkey
           "tokenizer.ggml.merges": [f"m{i} n{i}" for i in range(20_000)]}
     p = tmp_path / "tok.gguf"
     total = write_gguf(p, "llama", kv, llama_tensors(), file_type=15)
-    monkeypatch.setattr(local, "HEADER_FIRST", 4096)   # 20k + 20k strings: a ~0.5 MB header, many reads
     got_kv, tensors = local.read_gguf(p)
     ref = gguf.GGUFReader(p, "r")
     assert [(t.name, t.n_bytes) for t in tensors] == [(t.name, int(t.n_bytes)) for t in ref.tensors]
@@ -258,15 +257,14 @@ def test_header_larger_than_the_first_read_and_tokenizer_arrays(tmp_path, monkey
     assert got_kv["tokenizer.ggml.tokens"] == 20_000 and got_kv["llama.block_count"] == 32
 
 
-def test_truncated_header_is_one_line_not_a_hang(tmp_path, monkeypatch):
+def test_truncated_header_is_one_line_not_a_hang(tmp_path):
     from sources import local
 
     p = tmp_path / "cut.gguf"
     write_llama8b(p)
     data = p.read_bytes()[:3000]        # the header stops inside the tensor table
     p.write_bytes(data)
-    monkeypatch.setattr(local, "HEADER_FIRST", 1024)
-    with pytest.raises(SourceError, match="header ends after 3,000 bytes, the file is truncated"):
+    with pytest.raises(SourceError, match="not a valid GGUF"):
         local.read_gguf(p)
 
 
