@@ -56,6 +56,8 @@ def render_models(r, top: int = 0) -> str:
         if title:
             out += ["", title]
         out.append(_table(rows[:top] if top else rows, r.chip is not None))
+        if top and len(rows) > top:
+            out.append(f"({top} of {len(rows)} shown; --top 0 lists all)")
     if not r.rows and not r.embedding_rows:
         out.append("(no model in the selection)")
     if r.excluded:
@@ -88,6 +90,8 @@ def _table(rows, speed: bool) -> str:
         line += [f"{x.score:.1f}" if x.score is not None else "–", fmt_bytes(x.memory_left_bytes),
                  ", ".join(s for s in (flag, f"misses {why}" if why else "") if s)]
         body.append(line)
+    if not any(b[-1] for b in body):   # no row is flagged: drop the empty last column
+        body, hdr, al = [b[:-1] for b in body], hdr[:-1], al[:-1]
     return table(body, hdr, al)
 
 def _catalog(json_out: bool) -> None:
