@@ -125,7 +125,7 @@ def gguf_weights(model: ModelProfile, preset: QuantFormat, table: GgmlTypeTable)
             b = row_bytes(types, typ, t.ne0) * rows
             by_group[t.group] = by_group.get(t.group, 0) + b
             by_type[typ] = by_type.get(typ, 0) + b
-    n = sum(t.n_elements for t in ts)
+    n = arch.n_params(model.config)
     total = sum(by_group.values())
     # mmproj files are usually F16 (llama.cpp tools/mtmd)
     vision = int((model.vision_params_b or 0) * 1e9 * 2)
