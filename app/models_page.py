@@ -7,7 +7,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from planner.format import fmt_bytes, fmt_ctx, fmt_params, fmt_tok_s
-from planner.results import ModelsResult, ModelRow
+from planner.results import ModelRow, ModelsResult
 
 PAGE_TITLE = "What can I run on this Mac?"
 NO_CHIP = "(no chip: memory only)"

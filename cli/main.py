@@ -143,6 +143,7 @@ app.command("app")(app_cmd)
 
 
 from .models import models_cmd  # noqa: E402  (plan models: the catalog and what runs on a Mac, cli/models.py)
+
 app.command("models")(models_cmd)
 
 

@@ -242,7 +242,7 @@ def all_quants() -> list[QuantFormat]:
     return [_load("quants", i, "QuantFormat") for i in sorted(_index("quants")) if i != "ggml-types"]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _quant_stems() -> dict[str, str]:
     return {i.lower(): i for i in _index("quants")}
 
