@@ -121,6 +121,7 @@ def _all(kind: str, cls: type[T]) -> list[T]:
 
 def clear_cache() -> None:
     _index.cache_clear()
+    _quant_stems.cache_clear()
     _load.cache_clear()
     _alias_map.cache_clear()
     _calibration_files.cache_clear()
@@ -301,10 +302,15 @@ def all_quants() -> list[QuantFormat]:
     return [_load("quants", i, "QuantFormat") for i in sorted(_index("quants")) if i != "ggml-types"]
 
 
+@functools.cache
+def _quant_stems() -> dict[str, str]:
+    return {i.lower(): i for i in _index("quants")}
+
+
 def load_quant(name: str, kind: str | None = None) -> QuantFormat:
     """A quant format by id or alias: Q4_K_M, q4_k_m, 4bit, 4bit-g32, mlx-8bit-g64, mxfp4, bf16..."""
     key = name.strip()
-    by_stem = {i.lower(): i for i in _index("quants")}
+    by_stem = _quant_stems()
     stem = by_stem.get(key.lower()) or by_stem.get(f"mlx-{key.lower()}")
     if stem and stem != "ggml-types":
         q = _load("quants", stem, "QuantFormat")
