@@ -73,6 +73,13 @@ def plan_cmd(
     gen: int = typer.Option(256, "--gen", help=_h("gen_tokens")),
     json_out: bool = typer.Option(False, "--json", help="Print the whole plan as JSON (same as the app's download)"),
     file: str | None = typer.Option(None, "--file", help="GGUF file to use in a HF repo or folder with several"),
+    images: int = typer.Option(0, "--images", help=_h("images")),
+    image_size: str | None = typer.Option(None, "--image-size", help=_h("image_size")),
+    draft_model: str | None = typer.Option(None, "--draft-model", help=_h("draft_model")),
+    draft_acceptance: float | None = typer.Option(None, "--draft-acceptance", help=_h("draft_acceptance")),
+    draft_tokens: int | None = typer.Option(None, "--draft-tokens", help=_h("draft_tokens")),
+    app_version: str | None = typer.Option(None, "--app-version", help=_h("app_version")),
+    guardrail: str | None = typer.Option(None, "--guardrail", help=_h("guardrail")),
 ):
     """Memory fit (and speed, with --chip) of one model on one Mac, for both runtimes."""
     if ctx.invoked_subcommand is not None:
@@ -87,7 +94,9 @@ def plan_cmd(
                       runtimes=list(runtime) if runtime else ["llama.cpp", "mlx-lm"], quants=list(quant) or None
                       if quant else None, context=context, users=users, kv_type=kv_type, wired_limit_mb=wired_limit,
                       macos=macos, flash_attn=flash_attn, n_ubatch=ubatch,
-                      prompt_tokens=prompt, gen_tokens=gen)
+                      prompt_tokens=prompt, gen_tokens=gen, app_version=app_version, guardrail=guardrail,
+                      images=images, image_size=image_size, draft_model=draft_model,
+                      draft_acceptance=draft_acceptance, draft_tokens=draft_tokens)
     resolved = None
     if not _catalog_id(model):
         from sources import resolve_model  # edge: local files and the HF Hub (lazy: keeps catalog plans fast)
@@ -143,7 +152,11 @@ app.command("app")(app_cmd)
 
 
 from .models import models_cmd  # noqa: E402  (plan models: the catalog and what runs on a Mac, cli/models.py)
+
 app.command("models")(models_cmd)
+from .finetune import finetune_cmd  # noqa: E402  (plan finetune: mlx_lm.lora memory, limits, speed, cli/finetune.py)
+
+app.command("finetune")(finetune_cmd)
 
 
 def _param_name(e) -> str:
