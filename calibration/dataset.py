@@ -332,7 +332,7 @@ _MODEL_RULES: list[tuple[str, str | None, str | None, bool]] = [
 
 def _clean_model(s: str) -> str:
     s = s.strip().lower()
-    for prefix in ("mlx-community/", "hf.co/unsloth/", "meta-llama/", "microsoft_", "mistralai_", "meta-"):
+    for prefix in ("mlx-community/", "hf.co/unsloth/", "meta-llama/", "qwen/", "microsoft_", "mistralai_", "meta-"):
         s = s.removeprefix(prefix)
     return s.replace("meta-llama", "llama").replace(".gguf", "")
 

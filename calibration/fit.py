@@ -37,6 +37,8 @@ from planner.schema import CalibrationProfile, Chip, LlamaCppFamily, Provenance,
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 OUT_DIR = REPO_ROOT / "profiles" / "calibration"
+TRAIN_FILES = (REPO_ROOT / "calibration" / "data" / "measured_benchmarks_train.csv",
+               REPO_ROOT / "calibration" / "data" / "measured_benchmarks_mlx.csv")
 FIT_DATE = date(2026, 11, 29)  # pinned so regeneration is byte-identical; bump when the data changes
 TIERS = ("base", "pro", "max", "ultra")
 GENERATIONS = ("M1", "M2", "M3", "M4", "M5")
@@ -85,6 +87,7 @@ class FitRecord:
     era: str = "current"
     weight: float = 1.0
     label: str = ""
+    source: str = ""             # the CSV's source_group (leave-one-source-out holds a whole one out)
 
     @property
     def chip_id(self) -> str:
@@ -154,7 +157,8 @@ def records_from_measurements(ms) -> tuple[list[FitRecord], Counter]:
             P, G, D = 0, max(m.gen_tokens or 1, 1), m.context_depth or 0
         out.append(FitRecord(runtime=runtime, chip=chip, geo=geo, phase="prefill" if prefill else "decode",
                              prompt=P, gen=G, depth=D, batch=m.batch, value=m.value, flash_attn=bool(fa),
-                             chunk=chunk, era=_era(m.year_month, runtime), label=f"row {m.row_id}"))
+                             chunk=chunk, era=_era(m.year_month, runtime), label=f"row {m.row_id}",
+                             source=m.source_group))
     return out, skipped
 
 
@@ -470,10 +474,12 @@ def _balance(records: list[FitRecord]) -> list[FitRecord]:
     return [replace(r, weight=1.0 / math.sqrt(n[(r.chip_id, r.phase)])) for r in records]
 
 
-def load_training_records(path=None) -> tuple[dict[str, list[FitRecord]], Counter]:
+def load_training_records(paths=None) -> tuple[dict[str, list[FitRecord]], Counter]:
+    """Usable rows of the training CSVs (default: :data:`TRAIN_FILES`) as FitRecords by runtime, balanced."""
     from calibration.dataset import load_measurements, usable_for_efficiency
 
-    ms = [m for m in load_measurements(path) if usable_for_efficiency(m)]
+    paths = [paths] if isinstance(paths, (str, Path)) else (paths or TRAIN_FILES)
+    ms = [m for p in paths for m in load_measurements(p) if usable_for_efficiency(m)]
     recs, skipped = records_from_measurements(ms)
     by_rt: dict[str, list[FitRecord]] = defaultdict(list)
     for r in recs:
@@ -481,10 +487,12 @@ def load_training_records(path=None) -> tuple[dict[str, list[FitRecord]], Counte
     return {k: _balance(v) for k, v in by_rt.items()}, skipped
 
 
-def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None) -> dict[str, tuple[dict, dict, dict]]:
-    """Fit every runtime; returns {runtime: (params, fixed, diagnostics)}. ``exclude_chip`` drops one chip (LOCO)."""
+def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None,
+            exclude_source: str | None = None) -> dict[str, tuple[dict, dict, dict]]:
+    """Fit every runtime; returns {runtime: (params, fixed, diagnostics)}. ``exclude_chip`` drops one chip (LOCO),
+    ``exclude_source`` one source_group (LOSO)."""
     def keep(rs):
-        return [r for r in rs if r.chip_id != exclude_chip]
+        return [r for r in rs if r.chip_id != exclude_chip and r.source != exclude_source]
 
     out = {}
     lc = keep(data.get("llama.cpp", []))
@@ -510,6 +518,50 @@ def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None) -
     return out
 
 
+def held_out_constants(fits, runtime: str, r: FitRecord) -> SpeedConstants:
+    """Constants a refit gives one held-out record, with its build era applied. A runtime the refit has no rows
+    for falls back the way the planner does: ollama to llama.cpp's constants, mlx-lm to its priors."""
+    if runtime in fits:
+        params, fixed, _ = fits[runtime]
+    else:
+        params, fixed = (fits["llama.cpp"][0], {}) if runtime == "ollama" else ({}, {})
+    k = full_constants(params, fixed, r.chip, runtime)
+    return era_adjusted(k, fits["llama.cpp"][0] if runtime != "mlx-lm" else params, r.era)
+
+
+def era_adjusted(k: SpeedConstants, params: dict, era: str) -> SpeedConstants:
+    """Constants of an old llama.cpp build: the nuisance build-era factors applied (current builds: unchanged)."""
+    if era == "current":
+        return k
+    e = params.get(f"era:{era}", 1.0)
+    # batched decode (B > mv_max_batch) runs at eta_c_decode × eta_c · q: the era factor reaches it through eta_c
+    d = params.get("era_decode", 1.0)
+    return k.model_copy(update={"eta_c": min(1.0, k.eta_c * e), "eta_bw": min(1.0, k.eta_bw * d),
+                                "eta_mv": min(1.0, k.eta_mv * params.get("era_mv", 1.0)),
+                                "t_layer_s": k.t_layer_s * params.get("era_tl", 1.0)})
+
+
+def leave_one_source_out(data) -> list[tuple[str, FitRecord, float]]:
+    """For every source_group: refit without it, predict its rows. -> [(runtime, record, predicted tok/s)].
+    A source has its own build, settings and habits, so this is the error on a setup nobody fitted."""
+    out = []
+    for src in sorted({r.source for recs in data.values() for r in recs}):
+        fits = fit_all(data, exclude_source=src)
+        for rt, recs in data.items():
+            for r in recs:
+                if r.source == src:
+                    out.append((rt, r, predict_record(r, held_out_constants(fits, rt, r))))
+    return out
+
+
+def loso_ranges(held: list[tuple[str, FitRecord, float]]) -> dict[str, dict[str, tuple[float, float]]]:
+    """{runtime: range_table of its out-of-source residuals}: the shipped likely ranges."""
+    by = defaultdict(list)
+    for rt, r, p in held:
+        by[rt].append((r, p))
+    return {rt: range_table([r for r, _ in v], [p for _, p in v]) for rt, v in by.items()}
+
+
 def _rows_by_scope(records: list[FitRecord], scope: str) -> int:
     if scope.startswith("tier-"):
         return sum(r.chip.tier == scope[5:] and r.phase == "decode" for r in records)
@@ -518,12 +570,44 @@ def _rows_by_scope(records: list[FitRecord], scope: str) -> int:
     return len(records)
 
 
-def build_profiles(data, fits) -> list[CalibrationProfile]:
+RANGE_QUANTILES = (10.0, 90.0)  # the 80 % likely range
+MIN_RANGE_ROWS = 8              # fewer residuals in a regime: it falls back to its phase's range
+
+
+def regime_of(r: FitRecord) -> str:
+    return tp.regime(r.phase, r.prompt, r.depth, r.batch, KERNELS[r.runtime]["mv_max_batch"])
+
+
+def range_table(records: list[FitRecord], predicted) -> dict[str, tuple[float, float]]:
+    """{regime: (10th, 90th percentile of measured / predicted)} over ``records``; ``predicted`` aligned with them.
+    Fed with out-of-source predictions (calibration.report.loso), so the range says how far a rate on a setup
+    the fit never saw lands from the prediction."""
+    by: dict[str, list[float]] = defaultdict(list)
+    for r, p in zip(records, predicted):
+        by[regime_of(r)].append(r.value / p)
+        by[f"all {r.phase}"].append(r.value / p)
+
+    def q(ratios):
+        lo, hi = np.percentile(ratios, RANGE_QUANTILES)
+        return round(float(lo), 3), round(float(hi), 3)
+
+    out = {reg: q(v) for reg, v in by.items() if len(v) >= MIN_RANGE_ROWS and not reg.startswith("all ")}
+    for ph in ("decode", "prefill"):  # the phase fallback: its own regime, else all rows of the phase
+        if ph not in out and len(by.get(f"all {ph}", [])) >= 2:
+            out[ph] = q(by[f"all {ph}"])
+    return out
+
+
+def build_profiles(data, fits, ranges: dict[str, dict] | None = None) -> list[CalibrationProfile]:
+    """Profiles for every runtime; ``ranges`` ({runtime: range_table}) go into the default scope (in-sample
+    residuals when not given)."""
     out = []
     for runtime, (params, fixed, diag) in fits.items():
         recs = data[runtime]
         # ollama's own files only carry what it fits (η_bw); the rest comes from llama.cpp's chain
         scoped = constants_from_params(params, None if runtime == "ollama" else fixed, runtime)
+        rt_range = (ranges or {}).get(runtime) or range_table(recs, diag["predicted"])
+        scoped["default"] = scoped.get("default", SpeedConstants()).model_copy(update={"likely_range": rt_range})
         dec = diag["ape"][[r.phase == "decode" for r in recs]]
         pre = diag["ape"][[r.phase == "prefill" for r in recs]]
         resid = {}
@@ -546,7 +630,8 @@ def build_profiles(data, fits) -> list[CalibrationProfile]:
                 provenance=Provenance(
                     method="fit: weighted least squares on log rates (calibration.fit.fit_efficiency_least_squares)",
                     fitted_on=FIT_DATE, rows=_rows_by_scope(recs, scope),
-                    data="calibration/data/measured_benchmarks_train.csv (usable_for_efficiency, catalog models)",
+                    data="calibration/data/measured_benchmarks_train.csv + measured_benchmarks_mlx.csv "
+                         "(usable_for_efficiency, catalog models)",
                     residuals=resid, notes=notes)))
     return out
 
@@ -575,10 +660,15 @@ def write_profiles(profs: list[CalibrationProfile], out_dir: Path = OUT_DIR) -> 
     return paths
 
 
-def main(argv: list[str] | None = None) -> int:
+def shipped_profiles():
+    """-> (profiles, fits, skipped): the full fit with likely ranges from leave-one-source-out residuals."""
     data, skipped = load_training_records()
     fits = fit_all(data)
-    profs = build_profiles(data, fits)
+    return build_profiles(data, fits, loso_ranges(leave_one_source_out(data))), fits, skipped
+
+
+def main(argv: list[str] | None = None) -> int:
+    profs, fits, skipped = shipped_profiles()
     paths = write_profiles(profs)
     for rt, (params, _, diag) in fits.items():
         print(f"{rt}: {diag['n_records']} records, cost {diag['cost']:.3f}")

@@ -94,23 +94,9 @@ from .app_cmd import app_cmd  # noqa: E402  (plan app: the web form, cli/app_cmd
 app.command("app")(app_cmd)
 
 
-@app.command("models")
-def models_cmd(json_out: bool = typer.Option(False, "--json", help="Print as JSON")):
-    """List the built-in model catalog."""
-    import json
+from .models import models_cmd  # noqa: E402  (plan models: the catalog and what runs on a Mac, cli/models.py)
 
-    from planner import architecture as arch
-    from planner import profiles
-    from planner.format import fmt_params, table
-
-    ms = profiles.all_models()
-    if json_out:
-        typer.echo(json.dumps([{"id": m.id, "name": m.name, "params": arch.n_params(m.config),
-                                "aliases": m.aliases} for m in ms], indent=2))
-        return
-    rows = [[m.id, m.name, fmt_params(arch.n_params(m.config)), f"{m.config.max_position_embeddings:,}",
-             ", ".join(m.aliases[:3])] for m in ms]
-    typer.echo(table(rows, ["id", "name", "params", "max ctx", "aliases"], "llrrl"))
+app.command("models")(models_cmd)
 
 
 def param_name(e) -> str:

@@ -14,13 +14,14 @@ from planner.predict import predict_result
 
 
 def render(r: dict) -> str:
-    from planner.format import fmt_bytes, fmt_seconds, fmt_tok_s, verdict_text
+    from planner.format import fmt_bytes, fmt_seconds, fmt_tok_s, fmt_tok_s_range, verdict_text
 
     lines = [
         f"{r['model']} {r['quant']} on {r['chip']} ({r['ram_gb']:g} GB) with {r['runtime']}: "
         f"prompt {r['prompt_tokens']} @ depth {r['depth']}, gen {r['gen_tokens']}, batch {r['batch']}",
-        f"  prefill   {fmt_tok_s(r['prefill_tok_s'])} tok/s   TTFT {fmt_seconds(r['ttft_s'])}",
-        f"  decode    {fmt_tok_s(r['decode_tok_s_per_seq'])} tok/s per sequence, {fmt_tok_s(r['decode_tok_s'])} total "
+        f"  prefill   {fmt_tok_s_range(r['prefill_tok_s'], r['prefill_tok_s_range'])}   TTFT {fmt_seconds(r['ttft_s'])}",
+        f"  decode    {fmt_tok_s_range(r['decode_tok_s_per_seq'], r['decode_tok_s_range'])} per sequence, "
+        f"{fmt_tok_s(r['decode_tok_s'])} total "
         f"({r['bound']}-bound; ceiling {fmt_tok_s(r['decode_ceiling_tok_s'])} tok/s; compute-bound from batch "
         f"{r['knee_batch'] or '>4096'})",
         f"  request   {fmt_seconds(r['time_per_request_s'])}",

@@ -83,7 +83,7 @@ def _limit_lines(o: FitOption) -> list[str]:
 
 def render_speed(p: Plan) -> list[str]:
     """Speed table (options with a speed estimate): prefill/TTFT at the prompt, decode per user | total by users."""
-    from planner.format import fmt_seconds, fmt_tok_s
+    from planner.format import fmt_seconds, fmt_tok_s, fmt_tok_s_range
 
     opts = [o for o in p.options if o.speed is not None]
     if not opts:
@@ -100,6 +100,11 @@ def render_speed(p: Plan) -> list[str]:
                        for u in users], "|", *[fmt_tok_s(s.decode_tok_s_total[u]) for u in users]])
     hdr = ["runtime", "quant", "prefill", "TTFT", *[f"{u}u" for u in users], "|", *[f"{u}u" for u in users]]
     out.append(table(rows, hdr, "llrr" + "r" * len(users) + "l" + "r" * len(users)))
+    u0 = users[0]
+    for o in sorted(opts, key=lambda o: (o.quant, o.runtime)):
+        s = o.speed
+        out.append(f"  {o.runtime} {o.quant}: decode {fmt_tok_s_range(s.decode_tok_s_per_seq[u0], s.decode_tok_s_range.get(u0))}"
+                   f" for {u0} user{'s' if u0 > 1 else ''}, prefill {fmt_tok_s_range(s.prefill_tok_s, s.prefill_tok_s_range)}")
     for src in dict.fromkeys(f"{o.runtime}: {o.speed.calibration}" for o in opts):
         out.append(f"  calibration {src}")
     out.append("")

@@ -76,7 +76,16 @@ def gguf_tensor_type(t: arch.Tensor, preset: QuantFormat, model: ModelProfile, t
         counters["attn_v"] += 1
     else:
         i, n = t.layer, cfg.num_hidden_layers
-    rules = counters.setdefault(("rules", name), [r for r in preset.rules if _matches(r.tensor, name)])
+    rules = counters.get(("rules", name))
+    if rules is None:  # not setdefault: that would rebuild the list for every tensor
+        rules = counters[("rules", name)] = [r for r in preset.rules if _matches(r.tensor, name)]
+    # rules that test only model-level conditions give every layer the same type: decide once per (name, row)
+    free = counters.get(("free", name))
+    if free is None:
+        free = counters[("free", name)] = all(c.removeprefix("not_") in static for r in rules for c in r.when)
+    key = ("type", name, t.ne0)
+    if free and key in counters:
+        return counters[key]
     typ = base
     for r in rules:
         if all(_cond(c, i, n, static) for c in r.when) and (r.if_type_in is None or typ in r.if_type_in):
@@ -84,7 +93,10 @@ def gguf_tensor_type(t: arch.Tensor, preset: QuantFormat, model: ModelProfile, t
     # tensor_type_fallback(): the row must be a whole number of blocks
     while t.ne0 % types[typ].block_size != 0:
         typ = types[typ].fallback or "F16"
-    return typ or "F16"
+    typ = typ or "F16"
+    if free:
+        counters[key] = typ
+    return typ
 
 
 def row_bytes(types: dict, typ: str, ne0: int) -> int:
@@ -150,11 +162,21 @@ def weights(model: ModelProfile, quant: QuantFormat, runtime: Runtime, table: Gg
 
 
 # --------------------------------------------------------------------------- KV cache
+_LOWER: dict[int, tuple[GgmlTypeTable, dict]] = {}
+
+
+def _types_lower(table: GgmlTypeTable) -> dict:
+    """name.lower() -> type, built once per table (kv_element_bytes runs per cache layer per KV type)."""
+    hit = _LOWER.get(id(table))
+    if hit is None or hit[0] is not table:
+        hit = _LOWER[id(table)] = (table, {t.name.lower(): t for t in table.types})
+    return hit[1]
+
+
 def kv_element_bytes(kv_type: str, runtime: Runtime, table: GgmlTypeTable, ne0: int) -> float:
     """Bytes per KV row element: ggml_row_size for llama.cpp; mlx QuantizedKVCache bits + 32/group."""
     if not isinstance(runtime, MlxRuntime):
-        types = {t.name.lower(): t for t in table.types}
-        tt = types[kv_type.lower()]
+        tt = _types_lower(table)[kv_type.lower()]
         if ne0 % tt.block_size:
             raise InputError(f"--kv-type {kv_type}: row of {ne0} values is not a multiple of its block {tt.block_size}")
         return tt.bytes_per_block / tt.block_size
@@ -184,7 +206,24 @@ def _mlx_rotating(model: ModelProfile, runtime: Runtime) -> bool:
         c.kind == "sliding" for c in arch.cache_layers(model.config))
 
 
+_KV_MEMO: dict[tuple, tuple] = {}
+
+
 def kv_layout(model: ModelProfile, runtime: Runtime, kv_type: str, table: GgmlTypeTable) -> KVLayout:
+    """KV bytes per token of one (model, runtime, KV type): the same for every quant, so memoised on the identity
+    of the (frozen, loaded-once) profiles; the entry keeps them alive so an id is not reused."""
+    key = (id(model), id(runtime), kv_type, id(table))
+    hit = _KV_MEMO.get(key)
+    if hit is not None and hit[0] is model and hit[1] is runtime and hit[2] is table:
+        return hit[3]
+    out = _kv_layout(model, runtime, kv_type, table)
+    if len(_KV_MEMO) > 4096:
+        _KV_MEMO.clear()
+    _KV_MEMO[key] = (model, runtime, table, out)
+    return out
+
+
+def _kv_layout(model: ModelProfile, runtime: Runtime, kv_type: str, table: GgmlTypeTable) -> KVLayout:
     layers = arch.cache_layers(model.config)
     full = swa = 0.0
     state = 0
@@ -287,7 +326,7 @@ class MemoryModel:
         per head when the fused SDPA kernel does not apply (head_dim not fused, MLA, quantized KV)."""
         m = self.model.config
         act = rt.activation_bytes
-        ffn = max(m.intermediate_size if not m.is_moe else 0,
+        ffn = max(m.dense_ffn if not m.is_moe or m.interleave_moe_layer_step else 0,
                   (m.num_experts_per_tok or 0) * m.expert_ffn + m.shared_ffn)
         per_chunk = S * (2 * m.hidden_size + 3 * ffn) * act
         unfused = m.head_dim not in rt.fused_sdpa_head_dims or m.is_mla or self.kv.kv_type != "bf16"

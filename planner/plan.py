@@ -116,7 +116,10 @@ def describe_architecture(m: ModelProfile) -> str:
         kind = "MHA" if c.num_key_value_heads == c.num_attention_heads else "GQA"
         parts.append(f"{kind} {c.num_attention_heads}/{c.num_key_value_heads} heads × {c.head_dim}")
     if "sliding" in kinds:
-        parts.append(f"{kinds.count('sliding')} of {len(kinds)} layers sliding-window ({c.sliding_window})")
+        if c.attention_chunk_size and "chunked_attention" in (c.layer_types or []):
+            parts.append(f"{kinds.count('sliding')} of {len(kinds)} layers chunked attention ({c.attention_chunk_size})")
+        else:
+            parts.append(f"{kinds.count('sliding')} of {len(kinds)} layers sliding-window ({c.sliding_window})")
     if c.is_moe:
         parts.append(f"MoE {c.num_experts_per_tok}/{c.n_experts} experts")
     return ", ".join(parts)
@@ -329,6 +332,8 @@ def with_speed(opt: FitOption, mm: MemoryModel, q, chip: Chip | None, req: PlanR
         prompt_tokens=P, gen_tokens=G, prefill_tok_s=one.prefill_tok_s, ttft_s=one.ttft_s,
         time_per_request_s=one.time_per_request_s,
         decode_tok_s_per_seq={u: e.decode_tok_s_per_seq for u, e in ests.items()},
+        decode_tok_s_range={u: e.decode_tok_s_range for u, e in ests.items()},
+        prefill_tok_s_range=one.prefill_tok_s_range,
         decode_tok_s_total={u: e.decode_tok_s for u, e in ests.items()},
         bound={u: e.bound for u, e in ests.items()}, knee_batch=one.knee_batch, calibration=res.source)
     return opt.model_copy(update={"speed": speed})

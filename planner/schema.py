@@ -265,6 +265,10 @@ class ModelConfig(BaseModel):
     moe_layer_freq: int | None = Field(None, gt=0, le=MAX_DIM)
     decoder_sparse_step: int | None = Field(None, gt=0, le=MAX_DIM)
     mlp_only_layers: list[Annotated[int, Field(ge=0, le=MAX_LAYERS)]] | None = None
+    # Llama 4: every step-th layer is MoE, the others dense with their own FFN width (configuration_llama4.py)
+    interleave_moe_layer_step: int | None = Field(None, gt=0, le=MAX_LAYERS)
+    intermediate_size_mlp: int | None = Field(None, gt=0, le=MAX_DIM)
+    attention_chunk_size: int | None = Field(None, gt=0, le=MAX_CTX)
     # MLA
     kv_lora_rank: int | None = Field(None, gt=0, le=MAX_DIM)
     q_lora_rank: int | None = Field(None, gt=0, le=MAX_DIM)
@@ -297,6 +301,8 @@ class ModelConfig(BaseModel):
             object.__setattr__(self, "layer_types", lt)
         if self.layer_types and "sliding_attention" in self.layer_types and not self.sliding_window:
             raise ValueError("layer_types has sliding_attention layers but sliding_window is missing")
+        if self.layer_types and "chunked_attention" in self.layer_types and not self.attention_chunk_size:
+            raise ValueError("layer_types has chunked_attention layers but attention_chunk_size is missing")
         if self.n_experts and not self.num_experts_per_tok:
             raise ValueError("MoE config needs num_experts_per_tok")
         return self
@@ -324,8 +330,16 @@ class ModelConfig(BaseModel):
             return False
         if self.first_k_dense_replace is not None and i < self.first_k_dense_replace:
             return False
+        if self.interleave_moe_layer_step:
+            # transformers configuration_llama4.py: moe_layers = range(step - 1, n_layers, step)
+            return (i + 1) % self.interleave_moe_layer_step == 0
         step = self.decoder_sparse_step or self.moe_layer_freq or 1
         return (i + 1) % step == 0 if self.decoder_sparse_step else i % step == 0
+
+    @property
+    def dense_ffn(self) -> int:
+        """FFN width of the dense (non-MoE) layers: Llama 4 gives them intermediate_size_mlp."""
+        return self.intermediate_size_mlp or self.intermediate_size
 
     @property
     def expert_ffn(self) -> int:
@@ -413,6 +427,9 @@ class SpeedConstants(BaseModel):
     quant_prefill_factor: dict[str, float] | None = Field(
         None, description="Multiplier on eta_c by weight class (dequantization cost in matmuls) [1]")
     matrix_unit_factor: float | None = Field(None, ge=1, le=10, description="Compute speed-up from GPU matrix units (M5) [1]")
+    likely_range: dict[str, tuple[float, float]] | None = Field(
+        None, description="80 % range of measured / predicted rate by regime (decode, decode_deep, decode_batched, "
+                          "prefill, prefill_deep): the 10th and 90th percentile of out-of-source residuals [1]")
 
     def merged(self, other: SpeedConstants) -> SpeedConstants:
         """self overridden by the non-None fields of other (quant factors merge key by key)."""
@@ -420,14 +437,15 @@ class SpeedConstants(BaseModel):
         for k, v in other.model_dump().items():
             if v is None:
                 continue
-            if k == "quant_prefill_factor" and data.get(k):
+            if k in ("quant_prefill_factor", "likely_range") and data.get(k):
                 data[k] = {**data[k], **v}
             else:
                 data[k] = v
         return SpeedConstants(**data)
 
     def missing(self) -> list[str]:
-        return [k for k, v in self.model_dump().items() if v is None]
+        """Required fields still unset (the likely range is optional: without it a rate has no range)."""
+        return [k for k, v in self.model_dump().items() if v is None and k != "likely_range"]
 
 
 class CalibrationProfile(BaseModel):

@@ -297,6 +297,32 @@ def _causal_keys(g: Geometry, prompt: int, depth: int) -> float:
     return g.attn_full * _keys_sum(prompt, depth, None) + g.attn_swa * _keys_sum(prompt, depth, g.window)
 
 
+# --------------------------------------------------------------------------- likely range
+DEEP_CONTEXT = 4096  # tokens: above it decode reads more KV than a short chat does (regime boundary of the ranges)
+
+
+def regime(phase: str, prompt: int, depth: int, batch: int, mv_max_batch: int = 8) -> str:
+    """Which residual distribution a rate falls in: decode | decode_deep | decode_batched | prefill | prefill_deep.
+    The ranges are fitted per (runtime, regime) by calibration.fit from out-of-source residuals."""
+    if phase == "decode":
+        if batch > mv_max_batch:
+            return "decode_batched"
+        return "decode_deep" if depth + prompt >= DEEP_CONTEXT else "decode"
+    return "prefill_deep" if depth + prompt >= 2 * DEEP_CONTEXT else "prefill"
+
+
+def likely_range(k: SpeedConstants, rate: float, phase: str, prompt: int, depth: int, batch: int,
+                 ceiling: float | None = None) -> tuple[float, float]:
+    """80 % range (low, high) of a predicted ``rate``: rate × the 10th / 90th percentile of measured / predicted
+    in this regime (falling back to the phase's own; no table = no spread). The high end is capped at
+    ``ceiling`` (decode: BW / bytes per step, which no measurement can beat)."""
+    table = k.likely_range or {}
+    r = regime(phase, prompt, depth, batch, k.mv_max_batch or 8)
+    lo, hi = table.get(r) or table.get(phase) or (1.0, 1.0)
+    high = rate * hi if ceiling is None else min(rate * hi, max(ceiling, rate))
+    return min(rate * lo, rate), max(high, rate)
+
+
 def roofline(geo: Geometry, chip: Chip, resolved: ResolvedSpeedConstants, runtime_family: str,
              flash_attn: bool = True, chunk: int = 512, reference_chips: list[Chip] | None = None) -> Roofline:
     k = resolved.constants
@@ -325,8 +351,11 @@ def estimate(rf: Roofline, prompt: int, gen: int, depth: int = 0, batch: int = 1
     per_seq = g_eff / t_dec
     _, t_mem, t_cmp = rf.step_parts(batch, start)
     step_bytes = rf.step_bytes(batch, start)
+    pf = (prompt * batch / t_pf) if prompt else 0.0
     return ThroughputEstimate(
-        prefill_tok_s=(prompt * batch / t_pf) if prompt else 0.0,
+        prefill_tok_s=pf,
+        decode_tok_s_range=likely_range(rf.k, per_seq, "decode", prompt, depth, batch, rf.bw / step_bytes),
+        prefill_tok_s_range=likely_range(rf.k, pf, "prefill", prompt, depth, batch),
         ttft_s=t_pf + first_step,
         decode_tok_s=per_seq * batch,
         decode_tok_s_per_seq=per_seq,

@@ -48,6 +48,7 @@ class NeedMore(Exception):
 
 
 _SCALAR = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+_U64 = struct.Struct("<Q")
 MAX_ARRAY_KEEP = 4096  # keep numeric arrays up to this length (per-layer values); longer ones keep only their length
 
 
@@ -77,6 +78,20 @@ def parse_header(buf: bytes, source: str) -> tuple[dict, list[TensorInfo]]:
             raise SourceError(f"{source} is not a valid GGUF (string of {n} bytes): re-download it")
         return take(n).decode("utf-8", errors="replace")
 
+    def skip_strings(n: int) -> None:
+        """A string array (tokenizer vocab, merges: 400k strings in a Llama 3 header) kept only as its length:
+        walk the lengths without slicing or decoding."""
+        nonlocal pos
+        p, unpack = pos, _U64.unpack_from
+        try:
+            for _ in range(n):
+                p += 8 + unpack(buf, p)[0]   # an absurd length runs past the buffer: NeedMore, then the size cap
+        except struct.error:
+            raise NeedMore() from None
+        if p > len(buf):
+            raise NeedMore()
+        pos = p
+
     def value(t: int):
         if t in _SCALAR:
             f = _SCALAR[t]
@@ -94,8 +109,7 @@ def parse_header(buf: bytes, source: str) -> tuple[dict, list[TensorInfo]]:
                     return list(struct.unpack("<" + _SCALAR[sub][1] * n, raw))
                 return _ArrayLen(n)
             if sub == 8:
-                for _ in range(n):
-                    string()
+                skip_strings(n)
                 return _ArrayLen(n)
             raise SourceError(f"{source} is not a valid GGUF (array of type {sub}): re-download it")
         raise SourceError(f"{source} is not a valid GGUF (value type {t}): re-download it")

@@ -28,8 +28,19 @@ MODEL_DEFAULTS = {
                     "sliding_window_pattern": 6},
     "gemma2": {"vocab_size": 256_000, "max_position_embeddings": 8192, "tie_word_embeddings": True},
     "gemma": {"tie_word_embeddings": True},
+    # transformers modeling_qwen2.py: q/k/v projections always carry a bias (the config has no key for it)
+    "qwen2": {"attention_bias": True},
 }
 VLM_TEXT_TYPES = {"gemma3": "gemma3_text", "mistral3": "mistral", "llava": "llama"}
+# VLMs whose language model is a known text architecture with only M-RoPE positions changed (same tensors and
+# KV cache): transformers modeling_qwen2_5_vl.py Qwen2_5_VLTextModel reuses the Qwen2 decoder layer
+VLM_FLAT_TYPES = {"qwen2_vl": "qwen2", "qwen2_5_vl": "qwen2"}
+# text_config model_types whose tensors and KV cache are those of a known text model: Llama 4's own layout;
+# Qwen3-VL's decoders are Qwen3 / Qwen3-MoE with interleaved M-RoPE and DeepStack features added to the hidden
+# states (positions and activations, no extra weights): transformers modeling_qwen3_vl.py / modeling_qwen3_vl_moe.py
+TEXT_TYPES = {"llama4_text": "llama4", "qwen3_vl_text": "qwen3", "qwen3_vl_moe_text": "qwen3_moe"}
+# key spellings of configs written before the transformers names settled (EXAONE 3.x configuration_exaone.py)
+KEY_ALIASES = {"num_layers": "num_hidden_layers"}
 
 
 def swa_layer_types(n_layers: int, pattern: int, first_sliding: bool = True) -> list[str]:
@@ -48,17 +59,28 @@ def from_hf_config(raw: dict, source: str = "config.json") -> ModelConfig:
         # VLM wrapper (Gemma3ForConditionalGeneration, Mistral3, Qwen-VL): the LM lives in text_config
         merged = {k: v for k, v in d.items() if k not in ("text_config", "vision_config")}
         merged.update(tc)
-        if not tc.get("model_type"):
+        if not tc.get("model_type") or outer_type in VLM_FLAT_TYPES:
             merged["model_type"] = VLM_TEXT_TYPES.get(outer_type, outer_type)
         elif tc.get("model_type") == "gemma3":
             merged["model_type"] = "gemma3_text"
         d = merged
+    if d.get("model_type") in TEXT_TYPES:
+        d["model_type"] = TEXT_TYPES[d["model_type"]]
+    for src, dst in KEY_ALIASES.items():
+        if dst not in d and src in d:
+            d[dst] = d[src]
+    if d.get("model_type") in VLM_FLAT_TYPES:
+        d["model_type"] = VLM_FLAT_TYPES[d["model_type"]]
     mt = d.get("model_type")
     if not mt:
         raise SourceError(f"{source}: no model_type; is this a transformers config.json?")
     if any(d.get(k) is not None for k in SSM_KEYS):
         raise UnsupportedArchitectureError(
             f"{source}: model_type {mt!r} is not supported yet: Mamba/state-space layers are not modelled")
+    if 0 in (d.get("attn_type_list") or []):
+        # MiniMax-Text-01 / M1: attn_type 0 = lightning (linear) attention, 1 = softmax (configuration_minimax.py)
+        raise UnsupportedArchitectureError(
+            f"{source}: model_type {mt!r} is not supported yet: lightning (linear) attention layers are not modelled")
     lt = d.get("layer_types")
     if isinstance(lt, list):
         unknown = sorted({str(t) for t in lt} - LAYER_TYPES)
@@ -83,6 +105,9 @@ def from_hf_config(raw: dict, source: str = "config.json") -> ModelConfig:
         d["sliding_window"] = None  # Qwen2.5 carries sliding_window but does not use it
     if d.get("max_position_embeddings") is None:
         d["max_position_embeddings"] = d.get("max_seq_len") or d.get("seq_length") or 4096
+    sw, ctx = d.get("sliding_window"), d.get("max_position_embeddings")
+    if not lt and isinstance(sw, int) and isinstance(ctx, int) and sw >= ctx:
+        d["sliding_window"] = None  # a window no shorter than the context never slides (Phi-3.5, Ministral 8B)
     n_layers = d.get("num_hidden_layers")
     if not lt and d.get("sliding_window") and isinstance(n_layers, int) and n_layers > 0:
         pattern = d.get("sliding_window_pattern")
@@ -96,6 +121,8 @@ def from_hf_config(raw: dict, source: str = "config.json") -> ModelConfig:
         # other models with a sliding_window but no pattern (Mistral 7B v0.1) slide on every layer
         elif mt in ("mistral", "mixtral", "starcoder2") and d.get("sliding_window"):
             d["layer_types"] = ["sliding_attention"] * n_layers
+    if mt == "llama4":
+        _llama4(d)
     for k in ("mlp_only_layers",):
         if d.get(k) == []:
             d[k] = None if k != "mlp_only_layers" else []
@@ -117,3 +144,18 @@ def from_hf_config(raw: dict, source: str = "config.json") -> ModelConfig:
         return ModelConfig.model_validate(kept)
     except ValidationError as e:
         raise SourceError(render_validation_error(source, e)) from None
+
+
+def _llama4(d: dict[str, Any]) -> None:
+    """transformers configuration_llama4.py Llama4TextConfig: layers with RoPE use chunked attention, every
+    no_rope_layer_interval-th layer is global NoPE attention; the MoE block adds a shared expert as wide as the
+    routed ones (modeling_llama4.py Llama4TextMoe.shared_expert = Llama4TextMLP(config))."""
+    n = d.get("num_hidden_layers")
+    if not isinstance(n, int) or n <= 0:
+        return
+    rope = d.get("no_rope_layers") or [int((i + 1) % int(d.get("no_rope_layer_interval") or 4) != 0) for i in range(n)]
+    if d.get("attention_chunk_size") and not d.get("layer_types") and len(rope) == n:
+        d["layer_types"] = ["chunked_attention" if r else "full_attention" for r in rope]
+    if d.get("num_local_experts") and d.get("shared_expert_intermediate_size") is None:
+        d["shared_expert_intermediate_size"] = d.get("intermediate_size")
+    d.setdefault("interleave_moe_layer_step", 1)

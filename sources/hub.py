@@ -17,7 +17,7 @@ from pathlib import Path
 
 from planner.errors import PlannerError
 
-from .errors import HubError, SourceError
+from .errors import HubError, SourceError, missing_part
 
 CACHE_TTL_S = 24 * 3600
 HEADER_FIRST = 2 * 2**20      # first ranged read [bytes]; grows x4 until the header parses
@@ -102,6 +102,8 @@ def resolve_hub(repo: str, file: str | None = None, quant: str | None = None):
         resolved = _fetch(repo, file, quant)
     except PlannerError:
         raise
+    except ImportError as e:
+        raise missing_part(e, f"--model {repo} (a Hugging Face repo)") from None
     except Exception as e:  # noqa: BLE001 - map every client/network failure to one line
         raise _map_error(e, repo) from None
     _cache_write(path, resolved)

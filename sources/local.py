@@ -9,43 +9,64 @@ from pathlib import Path
 
 from planner.results import WeightsEstimate
 
-from .errors import SourceError
+from .errors import SourceError, missing_part
 from .ggufmeta import (
     GGUF_MAGIC,
     TensorInfo,
     config_from_gguf,
     exact_weights,
-    kv_from_reader,
     quant_from_gguf,
-    tensors_from_reader,
 )
 
 SPLIT_RE = re.compile(r"^(?P<prefix>.*)-(?P<i>\d{5})-of-(?P<n>\d{5})\.gguf$", re.IGNORECASE)
 
 
+HEADER_FIRST = 16 * 2**20    # first read [bytes]: a Llama 3 GGUF header (tokenizer included) is ~8 MiB
+HEADER_MAX = 256 * 2**20     # refuse a header larger than this
+
+
 def read_gguf(path: Path) -> tuple[dict, list[TensorInfo]]:
-    """Metadata and tensor infos of one GGUF via gguf.GGUFReader (memory-mapped: instant even for 40 GB).
-    Every failure of the reader becomes one SourceError line."""
+    """Metadata and tensor infos of one GGUF: the header and tensor table only, read in growing chunks and parsed
+    by ggufmeta.parse_header (never the data region; GGUFReader's full parse took 20-90 s on a 70B file's
+    tokenizer arrays). Every failure becomes one SourceError line."""
+    from .ggufmeta import NeedMore, parse_header
+
     src = str(path)
     try:
         with open(path, "rb") as f:
             head = f.read(4)
+            if head != GGUF_MAGIC:
+                raise SourceError(f"{src} is not a valid GGUF (wrong magic {head[:4]!r}): re-download it")
+            size = HEADER_FIRST
+            while True:
+                f.seek(0)
+                buf = f.read(size)
+                try:
+                    return _parse(parse_header, buf, src)
+                except NeedMore:
+                    if len(buf) < size:
+                        raise SourceError(f"{src} is not a valid GGUF (header ends after {len(buf):,} bytes, the "
+                                          "file is truncated): re-download it") from None
+                    if size >= HEADER_MAX:
+                        raise SourceError(f"{src} is not a valid GGUF (header over {HEADER_MAX >> 20} MiB): "
+                                          "re-download it") from None
+                    size *= 4
     except OSError as e:
         raise SourceError(f"{src}: cannot read ({e.strerror or e.__class__.__name__}); check the path") from None
-    if head != GGUF_MAGIC:
-        raise SourceError(f"{src} is not a valid GGUF (wrong magic {head[:4]!r}): re-download it")
-    try:
-        import gguf
 
-        reader = gguf.GGUFReader(path, "r")
-        kv = kv_from_reader(reader)
-        tensors = tensors_from_reader(reader, src)
-    except SourceError:
+
+def _parse(parse_header, buf: bytes, src: str):
+    from .ggufmeta import NeedMore
+
+    try:
+        return parse_header(buf, src)
+    except (SourceError, NeedMore):
         raise
-    except Exception as e:  # noqa: BLE001 - the reader raises anything on a damaged file
+    except ImportError as e:
+        raise missing_part(e, f"reading {src}") from None
+    except Exception as e:  # noqa: BLE001 - a damaged header raises anything
         msg = str(e).splitlines()[0][:80] if str(e) else e.__class__.__name__
         raise SourceError(f"{src} is not a valid GGUF ({e.__class__.__name__}: {msg}): re-download it") from None
-    return kv, tensors
 
 
 def gguf_shards(path: Path) -> list[Path]:

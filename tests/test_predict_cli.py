@@ -11,7 +11,7 @@ from planner import profiles
 
 CONTRACT = ["--chip", "M3 Max", "--gpu-cores", "40", "--ram", "64", "--model", "llama-2-7b", "--quant", "Q4_0",
             "--runtime", "llama.cpp", "--prompt", "512", "--gen", "128", "--depth", "0", "--batch", "1", "--json"]
-KEYS = ["prefill_tok_s", "decode_tok_s", "decode_tok_s_per_seq", "ttft_s", "fits", "peak_memory_bytes",
+KEYS = ["prefill_tok_s", "decode_tok_s", "decode_tok_s_per_seq", "decode_tok_s_range", "prefill_tok_s_range", "ttft_s", "fits", "peak_memory_bytes",
         "wired_limit_bytes", "bound"]
 
 
@@ -34,6 +34,20 @@ def test_contract_keys_and_types(capsys):
     assert r["peak_memory_bytes"] < r["wired_limit_bytes"]
     assert r["ttft_s"] > 512 / r["prefill_tok_s"]
     assert r["calibration"].startswith("fitted")
+
+
+def test_ranges_are_in_the_contract(capsys):
+    """predict --json carries the 80 % likely ranges [low, high] around the point rates, and the text shows them."""
+    code, out, err = run(capsys, CONTRACT)
+    assert code == 0, err
+    r = json.loads(out)
+    lo, hi = r["decode_tok_s_range"]
+    assert lo < r["decode_tok_s_per_seq"] < hi <= r["decode_ceiling_tok_s"]
+    lo, hi = r["prefill_tok_s_range"]
+    assert lo < r["prefill_tok_s"] < hi
+    code, out, err = run(capsys, CONTRACT[:-1])
+    assert code == 0, err
+    assert out.count("(likely ") == 2
 
 
 def test_batch_aggregates_and_defaults(capsys):

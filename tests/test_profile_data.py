@@ -211,6 +211,8 @@ def param_count(c: dict) -> int:
             is_moe = i >= c.get("first_k_dense_replace", 0) and i % c.get("moe_layer_freq", 1) == 0
         elif c.get("num_experts"):
             is_moe = i not in c.get("mlp_only_layers", []) and (i + 1) % c.get("decoder_sparse_step", 1) == 0
+        elif c.get("interleave_moe_layer_step"):  # Llama 4: layers step-1, 2*step-1, ... are MoE
+            is_moe = (i + 1) % c["interleave_moe_layer_step"] == 0
         else:
             is_moe = bool(n_exp)
         if is_moe:
@@ -221,9 +223,10 @@ def param_count(c: dict) -> int:
             if c.get("n_shared_experts"):
                 total += c["n_shared_experts"] * 3 * h * f
             if c.get("shared_expert_intermediate_size"):
-                total += 3 * h * c["shared_expert_intermediate_size"] + h  # shared expert + its gate
+                total += 3 * h * c["shared_expert_intermediate_size"]
+                total += h if c["model_type"] == "qwen2_moe" else 0  # Qwen2-MoE gates its shared expert
         else:
-            total += 3 * h * c["intermediate_size"]
+            total += 3 * h * c.get("intermediate_size_mlp", c["intermediate_size"])
     return total
 
 
@@ -265,12 +268,16 @@ def test_model_layer_types(stem):
     if types is None:
         assert "sliding_window" not in c, f"{stem}: sliding_window without layer_types"
         return
-    assert len(types) == n and set(types) <= {"full_attention", "sliding_attention", "linear_attention"}
+    assert len(types) == n and set(types) <= {"full_attention", "sliding_attention", "linear_attention",
+                                              "chunked_attention"}
+    assert ("chunked_attention" in types) == (c.get("attention_chunk_size") is not None)
     assert ("sliding_attention" in types) == (c.get("sliding_window") is not None)
     if mt in {"gemma2", "gpt_oss"}:
         expected = ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(n)]
     elif mt == "gemma3_text":
         expected = ["full_attention" if (i + 1) % 6 == 0 else "sliding_attention" for i in range(n)]
+    elif mt == "llama4":  # transformers configuration_llama4.py: every 4th layer is global NoPE attention
+        expected = ["full_attention" if (i + 1) % 4 == 0 else "chunked_attention" for i in range(n)]
     elif mt == "qwen3_next":
         iv = c["full_attention_interval"]
         expected = ["full_attention" if (i + 1) % iv == 0 else "linear_attention" for i in range(n)]
