@@ -38,9 +38,9 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from planner import architecture as arch
-from planner.schema import ModelConfig, ModelProfile
-from sources.hfconfig import from_hf_config
+from planner import architecture as arch  # noqa: E402 (after the sys.path line)
+from planner.schema import ModelConfig, ModelProfile  # noqa: E402
+from sources.hfconfig import from_hf_config  # noqa: E402
 
 OUT = ROOT / "profiles" / "models"
 TOP_KEYS = ["id", "name", "family", "tasks", "quality", "hf_repo", "aliases", "params_b", "active_params_b",
