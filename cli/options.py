@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import typer
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
@@ -25,6 +24,8 @@ def opt(request: type[BaseModel], field: str, *decls: str, default: Any = _UNSET
         else:
             default = f.default
     text = (f.description or "") + help_suffix + (" (repeatable)" if repeatable else "")
+    import typer  # here, not at the top: cli/plan.py (the fast path) uses values() without typer
+
     return typer.Option(default, *decls, help=text)
 
 
