@@ -38,3 +38,8 @@ def values(request: type[BaseModel], given: dict[str, Any]) -> dict[str, Any]:
             continue
         out[name] = list(v) if isinstance(v, (list, tuple)) else v
     return out
+
+
+def check(request: type[BaseModel], given: dict[str, Any]) -> BaseModel:
+    """Validate a command's arguments against its request model (a bad value: one line naming the flag)."""
+    return request(**values(request, {k: v for k, v in given.items() if k in request.model_fields}))
