@@ -15,7 +15,7 @@ from planner import capacity as C
 from planner import memory as M
 from planner import profiles as P
 from planner.plan import DEFAULT_QUANTS, PlanRequest, plan
-from planner.units import GiB, MiB
+from planner.units import GiB
 
 SETTINGS = settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 TABLE = P.ggml_types()
@@ -70,12 +70,15 @@ def test_mlx_weight_warning_boundary_by_hand():
 @given(st.sampled_from(COMBOS), st.sampled_from(RAM_SIZES), st.sampled_from([1, 2, 4, 8, 16]))
 def test_every_max_context_answer_fits(combo, ram, users):
     """What the plan calls the longest comfortable context gets the verdict 'fits' from capacity.fit, and
-    with the raised limit 'fits' under the raised limit.
-    Catches: max_context searching against the limit instead of the budget, or ignoring a verdict rule."""
+    with the raised limit 'fits' under the raised limit (mlx-lm's weight warning included: when it fires,
+    nothing is comfortable).
+    Catches: max_context searching against the limit instead of the budget, or a verdict rule (the mlx weight
+    warning) that the capacity search ignores."""
     m = mm(*combo)
     lim = P.load_model(combo[0]).config.max_position_embeddings
-    for wired in (C.wired_limit(ram, MACOS), C.wired_limit(ram, MACOS, C.wired_limit(ram, MACOS).max_raise_bytes // MiB)):
-        c = C.max_context(m, users, C.safe_budget(wired, m.runtime), lim)
+    default = C.wired_limit(ram, MACOS)
+    for wired in (default, C.raised_limit(ram, MACOS, default)):
+        c = C.max_context(m, users, C.comfortable_budget(wired, m.runtime, m.weights.total_bytes), lim)
         if c:
             assert C.fit(m.total(c, users), m.weights.total_bytes, wired, m.runtime).verdict == "fits"
 
