@@ -307,31 +307,63 @@ def recipe_text(o) -> str:
 def _buy_line(label: str, x) -> str:
     if x is None:
         return ""
-    sp = (f", {fmt_tok_s(x.decode_tok_s_per_user)} tok/s per user, first token in {fmt_seconds(x.ttft_s)}"
+    rng = f" (likely {fmt_tok_s(x.decode_range[0])}–{fmt_tok_s(x.decode_range[1])})" if x.decode_range else ""
+    sp = (f", {fmt_tok_s(x.decode_tok_s_per_user)} tok/s per user{rng}, first token in {fmt_seconds(x.ttft_s)}"
           if x.decode_tok_s_per_user is not None else "")
-    return (f"**{label}:** {x.product}, {x.chip}, {x.ram_gb} GB — ${x.price_usd:,.0f} "
+    return (f"**{label}:** {x.product}, {x.chip}, {x.ram_gb} GB — ${x.price_usd:,.0f}, {x.price_confidence} price "
             f"({x.runtime} · {x.quant}{sp}).")
+
+
+def buy_picks(b) -> list[str]:
+    """The labelled picks, all within the budget: cheapest, best value, fastest on the chart's axis."""
+    axis = "aggregate tok/s" if b.speed_axis == "decode_tok_s" else "tok/s per user"
+    within = f" within ${b.budget_usd:,.0f}" if b.budget_usd else ""
+    return [x for x in (_buy_line(f"Cheapest that meets the targets{within}", b.cheapest),
+                        _buy_line("Best value (most tok/s per dollar)", b.best_value),
+                        _buy_line(f"Fastest{within} (highest {axis})", b.fastest_within_budget)) if x]
+
+
+def buy_shortfall(b) -> str:
+    """When no Mac (within the budget) meets every target: which target binds, by how much, and what would change.
+    Empty when some Mac does."""
+    if b.cheapest is not None:
+        return ""
+    within = f" within ${b.budget_usd:,.0f}" if b.budget_usd else ""
+    lines = [(f"**No Mac{within} meets every target** ({b.workload.targets.describe()}). The closest are in the "
+              "chart and at the top of the table.")]
+    for g in b.gaps:
+        unit = "tok/s" if g.target == "min_tok_s_per_user" else "s"
+        state = f"missed by {g.by:.0%}" if g.by > 0 else "met"
+        lines.append(f"- {g.label}: the best reaches {g.best:.1f} {unit} ({g.best_mac}) against {g.wanted:g} {unit}"
+                     f" — {state}")
+    if b.what_would_change:
+        lines.append("\nWhat would change the answer: " + "; ".join(b.what_would_change) + ".")
+    return "\n".join(lines)
 
 
 def buy_reading(b) -> str:
     """b: planner.buy.BuyResult."""
-    parts = [(f"Each dot is one Mac configuration at its launch list price, with the best way to run "
-             f"{' + '.join(b.models)} on it. Blue diamonds mark the Pareto front: for those Macs no other is cheaper, "
-              "faster per user and quicker to the first token at once.")]
-    parts += [x for x in (_buy_line("Cheapest that meets the targets", b.cheapest),
-                          _buy_line("Best value", b.best_value),
-                          _buy_line("Fastest" + (f" within ${b.budget_usd:,.0f}" if b.budget_usd else ""),
-                                    b.fastest_within_budget)) if x]
-    parts.append("Prices are launch list prices (confidence in the table); MacBooks slow down under long "
-                 "sustained load.")
+    axis = "aggregate tok/s" if b.speed_axis == "decode_tok_s" else "tok/s per user"
+    parts = [(f"Each dot is one Mac configuration at its price, with the best way to run {' + '.join(b.models)} on "
+              f"it; the height is its {axis}. The blue line joins the Pareto front: no cheaper Mac is faster."
+              + (f" Grey dots right of the dashed line cost more than your ${b.budget_usd:,.0f}." if b.budget_usd
+                 else ""))]
+    parts += buy_picks(b)
+    parts.append("Prices are US launch prices; “estimated” ones follow the published upgrade steps (the table "
+                 "says which). MacBooks slow down under long sustained load.")
     return "\n\n".join(parts)
 
 
 def buy_rows(b) -> list[dict]:
-    """Sortable table rows: numbers stay numbers so the table sorts; formatted columns are text."""
-    return [{"price [$]": x.price_usd, "price confidence": x.price_confidence, "Mac": x.product, "chip": x.chip,
-             "RAM [GB]": x.ram_gb, "runtime": x.runtime, "quantization": x.quant, "slots": x.slots,
-             "memory": fmt_bytes(x.memory_bytes), "fit": verdict_text(x.verdict),
-             "tok/s per user": x.decode_tok_s_per_user, "first token [s]": x.ttft_s,
-             "meets targets": x.meets_targets, "bound by": x.binding, "flags": ", ".join(x.flags)}
+    """Sortable table rows in the result's order (meets the targets first, then price); numbers stay numbers so
+    the table sorts; formatted columns are text."""
+    front = {x.mac for x in b.pareto}
+    return [{"meets targets": x.meets_targets, "price [$]": x.price_usd, "price is": x.price_confidence,
+             "Mac": x.product, "chip": x.chip, "RAM [GB]": x.ram_gb, "runtime": x.runtime, "quantization": x.quant,
+             "slots": x.slots, "memory": fmt_bytes(x.memory_bytes), "fit": verdict_text(x.verdict),
+             "tok/s per user": x.decode_tok_s_per_user,
+             "likely low": x.decode_range[0] if x.decode_range else None,
+             "likely high": x.decode_range[1] if x.decode_range else None, "first token [s]": x.ttft_s,
+             "Pareto front": x.mac in front, "within budget": x.within_budget, "bound by": x.binding,
+             "flags": ", ".join(x.flags), "price basis": x.price_basis}
             for x in b.per_mac]

@@ -191,6 +191,7 @@ class Measurement(BaseModel):
     context_depth: int | None
     batch: int
     flash_attn: bool | None
+    n_ubatch: int | None = None  # physical batch when the row states it (llama.cpp -ub; "n_ubatch=2048")
     date: str  # raw
     year_month: str | None  # 'YYYY-MM'
     year: int | None
@@ -234,6 +235,15 @@ def _float_or_none(s: str) -> float | None:
         return float(s) if s else None
     except ValueError:
         return None
+
+
+_UBATCH = re.compile(r"n_ubatch\s*=\s*(\d+)|-ub\s+(\d+)")
+
+
+def _parse_ubatch(s: str) -> int | None:
+    """The physical batch a row states ('n_ubatch=2048', '-ub 2048'); None = the runtime default."""
+    m = _UBATCH.search(s)
+    return int(m.group(1) or m.group(2)) if m else None
 
 
 def _parse_flash_attn(s: str) -> bool | None:
@@ -556,6 +566,7 @@ def _normalize(row: dict[str, str], path: Path) -> Measurement:
         "context_depth": depth,
         "batch": batch,
         "flash_attn": _parse_flash_attn(row["flash_attn"]),
+        "n_ubatch": _parse_ubatch(row["flash_attn"] + " " + row["notes"]),
         "date": row["date"],
         "year_month": ym,
         "year": year,

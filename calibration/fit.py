@@ -49,7 +49,8 @@ ERAS = ("2023-08", "2023-09", "2023-10", "2023-11", "2024", "current")
 # reported 2-3.7x M4 at similar bandwidth (geometric middle 2.7, a prior: no usable M5 row); t_layer ~ one Metal dispatch group per layer (~50 us).
 BASE_PRIORS: dict[str, tuple[float, float]] = {
     "eta_bw": (0.7, 1.0), "eta_c": (0.6, 1.0), "eta_attn": (0.3, 1.5), "eta_c_decode": (0.4, 1.5),
-    "eta_mv": (0.15, 1.5), "moe_bw_factor": (0.7, 1.0), "era_tl": (1.0, 1.0),
+    "eta_mv": (0.15, 1.5), "moe_bw_factor": (0.7, 1.0), "era_tl": (1.0, 1.0), "eta_kv": (0.8, 1.0),
+    "noflash_kv_factor": (2.0, 0.7),
     "t_layer_s": (5e-5, 2.0), "noflash_attn_factor": (2.0, 0.7), "matrix_unit_factor": (2.7, 0.35),
     "q_float": (1.0, 0.5), "q_legacy": (1.0, 0.5), "q_kquant": (0.85, 0.5), "q_iquant": (0.8, 0.5),
     "q_mxfp4": (1.0, 0.5), "q_affine": (1.0, 0.5), "q_fp4": (1.0, 0.5), "era": (1.0, 1.0), "era_decode": (1.0, 0.3),
@@ -59,13 +60,15 @@ BASE_PRIORS: dict[str, tuple[float, float]] = {
 # benchmarks (2-5%) plus what the model does not capture; data residuals are divided by it so priors stay weak.
 NOISE_SIGMA = 0.05
 UPPER = {"eta_bw": 1.0, "eta_c": 1.0, "eta_attn": 1.0, "eta_c_decode": 1.0, "eta_mv": 1.0, "moe_bw_factor": 1.0,
+         "eta_kv": 1.0,
          "era_decode": 1.0}
+LOWER = {"noflash_attn_factor": 1.0, "noflash_kv_factor": 1.0}  # slowdowns, never speed-ups
 # Kernel regimes are code facts, not fits: ggml-metal-ops.cpp `ne11_mm_min = 8` (matrix-vector kernels up to a
 # batch of 8) and kernel_mul_mm's 32-column tiles. mlx-lm has no batched data: the same values are assumed.
 KERNELS = {"llama.cpp": {"mv_max_batch": 8, "mm_tile": 32}, "mlx-lm": {"mv_max_batch": 8, "mm_tile": 32},
            "ollama": {"mv_max_batch": 8, "mm_tile": 32}}
 SHARED = ("eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor", "t_layer_s", "noflash_attn_factor",
-          "matrix_unit_factor")
+          "matrix_unit_factor", "eta_kv", "noflash_kv_factor")
 
 
 # --------------------------------------------------------------------------- the common record form
@@ -144,7 +147,7 @@ def records_from_measurements(ms) -> tuple[list[FitRecord], Counter]:
             continue
         chip = profiles.resolve_chip(m.chip_id)
         rt = profiles.load_runtime(runtime)
-        chunk = rt.prefill_chunk
+        chunk = m.n_ubatch if m.n_ubatch and runtime != "mlx-lm" else rt.prefill_chunk
         prefill = m.metric in PREFILL_METRICS
         if prefill:
             P, G, D = m.prompt_tokens or 0, 0, m.context_depth or 0
@@ -196,6 +199,7 @@ class Spec:
     gen_eta_c: bool = True            # η_c per generation (else one)
     free: set[str] = field(default_factory=lambda: {"eta_bw", "eta_c", "eta_attn", "eta_c_decode", "eta_mv",
                                                     "moe_bw_factor", "t_layer_s", "noflash_attn_factor",
+                                                    "eta_kv", "noflash_kv_factor",
                                                     "matrix_unit_factor", "q", "era", "era_decode", "era_tl",
                                                     "era_mv"})
 
@@ -248,11 +252,12 @@ class _Arrays:
         self.peak = np.array([tp.peak_flops(r.chip, allchips)[0] for r in records])
         self.mu = np.array([r.chip.gpu_matrix_units for r in records])
         # decode: bytes and flops at start, mid and end depth (Simpson)
-        self.dbytes = np.zeros((n, 3))     # dense weights + KV
+        self.dw = np.zeros(n)              # dense weight bytes read by the step
+        self.dkv = np.zeros((n, 3))        # KV (+ state) bytes of the batch (throughput.Roofline.kv_time)
+        self.dattn = np.zeros((n, 3))      # decode attention FLOPs of the batch
         self.dexp = np.zeros(n)            # routed-expert bytes read by the step
-        self.dflops = np.zeros((n, 3))     # per token
+        self.cflops = np.zeros((n, 3))     # FLOPs of the step's compute kernels (mv: the columns beyond the first)
         self.mv = np.zeros(n, bool)
-        self.bcmp = np.zeros(n)            # batch as the compute kernel sees it (padded to the tile)
         # prefill
         self.n_chunks = np.zeros(n)
         self.mm = np.zeros(n)
@@ -264,22 +269,30 @@ class _Arrays:
         self.tokens = np.zeros(n)
         for i, r in enumerate(records):
             g = r.geo
+            kern = KERNELS[r.runtime]
+            # the same FLOP counts as planner.throughput (Roofline.mm_flops / step_flops), constants aside
+            rf = tp.Roofline(geo=g, bw=1.0, flops=1.0, k=SpeedConstants())
             if r.phase == "decode":
                 a, b = r.depth, r.depth + max(r.gen, 1) - 1
-                kern = KERNELS[r.runtime]
                 self.mv[i] = r.batch <= kern["mv_max_batch"]
-                # mv regime: columns beyond the first, not overlapped with the reads (throughput.step_parts)
-                self.bcmp[i] = r.batch - 1 if self.mv[i] else math.ceil(r.batch / kern["mm_tile"]) * kern["mm_tile"]
                 self.dexp[i] = g.expert_bytes * g.expert_union(r.batch)
+                self.dw[i] = g.dense_bytes
+                padded = math.ceil(r.batch / kern["mm_tile"]) * kern["mm_tile"]
+                exp_rows = padded * g.top_k
                 for j, c in enumerate((a, (a + b) / 2, b)):
-                    self.dbytes[i, j] = g.dense_bytes + r.batch * g.kv_read(c)
-                    self.dflops[i, j] = 2 * (g.matmul_params + g.head_params) + 2 * g.attn_keys(c)
+                    self.dkv[i, j] = r.batch * g.kv_read(c)
+                    self.dattn[i, j] = 2 * r.batch * g.attn_keys(c)
+                    # mv regime: columns beyond the first, not overlapped with the reads (throughput.step_parts)
+                    self.cflops[i, j] = ((r.batch - 1) * rf.step_flops(1, c) if self.mv[i]
+                                         else rf.mm_flops(padded, exp_rows, c))
             else:
                 tokens = r.prompt * r.batch
                 nch = r.batch * math.ceil(r.prompt / r.chunk) if r.runtime == "mlx-lm" else math.ceil(tokens / r.chunk)
                 self.tokens[i] = tokens
                 self.n_chunks[i] = nch
-                self.mm[i] = 2 * g.matmul_params * tokens
+                per_expert = g.expert_matmul_params / g.top_k if g.top_k else 0.0
+                self.mm[i] = (2 * (g.matmul_params - g.expert_matmul_params) * tokens
+                              + 2 * per_expert * nch * g.padded_expert_rows(tokens / nch, kern["mm_tile"]))
                 self.rd[i] = nch * g.dense_bytes
                 self.rd_exp[i] = nch * g.expert_bytes * g.expert_union(int(math.ceil(tokens / nch)))
                 self.attn[i] = 2 * r.batch * tp._causal_keys(g, r.prompt, r.depth)
@@ -342,9 +355,11 @@ def _predict(theta: np.ndarray, A: _Arrays, idx, fixedv) -> np.ndarray:
     # 32-column tile achieves relative to a full prefill. The small-batch matrix-vector kernels get their own
     # old-build factor (llama.cpp 2023 ran B = 2..8 through mul_mv once per column; current builds have the
     # mul_mv_ext kernels, ggml-metal.metal kernel_mul_mv_ext_q4_f32_disp), so η_mv is identified by current rows
-    tmem = (A.dbytes + (A.dexp / moe)[:, None]) / (eta_bw * A.bw)[:, None]
+    kv_slow = np.where(A.fa_off, pick("noflash_kv_factor"), 1.0)
+    t_kv = np.maximum(A.dkv / (eta_bw * pick("eta_kv") * A.bw)[:, None], A.dattn / (pick("eta_attn") * F)[:, None])
+    tmem = ((A.dw + A.dexp / moe) / (eta_bw * A.bw))[:, None] + t_kv * kv_slow[:, None]
     eta_k = np.where(A.mv, pick("eta_mv") * pick("era_mv"), pick("eta_c_decode") * eta_c)
-    tcmp = (A.bcmp[:, None] * A.dflops) / (eta_k * F)[:, None]
+    tcmp = A.cflops / (eta_k * F)[:, None]
     steps = fixed[:, None] + np.maximum(tmem, tcmp) + np.where(A.mv[:, None], np.minimum(tmem, tcmp), 0.0)
     mean = (steps[:, 0] + 4 * steps[:, 1] + steps[:, 2]) / 6
     dec = A.B / mean
@@ -378,7 +393,7 @@ def fit_efficiency_least_squares(records: list[FitRecord], spec: Spec,
     fixedv = _fixed_values(records, spec, fixed or {})
     p0 = np.array([math.log(_prior(n, priors)[0]) for n in names])
     psig = np.array([_prior(n, priors)[1] for n in names])
-    lo = np.full(len(names), math.log(1e-6))
+    lo = np.array([math.log(LOWER.get(n.split(":")[0], 1e-6)) for n in names])
     hi = np.array([math.log(UPPER.get(n.split(":")[0], 1e3)) for n in names])
     p0 = np.clip(p0, lo + 1e-9, hi - 1e-9)
     sw = np.sqrt(A.w) / noise_sigma
@@ -499,13 +514,14 @@ def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None,
     p_lc, d_lc = fit_efficiency_least_squares(lc, Spec("llama.cpp"))
     out["llama.cpp"] = (p_lc, {}, d_lc)
     # mlx-lm: too few rows for groups; llama.cpp's shared constants become priors (sigma 0.5 in log)
-    shared = {k: (v, 0.5) for k, v in p_lc.items() if k in ("eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor",
-                                                             "t_layer_s")}
+    # t_layer is not borrowed: mlx-lm encodes one lazily built graph per step (mlx_lm/generate.py generate_step,
+    # mx.async_eval), llama.cpp one ggml graph of per-op Metal dispatches; their fixed costs are separate fits
+    shared = {k: (v, 0.5) for k, v in p_lc.items() if k in ("eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor")}
     mx = keep(data.get("mlx-lm", []))
     if mx:
         spec = Spec("mlx-lm", tier_eta_bw=False, gen_eta_c=False,
                     free={"eta_bw", "eta_c", "eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor", "t_layer_s",
-                          "matrix_unit_factor", "q"})
+                          "matrix_unit_factor", "q", "eta_kv"})
         p_mx, d_mx = fit_efficiency_least_squares(mx, spec, priors=shared)
         out["mlx-lm"] = (p_mx, {}, d_mx)
     ol = keep(data.get("ollama", []))

@@ -61,6 +61,13 @@ def plan_cmd(
     gen: int = opt(P, "gen_tokens", "--gen"),
     json_out: bool = typer.Option(False, "--json", help="Print the whole plan as JSON (same as the app's download)"),
     file: str | None = typer.Option(None, "--file", help="GGUF file to use in a HF repo or folder with several"),
+    images: int = opt(P, "images", "--images"),
+    image_size: str | None = opt(P, "image_size", "--image-size"),
+    draft_model: str | None = opt(P, "draft_model", "--draft-model"),
+    draft_acceptance: float | None = opt(P, "draft_acceptance", "--draft-acceptance"),
+    draft_tokens: int | None = opt(P, "draft_tokens", "--draft-tokens"),
+    app_version: str | None = opt(P, "app_version", "--app-version"),
+    guardrail: str | None = opt(P, "guardrail", "--guardrail"),
 ):
     """Memory fit (and speed, with --chip) of one model on one Mac, for both runtimes."""
     if ctx.invoked_subcommand is not None:
@@ -68,7 +75,9 @@ def plan_cmd(
     values = {"model": model, "ram_gb": ram, "chip": chip, "gpu_cores": gpu_cores, "runtimes": runtime,
               "quants": quant, "context": context, "users": users, "kv_type": kv_type, "wired_limit_mb": wired_limit,
               "macos": macos, "flash_attn": flash_attn, "n_ubatch": ubatch, "prompt_tokens": prompt,
-              "gen_tokens": gen}
+              "gen_tokens": gen, "images": images, "image_size": image_size, "draft_model": draft_model,
+              "draft_acceptance": draft_acceptance, "draft_tokens": draft_tokens, "app_version": app_version,
+              "guardrail": guardrail}
     typer.echo(run_plan(values, file=file, json_out=json_out), nl=False)
 
 
@@ -97,6 +106,9 @@ app.command("app")(app_cmd)
 from .models import models_cmd  # noqa: E402  (plan models: the catalog and what runs on a Mac, cli/models.py)
 
 app.command("models")(models_cmd)
+from .finetune import finetune_cmd  # noqa: E402  (plan finetune: mlx_lm.lora memory, limits, speed, cli/finetune.py)
+
+app.command("finetune")(finetune_cmd)
 
 
 def param_name(e) -> str:

@@ -36,6 +36,13 @@ FAST_FLAGS: dict[str, tuple[str, type, bool]] = {
     "--ubatch": ("n_ubatch", int, False),
     "--prompt": ("prompt_tokens", int, False),
     "--gen": ("gen_tokens", int, False),
+    "--images": ("images", int, False),
+    "--image-size": ("image_size", str, False),
+    "--draft-model": ("draft_model", str, False),
+    "--draft-acceptance": ("draft_acceptance", float, False),
+    "--draft-tokens": ("draft_tokens", int, False),
+    "--app-version": ("app_version", str, False),
+    "--guardrail": ("guardrail", str, False),
 }
 
 

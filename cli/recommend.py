@@ -45,7 +45,8 @@ def recommend_cmd(
                          max_ttft=max_ttft, max_request=max_request)
     ram_gb, chip_p, _ = resolve_mac(PlanRequest(model=model, ram_gb=ram, chip=chip, gpu_cores=gpu_cores))
     r = recommend(model, ram_gb, wl, chip=chip_p, macos=macos, runtimes=list(runtime) if runtime else None,
-                  quants=list(quant) if quant else None, wired_limit_mb=wired_limit, top=top)
+                  quants=list(quant) if quant else None, wired_limit_mb=wired_limit, top=top,
+                  best_effort=True)
     if json_out:
         typer.echo(r.model_dump_json(indent=2))
         return
@@ -74,9 +75,21 @@ def recommend_cmd(
             out.append(f"   {o.recipe.generate}")
         for n in o.recipe.notes:
             out.append(f"   note: {n}")
-    if r.router:
-        out.append("")
-        out.append(f"Router (mixed workload): {r.router.reason}")
+    if not r.targets_met:
+        out.insert(4, "No configuration meets the targets: the closest are listed (see the note below)")
+    out += _router_lines(r.router)
     for n in r.notes:
         out.append(f"note: {n}")
     typer.echo("\n".join(out))
+
+
+def _router_lines(router) -> list[str]:
+    """The router pair (or the single runtime and why), with its launch lines."""
+    if router is None:
+        return []
+    out = ["", f"Router (mixed workload): {router.reason}"]
+    for rec in router.recipes:
+        if rec.sysctl:
+            out.append(f"   {rec.sysctl}")
+        out.append(f"   {rec.server}")
+    return out

@@ -196,8 +196,7 @@ def check_kv_type(kv_type: str, runtime: Runtime, model: ModelProfile) -> str:
     if runtime.family == "mlx-lm" and k != "bf16" and _mlx_rotating(model, runtime):
         raise InputError(f"--kv-type {kv_type}: mlx-lm cannot quantize the sliding-window (rotating) cache of "
                          f"{model.id} (RotatingKVCache Quantization NYI); use bf16")
-    if isinstance(runtime, LlamaCppFamily) and k not in ("f16", "bf16", "f32") and not runtime.flash_attn:
-        raise InputError(f"--kv-type {kv_type}: a quantized V cache needs flash attention in {runtime.id}; add --flash-attn")
+    # a quantized V cache needs flash attention: memory_model checks it against the effective setting
     return k
 
 
@@ -260,6 +259,7 @@ class MemoryModel:
     flash_attn: bool
     n_ubatch: int
     kv_unified: bool
+    images: int = 0  # images per request: the projector (weights.vision_bytes) is loaded only when > 0
 
     def _llama_cells(self, rt: LlamaCppFamily, context: int, users: int) -> tuple[int, int, int]:
         """(full cells, swa cells, per-stream n_kv) for llama-server -c context*users -np users."""
@@ -288,13 +288,18 @@ class MemoryModel:
         p = self._parts(context, users, prompt_chunk)
         return MemoryEstimate(
             weights=self.weights.total_bytes, kv_cache=p[0], recurrent_state=p[1], compute_buffer=p[2],
-            output_buffer=p[3], runtime_overhead=p[4], vision=self.weights.vision_bytes, context=context,
+            output_buffer=p[3], runtime_overhead=p[4], vision=self.vision_bytes, context=context,
             users=users, kv_cells=p[5])
 
     def total(self, context: int, users: int = 1) -> int:
         """Same sum as ``estimate(...).total`` without building the model (used by capacity searches). [bytes]"""
         p = self._parts(context, users, None)
-        return self.weights.total_bytes + self.weights.vision_bytes + sum(p[:5])
+        return self.weights.total_bytes + self.vision_bytes + sum(p[:5])
+
+    @property
+    def vision_bytes(self) -> int:
+        """Vision encoder + projector (llama.cpp --mmproj, mlx-vlm vision tower): only for plans with images."""
+        return self.weights.vision_bytes if self.images else 0
 
     def _parts(self, context: int, users: int, prompt_chunk: int | None) -> tuple[int, int, int, int, int, int]:
         m, rt, kv = self.model.config, self.runtime, self.kv
@@ -344,7 +349,8 @@ def memory_model(model: ModelProfile, runtime: Runtime, quant: QuantFormat, tabl
     llama = runtime if isinstance(runtime, LlamaCppFamily) else None  # flash attention and kv_unified are llama.cpp's
     fa = (llama is not None and llama.flash_attn) if flash_attn is None else flash_attn
     if llama and kv_type not in ("f16", "bf16", "f32") and not fa:
-        raise InputError(f"--kv-type {kv_type}: a quantized V cache requires flash attention (drop --no-flash-attn)")
+        how = "drop --no-flash-attn" if llama.flash_attn else f"{runtime.id} has it off by default: add --flash-attn"
+        raise InputError(f"--kv-type {kv_type}: a quantized V cache requires flash attention ({how})")
     return MemoryModel(
         model=model, runtime=runtime, quant_id=quant.id, weights=weights(model, quant, runtime, table),
         kv=kv_layout(model, runtime, kv_type, table), flash_attn=bool(fa),

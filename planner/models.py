@@ -281,8 +281,10 @@ def what_runs(qy: Query) -> ModelsResult:
     basis, ebasis = quality_basis([c.model for c in gen]), quality_basis([c.model for c in emb])
     rows = [_row(c, qy, wired, basis) for c in gen]
     erows = [_row(c, qy, wired, ebasis) for c in emb]
-    best_effort = not any(r.meets for r in rows + erows)
-    binding = _binding(rows + erows, qy, wired) if best_effort and (rows or erows) else []
+    # the main list decides: embedding rows (ranked apart, no speed target) must not hide that no chat model meets it
+    main_rows = rows or erows
+    best_effort = not any(r.meets for r in main_rows)
+    binding = _binding(main_rows, qy, wired) if best_effort and main_rows else []
     if not best_effort:
         excluded["does not fit in memory"] = sum(r.verdict == "no-fit" for r in rows + erows)
         rows, erows = [r for r in rows if r.verdict != "no-fit"], [r for r in erows if r.verdict != "no-fit"]

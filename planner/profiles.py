@@ -20,7 +20,19 @@ from typing import TypeVar
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from .errors import InputError, ProfileError, UnknownProfileError, render_validation_error
-from .schema import Chip, GgmlTypeTable, MacOS, MacProduct, ModelProfile, QuantFormat, Runtime
+from .schema import (
+    Chip,
+    CpuMemory,
+    GgmlTypeTable,
+    MacOS,
+    MacProduct,
+    ModelProfile,
+    QuantFormat,
+    Runtime,
+    ServingApp,
+    SpeculativePairs,
+    VisionFamily,
+)
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -197,7 +209,8 @@ def _index(kind: str) -> dict[str, Path]:
 
 @functools.cache
 def _load(kind: str, id_: str, cls_name: str):
-    classes = {c.__name__: c for c in (Chip, MacOS, MacProduct, ModelProfile, QuantFormat, GgmlTypeTable)}
+    classes = {c.__name__: c for c in (Chip, MacOS, MacProduct, ModelProfile, QuantFormat, GgmlTypeTable, ServingApp,
+                                       CpuMemory, SpeculativePairs, VisionFamily)}
     cls = Runtime if cls_name == "Runtime" else classes[cls_name]
     return load_file(_index(kind)[id_], cls)
 
@@ -328,6 +341,53 @@ def load_runtime(name: str) -> Runtime:
     return _load("runtimes", key, "Runtime")
 
 
+def load_serving_app(name: str) -> ServingApp:
+    """A wrapper app (ollama, lmstudio) by id."""
+    idx = _index("serving")
+    key = norm(name).replace("lm-studio", "lmstudio").replace("lm studio", "lmstudio")
+    if key not in idx:
+        raise UnknownProfileError("serving app", name, list(idx), flag="--runtime")
+    return _load("serving", key, "ServingApp")
+
+
+def vision_family(model_id: str) -> VisionFamily | None:
+    """The image-token rule of a vision model (profiles/vision/*.yaml), None for a text-only model."""
+    for key in _index("vision"):
+        fam = _load("vision", key, "VisionFamily")
+        if model_id in fam.models:
+            return fam
+    return None
+
+
+def speculative_pairs() -> SpeculativePairs:
+    """Draft lengths and acceptance rates (profiles/speculative/pairs.yaml)."""
+    return _load("speculative", "pairs", "SpeculativePairs")
+
+
+def cpu_memory() -> CpuMemory:
+    """The CPU-side memory bandwidth share (profiles/hardware/cpu-memory.yaml)."""
+    return _load("hardware", "cpu-memory", "CpuMemory")
+
+
+def expand_runtimes(names: list[str]) -> list[str]:
+    """--runtime names with an app that runs several engines expanded (lmstudio -> its GGUF and MLX runtimes)."""
+    out: list[str] = []
+    apps = _index("serving")
+    for n in names:
+        key = norm(n).replace("lm-studio", "lmstudio")
+        out += _load("serving", key, "ServingApp").runtimes if key in apps else [n]
+    return list(dict.fromkeys(out))
+
+
+def serving_app_of(runtime_id: str) -> ServingApp | None:
+    """The wrapper app that serves with this runtime profile, if any."""
+    for key in _index("serving"):
+        app = _load("serving", key, "ServingApp")
+        if runtime_id in app.runtimes:
+            return app
+    return None
+
+
 def all_runtimes() -> list[Runtime]:
     return [_load("runtimes", i, "Runtime") for i in sorted(_index("runtimes"))]
 
@@ -421,6 +481,11 @@ def _calibration_profile(p: Path, scope: str, r: str, origin: str, notes: list[s
     return prof
 
 
+def _engine(rt) -> str:
+    """The engine whose speed constants a runtime starts from: its own family (wrappers: the engine they wrap)."""
+    return getattr(rt, "wraps", None) or rt.family
+
+
 @functools.cache
 def _speed_constants(chip_id: str, generation: str, tier: str, matrix_units: bool, runtime: str, include_user: bool,
                      _builtin_env: str | None, _user_env: str | None):
@@ -428,7 +493,8 @@ def _speed_constants(chip_id: str, generation: str, tier: str, matrix_units: boo
 
     rt = load_runtime(runtime).id
     builtin, user = _calibration_files(builtin_dir()), _calibration_files(user_dir() if include_user else None)
-    chain = ["llama.cpp", "ollama"] if rt == "ollama" else [rt]
+    engine = _engine(load_runtime(runtime))  # a wrapper (Ollama, LM Studio) starts from its engine's constants
+    chain = [engine] if rt == engine else [engine, rt]
     merged = None
     scopes: list[str] = []
     parts: list[str] = []
@@ -453,6 +519,8 @@ def _speed_constants(chip_id: str, generation: str, tier: str, matrix_units: boo
                     parts.append(f"{r} default ({pv.rows} rows, all chips, {when})")
                 else:
                     parts.append(f"{r} × {scope} ({pv.rows} rows, {when})")
+    if rt != engine and not any(sc.endswith(f"__{rt}") for sc in scopes):
+        notes.append(f"{rt} runs at its engine's speed: no published measurement of the app's own cost")
     if merged is None or merged.missing():
         raise ProfileError(f"no complete speed calibration for {rt}: add profiles/calibration/default__{rt}.yaml "
                            "(python -m calibration.fit)")

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 from pydantic import BaseModel, Field
@@ -73,12 +74,18 @@ class RecommendRequest(_Targets):
 class BuyRequest(_Targets):
     model: list[str] = Field(description="Model(s) that must be resident together")
     budget: float | None = Field(None, description="Most you will spend [USD]")
+    price: list[str] | None = Field(None, description="Your price for a configuration, e.g. "
+                                    "'Mac Studio M4 Max 128GB=3499' (refurbished or used)")
+    prices: Path | None = Field(None, description="CSV of your prices: columns product, chip, gpu_cores, ram_GB, "
+                                "us_price_usd (as calibration/data/mac_configs.csv)")
+    include_discontinued: bool = Field(False, description="Also consider Macs no longer sold new (at their launch "
+                                       "price)")
     include_rumoured: bool = Field(False, description="Also consider rumoured chips")
     max_quality_cost: str = Field("small", description="Worst quant quality cost allowed: lossless, small, "
                                   "noticeable, large")
     runtime: Runtimes = None
     macos: Macos = "15"
-    all_rows: bool = Field(False, description="List the best configuration of every Mac, not only the Pareto front")
+    all_rows: bool = Field(False, description="List the best configuration of every Mac")
     clusters: bool = Field(False, description="Also set 2-4 identical linked Macs against one larger Mac")
     link: str = Field("tb5", description="Interconnect for --clusters: tb5, tb4, 10gbe")
 

@@ -109,6 +109,8 @@ class WorkloadProfile(BaseModel):
     targets: Targets = Field(default_factory=Targets)
     objective: Literal["latency", "throughput"] = "latency"
     mixed: bool = Field(False, description="Mix of long-prompt and long-output requests (router candidate)")
+    cached_prefix_share: float = Field(0.0, ge=0, lt=1, description="Share of each prompt already in the server's "
+                                       "prompt cache (a chat's history); only the rest is prefilled")
     sources: list[str] = Field(default_factory=list)
 
     # ---- derived
@@ -132,14 +134,20 @@ class WorkloadProfile(BaseModel):
                         prompt_tokens=self.prompt_tokens.p90_tokens if prompt is None else prompt,
                         gen_tokens=math.ceil(self.gen_tokens.mean) if gen is None else gen)
 
+    def cached_tokens(self, prompt: int, runtime) -> int:
+        """Leading tokens of a ``prompt``-token request that a prefix-caching runtime does not prefill again."""
+        return int(prompt * self.cached_prefix_share) if runtime.prefix_cache else 0
+
     def summary(self) -> str:
         t = self.targets
         tg = [f"≥{t.min_tok_s_per_user:g} tok/s/user" if t.min_tok_s_per_user else "",
               f"TTFT ≤{t.max_ttft_s:g} s" if t.max_ttft_s else "",
               f"≤{t.max_request_s:g} s/request" if t.max_request_s else ""]
         tgt = ", ".join(x for x in tg if x) or "no latency targets"
+        cached = (f" ({self.cached_prefix_share:.0%} of each prompt already in the server's prompt cache)"
+                  if self.cached_prefix_share else "")
         return (f"{self.id}: {self.users} user{'s' if self.users > 1 else ''} × prompt {self.prompt_tokens.label()} "
-                f"+ output {self.gen_tokens.label()} tokens, context {self.context:,}; targets: {tgt}")
+                f"+ output {self.gen_tokens.label()} tokens{cached}, context {self.context:,}; targets: {tgt}")
 
 
 # --------------------------------------------------------------------------- loading

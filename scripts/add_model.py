@@ -38,7 +38,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from planner import architecture as arch  # noqa: E402 (after the sys.path line)
+from planner import architecture as arch  # noqa: E402  (after the sys.path line above)
 from planner.schema import ModelConfig, ModelProfile  # noqa: E402
 from sources.hfconfig import from_hf_config  # noqa: E402
 

@@ -98,8 +98,7 @@ def test_gguf_runtimes(capsys, runtime):
 @pytest.mark.parametrize("args,needle", [
     (["--chip", "M3 Max", "--gpu-cores", "40", "--model", "llama-2-7b", "--quant", "Q4_Z"], "--quant"),
     (["--chip", "M9 Max", "--model", "llama-2-7b", "--quant", "Q4_0"], "--chip"),
-    (["--chip", "M3 Max", "--model", "llama-2-7b", "--quant", "Q4_0"], "--gpu-cores"),
-    (["--chip", "M3 Max", "--gpu-cores", "40", "--model", "llama-2-7b", "--quant", "4bit"], "gguf"),
+    (["--chip", "M4 Max", "--ram", "24", "--model", "llama-2-7b", "--quant", "Q4_0"], "--ram"),
     (["--chip", "M5 Ultra", "--model", "llama-2-7b", "--quant", "Q4_0"], "bandwidth"),
     (["--chip", "M3 Max", "--gpu-cores", "40", "--ram", "24", "--model", "llama-2-7b", "--quant", "Q4_0"], "--ram"),
     (["--chip", "M3 Max", "--gpu-cores", "40", "--model", "llama-2-7b", "--quant", "Q4_0", "--batch", "0"], "--batch"),
@@ -139,3 +138,28 @@ def test_plan_without_chip_has_no_speed(capsys):
     out, err = capsys.readouterr()
     assert code == 0, err
     assert all(o["speed"] is None for o in json.loads(out)["options"])
+
+
+def test_ram_names_the_bin(capsys):
+    """An M4 Max with 64 GB is only sold with the 40-core GPU: no --gpu-cores needed, and Q4_K_M on mlx-lm is
+    answered in the same 4-bit class (with a note), with ranges."""
+    code, out, err = run(capsys, ["--chip", "M4 Max", "--ram", "64", "--model", "llama-3.3-70b", "--quant", "Q4_K_M",
+                                  "--runtime", "mlx-lm", "--json"])
+    assert code == 0, err
+    r = json.loads(out)
+    assert r["chip"] == "m4-max-40gpu" and r["quant"] == "mlx-4bit-g64"
+    assert any("4-bit class" in n for n in r["notes"])
+    assert r["decode_tok_s_range"][0] < r["decode_tok_s_per_seq"] < r["decode_tok_s_range"][1]
+
+
+def test_ambiguous_bin_takes_the_slower_one_and_says_so(capsys):
+    """M3 Max 36 GB is the 30-core bin only; without --ram both bins remain: the 30-core (300 GB/s) answers."""
+    code, out, err = run(capsys, ["--chip", "M3 Max", "--ram", "36", "--model", "llama-2-7b", "--quant", "Q4_0",
+                                  "--json"])
+    assert code == 0, err
+    assert json.loads(out)["chip"] == "m3-max-30gpu"
+    code, out, err = run(capsys, ["--chip", "M3 Max", "--model", "llama-2-7b", "--quant", "Q4_0", "--json"])
+    assert code == 0, err
+    r = json.loads(out)
+    assert r["chip"] == "m3-max-30gpu"
+    assert any("add --gpu-cores" in n for n in r["notes"])

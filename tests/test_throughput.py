@@ -16,6 +16,7 @@ from planner.memory import memory_model
 from planner.schema import Chip, ResolvedSpeedConstants, SpeedConstants
 
 K = SpeedConstants(eta_bw=0.5, eta_c=0.5, eta_attn=0.25, eta_c_decode=0.2, eta_mv=0.1, mv_max_batch=8, mm_tile=32,
+                   eta_kv=1.0, noflash_kv_factor=3.0,
                    moe_bw_factor=1.0, t_layer_s=1e-4, noflash_attn_factor=2.0,
                    quant_prefill_factor={"float": 1.0, "legacy": 0.8}, matrix_unit_factor=2.0)
 RES = ResolvedSpeedConstants(constants=K, source="test", scopes=["test"])

@@ -18,7 +18,9 @@ REQUESTS = {"predict": PredictRequest, "recommend": RecommendRequest, "buy": Buy
 PLAN_FIELDS = {"model": "model", "ram": "ram_gb", "chip": "chip", "gpu_cores": "gpu_cores", "runtime": "runtimes",
                "quant": "quants", "context": "context", "users": "users", "kv_type": "kv_type",
                "wired_limit": "wired_limit_mb", "macos": "macos", "flash_attn": "flash_attn", "ubatch": "n_ubatch",
-               "prompt": "prompt_tokens", "gen": "gen_tokens"}
+               "prompt": "prompt_tokens", "gen": "gen_tokens", "images": "images", "image_size": "image_size",
+               "draft_model": "draft_model", "draft_acceptance": "draft_acceptance", "draft_tokens": "draft_tokens",
+               "app_version": "app_version", "guardrail": "guardrail"}
 
 
 def _click():
