@@ -1,7 +1,7 @@
 """`plan`: the command line. Parses, calls the core, renders. Errors become one line on stderr, exit 2.
 
-The plain question (`plan --model llama-3.3-70b --ram 64`, only `--flag value` pairs of the plan options) is
-parsed here without importing typer; anything else (subcommands, --help, flags without a value, `--x=y`, a value
+The plain question (`plan --model llama-3.3-70b --ram 64`: `--flag value` pairs of the plan options, --json,
+--[no-]flash-attn) is parsed here without importing typer; anything else (subcommands, --help, `--x=y`, a value
 starting with '-', a repeated single-valued flag, a value that does not convert) goes to the typer application
 in cli/commands.py, which answers the plain question through the same function (cli/plan.py run_plan).
 """
@@ -46,14 +46,24 @@ FAST_FLAGS: dict[str, tuple[str, type, bool]] = {
 }
 
 
+# Flags without a value on the fast path: flag -> (key, value)
+FAST_SWITCHES: dict[str, tuple[str, bool]] = {"--json": ("json_out", True), "--flash-attn": ("flash_attn", True),
+                                              "--no-flash-attn": ("flash_attn", False)}
+
+
 def fast_values(argv: list[str]) -> dict | None:
-    """PlanRequest values for a plain question, or None when the typer application must parse ``argv``."""
-    if not argv or len(argv) % 2:
-        return None
+    """PlanRequest values (plus ``json_out``) for a plain question, or None when typer must parse ``argv``."""
     out: dict = {}
-    for flag, raw in zip(argv[::2], argv[1::2]):
-        spec = FAST_FLAGS.get(flag)
-        if spec is None or raw.startswith("-"):
+    it = iter(argv)
+    for flag in it:
+        if flag in FAST_SWITCHES:
+            key, value = FAST_SWITCHES[flag]
+            if key in out:
+                return None
+            out[key] = value
+            continue
+        spec, raw = FAST_FLAGS.get(flag), next(it, None)
+        if spec is None or raw is None or raw.startswith("-"):
             return None
         field, conv, repeatable = spec
         try:
@@ -108,7 +118,8 @@ def _core_errors(run) -> int:
 def _fast(given: dict) -> int:
     from .plan import run_plan
 
-    sys.stdout.write(run_plan(given))
+    json_out = given.pop("json_out", False)
+    sys.stdout.write(run_plan(given, json_out=json_out))
     sys.stdout.flush()
     return 0
 

@@ -47,7 +47,8 @@ def test_plan_options_are_plan_request_fields():
 
 
 def test_fast_flags_are_the_typer_flags():
-    by_flag = {o: p.name for p in _click().params for o in p.opts}
+    by_flag = {o: p.name for p in _click().params for o in (*p.opts, *p.secondary_opts)}
+    assert {by_flag[f] for f in M.FAST_SWITCHES} == {"json_out", "flash_attn"}
     for flag, (field, _, repeatable) in M.FAST_FLAGS.items():
         assert PLAN_FIELDS[by_flag[flag]] == field, flag
         assert repeatable == (field in ("runtimes", "quants")), flag  # the two list fields of PlanRequest
@@ -56,7 +57,7 @@ def test_fast_flags_are_the_typer_flags():
 @pytest.mark.parametrize("argv", [
     ["--help"], ["recommend", "--model", "x"], ["--model=llama-3.1-8b", "--ram", "64"],
     ["--model", "llama-3.1-8b", "--ram", "-64"], ["--model", "a", "--model", "b"], ["--ram", "64", "--users", "x"],
-    ["--model", "llama-3.1-8b", "--json"], ["--model", "llama-3.1-8b", "--ram", "64", "--flash-attn"],
+    ["--model", "llama-3.1-8b", "--ram"], ["--model", "llama-3.1-8b", "--json", "--json"], ["--file", "x.gguf"],
 ])
 def test_the_fast_path_declines_what_only_typer_parses(argv):
     assert M.fast_values(argv) is None
@@ -78,6 +79,9 @@ def _run(fn, argv):
     ["--model", "no-such-model", "--ram", "64"],
     ["--model", "llama-3.1-8b", "--ram", "64", "--kv-type", "q9"],
     ["--model", "llama-3.1-8b"],                              # no --ram and no --chip
+    ["--model", "llama-3.1-8b", "--ram", "16", "--json"],
+    ["--no-flash-attn", "--model", "llama-3.1-8b", "--ram", "16", "--kv-type", "q8_0"],
+    ["--model", "qwen3-30b-a3b", "--ram", "64", "--flash-attn", "--ubatch", "1024", "--json"],
 ])
 def test_fast_path_answers_like_typer(argv):
     assert M.fast_values(argv) is not None
