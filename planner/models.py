@@ -21,7 +21,7 @@ from .advice import KV_RANK, QualityNote, _quality_loss, quality_of
 from .errors import InputError, PlannerError, UnknownProfileError
 from .memory import MemoryModel
 from .results import Fit, ModelRow, ModelsResult, WiredLimit
-from .schema import Chip, ModelProfile, QuantFormat, Runtime
+from .schema import Chip, MlxRuntime, ModelProfile, QuantFormat, Runtime
 from .search import base_memory_model, quants_for, speed_at, speed_available, speed_model, with_kv
 
 DEFAULT_RUNTIMES = ["llama.cpp", "mlx-lm"]
@@ -136,12 +136,12 @@ def _floor_bpw(runtime_id: str, quant_id: str) -> float:
     """Fewest bits any weight can take in this format (see weights_floor)."""
     rt = profiles.load_runtime(runtime_id)
     q = profiles.load_quant(quant_id, rt.weight_format)
-    if q.kind == "mlx":
-        act = rt.activation_bytes or 2
+    if isinstance(rt, MlxRuntime):  # mlx formats load only on mlx-lm
+        act = rt.activation_bytes
         if q.mode == "none":
             return 8.0 * act
         bpw = q.bits + 8 * ((q.scale_bytes or 0) + (q.bias_bytes or 0)) / (q.group_size or 64)
-        return min(bpw, (rt.router_bits or 8) + 8 * 2 * act / 64)  # MoE routers: router_bits, group 64 (mlx_weights)
+        return min(bpw, rt.router_bits + 8 * 2 * act / 64)  # MoE routers: router_bits, group 64 (mlx_weights)
     types = {t.name: t for t in profiles.ggml_types().types}
     names = {q.base_type, q.expert_type, *(r.type for r in q.rules)} - {None}
     return min(8 * types[t].bytes_per_block / types[t].block_size for t in names if t in types)
