@@ -13,10 +13,10 @@ import streamlit as st
 from pydantic import ValidationError
 
 try:
-    from app import charts, models_page, readings, uploads
+    from app import charts, finetune_page, models_page, readings, uploads
 except ImportError:  # `streamlit run app/streamlit_app.py` from a checkout puts app/, not the repo, on sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from app import charts, models_page, readings, uploads
+    from app import charts, finetune_page, models_page, readings, uploads
 
 from planner import profiles
 from planner.capacity import MAX_USERS
@@ -453,8 +453,12 @@ def show_buy(model: str, wl, runtimes: list[str], macos: str, budget: float | No
 def main() -> None:
     st.set_page_config(page_title="Mac LLM planner", page_icon="🖥️", layout="wide")
     # the "What can I run?" page (app/models_page.py, = `plan models`) has its own inputs
-    if st.sidebar.radio("Page", [PAGE_PLAN, models_page.PAGE_TITLE], key="page") != PAGE_PLAN:
+    page = st.sidebar.radio("Page", [PAGE_PLAN, models_page.PAGE_TITLE, finetune_page.PAGE_TITLE], key="page")
+    if page == models_page.PAGE_TITLE:
         models_page.page()
+        return
+    if page == finetune_page.PAGE_TITLE:  # app/finetune_page.py, = `plan finetune`
+        finetune_page.page()
         return
     st.title("Will this LLM run on this Mac?")
     st.caption("Memory fit of a model on Apple Silicon for llama.cpp and mlx-lm, against the GPU memory limit "
