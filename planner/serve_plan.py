@@ -178,6 +178,9 @@ def setup(chip: str, gpu_cores: int | None, ram: float | None, model: str, quant
     wired = capacity.wired_limit(ram_gb, profiles.load_macos(macos))
     names = dict(model=m.id, quant=q.id, chip=c.id, ram_gb=ram_gb, runtime=rt.id,
                  max_context=m.config.max_position_embeddings, notes=[n for n in (chip_note, quant_note) if n])
+    if rt.id not in ("llama.cpp", "mlx-lm"):
+        names["notes"].append(f"{rt.id} is simulated with the scheduler of the server it wraps "
+                              f"({'llama-server' if rt.family == 'llama.cpp' else 'mlx_lm.server'})")
     return Setup(mm, rf, rt, wired, names)
 
 
@@ -235,14 +238,15 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
     search = _search_requests(r, ctx, np.random.default_rng(r.seed + 1))
     mu = saturation_rate(search, sched, steps)
     sweep, best, binding, top = _sweep(s, r, ctx, search, steps, slots, most)
+    rate = len(rq.arrival) / duration if r.trace is not None else r.rate
     mem = s.memory(slots, ctx)
     fit = capacity.fit(mem, s.mm.weights.total_bytes, s.wired, s.rt)
     return ServeResult(
         **{k: s.names[k] for k in ("model", "quant", "chip", "ram_gb", "runtime")}, slots=slots, slot_context=ctx,
-        rate_per_s=len(rq.arrival) / duration if r.trace is not None else r.rate, duration_s=duration,
+        rate_per_s=rate, duration_s=duration,
         seed=r.seed, n_requests=len(rq.arrival), prompt=r.prompt.label(), gen=r.gen.label(),
         cached_prefix_share=r.cached_prefix_share, **stats, saturation_rate_per_s=mu,
-        utilisation=r.rate / mu, stable=r.rate < mu, memory_bytes=mem,
+        utilisation=rate / mu, stable=rate < mu, memory_bytes=mem,
         wired_limit_bytes=s.wired.effective_bytes, fit_verdict=fit.verdict, target_ttft_p95_s=r.max_ttft_p95,
         max_rate_per_s=top, sweep=sweep, best_slots=best, binding=binding, calibration=s.rf.calibration,
         notes=notes)
