@@ -110,12 +110,17 @@ def cached_recommend(model: str, ram_gb: float, chip: str | None, gpu_cores: int
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def cached_buy(model: str, wl_json: str, budget: float | None, runtimes: tuple[str, ...], macos: str,
-               include_rumoured: bool, include_discontinued: bool = False):
-    from planner.buy import buy
+               include_rumoured: bool, include_discontinued: bool = False, quotes: tuple[str, ...] = ()):
+    from planner.buy import buy, match_price
     from planner.workload import WorkloadProfile
 
+    prices = {}
+    for q in quotes:  # 'Mac Studio M4 Max 128GB=3299'; a bad line is one error naming it (planner.errors)
+        ids, usd = match_price(q)
+        prices.update(dict.fromkeys(ids, usd))
     return buy([model], WorkloadProfile.model_validate_json(wl_json), budget_usd=budget, runtimes=list(runtimes),
-               macos=macos, include_rumoured=include_rumoured, include_discontinued=include_discontinued)
+               macos=macos, include_rumoured=include_rumoured, include_discontinued=include_discontinued,
+               prices=prices)
 
 
 @st.cache_data(show_spinner=False)
@@ -161,7 +166,12 @@ def mac_form() -> tuple[str, list[dict]]:
         old = st.sidebar.checkbox("Include discontinued Macs (at launch price)", False, key="discontinued",
                                   help="Macs no longer sold new: M1/M2 Ultra and older Max chips, often bought "
                                        "refurbished or used for large models")
-        return mode, [{"budget": float(budget) or None, "include_rumoured": rumoured, "include_discontinued": old}]
+        quotes = st.sidebar.text_area("Your prices (optional)", "", key="quotes", height=80,
+                                      placeholder="Mac Studio M2 Ultra 76-core 192GB=3500",
+                                      help="One per line, PRODUCT CHIP RAM=USD: a refurbished or used offer. It "
+                                           "replaces the launch price and brings a discontinued Mac into the search.")
+        return mode, [{"budget": float(budget) or None, "include_rumoured": rumoured, "include_discontinued": old,
+                       "quotes": tuple(x.strip() for x in quotes.splitlines() if x.strip())}]
     if mode == MODE_RAM:
         sizes = sorted({r for _, _, opts, _ in table for r in opts})
         ram = st.sidebar.selectbox("Unified memory (RAM)", sizes, index=sizes.index(64) if 64 in sizes else 0,
@@ -411,13 +421,13 @@ def show_recipe(p: Plan, chosen, rec) -> None:
 
 
 def show_buy(model: str, wl, runtimes: list[str], macos: str, budget: float | None, include_rumoured: bool,
-             include_discontinued: bool = False) -> dict | None:
+             include_discontinued: bool = False, quotes: tuple[str, ...] = ()) -> dict | None:
     """Price against performance over every Mac (planner.buy.buy); returns the Mac to detail below, or None.
     Never a dead end: when no Mac meets every target, the chart and table still show the closest ones."""
     st.subheader("Which Mac should I buy?")
     st.caption(f"Workload: {wl.summary()}" + (f" · Budget: ${budget:,.0f}" if budget else " · No budget limit"))
     b = cached_buy(model, wl.model_dump_json(), budget, tuple(runtimes), macos, include_rumoured,
-                   include_discontinued)
+                   include_discontinued, quotes)
     if b.memory_shortfall:
         st.warning(f"**No Mac holds it.** {b.memory_shortfall}. What would change the answer: "
                    + "; ".join(b.what_would_change) + ".")

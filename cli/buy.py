@@ -55,7 +55,7 @@ def buy_cmd(
         return
     out = _header(r, wl) + _verdict_lines(r) + (_table_lines(r, all_rows) if r.per_mac else [])
     if clusters:
-        out += _cluster_lines(model[0], wl, link, budget, r.cheapest)
+        out += _cluster_lines(model[0], wl, link, budget)
     out += [f"note: {n}" for n in r.notes]
     typer.echo("\n".join(out))
 
@@ -172,18 +172,23 @@ def _table_lines(r, all_rows: bool) -> list[str]:
     return out
 
 
-def _cluster_lines(model: str, wl, link: str, budget: float | None, single) -> list[str]:
+def _cluster_lines(model: str, wl, link: str, budget: float | None) -> list[str]:
+    """k linked identical Macs, and one Mac on the same engine and quant (a fair comparison: pipeline stages run
+    one after another, so linking adds memory, not decode speed)."""
     from planner.cluster import cluster_candidates
 
-    cands = cluster_candidates(model, link=link, context=wl.context, users=wl.users,
-                               prompt=wl.prompt_tokens.p90_tokens, gen=wl.gen_tokens.p90_tokens, budget_usd=budget)
+    kw = {"link": link, "context": wl.context, "users": wl.users, "prompt": wl.prompt_tokens.p90_tokens,
+          "gen": wl.gen_tokens.p90_tokens, "budget_usd": budget}
+    cands = cluster_candidates(model, **kw)
     out = ["", f"Clusters of identical Macs over {link} (mlx pipeline; see `plan cluster` for recipes):"]
     if not cands:
         return [*out, "  none holds the model" + (f" within ${budget:,.0f}" if budget else "")]
     rows = [[f"${c.price_usd:,.0f}", c.macs, fmt_tok_s(c.decode_tok_s_per_user), fmt_seconds(c.ttft_s), c.binding]
             for c in cands[:6]]
     out.append(table(rows, ["price", "Macs", "tok/s/user", "TTFT", "binding"], "rlrrl"))
-    if single is not None and single.decode_tok_s_per_user:
-        out.append(f"  vs one Mac: {single.label} at ${single.price_usd:,.0f}, "
-                   f"{fmt_tok_s(single.decode_tok_s_per_user)} tok/s/user")
+    one = cluster_candidates(model, counts=(1,), **kw)
+    if one and one[0].decode_tok_s_per_user:
+        s = one[0]
+        out.append(f"  vs one Mac: {s.macs.removeprefix('1x ')} at ${s.price_usd:,.0f}, "
+                   f"{fmt_tok_s(s.decode_tok_s_per_user)} tok/s/user (same engine and quant)")
     return out

@@ -157,6 +157,9 @@ app.command("app")(app_cmd)
 from .models import models_cmd  # noqa: E402  (plan models: the catalog and what runs on a Mac, cli/models.py)
 
 app.command("models")(models_cmd)
+from .finetune import finetune_cmd  # noqa: E402  (plan finetune: mlx_lm.lora memory, limits, speed, cli/finetune.py)
+
+app.command("finetune")(finetune_cmd)
 
 
 def _param_name(e) -> str:

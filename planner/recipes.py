@@ -11,7 +11,7 @@ from .schema import ModelProfile, QuantFormat
 from .units import pad_to
 
 
-def _mlx_repo(model: ModelProfile, q: QuantFormat) -> str:
+def mlx_repo(model: ModelProfile, q: QuantFormat) -> str:
     name = (model.hf_repo or model.id).split("/")[-1]
     suffix = {"affine": f"{q.bits}bit", "mxfp4": "mxfp4", "nvfp4": "nvfp4", "mxfp8": "mxfp8", "none": "bf16"}.get(
         q.mode or "", f"{q.bits}bit")
@@ -53,7 +53,7 @@ def _with_draft(r: Recipe, mm: MemoryModel, dm: MemoryModel, g: int) -> Recipe:
         flags = f" -md {name}-{dm.quant_id}.gguf -ngld 99 --draft-max {g} -ctkd {kv} -ctvd {kv}"
         return r.model_copy(update={"server": r.server + flags, "notes": [
             *r.notes, "the draft gets the same -c and -np as the main model (its KV is counted)"]})
-    repo = _mlx_repo(dm.model, _quant_of(dm))
+    repo = mlx_repo(dm.model, _quant_of(dm))
     flags = f" --draft-model {repo} --num-draft-tokens {g}"
     server = r.server.split(" --decode-concurrency")[0] + flags
     return r.model_copy(update={"server": server, "generate": (r.generate or "") + flags, "notes": [
@@ -106,7 +106,7 @@ def _lms(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) ->
     attention and the KV cache type are load settings of the app (lms-kv-config schema.ts) with no lms flag."""
     rt, model, kv = mm.runtime, mm.model, mm.kv.kv_type
     gguf = rt.family == "llama.cpp"
-    key = f"{(model.hf_repo or model.id).lower()}@{q.id.lower()}" if gguf else _mlx_repo(model, q)
+    key = f"{(model.hf_repo or model.id).lower()}@{q.id.lower()}" if gguf else mlx_repo(model, q)
     # unified KV (useUnifiedKvCache): the parallel predictions share --context-length, so it holds them all
     ctx = pad_to(context * slots, rt.ctx_pad or 256) if gguf and mm.kv_unified else context
     cmd = f"lms load {key} --context-length {ctx} --parallel {slots} --gpu max"
@@ -127,7 +127,7 @@ def _lms(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) ->
 
 def _mlx_vlm(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) -> Recipe:
     """mlx-vlm (Blaizzy/mlx-vlm server/cli.py, generate/dispatch.py): one model for images and text."""
-    rt, repo = mm.runtime, _mlx_repo(mm.model, q)
+    rt, repo = mm.runtime, mlx_repo(mm.model, q)
     kv_bits = {"kv8": 8, "kv4": 4}.get(mm.kv.kv_type)
     kv = f" --kv-bits {kv_bits} --kv-group-size {rt.kv_group_size or 64}" if kv_bits else ""
     server = (f"mlx_vlm.server --model {repo} --max-num-seqs {slots} --max-kv-size {context} "
@@ -141,7 +141,7 @@ def _mlx_vlm(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit
 def _mlx_lm(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) -> Recipe:
     rt, model = mm.runtime, mm.model
     notes: list[str] = []
-    repo = _mlx_repo(model, q)
+    repo = mlx_repo(model, q)
     kv_bits = {"kv8": 8, "kv4": 4}.get(mm.kv.kv_type)
     server = f"mlx_lm.server --model {repo} --prefill-step-size {rt.prefill_chunk}"
     if kv_bits:
