@@ -79,13 +79,16 @@ class StepModel:
         return self._integral(batch, ctx + k - 0.5) - self._integral(batch, ctx - 0.5)
 
     def steps_within(self, batch: int, ctx: float, dt: float) -> int:
-        """Fewest decode steps from depth ``ctx`` that take at least ``dt`` (≥ 1)."""
-        _, cum, arr = self._table(batch)
+        """Fewest decode steps from depth ``ctx`` that take at least ``dt`` (≥ 1): invert the piecewise-quadratic
+        integral in its segment, then settle the rounding."""
+        ys, cum, arr = self._table(batch)
         target = self._integral(batch, ctx - 0.5) + dt
-        i = int(np.searchsorted(arr, target)) - 1
-        if i >= len(cum) - 1:
-            return 1 << 40
-        k = max(1, math.ceil(i * GRID - (ctx - 0.5)))
+        i = min(max(int(np.searchsorted(arr, target)) - 1, 0), len(ys) - 2)
+        a, slope, rest = ys[i], (ys[i + 1] - ys[i]) / GRID, target - cum[i]
+        u = (2 * rest / (a + math.sqrt(a * a + 2 * slope * rest))) if a > 0 else rest   # a·u + slope·u²/2 = rest
+        k = max(1, math.ceil(i * GRID + u - (ctx - 0.5) - 1e-9))
+        while k > 1 and self.span(batch, ctx, k - 1) >= dt:
+            k -= 1
         while self.span(batch, ctx, k) < dt:
             k += 1
         return k

@@ -125,7 +125,9 @@ def max_rate(rq: Requests, base_rate: float, sched: Scheduler, steps: StepModel,
     if floor > target:
         return None, floor
     lo, hi = mu * 1e-3, mu
-    for _ in range(10):
+    if ttft_p95(rq.at_rate(mu / 50, base_rate), sched, steps) <= target:
+        lo = mu / 50
+    for _ in range(8 if lo > mu * 1e-3 else 11):   # rate to within (hi/lo)^(1/2^n): 50^(1/256) ≈ 1.5 %
         mid = math.sqrt(lo * hi)
         if ttft_p95(rq.at_rate(mid, base_rate), sched, steps) <= target:
             lo = mid
