@@ -231,8 +231,9 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
         prompt, gen = draw_lengths(r.prompt, len(arrival), rng), draw_lengths(r.gen, len(arrival), rng)
     rq, clipped = make_requests(arrival, prompt, gen, r.cached_prefix_share, ctx)
     if clipped:
+        refuse = "llama-server refuses them" if s.rt.family == "llama.cpp" else "they would not fit the slot's memory"
         notes.append(f"{clipped} of {len(arrival)} prompts exceed the {ctx}-token slot and were cut to fit "
-                     f"(llama-server refuses them; raise --slot-context)")
+                     f"({refuse}; raise --slot-context)")
     steps = StepModel(s.rf, ctx)
     sched = s.scheduler(slots)
     tr = simulate(rq.arrival, rq.prompt, rq.gen, rq.cached, sched, steps)

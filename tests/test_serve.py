@@ -194,3 +194,25 @@ def test_slots_that_do_not_fit_are_capped():
                               slot_context=8192, sweep=False))
     assert r.slots < 64 and any("do not fit" in n for n in r.notes)
     assert r.memory_bytes <= r.wired_limit_bytes
+
+
+def test_one_prompt_batch_is_the_roofline_prefill(qwen):
+    """A llama.cpp batch of one 1024-token prompt piece on 2048 cached tokens, nobody decoding, takes exactly the
+    speed model's prefill time of that prompt at that depth (token and depth counts on the memo grid)."""
+    st = StepModel(qwen.rf, 8192)
+    assert st.mixed(0, 0.0, [(1024, 2048)]) == pytest.approx(qwen.rf.prefill_time(1024, 2048)[0], rel=1e-12)
+    # decode tokens riding along cost their rows in the batch plus their attention over their own cache
+    assert st.mixed(4, 3000.0, [(1024, 0)]) > st.mixed(0, 0.0, [(1024, 0)]) + qwen.rf.kv_time(4, 3000.0) * 0.999
+
+
+@pytest.mark.parametrize("kind", ["llama.cpp", "mlx-lm"])
+def test_every_request_is_served_in_order_of_events(kind):
+    """Random small loads on the hand step model: every request finishes; arrival ≤ admit ≤ first ≤ end."""
+    rng = np.random.default_rng(7)
+    for _ in range(30):
+        n = int(rng.integers(1, 40))
+        arr = np.sort(rng.uniform(0, 20, n))
+        tr = run(kind, int(rng.integers(1, 6)), arr, rng.integers(1, 5000, n), rng.integers(1, 200, n),
+                 n_batch=int(rng.choice([64, 512, 2048])), pc=int(rng.integers(1, 4)))
+        assert not np.isnan(tr.end).any()
+        assert np.all(tr.admit >= arr - 1e-12) and np.all(tr.first >= tr.admit) and np.all(tr.end >= tr.first - 1e-12)
