@@ -216,3 +216,17 @@ def test_every_request_is_served_in_order_of_events(kind):
                  n_batch=int(rng.choice([64, 512, 2048])), pc=int(rng.integers(1, 4)))
         assert not np.isnan(tr.end).any()
         assert np.all(tr.admit >= arr - 1e-12) and np.all(tr.first >= tr.admit) and np.all(tr.end >= tr.first - 1e-12)
+
+
+@pytest.mark.parametrize("kind,service", [("llama.cpp", 2.101), ("mlx-lm", 2.1)])
+def test_one_slot_with_poisson_arrivals_is_an_md1_queue(kind, service):
+    """One slot, identical requests (1001-token prompt, 11 tokens) on the hand step model hold the slot for a fixed
+    time S — llama.cpp: prompt batch 0.1 + 1.001, then 10 decode steps: 2.101 s; mlx-lm: 1000 prompt tokens 1.0 s
+    (the last one is the first decode input), then 11 decode steps: 2.1 s. With Poisson arrivals that is an M/D/1
+    queue, whose mean wait is ρ·S / (2(1 − ρ)) (Pollaczek–Khinchine): at λ = 0.3/s, ρ ≈ 0.63, W ≈ 1.79 s."""
+    n, lam = 60_000, 0.3
+    arr = np.cumsum(np.random.default_rng(11).exponential(1 / lam, n))
+    tr = run(kind, 1, arr, 1001, 11)
+    np.testing.assert_allclose(tr.end - tr.admit, service)
+    rho = lam * service
+    assert float(np.mean(tr.admit - arr)) == pytest.approx(rho * service / (2 * (1 - rho)), rel=0.05)
