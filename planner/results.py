@@ -275,6 +275,16 @@ class SlotOption(BaseModel):
     fits: bool = True
 
 
+class CurvePoint(BaseModel):
+    """One point of the latency–throughput curve at the chosen slot count."""
+
+    model_config = Frozen
+    rate_per_s: float = Field(description="Offered request rate [1/s]")
+    ttft_p50_s: float
+    ttft_p95_s: float
+    throughput_tok_s: float = Field(description="Generated tokens per second, all users [tok/s]")
+
+
 class ServeResult(BaseModel):
     """Latency under load of one server configuration (`plan serve`), from a seeded simulation."""
 
@@ -311,6 +321,8 @@ class ServeResult(BaseModel):
     target_ttft_p95_s: float | None = None
     max_rate_per_s: float | None = Field(None, description="Highest rate meeting the TTFT p95 target [1/s]")
     sweep: list[SlotOption] = Field(default_factory=list)
+    curve: list[CurvePoint] = Field(default_factory=list, description="TTFT against offered rate, 10-110 % of "
+                                                                       "the saturation rate")
     best_slots: int | None = Field(None, description="Slot count with the highest sustainable rate")
     binding: str | None = Field(None, description="Which target binds when no rate meets it, and by how much")
     calibration: str = ""

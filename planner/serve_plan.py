@@ -16,7 +16,7 @@ from . import throughput as tp
 from .errors import InputError
 from .memory import MemoryModel, memory_model
 from .predict import _quant, resolve_bin
-from .results import Percentiles, ServeResult, SlotOption
+from .results import CurvePoint, Percentiles, ServeResult, SlotOption
 from .serve import Scheduler, StepModel, Trace, simulate
 from .workload import Length
 
@@ -24,6 +24,7 @@ Z90 = 1.2815515655446004          # standard normal 90th percentile
 Z99 = 2.3263478740408408
 SEARCH_REQUESTS = 400             # requests per simulation inside the rate / slot searches
 SWEEP_SLOTS = (1, 2, 4, 8, 16, 32)
+CURVE_LOADS = (0.1, 0.25, 0.4, 0.55, 0.7, 0.8, 0.9, 1.0, 1.1)   # offered rate / saturation rate
 
 
 # --------------------------------------------------------------------------- requests
@@ -115,6 +116,18 @@ def saturation_rate(rq: Requests, sched: Scheduler, steps: StepModel) -> float:
 def ttft_p95(rq: Requests, sched: Scheduler, steps: StepModel) -> float:
     tr = simulate(rq.arrival, rq.prompt, rq.gen, rq.cached, sched, steps)
     return float(np.percentile(tr.first - rq.arrival, 95))
+
+
+def latency_curve(rq: Requests, sched: Scheduler, steps: StepModel, mu: float) -> list[CurvePoint]:
+    """TTFT p50/p95 and throughput at CURVE_LOADS × the saturation rate, on the same requests."""
+    out = []
+    for load in CURVE_LOADS:
+        r = rq.at_rate(load * mu, 1.0)
+        tr = simulate(r.arrival, r.prompt, r.gen, r.cached, sched, steps)
+        p50, p95 = np.percentile(tr.first - r.arrival, [50, 95])
+        out.append(CurvePoint(rate_per_s=load * mu, ttft_p50_s=float(p50), ttft_p95_s=float(p95),
+                              throughput_tok_s=float(r.gen.sum() / max(tr.makespan, 1e-9))))
+    return out
 
 
 def max_rate(rq: Requests, base_rate: float, sched: Scheduler, steps: StepModel, target: float,
@@ -251,7 +264,7 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
         cached_prefix_share=r.cached_prefix_share, **stats, saturation_rate_per_s=mu,
         utilisation=rate / mu, stable=rate < mu, memory_bytes=mem,
         wired_limit_bytes=s.wired.effective_bytes, fit_verdict=fit.verdict, target_ttft_p95_s=r.max_ttft_p95,
-        max_rate_per_s=top, sweep=sweep, best_slots=best, binding=binding, calibration=s.rf.calibration,
+        max_rate_per_s=top, sweep=sweep, curve=latency_curve(search, sched, steps, mu), best_slots=best, binding=binding, calibration=s.rf.calibration,
         notes=notes)
 
 

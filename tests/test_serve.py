@@ -230,3 +230,14 @@ def test_one_slot_with_poisson_arrivals_is_an_md1_queue(kind, service):
     np.testing.assert_allclose(tr.end - tr.admit, service)
     rho = lam * service
     assert float(np.mean(tr.admit - arr)) == pytest.approx(rho * service / (2 * (1 - rho)), rel=0.05)
+
+
+def test_latency_curve_rises_with_load(qwen):
+    from planner.serve_plan import CURVE_LOADS, ServeRequest, serve
+    from planner.workload import Length
+
+    r = serve(qwen, ServeRequest(slots=4, rate=0.05, prompt=Length(p50=800, p90=2500), gen=Length(p50=150, p90=400),
+                                 duration=600.0, sweep=False))
+    assert [p.rate_per_s for p in r.curve] == pytest.approx([x * r.saturation_rate_per_s for x in CURVE_LOADS])
+    assert r.curve[-1].ttft_p95_s > 3 * r.curve[0].ttft_p95_s        # past saturation the queue dominates
+    assert all(p.ttft_p50_s <= p.ttft_p95_s for p in r.curve)
