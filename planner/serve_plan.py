@@ -237,7 +237,8 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
         slots = most
     rng = np.random.default_rng(r.seed)
     if r.trace is not None:
-        arrival, prompt, gen = (np.asarray(x) for x in r.trace)
+        order = np.argsort(np.asarray(r.trace[0], float), kind="stable")
+        arrival, prompt, gen = (np.asarray(x)[order] for x in r.trace)
         duration = float(arrival.max(initial=0.0)) or r.duration
     else:
         arrival, duration = poisson_arrivals(r.rate, r.duration, rng), r.duration
