@@ -25,6 +25,10 @@ def cluster_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print the plan and recipe as JSON"),
 ):
     """Per-node memory, cluster speed vs the best single Mac, the binding constraint and the launch recipe."""
+    from cli.bounds import check_macs, check_options
+
+    check_options(context=context, users=users, prompt=prompt, gen=gen)
+    check_macs(macs)
     from planner import profiles
     from planner.cluster import plan_cluster
     from planner.cluster.recipe import recipe

@@ -50,6 +50,9 @@ def predict_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print the contract JSON"),
 ):
     """Prefill, TTFT and decode speed of one model on one Mac (roofline with fitted efficiencies)."""
+    from cli.bounds import check_options
+
+    check_options(gpu_cores=gpu_cores, ram=ram, prompt=prompt, gen=gen, depth=depth, batch=batch, ubatch=ubatch)
     r = predict_result(chip, gpu_cores, ram, model, quant, runtime, prompt, gen, depth, batch, macos,
                        flash_attn, ubatch)
     typer.echo(json.dumps(r, indent=2, ensure_ascii=False) if json_out else render(r))
