@@ -13,10 +13,10 @@ import streamlit as st
 from pydantic import ValidationError
 
 try:
-    from app import charts, readings, uploads
+    from app import charts, models_page, readings, uploads
 except ImportError:  # `streamlit run app/streamlit_app.py` from a checkout puts app/, not the repo, on sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from app import charts, readings, uploads
+    from app import charts, models_page, readings, uploads
 
 from planner import profiles
 from planner.capacity import MAX_USERS
@@ -31,6 +31,7 @@ COMPARE_DEFAULT = [("M4 Pro", 20, 48), ("M4 Max", 40, 64), ("M4 Max", 40, 128), 
 CONTEXT_STEPS = [512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576]
 MODE_CHIP, MODE_RAM, MODE_COMPARE = "Chip and RAM", "RAM only", "Compare several Macs"
 MODE_BUY = "Which Mac should I buy?"
+PAGE_PLAN = "Will this model fit?"
 
 
 def tip(field: str) -> str:
@@ -451,6 +452,10 @@ def show_buy(model: str, wl, runtimes: list[str], macos: str, budget: float | No
 
 def main() -> None:
     st.set_page_config(page_title="Mac LLM planner", page_icon="🖥️", layout="wide")
+    # the "What can I run?" page (app/models_page.py, = `plan models`) has its own inputs
+    if st.sidebar.radio("Page", [PAGE_PLAN, models_page.PAGE_TITLE], key="page") != PAGE_PLAN:
+        models_page.page()
+        return
     st.title("Will this LLM run on this Mac?")
     st.caption("Memory fit of a model on Apple Silicon for llama.cpp and mlx-lm, against the GPU memory limit "
                "macOS actually enforces. Change the inputs on the left; the page updates.")

@@ -203,8 +203,8 @@ def build_option(mm: MemoryModel, req: PlanRequest, wired: WiredLimit, raised: W
     ctx = min(req.context, max_ctx)
     est = mm.estimate(ctx, req.users)
     verdict = capacity.fit(est.total, mm.weights.total_bytes, wired, rt)
-    budget = capacity.safe_budget(wired, rt)
-    budget_raised = capacity.safe_budget(raised, rt)
+    budget = capacity.comfortable_budget(wired, rt, mm.weights.total_bytes)
+    budget_raised = capacity.comfortable_budget(raised, rt, mm.weights.total_bytes)
     notes = []
     if req.context > max_ctx:
         notes.append(f"context capped at the model's {max_ctx:,} tokens")
@@ -224,7 +224,7 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
     ram, chip, mac_note = resolve_mac(req)
     macos = profiles.load_macos(req.macos)
     wired = capacity.wired_limit(ram, macos, req.wired_limit_mb)
-    raised = capacity.wired_limit(ram, macos, wired.max_raise_bytes // (1024 * 1024))
+    raised = capacity.raised_limit(ram, macos, wired)
     table = profiles.ggml_types()
     max_ctx = model.config.max_position_embeddings
     contexts = sorted({c for c in CONTEXTS if c <= max_ctx} | {min(req.context, max_ctx)})
