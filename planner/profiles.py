@@ -180,6 +180,9 @@ class _ValidatedStore:
             tmp.write_bytes(pickle.dumps(self.entries, protocol=pickle.HIGHEST_PROTOCOL))
             os.replace(tmp, f)
             self.dirty = False
+            for old in f.parent.glob("profiles-*.pickle"):  # caches of other code versions
+                if old != f:
+                    old.unlink(missing_ok=True)
         except OSError:  # a read-only cache dir only costs speed
             pass
 

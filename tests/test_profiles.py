@@ -271,8 +271,11 @@ def test_validated_cache_round_trips_and_sees_edits(tmp_path, monkeypatch):
     f = tmp_path / "mlx-lm.yaml"
     f.write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
     first = P.load_file(f, Runtime)
+    stale = tmp_path / "cache" / "profiles-0000000000000000.pickle"  # a cache written by other code
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"old")
     P._STORE.save()
-    assert list((tmp_path / "cache").glob("profiles-*.pickle"))
+    assert [p.name for p in (tmp_path / "cache").glob("profiles-*.pickle")] == [P._STORE._file().name]
     P._STORE = P._ValidatedStore()  # a new process: reads the pickle
     monkeypatch.setattr(P, "_validate_file", lambda *a: pytest.fail("validated again despite the cache"))
     assert P.load_file(f, Runtime) == first
