@@ -68,6 +68,8 @@ def recommend_cmd(
             out.append(f"   {o.recipe.generate}")
         for n in o.recipe.notes:
             out.append(f"   note: {n}")
+    if r.why_not_higher_quality:
+        out.append(f"Not a higher-quality option because {r.why_not_higher_quality}.")
     if r.router:
         out.append("")
         out.append(f"Router (mixed workload): {r.router.reason}")

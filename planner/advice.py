@@ -40,7 +40,10 @@ KV_RANK = {"q4_0": 1, "kv4": 1}
 
 
 class TargetsUnreachableError(PlannerError):
-    """No configuration meets the workload's targets; the message says what the best reaches."""
+    """No configuration meets the workload's targets; the message says what the best reaches and ``closest`` holds
+    the options that come nearest (smallest shortfall first), each with its misses and launch recipe."""
+
+    closest: list = []
 
 
 class NoFitError(PlannerError):
@@ -149,6 +152,8 @@ class Recommendation(BaseModel):
     evaluated: int
     router: RouterOption | None = None
     notes: list[str] = Field(default_factory=list)
+    why_not_higher_quality: str | None = Field(None, description="Why the first option is not a lossless quant "
+                                               "with a 16-bit KV cache (None when it is)")
 
 
 # --------------------------------------------------------------------------- the search
@@ -188,6 +193,88 @@ def _reason(sp: Speed | None, fit: Fit, qn: QualityNote, wl: WorkloadProfile, sl
     parts.append(f"memory {fit.verdict}: {fit.reason}; up to {maxc:,} tokens/sequence fit")
     parts.append(qn.text())
     return "; ".join(parts)
+
+
+# --------------------------------------------------------------------------- ranking: quality first with headroom
+# Hand-set margin, not a measurement: a target counts as met "with headroom" when the speed is at least 1.2x the
+# minimum and the waits at most 1/1.2 of the maximum, so a 20 % error of the speed model does not flip the answer.
+HEADROOM = 1.2
+QUALITY_ORDER = {"lossless": 0, "small": 1, "unknown": 2, "noticeable": 2, "large": 3}
+KV_PRECISION = {"f32": 0, "f16": 0, "bf16": 0, "q8_0": 1, "kv8": 1, "q4_0": 2, "kv4": 2}
+
+
+def has_headroom(o: Option, wl: WorkloadProfile) -> bool:
+    """Memory fits comfortably (no sysctl, room to spare) and every speed target is met with HEADROOM."""
+    if o.fit.verdict != "fits" or not o.meets_targets:
+        return False
+    sp, t = o.speed, wl.targets
+    if sp is None:
+        return True
+    return not ((t.min_tok_s_per_user and sp.decode_tok_s_per_user < HEADROOM * t.min_tok_s_per_user)
+                or (t.max_ttft_s and HEADROOM * sp.ttft_s > t.max_ttft_s)
+                or (t.max_request_s and HEADROOM * sp.time_per_request_s > t.max_request_s))
+
+
+def quality_rank(o: Option) -> tuple[int, int]:
+    """(weight quality tier, KV precision): (0, 0) is a lossless quant with a 16-bit KV cache."""
+    return QUALITY_ORDER[o.quality.tier], KV_PRECISION.get(o.kv_type, 1)
+
+
+def preference(o: Option, wl: WorkloadProfile) -> tuple:
+    """Ranking key of an option that meets the targets, smallest first. Options with headroom come first, ordered
+    by quality (lossless before small-loss weights, then 16- before 8- before 4-bit KV), then speed; the rest keep
+    the speed-first order within a coarse quality tier."""
+    sp = o.speed
+    if sp is None:  # memory only: best measured quality first, then room (slots, context) to spare
+        perf = (_quality_loss(o.quality), -o.slots, -o.max_context)
+    elif wl.objective == "throughput":
+        perf = (-sp.decode_tok_s,)
+    else:
+        perf = (sp.time_per_request_s,)
+    tail = (VERDICT_RANK[o.fit.verdict], *perf, o.memory_bytes)
+    if has_headroom(o, wl):
+        return (0, *quality_rank(o), *tail)
+    return (1, TIER_RANK[o.quality.tier], KV_RANK.get(o.kv_type, 0), *tail)
+
+
+def why_not_higher_quality(top: Option, every: list[Option], wl: WorkloadProfile) -> str | None:
+    """Why the first option is not lossless with a 16-bit KV cache: what the best higher-quality option that fits
+    in memory misses, or that none fits. None when the first option is already of the best quality."""
+    if quality_rank(top) == (0, 0):
+        return None
+    better = [o for o in every if quality_rank(o) < quality_rank(top)]
+    if not better:
+        return (f"no option of higher quality than {top.quant} with KV cache {top.kv_type} fits in memory at "
+                f"{wl.users} × {top.context:,} tokens")
+    b = min(better, key=lambda o: (*quality_rank(o), not o.meets_targets, VERDICT_RANK[o.fit.verdict]))
+    what = f"{b.runtime} {b.quant} with KV cache {b.kv_type} ({b.quality.tier} quality)"
+    if b.misses:
+        return f"{what} misses the targets: {'; '.join(b.misses)}"
+    if b.fit.verdict != "fits":
+        return f"{what} fits only {'with the GPU limit raised' if b.fit.verdict == 'raise-limit' else 'tightly'}"
+    return f"{what} meets the targets with less than {HEADROOM - 1:.0%} to spare"
+
+
+def shortfall(o: Option, wl: WorkloadProfile) -> float:
+    """The factor by which the option misses its worst target (1.0: every target met)."""
+    sp, t = o.speed, wl.targets
+    if sp is None:
+        return 1.0
+    return max([1.0, *([t.min_tok_s_per_user / sp.decode_tok_s_per_user] if t.min_tok_s_per_user else []),
+                *([sp.ttft_s / t.max_ttft_s] if t.max_ttft_s else []),
+                *([sp.time_per_request_s / t.max_request_s] if t.max_request_s else [])])
+
+
+def closest_options(every: list[Option], wl: WorkloadProfile, top: int) -> list[Option]:
+    """When nothing meets the targets: the options that miss them by the smallest factor, ranked, one per
+    runtime × quant × KV type."""
+    out, seen = [], set()
+    # the factor rounded to 1 %: a faster-by-a-hair 4-bit KV does not outrank the 16-bit one
+    for o in sorted(every, key=lambda o: (round(shortfall(o, wl), 2), VERDICT_RANK[o.fit.verdict], *quality_rank(o))):
+        if (o.runtime, o.quant, o.kv_type) not in seen and len(out) < top:
+            seen.add((o.runtime, o.quant, o.kv_type))
+            out.append(o.model_copy(update={"rank": len(out) + 1}))
+    return out
 
 
 def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip | None = None, macos: str = "15",
@@ -260,24 +347,18 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
                             if best_miss is None or score > best_miss[0]:
                                 best_miss = (score, opt)
                         continue
-                    if sp is None:
-                        # memory only: best measured quality first, then room (slots, context) to spare
-                        perf = (_quality_loss(qn), -slots, -maxc)
-                    elif workload.objective == "throughput":
-                        perf = (-sp.decode_tok_s,)
-                    else:
-                        perf = (sp.time_per_request_s,)
-                    cands.append(((TIER_RANK[qn.tier], KV_RANK.get(mm.kv.kv_type, 0), VERDICT_RANK[fit.verdict], *perf, total),
-                                  opt))
+                    cands.append((preference(opt, workload), opt))
     if not cands:
         if best_miss is not None:
             o = best_miss[1]
             want = workload.targets.describe()
-            raise TargetsUnreachableError(
+            err = TargetsUnreachableError(
                 f"no configuration of {prof.id} on {chip.label if chip else ''} {ram_gb:g} GB meets {want} for "
                 f"{workload.users} user(s); the best reaches {o.speed.decode_tok_s_per_user:.1f} tok/s per user, "
                 f"TTFT {o.speed.ttft_s:.1f} s ({o.runtime} {o.quant}, {o.slots} slot(s)); relax the targets or see "
                 f"`plan buy`")
+            err.closest = closest_options(every, workload, top)
+            raise err
         raise NoFitError(f"{prof.id} does not fit in {ram_gb:g} GB for {workload.users} × {need:,} tokens with any "
                          f"runtime/quant searched: the smallest needs {(min_total or 0) / GiB:.1f} GiB against a "
                          f"{wired.max_raise_bytes / GiB:.0f} GiB maximum GPU limit; try fewer --users, a shorter "
@@ -293,12 +374,13 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
         if len(ranked) >= top:
             break
     router = _router(prof, workload, every, wired, raised, rts) if workload.is_mixed else None
+    why = why_not_higher_quality(ranked[0], every, workload) if ranked else None
     src = "memory only"
     if ranked and ranked[0].speed is not None:
         src = ranked[0].speed.calibration or "planner/throughput.py roofline"
     return Recommendation(model=prof.id, chip=chip.id if chip else None, ram_gb=ram_gb, macos=mac_os.name,
                           workload=workload, wired=wired, speed_source=src, options=ranked, rejected=rejected,
-                          evaluated=evaluated, router=router, notes=notes)
+                          evaluated=evaluated, router=router, notes=notes, why_not_higher_quality=why)
 
 
 def _router(prof: ModelProfile, wl: WorkloadProfile, passing: list[Option], wired: WiredLimit, raised: WiredLimit,
