@@ -17,6 +17,7 @@ from . import capacity, profiles
 from .errors import InputError, PlannerError
 from .recipes import Recipe, recipe
 from .results import Fit, WiredLimit
+from .schema import Chip, ModelProfile, QuantFormat, Runtime
 from .search import (
     SLOT_CHOICES,
     Speed,
@@ -27,7 +28,6 @@ from .search import (
     speed_model,
     with_kv,
 )
-from .schema import Chip, ModelProfile, QuantFormat, Runtime
 from .units import GiB
 from .workload import WorkloadProfile
 
@@ -43,7 +43,7 @@ class TargetsUnreachableError(PlannerError):
     """No configuration meets the workload's targets; the message says what the best reaches and ``closest`` holds
     the options that come nearest (smallest shortfall first), each with its misses and launch recipe."""
 
-    closest: list = []
+    closest: tuple = ()
 
 
 class NoFitError(PlannerError):
@@ -357,7 +357,7 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
                 f"{workload.users} user(s); the best reaches {o.speed.decode_tok_s_per_user:.1f} tok/s per user, "
                 f"TTFT {o.speed.ttft_s:.1f} s ({o.runtime} {o.quant}, {o.slots} slot(s)); relax the targets or see "
                 f"`plan buy`")
-            err.closest = closest_options(every, workload, top)
+            err.closest = tuple(closest_options(every, workload, top))
             raise err
         raise NoFitError(f"{prof.id} does not fit in {ram_gb:g} GB for {workload.users} × {need:,} tokens with any "
                          f"runtime/quant searched: the smallest needs {(min_total or 0) / GiB:.1f} GiB against a "

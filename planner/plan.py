@@ -10,9 +10,9 @@ from . import architecture as arch
 from . import capacity, profiles
 from .errors import InputError
 from .memory import MemoryModel, check_kv_type, kv_layout, memory_model
-from .results import Fit, KVLayout, MemoryEstimate, WeightsEstimate, WiredLimit
+from .recipes import Recipe, recipe
+from .results import Fit, KVLayout, MemoryEstimate, SpeedSummary, WeightsEstimate, WiredLimit
 from .schema import Chip, ModelProfile
-from .results import SpeedSummary
 
 DEFAULT_QUANTS = {
     "gguf": ["Q3_K_M", "IQ4_XS", "Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0"],
@@ -72,6 +72,7 @@ class Option(BaseModel):
     max_context_raised: dict[int, int] = Field(description="Same with the wired limit raised to the safe maximum")
     notes: list[str] = Field(default_factory=list)
     speed: SpeedSummary | None = Field(None, description="Prefill/TTFT and decode by users (needs --chip)")
+    recipe: Recipe | None = Field(None, description="Launch commands at the requested context and users")
 
 
 class ModelSummary(BaseModel):
@@ -79,7 +80,8 @@ class ModelSummary(BaseModel):
     id: str
     name: str
     params: int
-    active_params: int
+    active_params: int = Field(description="Parameters read per decoded token (the routed experts of a MoE)")
+    is_moe: bool = False
     architecture: str
     max_context: int
 
@@ -224,6 +226,7 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
             first = first or mm
             opt = build_option(mm, req, wired, raised, contexts, user_counts, max_ctx)
             opt = with_speed(opt, mm, q, chip, req, user_counts)
+            opt = opt.model_copy(update={"recipe": recipe(mm, q, opt.memory.context, req.users, opt.fit)})
             options.append(opt if label is None else opt.model_copy(update={"quant": label, "notes": [
                 *opt.notes, "weights: exact bytes read from the model files"]}))
         if first is not None:
@@ -232,7 +235,8 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
         raise InputError(f"--quant {', '.join(req.quants)}: not a format of {', '.join(r.id for r in runtimes)} "
                          "(GGUF: Q4_K_M, Q8_0...; MLX: 4bit, 8bit-g32, mxfp4...)")
     summary = ModelSummary(id=model.id, name=model.name, params=options[0].weights.n_params if options else 0,
-                           active_params=arch.active_params(model.config), architecture=describe_architecture(model),
+                           active_params=arch.active_params(model.config), is_moe=model.config.is_moe,
+                           architecture=describe_architecture(model),
                            max_context=max_ctx)
     return Plan(request=req, model=summary, mac=MacSummary(ram_gb=ram, chip=chip, note=mac_note), wired=wired,
                 contexts=contexts, user_counts=user_counts, kv=kv_rows, options=options, notes=notes)
