@@ -177,7 +177,9 @@ def answer(p: Plan, wl, top=None, met: bool = True, why: str | None = None) -> t
     task = f"your {wl.name.lower()} workload" if wl is not None else "this workload"
     sp = top.speed
     if not met:
-        level, title = "warning", f"{who}: fits in memory, but misses your speed targets.**"
+        level, title = "warning", f"{who}: fits in memory, but misses the speed targets of {task}.**"
+    elif sp is None:  # memory only: no targets were checked
+        level, title = LEVEL[top.fit.verdict], f"{who}: {verdict_text(top.fit.verdict)}.**"
     elif top.fit.verdict == "fits":
         level, title = "success", f"{who}: runs {task}.**"
     else:

@@ -348,7 +348,8 @@ def _option_of(p: Plan, o) -> int | None:
 
 def show_plan(p: Plan, ans: Answer, wl, upload_dir: str | None) -> None:
     level, text = readings.answer(p, wl, ans.top, ans.met, ans.why and readings.for_web(ans.why))
-    getattr(st, level)(readings.for_web(text, upload_dir))
+    with st.container(key="answer"):
+        getattr(st, level)(readings.for_web(text, upload_dir))
     labels = [readings.option_name(o) for o in p.options]
     idx = _option_of(p, ans.top) if ans.top is not None else None
     if idx is None:

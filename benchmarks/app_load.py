@@ -28,7 +28,7 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 IDLE = ("() => document.querySelector('[data-testid=\"stApp\"]')?.getAttribute('data-test-script-state')"
         " === 'notRunning'")
-VERDICT = "[data-testid=stAlert]"
+VERDICT = ".st-key-answer [data-testid=stAlert]"
 
 
 def start_server() -> tuple[subprocess.Popen, str]:
@@ -73,7 +73,7 @@ def change(page, users: int) -> tuple[float, float]:
     box.fill(str(users))
     t0 = time.perf_counter()
     box.press("Enter")
-    page.wait_for_function("(b) => { const a = document.querySelector('[data-testid=stAlert]');"
+    page.wait_for_function("(b) => { const a = document.querySelector('.st-key-answer [data-testid=stAlert]');"
                            " return a && a.innerText !== b; }", arg=before, timeout=120_000)
     t1 = time.perf_counter()
     full_render(page)
