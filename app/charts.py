@@ -264,8 +264,8 @@ def ttft_vs_prompt(plans: list[Plan], picks: list[Option], gen_tokens: int, user
         fig.add_scatter(x=xs, y=ys, mode="lines+markers", name=option_name(pick), line={"color": color, "width": 2.5},
                         hovertext=[f"{fmt_ctx(x)} prompt: first token after {fmt_seconds(y)}" for x, y in zip(xs, ys)],
                         hovertemplate="%{hovertext}<extra></extra>")
-        if xs[-1] < max(pl.request.prompt_tokens for pl in plans):
-            _limit_line(fig, limit, max(ys), f"longest context that fits: {fmt_ctx(limit)} ", color)
+        if limit < plans[0].model.max_context:  # memory, not the model, ends the line: mark it
+            _limit_line(fig, xs[-1], max(ys), f"longest context that fits: {fmt_ctx(limit)} ", color)
     ticks = sorted({pl.request.prompt_tokens for pl in plans})
     fig.update_layout(**LAYOUT, height=420,
                       legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0, "xanchor": "left"},

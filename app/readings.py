@@ -50,7 +50,7 @@ def fitting_users(p: Plan, o: Option) -> list[int]:
 
 # CLI wording in core messages -> the web form's own control names (the core speaks CLI; this page does not)
 WEB_WORDS = [
-    (r"--model\b", "Model"), (r"--ram\b", "Unified memory (RAM)"), (r"--chip\b", "Chip"),
+    (r"\b(unknown \w+) --[a-z-]+ ", r"\1 "), (r"--model\b", "Model"), (r"--ram\b", "Unified memory (RAM)"), (r"--chip\b", "Chip"),
     (r"--gpu-cores\b", "GPU cores"), (r"--context\b", "Context per user"), (r"--users\b", "Concurrent users"),
     (r"--wired-limit\b", "GPU wired limit (Advanced)"), (r"--quant\b", "Quantizations"),
     (r"--runtime\b", "Runtimes"), (r"--kv-type\b", "KV cache type (Advanced)"), (r"--macos\b", "macOS (Advanced)"),
@@ -69,7 +69,7 @@ def for_web(text: str, upload_dir: str | None = None) -> str:
     import re
 
     if upload_dir:
-        text = text.replace(upload_dir, "the uploaded config.json")
+        text = text.replace(f"{upload_dir}/config.json", upload_dir).replace(upload_dir, "the uploaded config.json")
     for pat, word in WEB_WORDS:
         if word is None:
             noun = "user" if "user" in pat else "slot"
@@ -333,12 +333,6 @@ def compare_reading(plans: list[Plan]) -> str:
 
 
 # ----------------------------------------------------------------------------- speed (Option.speed)
-def speed_picks(p: Plan, chosen: Option) -> list[Option]:
-    """The chosen option plus the best option of every other runtime, those with a speed estimate."""
-    picks = [chosen] + [o for o in best_options(p) if o.runtime != chosen.runtime]
-    return [o for o in picks if getattr(o, "speed", None) is not None]
-
-
 def decode_reading(p: Plan, picks: list[Option]) -> str:
     if not picks:
         return "No speed estimate for these options."

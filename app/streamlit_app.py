@@ -447,9 +447,10 @@ def show_speed(p: Plan, chosen, ans: Answer) -> None:
             readings.decode_reading(p, picks), "chart_decode")
     # the core at several prompt lengths up to the longest context that fits, restricted to the drawn options
     r = p.request
-    room = max(readings.longest_context(o, r.users) for o in picks) - r.gen_tokens
+    ends = {readings.longest_context(o, r.users) - r.gen_tokens for o in picks} - {0}
     quants = list(dict.fromkeys(o.quant for o in picks))
-    prompts = sorted({n for n in PROMPT_STEPS if n <= room} | {r.prompt_tokens})
+    # the usual steps, the workload's prompt, and each option's longest prompt (its line ends exactly there)
+    prompts = sorted({n for n in PROMPT_STEPS if n <= max(ends, default=0)} | {r.prompt_tokens} | {n for n in ends if n > 0})
     plans = [cached_plan(r.model_copy(update={"prompt_tokens": n, "quants": quants}).model_dump_json())
              for n in prompts]
     section("Speed: waiting for the first token", charts.ttft_vs_prompt(plans, picks, r.gen_tokens, r.users),

@@ -191,6 +191,7 @@ def test_70b_on_64gb_with_a_chip_is_not_green_and_charts_stop_where_it_fits(page
     from playwright.sync_api import expect
 
     from app.readings import fitting_users, longest_context, option_name
+    from planner.format import fmt_ctx
 
     expect.set_options(timeout=TIMEOUT_MS)
     _wait_idle(page)
@@ -228,7 +229,8 @@ def test_70b_on_64gb_with_a_chip_is_not_green_and_charts_stop_where_it_fits(page
     gen = p.request.gen_tokens
     line = next(t for t in ttft if t["name"] == option_name(o))
     assert max(line["x"]) + gen <= longest_context(o, 1)
-    assert any(t["name"].startswith("limit: longest context that fits") for t in ttft)
+    assert any(t["name"] == f"limit: longest context that fits: {fmt_ctx(longest_context(o, 1))} " for t in ttft)
+    assert max(line["x"]) == longest_context(o, 1) - gen  # the line ends exactly at the limit
     assert page.get_by_test_id("stException").count() == 0
     _no_cli_words(page)
     page.set_viewport_size({"width": 1400, "height": 2000})
