@@ -14,14 +14,18 @@ setup:
 test: setup
 	$(PY) -m pytest -q -rs $(PYTEST_ARGS)
 
-## make test-fast: core tests only, no heavy runtimes
+## make test-fast: core tests only, no heavy runtimes (installs the light extras: hub readers, pytest, hypothesis)
 test-fast:
 	./scripts/bootstrap.sh core
-	$(PY) -m pip install -q pytest hypothesis
-	$(PY) -m pytest -q -m "not requires_mlx and not requires_llama_cpp and not requires_browser" $(PYTEST_ARGS)
+	$(PY) -c "import gguf, huggingface_hub, pytest, hypothesis" 2>/dev/null || $(PY) -m pip install -q -e '.[hub,test]'
+	$(PY) -m pytest -q -m "not requires_mlx and not requires_llama_cpp and not requires_browser and not requires_scipy and not slow" $(PYTEST_ARGS)
 
-lint: setup
-	$(PY) -m ruff check planner calibration app tests
+## make lint: ruff (imports, complexity, bugbear, pyupgrade) on everything, mypy on the core; nothing heavy
+lint:
+	./scripts/bootstrap.sh core
+	$(PY) -c "import ruff, mypy" 2>/dev/null || $(PY) -m pip install -q -e '.[lint]'
+	$(PY) -m ruff check planner sources cli calibration app tests scripts benchmarks
+	$(PY) -m mypy planner
 
 plan:
 	./plan $(ARGS)

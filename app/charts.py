@@ -9,7 +9,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from planner.format import VERDICT_MARK, fmt_bytes, fmt_ctx, fmt_seconds, fmt_tok_s, verdict_text
-from planner.plan import Option, Plan
+from planner.plan import FitOption, Plan
 from planner.units import GiB
 
 from .readings import fitting_users, longest_context, mac_label, option_label, option_name
@@ -37,7 +37,7 @@ def byte_ticks(top: int, n: int = 8) -> tuple[list[int], list[str]]:
     return vals, [fmt_bytes(v, 0) if v else "0" for v in vals]
 
 
-def memory_stack(p: Plan, chosen: Option | None = None) -> go.Figure:
+def memory_stack(p: Plan, chosen: FitOption | None = None) -> go.Figure:
     """Stacked memory per runtime × quant (one horizontal bar each, so the totals at the bar ends never collide)
     against the GPU wired limit, the raise ceiling and the RAM line; the chosen option's label is bold."""
     w = p.wired
@@ -80,7 +80,7 @@ def memory_stack(p: Plan, chosen: Option | None = None) -> go.Figure:
     return fig
 
 
-def _bar_label(o: Option, chosen: Option | None) -> str:
+def _bar_label(o: FitOption, chosen: FitOption | None) -> str:
     label = option_label(o)
     return f"<b>{label}</b>" if chosen is not None and (o.runtime, o.quant) == (chosen.runtime, chosen.quant) else label
 
@@ -90,7 +90,7 @@ HEAT_SCALE = [[0.0, "#f4c7c3"], [0.33, "#f4c7c3"], [0.33, "#fce8b2"], [0.66, "#f
               [1.0, "#b7e1cd"]]
 
 
-def concurrency_heatmap(p: Plan, chosen: Option | None = None) -> go.Figure:
+def concurrency_heatmap(p: Plan, chosen: FitOption | None = None) -> go.Figure:
     """Safe concurrent sessions for every option × context; the chosen option at the requested context is boxed."""
     users = p.request.users
     xs = [fmt_ctx(c) for c in p.contexts]
@@ -150,53 +150,97 @@ def chart_sections(p: Plan) -> list[str]:
     return ["memory", "concurrency", *(["decode", "ttft"] if has_speed(p) else [])]
 
 
+def jitter(prices: list[float], step: float) -> list[float]:
+    """x positions for dots at equal prices: spread symmetrically around the price by ``step`` dollars each, so
+    three Macs at $3,999 sit side by side instead of on top of each other (the hover keeps the true price)."""
+    count: dict[float, int] = {}
+    for p in prices:
+        count[p] = count.get(p, 0) + 1
+    seen: dict[float, int] = {}
+    out = []
+    for p in prices:
+        k = seen.get(p, 0)
+        seen[p] = k + 1
+        out.append(p + (k - (count[p] - 1) / 2) * step)
+    return out
+
+
+def _likely_bars(rows, b, color: str) -> dict | None:
+    """Error bars from each Mac's 80 % likely per-user decode range (planner.search.Speed.decode_range), when the
+    chart's axis is per-user decode."""
+    if b.speed_axis != "decode_tok_s_per_user" or any(x.decode_range is None for x in rows):
+        return None
+    return {"type": "data", "symmetric": False, "color": color, "thickness": 1, "width": 0,
+            "array": [x.decode_range[1] - x.decode_tok_s_per_user for x in rows],
+            "arrayminus": [x.decode_tok_s_per_user - x.decode_range[0] for x in rows]}
+
+
 def price_performance(b) -> go.Figure:
-    """Price against per-user decode speed for every Mac (planner.buy.BuyResult.per_mac), the Pareto front marked,
-    the cheapest / best-value / fastest picks highlighted. Memory-only results plot RAM instead of speed."""
+    """Price against speed for the best configuration of every Mac (planner.buy.BuyResult.per_mac). The y axis is
+    ``b.speed_axis`` (per-user decode tok/s; aggregate for throughput workloads), the metric "fastest" is ranked by.
+    The Pareto front is a line through filled diamonds; equal prices are spread apart; Macs over the budget are
+    faded and the budget is a dashed line. Memory-only results plot RAM instead of speed."""
     rows = b.per_mac
-    speed = any(x.decode_tok_s_per_user is not None for x in rows)
+    speed = any(b.speed(x) is not None for x in rows)
+    axis = "aggregate decode tok/s" if b.speed_axis == "decode_tok_s" else "decode tok/s per user"
+    span = max((x.price_usd for x in rows), default=1) - min((x.price_usd for x in rows), default=0)
+    xs = dict(zip((x.mac for x in rows), jitter([x.price_usd for x in rows], max(span, 1000) * 0.006)))
 
     def y(x):
-        return x.decode_tok_s_per_user if speed else x.ram_gb
+        return b.speed(x) if speed else x.ram_gb
 
     def hover(x):
-        sp = (f"{fmt_tok_s(x.decode_tok_s_per_user)} tok/s per user, first token {fmt_seconds(x.ttft_s)}<br>"
+        rng = f" (likely {fmt_tok_s(x.decode_range[0])}–{fmt_tok_s(x.decode_range[1])})" if x.decode_range else ""
+        sp = (f"{fmt_tok_s(x.decode_tok_s_per_user)} tok/s per user{rng}, first token {fmt_seconds(x.ttft_s)}<br>"
               if x.decode_tok_s_per_user is not None else "")
-        return (f"{x.product}<br>{x.chip}, {x.ram_gb} GB: ${x.price_usd:,.0f}<br>{x.runtime} · {x.quant}<br>{sp}"
-                f"{verdict_text(x.verdict)}; bound by {x.binding}")
+        miss = "".join(f"<br>misses: {k} by {v:.0%}" for k, v in x.misses.items())
+        return (f"{x.product}<br>{x.chip}, {x.ram_gb} GB: ${x.price_usd:,.0f} ({x.price_confidence} price)<br>"
+                f"{x.runtime} · {x.quant}<br>{sp}{verdict_text(x.verdict)}; bound by {x.binding}{miss}")
 
     fig = go.Figure()
-    for meets, name, color in ((True, "meets the targets", "#2e7d32"), (False, "misses a target", "#9e9e9e")):
-        sel = [x for x in rows if x.meets_targets == meets]
+    groups = (("meets the targets", "#2e7d32", 0.85, lambda x: x.meets_targets and x.within_budget),
+              ("misses a target", "#9e9e9e", 0.85, lambda x: not x.meets_targets and x.within_budget),
+              ("over budget", "#cfcfcf", 0.5, lambda x: not x.within_budget))
+    for name, color, opacity, keep in groups:
+        sel = [x for x in rows if keep(x)]
         if sel:
-            fig.add_scatter(x=[x.price_usd for x in sel], y=[y(x) for x in sel], mode="markers", name=name,
-                            marker={"color": color, "size": 9, "opacity": 0.8}, hovertext=[hover(x) for x in sel],
-                            hovertemplate="%{hovertext}<extra></extra>")
+            fig.add_scatter(x=[xs[x.mac] for x in sel], y=[y(x) for x in sel], mode="markers", name=name,
+                            marker={"color": color, "size": 9, "opacity": opacity}, hovertext=[hover(x) for x in sel],
+                            hovertemplate="%{hovertext}<extra></extra>", error_y=_likely_bars(sel, b, color))
     if b.pareto:
-        # markers only: the front is over price, tok/s per user *and* TTFT, so it need not rise monotonically here
-        fig.add_scatter(x=[x.price_usd for x in b.pareto], y=[y(x) for x in b.pareto], mode="markers",
-                        name="Pareto front", marker={"size": 14, "color": "rgba(0,0,0,0)", "symbol": "diamond-open",
-                                                     "line": {"color": "#1565c0", "width": 2}}, hoverinfo="skip")
-    # best value drawn first and larger, so the cheapest pick stays visible when both are the same Mac
-    for pick, name, symbol, size, color in ((b.best_value, "best value", "circle-open", 26, "#6a1b9a"),
-                                            (b.cheapest, "cheapest that meets the targets", "star", 18, "#ef8f00")):
+        fig.add_scatter(x=[xs[x.mac] for x in b.pareto], y=[y(x) for x in b.pareto], mode="lines+markers",
+                        name="Pareto front", line={"color": "#1565c0", "width": 2, "shape": "hv"},
+                        marker={"symbol": "diamond", "size": 12, "color": "#1565c0", "line": {"color": "#fff", "width": 1}},
+                        hovertext=[hover(x) for x in b.pareto], hovertemplate="%{hovertext}<extra></extra>")
+    picks = ((b.best_value, "best value (tok/s per $)", "circle-open", 26, "#6a1b9a"),
+             (b.fastest_within_budget, f"fastest (highest {axis})", "triangle-up", 18, "#c62828"),
+             (b.cheapest, "cheapest that meets the targets", "star", 18, "#ef8f00"))
+    for pick, name, symbol, size, color in picks:  # best value first and larger: the others stay visible inside
         if pick is not None:
-            fig.add_scatter(x=[pick.price_usd], y=[y(pick)], mode="markers", name=name,
+            fig.add_scatter(x=[xs[pick.mac]], y=[y(pick)], mode="markers", name=name,
                             marker={"symbol": symbol, "size": size, "color": color,
                                     "line": {"color": color if symbol.endswith("open") else "#000", "width": 2}},
                             hovertext=[hover(pick)], hovertemplate="%{hovertext}<extra></extra>")
-    fig.update_layout(**LAYOUT, height=460,
+    xrange = None
+    if b.budget_usd:
+        fig.add_vline(x=b.budget_usd, line={"dash": "dash", "color": "#555"},
+                      annotation_text=f"budget ${b.budget_usd:,.0f}", annotation_position="top left")
+        lo = min((x.price_usd for x in rows), default=0)
+        xrange = [lo - 0.1 * (b.budget_usd - lo) - 100, b.budget_usd + 0.6 * max(b.budget_usd - lo, 500)]
+    fig.update_layout(**LAYOUT, height=480,
                       legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0, "xanchor": "left"},
-                      xaxis={"title": "launch list price [USD]", "tickprefix": "$", "separatethousands": True},
-                      yaxis={"title": "decode tok/s per user" if speed else "RAM [GB] (no speed model)"})
+                      xaxis={"title": "price [USD] (equal prices spread apart; zoom out for Macs over the "
+                                      "budget)" if xrange else "price [USD] (equal prices spread apart)",
+                             "tickprefix": "$", "separatethousands": True, "range": xrange},
+                      yaxis={"title": axis if speed else "RAM [GB] (no speed model)"})
     return fig
 
 
-# ----------------------------------------------------------------------------- speed (Option.speed, planner.throughput)
+# ----------------------------------------------------------------------------- speed (FitOption.speed, planner.throughput)
 RUNTIME_COLOR = {"llama.cpp": "#4e79a7", "mlx-lm": "#e15759", "ollama": "#59a14f"}
 
 
-def _speed(o: Option):
+def _speed(o: FitOption):
     return getattr(o, "speed", None)
 
 
@@ -208,7 +252,7 @@ def _limit_line(fig: go.Figure, x, top: float, text: str, color: str) -> None:
                     textfont={"color": color, "size": 12}, hoverinfo="skip", cliponaxis=False)
 
 
-def decode_vs_users(p: Plan, options: list[Option], ceilings: dict[str, dict[int, float]] | None = None) -> go.Figure:
+def decode_vs_users(p: Plan, options: list[FitOption], ceilings: dict[str, dict[int, float]] | None = None) -> go.Figure:
     """Decode tok/s each user sees against concurrent users, drawn only up to the users that fit in memory at the
     requested context (a dotted line marks where it stops); ``ceilings`` (option label -> users -> tok/s, from the
     speed core) adds each option's bandwidth roofline per user: the speed if every byte moved at peak bandwidth.
@@ -245,7 +289,7 @@ def decode_vs_users(p: Plan, options: list[Option], ceilings: dict[str, dict[int
     return fig
 
 
-def ttft_vs_prompt(plans: list[Plan], picks: list[Option], gen_tokens: int, users: int) -> go.Figure:
+def ttft_vs_prompt(plans: list[Plan], picks: list[FitOption], gen_tokens: int, users: int) -> go.Figure:
     """Time to first token against prompt length. ``plans`` are the same request at several prompt lengths;
     ``picks`` the options to draw, each only for prompts that fit with the answer in its longest context at the
     requested users (a dotted line marks that limit)."""

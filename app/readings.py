@@ -17,14 +17,14 @@ from planner.format import (
     fmt_tok_s,
     verdict_text,
 )
-from planner.plan import Option, Plan
+from planner.plan import FitOption, Plan
 
 # Best first; used to pick the headline verdict.
 VERDICT_ORDER = ["fits", "tight", "raise-limit", "no-fit"]
 LEVEL = {"fits": "success", "tight": "warning", "raise-limit": "warning", "no-fit": "error"}
 
 
-def option_label(o: Option) -> str:
+def option_label(o: FitOption) -> str:
     return f"{o.runtime} · {o.quant}"
 
 
@@ -33,17 +33,17 @@ def option_name(o) -> str:
     return f"{o.runtime} · {o.quant} · KV {o.kv_type}"
 
 
-def _limits(o: Option) -> dict[int, int]:
+def _limits(o: FitOption) -> dict[int, int]:
     """Longest context by users under the limit this option needs (raised when it only fits raised)."""
     return o.max_context_raised if o.fit.verdict == "raise-limit" else o.max_context
 
 
-def longest_context(o: Option, users: int) -> int:
+def longest_context(o: FitOption, users: int) -> int:
     """The one "longest context" figure of an option: per session, with ``users`` sessions [tokens]."""
     return _limits(o).get(users, 0)
 
 
-def fitting_users(p: Plan, o: Option) -> list[int]:
+def fitting_users(p: Plan, o: FitOption) -> list[int]:
     """The user counts of the plan whose sessions all fit at the requested context (what the charts may draw)."""
     return [u for u in p.user_counts if _limits(o).get(u, 0) >= p.request.context]
 
@@ -109,10 +109,10 @@ def best_verdict(p: Plan) -> str:
     return next(v for v in VERDICT_ORDER if v in present)
 
 
-def best_options(p: Plan) -> list[Option]:
+def best_options(p: Plan) -> list[FitOption]:
     """Per runtime, the highest-precision option with the best verdict reached on this Mac."""
     v = best_verdict(p)
-    out: dict[str, Option] = {}
+    out: dict[str, FitOption] = {}
     for o in p.options:
         if o.fit.verdict != v:
             continue
@@ -149,7 +149,7 @@ def headline(p: Plan) -> tuple[str, str]:
     return LEVEL[v], title + body
 
 
-def plan_pick(p: Plan) -> Option:
+def plan_pick(p: Plan) -> FitOption:
     """Without a recommendation (a model outside the catalog): the highest-precision option with the best verdict."""
     v = best_verdict(p)
     return max((o for o in p.options if o.fit.verdict == v), key=lambda o: o.weights.bits_per_weight)
@@ -161,7 +161,7 @@ def _an(mac: str) -> str:
 
 def answer(p: Plan, wl, top=None, met: bool = True, why: str | None = None) -> tuple[str, str]:
     """(level, markdown): the one answer at the top of the page, about one option. ``top`` is the recommended
-    planner.advice.Option (or, when ``met`` is False, the one closest to the targets); None: no recommendation
+    planner.advice.FitOption (or, when ``met`` is False, the one closest to the targets); None: no recommendation
     (a model outside the catalog), then the plan's highest-precision option that fits. ``why``: why that option is
     not lossless with a 16-bit KV cache."""
     v = best_verdict(p)
@@ -236,7 +236,7 @@ def memory_reading(p: Plan) -> str:
     return " ".join(parts)
 
 
-def heatmap_reading(p: Plan, o: Option) -> str:
+def heatmap_reading(p: Plan, o: FitOption) -> str:
     r = p.request
     ctx = o.memory.context
     n = o.safe_users[ctx]
@@ -255,7 +255,7 @@ def heatmap_reading(p: Plan, o: Option) -> str:
     return " ".join(parts)
 
 
-def recipe_reading(p: Plan, o: Option) -> str:
+def recipe_reading(p: Plan, o: FitOption) -> str:
     if o.fit.verdict == "no-fit":
         return (f"**{option_label(o)} does not fit on this Mac**: {o.fit.reason}. Pick an option marked ✓ or ↑ above, "
                 "or a Mac with more memory.")
@@ -266,7 +266,7 @@ def recipe_reading(p: Plan, o: Option) -> str:
             "the most you could give the GPU on this Mac, should you want longer contexts or more users.")
 
 
-def recipe_lines(p: Plan, o: Option) -> str:
+def recipe_lines(p: Plan, o: FitOption) -> str:
     if o.fit.verdict == "no-fit":
         return "# does not fit: no command makes it fit"
     if o.fit.sysctl:
@@ -305,7 +305,7 @@ def kv_rows(p: Plan) -> list[dict[str, str]]:
 
 
 def compare_row(p: Plan, top, met: bool) -> dict[str, str]:
-    """One Mac of the side-by-side table: its answer option (planner.advice.Option, or None) and its speed."""
+    """One Mac of the side-by-side table: its answer option (planner.advice.FitOption, or None) and its speed."""
     if top is None:
         o = plan_pick(p) if best_verdict(p) != "no-fit" else None
         return {"Mac": mac_label(p), "best option": option_name(o) if o else "–",
@@ -332,8 +332,8 @@ def compare_reading(plans: list[Plan]) -> str:
     return " ".join(parts)
 
 
-# ----------------------------------------------------------------------------- speed (Option.speed)
-def decode_reading(p: Plan, picks: list[Option]) -> str:
+# ----------------------------------------------------------------------------- speed (FitOption.speed)
+def decode_reading(p: Plan, picks: list[FitOption]) -> str:
     if not picks:
         return "No speed estimate for these options."
     users, ctx = p.request.users, p.request.context
@@ -358,7 +358,7 @@ def decode_reading(p: Plan, picks: list[Option]) -> str:
     return " ".join(parts)
 
 
-def ttft_reading(p: Plan, picks: list[Option]) -> str:
+def ttft_reading(p: Plan, picks: list[FitOption]) -> str:
     if not picks:
         return "No speed estimate for these options."
     parts = [("How long a prompt takes to read before the answer starts (time to first token). It grows with the "
@@ -420,31 +420,63 @@ def recipe_text(rc) -> str:
 def _buy_line(label: str, x) -> str:
     if x is None:
         return ""
-    sp = (f", {fmt_tok_s(x.decode_tok_s_per_user)} tok/s per user, first token in {fmt_seconds(x.ttft_s)}"
+    rng = f" (likely {fmt_tok_s(x.decode_range[0])}–{fmt_tok_s(x.decode_range[1])})" if x.decode_range else ""
+    sp = (f", {fmt_tok_s(x.decode_tok_s_per_user)} tok/s per user{rng}, first token in {fmt_seconds(x.ttft_s)}"
           if x.decode_tok_s_per_user is not None else "")
-    return (f"**{label}:** {x.product}, {x.chip}, {x.ram_gb} GB — ${x.price_usd:,.0f} "
+    return (f"**{label}:** {x.product}, {x.chip}, {x.ram_gb} GB — ${x.price_usd:,.0f}, {x.price_confidence} price "
             f"({x.runtime} · {x.quant}{sp}).")
+
+
+def buy_picks(b) -> list[str]:
+    """The labelled picks, all within the budget: cheapest, best value, fastest on the chart's axis."""
+    axis = "aggregate tok/s" if b.speed_axis == "decode_tok_s" else "tok/s per user"
+    within = f" within ${b.budget_usd:,.0f}" if b.budget_usd else ""
+    return [x for x in (_buy_line(f"Cheapest that meets the targets{within}", b.cheapest),
+                        _buy_line("Best value (most tok/s per dollar)", b.best_value),
+                        _buy_line(f"Fastest{within} (highest {axis})", b.fastest_within_budget)) if x]
+
+
+def buy_shortfall(b) -> str:
+    """When no Mac (within the budget) meets every target: which target binds, by how much, and what would change.
+    Empty when some Mac does."""
+    if b.cheapest is not None:
+        return ""
+    within = f" within ${b.budget_usd:,.0f}" if b.budget_usd else ""
+    lines = [(f"**No Mac{within} meets every target** ({b.workload.targets.describe()}). The closest are in the "
+              "chart and at the top of the table.")]
+    for g in b.gaps:
+        unit = "tok/s" if g.target == "min_tok_s_per_user" else "s"
+        state = f"missed by {g.by:.0%}" if g.by > 0 else "met"
+        lines.append(f"- {g.label}: the best reaches {g.best:.1f} {unit} ({g.best_mac}) against {g.wanted:g} {unit}"
+                     f" — {state}")
+    if b.what_would_change:
+        lines.append("\nWhat would change the answer: " + "; ".join(b.what_would_change) + ".")
+    return "\n".join(lines)
 
 
 def buy_reading(b) -> str:
     """b: planner.buy.BuyResult."""
-    parts = [(f"Each dot is one Mac configuration at its launch list price, with the best way to run "
-             f"{' + '.join(b.models)} on it. Blue diamonds mark the Pareto front: for those Macs no other is cheaper, "
-              "faster per user and quicker to the first token at once.")]
-    parts += [x for x in (_buy_line("Cheapest that meets the targets", b.cheapest),
-                          _buy_line("Best value", b.best_value),
-                          _buy_line("Fastest" + (f" within ${b.budget_usd:,.0f}" if b.budget_usd else ""),
-                                    b.fastest_within_budget)) if x]
-    parts.append("Prices are launch list prices (confidence in the table); MacBooks slow down under long "
-                 "sustained load.")
+    axis = "aggregate tok/s" if b.speed_axis == "decode_tok_s" else "tok/s per user"
+    parts = [(f"Each dot is one Mac configuration at its price, with the best way to run {' + '.join(b.models)} on "
+              f"it; the height is its {axis}. The blue line joins the Pareto front: no cheaper Mac is faster."
+              + (f" Grey dots right of the dashed line cost more than your ${b.budget_usd:,.0f}." if b.budget_usd
+                 else ""))]
+    parts += buy_picks(b)
+    parts.append("Prices are US launch prices; “estimated” ones follow the published upgrade steps (the table "
+                 "says which). MacBooks slow down under long sustained load.")
     return "\n\n".join(parts)
 
 
 def buy_rows(b) -> list[dict]:
-    """Sortable table rows: numbers stay numbers so the table sorts; formatted columns are text."""
-    return [{"price [$]": x.price_usd, "price confidence": x.price_confidence, "Mac": x.product, "chip": x.chip,
-             "RAM [GB]": x.ram_gb, "runtime": x.runtime, "quantization": x.quant, "slots": x.slots,
-             "memory": fmt_bytes(x.memory_bytes), "fit": verdict_text(x.verdict),
-             "tok/s per user": x.decode_tok_s_per_user, "first token [s]": x.ttft_s,
-             "meets targets": x.meets_targets, "bound by": x.binding, "flags": ", ".join(x.flags)}
+    """Sortable table rows in the result's order (meets the targets first, then price); numbers stay numbers so
+    the table sorts; formatted columns are text."""
+    front = {x.mac for x in b.pareto}
+    return [{"meets targets": x.meets_targets, "price [$]": x.price_usd, "price is": x.price_confidence,
+             "Mac": x.product, "chip": x.chip, "RAM [GB]": x.ram_gb, "runtime": x.runtime, "quantization": x.quant,
+             "slots": x.slots, "memory": fmt_bytes(x.memory_bytes), "fit": verdict_text(x.verdict),
+             "tok/s per user": x.decode_tok_s_per_user,
+             "likely low": x.decode_range[0] if x.decode_range else None,
+             "likely high": x.decode_range[1] if x.decode_range else None, "first token [s]": x.ttft_s,
+             "Pareto front": x.mac in front, "within budget": x.within_budget, "bound by": x.binding,
+             "flags": ", ".join(x.flags), "price basis": x.price_basis}
             for x in b.per_mac]

@@ -114,12 +114,12 @@ def cached_recommend(model: str, ram_gb: float, chip: str | None, gpu_cores: int
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def cached_buy(model: str, wl_json: str, budget: float | None, runtimes: tuple[str, ...], macos: str,
-               include_rumoured: bool):
+               include_rumoured: bool, include_discontinued: bool = False):
     from planner.buy import buy
     from planner.workload import WorkloadProfile
 
     return buy([model], WorkloadProfile.model_validate_json(wl_json), budget_usd=budget, runtimes=list(runtimes),
-               macos=macos, include_rumoured=include_rumoured)
+               macos=macos, include_rumoured=include_rumoured, include_discontinued=include_discontinued)
 
 
 @st.cache_data(show_spinner=False)
@@ -162,7 +162,10 @@ def mac_form() -> tuple[str, list[dict]]:
     if mode == MODE_BUY:
         budget = st.sidebar.number_input("Budget [USD] (0 = no limit)", 0, 100_000, 0, step=500, key="budget")
         rumoured = st.sidebar.checkbox("Include rumoured chips", False, key="rumoured")
-        return mode, [{"budget": float(budget) or None, "include_rumoured": rumoured}]
+        old = st.sidebar.checkbox("Include discontinued Macs (at launch price)", False, key="discontinued",
+                                  help="Macs no longer sold new: M1/M2 Ultra and older Max chips, often bought "
+                                       "refurbished or used for large models")
+        return mode, [{"budget": float(budget) or None, "include_rumoured": rumoured, "include_discontinued": old}]
     if mode == MODE_RAM:
         sizes = sorted({r for _, _, opts, _ in table for r in opts})
         ram = st.sidebar.selectbox("Unified memory (RAM)", sizes, index=sizes.index(64) if 64 in sizes else 0,
@@ -489,21 +492,32 @@ def show_recipe(p: Plan, chosen, ans: Answer, upload_dir: str | None) -> None:
         st.code(readings.recipe_text(rc), language="bash")
 
 
-def show_buy(model: str, wl, runtimes: list[str], macos: str, budget: float | None, include_rumoured: bool) -> dict | None:
-    """Price against performance over every Mac (planner.buy.buy); returns the Mac to detail below, or None."""
+def show_buy(model: str, wl, runtimes: list[str], macos: str, budget: float | None, include_rumoured: bool,
+             include_discontinued: bool = False) -> dict | None:
+    """Price against performance over every Mac (planner.buy.buy); returns the Mac to detail below, or None.
+    Never a dead end: when no Mac meets every target, the chart and table still show the closest ones."""
     st.subheader("Which Mac should I buy?")
-    st.caption(f"Workload: {wl.summary()}")
-    b = cached_buy(model, wl.model_dump_json(), budget, tuple(runtimes), macos, include_rumoured)
+    st.caption(f"Workload: {wl.summary()}" + (f" · Budget: ${budget:,.0f}" if budget else " · No budget limit"))
+    b = cached_buy(model, wl.model_dump_json(), budget, tuple(runtimes), macos, include_rumoured,
+                   include_discontinued)
+    if b.memory_shortfall:
+        st.warning(f"**No Mac holds it.** {b.memory_shortfall}. What would change the answer: "
+                   + "; ".join(b.what_would_change) + ".")
+        return None
+    short = readings.buy_shortfall(b)
+    if short:
+        st.warning(short)
     section("Price against speed", charts.price_performance(b), readings.buy_reading(b), "chart_buy")
-    st.dataframe(readings.buy_rows(b), hide_index=True, width="stretch",
+    st.dataframe(readings.buy_rows(b), hide_index=True, width="stretch", key="buy_table",
                  column_config={"price [$]": st.column_config.NumberColumn(format="$%d")})
     for n in b.notes:
         st.caption(f"Note: {n}")
-    pick = b.cheapest or b.best_value
+    pick = b.cheapest or b.best_value or (b.closest[0] if b.closest else None)
     if pick is None:
         return None
-    st.markdown(f"**Details for the {'cheapest Mac that meets the targets' if b.cheapest else 'best-value Mac'}: "
-                f"{pick.product}, {pick.chip}, {pick.ram_gb} GB**")
+    what = ("cheapest Mac that meets the targets" if b.cheapest else
+            "best-value Mac" if b.best_value else "closest Mac")
+    st.markdown(f"**Details for the {what}: {pick.product}, {pick.chip}, {pick.ram_gb} GB**")
     return {"chip": mac_chip_ids()[pick.mac], "ram_gb": float(pick.ram_gb)}
 
 
@@ -550,14 +564,7 @@ def main() -> None:
         st.session_state["_wl"] = wl
         workload.update(context=context, prompt_tokens=prompt, gen_tokens=gen)
         if mode == MODE_BUY:
-            from planner.advice import TargetsUnreachableError
-
-            try:
-                picked = show_buy(model, wl, workload["runtimes"], workload["macos"], **macs[0])
-            except TargetsUnreachableError as e:
-                st.warning(f"{readings.for_web(str(e))}. Lower the speed targets on the left (0 = none) to see "
-                           "every Mac.")
-                return
+            picked = show_buy(model, wl, workload["runtimes"], workload["macos"], **macs[0])
             if picked is None:
                 return
             macs = [picked]

@@ -1,24 +1,102 @@
-"""An uploaded config.json becomes a model folder the sources can read (sources.resolve_model)."""
+"""An uploaded config.json becomes a model folder the sources can read (sources.resolve_model).
+
+Uploads go to a private per-user folder (``<planner cache>/uploads``, mode 0700, not the shared temp folder), every
+component opened with O_NOFOLLOW so a planted link cannot redirect the write, at most MAX_CONFIG_BYTES written, and
+only the newest MAX_UPLOADS kept. ``config_folder`` never raises: it runs before the page's error handling, so any
+problem with the bytes is left for ``resolve_model`` to report as one line.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import json
+import os
 import re
-import tempfile
+import shutil
+import stat
 from pathlib import Path
+
+from planner.errors import PlannerError
+from sources.bounds import MAX_CONFIG_BYTES, loads_json
+
+MAX_UPLOADS = 64
+MAX_NAME = 80
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+
+
+def upload_root() -> Path:
+    """``$MAC_LLM_PLANNER_CACHE_DIR/uploads`` or the per-user cache folder (platformdirs), never /tmp."""
+    env = os.environ.get("MAC_LLM_PLANNER_CACHE_DIR")
+    if env:
+        return Path(env) / "uploads"
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("mac-llm-planner")) / "uploads"
+
+
+def model_name(data: bytes) -> str:
+    """The folder name: the last part of ``_name_or_path`` (a folder model is named after its directory),
+    reduced to [A-Za-z0-9_.-] and MAX_NAME characters; "uploaded-model" when there is none."""
+    try:
+        raw = loads_json(data, "upload") if len(data) <= MAX_CONFIG_BYTES else None
+        name = raw.get("_name_or_path") if isinstance(raw, dict) else None
+    except PlannerError:
+        name = None
+    name = str(name or "").rstrip("/").split("/")[-1] if isinstance(name, str) else ""
+    return re.sub(r"[^\w.-]+", "-", name, flags=re.ASCII)[:MAX_NAME].strip("-.") or "uploaded-model"
 
 
 def config_folder(data: bytes, root: Path | None = None) -> str:
-    """Store the bytes as <root>/<content hash>/<model name>/config.json and return that folder. The folder is
-    named after the config's ``_name_or_path`` because a folder model is named after its directory."""
+    """Store the bytes as <root>/<content hash>/<model name>/config.json and return that folder (at most
+    MAX_CONFIG_BYTES + 1 bytes are written: a bigger upload is then refused by the reader, in one line)."""
+    base = Path(root) if root is not None else upload_root()
+    digest = hashlib.sha256(data).hexdigest()[:16]
+    name = model_name(data)
+    folder = base / digest / name
     try:
-        name = str(json.loads(data).get("_name_or_path") or "").rstrip("/").split("/")[-1]
-    except (ValueError, AttributeError):
-        name = ""
-    name = re.sub(r"[^\w.-]+", "-", name).strip("-.") or "uploaded-model"
-    base = root or Path(tempfile.gettempdir()) / "mac-llm-planner-uploads"
-    folder = base / hashlib.sha256(data).hexdigest()[:16] / name
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "config.json").write_bytes(data)
+        _store(base, digest, name, data[:MAX_CONFIG_BYTES + 1])
+        _prune(base)
+    except OSError:
+        pass  # the folder then has no readable config.json: resolve_model says so in one line
     return str(folder)
+
+
+def _store(base: Path, digest: str, name: str, data: bytes) -> None:
+    base.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(base, _DIR_FLAGS)
+    try:
+        st = os.fstat(fd)
+        if st.st_uid != os.geteuid():
+            raise PermissionError(f"{base} belongs to another user")
+        if stat.S_IMODE(st.st_mode) & 0o077:
+            os.fchmod(fd, 0o700)
+        d1 = _subdir(fd, digest)
+        try:
+            d2 = _subdir(d1, name)
+            try:
+                out = os.open("config.json", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600, dir_fd=d2)
+                with os.fdopen(out, "wb") as f:
+                    f.write(data)
+            finally:
+                os.close(d2)
+        finally:
+            os.close(d1)
+    finally:
+        os.close(fd)
+
+
+def _subdir(parent: int, name: str) -> int:
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(name, 0o700, dir_fd=parent)
+    return os.open(name, _DIR_FLAGS, dir_fd=parent)  # a link in its place fails here (ELOOP / ENOTDIR)
+
+
+def _prune(base: Path, keep: int = MAX_UPLOADS) -> None:
+    entries = []
+    for p in base.iterdir():
+        with contextlib.suppress(OSError):
+            st = p.lstat()
+            if stat.S_ISDIR(st.st_mode):
+                entries.append((st.st_mtime, p))
+    for _, p in sorted(entries, reverse=True)[keep:]:
+        shutil.rmtree(p, ignore_errors=True)

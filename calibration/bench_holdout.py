@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from calibration.protocol import Plan, RunConfig
+from calibration.protocol import BenchPlan, RunConfig
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_MODELS = REPO_ROOT / ".cache" / "bench-models"
@@ -69,7 +69,7 @@ def one_repeat(runtime: str, model: Path, chip, device: dict, trials: int) -> di
     from calibration.run import run_plan
     from calibration.user_fit import ape_rows, fit_user, shipped_constants
 
-    plan = Plan(TRAIN + HELD_OUT, trials=trials)
+    plan = BenchPlan(TRAIN + HELD_OUT, trials=trials)
     t0 = time.perf_counter()
     rep = run_plan(runtime, model, plan, budget_s=None, device=device)
     wall = time.perf_counter() - t0

@@ -105,7 +105,7 @@ def calibrate(runtime: str, model: str, budget_s: float | None = 60, *, quick: b
               device: dict[str, Any] | None = None, on_progress=None, root: Path | None = None,
               **runner_options: Any) -> CalibrationResult:
     """Run, store, fit and write one calibration; see the module docstring."""
-    from calibration.protocol import Plan
+    from calibration.protocol import BenchPlan
     from calibration.run import RUNTIMES, run_plan
     from calibration.user_fit import build_profile, fit_user
     from planner import profiles
@@ -120,7 +120,7 @@ def calibrate(runtime: str, model: str, budget_s: float | None = 60, *, quick: b
 
         device = detect().model_dump()
     chip, chip_path, written = store.device_chip(device, root, remeasure=remeasure)
-    plan = Plan.quick(trials=trials) if quick else Plan.default(trials=trials)
+    plan = BenchPlan.quick(trials=trials) if quick else BenchPlan.default(trials=trials)
     t0 = time.perf_counter()
     rep = run_plan(runtime, path, plan, budget_s=budget_s, on_progress=on_progress, device=device,
                    **runner_options)

@@ -1,11 +1,11 @@
 """Data-cleaning layer for the speed-model fit: measured_benchmarks_train.csv -> normalized Measurements.
 
-The CSV (a verbatim copy of /work/shared/data, see calibration/data/README.md) is never edited. Clearly wrong or
+The CSV (calibration/data, described in its README.md) is never edited. Clearly wrong or
 under-specified rows are corrected here, by ``row_id`` only, in :data:`FIXES`.
 
 Normalization rules (documented in docs/dataset-notes.md):
 
-- ``chip_id`` follows docs/TEAM.md (``m2-ultra-76gpu``). ``gpu_cores`` from the row when given; otherwise, in order:
+- ``chip_id`` is the chip profile id (``m2-ultra-76gpu``, profiles/chips). ``gpu_cores`` from the row when given; otherwise, in order:
   a :data:`FIXES` entry; the chip has a single (non-rumoured) GPU bin; the llama.cpp maintainer's M2 Ultra is
   76-core (README caveat 7); a Mac product that ships one bin (Mac mini M4 -> 10-core, mac_products.csv); the row's
   ``ram_GB`` is offered by exactly one bin (profiles/chips ``ram_options_gb``). Else ``chip_id`` is None.
@@ -28,14 +28,13 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict
 
+from planner import profiles
 from planner.errors import PlannerError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PATH = REPO_ROOT / "calibration" / "data" / "measured_benchmarks_train.csv"
-CHIP_PROFILES_DIR = REPO_ROOT / "profiles" / "chips"
 
 REQUIRED_COLUMNS = [
     "row_id",
@@ -126,27 +125,13 @@ class _Bin(BaseModel):
     rumoured: bool
 
 
-def _load_bins(directory: Path = CHIP_PROFILES_DIR) -> dict[str, list[_Bin]]:
-    """Chip name ('M2 Ultra') -> GPU bins, from the committed profiles/chips/*.yaml (generated from apple_skus.csv)."""
+def _load_bins() -> dict[str, list[_Bin]]:
+    """Chip name ('M2 Ultra') -> GPU bins, from the shipped chip profiles (planner.profiles, schema-validated)."""
     bins: dict[str, list[_Bin]] = defaultdict(list)
-    if not directory.is_dir():
-        raise DatasetError(
-            f"chip profiles not found at {directory}; run from a full checkout (profiles/chips/)"
-        )
-    for p in sorted(directory.glob("*.yaml")):
-        d = yaml.safe_load(p.read_text())
-        bins[d["name"]].append(
-            _Bin(
-                chip_id=d["id"],
-                name=d["name"],
-                generation=d["generation"],
-                tier=d["tier"],
-                gpu_cores=int(d["gpu_cores"]),
-                bandwidth_gb_s=d.get("memory_bandwidth_gb_s"),
-                ram_options_gb=tuple(int(x) for x in d.get("ram_options_gb") or ()),
-                rumoured=d.get("status") == "rumoured",
-            )
-        )
+    for c in sorted(profiles.builtin_chips(), key=lambda c: c.id):
+        bins[c.name].append(_Bin(chip_id=c.id, name=c.name, generation=c.generation, tier=c.tier,
+                                 gpu_cores=c.gpu_cores, bandwidth_gb_s=c.memory_bandwidth_gb_s,
+                                 ram_options_gb=tuple(c.ram_options_gb), rumoured=c.status == "rumoured"))
     return dict(bins)
 
 
@@ -158,19 +143,6 @@ def chip_bins() -> dict[str, list[_Bin]]:
     if _BINS_CACHE is None:
         _BINS_CACHE = _load_bins()
     return _BINS_CACHE
-
-
-def chip_bandwidth_gb_s(chip_id: str) -> float | None:
-    for bins in chip_bins().values():
-        for b in bins:
-            if b.chip_id == chip_id:
-                return b.bandwidth_gb_s
-    return None
-
-
-def make_chip_id(chip: str, gpu_cores: int) -> str:
-    """docs/TEAM.md: lowercase chip name, spaces -> '-', then '-<gpu_cores>gpu'."""
-    return f"{chip.strip().lower().replace(' ', '-')}-{gpu_cores}gpu"
 
 
 # --------------------------------------------------------------------------------------------- the model
@@ -219,6 +191,7 @@ class Measurement(BaseModel):
     context_depth: int | None
     batch: int
     flash_attn: bool | None
+    n_ubatch: int | None = None  # physical batch when the row states it (llama.cpp -ub; "n_ubatch=2048")
     date: str  # raw
     year_month: str | None  # 'YYYY-MM'
     year: int | None
@@ -262,6 +235,15 @@ def _float_or_none(s: str) -> float | None:
         return float(s) if s else None
     except ValueError:
         return None
+
+
+_UBATCH = re.compile(r"n_ubatch\s*=\s*(\d+)|-ub\s+(\d+)")
+
+
+def _parse_ubatch(s: str) -> int | None:
+    """The physical batch a row states ('n_ubatch=2048', '-ub 2048'); None = the runtime default."""
+    m = _UBATCH.search(s)
+    return int(m.group(1) or m.group(2)) if m else None
 
 
 def _parse_flash_attn(s: str) -> bool | None:
@@ -360,7 +342,7 @@ _MODEL_RULES: list[tuple[str, str | None, str | None, bool]] = [
 
 def _clean_model(s: str) -> str:
     s = s.strip().lower()
-    for prefix in ("mlx-community/", "hf.co/unsloth/", "meta-llama/", "microsoft_", "mistralai_", "meta-"):
+    for prefix in ("mlx-community/", "hf.co/unsloth/", "meta-llama/", "qwen/", "microsoft_", "mistralai_", "meta-"):
         s = s.removeprefix(prefix)
     return s.replace("meta-llama", "llama").replace(".gguf", "")
 
@@ -584,6 +566,7 @@ def _normalize(row: dict[str, str], path: Path) -> Measurement:
         "context_depth": depth,
         "batch": batch,
         "flash_attn": _parse_flash_attn(row["flash_attn"]),
+        "n_ubatch": _parse_ubatch(row["flash_attn"] + " " + row["notes"]),
         "date": row["date"],
         "year_month": ym,
         "year": year,

@@ -33,22 +33,24 @@ from calibration.errors import CalibrationError
 from planner import profiles
 from planner import throughput as tp
 from planner.memory import memory_model
-from planner.schema import Chip
-from planner.schema import CalibrationProfile, Provenance, SpeedConstants
+from planner.schema import CalibrationProfile, Chip, LlamaCppFamily, Provenance, SpeedConstants
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 OUT_DIR = REPO_ROOT / "profiles" / "calibration"
+TRAIN_FILES = (REPO_ROOT / "calibration" / "data" / "measured_benchmarks_train.csv",
+               REPO_ROOT / "calibration" / "data" / "measured_benchmarks_mlx.csv")
 FIT_DATE = date(2026, 11, 29)  # pinned so regeneration is byte-identical; bump when the data changes
 TIERS = ("base", "pro", "max", "ultra")
 GENERATIONS = ("M1", "M2", "M3", "M4", "M5")
 ERAS = ("2023-08", "2023-09", "2023-10", "2023-11", "2024", "current")
 
 # Weak priors (value, sigma of log value). They only decide parameters the data cannot see; sources:
-# docs/model-facts.md §5.1 (η_bw 0.6-0.8), §5.3 (GEMM 70-85% of ALU peak, attention below that); issue 3 (M5 prefill
-# 2-3.7x M4 at similar bandwidth: geometric middle 2.7); t_layer ~ one Metal dispatch group per layer (~50 us).
+# docs/model-facts.md §5.1 (η_bw 0.6-0.8), §5.3 (GEMM 70-85% of ALU peak, attention below that); M5 prefill
+# reported 2-3.7x M4 at similar bandwidth (geometric middle 2.7, a prior: no usable M5 row); t_layer ~ one Metal dispatch group per layer (~50 us).
 BASE_PRIORS: dict[str, tuple[float, float]] = {
     "eta_bw": (0.7, 1.0), "eta_c": (0.6, 1.0), "eta_attn": (0.3, 1.5), "eta_c_decode": (0.4, 1.5),
-    "eta_mv": (0.15, 1.5), "moe_bw_factor": (0.7, 1.0), "era_tl": (1.0, 1.0),
+    "eta_mv": (0.15, 1.5), "moe_bw_factor": (0.7, 1.0), "era_tl": (1.0, 1.0), "eta_kv": (0.8, 1.0),
+    "noflash_kv_factor": (2.0, 0.7),
     "t_layer_s": (5e-5, 2.0), "noflash_attn_factor": (2.0, 0.7), "matrix_unit_factor": (2.7, 0.35),
     "q_float": (1.0, 0.5), "q_legacy": (1.0, 0.5), "q_kquant": (0.85, 0.5), "q_iquant": (0.8, 0.5),
     "q_mxfp4": (1.0, 0.5), "q_affine": (1.0, 0.5), "q_fp4": (1.0, 0.5), "era": (1.0, 1.0), "era_decode": (1.0, 0.3),
@@ -58,13 +60,15 @@ BASE_PRIORS: dict[str, tuple[float, float]] = {
 # benchmarks (2-5%) plus what the model does not capture; data residuals are divided by it so priors stay weak.
 NOISE_SIGMA = 0.05
 UPPER = {"eta_bw": 1.0, "eta_c": 1.0, "eta_attn": 1.0, "eta_c_decode": 1.0, "eta_mv": 1.0, "moe_bw_factor": 1.0,
+         "eta_kv": 1.0,
          "era_decode": 1.0}
+LOWER = {"noflash_attn_factor": 1.0, "noflash_kv_factor": 1.0}  # slowdowns, never speed-ups
 # Kernel regimes are code facts, not fits: ggml-metal-ops.cpp `ne11_mm_min = 8` (matrix-vector kernels up to a
 # batch of 8) and kernel_mul_mm's 32-column tiles. mlx-lm has no batched data: the same values are assumed.
 KERNELS = {"llama.cpp": {"mv_max_batch": 8, "mm_tile": 32}, "mlx-lm": {"mv_max_batch": 8, "mm_tile": 32},
            "ollama": {"mv_max_batch": 8, "mm_tile": 32}}
 SHARED = ("eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor", "t_layer_s", "noflash_attn_factor",
-          "matrix_unit_factor")
+          "matrix_unit_factor", "eta_kv", "noflash_kv_factor")
 
 
 # --------------------------------------------------------------------------- the common record form
@@ -86,6 +90,7 @@ class FitRecord:
     era: str = "current"
     weight: float = 1.0
     label: str = ""
+    source: str = ""             # the CSV's source_group (leave-one-source-out holds a whole one out)
 
     @property
     def chip_id(self) -> str:
@@ -133,7 +138,8 @@ def records_from_measurements(ms) -> tuple[list[FitRecord], Counter]:
         if runtime is None:
             skipped[f"family {m.runtime_family}"] += 1
             continue
-        fa = m.flash_attn if m.flash_attn is not None else profiles.load_runtime(runtime).flash_attn
+        rt = profiles.load_runtime(runtime)
+        fa = m.flash_attn if m.flash_attn is not None else (rt.flash_attn if isinstance(rt, LlamaCppFamily) else None)
         try:
             geo = geometry_for(m.model_id, runtime, m.quant_id)
         except Exception as e:  # a quant that does not apply to the model (e.g. a row mislabelled)
@@ -141,7 +147,7 @@ def records_from_measurements(ms) -> tuple[list[FitRecord], Counter]:
             continue
         chip = profiles.resolve_chip(m.chip_id)
         rt = profiles.load_runtime(runtime)
-        chunk = rt.prefill_chunk
+        chunk = m.n_ubatch if m.n_ubatch and runtime != "mlx-lm" else rt.prefill_chunk
         prefill = m.metric in PREFILL_METRICS
         if prefill:
             P, G, D = m.prompt_tokens or 0, 0, m.context_depth or 0
@@ -154,7 +160,8 @@ def records_from_measurements(ms) -> tuple[list[FitRecord], Counter]:
             P, G, D = 0, max(m.gen_tokens or 1, 1), m.context_depth or 0
         out.append(FitRecord(runtime=runtime, chip=chip, geo=geo, phase="prefill" if prefill else "decode",
                              prompt=P, gen=G, depth=D, batch=m.batch, value=m.value, flash_attn=bool(fa),
-                             chunk=chunk, era=_era(m.year_month, runtime), label=f"row {m.row_id}"))
+                             chunk=chunk, era=_era(m.year_month, runtime), label=f"row {m.row_id}",
+                             source=m.source_group))
     return out, skipped
 
 
@@ -192,6 +199,7 @@ class Spec:
     gen_eta_c: bool = True            # η_c per generation (else one)
     free: set[str] = field(default_factory=lambda: {"eta_bw", "eta_c", "eta_attn", "eta_c_decode", "eta_mv",
                                                     "moe_bw_factor", "t_layer_s", "noflash_attn_factor",
+                                                    "eta_kv", "noflash_kv_factor",
                                                     "matrix_unit_factor", "q", "era", "era_decode", "era_tl",
                                                     "era_mv"})
 
@@ -244,11 +252,12 @@ class _Arrays:
         self.peak = np.array([tp.peak_flops(r.chip, allchips)[0] for r in records])
         self.mu = np.array([r.chip.gpu_matrix_units for r in records])
         # decode: bytes and flops at start, mid and end depth (Simpson)
-        self.dbytes = np.zeros((n, 3))     # dense weights + KV
+        self.dw = np.zeros(n)              # dense weight bytes read by the step
+        self.dkv = np.zeros((n, 3))        # KV (+ state) bytes of the batch (throughput.Roofline.kv_time)
+        self.dattn = np.zeros((n, 3))      # decode attention FLOPs of the batch
         self.dexp = np.zeros(n)            # routed-expert bytes read by the step
-        self.dflops = np.zeros((n, 3))     # per token
+        self.cflops = np.zeros((n, 3))     # FLOPs of the step's compute kernels (mv: the columns beyond the first)
         self.mv = np.zeros(n, bool)
-        self.bcmp = np.zeros(n)            # batch as the compute kernel sees it (padded to the tile)
         # prefill
         self.n_chunks = np.zeros(n)
         self.mm = np.zeros(n)
@@ -260,22 +269,30 @@ class _Arrays:
         self.tokens = np.zeros(n)
         for i, r in enumerate(records):
             g = r.geo
+            kern = KERNELS[r.runtime]
+            # the same FLOP counts as planner.throughput (Roofline.mm_flops / step_flops), constants aside
+            rf = tp.Roofline(geo=g, bw=1.0, flops=1.0, k=SpeedConstants())
             if r.phase == "decode":
                 a, b = r.depth, r.depth + max(r.gen, 1) - 1
-                kern = KERNELS[r.runtime]
                 self.mv[i] = r.batch <= kern["mv_max_batch"]
-                # mv regime: columns beyond the first, not overlapped with the reads (throughput.step_parts)
-                self.bcmp[i] = r.batch - 1 if self.mv[i] else math.ceil(r.batch / kern["mm_tile"]) * kern["mm_tile"]
                 self.dexp[i] = g.expert_bytes * g.expert_union(r.batch)
+                self.dw[i] = g.dense_bytes
+                padded = math.ceil(r.batch / kern["mm_tile"]) * kern["mm_tile"]
+                exp_rows = padded * g.top_k
                 for j, c in enumerate((a, (a + b) / 2, b)):
-                    self.dbytes[i, j] = g.dense_bytes + r.batch * g.kv_read(c)
-                    self.dflops[i, j] = 2 * (g.matmul_params + g.head_params) + 2 * g.attn_keys(c)
+                    self.dkv[i, j] = r.batch * g.kv_read(c)
+                    self.dattn[i, j] = 2 * r.batch * g.attn_keys(c)
+                    # mv regime: columns beyond the first, not overlapped with the reads (throughput.step_parts)
+                    self.cflops[i, j] = ((r.batch - 1) * rf.step_flops(1, c) if self.mv[i]
+                                         else rf.mm_flops(padded, exp_rows, c))
             else:
                 tokens = r.prompt * r.batch
                 nch = r.batch * math.ceil(r.prompt / r.chunk) if r.runtime == "mlx-lm" else math.ceil(tokens / r.chunk)
                 self.tokens[i] = tokens
                 self.n_chunks[i] = nch
-                self.mm[i] = 2 * g.matmul_params * tokens
+                per_expert = g.expert_matmul_params / g.top_k if g.top_k else 0.0
+                self.mm[i] = (2 * (g.matmul_params - g.expert_matmul_params) * tokens
+                              + 2 * per_expert * nch * g.padded_expert_rows(tokens / nch, kern["mm_tile"]))
                 self.rd[i] = nch * g.dense_bytes
                 self.rd_exp[i] = nch * g.expert_bytes * g.expert_union(int(math.ceil(tokens / nch)))
                 self.attn[i] = 2 * r.batch * tp._causal_keys(g, r.prompt, r.depth)
@@ -338,9 +355,11 @@ def _predict(theta: np.ndarray, A: _Arrays, idx, fixedv) -> np.ndarray:
     # 32-column tile achieves relative to a full prefill. The small-batch matrix-vector kernels get their own
     # old-build factor (llama.cpp 2023 ran B = 2..8 through mul_mv once per column; current builds have the
     # mul_mv_ext kernels, ggml-metal.metal kernel_mul_mv_ext_q4_f32_disp), so η_mv is identified by current rows
-    tmem = (A.dbytes + (A.dexp / moe)[:, None]) / (eta_bw * A.bw)[:, None]
+    kv_slow = np.where(A.fa_off, pick("noflash_kv_factor"), 1.0)
+    t_kv = np.maximum(A.dkv / (eta_bw * pick("eta_kv") * A.bw)[:, None], A.dattn / (pick("eta_attn") * F)[:, None])
+    tmem = ((A.dw + A.dexp / moe) / (eta_bw * A.bw))[:, None] + t_kv * kv_slow[:, None]
     eta_k = np.where(A.mv, pick("eta_mv") * pick("era_mv"), pick("eta_c_decode") * eta_c)
-    tcmp = (A.bcmp[:, None] * A.dflops) / (eta_k * F)[:, None]
+    tcmp = A.cflops / (eta_k * F)[:, None]
     steps = fixed[:, None] + np.maximum(tmem, tcmp) + np.where(A.mv[:, None], np.minimum(tmem, tcmp), 0.0)
     mean = (steps[:, 0] + 4 * steps[:, 1] + steps[:, 2]) / 6
     dec = A.B / mean
@@ -374,7 +393,7 @@ def fit_efficiency_least_squares(records: list[FitRecord], spec: Spec,
     fixedv = _fixed_values(records, spec, fixed or {})
     p0 = np.array([math.log(_prior(n, priors)[0]) for n in names])
     psig = np.array([_prior(n, priors)[1] for n in names])
-    lo = np.full(len(names), math.log(1e-6))
+    lo = np.array([math.log(LOWER.get(n.split(":")[0], 1e-6)) for n in names])
     hi = np.array([math.log(UPPER.get(n.split(":")[0], 1e3)) for n in names])
     p0 = np.clip(p0, lo + 1e-9, hi - 1e-9)
     sw = np.sqrt(A.w) / noise_sigma
@@ -470,10 +489,12 @@ def _balance(records: list[FitRecord]) -> list[FitRecord]:
     return [replace(r, weight=1.0 / math.sqrt(n[(r.chip_id, r.phase)])) for r in records]
 
 
-def load_training_records(path=None) -> tuple[dict[str, list[FitRecord]], Counter]:
+def load_training_records(paths=None) -> tuple[dict[str, list[FitRecord]], Counter]:
+    """Usable rows of the training CSVs (default: :data:`TRAIN_FILES`) as FitRecords by runtime, balanced."""
     from calibration.dataset import load_measurements, usable_for_efficiency
 
-    ms = [m for m in load_measurements(path) if usable_for_efficiency(m)]
+    paths = [paths] if isinstance(paths, (str, Path)) else (paths or TRAIN_FILES)
+    ms = [m for p in paths for m in load_measurements(p) if usable_for_efficiency(m)]
     recs, skipped = records_from_measurements(ms)
     by_rt: dict[str, list[FitRecord]] = defaultdict(list)
     for r in recs:
@@ -481,23 +502,26 @@ def load_training_records(path=None) -> tuple[dict[str, list[FitRecord]], Counte
     return {k: _balance(v) for k, v in by_rt.items()}, skipped
 
 
-def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None) -> dict[str, tuple[dict, dict, dict]]:
-    """Fit every runtime; returns {runtime: (params, fixed, diagnostics)}. ``exclude_chip`` drops one chip (LOCO)."""
+def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None,
+            exclude_source: str | None = None) -> dict[str, tuple[dict, dict, dict]]:
+    """Fit every runtime; returns {runtime: (params, fixed, diagnostics)}. ``exclude_chip`` drops one chip (LOCO),
+    ``exclude_source`` one source_group (LOSO)."""
     def keep(rs):
-        return [r for r in rs if r.chip_id != exclude_chip]
+        return [r for r in rs if r.chip_id != exclude_chip and r.source != exclude_source]
 
     out = {}
     lc = keep(data.get("llama.cpp", []))
     p_lc, d_lc = fit_efficiency_least_squares(lc, Spec("llama.cpp"))
     out["llama.cpp"] = (p_lc, {}, d_lc)
     # mlx-lm: too few rows for groups; llama.cpp's shared constants become priors (sigma 0.5 in log)
-    shared = {k: (v, 0.5) for k, v in p_lc.items() if k in ("eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor",
-                                                             "t_layer_s")}
+    # t_layer is not borrowed: mlx-lm encodes one lazily built graph per step (mlx_lm/generate.py generate_step,
+    # mx.async_eval), llama.cpp one ggml graph of per-op Metal dispatches; their fixed costs are separate fits
+    shared = {k: (v, 0.5) for k, v in p_lc.items() if k in ("eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor")}
     mx = keep(data.get("mlx-lm", []))
     if mx:
         spec = Spec("mlx-lm", tier_eta_bw=False, gen_eta_c=False,
                     free={"eta_bw", "eta_c", "eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor", "t_layer_s",
-                          "matrix_unit_factor", "q"})
+                          "matrix_unit_factor", "q", "eta_kv"})
         p_mx, d_mx = fit_efficiency_least_squares(mx, spec, priors=shared)
         out["mlx-lm"] = (p_mx, {}, d_mx)
     ol = keep(data.get("ollama", []))
@@ -510,6 +534,50 @@ def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None) -
     return out
 
 
+def held_out_constants(fits, runtime: str, r: FitRecord) -> SpeedConstants:
+    """Constants a refit gives one held-out record, with its build era applied. A runtime the refit has no rows
+    for falls back the way the planner does: ollama to llama.cpp's constants, mlx-lm to its priors."""
+    if runtime in fits:
+        params, fixed, _ = fits[runtime]
+    else:
+        params, fixed = (fits["llama.cpp"][0], {}) if runtime == "ollama" else ({}, {})
+    k = full_constants(params, fixed, r.chip, runtime)
+    return era_adjusted(k, fits["llama.cpp"][0] if runtime != "mlx-lm" else params, r.era)
+
+
+def era_adjusted(k: SpeedConstants, params: dict, era: str) -> SpeedConstants:
+    """Constants of an old llama.cpp build: the nuisance build-era factors applied (current builds: unchanged)."""
+    if era == "current":
+        return k
+    e = params.get(f"era:{era}", 1.0)
+    # batched decode (B > mv_max_batch) runs at eta_c_decode × eta_c · q: the era factor reaches it through eta_c
+    d = params.get("era_decode", 1.0)
+    return k.model_copy(update={"eta_c": min(1.0, k.eta_c * e), "eta_bw": min(1.0, k.eta_bw * d),
+                                "eta_mv": min(1.0, k.eta_mv * params.get("era_mv", 1.0)),
+                                "t_layer_s": k.t_layer_s * params.get("era_tl", 1.0)})
+
+
+def leave_one_source_out(data) -> list[tuple[str, FitRecord, float]]:
+    """For every source_group: refit without it, predict its rows. -> [(runtime, record, predicted tok/s)].
+    A source has its own build, settings and habits, so this is the error on a setup nobody fitted."""
+    out = []
+    for src in sorted({r.source for recs in data.values() for r in recs}):
+        fits = fit_all(data, exclude_source=src)
+        for rt, recs in data.items():
+            for r in recs:
+                if r.source == src:
+                    out.append((rt, r, predict_record(r, held_out_constants(fits, rt, r))))
+    return out
+
+
+def loso_ranges(held: list[tuple[str, FitRecord, float]]) -> dict[str, dict[str, tuple[float, float]]]:
+    """{runtime: range_table of its out-of-source residuals}: the shipped likely ranges."""
+    by = defaultdict(list)
+    for rt, r, p in held:
+        by[rt].append((r, p))
+    return {rt: range_table([r for r, _ in v], [p for _, p in v]) for rt, v in by.items()}
+
+
 def _rows_by_scope(records: list[FitRecord], scope: str) -> int:
     if scope.startswith("tier-"):
         return sum(r.chip.tier == scope[5:] and r.phase == "decode" for r in records)
@@ -518,12 +586,44 @@ def _rows_by_scope(records: list[FitRecord], scope: str) -> int:
     return len(records)
 
 
-def build_profiles(data, fits) -> list[CalibrationProfile]:
+RANGE_QUANTILES = (10.0, 90.0)  # the 80 % likely range
+MIN_RANGE_ROWS = 8              # fewer residuals in a regime: it falls back to its phase's range
+
+
+def regime_of(r: FitRecord) -> str:
+    return tp.regime(r.phase, r.prompt, r.depth, r.batch, KERNELS[r.runtime]["mv_max_batch"])
+
+
+def range_table(records: list[FitRecord], predicted) -> dict[str, tuple[float, float]]:
+    """{regime: (10th, 90th percentile of measured / predicted)} over ``records``; ``predicted`` aligned with them.
+    Fed with out-of-source predictions (calibration.report.loso), so the range says how far a rate on a setup
+    the fit never saw lands from the prediction."""
+    by: dict[str, list[float]] = defaultdict(list)
+    for r, p in zip(records, predicted):
+        by[regime_of(r)].append(r.value / p)
+        by[f"all {r.phase}"].append(r.value / p)
+
+    def q(ratios):
+        lo, hi = np.percentile(ratios, RANGE_QUANTILES)
+        return round(float(lo), 3), round(float(hi), 3)
+
+    out = {reg: q(v) for reg, v in by.items() if len(v) >= MIN_RANGE_ROWS and not reg.startswith("all ")}
+    for ph in ("decode", "prefill"):  # the phase fallback: its own regime, else all rows of the phase
+        if ph not in out and len(by.get(f"all {ph}", [])) >= 2:
+            out[ph] = q(by[f"all {ph}"])
+    return out
+
+
+def build_profiles(data, fits, ranges: dict[str, dict] | None = None) -> list[CalibrationProfile]:
+    """Profiles for every runtime; ``ranges`` ({runtime: range_table}) go into the default scope (in-sample
+    residuals when not given)."""
     out = []
     for runtime, (params, fixed, diag) in fits.items():
         recs = data[runtime]
         # ollama's own files only carry what it fits (η_bw); the rest comes from llama.cpp's chain
         scoped = constants_from_params(params, None if runtime == "ollama" else fixed, runtime)
+        rt_range = (ranges or {}).get(runtime) or range_table(recs, diag["predicted"])
+        scoped["default"] = scoped.get("default", SpeedConstants()).model_copy(update={"likely_range": rt_range})
         dec = diag["ape"][[r.phase == "decode" for r in recs]]
         pre = diag["ape"][[r.phase == "prefill" for r in recs]]
         resid = {}
@@ -546,7 +646,8 @@ def build_profiles(data, fits) -> list[CalibrationProfile]:
                 provenance=Provenance(
                     method="fit: weighted least squares on log rates (calibration.fit.fit_efficiency_least_squares)",
                     fitted_on=FIT_DATE, rows=_rows_by_scope(recs, scope),
-                    data="calibration/data/measured_benchmarks_train.csv (usable_for_efficiency, catalog models)",
+                    data="calibration/data/measured_benchmarks_train.csv + measured_benchmarks_mlx.csv "
+                         "(usable_for_efficiency, catalog models)",
                     residuals=resid, notes=notes)))
     return out
 
@@ -575,10 +676,15 @@ def write_profiles(profs: list[CalibrationProfile], out_dir: Path = OUT_DIR) -> 
     return paths
 
 
-def main(argv: list[str] | None = None) -> int:
+def shipped_profiles():
+    """-> (profiles, fits, skipped): the full fit with likely ranges from leave-one-source-out residuals."""
     data, skipped = load_training_records()
     fits = fit_all(data)
-    profs = build_profiles(data, fits)
+    return build_profiles(data, fits, loso_ranges(leave_one_source_out(data))), fits, skipped
+
+
+def main(argv: list[str] | None = None) -> int:
+    profs, fits, skipped = shipped_profiles()
     paths = write_profiles(profs)
     for rt, (params, _, diag) in fits.items():
         print(f"{rt}: {diag['n_records']} records, cost {diag['cost']:.3f}")

@@ -36,7 +36,7 @@ class DeviceInfo(BaseModel):
     os_version: str = ""
     backend: Literal["metal", "cpu"]
     chip: str  # "Apple M3 Max" or the CPU model on Linux
-    chip_id: str  # "m3-max-40gpu" (TEAM.md chip ids) or "custom"
+    chip_id: str  # "m3-max-40gpu" (profiles/chips ids) or "custom"
     cpu_model: str = ""
     cpu_cores_physical: int | None = None
     cpu_cores_logical: int | None = None
@@ -60,7 +60,7 @@ def run_command(argv: Sequence[str]) -> str:
 
 
 def chip_id(chip: str, gpu_cores: int | None) -> str:
-    """TEAM.md chip id: ``Apple M3 Max`` + 40 -> ``m3-max-40gpu``; non-Apple -> ``custom``."""
+    """Chip profile id (profiles/chips): ``Apple M3 Max`` + 40 -> ``m3-max-40gpu``; non-Apple -> ``custom``."""
     name = chip.strip()
     if not name.lower().startswith("apple m"):
         return "custom"

@@ -3,7 +3,7 @@
 Protocol (from ``mlx_lm/benchmark.py``): fixed seed, random prompt tokens, EOS ignored, 1 warm-up,
 ``trials`` timed trials, the **median** is the recorded value (all trial values are kept).
 
-A :class:`Plan` is a list of :class:`RunConfig` sorted cheapest first. :func:`execute` runs them in that
+A :class:`BenchPlan` is a list of :class:`RunConfig` sorted cheapest first. :func:`execute` runs them in that
 order until the time budget is spent, so a longer budget only adds longer configurations: a 10 s
 budget still yields the short prefill/decode points, a 120 s budget adds long prompts, deep caches
 and big batches.
@@ -92,7 +92,7 @@ class RunConfig:
 
 
 @dataclass(frozen=True)
-class Plan:
+class BenchPlan:
     """Configurations (cheapest first) plus the protocol constants."""
 
     configs: tuple[RunConfig, ...]
@@ -125,7 +125,7 @@ class Plan:
         trials: int = DEFAULT_TRIALS,
         warmup: int = DEFAULT_WARMUP,
         seed: int = DEFAULT_SEED,
-    ) -> Plan:
+    ) -> BenchPlan:
         """The standard sweep; configs that need more than ``max_context`` KV cells are dropped."""
         configs = [RunConfig("prefill", prompt_tokens=p) for p in prompt_lengths]
         configs += [RunConfig("decode", gen_tokens=gen_tokens, depth=d) for d in depths]
@@ -138,12 +138,12 @@ class Plan:
         return cls(tuple(configs), trials=trials, warmup=warmup, seed=seed)
 
     @classmethod
-    def default(cls, max_context: int | None = None, trials: int = DEFAULT_TRIALS, seed: int = DEFAULT_SEED) -> Plan:
+    def default(cls, max_context: int | None = None, trials: int = DEFAULT_TRIALS, seed: int = DEFAULT_SEED) -> BenchPlan:
         """prefill p64..p1024, decode g32 @ d0/256/1024, batch 1/2/4/8 (p128 g32)."""
         return cls.build(max_context=max_context, trials=trials, seed=seed)
 
     @classmethod
-    def quick(cls, max_context: int | None = None, trials: int = DEFAULT_TRIALS, seed: int = DEFAULT_SEED) -> Plan:
+    def quick(cls, max_context: int | None = None, trials: int = DEFAULT_TRIALS, seed: int = DEFAULT_SEED) -> BenchPlan:
         """A seconds-long plan for tests and smoke runs: p32/p64, g8 @ d0/d64, batch 1/2/4 (p32 g8)."""
         return cls.build(prompt_lengths=(32, 64), depths=(0, 64), batches=(1, 2, 4), gen_tokens=8,
                          batch_prompt_tokens=32, max_context=max_context, trials=trials, seed=seed)
@@ -160,7 +160,7 @@ class ExecutionReport:
 
 
 def execute(
-    plan: Plan,
+    plan: BenchPlan,
     measure: Callable[[RunConfig], list[RunRecord]],
     *,
     budget_s: float | None = None,

@@ -1,7 +1,9 @@
 """One calibration measurement (:class:`RunRecord`), its JSONL store and its CSV export.
 
-- ``append_jsonl(path, records)`` rewrites the whole file through a temp file + ``os.replace`` so a
-  crash never leaves a half-written line.
+- ``append_jsonl(path, records)`` holds an exclusive lock (``fcntl.flock`` on ``.<name>.lock`` next to it) around
+  read-validate-append, and rewrites the whole file through a temp file + ``os.replace``: concurrent writers lose
+  nothing and a crash or a full disk never leaves a half-written line (the old file stays until the new one is
+  safely written). ``write_jsonl(path, records)`` replaces the content the same way.
 - ``read_jsonl(path)`` raises :class:`CalibrationError` naming the file and line on corrupt input.
 - ``to_measured_csv_rows(records)`` gives rows with exactly the columns of
   ``measured_benchmarks_train.csv`` (:data:`MEASURED_CSV_COLUMNS`) so local runs can be fitted with
@@ -10,9 +12,12 @@
 
 from __future__ import annotations
 
-import json
+import contextlib
+import errno
+import fcntl
 import math
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
@@ -28,12 +33,15 @@ __all__ = [
     "CalibrationError",
     "RunRecord",
     "append_jsonl",
+    "locked",
     "read_jsonl",
     "to_measured_csv_rows",
     "utc_now",
+    "write_jsonl",
 ]
 
 SCHEMA_VERSION = 1
+MAX_JSONL_BYTES = 32 * 2**20   # a record is ~1 KB; a calibration run writes a few dozen
 
 Runtime = Literal["mlx-lm", "llama.cpp"]
 Backend = Literal["metal", "cpu"]
@@ -139,56 +147,131 @@ class RunRecord(BaseModel):
 
 
 def read_jsonl(path: str | os.PathLike[str]) -> list[RunRecord]:
-    """Read every record of a JSONL file (missing file -> []); corrupt lines raise CalibrationError."""
+    """Read every record of a JSONL file (missing file -> []); corrupt lines, a binary file, a folder, a FIFO or a
+    file over MAX_JSONL_BYTES raise CalibrationError naming the file."""
     p = Path(path)
-    if not p.exists():
+    text = _read_text(p)
+    if text is None:
         return []
     out: list[RunRecord] = []
-    with p.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                out.append(RunRecord.model_validate_json(line))
-            except ValidationError as e:
-                first = e.errors()[0]
-                where = ".".join(str(x) for x in first.get("loc", ())) or "line"
-                raise CalibrationError(
-                    f"{p}:{n}: not a valid calibration record ({where}: {first.get('msg')}); "
-                    "fix or delete that line, or re-run `plan calibrate`"
-                ) from e
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append(RunRecord.model_validate_json(line))
+        except ValidationError as e:
+            first = e.errors()[0]
+            where = ".".join(str(x) for x in first.get("loc", ())) or "line"
+            raise CalibrationError(
+                f"{p}:{n}: not a valid calibration record ({where}: {str(first.get('msg'))[:80]}); "
+                "fix or delete that line, or re-run `plan calibrate`"
+            ) from None
     return out
 
 
-def append_jsonl(path: str | os.PathLike[str], records: Iterable[RunRecord]) -> Path:
-    """Append records to a JSONL file atomically (temp file in the same folder + ``os.replace``).
+def _read_text(p: Path) -> str | None:
+    """The UTF-8 text of a regular file of at most MAX_JSONL_BYTES (None when it does not exist); opened without
+    blocking so a FIFO or device is refused instead of read forever."""
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise CalibrationError(f"{p}: cannot read ({e.strerror}); check the path and its permissions") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise CalibrationError(f"{p}: not a regular file (a folder, FIFO or device); move it away")
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "rb") as f:
+        try:
+            data = f.read(MAX_JSONL_BYTES + 1)
+        except OSError as e:
+            raise CalibrationError(f"{p}: cannot read ({e.strerror}); check the file") from None
+    if len(data) > MAX_JSONL_BYTES:
+        raise CalibrationError(f"{p}: larger than {MAX_JSONL_BYTES // 2**20} MiB, not a calibration record file; "
+                               "move it away")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CalibrationError(f"{p}: not a text file of calibration records (binary data); move it away or "
+                               "re-run `plan calibrate --replace`") from None
 
-    The existing content is validated first, so a corrupt file is never silently extended.
-    """
-    p = Path(path)
+
+@contextlib.contextmanager
+def locked(path: Path):
+    """An exclusive advisory lock (fcntl.flock) on ``.<name>.lock`` next to ``path``: every read-modify-write of a
+    store file happens inside it, so concurrent `plan calibrate` runs never lose each other's records. The lock file
+    is never deleted (deleting it would let two writers lock two different files)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = path.with_name(f".{path.name}.lock")
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError as e:
+        raise CalibrationError(f"{lock}: cannot open the lock file ({e.strerror}); check the folder") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _check(records: Iterable[RunRecord]) -> list[RunRecord]:
     new = list(records)
     for r in new:
         if not isinstance(r, RunRecord):
             raise CalibrationError(f"append_jsonl expects RunRecord objects, got {type(r).__name__}")
-    existing = read_jsonl(p)
-    return atomic_write_text(p, "".join(r.model_dump_json() + "\n" for r in [*existing, *new]))
+    return new
+
+
+def append_jsonl(path: str | os.PathLike[str], records: Iterable[RunRecord]) -> Path:
+    """Append records to a JSONL file under the store lock, atomically (temp file in the same folder +
+    ``os.replace``). The existing content is validated first, so a corrupt file is never silently extended."""
+    p = Path(path)
+    new = _check(records)
+    with locked(p):
+        existing = read_jsonl(p)
+        return atomic_write_text(p, dumps_jsonl([*existing, *new]))
+
+
+def write_jsonl(path: str | os.PathLike[str], records: Iterable[RunRecord]) -> Path:
+    """Replace the content of a JSONL file with ``records`` under the store lock: the new file is written and
+    synced first, then renamed over the old one, so a failure (a full disk) keeps the old records."""
+    p = Path(path)
+    new = _check(records)
+    with locked(p):
+        return atomic_write_text(p, dumps_jsonl(new))
+
+
+def dumps_jsonl(records: Iterable[RunRecord]) -> str:
+    """The JSONL text for records (one ``model_dump_json`` per line)."""
+    return "".join(r.model_dump_json() + "\n" for r in records)
 
 
 def atomic_write_text(path: Path, text: str) -> Path:
     """Write ``text`` to ``path`` through a temp file in the same folder + ``os.replace``: a crash mid-write
-    leaves the old file, never half a new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    leaves the old file, never half a new one. A failed write (disk full, read-only folder, a folder in the way)
+    is one CalibrationError line and removes the temp file; the old file is untouched."""
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_dir():
+            raise IsADirectoryError(errno.EISDIR, "is a folder")
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        tmp = None
+    except OSError as e:
+        hint = "free some disk space" if e.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT) else \
+            "check the path and its permissions"
+        raise CalibrationError(f"{path}: cannot write ({e.strerror or e.__class__.__name__}); {hint}, the previous "
+                               "content is kept") from None
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
     return path
 
 
@@ -286,19 +369,3 @@ def to_measured_csv_rows(
             rid += 1
     return [{c: row[c] for c in MEASURED_CSV_COLUMNS} for row in rows]
 
-
-def dumps_jsonl(records: Iterable[RunRecord]) -> str:
-    """The JSONL text for records (one ``model_dump_json`` per line)."""
-    return "".join(r.model_dump_json() + "\n" for r in records)
-
-
-def loads_json_records(text: str) -> list[RunRecord]:
-    """Parse JSONL text (used by tests and the CLI's ``show``)."""
-    out = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            try:
-                out.append(RunRecord.model_validate(json.loads(line)))
-            except (ValueError, ValidationError) as e:
-                raise CalibrationError(f"line {n}: not a valid calibration record: {e}") from e
-    return out

@@ -8,6 +8,13 @@ Prints MAPE, median APE and P90 APE of decode and prefill, overall and per runti
 - **in-sample, era-aware**: the same fit with the nuisance build-era factors applied to each row's build.
 - **leave-one-chip-out (LOCO)**: for every chip, refit without that chip's rows, then predict them (era-aware,
   with the planner's fallback rules: a generation without data borrows the newest older one).
+- **leave-one-source-out (LOSO)**: for every source_group, refit without it, then predict it. Each source has
+  its own build, settings and habits, so this is the accuracy on setups nobody fitted: the README states it.
+  Each source group's own error, and the coverage of the 80 % likely range on held-out rows: the range a held-out
+  row gets is built from the out-of-source residuals of the *other* groups (same runtime and regime), so a row
+  never sets its own range.
+
+``--readme`` prints the README's Accuracy section (LOSO per runtime and metric, per source group, coverage).
 """
 
 from __future__ import annotations
@@ -27,17 +34,6 @@ def _stats(apes: list[float]) -> tuple[int, float, float, float]:
     if not len(a):
         return 0, float("nan"), float("nan"), float("nan")
     return len(a), float(a.mean()), float(np.median(a)), float(np.percentile(a, 90))
-
-
-def _era_adjusted(k: SpeedConstants, params: dict, era: str) -> SpeedConstants:
-    if era == "current":
-        return k
-    e = params.get(f"era:{era}", 1.0)
-    # batched decode (B > mv_max_batch) runs at eta_c_decode × eta_c · q: the era factor reaches it through eta_c
-    d = params.get("era_decode", 1.0)
-    return k.model_copy(update={"eta_c": min(1.0, k.eta_c * e), "eta_bw": min(1.0, k.eta_bw * d),
-                                "eta_mv": min(1.0, k.eta_mv * params.get("era_mv", 1.0)),
-                                "t_layer_s": k.t_layer_s * params.get("era_tl", 1.0)})
 
 
 BATCHED = "dec B>8"  # decode rows above mv_max_batch (matrix-matrix kernel), also counted in "decode"
@@ -65,7 +61,7 @@ def era_aware_apes(data, fits) -> dict[tuple[str, str], list[float]]:
         lc_params = fits["llama.cpp"][0]
         for r in recs:
             k = F.full_constants(params, fixed, r.chip, rt)
-            k = _era_adjusted(k, lc_params if rt == "ollama" else params, r.era)
+            k = F.era_adjusted(k, lc_params if rt == "ollama" else params, r.era)
             _add(out, rt, r, abs(F.predict_record(r, k) / r.value - 1) * 100)
     return out
 
@@ -85,12 +81,59 @@ def loco_apes(data):
             params, fixed, _ = fits[rt]
             for r in held:
                 k = F.full_constants(params, fixed, r.chip, rt)
-                k = _era_adjusted(k, fits["llama.cpp"][0] if rt == "ollama" else params, r.era)
+                k = F.era_adjusted(k, fits["llama.cpp"][0] if rt == "ollama" else params, r.era)
                 ape = abs(F.predict_record(r, k) / r.value - 1) * 100
                 _add(out, rt, r, ape)
                 rows[(rt, r.phase)].append((chip, ape))
                 per_chip[f"{rt} {chip}"][r.phase].append(ape)
     return out, {c: {ph: float(np.mean(v)) for ph, v in d.items()} for c, d in per_chip.items()}, rows
+
+
+def loso(data):
+    """-> (APEs by (runtime, phase), {(runtime, source): [APE]}, held-out triples)."""
+    held = F.leave_one_source_out(data)
+    out, per_src = defaultdict(list), defaultdict(list)
+    for rt, r, p in held:
+        ape = abs(p / r.value - 1) * 100
+        _add(out, rt, r, ape)
+        per_src[(rt, r.source, r.phase)].append(ape)
+    return out, per_src, held
+
+
+def coverage(held) -> dict[tuple[str, str], tuple[int, int]]:
+    """{(runtime, phase): (rows inside their 80 % range, rows)}, each group's range fitted without that group."""
+    from planner.throughput import likely_range
+    from planner.schema import SpeedConstants
+
+    out: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for src in sorted({r.source for _, r, _ in held}):
+        rest = [h for h in held if h[1].source != src]
+        table = F.loso_ranges(rest)
+        for rt, r, p in held:
+            if r.source != src:
+                continue
+            k = SpeedConstants(likely_range=table.get(rt) or {}, mv_max_batch=F.KERNELS[rt]["mv_max_batch"])
+            lo, hi = likely_range(k, p, r.phase, r.prompt, r.depth, r.batch)
+            c = out[(rt, r.phase)]
+            c[0] += lo <= r.value <= hi
+            c[1] += 1
+    return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+def loso_lines(apes, per_src, cov) -> list[str]:
+    lines = table("leave-one-source-out (refit without the source group, era-aware)", apes) + [""]
+    lines.append("LOSO per source group (MAPE %, rows)")
+    for (rt, src, ph), v in sorted(per_src.items()):
+        lines.append(f"  {rt:10s} {ph:8s} {src:40s} n {len(v):4d}  MAPE {np.mean(v):6.1f}")
+    lines.append("")
+    lines.append("80 % likely range: coverage of held-out rows (range from the other source groups' residuals)")
+    tot = [0, 0]
+    for (rt, ph), (inside, n) in sorted(cov.items()):
+        lines.append(f"  {rt:10s} {ph:8s} {inside:4d}/{n:4d} = {100 * inside / n:5.1f} %")
+        tot[0] += inside
+        tot[1] += n
+    lines.append(f"  {'all':10s} {'':8s} {tot[0]:4d}/{tot[1]:4d} = {100 * tot[0] / max(tot[1], 1):5.1f} %")
+    return lines
 
 
 def table(name: str, apes: dict[tuple[str, str], list[float]]) -> list[str]:
@@ -124,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
                 lines.append(f"{rt:10s} {ph:8s} chips {len(vals):2d}  chip-mean MAPE {np.mean(vals):5.1f}%  |  "
                              f"without M2 Ultra: n {len(rest):3d}  MAPE {np.mean(rest) if rest else float('nan'):5.1f}%")
     lines.append("")
+    apes, per_src, held = loso(data)
+    lines += loso_lines(apes, per_src, coverage(held)) + [""]
     if "--per-chip" in (argv or []):
         lines.append("LOCO MAPE per held-out chip")
         for c, d in sorted(per_chip.items()):

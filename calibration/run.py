@@ -16,8 +16,8 @@ from calibration.protocol import (
     DEFAULT_SEED,
     DEFAULT_TRIALS,
     DEFAULT_WARMUP,
+    BenchPlan,
     ExecutionReport,
-    Plan,
     ProgressCallback,
     execute,
 )
@@ -46,7 +46,7 @@ def make_runner(runtime: str, info: ModelInfo, *, trials: int = DEFAULT_TRIALS, 
 def run_plan(
     runtime: str,
     model_path: str | os.PathLike[str],
-    plan: Plan,
+    plan: BenchPlan,
     *,
     budget_s: float | None = 60,
     on_progress: ProgressCallback | None = None,
@@ -67,7 +67,7 @@ def run_plan(
     fitting = tuple(c for c in plan.configs if c.max_context <= info.ctx)
     if not fitting:
         raise CalibrationError(f"{model_path}: no planned configuration fits its context of {info.ctx} tokens")
-    plan = Plan(fitting, trials=plan.trials, warmup=plan.warmup, seed=plan.seed)
+    plan = BenchPlan(fitting, trials=plan.trials, warmup=plan.warmup, seed=plan.seed)
     runner = make_runner(runtime, info, trials=plan.trials, warmup=plan.warmup, seed=plan.seed, device=device,
                          **runner_options)
     with runner:
@@ -82,17 +82,17 @@ def run_calibration(
     trials: int = DEFAULT_TRIALS,
     seed: int = DEFAULT_SEED,
     *,
-    plan: Plan | None = None,
+    plan: BenchPlan | None = None,
     device: dict[str, Any] | None = None,
     **runner_options: Any,
 ) -> list[RunRecord]:
     """Measure ``model_path`` (MLX folder or .gguf) with ``runtime`` within ``budget_s`` seconds.
 
-    Runs :meth:`Plan.default` (cheapest configs first; those beyond the model's context are dropped)
+    Runs :meth:`BenchPlan.default` (cheapest configs first; those beyond the model's context are dropped)
     until the budget is spent; model loading is not counted. ``device`` defaults to
     :func:`calibration.hardware.detect` (which measures bandwidth on Linux, ~1 s). Raises
     CalibrationError with the runtime's message on failure.
     """
-    plan = plan or Plan.default(trials=trials, seed=seed)
+    plan = plan or BenchPlan.default(trials=trials, seed=seed)
     return run_plan(runtime, model_path, plan, budget_s=budget_s, on_progress=on_progress, device=device,
                     **runner_options).records

@@ -22,6 +22,7 @@ import hashlib
 import io
 import os
 import platform
+import stat
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -31,12 +32,13 @@ import yaml
 
 from calibration.errors import CalibrationError
 from calibration.records import (
-    atomic_write_text,
     MEASURED_CSV_COLUMNS,
     RunRecord,
     append_jsonl,
+    atomic_write_text,
     read_jsonl,
     to_measured_csv_rows,
+    write_jsonl,
 )
 
 CUSTOM_PREFIX = "custom-"
@@ -127,8 +129,12 @@ def list_calibrations(root: Path | None = None) -> list[StoredCalibration]:
     """Every ``*.yaml`` of the user calibration dir, each loaded or with its error (never raises)."""
     folder = calibration_dir(root)
     out = []
-    for p in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
+    for p in _files(folder, "*.yaml"):
         item = StoredCalibration(path=p)
+        if not _regular(p):
+            item.error = f"{p}: not a regular file (a folder, FIFO or device); move it away"
+            out.append(item)
+            continue
         try:
             item.profile = read_profile(p)
         except CalibrationError as e:
@@ -146,16 +152,31 @@ def list_calibrations(root: Path | None = None) -> list[StoredCalibration]:
 # --------------------------------------------------------------------------- raw records
 def save_records(chip_id: str, runtime: str, records: list[RunRecord], root: Path | None = None,
                  replace: bool = False) -> Path:
-    """Append ``records`` to ``<chip>__<runtime>.jsonl`` atomically (``replace``: drop older records first).
+    """Append ``records`` to ``<chip>__<runtime>.jsonl`` atomically under the store lock (``replace``: the new
+    records replace the old ones, which stay until the new file is safely written).
 
     A corrupt existing file is not extended: CalibrationError names it (delete it or use ``replace``)."""
     path = records_path(chip_id, runtime, root)
-    if replace and path.exists():
-        path.unlink()
     try:
-        return append_jsonl(path, records)
+        return write_jsonl(path, records) if replace else append_jsonl(path, records)
     except CalibrationError as e:
+        if replace or "cannot write" in str(e):
+            raise
         raise CalibrationError(f"{e} (or run `plan calibrate --replace` to start a fresh record file)") from None
+
+
+def _files(folder: Path, pattern: str) -> list[Path]:
+    try:
+        return sorted(folder.glob(pattern)) if folder.is_dir() else []
+    except OSError as e:
+        raise CalibrationError(f"{folder}: cannot list ({e.strerror}); check its permissions") from None
+
+
+def _regular(p: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(p).st_mode)
+    except OSError:
+        return False
 
 
 def load_records(chip_id: str, runtime: str, root: Path | None = None,
@@ -180,7 +201,7 @@ def export_csv(records: list[RunRecord], path: Path | None = None) -> str:
 def all_records(root: Path | None = None, runtime: str | None = None) -> list[RunRecord]:
     folder = calibration_dir(root)
     out: list[RunRecord] = []
-    for p in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+    for p in _files(folder, "*.jsonl"):
         if runtime is None or p.stem.endswith(f"__{runtime}"):
             out.extend(read_jsonl(p))
     return out
@@ -245,6 +266,8 @@ def ensure_custom_chip(device: dict[str, Any], root: Path | None = None, hostnam
 
     cid = custom_chip_id(device, hostname)
     path = chip_file(cid, root)
+    if path.exists() and not _regular(path):
+        raise CalibrationError(f"{path}: not a regular file (a folder, FIFO or device); move it away")
     if path.exists() and not remeasure:
         try:
             return profiles.load_file(path, Chip), path, False

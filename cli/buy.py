@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import csv
+from pathlib import Path
+
 import typer
 
+from planner.errors import InputError
 from planner.format import fmt_bytes, fmt_seconds, fmt_tok_s, table
+
+TABLE_ROWS = 25
 
 
 def buy_cmd(
@@ -18,57 +24,152 @@ def buy_cmd(
     max_ttft: float | None = typer.Option(None, "--max-ttft", help="Maximum time to first token [s]"),
     max_request: float | None = typer.Option(None, "--max-request", help="Maximum time per request/turn [s]"),
     budget: float | None = typer.Option(None, "--budget", help="Most you will spend [USD]"),
+    price: list[str] | None = typer.Option(None, "--price", help="Your price for a configuration, e.g. "
+                                           "'Mac Studio M4 Max 128GB=3499' (repeatable; refurbished or used)"),
+    prices: Path | None = typer.Option(None, "--prices", help="CSV of your prices: columns product, chip, "
+                                       "gpu_cores, ram_GB, us_price_usd (as calibration/data/mac_configs.csv)"),
+    include_discontinued: bool = typer.Option(False, "--include-discontinued",
+                                              help="Also consider Macs no longer sold new (at their launch price)"),
     include_rumoured: bool = typer.Option(False, "--include-rumoured", help="Also consider rumoured chips"),
     max_quality_cost: str = typer.Option("small", "--max-quality-cost",
                                          help="Worst quant quality cost allowed: lossless, small, noticeable, large"),
     runtime: list[str] | None = typer.Option(None, "--runtime", "-r", help="Runtimes (default llama.cpp, mlx-lm)"),
     macos: str = typer.Option("15", "--macos", help="macOS major version (15 or 26)"),
-    all_rows: bool = typer.Option(False, "--all", help="List the best configuration of every Mac, not only the Pareto front"),
+    all_rows: bool = typer.Option(False, "--all", help="List the best configuration of every Mac"),
     clusters: bool = typer.Option(False, "--clusters", help="Also set 2-4 identical linked Macs against one larger Mac"),
     link: str = typer.Option("tb5", "--link", help="Interconnect for --clusters: tb5, tb4, 10gbe"),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON"),
 ):
-    """Cheapest Mac that meets the targets, best value, fastest within budget, and the price/speed Pareto front."""
+    """Cheapest Mac that meets the targets, best value, fastest within budget, and the price/speed Pareto front;
+    when no Mac meets every target, the closest ones and what would change the answer."""
     from planner.buy import buy
     from planner.workload import custom_workload
 
     wl = custom_workload(workload, prompt=prompt, gen=gen, users=users, context=context, min_tok_s=min_tok_s,
                          max_ttft=max_ttft, max_request=max_request)
     r = buy(list(model), wl, budget_usd=budget, include_rumoured=include_rumoured,
-            runtimes=list(runtime) if runtime else None, macos=macos, max_quality_cost=max_quality_cost)
+            runtimes=list(runtime) if runtime else None, macos=macos, max_quality_cost=max_quality_cost,
+            include_discontinued=include_discontinued, prices=user_prices(list(price or []), prices))
     if json_out:
         typer.echo(r.model_dump_json(indent=2))
         return
-
-    def line(label, x):
-        if x is None:
-            return f"{label}: –"
-        sp = (f"{fmt_tok_s(x.decode_tok_s_per_user)} tok/s/user, TTFT {fmt_seconds(x.ttft_s)}, "
-              f"{fmt_seconds(x.time_per_request_s)}/request" if x.decode_tok_s_per_user is not None else "memory only")
-        extra = f"; {', '.join(x.flags)}" if x.flags else ""
-        return (f"{label}: {x.product} {x.chip} {x.ram_gb} GB — ${x.price_usd:,.0f} ({x.price_confidence} confidence)"
-                f"\n    {x.runtime} {x.quant} kv {x.kv_type} × {x.slots} slots: {sp}; {fmt_bytes(x.memory_bytes)} "
-                f"({x.verdict}); bound by {x.binding}{extra}" + (f"\n    {x.sysctl}" if x.sysctl else ""))
-
-    out = [f"{' + '.join(r.models)} · {wl.summary()}",
-           f"Evaluated {r.evaluated:,} configurations (Mac × runtime × quant × KV × slots); quality ≤ {r.max_quality_cost}",
-           f"Speed: {r.speed_source}", "",
-           line("Cheapest that meets the targets", r.cheapest),
-           line("Best value (aggregate tok/s per $)", r.best_value),
-           line("Fastest" + (f" within ${r.budget_usd:,.0f}" if r.budget_usd else ""), r.fastest_within_budget), ""]
-    rows_src = r.per_mac if all_rows else r.pareto
-    out.append("Best configuration of every Mac:" if all_rows else "Pareto front (price vs per-user tok/s and TTFT):")
-    rows = [[f"${x.price_usd:,.0f}", x.price_confidence, f"{x.product} {x.chip} {x.ram_gb} GB", x.runtime, x.quant,
-             str(x.slots), fmt_bytes(x.memory_bytes), x.verdict, fmt_tok_s(x.decode_tok_s_per_user),
-             fmt_seconds(x.ttft_s), "yes" if x.meets_targets else "no", x.binding,
-             "laptop" if x.form_factor == "laptop" else ""] for x in rows_src]
-    out.append(table(rows, ["price", "conf", "Mac", "runtime", "quant", "slots", "memory", "fit", "tok/s/user",
-                            "TTFT", "meets", "binding", "note"], "rllllrrlrrlll"))
+    out = _header(r, wl) + _verdict_lines(r) + (_table_lines(r, all_rows) if r.per_mac else [])
     if clusters:
-        out += _cluster_lines(list(model)[0], wl, link, budget, r.cheapest)
-    for n in r.notes:
-        out.append(f"note: {n}")
+        out += _cluster_lines(model[0], wl, link, budget, r.cheapest)
+    out += [f"note: {n}" for n in r.notes]
     typer.echo("\n".join(out))
+
+
+def user_prices(specs: list[str], path: Path | None) -> dict[str, float]:
+    """--price specs and the rows of a --prices CSV -> {Mac id: USD}."""
+    from planner.buy import match_price
+
+    if path is not None:
+        try:
+            with open(path, newline="", encoding="utf-8") as f:
+                rows = list(csv.DictReader(f))
+        except OSError as e:
+            raise InputError(f"--prices {path}: cannot read it ({e.strerror}); give a CSV file") from None
+        need = {"product", "chip", "ram_GB", "us_price_usd"}
+        if rows and not need <= set(rows[0]):
+            raise InputError(f"--prices {path}: needs the columns {', '.join(sorted(need))} (gpu_cores optional)")
+        specs = [f"{r['product']} {r['chip']} " + (f"{r['gpu_cores']}-core " if r.get("gpu_cores") else "")
+                 + f"{r['ram_GB']}GB" + (f" {r['launch']}" if r.get("launch") else "") + f"={r['us_price_usd']}"
+                 for r in rows if r.get("us_price_usd")] + specs
+    out: dict[str, float] = {}
+    for s in specs:
+        ids, usd = match_price(s)
+        out.update(dict.fromkeys(ids, usd))
+    return out
+
+
+def _speed_text(x) -> str:
+    if x.decode_tok_s_per_user is None:
+        return "memory only"
+    return (f"{fmt_tok_s(x.decode_tok_s_per_user)} tok/s/user{_likely(x)}, TTFT {fmt_seconds(x.ttft_s)}, "
+            f"{fmt_seconds(x.time_per_request_s)}/request")
+
+
+def _likely(x) -> str:
+    if x.decode_range is None:
+        return ""
+    lo, hi = x.decode_range
+    return f" (likely {fmt_tok_s(lo)}–{fmt_tok_s(hi)})"
+
+
+def _pick(label: str, x) -> str:
+    if x is None:
+        return f"{label}: –"
+    extra = f"; {', '.join(x.flags)}" if x.flags else ""
+    return (f"{label}: {x.label} — ${x.price_usd:,.0f} ({x.price_confidence} price)"
+            f"\n    {x.runtime} {x.quant} kv {x.kv_type} × {x.slots} slots: {_speed_text(x)}; "
+            f"{fmt_bytes(x.memory_bytes)} ({x.verdict}); bound by {x.binding}{extra}"
+            + (f"\n    {x.sysctl}" if x.sysctl else ""))
+
+
+def _header(r, wl) -> list[str]:
+    return [f"{' + '.join(r.models)} · {wl.summary()}",
+            f"Evaluated {r.evaluated:,} configurations (Mac × runtime × quant × KV × slots); quality ≤ "
+            f"{r.max_quality_cost}" + (f"; budget ${r.budget_usd:,.0f}" if r.budget_usd else ""),
+            f"Speed: {r.speed_source}", ""]
+
+
+def _verdict_lines(r) -> list[str]:
+    from planner.buy import TARGET_LABEL
+
+    within = f" within ${r.budget_usd:,.0f}" if r.budget_usd else ""
+    axis = "aggregate tok/s" if r.speed_axis == "decode_tok_s" else "tok/s per user"
+    if r.memory_shortfall:
+        return [f"No Mac holds it. {r.memory_shortfall}.", "What would change the answer:",
+                *(f"  - {c}" for c in r.what_would_change), ""]
+    if r.cheapest is not None:
+        picks: dict[str, list[str]] = {}
+        rows = {}
+        for label, x in ((f"Cheapest that meets the targets{within}", r.cheapest),
+                         ("Best value (aggregate tok/s per $)", r.best_value),
+                         (f"Fastest{within} (highest {axis})", r.fastest_within_budget)):
+            if x is not None:
+                picks.setdefault(x.mac, []).append(label)
+                rows[x.mac] = x
+        return [*(_pick(" = ".join(labels), rows[mac]) for mac, labels in picks.items()), ""]
+    out = [f"No Mac{within} meets every target ({r.workload.targets.describe()}). Closest:"]
+    for g in r.gaps:
+        unit = "tok/s" if g.target == "min_tok_s_per_user" else "s"
+        state = f"missed by {g.by:.0%}" if g.by > 0 else "met"
+        out.append(f"  {g.label}: want {'≥' if unit == 'tok/s' else '≤'} {g.wanted:g} {unit}; the best reaches "
+                   f"{g.best:.1f} {unit} ({g.best_mac}) — {state}")
+    for x in r.closest[:3]:
+        miss = ", ".join(f"{TARGET_LABEL[k]} missed by {v:.0%}" for k, v in x.misses.items())
+        out.append(f"  · {x.label}, ${x.price_usd:,.0f} ({x.price_confidence}): {_speed_text(x)} [{miss}]")
+    if r.what_would_change:
+        out.append("What would change the answer:")
+        out += [f"  - {c}" for c in r.what_would_change]
+    return [*out, ""]
+
+
+def _table_lines(r, all_rows: bool) -> list[str]:
+    """Meets the targets first, then by price; by default one row per chip × RAM (the cheapest Mac with it)."""
+    front = {x.mac for x in r.pareto}
+    keep = front | {x.mac for x in (r.cheapest, r.best_value, r.fastest_within_budget, *r.closest) if x} | {
+        x.mac for x in r.per_mac if x.price_confidence == "user"}     # always shown: the front, picks, your prices
+    rows, seen = [], set()
+    for x in r.per_mac:
+        key = (x.chip, x.ram_gb)
+        if all_rows or x.mac in keep or (key not in seen and len(rows) < TABLE_ROWS):
+            seen.add(key)
+            rows.append(x)
+    more = 0 if all_rows else len({(x.chip, x.ram_gb) for x in r.per_mac}) - len({(x.chip, x.ram_gb) for x in rows})
+    title = ("Best configuration of every Mac" if all_rows else "Best configuration per chip × RAM (cheapest Mac "
+             "with it)") + "; ◆ = Pareto front (no cheaper Mac is faster):"
+    cells = [[("◆" if x.mac in front else ""), f"${x.price_usd:,.0f}", x.price_confidence, x.label, x.runtime,
+              x.quant, str(x.slots), fmt_bytes(x.memory_bytes), x.verdict, fmt_tok_s(x.decode_tok_s_per_user),
+              "–".join(fmt_tok_s(v) for v in x.decode_range) if x.decode_range else "–", fmt_seconds(x.ttft_s), "yes" if x.meets_targets else "no", x.binding,
+              ", ".join(f for f in x.flags if not f.startswith("price"))] for x in rows]
+    out = [title, table(cells, ["", "price", "price is", "Mac", "runtime", "quant", "slots", "memory", "fit",
+                                "tok/s/user", "likely", "TTFT", "meets", "binding", "note"], "lrllllrrlrrrlll")]
+    if more:
+        out.append(f"… {more} more (--all lists every Mac)")
+    return out
 
 
 def _cluster_lines(model: str, wl, link: str, budget: float | None, single) -> list[str]:
@@ -83,6 +184,6 @@ def _cluster_lines(model: str, wl, link: str, budget: float | None, single) -> l
             for c in cands[:6]]
     out.append(table(rows, ["price", "Macs", "tok/s/user", "TTFT", "binding"], "rlrrl"))
     if single is not None and single.decode_tok_s_per_user:
-        out.append(f"  vs one Mac: {single.product} {single.chip} {single.ram_gb} GB at ${single.price_usd:,.0f}, "
+        out.append(f"  vs one Mac: {single.label} at ${single.price_usd:,.0f}, "
                    f"{fmt_tok_s(single.decode_tok_s_per_user)} tok/s/user")
     return out

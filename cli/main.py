@@ -8,7 +8,6 @@ import sys
 # pydantic scans every installed distribution for plugins on its first schema build (importlib.metadata
 # entry_points): ~0.1 s on a full environment. The planner uses none; a user can still opt in by setting it.
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
-from typing import Optional
 
 import typer
 from pydantic import ValidationError
@@ -57,23 +56,23 @@ def _h(name: str) -> str:
 @app.callback()
 def plan_cmd(
     ctx: typer.Context,
-    model: Optional[str] = typer.Option(None, "--model", "-m", help=_h("model")),
-    ram: Optional[float] = typer.Option(None, "--ram", help=_h("ram_gb")),
-    chip: Optional[str] = typer.Option(None, "--chip", help=_h("chip")),
-    gpu_cores: Optional[int] = typer.Option(None, "--gpu-cores", help=_h("gpu_cores")),
-    runtime: Optional[list[str]] = typer.Option(None, "--runtime", "-r", help=_h("runtimes") + " (repeatable)"),
-    quant: Optional[list[str]] = typer.Option(None, "--quant", "-q", help=_h("quants") + " (repeatable)"),
+    model: str | None = typer.Option(None, "--model", "-m", help=_h("model")),
+    ram: float | None = typer.Option(None, "--ram", help=_h("ram_gb")),
+    chip: str | None = typer.Option(None, "--chip", help=_h("chip")),
+    gpu_cores: int | None = typer.Option(None, "--gpu-cores", help=_h("gpu_cores")),
+    runtime: list[str] | None = typer.Option(None, "--runtime", "-r", help=_h("runtimes") + " (repeatable)"),
+    quant: list[str] | None = typer.Option(None, "--quant", "-q", help=_h("quants") + " (repeatable)"),
     context: int = typer.Option(8192, "--context", "-c", help=_h("context")),
     users: int = typer.Option(1, "--users", "-u", help=_h("users")),
-    kv_type: Optional[str] = typer.Option(None, "--kv-type", help=_h("kv_type")),
-    wired_limit: Optional[int] = typer.Option(None, "--wired-limit", help=_h("wired_limit_mb")),
+    kv_type: str | None = typer.Option(None, "--kv-type", help=_h("kv_type")),
+    wired_limit: int | None = typer.Option(None, "--wired-limit", help=_h("wired_limit_mb")),
     macos: str = typer.Option("15", "--macos", help=_h("macos")),
-    flash_attn: Optional[bool] = typer.Option(None, "--flash-attn/--no-flash-attn", help=_h("flash_attn")),
-    ubatch: Optional[int] = typer.Option(None, "--ubatch", help=_h("n_ubatch")),
+    flash_attn: bool | None = typer.Option(None, "--flash-attn/--no-flash-attn", help=_h("flash_attn")),
+    ubatch: int | None = typer.Option(None, "--ubatch", help=_h("n_ubatch")),
     prompt: int = typer.Option(1024, "--prompt", help=_h("prompt_tokens")),
     gen: int = typer.Option(256, "--gen", help=_h("gen_tokens")),
     json_out: bool = typer.Option(False, "--json", help="Print the whole plan as JSON (same as the app's download)"),
-    file: Optional[str] = typer.Option(None, "--file", help="GGUF file to use in a HF repo or folder with several"),
+    file: str | None = typer.Option(None, "--file", help="GGUF file to use in a HF repo or folder with several"),
 ):
     """Memory fit (and speed, with --chip) of one model on one Mac, for both runtimes."""
     if ctx.invoked_subcommand is not None:
@@ -81,6 +80,7 @@ def plan_cmd(
     if model is None:
         raise InputError("missing --model (e.g. plan --model llama-3.3-70b --ram 64); see plan --help")
     from planner.plan import plan
+
     from .render import render_plan
 
     req = PlanRequest(model=model, ram_gb=ram, chip=chip, gpu_cores=gpu_cores,
@@ -126,34 +126,24 @@ app.command("predict")(predict_cmd)
 
 
 from .recommend import recommend_cmd  # noqa: E402  (plan recommend, cli/recommend.py)
+
 app.command("recommend")(recommend_cmd)
 from .buy import buy_cmd  # noqa: E402  (plan buy, cli/buy.py)
+
 app.command("buy")(buy_cmd)
 from .calibrate import calibrate_cmd  # noqa: E402  (plan calibrate, cli/calibrate.py)
+
 app.command("calibrate")(calibrate_cmd)
 from .cluster import cluster_cmd  # noqa: E402  (plan cluster, cli/cluster.py)
+
 app.command("cluster")(cluster_cmd)
 from .app_cmd import app_cmd  # noqa: E402  (plan app: the web form, cli/app_cmd.py)
+
 app.command("app")(app_cmd)
 
 
-@app.command("models")
-def models_cmd(json_out: bool = typer.Option(False, "--json", help="Print as JSON")):
-    """List the built-in model catalog."""
-    import json
-
-    from planner import architecture as arch
-    from planner import profiles
-    from planner.format import fmt_params, table
-
-    ms = profiles.all_models()
-    if json_out:
-        typer.echo(json.dumps([{"id": m.id, "name": m.name, "params": arch.n_params(m.config),
-                                "aliases": m.aliases} for m in ms], indent=2))
-        return
-    rows = [[m.id, m.name, fmt_params(arch.n_params(m.config)), f"{m.config.max_position_embeddings:,}",
-             ", ".join(m.aliases[:3])] for m in ms]
-    typer.echo(table(rows, ["id", "name", "params", "max ctx", "aliases"], "llrrl"))
+from .models import models_cmd  # noqa: E402  (plan models: the catalog and what runs on a Mac, cli/models.py)
+app.command("models")(models_cmd)
 
 
 def _param_name(e) -> str:
@@ -207,3 +197,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run() -> None:
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()

@@ -7,7 +7,6 @@ plan predict --chip "M3 Max" --gpu-cores 40 --ram 64 --model llama-2-7b --quant 
 from __future__ import annotations
 
 import json
-from typing import Optional
 
 import typer
 
@@ -15,13 +14,14 @@ from planner.predict import predict_result
 
 
 def render(r: dict) -> str:
-    from planner.format import fmt_bytes, fmt_seconds, fmt_tok_s, verdict_text
+    from planner.format import fmt_bytes, fmt_seconds, fmt_tok_s, fmt_tok_s_range, verdict_text
 
     lines = [
         f"{r['model']} {r['quant']} on {r['chip']} ({r['ram_gb']:g} GB) with {r['runtime']}: "
         f"prompt {r['prompt_tokens']} @ depth {r['depth']}, gen {r['gen_tokens']}, batch {r['batch']}",
-        f"  prefill   {fmt_tok_s(r['prefill_tok_s'])} tok/s   TTFT {fmt_seconds(r['ttft_s'])}",
-        f"  decode    {fmt_tok_s(r['decode_tok_s_per_seq'])} tok/s per sequence, {fmt_tok_s(r['decode_tok_s'])} total "
+        f"  prefill   {fmt_tok_s_range(r['prefill_tok_s'], r['prefill_tok_s_range'])}   TTFT {fmt_seconds(r['ttft_s'])}",
+        f"  decode    {fmt_tok_s_range(r['decode_tok_s_per_seq'], r['decode_tok_s_range'])} per sequence, "
+        f"{fmt_tok_s(r['decode_tok_s'])} total "
         f"({r['bound']}-bound; ceiling {fmt_tok_s(r['decode_ceiling_tok_s'])} tok/s; compute-bound from batch "
         f"{r['knee_batch'] or '>4096'})",
         f"  request   {fmt_seconds(r['time_per_request_s'])}",
@@ -35,8 +35,8 @@ def render(r: dict) -> str:
 
 def predict_cmd(
     chip: str = typer.Option(..., "--chip", help="Apple chip, e.g. 'M3 Max'"),
-    gpu_cores: Optional[int] = typer.Option(None, "--gpu-cores", help="GPU cores (needed for binned chips)"),
-    ram: Optional[float] = typer.Option(None, "--ram", help="Unified memory [GB]; default: the chip's largest"),
+    gpu_cores: int | None = typer.Option(None, "--gpu-cores", help="GPU cores (needed for binned chips)"),
+    ram: float | None = typer.Option(None, "--ram", help="Unified memory [GB]; default: the chip's largest"),
     model: str = typer.Option(..., "--model", "-m", help="Catalog id or alias, e.g. llama-2-7b"),
     quant: str = typer.Option(..., "--quant", "-q", help="GGUF preset (Q4_K_M) or MLX format (4bit, 8bit-g32, bf16)"),
     runtime: str = typer.Option("llama.cpp", "--runtime", "-r", help="llama.cpp, mlx-lm or ollama"),
@@ -45,8 +45,8 @@ def predict_cmd(
     depth: int = typer.Option(0, "--depth", help="Tokens already cached before the prompt (llama-bench @ dD)"),
     batch: int = typer.Option(1, "--batch", help="Concurrent sequences, each with its own prompt"),
     macos: str = typer.Option("15", "--macos", help="macOS major version (default GPU limit)"),
-    flash_attn: Optional[bool] = typer.Option(None, "--flash-attn/--no-flash-attn", help="llama.cpp flash attention"),
-    ubatch: Optional[int] = typer.Option(None, "--ubatch", help="llama.cpp physical batch -ub"),
+    flash_attn: bool | None = typer.Option(None, "--flash-attn/--no-flash-attn", help="llama.cpp flash attention"),
+    ubatch: int | None = typer.Option(None, "--ubatch", help="llama.cpp physical batch -ub"),
     json_out: bool = typer.Option(False, "--json", help="Print the contract JSON"),
 ):
     """Prefill, TTFT and decode speed of one model on one Mac (roofline with fitted efficiencies)."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from planner.format import VERDICT_MARK, fmt_bytes, fmt_ctx, fmt_gb, fmt_params, table, verdict_text
-from planner.plan import Plan
+from planner.plan import FitOption, Plan
 
 
 def render_plan(p: Plan) -> str:
@@ -22,14 +22,8 @@ def render_plan(p: Plan) -> str:
     out.append(f"Workload: {req.users} × {fmt_ctx(req.context)}-token context")
     out.append("")
     out.append("KV cache (per token, then one sequence at each context):")
-    rows = []
-    for k in p.kv:
-        per_tok = fmt_bytes(k.layout.bytes_per_token)
-        if k.layout.swa_bytes_per_token:
-            per_tok += f" + {fmt_bytes(k.layout.swa_bytes_per_token)} SWA (window {k.layout.window})"
-        if k.layout.state_bytes_per_seq:
-            per_tok += f" + {fmt_bytes(k.layout.state_bytes_per_seq)}/seq state"
-        rows.append([k.runtime, k.layout.kv_type, per_tok, *[fmt_bytes(k.per_sequence_bytes[c]) for c in p.contexts]])
+    rows = [[k.runtime, k.layout.kv_type, _per_token(k.layout), *[fmt_bytes(k.per_sequence_bytes[c]) for c in p.contexts]]
+            for k in p.kv]
     out.append(table(rows, ["runtime", "kv", "per token", *[fmt_ctx(c) for c in p.contexts]],
                      "lll" + "r" * len(p.contexts)))
     out.append("")
@@ -55,14 +49,7 @@ def render_plan(p: Plan) -> str:
     out.append(table(rows, hdr, "ll" + "r" * len(p.contexts) + "l" + "r" * len(p.user_counts)))
     out.append("")
     for o in p.options:
-        if o.fit.verdict in ("raise-limit", "tight"):
-            extra = f"  → {o.fit.sysctl}" if o.fit.sysctl else ""
-            out.append(f"{o.runtime} {o.quant}: {o.fit.reason}{extra}")
-            if o.fit.verdict == "raise-limit":
-                best = {u: c for u, c in o.max_context_raised.items() if c}
-                if best:
-                    out.append("  with the limit raised, longest context: "
-                               + ", ".join(f"{u} user{'s' if u > 1 else ''} {fmt_ctx(c)}" for u, c in best.items()))
+        out += _limit_lines(o)
     out += render_speed(p)
     for o in p.options:
         for n in o.notes:
@@ -72,9 +59,31 @@ def render_plan(p: Plan) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+def _per_token(layout) -> str:
+    per_tok = fmt_bytes(layout.bytes_per_token)
+    if layout.swa_bytes_per_token:
+        per_tok += f" + {fmt_bytes(layout.swa_bytes_per_token)} SWA (window {layout.window})"
+    if layout.state_bytes_per_seq:
+        per_tok += f" + {fmt_bytes(layout.state_bytes_per_seq)}/seq state"
+    return per_tok
+
+
+def _limit_lines(o: FitOption) -> list[str]:
+    """Why an option is tight or needs the raised limit, and what the raised limit gives."""
+    if o.fit.verdict not in ("raise-limit", "tight"):
+        return []
+    extra = f"  → {o.fit.sysctl}" if o.fit.sysctl else ""
+    out = [f"{o.runtime} {o.quant}: {o.fit.reason}{extra}"]
+    best = {u: c for u, c in o.max_context_raised.items() if c}
+    if o.fit.verdict == "raise-limit" and best:
+        out.append("  with the limit raised, longest context: "
+                   + ", ".join(f"{u} user{'s' if u > 1 else ''} {fmt_ctx(c)}" for u, c in best.items()))
+    return out
+
+
 def render_speed(p: Plan) -> list[str]:
     """Speed table (options with a speed estimate): prefill/TTFT at the prompt, decode per user | total by users."""
-    from planner.format import fmt_seconds, fmt_tok_s
+    from planner.format import fmt_seconds, fmt_tok_s, fmt_tok_s_range
 
     opts = [o for o in p.options if o.speed is not None]
     if not opts:
@@ -91,6 +100,11 @@ def render_speed(p: Plan) -> list[str]:
                        for u in users], "|", *[fmt_tok_s(s.decode_tok_s_total[u]) for u in users]])
     hdr = ["runtime", "quant", "prefill", "TTFT", *[f"{u}u" for u in users], "|", *[f"{u}u" for u in users]]
     out.append(table(rows, hdr, "llrr" + "r" * len(users) + "l" + "r" * len(users)))
+    u0 = users[0]
+    for o in sorted(opts, key=lambda o: (o.quant, o.runtime)):
+        s = o.speed
+        out.append(f"  {o.runtime} {o.quant}: decode {fmt_tok_s_range(s.decode_tok_s_per_seq[u0], s.decode_tok_s_range.get(u0))}"
+                   f" for {u0} user{'s' if u0 > 1 else ''}, prefill {fmt_tok_s_range(s.prefill_tok_s, s.prefill_tok_s_range)}")
     for src in dict.fromkeys(f"{o.runtime}: {o.speed.calibration}" for o in opts):
         out.append(f"  calibration {src}")
     out.append("")

@@ -11,9 +11,10 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from . import capacity, profiles
+from ._model import Frozen
 from .errors import InputError, PlannerError
 from .recipes import Recipe, recipe
 from .results import Fit, WiredLimit
@@ -30,8 +31,6 @@ from .search import (
 )
 from .units import GiB
 from .workload import WorkloadProfile
-
-Frozen = ConfigDict(frozen=True, extra="forbid")
 
 VERDICT_RANK = {"fits": 0, "tight": 1, "raise-limit": 2, "no-fit": 3}
 # Ranking heuristic (no measurement cited yet): 4-bit KV is assumed to cost more accuracy than 8-bit KV, so it
@@ -107,7 +106,7 @@ def quality_of(q: QuantFormat) -> QualityNote:
 
 
 # --------------------------------------------------------------------------- results
-class Option(BaseModel):
+class ServingOption(BaseModel):
     model_config = Frozen
     rank: int = 0
     runtime: str
@@ -147,7 +146,7 @@ class Recommendation(BaseModel):
     workload: WorkloadProfile
     wired: WiredLimit
     speed_source: str
-    options: list[Option]
+    options: list[ServingOption]
     rejected: dict[str, int] = Field(description="Configurations dropped, by reason")
     evaluated: int
     router: RouterOption | None = None
@@ -203,7 +202,7 @@ QUALITY_ORDER = {"lossless": 0, "small": 1, "unknown": 2, "noticeable": 2, "larg
 KV_PRECISION = {"f32": 0, "f16": 0, "bf16": 0, "q8_0": 1, "kv8": 1, "q4_0": 2, "kv4": 2}
 
 
-def has_headroom(o: Option, wl: WorkloadProfile) -> bool:
+def has_headroom(o: ServingOption, wl: WorkloadProfile) -> bool:
     """Memory fits comfortably (no sysctl, room to spare) and every speed target is met with HEADROOM."""
     if o.fit.verdict != "fits" or not o.meets_targets:
         return False
@@ -215,12 +214,12 @@ def has_headroom(o: Option, wl: WorkloadProfile) -> bool:
                 or (t.max_request_s and HEADROOM * sp.time_per_request_s > t.max_request_s))
 
 
-def quality_rank(o: Option) -> tuple[int, int]:
+def quality_rank(o: ServingOption) -> tuple[int, int]:
     """(weight quality tier, KV precision): (0, 0) is a lossless quant with a 16-bit KV cache."""
     return QUALITY_ORDER[o.quality.tier], KV_PRECISION.get(o.kv_type, 1)
 
 
-def preference(o: Option, wl: WorkloadProfile) -> tuple:
+def preference(o: ServingOption, wl: WorkloadProfile) -> tuple:
     """Ranking key of an option that meets the targets, smallest first. Options with headroom come first, ordered
     by quality (lossless before small-loss weights, then 16- before 8- before 4-bit KV), then speed; the rest keep
     the speed-first order within a coarse quality tier."""
@@ -237,7 +236,7 @@ def preference(o: Option, wl: WorkloadProfile) -> tuple:
     return (1, TIER_RANK[o.quality.tier], KV_RANK.get(o.kv_type, 0), *tail)
 
 
-def why_not_higher_quality(top: Option, every: list[Option], wl: WorkloadProfile) -> str | None:
+def why_not_higher_quality(top: ServingOption, every: list[ServingOption], wl: WorkloadProfile) -> str | None:
     """Why the first option is not lossless with a 16-bit KV cache: what the best higher-quality option that fits
     in memory misses, or that none fits. None when the first option is already of the best quality."""
     if quality_rank(top) == (0, 0):
@@ -255,7 +254,7 @@ def why_not_higher_quality(top: Option, every: list[Option], wl: WorkloadProfile
     return f"{what} meets the targets with less than {HEADROOM - 1:.0%} to spare"
 
 
-def shortfall(o: Option, wl: WorkloadProfile) -> float:
+def shortfall(o: ServingOption, wl: WorkloadProfile) -> float:
     """The factor by which the option misses its worst target (1.0: every target met)."""
     sp, t = o.speed, wl.targets
     if sp is None:
@@ -265,7 +264,7 @@ def shortfall(o: Option, wl: WorkloadProfile) -> float:
                 *([sp.time_per_request_s / t.max_request_s] if t.max_request_s else [])])
 
 
-def closest_options(every: list[Option], wl: WorkloadProfile, top: int) -> list[Option]:
+def closest_options(every: list[ServingOption], wl: WorkloadProfile, top: int) -> list[ServingOption]:
     """When nothing meets the targets: the options that miss them by the smallest factor, ranked, one per
     runtime × quant × KV type."""
     out, seen = [], set()
@@ -305,10 +304,10 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
     elif chip.memory_bandwidth_gb_s is None:
         notes.append(f"{chip.label}: bandwidth unpublished ({chip.status}); memory-only")
     rejected: dict[str, int] = {}
-    cands: list[tuple[tuple, Option]] = []
+    cands: list[tuple[tuple, ServingOption]] = []
     evaluated = 0
-    best_miss: tuple[float, Option] | None = None
-    every: list[Option] = []
+    best_miss: tuple[float, ServingOption] | None = None
+    every: list[ServingOption] = []
     min_total = None
     for rt in rts:
         for q in quants_for(prof, rt, quants):
@@ -332,9 +331,10 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
                         continue
                     budget = capacity.safe_budget(wired if fit.verdict != "raise-limit" else raised, rt)
                     maxc = capacity.max_context(mm, slots, budget, max_pos) or need
-                    sp = speed_at(rf, prompt, gen, slots, workload.users, staggered) if rf is not None else None
+                    sp = (speed_at(rf, prompt, gen, slots, workload.users, staggered, workload.cached_tokens(prompt, rt))
+                          if rf is not None else None)
                     miss = _targets_check(workload, sp)
-                    opt = Option(runtime=rt.id, quant=q.id, kv_type=mm.kv.kv_type, slots=slots, context=need,
+                    opt = ServingOption(runtime=rt.id, quant=q.id, kv_type=mm.kv.kv_type, slots=slots, context=need,
                                  max_context=max(maxc, need), memory_bytes=total, fit=fit, speed=sp,
                                  meets_targets=not miss, misses=miss, bound=_bound_text(sp), quality=qn,
                                  reason=_reason(sp, fit, qn, workload, slots, max(maxc, need)),
@@ -383,7 +383,7 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
                           evaluated=evaluated, router=router, notes=notes, why_not_higher_quality=why)
 
 
-def _router(prof: ModelProfile, wl: WorkloadProfile, passing: list[Option], wired: WiredLimit, raised: WiredLimit,
+def _router(prof: ModelProfile, wl: WorkloadProfile, passing: list[ServingOption], wired: WiredLimit, raised: WiredLimit,
             rts: list[Runtime]) -> RouterOption | None:
     """Both runtimes resident behind a router (seed articles: llama.cpp for long prompts, mlx-lm for long
     generations). Picks the option with the fastest prefill and the one with the fastest decode among all that fit

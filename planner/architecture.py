@@ -18,6 +18,19 @@ SUPPORTED = {
     "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "qwen2_moe", "qwen3_next", "gemma", "gemma2",
     "gemma3", "gemma3_text", "phi3", "deepseek_v2", "deepseek_v3", "kimi_k2", "gpt_oss", "granite", "olmo2",
     "starcoder2", "cohere", "internlm3", "exaone",
+    # GQA attention (q/k/v bias) + DeepSeek-style routed/shared experts with leading dense layers: llama.cpp
+    # src/models/glm4-moe.cpp, mlx_lm/models/glm4_moe.py (the multi-token-prediction layer is not loaded)
+    "glm4_moe",
+    # GQA attention + Mixtral-style routed experts (num_local_experts, intermediate_size per expert), every layer
+    # full softmax attention: llama.cpp src/models/minimax-m2.cpp, mlx_lm/models/minimax.py
+    "minimax_m2",
+    # Llama 4: 3 of 4 layers chunked attention (RoPE), every 4th global (NoPE); routed experts + a shared expert on
+    # every interleave_moe_layer_step-th layer, dense FFN of intermediate_size_mlp elsewhere: llama.cpp
+    # src/models/llama.cpp (LLM_ARCH_LLAMA4, LLAMA_SWA_TYPE_CHUNKED), mlx_lm/models/llama4.py
+    "llama4",
+    # SmolLM3: Llama tensors; every 4th layer skips RoPE (no_rope_layers), which changes positions, not memory:
+    # llama.cpp src/models/smollm3.cpp, mlx_lm/models/smollm3.py
+    "smollm3",
 }
 
 
@@ -119,7 +132,7 @@ def _ffn(cfg: ModelConfig, i: int) -> list[Tensor]:
                 Tensor("ffn_down_shexp", i, sf, h, group="shared_experts"),
             ]
         return out
-    f = cfg.intermediate_size
+    f = cfg.dense_ffn
     return [
         Tensor("ffn_gate", i, h, f, group="ffn"),
         Tensor("ffn_up", i, h, f, group="ffn"),
@@ -202,6 +215,10 @@ def _cache_layers(cfg: ModelConfig) -> tuple[CacheLayer, ...]:
             out.append(CacheLayer("mla", k_elems=cfg.kv_lora_rank + (cfg.qk_rope_head_dim or 64)))
         elif kind == "sliding_attention":
             out.append(CacheLayer("sliding", Hkv * hd, Hkv * hd, window=cfg.sliding_window))
+        elif kind == "chunked_attention":
+            # attention within aligned chunks: llama.cpp keeps it in the SWA cache with n_swa = chunk size
+            # (llama-kv-cache-iswa.cpp), mlx-lm in a ChunkedKVCache trimmed to the current chunk (models/cache.py)
+            out.append(CacheLayer("sliding", Hkv * hd, Hkv * hd, window=cfg.attention_chunk_size))
         else:
             out.append(CacheLayer("full", Hkv * hd, Hkv * hd))
     return tuple(out)

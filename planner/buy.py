@@ -1,35 +1,50 @@
-"""Pre-purchase sizing: which Mac (profiles/macs, launch list prices) meets a workload, cheapest / best value /
-fastest within a budget, and the price-vs-speed Pareto front.
+"""Pre-purchase sizing: which Mac configuration (profiles/macs: every chip bin × RAM option sold, with its price and
+the confidence of that price) meets a workload; the cheapest, best value and fastest within a budget; the
+price-vs-speed Pareto front; and, when no Mac meets every target, the closest ones, which target binds and by how
+much, and what would change the answer. Never a dead end: an error is for bad input only.
 
-The sweep is every Mac × runtime × quant × KV type × slots. Per (model, runtime, quant, KV) memory is precomputed
-once per slot count (MemoryModel.total is O(1)); per chip the speed constants come from planner.throughput (the
-colleague's roofline: geometry bytes/FLOPs per step, fitted efficiencies, peak FLOPS and bandwidth) and are
-combined across chips × configs × slots with numpy. Prefill uses throughput's scalar Roofline.prefill_time per
-(chip, config, slots) — a few thousand µs-calls. The fit verdict mirrors planner.capacity.fit elementwise.
+The sweep is every Mac × runtime × quant × KV type × slots. Memory per (config, slots) comes from
+planner.memory (MemoryModel.total); the verdict for all Macs at once from capacity.fit_codes (the vectorised
+capacity.fit, tested to agree with it); speed per (chip, config, slots) from search.speed_at (the one roofline
+adapter and queueing rule), memoised per chip since many Macs share one chip.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from . import capacity, profiles
-from .advice import KV_RANK, TIER_RANK, NoFitError, QualityNote, TargetsUnreachableError, quality_of
-from .search import _constants, base_memory_model, quants_for, speed_available, with_kv
+from ._model import Frozen
+from .advice import KV_RANK, TIER_RANK, QualityNote, quality_of
 from .errors import InputError, PlannerError
-from .schema import Chip, MacProduct
-from .units import GiB, MiB
-from .workload import WorkloadProfile
+from .schema import Chip, MacProduct, ModelProfile, QuantFormat, Runtime
+from .search import (
+    SLOT_CHOICES,
+    Speed,
+    base_memory_model,
+    quants_for,
+    speed_at,
+    speed_available,
+    speed_model,
+    with_kv,
+)
+from .units import GiB
+from .workload import Targets, WorkloadProfile
 
-Frozen = ConfigDict(frozen=True, extra="forbid")
-SLOTS = [1, 2, 4, 8, 16, 32, 64]
 QUALITY_MAX = {"lossless": 0, "small": 1, "noticeable": 2, "large": 3}
 _TIER_NUM = {"lossless": 0, "small": 1, "unknown": 2, "noticeable": 2, "large": 3}
-VERDICTS = np.array(["fits", "tight", "raise-limit", "no-fit"])
+TARGET_LABEL = {"min_tok_s_per_user": "decode speed per user", "max_ttft_s": "time to first token",
+                "max_request_s": "time per request"}
+PRICE_RULE = ("prices: the configuration's US launch price where one was found (confidence high/medium/low); "
+              "otherwise 'estimated' = a priced configuration of the same product + the RAM step ($25/GB on "
+              "base/Pro chips, $12.50/GB on Max/Ultra, from priced pairs) + the GPU-bin step "
+              "(scripts/gen_mac_configs.py); a user price ('user') wins over both")
 
 
 class BudgetError(PlannerError):
@@ -43,7 +58,9 @@ class BuyRow(BaseModel):
     chip: str
     ram_gb: int
     price_usd: float
-    price_confidence: str
+    price_confidence: str = Field(description="high | medium | low | estimated | user")
+    price_basis: str = ""
+    discontinued: bool = False
     form_factor: str
     runtime: str
     quant: str
@@ -52,15 +69,39 @@ class BuyRow(BaseModel):
     memory_bytes: int
     verdict: str
     decode_tok_s_per_user: float | None = None
+    decode_range: tuple[float, float] | None = Field(None, description="80 % likely range of the per-user decode")
     ttft_s: float | None = None
     time_per_request_s: float | None = None
     decode_tok_s: float | None = Field(None, description="aggregate over users [tok/s]")
-    tok_s_per_kusd: float | None = Field(None, description="aggregate tok/s per $1000 of list price")
+    tok_s_per_kusd: float | None = Field(None, description="aggregate tok/s per $1000 of price")
     meets_targets: bool
+    within_budget: bool = True
+    misses: dict[str, float] = Field(default_factory=dict,
+                                     description="target -> how far it is missed (0.25 = 25 % short of it)")
     binding: Literal["memory", "bandwidth", "compute"]
     quality: QualityNote
     sysctl: str | None = None
     flags: list[str] = Field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return f"{self.product} {self.chip} {self.ram_gb} GB"
+
+    @property
+    def shortfall(self) -> float:
+        return max(self.misses.values(), default=0.0)
+
+
+class TargetGap(BaseModel):
+    """How close the best Mac (within the budget) comes to one target."""
+
+    model_config = Frozen
+    target: str
+    label: str
+    wanted: float
+    best: float = Field(description="best value any Mac reaches (tok/s or s)")
+    best_mac: str
+    by: float = Field(description="relative shortfall of the best (0.2 = 20 % short); 0 when it is met")
 
 
 class BuyResult(BaseModel):
@@ -69,61 +110,127 @@ class BuyResult(BaseModel):
     workload: WorkloadProfile
     budget_usd: float | None
     include_rumoured: bool
+    include_discontinued: bool = False
     max_quality_cost: str
     speed_source: str
+    speed_axis: Literal["decode_tok_s_per_user", "decode_tok_s"] = Field(
+        "decode_tok_s_per_user", description="what 'fastest', the Pareto front and the chart's y axis rank by")
     cheapest: BuyRow | None
     best_value: BuyRow | None
     fastest_within_budget: BuyRow | None
     pareto: list[BuyRow]
-    per_mac: list[BuyRow] = Field(description="Best configuration per Mac that fits in memory, by price")
+    per_mac: list[BuyRow] = Field(description="Best configuration per Mac that fits in memory: meets the targets "
+                                              "first, then by price")
+    closest: list[BuyRow] = Field(default_factory=list, description="When no Mac meets every target: the nearest")
+    gaps: list[TargetGap] = Field(default_factory=list, description="Per target: the best any Mac reaches")
+    what_would_change: list[str] = Field(default_factory=list)
+    memory_shortfall: str | None = Field(None, description="When no Mac holds the model: what it needs vs the "
+                                                           "largest Mac")
     evaluated: int = Field(description="Mac × runtime × quant × KV × slots configurations evaluated")
     excluded_macs: dict[str, int] = Field(description="Macs dropped before the sweep, by reason")
     notes: list[str] = Field(default_factory=list)
 
+    def speed(self, row: BuyRow) -> float | None:
+        return getattr(row, self.speed_axis)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Point:
+    """The workload point the sweep evaluates: p90 prompt (targets), mean output, users, context per sequence."""
+
+    prompt: int
+    gen: int
+    users: int
+    context: int
+    slots: tuple[int, ...]
+    staggered: bool
+
 
 @dataclasses.dataclass
 class _Config:
-    runtime: str
-    family: str
-    quant: object
+    rt: Runtime
+    quant: QuantFormat
     kv: str
-    mms: list            # one MemoryModel per model
-    slots: list[int]
+    mms: list            # one MemoryModel per model; speed from the first (largest)
+    slots: tuple[int, ...]
     quality: QualityNote
-
-
-def _headroom(rt_id: str) -> float:
-    return profiles.load_runtime(rt_id).headroom_mib * MiB
+    cached: int          # prompt tokens the runtime's prefix cache saves
+    geo: object = None   # throughput.geometry, built on first use
 
 
 def buy(models: list[str], workload: WorkloadProfile, budget_usd: float | None = None,
         include_rumoured: bool = False, runtimes: list[str] | None = None, macos: str = "15",
-        max_quality_cost: str = "small") -> BuyResult:
+        max_quality_cost: str = "small", include_discontinued: bool = False,
+        prices: dict[str, float] | None = None) -> BuyResult:
+    """``prices``: user prices by Mac id (see :func:`match_price`); they win over the catalog's, and a priced
+    discontinued Mac is included."""
+    _check_args(models, max_quality_cost, budget_usd)
+    profs = [profiles.load_model(m) for m in models]
+    macs, excluded = _catalog(include_rumoured, include_discontinued, prices or {})
+    _check_budget(macs, budget_usd)
+    pt, notes = _point(workload, profs)
+    configs = _configs(profs, workload, pt, runtimes, max_quality_cost)
+    mem = _memory(configs, pt)
+    mac_os = profiles.load_macos(macos)
+    codes = _verdicts(macs, configs, mem, mac_os)
+    speeds = _SpeedTable(configs, pt)
+    rows = []
+    for mi, m in enumerate(macs):
+        limit = capacity.wired_limit(m.ram_gb, mac_os).effective_bytes
+        row = _best_for_mac(m, codes[mi], configs, mem, pt, speeds, workload, budget_usd, limit)
+        if row is not None:
+            rows.append(row)
+    rows.sort(key=lambda r: (not r.meets_targets, r.price_usd, r.ram_gb))
+    evaluated = len(macs) * sum(len(c.slots) for c in configs)
+    r = _result(profs, workload, rows, budget_usd, include_rumoured, include_discontinued, max_quality_cost,
+                speeds.source(), evaluated, excluded, notes, pt)
+    if not rows:  # not even one Mac holds it: say what it needs and what would change that
+        why, change = _no_fit(profs, pt, mem, macs, macos, include_rumoured)
+        return r.model_copy(update={"memory_shortfall": why, "what_would_change": change})
+    return r
+
+
+# --------------------------------------------------------------------------- inputs
+def _check_args(models: list[str], max_quality_cost: str, budget_usd: float | None) -> None:
     if not models:
         raise InputError("--model: give at least one model (repeat --model for several resident together)")
     if max_quality_cost not in QUALITY_MAX:
         raise InputError(f"--max-quality-cost {max_quality_cost!r}: choose {', '.join(QUALITY_MAX)}")
     if budget_usd is not None and budget_usd <= 0:
         raise InputError(f"--budget {budget_usd:g}: give a positive price in USD, e.g. --budget 4000")
-    profs = [profiles.load_model(m) for m in models]
-    mac_os = profiles.load_macos(macos)
+
+
+def _catalog(include_rumoured: bool, include_discontinued: bool,
+             prices: dict[str, float]) -> tuple[list[MacProduct], dict[str, int]]:
+    """The Macs to sweep, user prices applied; the others counted by reason."""
     chips = {c.id: c for c in profiles.all_chips()}
     excluded: dict[str, int] = {}
-    macs: list[MacProduct] = []
+    macs = []
     for m in profiles.all_macs():
         ch = chips.get(m.chip)
-        if ch is None:
-            excluded["unknown chip"] = excluded.get("unknown chip", 0) + 1
+        reason = ("unknown chip" if ch is None else
+                  "rumoured chip" if ch.status == "rumoured" and not include_rumoured else
+                  "discontinued" if m.discontinued and not include_discontinued and m.id not in prices else None)
+        if reason:
+            excluded[reason] = excluded.get(reason, 0) + 1
             continue
-        if ch.status == "rumoured" and not include_rumoured:
-            excluded["rumoured chip"] = excluded.get("rumoured chip", 0) + 1
-            continue
+        if m.id in prices:
+            m = m.model_copy(update={"price_usd": prices[m.id], "price_confidence": "user",
+                                     "price_basis": "your price"})
         macs.append(m)
+    return macs, excluded
+
+
+def _check_budget(macs: list[MacProduct], budget_usd: float | None) -> None:
     if budget_usd is not None and macs and min(m.price_usd for m in macs) > budget_usd:
-        cheapest = min(macs, key=lambda m: m.price_usd)
+        c = min(macs, key=lambda m: m.price_usd)
         raise BudgetError(f"--budget {budget_usd:,.0f}: below every Mac in the catalog; the cheapest is the "
-                          f"{cheapest.product} {cheapest.ram_gb} GB at ${cheapest.price_usd:,.0f} ({cheapest.id})")
-    notes: list[str] = []
+                          f"{c.product} {c.ram_gb} GB at ${c.price_usd:,.0f} ({c.id}); raise --budget or give "
+                          "your own price with --price")
+
+
+def _point(workload: WorkloadProfile, profs: list[ModelProfile]) -> tuple[_Point, list[str]]:
+    notes = []
     ctx = workload.context
     max_pos = min(p.config.max_position_embeddings for p in profs)
     if ctx > max_pos:
@@ -132,270 +239,334 @@ def buy(models: list[str], workload: WorkloadProfile, budget_usd: float | None =
     prompt = min(workload.prompt_tokens.p90_tokens, ctx - 1)
     gen = max(1, min(math.ceil(workload.gen_tokens.mean), ctx - prompt))
     users = workload.users
-    slot_list = sorted({s for s in SLOTS if s <= users} | {users})
+    slots = tuple(sorted({s for s in SLOT_CHOICES if s <= users} | {users}))
+    return _Point(prompt, gen, users, ctx, slots, workload.objective == "latency"), notes
 
-    # ---- configurations (chip-independent): memory per slot count
-    configs: list[_Config] = []
-    qmax = QUALITY_MAX[max_quality_cost]
+
+def _configs(profs: list[ModelProfile], workload: WorkloadProfile, pt: _Point, runtimes: list[str] | None,
+             max_quality_cost: str) -> list[_Config]:
+    """Runtime × quant × KV choices (chip-independent), within the quality floor; buy skips 4-bit KV."""
+    out = []
     for rt_id in runtimes or ["llama.cpp", "mlx-lm"]:
         rt = profiles.load_runtime(rt_id)
         for q in quants_for(max(profs, key=lambda p: p.params_b), rt):
             qn = quality_of(q)
-            if _TIER_NUM[qn.tier] > qmax:
+            if _TIER_NUM[qn.tier] > QUALITY_MAX[max_quality_cost]:
                 continue
-            for kv in [k for k in rt.advised_kv_types if k not in KV_RANK]:  # buy skips 4-bit KV
+            for kv in (k for k in rt.advised_kv_types if k not in KV_RANK):
                 mms = [with_kv(base_memory_model(p.id, rt.id, q.id), kv) for p in profs]
                 if any(mm is None for mm in mms):
                     continue
-                sl = [1] if rt.family == "mlx-lm" and mms[0].kv.kv_type != "bf16" else slot_list
-                configs.append(_Config(rt.id, rt.family, q, mms[0].kv.kv_type, mms, sl, qn))
-    if not configs:
-        raise InputError(f"no quantization within --max-quality-cost {max_quality_cost}; allow 'noticeable' or 'large'")
-    nC, nS = len(configs), len(slot_list)
-    S = np.array(slot_list)
-    mem = np.full((nC, nS), np.inf)
-    weights = np.zeros(nC)
-    head = np.zeros(nC)
-    warn = np.zeros(nC)
+                # mlx_lm.server --kv-bits disables batching: one slot
+                sl = (1,) if rt.family == "mlx-lm" and mms[0].kv.kv_type != "bf16" else pt.slots
+                out.append(_Config(rt, q, mms[0].kv.kv_type, mms, sl, qn, workload.cached_tokens(pt.prompt, rt)))
+    if not out:
+        raise InputError(f"--max-quality-cost {max_quality_cost}: no quantization that good for this model; "
+                         "allow 'noticeable' or 'large'")
+    return out
+
+
+# --------------------------------------------------------------------------- memory and the fit verdict
+def _memory(configs: list[_Config], pt: _Point) -> np.ndarray:
+    """Bytes per [config, slots]; inf where the config does not offer that slot count."""
+    mem = np.full((len(configs), len(pt.slots)), np.inf)
     for i, c in enumerate(configs):
-        weights[i] = sum(mm.weights.total_bytes for mm in c.mms)
-        head[i] = _headroom(c.runtime)
-        warn[i] = c.mms[0].runtime.warn_fraction or 0
-        for j, s in enumerate(slot_list):
+        for j, s in enumerate(pt.slots):
             if s in c.slots:
-                mem[i, j] = sum(mm.total(ctx, s) for mm in c.mms)
+                mem[i, j] = sum(mm.total(pt.context, s) for mm in c.mms)
+    return mem
 
-    # ---- per Mac: wired limits (capacity.wired_limit), then the verdict of capacity.fit, elementwise
-    nM = len(macs)
+
+def _verdicts(macs: list[MacProduct], configs: list[_Config], mem: np.ndarray, mac_os) -> np.ndarray:
+    """capacity.fit's verdict code for every [mac, config, slots] (capacity.fit_codes)."""
     limits = {r: capacity.wired_limit(r, mac_os) for r in {m.ram_gb for m in macs}}
-    D = np.array([limits[m.ram_gb].effective_bytes for m in macs], dtype=float)[:, None, None]
-    R = np.array([limits[m.ram_gb].max_raise_bytes for m in macs], dtype=float)[:, None, None]
-    M = mem[None, :, :]
-    H = head[None, :, None]
-    warned = (warn[None, :, None] > 0) & (weights[None, :, None] > warn[None, :, None] * D)
-    verdict = np.where((M <= D - H) & ~warned, 0, np.where(M <= D, 1, np.where(M + H <= R, 2, 3)))
-    fits = verdict < 3                                              # [mac, config, slots]
-    evaluated = int(nM * sum(len(c.slots) for c in configs))
-
-    # ---- speed per unique chip (vectorised decode, scalar prefill from throughput)
-    chip_ids = sorted({m.chip for m in macs})
-    chip_index = {cid: k for k, cid in enumerate(chip_ids)}
-    shape = (len(chip_ids), nC, nS)
-    per_user = np.full(shape, np.nan)
-    agg = np.full(shape, np.nan)
-    ttft = np.full(shape, np.nan)
-    treq = np.full(shape, np.nan)
-    dbound = np.zeros(shape, dtype=bool)   # True: decode compute-bound
-    pshare = np.zeros(shape)
-    have_speed = speed_available()
-    src = "memory only (planner/throughput.py not available)"
-    if have_speed:
-        src = _sweep_speed([chips[c] for c in chip_ids], configs, slot_list, users, prompt, gen,
-                           workload.objective == "latency", per_user, agg, ttft, treq, dbound, pshare)
-    ci = np.array([chip_index[m.chip] for m in macs])
-    PU, AG, TT, TR, DB, PS = (a[ci] for a in (per_user, agg, ttft, treq, dbound, pshare))  # [mac, config, slots]
-
-    # ---- targets
-    t = workload.targets
-    ok = fits.copy()
-    known = ~np.isnan(PU)
-    if have_speed:
-        ok &= known
-        if t.min_tok_s_per_user:
-            ok &= PU >= t.min_tok_s_per_user
-        if t.max_ttft_s:
-            ok &= TT <= t.max_ttft_s
-        if t.max_request_s:
-            ok &= TR <= t.max_request_s
-    # ---- best configuration per Mac: meets targets > quality tier > KV > comfort > objective
-    tier = np.array([TIER_RANK[c.quality.tier] for c in configs])[None, :, None]
-    kvr = np.array([KV_RANK.get(c.kv, 0) for c in configs])[None, :, None]
-    if have_speed:
-        perf = -np.nan_to_num(AG, nan=-1.0) if workload.objective == "throughput" else np.nan_to_num(TR, nan=np.inf)
-    else:
-        perf = np.broadcast_to(-S[None, None, :].astype(float), ok.shape)
-    big = 1e18
-    # lexicographic key as one float: not-ok, tier, kv, verdict, then perf (perf scaled into [0, 1))
-    pf = np.where(np.isfinite(perf), perf, big)
-    lo, hi = pf[pf < big].min(initial=0.0), pf[pf < big].max(initial=1.0)
-    pnorm = np.where(pf < big, (pf - lo) / (hi - lo + 1e-12), 0.999999)
-    key_fit = (~ok) * 1e4 + tier * 1e3 + kvr * 1e2 + np.minimum(verdict, 2) * 10 + pnorm
-    key_fit = np.where(fits, key_fit, np.inf)
-    flat = key_fit.reshape(nM, -1)
-    best = flat.argmin(axis=1)
-    rows: list[BuyRow] = []
-    for mi, m in enumerate(macs):
-        if not np.isfinite(flat[mi, best[mi]]):
-            continue
-        c_i, s_i = divmod(int(best[mi]), nS)
-        rows.append(_row(m, chips[m.chip], configs[c_i], slot_list[s_i], mem[c_i, s_i], int(verdict[mi, c_i, s_i]),
-                         bool(ok[mi, c_i, s_i]), PU[mi, c_i, s_i], TT[mi, c_i, s_i], TR[mi, c_i, s_i],
-                         AG[mi, c_i, s_i], bool(DB[mi, c_i, s_i]), PS[mi, c_i, s_i], D[mi, 0, 0], workload,
-                         have_speed))
-    rows.sort(key=lambda r: (r.price_usd, r.ram_gb))
-    if not rows:
-        need = np.nanmin(np.where(np.isfinite(mem), mem, np.nan))
-        top = max(macs, key=lambda m: m.ram_gb)
-        raise NoFitError(f"{' + '.join(p.id for p in profs)} for {users} × {ctx:,} tokens fits no Mac: the smallest "
-                         f"configuration needs {need / GiB:.0f} GiB; the largest Mac ({top.product} {top.ram_gb} GB) "
-                         f"allows {limits[top.ram_gb].max_raise_bytes / GiB:.0f} GiB with a raised limit"
-                         + ("" if include_rumoured else "; --include-rumoured adds unreleased chips"))
-    meeting = [r for r in rows if r.meets_targets]
-    if not meeting:
-        best_r = max(rows, key=lambda r: r.decode_tok_s_per_user or 0)
-        want = t.describe()
-        raise TargetsUnreachableError(
-            f"no Mac meets {want} for {' + '.join(p.id for p in profs)} with {users} user(s): the best reaches "
-            f"{best_r.decode_tok_s_per_user:.1f} tok/s per user, TTFT {best_r.ttft_s:.1f} s on the {best_r.product} "
-            f"{best_r.chip} {best_r.ram_gb} GB (${best_r.price_usd:,.0f}, {best_r.runtime} {best_r.quant})")
-    cheapest = min(meeting, key=lambda r: (r.price_usd, r.time_per_request_s or 0))
-    best_value = max(meeting, key=lambda r: r.tok_s_per_kusd or 0) if have_speed else None
-    within = [r for r in meeting if budget_usd is None or r.price_usd <= budget_usd]
-    if workload.objective == "throughput":
-        fastest = max(within, key=lambda r: (r.decode_tok_s or 0, -r.price_usd)) if within and have_speed else None
-    else:
-        fastest = min(within, key=lambda r: (r.time_per_request_s, r.price_usd)) if within and have_speed else None
-    if budget_usd is not None and not within:
-        notes.append(f"nothing within ${budget_usd:,.0f} meets the targets; the cheapest that does costs "
-                     f"${cheapest.price_usd:,.0f}")
-    pareto = _pareto(rows) if have_speed else []
-    if not include_rumoured:
-        notes.append("rumoured chips excluded (--include-rumoured to add them)")
-    notes.append("prices are US launch list prices of the catalogued configurations (price_confidence per row); "
-                 "RAM upgrades without a catalogued price are not searched")
-    if any(r.form_factor == "laptop" for r in rows):
-        notes.append("MacBooks throttle under sustained load (fans, power limits): their speeds assume full clocks; "
-                     "not modelled — prefer a desktop for long batch jobs")
-    return BuyResult(models=[p.id for p in profs], workload=workload, budget_usd=budget_usd,
-                     include_rumoured=include_rumoured, max_quality_cost=max_quality_cost, speed_source=src,
-                     cheapest=cheapest, best_value=best_value, fastest_within_budget=fastest, pareto=pareto,
-                     per_mac=rows, evaluated=evaluated, excluded_macs=excluded, notes=notes)
+    eff = np.array([limits[m.ram_gb].effective_bytes for m in macs], dtype=float)[:, None, None]
+    top = np.array([limits[m.ram_gb].max_raise_bytes for m in macs], dtype=float)[:, None, None]
+    weights = np.array([sum(mm.weights.total_bytes for mm in c.mms) for c in configs], dtype=float)[None, :, None]
+    head = np.array([c.rt.headroom_mib for c in configs])[None, :, None]
+    warn = np.array([capacity.warn_fraction(c.rt) or 0.0 for c in configs])[None, :, None]
+    return capacity.fit_codes(mem[None, :, :], weights, eff, top, head, warn)
 
 
-def _sweep_speed(chips: list[Chip], configs: list[_Config], slot_list: list[int], users: int, prompt: int, gen: int,
-                 staggered: bool, per_user, agg, ttft, treq, dbound, pshare) -> str:
-    """Fill [chip, config, slots] arrays. Decode: bytes and FLOPs per step from throughput's Roofline (chip-free
-    geometry), combined across all chips at once with each chip's η·BW, η·F and per-layer cost as
-    throughput.Roofline.step_time does, averaged over depth with its Simpson rule; prefill: throughput's scalar
-    Roofline.prefill_time (µs per call)."""
-    from . import throughput as tp
+# --------------------------------------------------------------------------- speed
+class _SpeedTable:
+    """search.speed_at per (chip, config, slots), memoised; the geometry per config is built once."""
 
-    S = np.array(slot_list)
-    B = np.minimum(S, users)                                         # sequences in flight
-    waves = np.ceil(users / B)
-    depths = np.array([prompt, prompt + (gen - 1) / 2, prompt + gen - 1], dtype=float)
-    simpson = np.array([1.0, 4.0, 1.0]) / 6
-    sources = set()
-    all_chips = profiles.all_chips()
-    base_rf: dict[tuple[str, str], object] = {}
-    geo_cache: dict[tuple[str, str], object] = {}                     # (chip, runtime) -> Roofline (peaks, constants)
-    for ci_, c in enumerate(configs):
-        mm = c.mms[0]   # speed of the first (largest) model; the others share the Mac's memory
-        q, rt = c.quant, mm.runtime
-        chunk = rt.prefill_chunk
-        gkey = (c.runtime, q.id)
-        if gkey not in geo_cache:   # geometry walks every tensor: once per (runtime, quant); KV fields per KV type
-            geo_cache[gkey] = tp.geometry(mm, q.kind, q.mode)
-        kv = mm.kv
-        geo = dataclasses.replace(geo_cache[gkey], kv_full=float(kv.bytes_per_token),
-                                  kv_swa=float(kv.swa_bytes_per_token), state_bytes=float(kv.state_bytes_per_seq))
-        rfs, ks = [], []
-        for k, ch in enumerate(chips):
-            key = (ch.id, c.runtime)
-            if key not in base_rf:
+    def __init__(self, configs: list[_Config], pt: _Point):
+        self.configs, self.pt = configs, pt
+        self.available = speed_available()
+        self._rf: dict[tuple[str, int], object] = {}
+        self._sp: dict[tuple[str, int, int], Speed | None] = {}
+        self._sources: set[str] = set()
+
+    def get(self, chip: Chip, ci: int, slots: int) -> Speed | None:
+        key = (chip.id, ci, slots)
+        if key not in self._sp:
+            rf = self._roofline(chip, ci)
+            p = self.pt
+            self._sp[key] = (None if rf is None else
+                             speed_at(rf, p.prompt, p.gen, slots, p.users, p.staggered, self.configs[ci].cached))
+        return self._sp[key]
+
+    def _roofline(self, chip: Chip, ci: int):
+        if not self.available:
+            return None
+        if (chip.id, ci) not in self._rf:
+            c = self.configs[ci]
+            if c.geo is None:
+                from . import throughput as tp
                 try:
-                    rc = _constants(ch.id, c.runtime)
-                    base_rf[key] = tp.roofline(geo, ch, rc, rt.family, flash_attn=mm.flash_attn, chunk=chunk,
-                                               reference_chips=all_chips) if ch.memory_bandwidth_gb_s else None
-                    sources.add(rc.source.split(" + ")[0].split(";")[0].removeprefix("fitted: "))
+                    c.geo = tp.geometry(c.mms[0], c.quant.kind, c.quant.mode)
                 except PlannerError:
-                    base_rf[key] = None
-            if base_rf[key] is not None:
-                rfs.append(dataclasses.replace(base_rf[key], geo=geo, chunk=chunk, flash_attn=mm.flash_attn))
-                ks.append(k)
-        if not rfs:
-            continue
-        # the scalar roofline itself (no restated formulas): [chip, slots, depth]
-        parts = np.array([[[r.step_parts(int(b), d) for d in depths] for b in B] for r in rfs])
-        t_mem, t_cmp = parts[..., 1], parts[..., 2]
-        t_step = parts[..., 0] + np.maximum(t_mem, t_cmp)
-        t_dec = gen * (t_step @ simpson) if gen > 1 else t_step[:, :, 0]
-        first = t_step[:, :, 0]
-        if staggered:
-            tt = np.array([r.prefill_time(prompt, 0, 1)[0] + r.step_time(1, prompt) for r in rfs])[:, None]
-            tt = np.broadcast_to(tt, first.shape)
-        else:
-            tt = np.array([[r.prefill_time(prompt, 0, int(b))[0] for b in B] for r in rfs]) + first
-        tr = tt + t_dec - first          # throughput.estimate: time_per_request − ttft = t_dec − first step
-        pu = gen / t_dec
-        extra = (waves - 1) * tr / 2     # queueing when slots < users (search.speed_at): half a request per wave
-        ttq, trq = tt + extra, tr + extra
-        pu = np.where(waves > 1, pu * B / users, pu)
-        valid = np.array([s in c.slots for s in slot_list])
-        idx = np.array(ks)
-        per_user[idx, ci_] = np.where(valid, pu, np.nan)
-        agg[idx, ci_] = np.where(valid, B * gen / t_dec, np.nan)
-        ttft[idx, ci_] = np.where(valid, ttq, np.nan)
-        treq[idx, ci_] = np.where(valid, trq, np.nan)
-        dbound[idx, ci_] = t_cmp[:, :, 0] > t_mem[:, :, 0]
-        pshare[idx, ci_] = np.minimum(1.0, ttq / np.maximum(trq, 1e-12))
-    return ("planner/throughput.py roofline, calibration " + "; ".join(sorted(sources))
-            + " (+ generation/tier/chip refinements)") if sources else "no speed constants"
+                    c.geo = False
+            rf = speed_model(c.mms[0], chip, c.quant, geo=c.geo) if c.geo else None
+            if rf is not None:
+                self._sources.add(rf.calibration.split(" + ")[0].split(";")[0].removeprefix("fitted: "))
+            self._rf[(chip.id, ci)] = rf
+        return self._rf[(chip.id, ci)]
+
+    def source(self) -> str:
+        if not self.available:
+            return "memory only (planner/throughput.py not available)"
+        if not self._sources:
+            return "no speed constants"
+        return ("planner/throughput.py roofline, calibration " + "; ".join(sorted(self._sources))
+                + " (+ generation/tier/chip refinements)")
 
 
-def _row(m: MacProduct, ch: Chip, c: _Config, slots: int, total: float, v: int, ok: bool, pu, tt, tr, ag,
-         compute_decode: bool, pshare: float, limit: float, wl: WorkloadProfile, have_speed: bool) -> BuyRow:
-    verdict = str(VERDICTS[v])
-    rt = profiles.load_runtime(c.runtime)
-    sysctl = capacity.sysctl_for(int(total), rt) if verdict == "raise-limit" else None
-    speed = have_speed and not np.isnan(pu)
-    # binding constraint: memory when the fit is not comfortable (or < 10 % spare); else what limits speed: the
-    # tightest speed target (TTFT -> prefill compute; tok/s -> the decode bound), or the dominant phase
-    dec = "compute" if compute_decode else "bandwidth"
-    phase = "compute" if pshare >= 0.5 else dec
-    t = wl.targets
-    slacks = {}
-    if speed:
-        if t.min_tok_s_per_user:
-            slacks[dec] = pu / t.min_tok_s_per_user - 1
-        if t.max_ttft_s:
-            slacks["compute"] = t.max_ttft_s / tt - 1
-        if t.max_request_s:
-            slacks[phase] = min(slacks.get(phase, np.inf), t.max_request_s / tr - 1)
-    if verdict != "fits" or (limit - total) / limit < 0.10:
-        binding = "memory"
-    elif slacks:
-        binding = min(slacks, key=slacks.get)
+def misses(sp: Speed | None, t: Targets) -> dict[str, float]:
+    """Targets missed at one operating point -> relative shortfall (0.25: a quarter short of the target)."""
+    if sp is None:
+        return {}
+    out = {}
+    if t.min_tok_s_per_user and sp.decode_tok_s_per_user < t.min_tok_s_per_user:
+        out["min_tok_s_per_user"] = 1 - sp.decode_tok_s_per_user / t.min_tok_s_per_user
+    if t.max_ttft_s and sp.ttft_s > t.max_ttft_s:
+        out["max_ttft_s"] = sp.ttft_s / t.max_ttft_s - 1
+    if t.max_request_s and sp.time_per_request_s > t.max_request_s:
+        out["max_request_s"] = sp.time_per_request_s / t.max_request_s - 1
+    return out
+
+
+# --------------------------------------------------------------------------- the best configuration per Mac
+def rank_key(missed: dict[str, float], c: _Config, code: int, sp: Speed | None, objective: str, slots: int) -> tuple:
+    """Lexicographic: meets the targets, then the fewest targets missed and the smallest miss (the closest), quality
+    tier, KV quality, comfort of the fit (fits < tight < raise-limit), then the objective (aggregate tok/s for
+    throughput, time per request else)."""
+    if sp is None:
+        perf = -float(slots)
     else:
-        binding = phase if speed else "memory"
+        perf = -sp.decode_tok_s if objective == "throughput" else sp.time_per_request_s
+    return (len(missed), round(max(missed.values(), default=0.0), 4), TIER_RANK[c.quality.tier],
+            KV_RANK.get(c.kv, 0), min(code, 2), perf)
+
+
+def _best_for_mac(m: MacProduct, codes: np.ndarray, configs: list[_Config], mem: np.ndarray, pt: _Point,
+                  speeds: _SpeedTable, wl: WorkloadProfile, budget: float | None, limit: int) -> BuyRow | None:
+    chip = profiles.resolve_chip(m.chip)
+    best = None
+    for ci, c in enumerate(configs):
+        for si, s in enumerate(pt.slots):
+            code = int(codes[ci, si])
+            if s not in c.slots or code == 3:
+                continue
+            sp = speeds.get(chip, ci, s)
+            missed = misses(sp, wl.targets)
+            key = rank_key(missed, c, code, sp, wl.objective, s)
+            if best is None or key < best[0]:
+                best = (key, ci, si, sp, missed)
+    if best is None:
+        return None
+    _, ci, si, sp, missed = best
+    return _row(m, chip, configs[ci], pt.slots[si], float(mem[ci, si]), int(codes[ci, si]), sp, missed, limit, wl,
+                budget)
+
+
+def _binding(verdict: str, spare: float, sp: Speed | None, missed: dict[str, float]) -> str:
+    """Memory when the fit is not comfortable (or < 10 % spare); else what limits the tightest target: TTFT ->
+    prefill compute; tok/s -> the decode bound; else the dominant phase."""
+    if verdict != "fits" or spare < 0.10 or sp is None:
+        return "memory"
+    phase = "compute" if sp.prefill_share >= 0.5 else sp.decode_bound
+    if not missed:
+        return phase
+    worst = max(missed, key=missed.get)
+    return {"min_tok_s_per_user": sp.decode_bound, "max_ttft_s": "compute"}.get(worst, phase)
+
+
+def _row(m: MacProduct, ch: Chip, c: _Config, slots: int, total: float, code: int, sp: Speed | None,
+         missed: dict[str, float], limit: float, wl: WorkloadProfile, budget: float | None) -> BuyRow:
+    verdict = capacity.VERDICTS[code]
     flags = []
     if m.form_factor == "laptop":
         flags.append("laptop: throttles under sustained load")
-    if m.price_confidence != "high":
-        flags.append(f"price confidence {m.price_confidence}")
+    if m.price_confidence not in ("high", "user"):
+        flags.append(f"price {m.price_confidence}")
+    if m.discontinued:
+        flags.append("discontinued: refurbished / used")
     if ch.status == "rumoured":
         flags.append("rumoured chip")
     if verdict == "raise-limit":
         flags.append("needs the wired limit raised")
+    if budget is not None and m.price_usd > budget:
+        flags.append("over budget")
     return BuyRow(mac=m.id, product=m.product, chip=ch.label, ram_gb=m.ram_gb, price_usd=m.price_usd,
-                  price_confidence=m.price_confidence, form_factor=m.form_factor, runtime=c.runtime, quant=c.quant.id,
-                  kv_type=c.kv, slots=slots, memory_bytes=int(total), verdict=verdict,
-                  decode_tok_s_per_user=float(pu) if speed else None, ttft_s=float(tt) if speed else None,
-                  time_per_request_s=float(tr) if speed else None, decode_tok_s=float(ag) if speed else None,
-                  tok_s_per_kusd=float(ag) / m.price_usd * 1000 if speed else None, meets_targets=ok,
-                  binding=binding, quality=c.quality, sysctl=sysctl, flags=flags)
+                  price_confidence=m.price_confidence, price_basis=m.price_basis, discontinued=m.discontinued,
+                  form_factor=m.form_factor, runtime=c.rt.id, quant=c.quant.id, kv_type=c.kv, slots=slots,
+                  memory_bytes=int(total), verdict=verdict,
+                  decode_tok_s_per_user=sp.decode_tok_s_per_user if sp else None,
+                  decode_range=sp.decode_range if sp else None, ttft_s=sp.ttft_s if sp else None,
+                  time_per_request_s=sp.time_per_request_s if sp else None,
+                  decode_tok_s=sp.decode_tok_s if sp else None,
+                  tok_s_per_kusd=sp.decode_tok_s / m.price_usd * 1000 if sp else None,
+                  meets_targets=not missed, within_budget=budget is None or m.price_usd <= budget, misses=missed,
+                  binding=_binding(verdict, (limit - total) / limit, sp, missed), quality=c.quality,
+                  sysctl=capacity.sysctl_for(int(total), c.rt) if verdict == "raise-limit" else None, flags=flags)
 
 
-def _pareto(rows: list[BuyRow]) -> list[BuyRow]:
-    """Macs not dominated on (price ↓, per-user tok/s ↑, TTFT ↓)."""
-    pts = [r for r in rows if r.decode_tok_s_per_user is not None]
+def _no_fit(profs, pt: _Point, mem: np.ndarray, macs: list[MacProduct], macos: str,
+            include_rumoured: bool) -> tuple[str, list[str]]:
+    """When no Mac holds the model: what it needs against the largest Mac, and what would change that."""
+    need = float(np.min(mem))
+    top = max(macs, key=lambda m: m.ram_gb)
+    allow = capacity.wired_limit(top.ram_gb, profiles.load_macos(macos)).max_raise_bytes
+    why = (f"{' + '.join(p.id for p in profs)} for {pt.users} × {pt.context:,} tokens fits no Mac: the smallest "
+           f"configuration needs {need / GiB:.0f} GiB; the largest Mac ({top.product} {top.ram_gb} GB) allows "
+           f"{allow / GiB:.0f} GiB with a raised limit")
+    change = ["a cluster of linked Macs that holds it together (`plan cluster`, `plan buy --clusters`)",
+              "a smaller quant (--max-quality-cost large)", "a shorter --context or fewer --users"]
+    if not include_rumoured:
+        change.append("--include-rumoured (unreleased chips)")
+    return why, change
+
+
+# --------------------------------------------------------------------------- the answer
+def _result(profs, wl: WorkloadProfile, rows: list[BuyRow], budget: float | None, include_rumoured: bool,
+            include_discontinued: bool, max_quality_cost: str, src: str, evaluated: int,
+            excluded: dict[str, int], notes: list[str], pt: _Point) -> BuyResult:
+    axis = "decode_tok_s" if wl.objective == "throughput" else "decode_tok_s_per_user"
+    have_speed = any(r.decode_tok_s_per_user is not None for r in rows)
+    within = [r for r in rows if r.within_budget]
+    meeting = [r for r in within if r.meets_targets]
+    cheapest = min(meeting, key=lambda r: (r.price_usd, -(getattr(r, axis) or 0)), default=None)
+    best_value = max(meeting, key=lambda r: r.tok_s_per_kusd or 0, default=None) if have_speed else None
+    fastest = max(meeting, key=lambda r: (getattr(r, axis) or 0, -r.price_usd), default=None) if have_speed else None
+    gaps = target_gaps(within, wl.targets)
+    closest = [] if meeting else sorted(within, key=lambda r: (len(r.misses), r.shortfall, r.price_usd))[:5]
+    change = what_would_change(rows, meeting, gaps, wl, pt, budget, max_quality_cost)
+    notes = notes + _notes(rows, budget, meeting, include_rumoured, include_discontinued, excluded)
+    return BuyResult(models=[p.id for p in profs], workload=wl, budget_usd=budget, include_rumoured=include_rumoured,
+                     include_discontinued=include_discontinued, max_quality_cost=max_quality_cost, speed_source=src,
+                     speed_axis=axis, cheapest=cheapest, best_value=best_value, fastest_within_budget=fastest,
+                     pareto=pareto(within, axis) if have_speed else [], per_mac=rows, closest=closest, gaps=gaps,
+                     what_would_change=change, evaluated=evaluated, excluded_macs=excluded, notes=notes)
+
+
+def target_gaps(rows: list[BuyRow], t: Targets) -> list[TargetGap]:
+    """Per set target, the best value any of ``rows`` reaches and how far that is from the target."""
     out = []
+    for key, attr, higher in (("min_tok_s_per_user", "decode_tok_s_per_user", True), ("max_ttft_s", "ttft_s", False),
+                              ("max_request_s", "time_per_request_s", False)):
+        want = getattr(t, key)
+        have = [r for r in rows if getattr(r, attr) is not None]
+        if not want or not have:
+            continue
+        best = (max if higher else min)(have, key=lambda r: getattr(r, attr))
+        v = getattr(best, attr)
+        by = max(0.0, 1 - v / want) if higher else max(0.0, v / want - 1)
+        out.append(TargetGap(target=key, label=TARGET_LABEL[key], wanted=want, best=v, best_mac=best.label, by=by))
+    return out
+
+
+def what_would_change(rows: list[BuyRow], meeting: list[BuyRow], gaps: list[TargetGap], wl: WorkloadProfile,
+                      pt: _Point, budget: float | None, max_quality_cost: str) -> list[str]:
+    """Concrete changes that would give an answer meeting every target."""
+    if meeting:
+        return []
+    out = []
+    above = [r for r in rows if r.meets_targets and not r.within_budget]
+    if above:
+        c = min(above, key=lambda r: r.price_usd)
+        out.append(f"a budget of ${c.price_usd:,.0f}: the {c.label} meets every target")
+    if rows and not any(r.within_budget for r in rows):
+        c = min(rows, key=lambda r: r.price_usd)
+        out.append(f"a budget of ${c.price_usd:,.0f}: the {c.label} is the cheapest Mac that holds the model")
+    for g in (g for g in gaps if g.by > 0):
+        if g.target == "max_ttft_s":
+            out.append(f"a time-to-first-token target of {g.best:.1f} s or more (the best Mac reaches that), or a "
+                       f"shorter prompt than {pt.prompt:,} tokens (prefill time grows with it)")
+        elif g.target == "min_tok_s_per_user":
+            out.append(f"a speed target of {g.best:.1f} tok/s or less (the best Mac reaches that)")
+            if max_quality_cost in ("lossless", "small"):
+                out.append("a smaller quant (--max-quality-cost noticeable): fewer bytes read per token")
+            if pt.users > 1:
+                out.append(f"fewer users than {pt.users}: each gets a share of the decode")
+            out.append("a cluster of linked Macs (--clusters, `plan cluster`)")
+        else:
+            out.append(f"a time-per-request target of {g.best:.0f} s or more, or shorter answers")
+    return out
+
+
+def _notes(rows: list[BuyRow], budget: float | None, meeting: list[BuyRow], include_rumoured: bool,
+           include_discontinued: bool, excluded: dict[str, int]) -> list[str]:
+    out = []
+    anywhere = [r for r in rows if r.meets_targets]
+    if budget is not None and not meeting and anywhere:
+        c = min(anywhere, key=lambda r: r.price_usd)
+        out.append(f"nothing within ${budget:,.0f} meets the targets; the cheapest that does is the {c.label} "
+                   f"at ${c.price_usd:,.0f}")
+    if not include_rumoured:
+        out.append("rumoured chips excluded (--include-rumoured to add them)")
+    if excluded.get("discontinued") and not include_discontinued:
+        out.append(f"{excluded['discontinued']} discontinued configurations left out (--include-discontinued, or "
+                   "give a refurbished / used price with --price)")
+    out.append(PRICE_RULE)
+    if any(r.form_factor == "laptop" for r in rows):
+        out.append("MacBooks throttle under sustained load (fans, power limits): their speeds assume full clocks; "
+                   "not modelled — prefer a desktop for long batch jobs")
+    return out
+
+
+def pareto(rows: list[BuyRow], axis: str = "decode_tok_s_per_user") -> list[BuyRow]:
+    """Macs no other beats on both price (lower) and speed on the chart's axis (higher), cheapest first: the
+    front rises with price."""
+    pts = sorted((r for r in rows if getattr(r, axis) is not None), key=lambda r: (r.price_usd, -getattr(r, axis)))
+    out: list[BuyRow] = []
     for r in pts:
-        dominated = any(
-            o is not r and o.price_usd <= r.price_usd and o.decode_tok_s_per_user >= r.decode_tok_s_per_user
-            and o.ttft_s <= r.ttft_s and (o.price_usd < r.price_usd or o.decode_tok_s_per_user > r.decode_tok_s_per_user
-                                          or o.ttft_s < r.ttft_s)
-            for o in pts)
-        if not dominated:
+        if not out or getattr(r, axis) > getattr(out[-1], axis):
             out.append(r)
-    return sorted(out, key=lambda r: r.price_usd)
+    return out
+
+
+# --------------------------------------------------------------------------- user prices
+def match_price(spec: str, macs: list[MacProduct] | None = None) -> tuple[list[str], float]:
+    """'Mac Studio M4 Max 128GB=3499' -> (the Mac ids it names, price). Product and chip names as in the catalog;
+    add the GPU cores ('M3 Ultra 80-core') or the launch ('2023-06') when several configurations match."""
+    if "=" not in spec:
+        raise InputError(f"--price {spec!r}: write 'PRODUCT CHIP RAMGB=USD', e.g. 'Mac Studio M4 Max 128GB=3499'")
+    name, _, usd = spec.rpartition("=")
+    try:
+        price = float(usd.replace(",", "").replace("$", "").strip())
+    except ValueError:
+        raise InputError(f"--price {spec!r}: {usd.strip()!r} is not a price in USD (e.g. 3499)") from None
+    if price <= 0:
+        raise InputError(f"--price {spec!r}: the price must be positive")
+    text = " ".join(name.split()).lower()
+    ram = re.search(r"(\d+)\s*gb\b", text)
+    cores = re.search(r"(\d+)[- ]core", text)
+    launch = re.search(r"\b(20\d\d-\d\d)\b", text)
+    if not ram:
+        raise InputError(f"--price {spec!r}: name the RAM size, e.g. 128GB")
+    chips = {c.id: c for c in profiles.all_chips()}
+    hits = [m for m in (macs if macs is not None else profiles.all_macs())
+            if m.ram_gb == int(ram.group(1)) and text.startswith(m.product.lower())
+            and f" {chips[m.chip].name.lower()} " in f" {text} " and (not cores or chips[m.chip].gpu_cores == int(cores.group(1)))
+            and (not launch or m.launch == launch.group(1))]
+    if not hits:
+        raise InputError(f"--price {spec!r}: no such configuration in the catalog (product, chip and RAM as in "
+                         "`plan buy --all`, e.g. 'Mac Studio M4 Max 128GB=3499')")
+    ids = sorted({(m.launch, chips[m.chip].gpu_cores) for m in hits})
+    if len(ids) > 1:
+        opts = ", ".join(f"{g}-core {lau}" for lau, g in ids)
+        raise InputError(f"--price {spec!r}: matches several configurations ({opts}); add the GPU cores or launch")
+    return [m.id for m in hits], price

@@ -11,7 +11,7 @@ import math
 from .errors import InputError
 from .memory import MemoryModel
 from .results import Fit, WiredLimit
-from .schema import MacOS, Runtime
+from .schema import MacOS, MlxRuntime, Runtime
 from .units import GiB, MiB
 
 MAX_USERS = 4096
@@ -45,11 +45,16 @@ def sysctl_for(total_bytes: int, runtime: Runtime) -> str:
     return f"sudo sysctl iogpu.wired_limit_mb={mb}"
 
 
+def warn_fraction(runtime: Runtime) -> float | None:
+    """Share of the working set above which the runtime warns (mlx_lm/generate.py wired_limit()); only mlx-lm."""
+    return runtime.warn_fraction if isinstance(runtime, MlxRuntime) else None
+
+
 def fit(total: int, weights: int, wired: WiredLimit, runtime: Runtime) -> Fit:
     """Verdict for one configuration against the wired limit."""
     head = wired.effective_bytes - total
     budget = safe_budget(wired, runtime)
-    warn = runtime.warn_fraction
+    warn = warn_fraction(runtime)
     if total <= budget and not (warn and weights > warn * wired.effective_bytes):
         return Fit(verdict="fits", headroom_bytes=head,
                    reason=f"{head / GiB:.1f} GiB below the {wired.effective_bytes / GiB:.1f} GiB GPU limit")
@@ -66,6 +71,23 @@ def fit(total: int, weights: int, wired: WiredLimit, runtime: Runtime) -> Fit:
     return Fit(verdict="no-fit", headroom_bytes=head,
                reason=f"needs {total / GiB:.1f} GiB; even a raised limit ({wired.max_raise_bytes / GiB:.0f} GiB) "
                       f"leaves too little for macOS")
+
+
+VERDICTS = ("fits", "tight", "raise-limit", "no-fit")
+
+
+def fit_codes(total, weights, effective, max_raise, headroom_mib, warn):
+    """:func:`fit`'s verdict for many configurations at once, as indices into :data:`VERDICTS`.
+
+    Arguments are numpy arrays that broadcast together (bytes; the runtime's headroom_mib and warn_fraction, 0 for
+    none). Same comparisons as :func:`fit`, in the same order, including the ``<=`` boundaries and the integer
+    runtime margin of :func:`safe_budget`; tests/test_capacity.py checks they agree on every verdict."""
+    import numpy as np
+
+    head = headroom_mib * MiB
+    warned = (warn > 0) & (weights > warn * effective)
+    fits = (total <= effective - np.trunc(head)) & ~warned
+    return np.where(fits, 0, np.where(total <= effective, 1, np.where(total + head <= max_raise, 2, 3)))
 
 
 def safe_users(mm: MemoryModel, context: int, budget: int, cap: int = MAX_USERS) -> int:

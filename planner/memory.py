@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from . import architecture as arch
 from .errors import InputError
 from .results import KVLayout, MemoryEstimate, WeightsEstimate
-from .schema import GgmlTypeTable, ModelProfile, QuantFormat, Runtime
+from .schema import GgmlTypeTable, LlamaCppFamily, MlxRuntime, ModelProfile, QuantFormat, Runtime
 from .units import MiB, pad_to
 
 
@@ -76,15 +76,26 @@ def gguf_tensor_type(t: arch.Tensor, preset: QuantFormat, model: ModelProfile, t
         counters["attn_v"] += 1
     else:
         i, n = t.layer, cfg.num_hidden_layers
-    rules = counters.setdefault(("rules", name), [r for r in preset.rules if _matches(r.tensor, name)])
+    rules = counters.get(("rules", name))
+    if rules is None:  # not setdefault: that would rebuild the list for every tensor
+        rules = counters[("rules", name)] = [r for r in preset.rules if _matches(r.tensor, name)]
+    # rules that test only model-level conditions give every layer the same type: decide once per (name, row)
+    free = counters.get(("free", name))
+    if free is None:
+        free = counters[("free", name)] = all(c.removeprefix("not_") in static for r in rules for c in r.when)
+    key = ("type", name, t.ne0)
+    if free and key in counters:
+        return counters[key]
     typ = base
     for r in rules:
-        if all(_cond(c, i, n, static) for c in r.when):
-            if r.if_type_in is None or typ in r.if_type_in:
-                typ = r.type
+        if all(_cond(c, i, n, static) for c in r.when) and (r.if_type_in is None or typ in r.if_type_in):
+            typ = r.type
     # tensor_type_fallback(): the row must be a whole number of blocks
     while t.ne0 % types[typ].block_size != 0:
         typ = types[typ].fallback or "F16"
+    typ = typ or "F16"
+    if free:
+        counters[key] = typ
     return typ
 
 
@@ -114,10 +125,10 @@ def gguf_weights(model: ModelProfile, preset: QuantFormat, table: GgmlTypeTable)
                            by_type=by_type, vision_bytes=vision)
 
 
-def mlx_weights(model: ModelProfile, fmt: QuantFormat, runtime: Runtime) -> WeightsEstimate:
+def mlx_weights(model: ModelProfile, fmt: QuantFormat, runtime: MlxRuntime) -> WeightsEstimate:
     """mlx_lm.utils.quantize_model: Linear/Embedding layers whose last dim divides the group are quantized
     (bits + 8*(scale+bias bytes)/group per weight); everything else stays bf16; MoE routers at router_bits."""
-    act = runtime.activation_bytes or 2
+    act = runtime.activation_bytes
     by_group: dict[str, int] = {}
     n = 0
     for group, ne0, quantizable, elems in arch.tensor_summary(model.config):
@@ -125,10 +136,10 @@ def mlx_weights(model: ModelProfile, fmt: QuantFormat, runtime: Runtime) -> Weig
         if group == "norm" or not quantizable and group != "router" or fmt.mode == "none":
             b = elems * act
         else:
-            bits, g = fmt.bits, fmt.group_size
+            bits, g = fmt.bits or 16, fmt.group_size or 1  # set for every mlx format but mode "none" (above)
             sb, bb = fmt.scale_bytes or 0, fmt.bias_bytes or 0
             if group == "router":
-                bits, g, sb, bb = runtime.router_bits or 8, 64, act, act
+                bits, g, sb, bb = runtime.router_bits, 64, act, act
             if ne0 % g != 0:
                 b = elems * act
             else:
@@ -145,25 +156,35 @@ def weights(model: ModelProfile, quant: QuantFormat, runtime: Runtime, table: Gg
         raise InputError(f"--quant {quant.id} is a {quant.kind} format; {runtime.id} loads {runtime.weight_format} "
                          f"weights (pick a {runtime.weight_format} quant, e.g. "
                          f"{'Q4_K_M' if runtime.weight_format == 'gguf' else '4bit'})")
-    if quant.kind == "gguf":
-        return gguf_weights(model, quant, table)
-    return mlx_weights(model, quant, runtime)
+    if isinstance(runtime, MlxRuntime):
+        return mlx_weights(model, quant, runtime)
+    return gguf_weights(model, quant, table)
 
 
 # --------------------------------------------------------------------------- KV cache
+_LOWER: dict[int, tuple[GgmlTypeTable, dict]] = {}
+
+
+def _types_lower(table: GgmlTypeTable) -> dict:
+    """name.lower() -> type, built once per table (kv_element_bytes runs per cache layer per KV type)."""
+    hit = _LOWER.get(id(table))
+    if hit is None or hit[0] is not table:
+        hit = _LOWER[id(table)] = (table, {t.name.lower(): t for t in table.types})
+    return hit[1]
+
+
 def kv_element_bytes(kv_type: str, runtime: Runtime, table: GgmlTypeTable, ne0: int) -> float:
     """Bytes per KV row element: ggml_row_size for llama.cpp; mlx QuantizedKVCache bits + 32/group."""
-    if runtime.family == "llama.cpp":
-        types = {t.name.lower(): t for t in table.types}
-        tt = types[kv_type.lower()]
+    if not isinstance(runtime, MlxRuntime):
+        tt = _types_lower(table)[kv_type.lower()]
         if ne0 % tt.block_size:
             raise InputError(f"--kv-type {kv_type}: row of {ne0} values is not a multiple of its block {tt.block_size}")
         return tt.bytes_per_block / tt.block_size
-    act = runtime.activation_bytes or 2
+    act = runtime.activation_bytes
     if kv_type in ("bf16", "f16", "fp16"):
         return act
     bits = {"kv8": 8, "kv4": 4, "kv6": 6, "kv3": 3, "kv2": 2}[kv_type]
-    return bits / 8 + 2 * act / (runtime.kv_group_size or 64)
+    return bits / 8 + 2 * act / runtime.kv_group_size
 
 
 def check_kv_type(kv_type: str, runtime: Runtime, model: ModelProfile) -> str:
@@ -172,23 +193,40 @@ def check_kv_type(kv_type: str, runtime: Runtime, model: ModelProfile) -> str:
          "q40": "kv4", "f16": "bf16", "fp16": "bf16"}.get(k, k) if runtime.family == "mlx-lm" else k
     if k not in runtime.kv_types:
         raise InputError(f"--kv-type {kv_type} is not offered by {runtime.id}; choose one of {', '.join(runtime.kv_types)}")
-    if runtime.family == "mlx-lm" and k != "bf16":
-        if _mlx_rotating(model, runtime):
-            raise InputError(f"--kv-type {kv_type}: mlx-lm cannot quantize the sliding-window (rotating) cache of "
-                             f"{model.id} (RotatingKVCache Quantization NYI); use bf16")
-    if runtime.family == "llama.cpp" and k not in ("f16", "bf16", "f32") and runtime.flash_attn is False:
+    if runtime.family == "mlx-lm" and k != "bf16" and _mlx_rotating(model, runtime):
+        raise InputError(f"--kv-type {kv_type}: mlx-lm cannot quantize the sliding-window (rotating) cache of "
+                         f"{model.id} (RotatingKVCache Quantization NYI); use bf16")
+    if isinstance(runtime, LlamaCppFamily) and k not in ("f16", "bf16", "f32") and not runtime.flash_attn:
         raise InputError(f"--kv-type {kv_type}: a quantized V cache needs flash attention in {runtime.id}; add --flash-attn")
     return k
 
 
 def _mlx_rotating(model: ModelProfile, runtime: Runtime) -> bool:
-    return model.config.model_type in runtime.swa_model_types and any(
+    return isinstance(runtime, MlxRuntime) and model.config.model_type in runtime.swa_model_types and any(
         c.kind == "sliding" for c in arch.cache_layers(model.config))
 
 
+_KV_MEMO: dict[tuple, tuple] = {}
+
+
 def kv_layout(model: ModelProfile, runtime: Runtime, kv_type: str, table: GgmlTypeTable) -> KVLayout:
+    """KV bytes per token of one (model, runtime, KV type): the same for every quant, so memoised on the identity
+    of the (frozen, loaded-once) profiles; the entry keeps them alive so an id is not reused."""
+    key = (id(model), id(runtime), kv_type, id(table))
+    hit = _KV_MEMO.get(key)
+    if hit is not None and hit[0] is model and hit[1] is runtime and hit[2] is table:
+        return hit[3]
+    out = _kv_layout(model, runtime, kv_type, table)
+    if len(_KV_MEMO) > 4096:
+        _KV_MEMO.clear()
+    _KV_MEMO[key] = (model, runtime, table, out)
+    return out
+
+
+def _kv_layout(model: ModelProfile, runtime: Runtime, kv_type: str, table: GgmlTypeTable) -> KVLayout:
     layers = arch.cache_layers(model.config)
-    full = swa = state = 0
+    full = swa = 0.0
+    state = 0
     window = None
     rotating = runtime.family == "llama.cpp" or _mlx_rotating(model, runtime)
     for c in layers:
@@ -223,10 +261,9 @@ class MemoryModel:
     n_ubatch: int
     kv_unified: bool
 
-    def _llama_cells(self, context: int, users: int) -> tuple[int, int, int]:
+    def _llama_cells(self, rt: LlamaCppFamily, context: int, users: int) -> tuple[int, int, int]:
         """(full cells, swa cells, per-stream n_kv) for llama-server -c context*users -np users."""
-        rt = self.runtime
-        pad = rt.ctx_pad or 256
+        pad = rt.ctx_pad
         n_ctx = pad_to(context * users, pad)  # llama-server -c is the total over slots
         if self.kv_unified:
             streams, per_stream = 1, n_ctx
@@ -261,8 +298,8 @@ class MemoryModel:
 
     def _parts(self, context: int, users: int, prompt_chunk: int | None) -> tuple[int, int, int, int, int, int]:
         m, rt, kv = self.model.config, self.runtime, self.kv
-        if rt.family == "llama.cpp":
-            full, swa, n_kv = self._llama_cells(context, users)
+        if isinstance(rt, LlamaCppFamily):
+            full, swa, n_kv = self._llama_cells(rt, context, users)
             kv_bytes = full * kv.bytes_per_token + swa * kv.swa_bytes_per_token
             ub = min(self.n_ubatch, n_kv)
             # compute buffer, fitted to llama.cpp's allocator (docs/model-facts.md §4.1)
@@ -273,30 +310,30 @@ class MemoryModel:
             out = int(rt.output_bytes_per_vocab * m.vocab_size * users)
             cells = full + swa
         else:
-            step = rt.kv_step or 256
+            step = rt.kv_step
             per_seq = pad_to(context, step)  # KVCache grows in 256-token steps
             S = min(prompt_chunk or rt.prefill_chunk, context)
             swa_cells = min(per_seq, (kv.window or 0) + S - 1) if kv.swa_bytes_per_token else 0
             kv_bytes = users * (per_seq * kv.bytes_per_token + swa_cells * kv.swa_bytes_per_token)
             cells = users * (per_seq + swa_cells)
-            cb = self._mlx_activations(S, context, users)
+            cb = self._mlx_activations(rt, S, context, users)
             out = 0
         return (int(kv_bytes), kv.state_bytes_per_seq * users, int(cb), out, int(rt.runtime_overhead_mib * MiB), cells)
 
-    def _mlx_activations(self, S: int, context: int, users: int) -> int:
+    def _mlx_activations(self, rt: MlxRuntime, S: int, context: int, users: int) -> int:
         """Peak transient activations of one prefill chunk (mlx_lm/generate.py generate_step, 2048-token chunks):
         residual + normed input (2·S·h) and gate/up/product (3·S·ffn_active), plus the S×L_kv score matrix
         per head when the fused SDPA kernel does not apply (head_dim not fused, MLA, quantized KV)."""
-        m, rt = self.model.config, self.runtime
-        act = rt.activation_bytes or 2
-        ffn = max(m.intermediate_size if not m.is_moe else 0,
+        m = self.model.config
+        act = rt.activation_bytes
+        ffn = max(m.dense_ffn if not m.is_moe or m.interleave_moe_layer_step else 0,
                   (m.num_experts_per_tok or 0) * m.expert_ffn + m.shared_ffn)
         per_chunk = S * (2 * m.hidden_size + 3 * ffn) * act
         unfused = m.head_dim not in rt.fused_sdpa_head_dims or m.is_mla or self.kv.kv_type != "bf16"
         if unfused:
             per_chunk += m.num_attention_heads * S * context * act
         logits = m.vocab_size * 4  # last position only
-        concurrent_prefills = min(users, rt.prefill_batch_size or 1)
+        concurrent_prefills = min(users, rt.prefill_batch_size)
         return concurrent_prefills * per_chunk + logits
 
 
@@ -304,11 +341,12 @@ def memory_model(model: ModelProfile, runtime: Runtime, quant: QuantFormat, tabl
                  kv_type: str | None = None, flash_attn: bool | None = None, n_ubatch: int | None = None,
                  kv_unified: bool | None = None) -> MemoryModel:
     kv_type = check_kv_type(kv_type or runtime.default_kv_type, runtime, model)
-    fa = runtime.flash_attn if flash_attn is None else flash_attn
-    if runtime.family == "llama.cpp" and kv_type not in ("f16", "bf16", "f32") and not fa:
+    llama = runtime if isinstance(runtime, LlamaCppFamily) else None  # flash attention and kv_unified are llama.cpp's
+    fa = (llama is not None and llama.flash_attn) if flash_attn is None else flash_attn
+    if llama and kv_type not in ("f16", "bf16", "f32") and not fa:
         raise InputError(f"--kv-type {kv_type}: a quantized V cache requires flash attention (drop --no-flash-attn)")
     return MemoryModel(
         model=model, runtime=runtime, quant_id=quant.id, weights=weights(model, quant, runtime, table),
         kv=kv_layout(model, runtime, kv_type, table), flash_attn=bool(fa),
-        n_ubatch=n_ubatch or runtime.n_ubatch or 512,
-        kv_unified=runtime.kv_unified if kv_unified is None else kv_unified)
+        n_ubatch=n_ubatch or runtime.prefill_chunk,
+        kv_unified=(llama is not None and llama.kv_unified) if kv_unified is None else kv_unified)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from . import architecture as arch
 from . import capacity, profiles
+from ._model import Frozen
 from .errors import InputError
 from .memory import MemoryModel, check_kv_type, kv_layout, memory_model
 from .recipes import Recipe, recipe
@@ -26,7 +27,7 @@ USER_COUNTS = [1, 2, 4, 8, 16]
 class PlanRequest(BaseModel):
     """Everything a plan needs; field descriptions double as --help text and form tooltips."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    model_config = Frozen
     model: str = Field(description="Catalog id, alias, HF repo id or Ollama tag (e.g. llama-3.3-70b)")
     ram_gb: float | None = Field(None, description="Unified memory of the Mac [GB]; default: the chip's largest")
     chip: str | None = Field(None, description="Apple chip, e.g. 'M3 Max' (needed for speed answers)")
@@ -53,14 +54,14 @@ class PlanRequest(BaseModel):
 
 
 class KVRow(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
+    model_config = Frozen
     runtime: str
     layout: KVLayout
     per_sequence_bytes: dict[int, int] = Field(description="KV + state bytes for one sequence, by context")
 
 
-class Option(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
+class FitOption(BaseModel):
+    model_config = Frozen
     runtime: str
     quant: str
     kv_type: str
@@ -76,7 +77,7 @@ class Option(BaseModel):
 
 
 class ModelSummary(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
+    model_config = Frozen
     id: str
     name: str
     params: int
@@ -87,14 +88,14 @@ class ModelSummary(BaseModel):
 
 
 class MacSummary(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
+    model_config = Frozen
     ram_gb: float
     chip: Chip | None = None
     note: str = ""
 
 
 class Plan(BaseModel):
-    model_config = ConfigDict(frozen=True, defer_build=True)
+    model_config = Frozen
     request: PlanRequest
     model: ModelSummary
     mac: MacSummary
@@ -102,7 +103,7 @@ class Plan(BaseModel):
     contexts: list[int]
     user_counts: list[int]
     kv: list[KVRow]
-    options: list[Option]
+    options: list[FitOption]
     notes: list[str] = Field(default_factory=list)
 
 
@@ -118,7 +119,10 @@ def describe_architecture(m: ModelProfile) -> str:
         kind = "MHA" if c.num_key_value_heads == c.num_attention_heads else "GQA"
         parts.append(f"{kind} {c.num_attention_heads}/{c.num_key_value_heads} heads × {c.head_dim}")
     if "sliding" in kinds:
-        parts.append(f"{kinds.count('sliding')} of {len(kinds)} layers sliding-window ({c.sliding_window})")
+        if c.attention_chunk_size and "chunked_attention" in (c.layer_types or []):
+            parts.append(f"{kinds.count('sliding')} of {len(kinds)} layers chunked attention ({c.attention_chunk_size})")
+        else:
+            parts.append(f"{kinds.count('sliding')} of {len(kinds)} layers sliding-window ({c.sliding_window})")
     if c.is_moe:
         parts.append(f"MoE {c.num_experts_per_tok}/{c.n_experts} experts")
     return ", ".join(parts)
@@ -170,7 +174,7 @@ def _known(q: str, kind: str) -> bool:
 
 
 def build_option(mm: MemoryModel, req: PlanRequest, wired: WiredLimit, raised: WiredLimit, contexts: list[int],
-                 user_counts: list[int], max_ctx: int) -> Option:
+                 user_counts: list[int], max_ctx: int) -> FitOption:
     rt = mm.runtime
     ctx = min(req.context, max_ctx)
     est = mm.estimate(ctx, req.users)
@@ -180,7 +184,7 @@ def build_option(mm: MemoryModel, req: PlanRequest, wired: WiredLimit, raised: W
     notes = []
     if req.context > max_ctx:
         notes.append(f"context capped at the model's {max_ctx:,} tokens")
-    return Option(
+    return FitOption(
         runtime=rt.id, quant=mm.quant_id, kv_type=mm.kv.kv_type, weights=mm.weights, memory=est,
         fit=verdict,
         safe_users={c: capacity.safe_users(mm, c, budget) for c in contexts},
@@ -315,7 +319,7 @@ def _apply_exact(mm: MemoryModel, q, rt, resolved) -> tuple[MemoryModel, str | N
 
 
 # --------------------------------------------------------------------------- speed (planner/throughput.py)
-def with_speed(opt: Option, mm: MemoryModel, q, chip: Chip | None, req: PlanRequest, user_counts: list[int]) -> Option:
+def with_speed(opt: FitOption, mm: MemoryModel, q, chip: Chip | None, req: PlanRequest, user_counts: list[int]) -> FitOption:
     """Add prefill/TTFT at the workload's prompt and decode at 1..N users when the chip is known."""
     if chip is None:
         return opt
@@ -333,6 +337,8 @@ def with_speed(opt: Option, mm: MemoryModel, q, chip: Chip | None, req: PlanRequ
         prompt_tokens=P, gen_tokens=G, prefill_tok_s=one.prefill_tok_s, ttft_s=one.ttft_s,
         time_per_request_s=one.time_per_request_s,
         decode_tok_s_per_seq={u: e.decode_tok_s_per_seq for u, e in ests.items()},
+        decode_tok_s_range={u: e.decode_tok_s_range for u, e in ests.items()},
+        prefill_tok_s_range=one.prefill_tok_s_range,
         decode_tok_s_total={u: e.decode_tok_s for u, e in ests.items()},
         bound={u: e.bound for u, e in ests.items()}, knee_batch=one.knee_batch, calibration=res.source)
     return opt.model_copy(update={"speed": speed})

@@ -12,18 +12,21 @@ def predict_result(chip: str, gpu_cores: int | None, ram: float | None, model: s
                    prompt: int, gen: int, depth: int, batch: int, macos: str = "15",
                    flash_attn: bool | None = None, ubatch: int | None = None, kv_type: str | None = None) -> dict:
     """The contract's JSON object (a plain dict: ThroughputEstimate fields + memory fit)."""
-    c = profiles.resolve_chip(chip, gpu_cores)
+    c, chip_note = resolve_bin(chip, gpu_cores, ram)
     ram_gb = float(max(c.ram_options_gb)) if ram is None else ram
     if int(ram_gb) != ram_gb or int(ram_gb) not in c.ram_options_gb:
         raise InputError(f"--ram {ram_gb:g}: the {c.label} comes with {', '.join(map(str, c.ram_options_gb))} GB")
     rt = profiles.load_runtime(runtime)
     m = profiles.load_model(model)
-    q = _quant(quant, rt)
+    q, quant_note = _quant(quant, rt)
     if batch < 1 or min(prompt, gen, depth) < 0:
         raise InputError("--batch must be ≥ 1 and --prompt/--gen/--depth ≥ 0")
     mm = memory_model(m, rt, q, profiles.ggml_types(), kv_type=kv_type, flash_attn=flash_attn, n_ubatch=ubatch)
     est = tp.predict(mm, c, profiles.load_speed_constants(c, rt.id), q.kind, q.mode, prompt, gen, depth, batch,
                      reference_chips=profiles.all_chips())
+    lead = [n for n in (chip_note, quant_note) if n]
+    if lead:
+        est = est.model_copy(update={"notes": [*lead, *est.notes]})
     context = max(depth + prompt + gen, 1)
     mem = mm.estimate(context, batch)
     wired = capacity.wired_limit(ram_gb, profiles.load_macos(macos))
@@ -40,14 +43,68 @@ def predict_result(chip: str, gpu_cores: int | None, ram: float | None, model: s
     }
 
 
-def _quant(name: str, rt):
+def resolve_bin(name: str, gpu_cores: int | None, ram: float | None):
+    """-> (chip, note). A binned chip without --gpu-cores is only ambiguous when the answer depends on the bin:
+    --ram often names one bin (an M4 Max with 64 GB is the 40-core one); bins with the same bandwidth and FLOPS
+    give the same speed; otherwise the answer is for the smaller bin (the conservative one) and the note says so."""
     try:
-        return profiles.load_quant(name, rt.weight_format)
+        return profiles.resolve_chip(name, gpu_cores), None
+    except InputError:
+        if gpu_cores is not None:
+            raise
+    key = profiles.norm(name).removeprefix("apple-")
+    bins = sorted((c for c in profiles.all_chips() if profiles.norm(c.name) == key), key=lambda c: c.gpu_cores)
+    if ram is not None:
+        fit = [c for c in bins if float(ram) in map(float, c.ram_options_gb)]
+        if not fit:
+            sold = "; ".join(f"{c.gpu_cores}-core GPU: {', '.join(map(str, c.ram_options_gb))} GB" for c in bins)
+            raise InputError(f"--ram {ram:g}: the {bins[0].name} comes with {sold}")
+        bins = fit
+    first = bins[0]
+    if len(bins) == 1:
+        return first, None
+    same = {(c.memory_bandwidth_gb_s, c.gpu_fp16_tflops) for c in bins}
+    if len(same) == 1:
+        return first, None
+    others = ", ".join(f"{c.gpu_cores}-core ({c.memory_bandwidth_gb_s:g} GB/s)" for c in bins[1:])
+    sold = " with this memory" if ram is not None else ""
+    return first, (f"{first.name} without --gpu-cores: answered for the {first.gpu_cores}-core GPU "
+                   f"({first.memory_bandwidth_gb_s:g} GB/s), the slowest bin sold{sold}; also sold as "
+                   f"{others}: add --gpu-cores for that one")
+
+
+_GGUF_BY_BITS = {2: "Q2_K", 3: "Q3_K_M", 4: "Q4_K_M", 5: "Q5_K_M", 6: "Q6_K", 8: "Q8_0", 16: "F16"}
+
+
+def _quant(name: str, rt):
+    """-> (quant, note). A format of the other weight kind is answered with the same bit class in the runtime's own
+    format (Q4_K_M on mlx-lm -> 4bit), and the note says so: the speed and size depend on the bits, not the file."""
+    try:
+        return profiles.load_quant(name, rt.weight_format), None
     except UnknownProfileError as first:
         other = "mlx" if rt.weight_format == "gguf" else "gguf"
         try:
             q = profiles.load_quant(name, other)
         except UnknownProfileError:
             raise first from None
+    bits = _bits(q)
+    target = (_GGUF_BY_BITS.get(bits) if rt.weight_format == "gguf"
+              else ("bf16" if bits >= 16 else f"{bits}bit") if bits in (2, 3, 4, 5, 6, 8, 16) else None)
+    if target is None:
         raise InputError(f"--quant {name} is a {q.kind} format; {rt.id} loads {rt.weight_format} weights "
-                         f"(e.g. {'Q4_K_M' if rt.weight_format == 'gguf' else '4bit'})") from None
+                         f"(e.g. {'Q4_K_M' if rt.weight_format == 'gguf' else '4bit'})")
+    t = profiles.load_quant(target, rt.weight_format)
+    return t, (f"--quant {name} is a {q.kind} format and {rt.id} loads {rt.weight_format} weights: answered for "
+               f"{t.id}, the same {bits}-bit class")
+
+
+def _bits(q) -> int:
+    """Nominal bits of a format: MLX's own field; GGUF from the preset name (Q4_K_M -> 4, IQ2_XS -> 2, F16 -> 16)."""
+    if q.kind == "mlx":
+        return q.bits or 16
+    import re
+
+    m = re.search(r"(\d+)", q.id.replace("F16", "Q16").replace("F32", "Q16"))
+    if q.id.startswith("MXFP4"):
+        return 4
+    return int(m.group(1)) if m else 16

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from .errors import InputError, ProfileError, UnknownProfileError, render_validation_error
 from .schema import Chip, GgmlTypeTable, MacOS, MacProduct, ModelProfile, QuantFormat, Runtime
@@ -58,10 +58,16 @@ def _read_yaml(path: Path) -> dict:
     return data
 
 
-def load_file(path: Path, cls: type[T]) -> T:
+@functools.cache
+def _adapter(tp):
+    return TypeAdapter(tp)
+
+
+def load_file(path: Path, cls):
+    """Read and validate one profile; ``cls`` is a model class or a discriminated union such as ``Runtime``."""
     data = _read_yaml(path)
     try:
-        obj = cls.model_validate(data)
+        obj = cls.model_validate(data) if hasattr(cls, "model_validate") else _adapter(cls).validate_python(data)
     except ValidationError as e:
         raise ProfileError(render_validation_error(str(path), e)) from None
     if getattr(obj, "id", path.stem) != path.stem:
@@ -84,14 +90,15 @@ def _files(kind: str) -> dict[str, Path]:
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _index(kind: str) -> dict[str, Path]:
     return _files(kind)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load(kind: str, id_: str, cls_name: str):
-    cls = {c.__name__: c for c in (Chip, MacOS, MacProduct, ModelProfile, QuantFormat, Runtime, GgmlTypeTable)}[cls_name]
+    classes = {c.__name__: c for c in (Chip, MacOS, MacProduct, ModelProfile, QuantFormat, GgmlTypeTable)}
+    cls = Runtime if cls_name == "Runtime" else classes[cls_name]
     return load_file(_index(kind)[id_], cls)
 
 
@@ -113,7 +120,7 @@ def norm(s: str) -> str:
 
 
 # --------------------------------------------------------------------------- models
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _alias_map() -> dict[str, str]:
     m: dict[str, str] = {}
     for model in _all("models", ModelProfile):
@@ -161,6 +168,11 @@ def all_models() -> list[ModelProfile]:
 # --------------------------------------------------------------------------- hardware
 def all_chips() -> list[Chip]:
     return _all("chips", Chip)
+
+
+def builtin_chips() -> list[Chip]:
+    """The shipped chip profiles only: the speed fit must not depend on a user's custom chips."""
+    return [load_file(p, Chip) for p in sorted((builtin_dir() / "chips").glob("*.yaml"))]
 
 
 def chip_names() -> list[str]:
@@ -217,10 +229,10 @@ def load_runtime(name: str) -> Runtime:
 
 
 def all_runtimes() -> list[Runtime]:
-    return _all("runtimes", Runtime)
+    return [_load("runtimes", i, "Runtime") for i in sorted(_index("runtimes"))]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def ggml_types() -> GgmlTypeTable:
     return load_file(builtin_dir() / "quants" / "ggml-types.yaml", GgmlTypeTable)
 
@@ -260,7 +272,7 @@ def ram_gb_valid(ram_gb: float) -> None:
 
 
 # --------------------------------------------------------------------------- speed calibration
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _calibration_files(root: Path | None) -> dict[str, Path]:
     folder = root / "calibration" if root is not None else None
     return {p.stem: p for p in sorted(folder.glob("*.yaml"))} if folder is not None and folder.is_dir() else {}
@@ -281,37 +293,53 @@ def load_speed_constants(chip: Chip, runtime: str, include_user: bool = True):
                             env("MAC_LLM_PLANNER_PROFILES"), env("MAC_LLM_PLANNER_USER_PROFILES"))
 
 
-@functools.lru_cache(maxsize=None)
+def _generation_scope(builtin: dict[str, Path], r: str, generation: str, notes: list[str]) -> str:
+    """``gen-M4``, or the newest earlier generation with a file for runtime ``r`` (noted)."""
+    gens = sorted({p.split("__")[0] for p in builtin if p.endswith(f"__{r}") and p.startswith("gen-")})
+    gen_scope = f"gen-{generation}"
+    older = [g for g in gens if g < gen_scope]
+    if gen_scope not in gens and older:
+        notes.append(f"{r} prefill derived from generation {older[-1][4:]} (no {generation} data)")
+        return older[-1]
+    return gen_scope
+
+
+def _calibration_profile(p: Path, scope: str, r: str, origin: str, notes: list[str]):
+    """The calibration file at ``p`` if it is what its name says; a broken user file is noted and skipped."""
+    from .schema import CalibrationProfile
+
+    try:
+        prof = load_file(p, CalibrationProfile)
+        if (prof.scope, prof.runtime) != (scope, r):
+            raise ProfileError(f"{p}: calibration of {prof.scope} / {prof.runtime}, not of this file's "
+                               f"{scope} / {r}; re-run `plan calibrate` or delete the file")
+    except ProfileError as e:
+        if origin != "user":
+            raise
+        notes.append(f"user calibration ignored ({e}); shipped constants used")
+        return None
+    return prof
+
+
+@functools.cache
 def _speed_constants(chip_id: str, generation: str, tier: str, matrix_units: bool, runtime: str, include_user: bool,
                      _builtin_env: str | None, _user_env: str | None):
-    from .schema import CalibrationProfile, ResolvedSpeedConstants
+    from .schema import ResolvedSpeedConstants
 
     rt = load_runtime(runtime).id
     builtin, user = _calibration_files(builtin_dir()), _calibration_files(user_dir() if include_user else None)
     chain = ["llama.cpp", "ollama"] if rt == "ollama" else [rt]
-    merged, scopes, parts, notes = None, [], [], []
+    merged = None
+    scopes: list[str] = []
+    parts: list[str] = []
+    notes: list[str] = []
     for r in chain:
-        gens = sorted({p.split("__")[0] for p in builtin if p.endswith(f"__{r}") and p.startswith("gen-")})
-        gen_scope = f"gen-{generation}"
-        if gen_scope not in gens:
-            older = [g for g in gens if g < gen_scope]
-            if older:
-                notes.append(f"{r} prefill derived from generation {older[-1][4:]} (no {generation} data)")
-                gen_scope = older[-1]
+        gen_scope = _generation_scope(builtin, r, generation, notes)
         for scope in ("default", gen_scope, f"tier-{tier}", chip_id):
             for files, origin in ((builtin, "shipped"), (user, "user")):
                 p = files.get(f"{scope}__{r}")
-                if p is None:
-                    continue
-                try:
-                    prof = load_file(p, CalibrationProfile)
-                    if (prof.scope, prof.runtime) != (scope, r):
-                        raise ProfileError(f"{p}: calibration of {prof.scope} / {prof.runtime}, not of this file's "
-                                           f"{scope} / {r}; re-run `plan calibrate` or delete the file")
-                except ProfileError as e:
-                    if origin != "user":
-                        raise
-                    notes.append(f"user calibration ignored ({e}); shipped constants used")
+                prof = None if p is None else _calibration_profile(p, scope, r, origin, notes)
+                if prof is None:
                     continue
                 merged = prof.constants if merged is None else merged.merged(prof.constants)
                 scopes.append(prof.id)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from ._model import Frozen
 from .memory import MemoryModel
 from .results import Fit
-from .schema import ModelProfile, QuantFormat
+from .schema import LlamaCppFamily, ModelProfile, QuantFormat
 from .units import pad_to
-
-Frozen = ConfigDict(frozen=True, extra="forbid")
 
 
 def _mlx_repo(model: ModelProfile, q: QuantFormat) -> str:
@@ -32,8 +31,8 @@ class Recipe(BaseModel):
 def recipe(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) -> Recipe:
     rt, model = mm.runtime, mm.model
     notes: list[str] = []
-    if rt.family == "llama.cpp":
-        ctx_total = pad_to(context * slots, rt.ctx_pad or 256)
+    if isinstance(rt, LlamaCppFamily):
+        ctx_total = pad_to(context * slots, rt.ctx_pad)
         kv = mm.kv.kv_type
         name = (model.hf_repo or model.id).split("/")[-1]
         cmd = (f"llama-server -m {name}-{q.id}.gguf -c {ctx_total} -np {slots} -fa on -ctk {kv} -ctv {kv} "
@@ -47,10 +46,10 @@ def recipe(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) 
     kv_bits = {"kv8": 8, "kv4": 4}.get(mm.kv.kv_type)
     server = f"mlx_lm.server --model {repo} --prefill-step-size {rt.prefill_chunk}"
     if kv_bits:
-        server += f" --kv-bits {kv_bits} --kv-group-size {rt.kv_group_size or 64}"
+        server += f" --kv-bits {kv_bits} --kv-group-size {rt.kv_group_size}"
         notes.append("mlx_lm.server --kv-bits disables batching: requests are served one at a time")
     else:
-        server += f" --decode-concurrency {slots} --prompt-concurrency {min(slots, rt.prefill_batch_size or 8)}"
+        server += f" --decode-concurrency {slots} --prompt-concurrency {min(slots, rt.prefill_batch_size)}"
     notes.append(f"mlx_lm.server has no --max-kv-size (ml-explore/mlx-lm#615): keep prompts + --max-tokens "
                  f"under {context:,} per request")
     gen = f"mlx_lm.generate --model {repo} --max-kv-size {context}"

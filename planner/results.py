@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
+from pydantic import BaseModel, Field, computed_field, model_validator
 
-Frozen = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+from ._model import Frozen
 
 
 class _RoundTrip(BaseModel):
@@ -56,7 +56,7 @@ class MemoryEstimate(_RoundTrip):
     users: int
     kv_cells: int = Field(description="KV cells allocated (llama.cpp) or held (mlx-lm), all sequences [tokens]")
 
-    @computed_field
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def total(self) -> int:
         return (self.weights + self.kv_cache + self.recurrent_state + self.compute_buffer + self.output_buffer
@@ -77,7 +77,7 @@ class WiredLimit(_RoundTrip):
     rule: str
     user_set: bool = False
 
-    @computed_field
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def sysctl_max_mb(self) -> int:
         return self.max_raise_bytes // (1024 * 1024)
@@ -104,6 +104,10 @@ class ThroughputEstimate(BaseModel):
     ttft_s: float = Field(description="Time to first token: prefill of the prompts plus one decode step [s]")
     decode_tok_s: float = Field(description="Generated tokens per second, all sequences together [tok/s]")
     decode_tok_s_per_seq: float = Field(description="Generated tokens per second seen by one sequence [tok/s]")
+    decode_tok_s_range: tuple[float, float] = Field(
+        description="80 % likely range (low, high) of the per-sequence decode rate, from out-of-source residuals [tok/s]")
+    prefill_tok_s_range: tuple[float, float] = Field(
+        description="80 % likely range (low, high) of the prefill rate, from out-of-source residuals [tok/s]")
     time_per_request_s: float = Field(description="TTFT + generation of G tokens [s]")
     bound: Bound = Field(description="What limits decode at this batch: memory bandwidth or compute")
     prefill_bound: Bound = "compute"
@@ -131,7 +135,63 @@ class SpeedSummary(BaseModel):
     ttft_s: float = Field(description="Time to first token for one prompt [s]")
     time_per_request_s: float = Field(description="TTFT + generation, one user [s]")
     decode_tok_s_per_seq: dict[int, float] = Field(description="Decode speed seen by each user, by concurrent users")
+    decode_tok_s_range: dict[int, tuple[float, float]] = Field(
+        default_factory=dict, description="80 % likely range of the decode speed seen by each user [tok/s]")
+    prefill_tok_s_range: tuple[float, float] | None = Field(None, description="80 % likely range of prefill [tok/s]")
     decode_tok_s_total: dict[int, float] = Field(description="Decode speed of all users together, by concurrent users")
     bound: dict[int, Bound] = Field(description="Decode bound by concurrent users")
     knee_batch: int | None = None
     calibration: str = ""
+
+
+# --------------------------------------------------------------------------- plan models
+class ModelRow(BaseModel):
+    """One catalog model on one Mac: the best way to run it and what it gives (plan models)."""
+
+    model_config = Frozen
+    rank: int = Field(description="1 = best; embedding models are ranked among themselves")
+    model: str
+    name: str
+    family: str | None = None
+    tasks: list[str]
+    params_b: float = Field(description="Published total parameters [billions]")
+    runtime: str
+    quant: str
+    quant_quality: str = Field(description="Quality cost tier of the quant (advice.quality_of)")
+    kv_type: str
+    verdict: Verdict
+    memory_bytes: int = Field(description="Weights + KV + buffers at the asked context and users [bytes]")
+    memory_left_bytes: int = Field(description="GPU wired limit minus memory (negative: over the default) [bytes]")
+    context: int = Field(description="Context per user the row was sized for [tokens]")
+    max_context: int = Field(description="Longest context per user that fits at the asked users [tokens]")
+    max_users: int = Field(description="Most concurrent users that fit at the asked context")
+    decode_tok_s: float | None = Field(None, description="Decode speed per user [tok/s]; None without a chip")
+    decode_range: tuple[float, float] | None = Field(None, description="Likely decode range [tok/s]")
+    prefill_tok_s: float | None = Field(None, description="Prefill speed of one prompt [tok/s]")
+    prefill_range: tuple[float, float] | None = Field(None, description="Likely prefill range [tok/s]")
+    score: float | None = Field(None, description="Published benchmark score [%]; None: unscored")
+    benchmark: str | None = None
+    score_source: str | None = None
+    meets: bool = Field(description="Fits at the asked context/users and meets --min-tok-s")
+    misses: list[str] = Field(default_factory=list, description="Why the row does not meet the filters")
+
+
+class ModelsResult(BaseModel):
+    """Catalog models that run on one Mac, best first (plan models)."""
+
+    model_config = Frozen
+    ram_gb: float
+    chip: str | None = Field(None, description="Chip label; None: memory-only ranking")
+    gpu_limit_bytes: int
+    context: int
+    users: int
+    min_tok_s: float | None = None
+    prompt_tokens: int
+    quality_basis: str = Field(description="What the quality figure is")
+    rows: list[ModelRow] = Field(description="Generative models, best first")
+    embedding_rows: list[ModelRow] = Field(default_factory=list, description="Embedding models, ranked by their own benchmark")
+    best_effort: bool = Field(False, description="Nothing met the filters: the closest rows are shown")
+    binding: list[str] = Field(default_factory=list, description="Which filter binds and by how much")
+    excluded: dict[str, int] = Field(default_factory=dict, description="Catalog models left out, by reason")
+    evaluated: int = Field(0, description="model × runtime × quant × KV configurations evaluated")
+    notes: list[str] = Field(default_factory=list)

@@ -6,11 +6,11 @@ Model fields use Hugging Face ``config.json`` key names verbatim (mlx-lm ``Model
 from __future__ import annotations
 
 from datetime import date
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
 
-Strict = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+from ._model import Frozen
 
 # Upper bounds on user-editable sizes: ~100x the largest real value, so a hostile or mistyped profile
 # (num_hidden_layers: 1e12, params_b: 1e400 = inf) is a ProfileError instead of a hang or a nonsense plan.
@@ -22,7 +22,7 @@ PosInt = Annotated[int, Field(gt=0, le=MAX_DIM)]
 
 
 class _Profile(BaseModel):
-    model_config = Strict
+    model_config = Frozen
     sources: list[str] = Field(min_length=1, description="URLs the numbers come from")
     verified: date = Field(description="Date the numbers were last checked")
 
@@ -52,6 +52,10 @@ class Chip(_Profile):
 
 
 class MacProduct(_Profile):
+    """One Mac configuration Apple sold (product × chip bin × RAM), generated from calibration/data/mac_configs.csv
+    by scripts/gen_mac_configs.py. ``price_basis`` says where the price comes from; ``estimated`` prices follow
+    the rule documented in that script (anchor price + RAM step + GPU-bin step)."""
+
     id: str
     product: str
     form_factor: Literal["desktop", "laptop"]
@@ -60,16 +64,15 @@ class MacProduct(_Profile):
     cpu_cores: int | None = None
     ram_gb: int = Field(gt=0, le=MAX_RAM_GB)
     storage_gb: int | None = None
-    price_usd: float = Field(gt=0)
-    price_confidence: Literal["high", "medium", "low"]
-    price_note: str = ""
-    config_type: str = ""
-    ram_max_gb_for_product: int | None = None
+    price_usd: float = Field(gt=0, description="US launch price of this configuration [USD]")
+    price_confidence: Literal["high", "medium", "low", "estimated"]
+    price_basis: str = Field("", description="list | base+upgrades | estimate | estimated: <anchor and steps>")
+    discontinued: bool = False
     notes: str = ""
 
 
 class WiredRule(BaseModel):
-    model_config = Strict
+    model_config = Frozen
     max_ram_gb: float | None = Field(None, description="Rule applies to RAM up to this size [GB]; None = any")
     fraction: float = Field(gt=0, le=1)
     evidence: str = ""
@@ -86,7 +89,7 @@ class MacOS(_Profile):
 
 # --------------------------------------------------------------------------- quantization
 class GgmlType(BaseModel):
-    model_config = Strict
+    model_config = Frozen
     name: str
     block_size: int = Field(gt=0)
     bytes_per_block: int = Field(gt=0)
@@ -101,7 +104,7 @@ class GgmlTypeTable(_Profile):
 class PresetRule(BaseModel):
     """One branch of llama.cpp ``llama_tensor_get_type_impl`` (src/llama-quant.cpp)."""
 
-    model_config = Strict
+    model_config = Frozen
     tensor: str = Field(description="Substring of the llama.cpp tensor name, e.g. 'attn_v', 'ffn_down', 'output'")
     type: str
     when: list[str] = Field(default_factory=list, description="Conditions, all must hold")
@@ -109,7 +112,7 @@ class PresetRule(BaseModel):
 
 
 class Quality(BaseModel):
-    model_config = Strict
+    model_config = Frozen
     ppl_delta_pct: float | None = Field(None, description="Perplexity increase vs 16-bit [%], approximate")
     kld: float | None = Field(None, description="Mean KL divergence vs 16-bit, approximate")
     mmlu_pro_delta: float | None = Field(None, description="MMLU-Pro points vs bf16 (mlx-lm BENCHMARKS.md)")
@@ -144,53 +147,22 @@ class QuantFormat(_Profile):
 
 
 # --------------------------------------------------------------------------- runtimes
-class Runtime(_Profile):
+class _RuntimeBase(_Profile):
+    """Fields every runtime has. ``family`` names the engine whose memory and speed rules apply."""
+
+    family: ClassVar[Literal["llama.cpp", "mlx-lm"]]
     id: str
     name: str
-    family: Literal["llama.cpp", "mlx-lm"]
     weight_format: Literal["gguf", "mlx"]
     version_note: str = ""
     kv_types: list[str] = Field(min_length=1, description="KV cache element types this runtime offers")
     default_kv_type: str
     advised_kv_types: list[str] = Field(min_length=1, description="KV types that recommend/buy/plan tables search, "
                                         "best quality first (a subset of kv_types)")
-    # llama.cpp
-    n_ubatch: int | None = Field(None, gt=0, description="llama.cpp physical batch (-ub)")
-    n_batch: int | None = Field(None, gt=0)
-    flash_attn: bool | None = None
-    kv_unified: bool | None = None
-    swa_full: bool | None = None
-    ctx_pad: int | None = Field(None, gt=0, description="n_ctx is padded up to this multiple")
-    default_parallel: int | None = Field(None, gt=0)
-    default_context: int | None = Field(None, gt=0)
-    fit_margin_mib: float | None = Field(None, ge=0, description="--fit-target margin [MiB]")
-    compute_vocab_bytes: float | None = Field(None, ge=0, description="compute buffer per ubatch token per vocab entry [B]")
-    compute_embd_factor: float | None = Field(None, ge=0, description="compute buffer per ubatch token per n_embd [B]")
-    compute_noflash_embd_factor: float | None = Field(None, ge=0)
-    output_bytes_per_vocab: float | None = Field(None, ge=0, description="host logits buffer per seq per vocab entry [B]")
-    # mlx-lm
-    prefill_step_size: int | None = Field(None, gt=0)
-    kv_step: int | None = Field(None, gt=0, description="KVCache growth step [tokens]")
-    kv_group_size: int | None = Field(None, gt=0)
-    quantized_kv_start: int | None = Field(None, ge=0)
-    activation_bytes: int | None = Field(None, gt=0)
-    fused_sdpa_head_dims: list[int] = Field(default_factory=list)
-    warn_fraction: float | None = Field(None, gt=0, le=1, description="mlx-lm warns above this × working set")
-    router_bits: int | None = None
-    decode_concurrency: int | None = None
-    prefill_batch_size: int | None = Field(None, gt=0)
-    swa_model_types: list[str] = Field(default_factory=list, description="model_types with sliding-window caches")
-    # both
     runtime_overhead_mib: float = Field(ge=0, description="Metal/runtime fixed overhead [MiB]")
     headroom_mib: float = Field(ge=0, description="Margin below the wired limit for a 'comfortable' verdict [MiB]")
-
-    @property
-    def prefill_chunk(self) -> int:
-        """Prompt tokens per prefill step: llama.cpp's physical batch -ub (common/common.h n_ubatch = 512) or
-        mlx-lm's prefill_step_size (mlx_lm/generate.py, 2048). The one place this default lives."""
-        if self.family == "llama.cpp":
-            return self.n_ubatch or 512
-        return self.prefill_step_size or 2048
+    prefix_cache: bool = Field(False, description="The server keeps the previous request's KV and prefills only "
+                               "the part of a new prompt after the common prefix")
 
     @model_validator(mode="after")
     def _advised_subset(self):
@@ -200,6 +172,70 @@ class Runtime(_Profile):
         return self
 
 
+class LlamaCppFamily(_RuntimeBase):
+    """llama.cpp settings (common/common.h ``common_params``), shared by llama.cpp itself and its wrappers."""
+
+    family: ClassVar[Literal["llama.cpp"]] = "llama.cpp"
+    weight_format: Literal["gguf"]
+    n_ubatch: int = Field(gt=0, description="llama.cpp physical batch -ub [tokens]")
+    n_batch: int = Field(gt=0, description="llama.cpp logical batch -b [tokens]")
+    flash_attn: bool = Field(description="flash attention on by default (-fa)")
+    kv_unified: bool = Field(description="one KV stream shared by all slots (--kv-unified)")
+    swa_full: bool = Field(description="full-size sliding-window cache (--swa-full)")
+    ctx_pad: int = Field(gt=0, description="n_ctx is padded up to this multiple [tokens]")
+    default_parallel: int = Field(gt=0, description="slots (-np) when the user does not say")
+    default_context: int = Field(gt=0, description="context (-c) when the user does not say [tokens]")
+    fit_margin_mib: float = Field(ge=0, description="--fit-target margin [MiB]")
+    compute_vocab_bytes: float = Field(ge=0, description="compute buffer per ubatch token per vocab entry [B]")
+    compute_embd_factor: float = Field(ge=0, description="compute buffer per ubatch token per n_embd [B]")
+    compute_noflash_embd_factor: float = Field(ge=0, description="same without flash attention [B]")
+    output_bytes_per_vocab: float = Field(ge=0, description="host logits buffer per seq per vocab entry [B]")
+
+    @property
+    def prefill_chunk(self) -> int:
+        """Prompt tokens per prefill step: the physical batch -ub. The one chunk rule for llama.cpp."""
+        return self.n_ubatch
+
+
+class LlamaCppRuntime(LlamaCppFamily):
+    kind: Literal["llama.cpp"]
+
+
+class WrapperRuntime(LlamaCppFamily):
+    """A product that runs llama.cpp underneath with its own defaults (Ollama: num_batch, OLLAMA_NUM_PARALLEL...)."""
+
+    kind: Literal["wrapper"]
+    wraps: Literal["llama.cpp"] = Field(description="engine underneath; its memory and speed rules apply")
+
+
+class MlxRuntime(_RuntimeBase):
+    """mlx-lm settings (mlx_lm/generate.py, mlx_lm/models/cache.py, mlx_lm/server.py)."""
+
+    family: ClassVar[Literal["mlx-lm"]] = "mlx-lm"
+    kind: Literal["mlx-lm"]
+    weight_format: Literal["mlx"]
+    prefill_step_size: int = Field(gt=0, description="prompt tokens per prefill step [tokens]")
+    kv_step: int = Field(gt=0, description="KVCache growth step [tokens]")
+    kv_group_size: int = Field(gt=0, description="--kv-group-size of the quantized KV cache")
+    quantized_kv_start: int = Field(ge=0, description="--quantized-kv-start [tokens]")
+    activation_bytes: int = Field(gt=0, description="bytes per activation / unquantized cache element [B]")
+    fused_sdpa_head_dims: list[int] = Field(description="head dims with a fused prefill SDPA kernel")
+    warn_fraction: float = Field(gt=0, le=1, description="mlx-lm warns above this x working set")
+    router_bits: int = Field(gt=0, le=16, description="bits of MoE router weights")
+    decode_concurrency: int = Field(gt=0, description="mlx_lm.server --decode-concurrency")
+    prefill_batch_size: int = Field(gt=0, description="concurrent prompt prefills (--prompt-concurrency)")
+    swa_model_types: list[str] = Field(description="model_types with sliding-window (rotating) caches")
+
+    @property
+    def prefill_chunk(self) -> int:
+        """Prompt tokens per prefill step: prefill_step_size. The one chunk rule for mlx-lm."""
+        return self.prefill_step_size
+
+
+Runtime = Annotated[LlamaCppRuntime | WrapperRuntime | MlxRuntime, Field(discriminator="kind")]
+"""A runtime profile (profiles/runtimes/*.yaml); ``kind`` picks the schema."""
+
+
 # --------------------------------------------------------------------------- models
 LayerType = Literal["full_attention", "sliding_attention", "linear_attention", "chunked_attention"]
 
@@ -207,7 +243,7 @@ LayerType = Literal["full_attention", "sliding_attention", "linear_attention", "
 class ModelConfig(BaseModel):
     """The text-model part of a HF ``config.json``, keys verbatim; defaults normalised as mlx-lm does."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+    model_config = Frozen
     model_type: str
     hidden_size: int = Field(gt=0, le=MAX_DIM)
     num_hidden_layers: int = Field(gt=0, le=MAX_LAYERS)
@@ -234,6 +270,10 @@ class ModelConfig(BaseModel):
     moe_layer_freq: int | None = Field(None, gt=0, le=MAX_DIM)
     decoder_sparse_step: int | None = Field(None, gt=0, le=MAX_DIM)
     mlp_only_layers: list[Annotated[int, Field(ge=0, le=MAX_LAYERS)]] | None = None
+    # Llama 4: every step-th layer is MoE, the others dense with their own FFN width (configuration_llama4.py)
+    interleave_moe_layer_step: int | None = Field(None, gt=0, le=MAX_LAYERS)
+    intermediate_size_mlp: int | None = Field(None, gt=0, le=MAX_DIM)
+    attention_chunk_size: int | None = Field(None, gt=0, le=MAX_CTX)
     # MLA
     kv_lora_rank: int | None = Field(None, gt=0, le=MAX_DIM)
     q_lora_rank: int | None = Field(None, gt=0, le=MAX_DIM)
@@ -266,6 +306,8 @@ class ModelConfig(BaseModel):
             object.__setattr__(self, "layer_types", lt)
         if self.layer_types and "sliding_attention" in self.layer_types and not self.sliding_window:
             raise ValueError("layer_types has sliding_attention layers but sliding_window is missing")
+        if self.layer_types and "chunked_attention" in self.layer_types and not self.attention_chunk_size:
+            raise ValueError("layer_types has chunked_attention layers but attention_chunk_size is missing")
         if self.n_experts and not self.num_experts_per_tok:
             raise ValueError("MoE config needs num_experts_per_tok")
         return self
@@ -293,8 +335,16 @@ class ModelConfig(BaseModel):
             return False
         if self.first_k_dense_replace is not None and i < self.first_k_dense_replace:
             return False
+        if self.interleave_moe_layer_step:
+            # transformers configuration_llama4.py: moe_layers = range(step - 1, n_layers, step)
+            return (i + 1) % self.interleave_moe_layer_step == 0
         step = self.decoder_sparse_step or self.moe_layer_freq or 1
         return (i + 1) % step == 0 if self.decoder_sparse_step else i % step == 0
+
+    @property
+    def dense_ffn(self) -> int:
+        """FFN width of the dense (non-MoE) layers: Llama 4 gives them intermediate_size_mlp."""
+        return self.intermediate_size_mlp or self.intermediate_size
 
     @property
     def expert_ffn(self) -> int:
@@ -315,7 +365,7 @@ Task = Literal["chat", "code", "reasoning", "vision", "embedding"]
 class ModelQuality(BaseModel):
     """One published benchmark score for ranking models against each other (plan models)."""
 
-    model_config = Strict
+    model_config = Frozen
     benchmark: str = Field(description="Benchmark name, e.g. MMLU-Pro (the same one across the catalog's chat models)")
     score: float = Field(ge=0, le=100, description="Published score [%]")
     source: str = Field(min_length=1, description="URL of the model card or paper that reports it")
@@ -325,7 +375,7 @@ class ModelProfile(_Profile):
     id: str
     name: str
     family: str | None = Field(None, description="Model family for filtering (llama, qwen, gemma, ...)")
-    tasks: list[Task] = Field(default_factory=lambda: ["chat"], description="What the model is for")
+    tasks: list[Task] = Field(default_factory=lambda: list[Task](["chat"]), description="What the model is for")
     quality: ModelQuality | None = Field(None, description="Published benchmark score; None when none is known")
     hf_repo: str | None = None
     aliases: list[str] = Field(default_factory=list)
@@ -339,7 +389,7 @@ class ModelProfile(_Profile):
 
 # --------------------------------------------------------------------------- workload
 class Workload(BaseModel):
-    model_config = Strict
+    model_config = Frozen
     context: int = Field(8192, gt=0, le=10_000_000, description="Context tokens per sequence (prompt + output)")
     users: int = Field(1, gt=0, le=4096, description="Concurrent sequences")
     prompt_tokens: int = Field(1024, ge=0, le=10_000_000, description="New prompt tokens per request")
@@ -355,7 +405,7 @@ QUANT_CLASSES = ("float", "legacy", "kquant", "iquant", "mxfp4", "affine", "fp4"
 
 
 class Provenance(BaseModel):
-    model_config = Strict
+    model_config = Frozen
     method: str = Field(description="How the numbers were obtained (fit, prior, user calibration)")
     fitted_on: date | None = Field(None, description="Date of the fit")
     rows: int = Field(0, ge=0, description="Measurements used by the fit that informs this scope")
@@ -367,13 +417,17 @@ class Provenance(BaseModel):
 class SpeedConstants(BaseModel):
     """Roofline efficiencies of one runtime on one chip class; None = inherit from a more generic scope."""
 
-    model_config = Strict
+    model_config = Frozen
     eta_bw: float | None = Field(None, gt=0, le=1, description="Achieved / peak memory bandwidth in decode [1]")
     eta_c: float | None = Field(None, gt=0, le=1, description="Achieved / peak FLOPS of prefill matmuls (float weights) [1]")
     eta_attn: float | None = Field(None, gt=0, le=1, description="Achieved / peak FLOPS of attention (flash) [1]")
     eta_c_decode: float | None = Field(None, gt=0, le=1, description="Batched-decode matrix-matrix efficiency (B > mv_max_batch) relative to the prefill eta_c × "
                                         "quant_prefill_factor of the same chip and weight class (same kernel_mul_mm, one tile) [1]")
     eta_mv: float | None = Field(None, gt=0, le=1, description="Achieved / peak FLOPS of small-batch matrix-vector kernels [1]")
+    eta_kv: float | None = Field(None, gt=0, le=1, description="Decode attention's KV stream efficiency relative to eta_bw "
+                                 "(flash-attention vector kernel / mlx sdpa_vector) [1]")
+    noflash_kv_factor: float | None = Field(None, ge=1, le=20, description="Decode KV-stream slowdown without flash attention "
+                                            "(separate KQ, softmax, KQV kernels) [1]")
     mv_max_batch: int | None = Field(None, ge=0, le=256, description="Largest batch served by matrix-vector kernels [tokens]")
     mm_tile: int | None = Field(None, ge=1, le=256, description="Batch tile of the matrix-matrix kernel (batches pad up to it) [tokens]")
     moe_bw_factor: float | None = Field(None, gt=0, le=1, description="Bandwidth efficiency of routed-expert reads relative to dense [1]")
@@ -382,6 +436,9 @@ class SpeedConstants(BaseModel):
     quant_prefill_factor: dict[str, float] | None = Field(
         None, description="Multiplier on eta_c by weight class (dequantization cost in matmuls) [1]")
     matrix_unit_factor: float | None = Field(None, ge=1, le=10, description="Compute speed-up from GPU matrix units (M5) [1]")
+    likely_range: dict[str, tuple[float, float]] | None = Field(
+        None, description="80 % range of measured / predicted rate by regime (decode, decode_deep, decode_batched, "
+                          "prefill, prefill_deep): the 10th and 90th percentile of out-of-source residuals [1]")
 
     def merged(self, other: SpeedConstants) -> SpeedConstants:
         """self overridden by the non-None fields of other (quant factors merge key by key)."""
@@ -389,18 +446,19 @@ class SpeedConstants(BaseModel):
         for k, v in other.model_dump().items():
             if v is None:
                 continue
-            if k == "quant_prefill_factor" and data.get(k):
+            if k in ("quant_prefill_factor", "likely_range") and data.get(k):
                 data[k] = {**data[k], **v}
             else:
                 data[k] = v
         return SpeedConstants(**data)
 
     def missing(self) -> list[str]:
-        return [k for k, v in self.model_dump().items() if v is None]
+        """Required fields still unset (the likely range is optional: without it a rate has no range)."""
+        return [k for k, v in self.model_dump().items() if v is None and k != "likely_range"]
 
 
 class CalibrationProfile(BaseModel):
-    model_config = Strict
+    model_config = Frozen
     id: str = Field(description="<scope>__<runtime>, equal to the file name")
     scope: str = Field(description="default | gen-<M1..M5> | tier-<base|pro|max|ultra> | <chip id>")
     runtime: Literal["llama.cpp", "mlx-lm", "ollama"]
@@ -411,7 +469,7 @@ class CalibrationProfile(BaseModel):
 class ResolvedSpeedConstants(BaseModel):
     """Constants with every field set, and a sentence saying where they came from."""
 
-    model_config = Strict
+    model_config = Frozen
     constants: SpeedConstants
     source: str
     scopes: list[str] = Field(description="Profiles merged, generic first")

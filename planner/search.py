@@ -9,18 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from . import profiles
+from ._model import Frozen
 from .errors import InputError, PlannerError
 from .memory import MemoryModel, check_kv_type, kv_layout, memory_model
 from .plan import DEFAULT_QUANTS
 from .schema import Chip, ModelProfile, QuantFormat, Runtime
-
-Frozen = ConfigDict(frozen=True, extra="forbid")
 
 SLOT_CHOICES = [1, 2, 4, 8, 16, 32, 64]
 
@@ -34,6 +32,8 @@ class Speed(BaseModel):
     ttft_s: float
     decode_tok_s_per_user: float
     decode_tok_s: float = Field(description="aggregate over all users")
+    decode_range: tuple[float, float] = Field(description="80 % likely range of decode_tok_s_per_user (low, high)")
+    prefill_range: tuple[float, float] = Field(description="80 % likely range of prefill_tok_s (low, high)")
     time_per_request_s: float
     decode_bound: Literal["bandwidth", "compute"]
     prefill_share: float = Field(description="TTFT / time per request")
@@ -53,9 +53,10 @@ def _constants(chip_id: str, runtime_id: str):
     return profiles.load_speed_constants(profiles.resolve_chip(chip_id), runtime_id)
 
 
-def speed_model(mm: MemoryModel, chip: Chip, quant: QuantFormat):
+def speed_model(mm: MemoryModel, chip: Chip, quant: QuantFormat, geo=None):
     """The roofline for (chip, runtime, model, quant, kv); None when no speed can be predicted
-    (throughput not installed, or a chip without bandwidth)."""
+    (throughput not installed, or a chip without bandwidth). ``geo``: the model's throughput.geometry for this
+    memory model and quant, when the caller already has it (it walks every tensor; a sweep builds it once)."""
     if not speed_available() or chip.memory_bandwidth_gb_s is None:
         return None
     from . import throughput as tp
@@ -63,33 +64,46 @@ def speed_model(mm: MemoryModel, chip: Chip, quant: QuantFormat):
     rt = mm.runtime
     chunk = rt.prefill_chunk
     try:
-        geo = tp.geometry(mm, quant.kind, quant.mode)
+        geo = geo or tp.geometry(mm, quant.kind, quant.mode)
         return tp.roofline(geo, chip, _constants(chip.id, rt.id), rt.family, flash_attn=mm.flash_attn,
                            chunk=chunk, reference_chips=profiles.all_chips())
     except PlannerError:
         return None
 
 
-def speed_at(rf, prompt: int, gen: int, slots: int, users: int, staggered: bool) -> Speed:
+def queue(ttft, t_req, per_user, slots, users):
+    """``users`` users on ``slots`` parallel sequences: the one queueing rule (scalars or numpy arrays).
+
+    Users beyond the slots wait for a free one: ceil(users / slots) waves, on average half a request of waiting
+    per extra wave; each user gets slots/users of the decode time (time-shared). Returns (ttft, t_req, per_user)."""
+    b = min(slots, users) if isinstance(slots, int) else slots.clip(max=users)
+    waves = -(-users // b)                          # ceil: 3 users on 2 slots are 2 waves, not 1
+    wait = (waves - 1) * t_req / 2
+    return ttft + wait, t_req + wait, per_user * b / users
+
+
+def speed_at(rf, prompt: int, gen: int, slots: int, users: int, staggered: bool, cached: int = 0) -> Speed:
     """Speed of ``users`` users served by ``slots`` parallel sequences (slots ≤ users queue, time-shared).
 
     staggered: prompts arrive one at a time (interactive use), so TTFT is one prompt's prefill while the others
-    decode; otherwise (batch jobs) the prompts of a full batch are prefilled together."""
+    decode; otherwise (batch jobs) the prompts of a full batch are prefilled together.
+    cached: leading prompt tokens already in the server's prompt cache (a chat's history): only the rest is
+    prefilled, on top of them (llama.cpp tools/server/server-context.cpp: n_past = get_common_prefix(...) when
+    cache_prompt, default true in server-task.h; mlx_lm/server.py: prompt_cache.fetch_nearest_cache)."""
     from . import throughput as tp
 
     b = min(slots, users)
-    e = tp.estimate(rf, prompt, gen, 0, b)
-    ttft = tp.estimate(rf, prompt, 1, 0, 1).ttft_s if staggered else e.ttft_s
+    new = prompt - min(max(cached, 0), prompt)
+    e = tp.estimate(rf, new, gen, prompt - new, b, knee=False)
+    ttft = tp.estimate(rf, new, 1, prompt - new, 1, knee=False).ttft_s if staggered else e.ttft_s
     t_req = e.time_per_request_s - e.ttft_s + ttft
-    waves = math.ceil(users / b)
-    per_user = e.decode_tok_s_per_seq
-    if waves > 1:
-        # users beyond the slots wait for a free slot: on average half a request per extra wave
-        ttft += (waves - 1) * t_req / 2
-        per_user = per_user * b / users
-        t_req = t_req + (waves - 1) * t_req / 2
+    ttft, t_req, per_user = queue(ttft, t_req, e.decode_tok_s_per_seq, b, users)
+    # the range scales with the point estimate: queueing divides both ends by the same users / slots
+    lo, hi = e.decode_tok_s_range
+    scale = per_user / e.decode_tok_s_per_seq if e.decode_tok_s_per_seq else 0.0
     return Speed(prefill_tok_s=e.prefill_tok_s, ttft_s=ttft, decode_tok_s_per_user=per_user,
-                 decode_tok_s=e.decode_tok_s, time_per_request_s=t_req, decode_bound=e.bound,
+                 decode_tok_s=e.decode_tok_s, decode_range=(lo * scale, hi * scale),
+                 prefill_range=e.prefill_tok_s_range, time_per_request_s=t_req, decode_bound=e.bound,
                  prefill_share=min(1.0, ttft / t_req) if t_req > 0 else 0.0, calibration=e.calibration)
 
 

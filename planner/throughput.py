@@ -31,9 +31,8 @@ from dataclasses import dataclass
 from . import architecture as arch
 from .errors import InputError
 from .memory import MemoryModel
-from .schema import Chip, ModelConfig
-from .schema import ResolvedSpeedConstants, SpeedConstants
 from .results import ThroughputEstimate
+from .schema import Chip, ModelConfig, ResolvedSpeedConstants, SpeedConstants
 from .units import gb_s_to_bytes_s, tflops_to_flops
 
 MAX_KNEE_BATCH = 4096
@@ -58,12 +57,27 @@ class Geometry:
     attn_full: float          # Σ_full layers H·(d_qk + d_v): attention MACs per query per key [1]
     attn_swa: float           # same over sliding-window layers [1]
     quant_class: str = "float"
+    expert_matmul_params: float = 0.0  # routed-expert params per token (top_k × one expert), within matmul_params [1]
 
     def expert_union(self, tokens: int) -> float:
         """Expected fraction of routed experts touched by ``tokens`` tokens, uniform routing: 1 − (1 − k/E)^n."""
         if not self.n_experts:
             return 0.0
         return 1.0 - (1.0 - self.top_k / self.n_experts) ** max(tokens, 1)
+
+    def padded_expert_rows(self, tokens: float, tile: int) -> float:
+        """Token rows the expert matrix-matrix kernel computes for ``tokens`` tokens: each expert's rows are padded up
+        to the kernel tile, so few tokens per expert waste most of each tile. [rows, summed over experts]
+
+        llama.cpp kernel_mul_mm_id (ggml-metal.metal) groups the rows routed to each expert and runs 32-row tiles
+        per expert (ggml-metal-ops.cpp ggml_metal_op_mul_mat_id: threadgroups (ne21 + 31)/32 per expert);
+        mlx gather_qmm with sorted indices (mlx_lm/models/switch_layers.py SwitchGLU: sort when indices.size >= 64)
+        tiles each expert's rows the same way. With uniform routing an expert's count is ~Poisson(λ = T·k/E), so
+        rows = E · tile · E[ceil(n / tile)], E[ceil(n/t)] = Σ_{j≥0} P(n > j·t)."""
+        if not self.n_experts or tokens <= 0:
+            return 0.0
+        lam = tokens * self.top_k / self.n_experts
+        return self.n_experts * tile * expected_tiles(lam, tile)
 
     def weights_read(self, tokens: int) -> float:
         """Weight bytes read by one pass over ``tokens`` tokens (decode: tokens = batch). [bytes]"""
@@ -79,6 +93,23 @@ class Geometry:
         """Attention MACs per query token at ``context`` keys, all layers (×2 for FLOPs). [1]"""
         swa_ctx = min(context, self.window) if self.window else context
         return self.attn_full * context + self.attn_swa * swa_ctx
+
+
+def expected_tiles(lam: float, tile: int) -> float:
+    """E[ceil(n / tile)] for n ~ Poisson(lam): Σ_{j≥0} P(n > j·tile). Large lam: lam/tile + (tile − 1)/(2·tile)
+    (the remainder is uniform over the tile)."""
+    if lam > 400:
+        return lam / tile + (tile - 1) / (2 * tile)
+    n_max = int(lam + 12 * math.sqrt(lam) + tile + 1)
+    pmf = math.exp(-lam)
+    cdf, total = 0.0, 0.0
+    for n in range(n_max + 1):
+        if n > 0:
+            pmf *= lam / n
+        cdf += pmf
+        if n % tile == 0:   # P(n' > n) for n = j·tile
+            total += max(0.0, 1.0 - cdf)
+    return total
 
 
 def quant_class(quant_id: str, kind: str, mode: str | None = None) -> str:
@@ -127,7 +158,7 @@ def geometry(mm: MemoryModel, quant_kind: str = "gguf", quant_mode: str | None =
     # dense: everything but the embedding gather (one row); tied models read the embedding once as the head
     dense = sum(v for k, v in g.items() if k not in ("embedding", "experts")) + (embed if tied else 0)
     head = 0
-    matmul = 0
+    matmul = expert_mm = 0
     k = cfg.num_experts_per_tok or 1
     for t in arch.tensors(cfg):
         if t.group in ("embedding", "output"):
@@ -135,6 +166,7 @@ def geometry(mm: MemoryModel, quant_kind: str = "gguf", quant_mode: str | None =
                 head += t.ne0 * t.ne1
         elif t.group == "experts":
             matmul += t.ne0 * t.ne1 * min(k, t.n)
+            expert_mm += t.ne0 * t.ne1 * min(k, t.n)
         elif t.group != "norm":
             matmul += t.n_elements
     kv = mm.kv
@@ -147,7 +179,8 @@ def geometry(mm: MemoryModel, quant_kind: str = "gguf", quant_mode: str | None =
         n_experts=cfg.n_experts if cfg.is_moe else 0, top_k=k if cfg.is_moe else 0,
         matmul_params=float(matmul), head_params=float(head), kv_full=float(kv.bytes_per_token),
         kv_swa=float(kv.swa_bytes_per_token), window=kv_swa_window, state_bytes=float(kv.state_bytes_per_seq),
-        attn_full=full, attn_swa=swa, quant_class=quant_class(mm.quant_id, quant_kind, quant_mode))
+        attn_full=full, attn_swa=swa, quant_class=quant_class(mm.quant_id, quant_kind, quant_mode),
+        expert_matmul_params=float(expert_mm) if cfg.is_moe else 0.0)
 
 
 # --------------------------------------------------------------------------- chip peaks
@@ -210,18 +243,40 @@ class Roofline:
         sum. Larger batches run the matrix-matrix kernel, which overlaps with the reads and pads the batch up to
         its ``mm_tile`` (ggml-metal-ops.cpp ``ne11_mm_min = 8``; kernel_mul_mm 32-column tiles)."""
         k, g = self.k, self.geo
-        kv = batch * g.kv_read(context)
-        w_dense = g.dense_bytes
         w_exp = g.expert_bytes * g.expert_union(batch)
-        t_mem = (w_dense + kv + w_exp / k.moe_bw_factor) / (k.eta_bw * self.bw)
-        per_tok = self.step_flops(1, context)
+        t_mem = (g.dense_bytes + w_exp / k.moe_bw_factor) / (k.eta_bw * self.bw) + self.kv_time(batch, context)
         fixed = g.n_layers * k.t_layer_s
         if batch <= k.mv_max_batch:
-            t_cmp = (batch - 1) * per_tok / (k.eta_mv * self.flops)
+            t_cmp = (batch - 1) * self.step_flops(1, context) / (k.eta_mv * self.flops)
             return fixed + min(t_mem, t_cmp), t_mem, t_cmp
         padded = math.ceil(batch / k.mm_tile) * k.mm_tile
-        t_cmp = padded * per_tok / (self.eta_mm_decode() * self.flops)
+        t_cmp = self.mm_flops(padded, padded * g.top_k, context) / (self.eta_mm_decode() * self.flops)
         return fixed, t_mem, t_cmp
+
+    def kv_time(self, batch: int, context: float) -> float:
+        """Decode attention over the cache of ``batch`` sequences: max(KV stream, attention FLOPs). [s]
+
+        The attention kernel reads K and V at η_kv × the weight stream's efficiency (llama.cpp
+        kernel_flash_attn_ext_vec in ggml-metal.metal and mlx sdpa_vector in mlx/backend/metal/kernels/sdpa_vector.h
+        split the keys over simdgroups, then reduce across them with softmax bookkeeping per block), and it computes
+        2·Σ H·(d_qk + d_v) FLOPs per key at the attention efficiency η_attn: for many query heads per KV head
+        (absorbed MLA: 128 heads over one 576-wide latent, deepseek2.cpp / deepseek_v3.py) that compute, not the
+        read, sets the depth cost. Without flash attention (llama.cpp -fa off, Ollama's default) the step runs
+        separate KQ mul_mat, soft_max and KQV mul_mat over a transposed V cache (llama-graph.cpp build_attn_mha),
+        writing and re-reading the score matrix: noflash_kv_factor × slower."""
+        k, g = self.k, self.geo
+        t_read = batch * g.kv_read(context) / (k.eta_bw * k.eta_kv * self.bw)
+        t_flops = 2 * batch * g.attn_keys(context) / (k.eta_attn * self.flops)
+        slow = 1.0 if self.flash_attn or self.runtime_family == "mlx-lm" else k.noflash_kv_factor
+        return max(t_read, t_flops) * slow
+
+    def mm_flops(self, rows: float, expert_rows: float, context: float = 0.0) -> float:
+        """FLOPs of one matrix-matrix pass: ``rows`` (padded) token rows through the dense weights, lm_head and
+        attention, ``expert_rows`` (padded per expert, Geometry.padded_expert_rows) through one expert each."""
+        g = self.geo
+        dense = 2 * (g.matmul_params - g.expert_matmul_params + g.head_params) + 2 * g.attn_keys(context)
+        per_expert = g.expert_matmul_params / g.top_k if g.top_k else 0.0
+        return rows * dense + expert_rows * 2 * per_expert
 
     def eta_mm_decode(self) -> float:
         """Efficiency of the batched-decode matrix-matrix kernel: η_c_decode × the prefill η_c · q of this chip
@@ -272,8 +327,12 @@ class Roofline:
             n_chunks = math.ceil(tokens / self.chunk)           # llama.cpp: n_ubatch tokens per graph
         per_chunk_tokens = tokens / n_chunks
         q = (k.quant_prefill_factor or {}).get(g.quant_class, 1.0)
-        t_mm = 2 * g.matmul_params * tokens / (k.eta_c * q * self.flops)
         ct = int(math.ceil(per_chunk_tokens))
+        # routed experts: each chunk's rows per expert padded to the tile (Geometry.padded_expert_rows)
+        exp_rows = n_chunks * g.padded_expert_rows(per_chunk_tokens, k.mm_tile)
+        per_expert = g.expert_matmul_params / g.top_k if g.top_k else 0.0
+        flops = 2 * (g.matmul_params - g.expert_matmul_params) * tokens + 2 * per_expert * exp_rows
+        t_mm = flops / (k.eta_c * q * self.flops)
         t_rd = n_chunks * (g.dense_bytes + g.expert_bytes * g.expert_union(ct) / k.moe_bw_factor) / (k.eta_bw * self.bw)
         fa = 1.0 if self.flash_attn or self.runtime_family == "mlx-lm" else k.noflash_attn_factor
         attn = 2 * batch * _causal_keys(g, prompt, depth)
@@ -298,6 +357,32 @@ def _causal_keys(g: Geometry, prompt: int, depth: int) -> float:
     return g.attn_full * _keys_sum(prompt, depth, None) + g.attn_swa * _keys_sum(prompt, depth, g.window)
 
 
+# --------------------------------------------------------------------------- likely range
+DEEP_CONTEXT = 4096  # tokens: above it decode reads more KV than a short chat does (regime boundary of the ranges)
+
+
+def regime(phase: str, prompt: int, depth: int, batch: int, mv_max_batch: int = 8) -> str:
+    """Which residual distribution a rate falls in: decode | decode_deep | decode_batched | prefill | prefill_deep.
+    The ranges are fitted per (runtime, regime) by calibration.fit from out-of-source residuals."""
+    if phase == "decode":
+        if batch > mv_max_batch:
+            return "decode_batched"
+        return "decode_deep" if depth + prompt >= DEEP_CONTEXT else "decode"
+    return "prefill_deep" if depth + prompt >= 2 * DEEP_CONTEXT else "prefill"
+
+
+def likely_range(k: SpeedConstants, rate: float, phase: str, prompt: int, depth: int, batch: int,
+                 ceiling: float | None = None) -> tuple[float, float]:
+    """80 % range (low, high) of a predicted ``rate``: rate × the 10th / 90th percentile of measured / predicted
+    in this regime (falling back to the phase's own; no table = no spread). The high end is capped at
+    ``ceiling`` (decode: BW / bytes per step, which no measurement can beat)."""
+    table = k.likely_range or {}
+    r = regime(phase, prompt, depth, batch, k.mv_max_batch or 8)
+    lo, hi = table.get(r) or table.get(phase) or (1.0, 1.0)
+    high = rate * hi if ceiling is None else min(rate * hi, max(ceiling, rate))
+    return min(rate * lo, rate), max(high, rate)
+
+
 def roofline(geo: Geometry, chip: Chip, resolved: ResolvedSpeedConstants, runtime_family: str,
              flash_attn: bool = True, chunk: int = 512, reference_chips: list[Chip] | None = None) -> Roofline:
     k = resolved.constants
@@ -313,9 +398,10 @@ def roofline(geo: Geometry, chip: Chip, resolved: ResolvedSpeedConstants, runtim
 
 
 def estimate(rf: Roofline, prompt: int, gen: int, depth: int = 0, batch: int = 1, calibration: str | None = None,
-             notes: list[str] | None = None) -> ThroughputEstimate:
+             notes: list[str] | None = None, knee: bool = True) -> ThroughputEstimate:
     """Prefill of ``prompt`` tokens on ``depth`` cached, then ``gen`` decoded tokens, for ``batch`` sequences.
-    ``calibration`` defaults to the roofline's own source string (set by :func:`roofline`)."""
+    ``calibration`` defaults to the roofline's own source string (set by :func:`roofline`). ``knee=False`` skips
+    the knee scan (a few hundred step evaluations) for callers that do not report it (the buy sweep)."""
     if batch < 1 or prompt < 0 or gen < 0 or depth < 0:
         raise InputError("--batch must be ≥ 1 and --prompt/--gen/--depth ≥ 0")
     t_pf, pf_bound = rf.prefill_time(prompt, depth, batch)
@@ -326,8 +412,11 @@ def estimate(rf: Roofline, prompt: int, gen: int, depth: int = 0, batch: int = 1
     per_seq = g_eff / t_dec
     _, t_mem, t_cmp = rf.step_parts(batch, start)
     step_bytes = rf.step_bytes(batch, start)
+    pf = (prompt * batch / t_pf) if prompt else 0.0
     return ThroughputEstimate(
-        prefill_tok_s=(prompt * batch / t_pf) if prompt else 0.0,
+        prefill_tok_s=pf,
+        decode_tok_s_range=likely_range(rf.k, per_seq, "decode", prompt, depth, batch, rf.bw / step_bytes),
+        prefill_tok_s_range=likely_range(rf.k, pf, "prefill", prompt, depth, batch),
         ttft_s=t_pf + first_step,
         decode_tok_s=per_seq * batch,
         decode_tok_s_per_seq=per_seq,
@@ -337,7 +426,7 @@ def estimate(rf: Roofline, prompt: int, gen: int, depth: int = 0, batch: int = 1
         bytes_per_step=int(step_bytes),
         flops_per_token=rf.step_flops(1, start),
         decode_ceiling_tok_s=rf.bw / step_bytes,
-        knee_batch=rf.knee([start, start + (max(gen, 1) - 1) / 2, start + max(gen, 1) - 1]),
+        knee_batch=rf.knee([start, start + (max(gen, 1) - 1) / 2, start + max(gen, 1) - 1]) if knee else None,
         batch=batch, prompt_tokens=prompt, gen_tokens=gen, depth=depth,
         peak_flops=rf.flops, bandwidth_bytes_s=rf.bw,
         calibration=rf.calibration if calibration is None else calibration, notes=notes or [])

@@ -15,11 +15,6 @@ TFLOPS = 1e12
 QK_K = 256
 
 
-def gb_to_bytes(gb: float) -> int:
-    """Vendor "GB" in Apple RAM sizes means GiB (a "64 GB" Mac has 64 GiB). [bytes]"""
-    return int(round(gb * GiB))
-
-
 def gb_s_to_bytes_s(gb_s: float) -> float:
     """Vendor bandwidth GB/s (decimal) -> bytes/s."""
     return gb_s * GB

@@ -10,19 +10,18 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from . import profiles
+from ._model import Frozen
 from .errors import InputError, UnknownProfileError, render_validation_error
 from .schema import Workload
-
-Strict = ConfigDict(extra="forbid", frozen=True)
 
 
 class Length(BaseModel):
     """A token count: one value, a weighted distribution, or p50/p90."""
 
-    model_config = Strict
+    model_config = Frozen
     value: int | None = Field(None, ge=0, le=10_000_000)
     dist: list[tuple[int, float]] | None = Field(None, min_length=1, description="[[tokens, weight], ...]")
     p50: int | None = Field(None, ge=0, le=10_000_000)
@@ -48,6 +47,7 @@ class Length(BaseModel):
             tot = sum(w for _, w in self.dist)
             return sorted((int(v), w / tot) for v, w in self.dist)
         # p50/p90 only: a two-point stand-in, half at p50, half at p90 (mean slightly high; targets use p90)
+        assert self.p50 is not None and self.p90 is not None  # _one_form admits no fourth shape
         return [(self.p50, 0.5), (self.p90, 0.5)]
 
     @property
@@ -84,7 +84,7 @@ class Length(BaseModel):
 
 
 class Targets(BaseModel):
-    model_config = Strict
+    model_config = Frozen
     min_tok_s_per_user: float | None = Field(None, gt=0, description="Decode tokens/s each user must see")
     max_ttft_s: float | None = Field(None, gt=0, description="Longest acceptable time to first token [s]")
     max_request_s: float | None = Field(None, gt=0, description="Longest acceptable time per request/turn [s]")
@@ -97,7 +97,7 @@ class Targets(BaseModel):
 
 
 class WorkloadProfile(BaseModel):
-    model_config = Strict
+    model_config = Frozen
     id: str
     name: str
     description: str = ""
@@ -109,6 +109,8 @@ class WorkloadProfile(BaseModel):
     targets: Targets = Field(default_factory=Targets)
     objective: Literal["latency", "throughput"] = "latency"
     mixed: bool = Field(False, description="Mix of long-prompt and long-output requests (router candidate)")
+    cached_prefix_share: float = Field(0.0, ge=0, lt=1, description="Share of each prompt already in the server's "
+                                       "prompt cache (a chat's history); only the rest is prefilled")
     sources: list[str] = Field(default_factory=list)
 
     # ---- derived
@@ -132,14 +134,20 @@ class WorkloadProfile(BaseModel):
                         prompt_tokens=self.prompt_tokens.p90_tokens if prompt is None else prompt,
                         gen_tokens=math.ceil(self.gen_tokens.mean) if gen is None else gen)
 
+    def cached_tokens(self, prompt: int, runtime) -> int:
+        """Leading tokens of a ``prompt``-token request that a prefix-caching runtime does not prefill again."""
+        return int(prompt * self.cached_prefix_share) if runtime.prefix_cache else 0
+
     def summary(self) -> str:
         t = self.targets
         tg = [f"≥{t.min_tok_s_per_user:g} tok/s/user" if t.min_tok_s_per_user else "",
               f"TTFT ≤{t.max_ttft_s:g} s" if t.max_ttft_s else "",
               f"≤{t.max_request_s:g} s/request" if t.max_request_s else ""]
         tgt = ", ".join(x for x in tg if x) or "no latency targets"
+        cached = (f" ({self.cached_prefix_share:.0%} of each prompt already in the server's prompt cache)"
+                  if self.cached_prefix_share else "")
         return (f"{self.id}: {self.users} user{'s' if self.users > 1 else ''} × prompt {self.prompt_tokens.label()} "
-                f"+ output {self.gen_tokens.label()} tokens, context {self.context:,}; targets: {tgt}")
+                f"+ output {self.gen_tokens.label()} tokens{cached}, context {self.context:,}; targets: {tgt}")
 
 
 # --------------------------------------------------------------------------- loading

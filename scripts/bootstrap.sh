@@ -27,8 +27,8 @@ fi
 [ "$MODE" = core ] && exit 0
 
 if ! stamp_ok full; then
-  log "installing extras: app, hub, calibration, dev"
-  $PIP install -q -e '.[app,hub,calibration,dev]' >&2
+  log "installing extras: app, calibration, dev"
+  $PIP install -q -e '.[app,calibration,dev]' >&2
   stamp full
 fi
 

@@ -1,18 +1,13 @@
-"""Generate profiles/chips/*.yaml and profiles/macs/*.yaml from the shared reference CSVs.
+"""Generate profiles/chips/*.yaml from calibration/data/apple_skus.csv (one row per chip bin).
 
-Usage: python scripts/gen_hardware_profiles.py [--data-dir /work/shared/data] [--out-dir profiles]
+Usage: python scripts/gen_hardware_profiles.py [--data-dir calibration/data] [--out-dir profiles]
 
-Inputs (not in the repo; CI has no /work/shared, so the generated YAML is committed):
+Input (calibration/data, see its README; tests/test_profile_data.py checks the committed YAML is current):
   apple_skus.csv     one row per chip bin (CPU/GPU core combination)
-  mac_products.csv   one row per Mac configuration with its US launch price
 
 Output is deterministic: files are overwritten, keys are written in a fixed order, lists are sorted.
 Every judgement call about an odd CSV value is written into the `notes` field of the affected file.
-
-price_confidence mapping (mac_products.csv `price_confidence` text -> enum):
-  starts with "verified_in_source"                       -> high   (price seen in the cited source)
-  starts with "from_knowledge (Apple launch price..."    -> medium (Apple list price from memory, not re-verified)
-  contains "unverified" or starts with "derived"         -> low    (derived or remembered build-to-order price)
+The Mac configurations (profiles/macs) come from scripts/gen_mac_configs.py, which reads these chip profiles.
 """
 
 from __future__ import annotations
@@ -51,38 +46,6 @@ CHIP_KEYS = [
     "sources",
     "verified",
 ]
-MAC_KEYS = [
-    "id",
-    "product",
-    "form_factor",
-    "launch",
-    "chip",
-    "cpu_cores",
-    "ram_gb",
-    "storage_gb",
-    "price_usd",
-    "price_confidence",
-    "price_note",
-    "config_type",
-    "ram_max_gb_for_product",
-    "sources",
-    "notes",
-    "verified",
-]
-
-# mac_products.csv rows with empty core/RAM cells. Each fill is an assumption by analogy with the previous
-# generation's base config of the same product, keyed by (product, launch, chip) and recorded in notes.
-MAC_FILLS: dict[tuple[str, str, str], dict[str, int]] = {
-    # M5 chip has one known GPU bin (10-core) in apple_skus.csv; 16 GB is the M5's smallest RAM option.
-    ("MacBook Air 13", "2026-03", "M5"): {"gpu_cores": 10, "ram_GB": 16},
-    ("MacBook Air 15", "2026-03", "M5"): {"gpu_cores": 10, "ram_GB": 16},
-    # Every MacBook Pro 16 since 2021 ships the full Pro bin as base (M4 Pro 16": 14/20, 24 GB).
-    ("MacBook Pro 16", "2026-03", "M5 Pro"): {"cpu_cores": 18, "gpu_cores": 20, "ram_GB": 24},
-    # MacBook Pro 16 M4 Max base was the binned 14/32, 36 GB; assume the same for M5 Max (18/32, 36 GB).
-    ("MacBook Pro 16", "2026-03", "M5 Max"): {"gpu_cores": 32, "ram_GB": 36},
-}
-
-
 def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
@@ -205,105 +168,6 @@ def build_chips(rows: list[dict[str, str]]) -> dict[str, dict]:
     return chips
 
 
-def price_confidence(text: str) -> str:
-    t = text.lower()
-    if t.startswith("verified_in_source"):
-        return "high"
-    if "unverified" in t.replace("not re-verified", "") or t.startswith("derived"):
-        return "low"
-    if t.startswith("from_knowledge"):
-        return "medium"
-    sys.exit(f"mac_products.csv: unknown price_confidence '{text}'")
-
-
-def form_factor(product: str) -> str:
-    return "laptop" if product.startswith("MacBook") else "desktop"
-
-
-def build_macs(rows: list[dict[str, str]], chips: dict[str, dict]) -> dict[str, dict]:
-    by_name_gpu = {(c["name"], c["gpu_cores"]): c for c in chips.values()}
-    macs = []
-    for r in rows:
-        r = dict(r)
-        extra: list[str] = []
-        fill = MAC_FILLS.get((r["product"], r["launch"], r["chip"]), {})
-        for col, val in fill.items():
-            if r[col].strip():
-                sys.exit(
-                    f"MAC_FILLS overrides a non-empty cell {col}={r[col]!r} for {r['product']} {r['launch']}"
-                )
-            extra.append(f"{col} empty in CSV; assumed {val} (base config by analogy, unverified)")
-            r[col] = str(val)
-        for col in ("cpu_cores", "gpu_cores", "ram_GB", "storage_GB"):
-            if r[col] and not r[col].strip().isdigit():
-                extra.append(f"CSV {col} '{r[col]}' read as {as_int(r[col])}")
-        gpu = as_int(r["gpu_cores"])
-        chip = by_name_gpu.get((r["chip"], gpu))
-        if chip is None:
-            sys.exit(f"mac_products.csv: no chip {r['chip']} with {gpu} GPU cores")
-        cpu = as_int(r["cpu_cores"])
-        ram = as_int(r["ram_GB"])
-        storage = as_int(r["storage_GB"])
-        if storage is None:
-            extra.append("storage not given in CSV")
-        if cpu not in chip["cpu_cores"]:
-            extra.append(
-                f"CSV cpu_cores {cpu} not among apple_skus.csv bins {chip['cpu_cores']} for {chip['id']}"
-            )
-        if ram not in chip["ram_options_gb"]:
-            extra.append(
-                f"CSV ram {ram} GB not in apple_skus.csv ram options {chip['ram_options_gb']} for {chip['id']}"
-            )
-        bw_cell = r["memory_bandwidth_GBps"]
-        bw_nums = [float(x) for x in re.findall(r"\d+(?:\.\d+)?", bw_cell)]
-        if chip["memory_bandwidth_gb_s"] not in bw_nums:
-            extra.append(
-                f"CSV bandwidth '{bw_cell}' disagrees with apple_skus.csv {chip['memory_bandwidth_gb_s']}"
-            )
-        elif len(bw_nums) > 1:
-            extra.append(
-                f"CSV bandwidth '{bw_cell}': {chip['memory_bandwidth_gb_s']:g} GB/s applies to this bin"
-            )
-        config_cell = r["config_type"]
-        config_type = "build-to-order" if config_cell.startswith("build-to-order") else "standard"
-        if config_cell != config_type:
-            extra.append(f"CSV config_type '{config_cell}'")
-        srcs = urls(r["source"])
-        if not srcs:
-            srcs = list(chip["sources"])
-            extra.append(
-                "CSV gives no source for this row; sources listed are the chip's (hardware only, not the price)"
-            )
-        macs.append(
-            {
-                "product": r["product"],
-                "form_factor": form_factor(r["product"]),
-                "launch": r["launch"],
-                "chip": chip["id"],
-                "cpu_cores": cpu,
-                "ram_gb": ram,
-                "storage_gb": storage,
-                "price_usd": as_int(r["us_launch_price_usd"]),
-                "price_confidence": price_confidence(r["price_confidence"]),
-                "price_note": r["price_confidence"],
-                "config_type": config_type,
-                "ram_max_gb_for_product": as_int(r["ram_max_GB_for_product"]),
-                "sources": srcs,
-                "notes": join_notes(r["notes"], *extra),
-                "verified": VERIFIED,
-            }
-        )
-
-    base_ids = [f"{slug(m['product'])}-{m['launch']}-{m['chip']}-{m['ram_gb']}gb" for m in macs]
-    out = {}
-    for m, base in zip(macs, base_ids):
-        mid = base if base_ids.count(base) == 1 else f"{base}-{m['storage_gb']}gb-ssd"
-        if mid in out:
-            sys.exit(f"duplicate mac id {mid}")
-        out[mid] = {"id": mid, **m}
-    return out
-
-
 class _Dumper(yaml.SafeDumper):
     pass
 
@@ -347,16 +211,13 @@ def write_dir(out: Path, docs: dict[str, dict], keys: list[str], src: str) -> No
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data-dir", type=Path, default=Path("/work/shared/data"))
+    ap.add_argument("--data-dir", type=Path, default=Path(__file__).resolve().parent.parent / "calibration" / "data")
     ap.add_argument("--out-dir", type=Path, default=Path(__file__).resolve().parent.parent / "profiles")
     args = ap.parse_args(argv)
     with open(args.data_dir / "apple_skus.csv", newline="", encoding="utf-8") as f:
         chips = build_chips(list(csv.DictReader(f)))
-    with open(args.data_dir / "mac_products.csv", newline="", encoding="utf-8") as f:
-        macs = build_macs(list(csv.DictReader(f)), chips)
     write_dir(args.out_dir / "chips", chips, CHIP_KEYS, "apple_skus.csv")
-    write_dir(args.out_dir / "macs", macs, MAC_KEYS, "mac_products.csv")
-    print(f"wrote {len(chips)} chip and {len(macs)} mac profiles to {args.out_dir}")
+    print(f"wrote {len(chips)} chip profiles to {args.out_dir} (profiles/macs: scripts/gen_mac_configs.py)")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ weight bytes and the detected quant/runtime. The core (planner.plan) takes a Res
 
 from __future__ import annotations
 
+import os
 import re
 from datetime import date
 from pathlib import Path
@@ -17,6 +18,7 @@ from planner import profiles
 from planner.errors import PlannerError, UnknownProfileError
 from planner.results import WeightsEstimate
 from planner.schema import ModelConfig, ModelProfile
+
 from .errors import HubError, SourceError
 from .hfconfig import from_hf_config
 
@@ -152,13 +154,17 @@ def resolve_model(spec: str, file: str | None = None, quant: str | None = None) 
     except RuntimeError:  # '~nosuchuser/x': no such home directory
         p = Path(spec)
     if spec.lower().endswith(".gguf"):
-        if not _safe(Path.is_file, p):
+        if not _safe(Path.exists, p) or _safe(Path.is_dir, p):
             raise SourceError(f"{spec}: no such GGUF file; check the path")
         return resolve_gguf(p, quant)
     if _safe(Path.is_dir, p):
-        if (p / "config.json").is_file():
+        from .local import _glob
+
+        if not os.access(p, os.R_OK | os.X_OK):
+            raise SourceError(f"{spec}: cannot open the folder (permission denied); check its permissions")
+        if _safe(Path.exists, p / "config.json"):
             return resolve_folder(p)
-        ggufs = sorted(x for x in p.glob("*.gguf") if "mmproj" not in x.name.lower())
+        ggufs = [x for x in _glob(p, "*.gguf") if "mmproj" not in x.name.lower()]
         if ggufs:
             pick = _pick_gguf([x.name for x in ggufs], file, quant, spec)
             return resolve_gguf(p / pick, quant)

@@ -1,7 +1,7 @@
 """GGUF header facts -> HF-style config, exact weight bytes and quant id.
 
-Shared by the local reader (gguf.GGUFReader) and the hub reader (a ranged GET of the header parsed by
-``parse_header`` below). Key names: gguf-py gguf/constants.py ``Keys``; arch -> HF model_type mapping follows
+One bounded header parser (``parse_header`` on a buffer for hub range reads, ``read_header`` on a local file) for
+both paths, with the limits of sources/bounds.py checked before anything sized by a declared count is built. Key names: gguf-py gguf/constants.py ``Keys``; arch -> HF model_type mapping follows
 llama.cpp conversion (convert_hf_to_gguf.py) in reverse. Layout of the header: ggml docs/gguf.md.
 """
 
@@ -14,6 +14,19 @@ from dataclasses import dataclass
 from planner.errors import UnsupportedArchitectureError
 from planner.results import WeightsEstimate
 from planner.schema import ModelConfig
+
+from .bounds import (
+    MAX_GGUF_ARRAY,
+    MAX_GGUF_DIMS,
+    MAX_GGUF_HEADER_BYTES,
+    MAX_GGUF_KV,
+    MAX_GGUF_STRING,
+    MAX_GGUF_TENSORS,
+    MAX_MODEL_PARAMS,
+    MAX_TENSOR_ELEMENTS,
+    check_layers,
+    check_pattern,
+)
 from .errors import SourceError
 from .hfconfig import from_hf_config, swa_layer_types
 
@@ -41,86 +54,148 @@ SSM_ARCHS = {"mamba", "mamba2", "jamba", "granitehybrid", "nemotron_h", "falcon-
              "rwkv7", "arwkv7", "rwkv6qwen2"}
 
 
-# --------------------------------------------------------------------------- header parser (hub range reads)
+# --------------------------------------------------------------------------- header parser (local and hub)
 class NeedMore(Exception):
     """The buffer ends inside the header; fetch more bytes."""
 
 
 _SCALAR = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?", 10: "<Q", 11: "<q", 12: "<d"}
+_SIZE = {t: struct.calcsize(f) for t, f in _SCALAR.items()}
 MAX_ARRAY_KEEP = 4096  # keep numeric arrays up to this length (per-layer values); longer ones keep only their length
 
 
-def parse_header(buf: bytes, source: str) -> tuple[dict, list[TensorInfo]]:
-    """Parse GGUF v2/v3 little-endian metadata + tensor infos from the first bytes of a file (ggml docs/gguf.md)."""
-    from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
+class _Cursor:
+    """Bytes of a GGUF header: a buffer (hub range reads: NeedMore at its end) or a file read on demand, never
+    more than MAX_GGUF_HEADER_BYTES in all."""
 
-    pos = 0
+    def __init__(self, buf: bytes, f=None, source: str = "", size: int | None = None):
+        self.buf, self.f, self.pos, self.source, self.size = buf, f, 0, source, size
+        if f is not None:
+            self.buf = bytearray(buf)
 
-    def take(n: int) -> bytes:
-        nonlocal pos
-        if pos + n > len(buf):
+    def need(self, n: int) -> None:
+        end = self.pos + n
+        if end <= len(self.buf):
+            return
+        if end > MAX_GGUF_HEADER_BYTES:
+            raise _bad(self.source, f"header longer than {MAX_GGUF_HEADER_BYTES // 2**20} MiB")
+        if self.f is None:
             raise NeedMore()
-        b = buf[pos:pos + n]
-        pos += n
-        return b
+        grow = max(end - len(self.buf), len(self.buf), 1 << 20)
+        self.buf += self.f.read(min(grow, MAX_GGUF_HEADER_BYTES - len(self.buf)))
+        if end > len(self.buf):
+            raise _bad(self.source, f"header ends after {len(self.buf)} bytes")
 
-    def u32() -> int:
-        return struct.unpack("<I", take(4))[0]
+    def unpack(self, t: int):
+        n = _SIZE[t]
+        self.need(n)
+        v = struct.unpack_from(_SCALAR[t], self.buf, self.pos)[0]
+        self.pos += n
+        return v
 
-    def u64() -> int:
-        return struct.unpack("<Q", take(8))[0]
+    def u32(self) -> int:
+        return self.unpack(4)
 
-    def string() -> str:
-        n = u64()
-        if n > 1 << 24:
-            raise SourceError(f"{source} is not a valid GGUF (string of {n} bytes): re-download it")
-        return take(n).decode("utf-8", errors="replace")
+    def u64(self) -> int:
+        return self.unpack(10)
 
-    def value(t: int):
+    def string(self, keep: bool = True) -> str | None:
+        n = self.u64()
+        if n > MAX_GGUF_STRING:
+            raise _bad(self.source, f"string of {n} bytes")
+        self.need(n)
+        s = bytes(self.buf[self.pos:self.pos + n]).decode("utf-8", errors="replace") if keep else None
+        self.pos += n
+        return s
+
+    def skip_strings(self, count: int) -> None:
+        """Skip ``count`` strings (a tokenizer vocab) in a tight loop: about 0.3 us each."""
+        unpack, pos = struct.unpack_from, self.pos
+        for _ in range(count):
+            if pos + 8 > len(self.buf):
+                self.pos = pos
+                self.need(8)
+            (n,) = unpack("<Q", self.buf, pos)
+            if n > MAX_GGUF_STRING:
+                raise _bad(self.source, f"string of {n} bytes")
+            pos += 8 + n
+            if pos > len(self.buf):
+                self.pos = pos - n
+                self.need(n)
+        self.pos = pos
+
+    def value(self, t: int):
         if t in _SCALAR:
-            f = _SCALAR[t]
-            return struct.unpack(f, take(struct.calcsize(f)))[0]
+            return self.unpack(t)
         if t == 8:
-            return string()
+            return self.string()
         if t == 9:
-            sub, n = u32(), u64()
-            if n > 1 << 28:
-                raise SourceError(f"{source} is not a valid GGUF (array of {n} items): re-download it")
+            sub, n = self.u32(), self.u64()
+            if n > MAX_GGUF_ARRAY:
+                raise _bad(self.source, f"array of {n} items")
             if sub in _SCALAR:
-                size = struct.calcsize(_SCALAR[sub])
-                raw = take(size * n)
+                size = _SIZE[sub] * n
+                self.need(size)
+                start, self.pos = self.pos, self.pos + size
                 if n <= MAX_ARRAY_KEEP:
-                    return list(struct.unpack("<" + _SCALAR[sub][1] * n, raw))
+                    return list(struct.unpack_from("<" + _SCALAR[sub][1] * n, self.buf, start))
                 return _ArrayLen(n)
             if sub == 8:
-                for _ in range(n):
-                    string()
+                self.skip_strings(n)
                 return _ArrayLen(n)
-            raise SourceError(f"{source} is not a valid GGUF (array of type {sub}): re-download it")
-        raise SourceError(f"{source} is not a valid GGUF (value type {t}): re-download it")
+            raise _bad(self.source, f"array of type {sub}")
+        raise _bad(self.source, f"value type {t}")
 
-    if take(4) != GGUF_MAGIC:
-        raise SourceError(f"{source} is not a valid GGUF (wrong magic): re-download it")
-    version = u32()
+
+def _bad(source: str, why: str) -> SourceError:
+    return SourceError(f"{source} is not a valid GGUF ({why}): re-download it")
+
+
+def parse_header(buf: bytes, source: str) -> tuple[dict, list[TensorInfo]]:
+    """Parse GGUF v2/v3 little-endian metadata + tensor infos from the first bytes of a file (ggml docs/gguf.md).
+    Raises NeedMore when ``buf`` ends inside the header (the hub reader then fetches more)."""
+    return _parse(_Cursor(buf, source=source))
+
+
+def read_header(f, source: str) -> tuple[dict, list[TensorInfo]]:
+    """The same parse reading an open binary file on demand: bounded by the MAX_GGUF_* limits (sources/bounds.py)
+    whatever the header declares, so a 162-byte file declaring 2^62 items fails at once."""
+    return _parse(_Cursor(b"", f=f, source=source))
+
+
+def _parse(c: _Cursor) -> tuple[dict, list[TensorInfo]]:
+    from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
+
+    source = c.source
+    c.need(4)
+    if bytes(c.buf[:4]) != GGUF_MAGIC:
+        raise _bad(source, "wrong magic")
+    c.pos = 4
+    version = c.u32()
     if version not in (2, 3):
-        raise SourceError(f"{source} is not a valid GGUF (version {version}, big-endian or unknown): re-download it")
-    n_tensors, n_kv = u64(), u64()
-    if n_tensors > 1 << 20 or n_kv > 1 << 20:
-        raise SourceError(f"{source} is not a valid GGUF ({n_tensors} tensors, {n_kv} keys): re-download it")
+        raise _bad(source, f"version {version}, big-endian or unknown")
+    n_tensors, n_kv = c.u64(), c.u64()
+    if n_tensors > MAX_GGUF_TENSORS or n_kv > MAX_GGUF_KV:
+        raise _bad(source, f"{n_tensors} tensors, {n_kv} keys")
     kv: dict = {}
     for _ in range(n_kv):
-        k = string()
-        kv[k] = value(u32())
+        k = c.string()
+        kv[k] = c.value(c.u32())
     tensors = []
+    total = 0
     for _ in range(n_tensors):
-        name = string()
-        nd = u32()
-        if nd > 8:
-            raise SourceError(f"{source} is not a valid GGUF (tensor {name} has {nd} dims): re-download it")
-        shape = tuple(u64() for _ in range(nd))
-        t = u32()
-        u64()  # offset
-        tensors.append(_tensor(name, shape, t, source, GGML_QUANT_SIZES, GGMLQuantizationType))
+        name = c.string()
+        nd = c.u32()
+        if nd > MAX_GGUF_DIMS:
+            raise _bad(source, f"tensor {name[:60]} has {nd} dims")
+        shape = tuple(c.u64() for _ in range(nd))
+        t = c.u32()
+        c.u64()  # offset
+        info = _tensor(name, shape, t, source, GGML_QUANT_SIZES, GGMLQuantizationType)
+        total += info.n_elements
+        if total > MAX_MODEL_PARAMS:
+            raise _bad(source, f"tensors sum to over {MAX_MODEL_PARAMS:.3g} values")
+        tensors.append(info)
     return kv, tensors
 
 
@@ -133,13 +208,14 @@ def _tensor(name: str, shape: tuple[int, ...], t: int, source: str, sizes, qtype
         typ = qtype(t)
         block, nbytes = sizes[typ]
     except (ValueError, KeyError):
-        raise SourceError(f"{source} is not a valid GGUF (tensor {name} has unknown type {t}): re-download it") from None
+        raise _bad(source, f"tensor {name[:60]} has unknown type {t}") from None
     n = 1
     for d in shape:
         n *= int(d)
+        if n > MAX_TENSOR_ELEMENTS:
+            raise _bad(source, f"tensor {name[:60]} has over {MAX_TENSOR_ELEMENTS:.3g} values")
     if n % block:
-        raise SourceError(f"{source} is not a valid GGUF (tensor {name}: {n} values not a multiple of {block}): "
-                          "re-download it")
+        raise _bad(source, f"tensor {name[:60]}: {n} values not a multiple of {block}")
     # ggml_nbytes: n / block * bytes_per_block (ggml/src/ggml.c)
     return TensorInfo(name, typ.name, n, n // block * nbytes, tuple(int(d) for d in shape))
 
@@ -175,12 +251,16 @@ def kv_from_reader(reader) -> dict:
 
 
 # --------------------------------------------------------------------------- metadata -> config
-def _scalar(v):
-    """Per-layer arrays (head_count_kv, feed_forward_length) -> the largest non-zero value."""
-    if isinstance(v, list):
-        nz = [x for x in v if x]
-        return max(nz) if nz else None
-    return v
+def _scalar(v, key: str = "", source: str = ""):
+    """Per-layer arrays (head_count_kv, feed_forward_length) -> the largest non-zero value; anything but integers
+    (a string, a float, a string array kept as its length) is one SourceError naming the key."""
+    vals = v if isinstance(v, list) else [v]
+    if v is None:
+        return None
+    if isinstance(v, _ArrayLen) or not all(isinstance(x, int) and not isinstance(x, bool) for x in vals):
+        raise SourceError(f"{source}: GGUF key {key} is {type(v).__name__}, expected an integer; re-download it")
+    nz = [x for x in vals if x]
+    return max(nz) if nz else None
 
 
 def config_from_gguf(kv: dict, tensors: list[TensorInfo], source: str) -> tuple[ModelConfig, list[str]]:
@@ -198,13 +278,14 @@ def config_from_gguf(kv: dict, tensors: list[TensorInfo], source: str) -> tuple[
             f"(supported: {', '.join(sorted(ARCH_TO_MODEL_TYPE))})")
 
     def g(key: str):
-        return _scalar(kv.get(f"{arch}.{key}"))
+        return _scalar(kv.get(f"{arch}.{key}"), f"{arch}.{key}", source)
 
     names = {t.name: t for t in tensors}
     emb = names.get("token_embd.weight")
     vocab = g("vocab_size") or (emb.shape[1] if emb is not None and len(emb.shape) > 1 else None)
-    if not vocab and "tokenizer.ggml.tokens" in kv:
-        vocab = int(kv["tokenizer.ggml.tokens"])
+    toks = kv.get("tokenizer.ggml.tokens")
+    if not vocab and isinstance(toks, list | _ArrayLen):
+        vocab = int(toks) if isinstance(toks, _ArrayLen) else len(toks)
     n_layers = g("block_count")
     hidden = g("embedding_length")
     heads = g("attention.head_count")
@@ -213,6 +294,7 @@ def config_from_gguf(kv: dict, tensors: list[TensorInfo], source: str) -> tuple[
     if missing:
         raise SourceError(f"{source}: GGUF metadata lacks {', '.join(f'{arch}.{m}' for m in missing)}; "
                           "re-download it or use a catalog id")
+    n_layers = check_layers(n_layers, source, f"{arch}.block_count")  # before any per-layer list is built
     mt = ARCH_TO_MODEL_TYPE[arch]
     d: dict = {
         "model_type": mt, "num_hidden_layers": n_layers, "hidden_size": hidden, "num_attention_heads": heads,
@@ -276,10 +358,11 @@ def config_from_gguf(kv: dict, tensors: list[TensorInfo], source: str) -> tuple[
         if isinstance(pat, list) and len(pat) == n_layers:
             d["layer_types"] = ["sliding_attention" if p else "full_attention" for p in pat]
         elif mt == "gemma3_text":
-            d["layer_types"] = swa_layer_types(n_layers, int(pat or 6))  # llama.cpp src/models/gemma3.cpp
+            pat = check_pattern(pat, source, f"{arch}.attention.sliding_window_pattern") if pat else 6
+            d["layer_types"] = swa_layer_types(n_layers, pat)  # llama.cpp src/models/gemma3.cpp
         elif mt in ("gemma2", "gpt_oss"):
             d["layer_types"] = swa_layer_types(n_layers, 2)  # llama.cpp gemma2 / openai-moe: set_swa_pattern(2)
-        elif isinstance(pat, int) and pat > 1:
+        elif isinstance(pat, int) and not isinstance(pat, bool) and 1 < pat <= n_layers:
             d["layer_types"] = swa_layer_types(n_layers, pat)
         else:
             d["layer_types"] = ["sliding_attention"] * n_layers

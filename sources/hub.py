@@ -1,12 +1,17 @@
 """Hugging Face Hub source: config.json, safetensors headers, GGUF headers by HTTP range read; answers cached on disk.
 
-Uses the real huggingface_hub client (HfApi.model_info, hf_hub_download, get_safetensors_metadata,
-get_hf_file_metadata + a ranged GET through huggingface_hub.utils.get_session()). HF_ENDPOINT, HF_TOKEN and
-HF_HUB_OFFLINE are read at call time. Errors become one-line HubError / SourceError messages.
+Uses the real huggingface_hub client: its HTTP session (huggingface_hub.utils.get_session), headers
+(build_hf_headers: token, user agent), URLs (hf_hub_url), error mapping (hf_raise_for_status), ModelInfo and
+get_hf_file_metadata. Every body is read through ``_capped_get``: at most a byte cap (sources/bounds.py) and within an
+overall deadline per call (the client's own timeouts are per read, so a server that drips one byte a second, ignores
+Range or never stops sending would otherwise hold the CLI forever). config.json and headers are read into memory,
+never into the user's huggingface cache; the resolved answer goes to the planner's own capped cache.
+HF_ENDPOINT, HF_TOKEN and HF_HUB_OFFLINE are read at call time. Errors become one-line HubError / SourceError.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -16,12 +21,24 @@ import time
 from pathlib import Path
 
 from planner.errors import PlannerError
-from .errors import HubError, SourceError
+
+from .bounds import (
+    MAX_CONFIG_BYTES,
+    MAX_GGUF_HEADER_BYTES,
+    MAX_HUB_JSON_BYTES,
+    MAX_ST_HEADER_BYTES,
+    hub_deadline,
+    loads_json,
+)
+from .errors import HubError, SourceError, missing_part
 
 CACHE_TTL_S = 24 * 3600
 HEADER_FIRST = 2 * 2**20      # first ranged read [bytes]; grows x4 until the header parses
-HEADER_MAX = 256 * 2**20      # give up beyond this (a GGUF header is a few MiB: tokenizer strings)
-CACHE_VERSION = 1
+HEADER_MAX = MAX_GGUF_HEADER_BYTES  # give up beyond this (a GGUF header is a few MiB: tokenizer strings)
+ST_FIRST = 2**16              # first ranged read of a safetensors file (8-byte length + JSON header)
+CACHE_VERSION = 2
+CACHE_MAX_ENTRIES = 256       # the planner's hub cache keeps the newest answers (each a few KB)
+ERROR_BODY_MAX = 2**16        # an error answer is read up to this for its message
 
 
 def _truthy(v: str | None) -> bool:
@@ -75,15 +92,35 @@ def _cache_read(path: Path, max_age: float | None):
 
 
 def _cache_write(path: Path, resolved) -> None:
-    """Atomic: write a temp file in the same folder, then rename over the entry."""
+    """Atomic: write a temp file in the same folder, then rename over the entry; a failed write leaves nothing
+    behind. The folder keeps the newest CACHE_MAX_ENTRIES answers."""
+    tmp = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=path.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(resolved.model_dump_json())
         os.replace(tmp, path)
+        tmp = None
+        _cache_prune(path.parent)
     except OSError:
-        pass  # a read-only cache only costs a refetch
+        pass  # a read-only or full cache only costs a refetch
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def _cache_prune(folder: Path, keep: int = CACHE_MAX_ENTRIES) -> None:
+    entries = []
+    for p in folder.glob("*.json"):
+        try:
+            entries.append((p.lstat().st_mtime, p))
+        except OSError:
+            continue
+    for _, p in sorted(entries, reverse=True)[keep:]:
+        with contextlib.suppress(OSError):
+            p.unlink()
 
 
 def resolve_hub(repo: str, file: str | None = None, quant: str | None = None):
@@ -101,6 +138,8 @@ def resolve_hub(repo: str, file: str | None = None, quant: str | None = None):
         resolved = _fetch(repo, file, quant)
     except PlannerError:
         raise
+    except ImportError as e:
+        raise missing_part(e, f"--model {repo} (a Hugging Face repo)") from None
     except Exception as e:  # noqa: BLE001 - map every client/network failure to one line
         raise _map_error(e, repo) from None
     _cache_write(path, resolved)
@@ -138,24 +177,87 @@ def _map_error(e: Exception, repo: str) -> PlannerError:
     return HubError(f"{repo}: cannot read the model from the Hub ({e.__class__.__name__}: {first})")
 
 
+# --------------------------------------------------------------------------- bounded HTTP
+def _capped_get(url: str, src: str, cap: int, *, rng: tuple[int, int] | None = None, params: dict | None = None):
+    """GET through the hub client's session: at most ``cap`` body bytes (a ranged read keeps only the bytes asked for
+    when the server ignores Range), within hub_deadline() seconds overall. -> (status, headers, body)."""
+    from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
+
+    limit = hub_deadline()
+    deadline = time.monotonic() + limit
+    headers = {**build_hf_headers(token=token()), "Accept-Encoding": "identity"}
+    if rng is not None:
+        headers["Range"] = f"bytes={rng[0]}-{rng[1]}"
+        cap = min(cap, rng[1] - rng[0] + 1)
+    timeout = min(_timeout("HF_HUB_DOWNLOAD_TIMEOUT"), limit)
+    with get_session().stream("GET", url, headers=headers, params=params, timeout=timeout,
+                              follow_redirects=True) as r:
+        if r.status_code >= 400:
+            r._content = _read_body(r, ERROR_BODY_MAX, deadline, src, limit, truncate=True)
+            hf_raise_for_status(r)
+        body = _read_body(r, cap, deadline, src, limit, truncate=rng is not None)
+        return r.status_code, r.headers, body
+
+
+def _read_body(r, cap: int, deadline: float, src: str, limit: float, truncate: bool) -> bytes:
+    import zlib
+
+    enc = (r.headers.get("Content-Encoding") or "identity").lower().strip()
+    if enc not in ("identity", "gzip", "deflate"):
+        raise HubError(f"{src}: the Hub answered with {enc[:20]!r} encoding, which is not read; check HF_ENDPOINT")
+    dec = zlib.decompressobj(47) if enc != "identity" else None  # 47: zlib or gzip header, bounded output below
+    out = bytearray()
+    for chunk in r.iter_raw():
+        if dec is not None:
+            chunk = dec.decompress(chunk, cap + 1 - len(out))
+        out += chunk
+        if len(out) > cap:
+            if truncate:
+                return bytes(out[:cap])
+            raise HubError(f"{src}: the Hub's answer is over {cap // 2**20} MiB, more than any real one; "
+                           "check HF_ENDPOINT or use a local copy")
+        if time.monotonic() > deadline:
+            raise HubError(f"{src}: the Hub did not finish answering within {limit:.0f} s (slow or stalled); try "
+                           "again later, raise HF_HUB_DEADLINE, or use a catalog id")
+    return bytes(out)
+
+
+def _model_info(repo: str):
+    from huggingface_hub.hf_api import ModelInfo
+
+    _, _, body = _capped_get(f"{endpoint()}/api/models/{repo}", f"{repo} (model info)", MAX_HUB_JSON_BYTES,
+                             params={"blobs": True})
+    data = loads_json(body, f"{repo} (model info)", cap=MAX_HUB_JSON_BYTES, what="answer")
+    if not isinstance(data, dict) or not isinstance(data.get("siblings", []), list):
+        raise HubError(f"{repo}: the Hub's model info is not an object with a file list; check HF_ENDPOINT")
+    try:
+        return ModelInfo(**data)
+    except (TypeError, ValueError, KeyError, AttributeError) as e:
+        raise HubError(f"{repo}: the Hub's model info is malformed ({e.__class__.__name__}); check HF_ENDPOINT") \
+            from None
+
+
+def _file_url(repo: str, fname: str, sha: str | None) -> str:
+    from huggingface_hub import hf_hub_url
+
+    return hf_hub_url(repo, fname, revision=sha, endpoint=endpoint())
+
+
 # --------------------------------------------------------------------------- fetch
 def _fetch(repo: str, file: str | None, quant: str | None):
-    from huggingface_hub import HfApi
     from huggingface_hub.utils import disable_progress_bars
 
     disable_progress_bars()  # the CLI's stderr is for one-line errors only
-    api = HfApi(endpoint=endpoint(), token=token())
-    t = _timeout("HF_HUB_ETAG_TIMEOUT")
-    info = api.model_info(repo, files_metadata=True, timeout=t)
-    siblings = {s.rfilename: s.size for s in (info.siblings or [])}
+    info = _model_info(repo)
+    siblings = {s.rfilename: s.size for s in (info.siblings or []) if isinstance(s.rfilename, str)}
     ggufs = [n for n in siblings if n.lower().endswith(".gguf")]
     want_gguf = bool(ggufs) and (file is not None or "config.json" not in siblings
                                  or (quant is not None and not _looks_mlx(quant)))
     if want_gguf:
-        return _fetch_gguf(api, repo, info.sha, siblings, ggufs, file, quant)
+        return _fetch_gguf(None, repo, info.sha, siblings, ggufs, file, quant)
     if "config.json" not in siblings:
         raise HubError(f"{repo} has neither config.json nor .gguf files; is it a language model repo?")
-    return _fetch_config(api, repo, info.sha, siblings)
+    return _fetch_config(None, repo, info.sha, siblings)
 
 
 def _looks_mlx(q: str) -> bool:
@@ -163,27 +265,66 @@ def _looks_mlx(q: str) -> bool:
 
 
 def _fetch_config(api, repo: str, sha: str | None, siblings: dict):
-    from huggingface_hub import hf_hub_download
-
+    """config.json (capped, in memory) and the safetensors headers named by the repo (model.safetensors or the
+    shards of model.safetensors.index.json, as huggingface_hub get_safetensors_metadata picks them)."""
     from . import _from_config_and_tensors
     from .hfconfig import from_hf_config
-    from .local import header_entries, read_config_json, safetensors_weights
+    from .local import header_entries, safetensors_weights
 
-    cfg_path = hf_hub_download(repo, "config.json", revision=sha, endpoint=endpoint(),
-                               cache_dir=os.environ.get("HF_HUB_CACHE") or None,
-                               etag_timeout=_timeout("HF_HUB_ETAG_TIMEOUT"), token=token())
-    raw = read_config_json(Path(cfg_path))
     src = f"{repo}/config.json"
+    _, _, body = _capped_get(_file_url(repo, "config.json", sha), src, MAX_CONFIG_BYTES)
+    raw = loads_json(body, src, what="config.json")
+    if not isinstance(raw, dict):
+        raise SourceError(f"{src}: expected a JSON object; fix or re-download it")
     cfg = from_hf_config(raw, src)
     entries: list = []
-    if any(n.endswith(".safetensors") for n in siblings):
-        meta = api.get_safetensors_metadata(repo, revision=sha, timeout=_timeout("HF_HUB_DOWNLOAD_TIMEOUT"))
-        for fname, fm in meta.files_metadata.items():
-            hdr = {name: {"dtype": ti.dtype, "shape": ti.shape, "data_offsets": ti.data_offsets}
-                   for name, ti in fm.tensors.items()}
-            entries += header_entries(hdr, f"{repo}/{fname}")
+    for fname in _safetensors_files(repo, sha, siblings):
+        entries += header_entries(_st_header(repo, fname, sha), f"{repo}/{fname}")
     return _from_config_and_tensors(raw, cfg, entries, source="hub", id_=repo.lower(), name=repo,
                                     url=f"{endpoint()}/{repo}", hf_repo=repo, weights_fn=safetensors_weights)
+
+
+def _safetensors_files(repo: str, sha: str | None, siblings: dict) -> list[str]:
+    if "model.safetensors" in siblings:
+        return ["model.safetensors"]
+    index = "model.safetensors.index.json"
+    if index not in siblings:
+        return []
+    src = f"{repo}/{index}"
+    _, _, body = _capped_get(_file_url(repo, index, sha), src, MAX_HUB_JSON_BYTES)
+    wm = loads_json(body, src, cap=MAX_HUB_JSON_BYTES, what=index)
+    wm = wm.get("weight_map") if isinstance(wm, dict) else None
+    if not isinstance(wm, dict) or not all(isinstance(v, str) for v in wm.values()):
+        raise SourceError(f"{src}: no weight_map of file names; re-upload it")
+    files = sorted(set(wm.values()))
+    missing = [f for f in files if f not in siblings]
+    if missing:
+        raise HubError(f"{src} names {missing[0][:80]}, which the repo does not have")
+    return files
+
+
+def _st_header(repo: str, fname: str, sha: str | None) -> dict:
+    """A safetensors header by ranged reads: the u64 length, then the JSON (safetensors format spec)."""
+    import struct
+
+    src = f"{repo}/{fname}"
+    url = _file_url(repo, fname, sha)
+    _, _, head = _capped_get(url, src, ST_FIRST, rng=(0, ST_FIRST - 1))
+    if len(head) < 8:
+        raise SourceError(f"{src} is not a valid safetensors file (shorter than 8 bytes): re-upload it")
+    (n,) = struct.unpack("<Q", head[:8])
+    if n > MAX_ST_HEADER_BYTES:
+        raise SourceError(f"{src} is not a valid safetensors file (header of {n} bytes, over "
+                          f"{MAX_ST_HEADER_BYTES // 2**20} MiB): re-upload it")
+    data = head[8:8 + n]
+    if len(data) < n:
+        data += _capped_get(url, src, n, rng=(8 + len(data), 8 + n - 1))[2]
+    if len(data) < n:
+        raise SourceError(f"{src} is not a valid safetensors file (truncated header): re-upload it")
+    hdr = loads_json(data, f"{src} (safetensors header)", cap=MAX_ST_HEADER_BYTES, what="header")
+    if not isinstance(hdr, dict):
+        raise SourceError(f"{src} is not a valid safetensors file (header is not an object): re-upload it")
+    return hdr
 
 
 def _fetch_gguf(api, repo: str, sha: str | None, siblings: dict, ggufs: list[str], file: str | None,
@@ -230,28 +371,21 @@ def _fetch_gguf(api, repo: str, sha: str | None, siblings: dict, ggufs: list[str
 
 
 def _remote_header(repo: str, fname: str, sha: str | None, size: int | None):
-    """Ranged GETs of the GGUF header (metadata + tensor infos), growing until it parses."""
-    from huggingface_hub import get_hf_file_metadata, hf_hub_url
-    from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
-
+    """Ranged GETs of the GGUF header (metadata + tensor infos), growing until it parses, at most HEADER_MAX bytes
+    and only the bytes asked for even when the server ignores Range."""
     from .ggufmeta import NeedMore, parse_header
 
-    url = hf_hub_url(repo, fname, revision=sha, endpoint=endpoint())
-    t = _timeout("HF_HUB_DOWNLOAD_TIMEOUT")
-    meta = get_hf_file_metadata(url, token=token(), timeout=_timeout("HF_HUB_ETAG_TIMEOUT"), endpoint=endpoint())
-    total = meta.size or size
+    url = _file_url(repo, fname, sha)
+    total = size if isinstance(size, int) and size > 0 else None
     n = HEADER_FIRST
     src = f"{repo}/{fname}"
     while True:
         end = n - 1 if total is None else min(n, total) - 1
-        r = get_session().get(url, headers={**build_hf_headers(token=token()), "Range": f"bytes=0-{end}"}, timeout=t,
-                              follow_redirects=True)
-        hf_raise_for_status(r)
-        buf = r.content
+        buf = _capped_get(url, src, n, rng=(0, end))[2]
         try:
             return parse_header(buf, src)
         except NeedMore:
             if (total is not None and len(buf) >= total) or len(buf) < end + 1 or n >= HEADER_MAX:
                 raise SourceError(f"{src} is not a valid GGUF (header ends after {len(buf)} bytes): "
                                   "re-upload or pick another file") from None
-            n *= 4
+            n = min(n * 4, HEADER_MAX)

@@ -2,58 +2,53 @@
 
 from __future__ import annotations
 
-import json
 import re
 import struct
 from pathlib import Path
 
 from planner.results import WeightsEstimate
-from .errors import SourceError
-from .ggufmeta import (
-    GGUF_MAGIC,
-    TensorInfo,
-    config_from_gguf,
-    exact_weights,
-    kv_from_reader,
-    quant_from_gguf,
-    tensors_from_reader,
+
+from .bounds import (
+    MAX_CONFIG_BYTES,
+    MAX_ST_HEADER_BYTES,
+    MAX_ST_TENSORS,
+    MAX_TENSOR_ELEMENTS,
+    is_regular,
+    loads_json,
+    open_regular,
+    read_capped,
 )
+from .errors import SourceError, missing_part
+from .ggufmeta import TensorInfo, config_from_gguf, exact_weights, quant_from_gguf, read_header
 
 SPLIT_RE = re.compile(r"^(?P<prefix>.*)-(?P<i>\d{5})-of-(?P<n>\d{5})\.gguf$", re.IGNORECASE)
 
 
 def read_gguf(path: Path) -> tuple[dict, list[TensorInfo]]:
-    """Metadata and tensor infos of one GGUF via gguf.GGUFReader (memory-mapped: instant even for 40 GB).
-    Every failure of the reader becomes one SourceError line."""
+    """Metadata and tensor infos of one GGUF, parsed by the bounded header reader shared with the hub path
+    (ggufmeta.read_header): only the header is read, a few MB even for a 400 GB model, and every declared count
+    is checked against sources/bounds.py before anything is built. Every failure is one SourceError line."""
     src = str(path)
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4)
-    except OSError as e:
-        raise SourceError(f"{src}: cannot read ({e.strerror or e.__class__.__name__}); check the path") from None
-    if head != GGUF_MAGIC:
-        raise SourceError(f"{src} is not a valid GGUF (wrong magic {head[:4]!r}): re-download it")
-    try:
-        import gguf
-
-        reader = gguf.GGUFReader(path, "r")
-        kv = kv_from_reader(reader)
-        tensors = tensors_from_reader(reader, src)
-    except SourceError:
-        raise
-    except Exception as e:  # noqa: BLE001 - the reader raises anything on a damaged file
-        msg = str(e).splitlines()[0][:80] if str(e) else e.__class__.__name__
-        raise SourceError(f"{src} is not a valid GGUF ({e.__class__.__name__}: {msg}): re-download it") from None
-    return kv, tensors
+    with open_regular(path, src) as f:
+        try:
+            return read_header(f, src)
+        except SourceError:
+            raise
+        except OSError as e:
+            raise SourceError(f"{src}: cannot read ({e.strerror or e.__class__.__name__}); check the path") from None
+        except ImportError as e:
+            raise missing_part(e, f"reading {src}") from None
 
 
 def gguf_shards(path: Path) -> list[Path]:
     m = SPLIT_RE.match(path.name)
     if not m:
         return [path]
-    n = int(m["n"])
+    i, n = int(m["i"]), int(m["n"])
+    if not 1 <= i <= n:
+        raise SourceError(f"{path}: split GGUF part {i} of {n} is not a valid part number; check the file name")
     shards = [path.with_name(f"{m['prefix']}-{i:05d}-of-{n:05d}.gguf") for i in range(1, n + 1)]
-    missing = [s.name for s in shards if not s.is_file()]
+    missing = [s.name for s in shards if not is_regular(s)]
     if missing:
         raise SourceError(f"{path}: split GGUF is missing {', '.join(missing[:3])}; download all {n} parts")
     return shards
@@ -61,7 +56,7 @@ def gguf_shards(path: Path) -> list[Path]:
 
 def find_mmproj(path: Path) -> Path | None:
     """A vision projector next to the model (llama.cpp tools/mtmd: --mmproj mmproj-*.gguf)."""
-    cands = sorted(p for p in path.parent.glob("*.gguf") if "mmproj" in p.name.lower() and p != path)
+    cands = sorted(p for p in _glob(path.parent, "*.gguf") if "mmproj" in p.name.lower() and p != path)
     if not cands:
         return None
     f16 = [p for p in cands if "f16" in p.name.lower()]
@@ -99,24 +94,28 @@ VISION_PREFIXES = ("vision_tower", "vision_model", "multi_modal_projector", "mod
 
 
 def read_safetensors_header(path: Path) -> dict:
-    """The JSON header of a .safetensors file: u64 little-endian length + JSON (safetensors format spec)."""
+    """The JSON header of a .safetensors file: u64 little-endian length + JSON (safetensors format spec), at most
+    MAX_ST_HEADER_BYTES and MAX_JSON_DEPTH deep; only the header is read."""
+    src = str(path)
     try:
-        with open(path, "rb") as f:
+        with open_regular(path, src) as f:
             raw = f.read(8)
             if len(raw) < 8:
                 raise ValueError("shorter than 8 bytes")
             (n,) = struct.unpack("<Q", raw)
-            if n > 100 * 2**20:
-                raise ValueError(f"header of {n} bytes")
+            if n > MAX_ST_HEADER_BYTES:
+                raise ValueError(f"header of {n} bytes, over {MAX_ST_HEADER_BYTES // 2**20} MiB")
             data = f.read(n)
             if len(data) < n:
                 raise ValueError("truncated header")
-        hdr = json.loads(data)
-        if not isinstance(hdr, dict):
-            raise ValueError("header is not an object")
-        return hdr
-    except (OSError, ValueError) as e:
-        raise SourceError(f"{path} is not a valid safetensors file ({e}): re-download it") from None
+    except OSError as e:
+        raise SourceError(f"{src}: cannot read ({e.strerror or e.__class__.__name__}); check the path") from None
+    except ValueError as e:
+        raise SourceError(f"{src} is not a valid safetensors file ({e}): re-download it") from None
+    hdr = loads_json(data, f"{src} (safetensors header)", cap=MAX_ST_HEADER_BYTES, what="header")
+    if not isinstance(hdr, dict):
+        raise SourceError(f"{src} is not a valid safetensors file (header is not an object): re-download it")
+    return hdr
 
 
 def st_group(name: str) -> str:
@@ -164,34 +163,61 @@ def safetensors_weights(entries: list[tuple[str, str, list[int], int]], n_params
 
 
 def header_entries(hdr: dict, src: str) -> list[tuple[str, str, list[int], int]]:
+    """(name, dtype, shape, bytes) of each tensor of a safetensors header; a shape or offset that is not a list of
+    non-negative integers within MAX_TENSOR_ELEMENTS is one SourceError line."""
+    if len(hdr) > MAX_ST_TENSORS:
+        raise SourceError(f"{src}: {len(hdr)} tensors in one safetensors header (limit {MAX_ST_TENSORS}); "
+                          "re-download it")
     out = []
     for name, t in hdr.items():
         if name == "__metadata__":
             continue
         try:
             a, b = t["data_offsets"]
-            out.append((name, str(t["dtype"]), list(t["shape"]), int(b) - int(a)))
+            shape = t["shape"]
+            dtype = t["dtype"]
+            if not (isinstance(dtype, str) and isinstance(shape, list) and _nat(a) and _nat(b) and a <= b
+                    and all(_nat(d) for d in shape) and len(shape) <= 8):
+                raise ValueError
+            n = 1
+            for d in shape:
+                n *= d
+                if n > MAX_TENSOR_ELEMENTS:
+                    raise ValueError
+            out.append((name, dtype, list(shape), b - a))
         except (KeyError, TypeError, ValueError):
-            raise SourceError(f"{src}: tensor {name!r} has a malformed safetensors entry; re-download it") from None
+            raise SourceError(f"{src}: tensor {str(name)[:60]!r} has a malformed safetensors entry (dtype, shape "
+                              "and data_offsets must be a string and non-negative integers); re-download it") from None
     return out
 
 
+def _nat(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 1 << 62
+
+
 def read_config_json(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise SourceError(f"{path}: cannot read ({e.strerror or e.__class__.__name__})") from None
-    except (ValueError, UnicodeDecodeError) as e:
-        raise SourceError(f"{path} is not valid JSON ({str(e).splitlines()[0][:60]}); fix or re-download it") from None
-    if not isinstance(data, dict):
+    """A config.json as a dict: a regular file of at most MAX_CONFIG_BYTES, nested at most MAX_JSON_DEPTH deep."""
+    data = read_capped(path, MAX_CONFIG_BYTES, what="config.json")
+    obj = loads_json(data, str(path))
+    if not isinstance(obj, dict):
         raise SourceError(f"{path}: expected a JSON object; fix or re-download it")
-    return data
+    return obj
+
+
+def _glob(folder: Path, pattern: str) -> list[Path]:
+    """Regular files of a folder matching ``pattern`` (FIFOs, devices and folders named *.gguf are skipped: reading
+    them blocks or never ends); a folder that can be listed but not entered is one SourceError."""
+    try:
+        return sorted(p for p in folder.glob(pattern) if is_regular(p))
+    except OSError as e:
+        raise SourceError(f"{folder}: cannot list ({e.strerror or e.__class__.__name__}); check its permissions") \
+            from None
 
 
 def load_folder(path: Path):
     """-> (raw config, entries) for a MLX or HF folder."""
     raw = read_config_json(path / "config.json")
     entries = []
-    for f in sorted(path.glob("*.safetensors")):
+    for f in _glob(path, "*.safetensors"):
         entries += header_entries(read_safetensors_header(f), str(f))
     return raw, entries

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from cli.main import main
 from planner import capacity as C
 from planner import memory as M
 from planner import profiles as P
-from cli.main import main
 from planner.errors import InputError, UnknownProfileError
 from planner.plan import PlanRequest, plan
 from planner.units import GiB, MiB
@@ -180,3 +183,39 @@ def test_ambiguous_chip_needs_gpu_cores(capsys):
 ])
 def test_negative_and_absurd_numbers(capsys, argv, needle):
     _one_line_error(capsys, ["--model", "llama-3.3-70b", *argv], needle)
+
+
+# ---------------------------------------------------------------- fit_codes: the vectorised fit (plan buy's sweep)
+
+
+def _boundaries(wired, rt):
+    """Every byte count where fit() changes its verdict: the safe budget, the limit, the raise bound."""
+    head = rt.headroom_mib * MiB
+    return [C.safe_budget(wired, rt), wired.effective_bytes, int(wired.max_raise_bytes - head)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(rt_id=st.sampled_from(["llama.cpp", "mlx-lm", "ollama"]), ram=st.sampled_from([8, 16, 24, 36, 64, 128, 512]),
+       which=st.integers(0, 2), delta=st.integers(-3, 3), scale=st.floats(0.5, 1.5), wshare=st.floats(0.5, 1.0))
+def test_fit_codes_agree_with_fit_on_every_verdict(rt_id, ram, which, delta, scale, wshare):
+    # totals exactly at, one byte around, and far from each boundary (the <= edges and the runtime margin)
+    rt = P.load_runtime(rt_id)
+    wired = C.wired_limit(ram, P.load_macos("15"))
+    edge = _boundaries(wired, rt)[which]
+    for total in (edge + delta, int(edge * scale)):
+        for weights in (int(total * wshare), int((C.warn_fraction(rt) or 0.9) * wired.effective_bytes) + delta):
+            want = C.fit(total, weights, wired, rt).verdict
+            got = C.fit_codes(np.array([total], dtype=float), np.array([weights], dtype=float),
+                              float(wired.effective_bytes), float(wired.max_raise_bytes), rt.headroom_mib,
+                              C.warn_fraction(rt) or 0.0)
+            assert C.VERDICTS[int(got[0])] == want, (total, weights, ram, rt_id)
+
+
+def test_fit_codes_exact_boundaries_by_hand():
+    # 64 GB, macOS 15: limit 3/4 × 64 GiB = 48 GiB; llama.cpp margin 1 GiB -> safe budget 47 GiB. A total of
+    # exactly 47 GiB "fits" (<=), one byte more is "tight"; exactly 48 GiB is still "tight", one more "raise-limit"
+    rt, wired = P.load_runtime("llama.cpp"), C.wired_limit(64, P.load_macos("15"))
+    totals = np.array([47 * GiB, 47 * GiB + 1, 48 * GiB, 48 * GiB + 1], dtype=float)
+    codes = C.fit_codes(totals, totals * 0.9, float(wired.effective_bytes), float(wired.max_raise_bytes),
+                        rt.headroom_mib, 0.0)
+    assert [C.VERDICTS[c] for c in codes] == ["fits", "tight", "tight", "raise-limit"]

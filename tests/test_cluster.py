@@ -171,15 +171,17 @@ def test_big_model_needs_the_cluster():
 
 # ---------------------------------------------------------------- --macs parsing
 def test_parse_macs_counts_and_fallback_bins():
-    nodes = parse_macs("2x Mac Studio M3 Ultra 512GB, 1x MacBook Pro M4 Max 128GB")
-    assert [n.chip.id for n in nodes] == ["m3-ultra-80gpu", "m3-ultra-80gpu", "m4-max-40gpu"]
-    assert nodes[0].mac_id and nodes[2].mac_id is None and nodes[2].ram_gb == 128
+    # the catalog has every configuration Apple sold; a MacBook Pro with an M4 Pro and 64 GB was not one of them
+    # (64 GB was Mac mini only), so it falls back to the chip bin without a catalog Mac
+    nodes = parse_macs("2x Mac Studio M3 Ultra 512GB, 1x MacBook Pro M4 Pro 20-core 64GB")
+    assert [n.chip.id for n in nodes] == ["m3-ultra-80gpu", "m3-ultra-80gpu", "m4-pro-20gpu"]
+    assert nodes[0].mac_id and nodes[2].mac_id is None and nodes[2].ram_gb == 64
     assert parse_macs("M4 Pro 16-core 64GB")[0].chip.id == "m4-pro-16gpu"
 
 
 @pytest.mark.parametrize("spec", ["", "2x Mac Studio M3 Ultra", "Mac Studio M9 Ultra 512GB",
                                   "Mac mini M3 Ultra 512GB", "M3 Ultra 1024GB", "0x Mac Studio M3 Ultra 512GB",
-                                  "M4 Pro 64GB", "M3 Ultra 33-core 512GB", "banana"])
+                                  "M3 Ultra 33-core 512GB", "banana"])
 def test_parse_macs_bad_specs(spec):
     with pytest.raises(InputError) as e:
         parse_macs(spec)

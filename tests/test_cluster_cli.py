@@ -51,7 +51,6 @@ def test_tensor_ring_hostfile_and_warning(capsys):
     ["--macs", "2x Mac Studio M3 Ultra"],
     ["--macs", "2x Mac Studio M7 Ultra 512GB"],
     ["--macs", "Mac mini M3 Ultra 512GB"],
-    ["--macs", "M4 Pro 64GB"],
     ["--macs", ""],
     ["--macs", "2x Mac Studio M3 Ultra 512GB", "--link", "carrier-pigeon"],
     ["--macs", "2x Mac Studio M3 Ultra 512GB", "--engine", "vllm"],

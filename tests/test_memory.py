@@ -2,7 +2,7 @@
 
 Measured references: docs/model-facts.md §2.3 (llama_quant_compute_types), §3.3 (KV of
 metadata-only GGUFs loaded with no_alloc), §4.1 (compute buffers from the ggml-alloc reserve). Those numbers are
-copied here (CI has no /work/shared).
+pinned here so the tests need no llama.cpp build.
 """
 
 from __future__ import annotations

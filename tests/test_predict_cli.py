@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from planner import profiles
 from cli.main import main
+from planner import profiles
 
 CONTRACT = ["--chip", "M3 Max", "--gpu-cores", "40", "--ram", "64", "--model", "llama-2-7b", "--quant", "Q4_0",
             "--runtime", "llama.cpp", "--prompt", "512", "--gen", "128", "--depth", "0", "--batch", "1", "--json"]
-KEYS = ["prefill_tok_s", "decode_tok_s", "decode_tok_s_per_seq", "ttft_s", "fits", "peak_memory_bytes",
+KEYS = ["prefill_tok_s", "decode_tok_s", "decode_tok_s_per_seq", "decode_tok_s_range", "prefill_tok_s_range", "ttft_s", "fits", "peak_memory_bytes",
         "wired_limit_bytes", "bound"]
 
 
@@ -34,6 +34,20 @@ def test_contract_keys_and_types(capsys):
     assert r["peak_memory_bytes"] < r["wired_limit_bytes"]
     assert r["ttft_s"] > 512 / r["prefill_tok_s"]
     assert r["calibration"].startswith("fitted")
+
+
+def test_ranges_are_in_the_contract(capsys):
+    """predict --json carries the 80 % likely ranges [low, high] around the point rates, and the text shows them."""
+    code, out, err = run(capsys, CONTRACT)
+    assert code == 0, err
+    r = json.loads(out)
+    lo, hi = r["decode_tok_s_range"]
+    assert lo < r["decode_tok_s_per_seq"] < hi <= r["decode_ceiling_tok_s"]
+    lo, hi = r["prefill_tok_s_range"]
+    assert lo < r["prefill_tok_s"] < hi
+    code, out, err = run(capsys, CONTRACT[:-1])
+    assert code == 0, err
+    assert out.count("(likely ") == 2
 
 
 def test_batch_aggregates_and_defaults(capsys):
@@ -84,8 +98,7 @@ def test_gguf_runtimes(capsys, runtime):
 @pytest.mark.parametrize("args,needle", [
     (["--chip", "M3 Max", "--gpu-cores", "40", "--model", "llama-2-7b", "--quant", "Q4_Z"], "--quant"),
     (["--chip", "M9 Max", "--model", "llama-2-7b", "--quant", "Q4_0"], "--chip"),
-    (["--chip", "M3 Max", "--model", "llama-2-7b", "--quant", "Q4_0"], "--gpu-cores"),
-    (["--chip", "M3 Max", "--gpu-cores", "40", "--model", "llama-2-7b", "--quant", "4bit"], "gguf"),
+    (["--chip", "M4 Max", "--ram", "24", "--model", "llama-2-7b", "--quant", "Q4_0"], "--ram"),
     (["--chip", "M5 Ultra", "--model", "llama-2-7b", "--quant", "Q4_0"], "bandwidth"),
     (["--chip", "M3 Max", "--gpu-cores", "40", "--ram", "24", "--model", "llama-2-7b", "--quant", "Q4_0"], "--ram"),
     (["--chip", "M3 Max", "--gpu-cores", "40", "--model", "llama-2-7b", "--quant", "Q4_0", "--batch", "0"], "--batch"),
@@ -125,3 +138,28 @@ def test_plan_without_chip_has_no_speed(capsys):
     out, err = capsys.readouterr()
     assert code == 0, err
     assert all(o["speed"] is None for o in json.loads(out)["options"])
+
+
+def test_ram_names_the_bin(capsys):
+    """An M4 Max with 64 GB is only sold with the 40-core GPU: no --gpu-cores needed, and Q4_K_M on mlx-lm is
+    answered in the same 4-bit class (with a note), with ranges."""
+    code, out, err = run(capsys, ["--chip", "M4 Max", "--ram", "64", "--model", "llama-3.3-70b", "--quant", "Q4_K_M",
+                                  "--runtime", "mlx-lm", "--json"])
+    assert code == 0, err
+    r = json.loads(out)
+    assert r["chip"] == "m4-max-40gpu" and r["quant"] == "mlx-4bit-g64"
+    assert any("4-bit class" in n for n in r["notes"])
+    assert r["decode_tok_s_range"][0] < r["decode_tok_s_per_seq"] < r["decode_tok_s_range"][1]
+
+
+def test_ambiguous_bin_takes_the_slower_one_and_says_so(capsys):
+    """M3 Max 36 GB is the 30-core bin only; without --ram both bins remain: the 30-core (300 GB/s) answers."""
+    code, out, err = run(capsys, ["--chip", "M3 Max", "--ram", "36", "--model", "llama-2-7b", "--quant", "Q4_0",
+                                  "--json"])
+    assert code == 0, err
+    assert json.loads(out)["chip"] == "m3-max-30gpu"
+    code, out, err = run(capsys, ["--chip", "M3 Max", "--model", "llama-2-7b", "--quant", "Q4_0", "--json"])
+    assert code == 0, err
+    r = json.loads(out)
+    assert r["chip"] == "m3-max-30gpu"
+    assert any("add --gpu-cores" in n for n in r["notes"])

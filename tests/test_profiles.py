@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from planner import profiles as P
 from cli.main import main
+from planner import profiles as P
 from planner.errors import ProfileError
 from planner.schema import Chip, GgmlTypeTable, MacOS, MacProduct, ModelProfile, QuantFormat, Runtime
 
@@ -207,3 +207,38 @@ def test_a_directory_named_like_a_profile(user_dir, capsys):
 
 
 N_CORRUPT_FILES = len(HOSTILE_MODELS) + 7 + 1  # reported in docs/invariants.md
+
+
+# --------------------------------------------------------------------------- runtime union
+def _runtime_doc(name: str) -> dict:
+    return yaml.safe_load((PROFILES / "runtimes" / f"{name}.yaml").read_text(encoding="utf-8"))
+
+
+def test_runtime_kind_picks_the_schema():
+    from planner.schema import LlamaCppFamily, LlamaCppRuntime, MlxRuntime, WrapperRuntime
+
+    kinds = {r.id: type(r) for r in P.all_runtimes()}
+    assert kinds == {"llama.cpp": LlamaCppRuntime, "mlx-lm": MlxRuntime, "ollama": WrapperRuntime}
+    ollama = P.load_runtime("ollama")
+    assert isinstance(ollama, LlamaCppFamily) and ollama.family == "llama.cpp" and ollama.wraps == "llama.cpp"
+    # the chunk rule reads the engine's own field: -ub for llama.cpp, prefill_step_size for mlx-lm
+    assert P.load_runtime("llama.cpp").prefill_chunk == 512 and P.load_runtime("mlx-lm").prefill_chunk == 2048
+
+
+@pytest.mark.parametrize("name,drop", [("llama.cpp", "n_ubatch"), ("llama.cpp", "ctx_pad"), ("ollama", "wraps"),
+                                       ("mlx-lm", "kv_step"), ("mlx-lm", "activation_bytes")])
+def test_runtime_fields_are_required_for_their_kind(tmp_path, name, drop):
+    doc = _runtime_doc(name)
+    del doc[drop]
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    with pytest.raises(ProfileError, match=drop):
+        P.load_file(path, Runtime)
+
+
+def test_runtime_rejects_fields_of_another_kind(tmp_path):
+    doc = _runtime_doc("mlx-lm") | {"n_ubatch": 512}
+    path = tmp_path / "mlx-lm.yaml"
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    with pytest.raises(ProfileError, match="n_ubatch"):
+        P.load_file(path, Runtime)

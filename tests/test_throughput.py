@@ -13,10 +13,10 @@ from planner import profiles
 from planner import throughput as tp
 from planner.errors import InputError
 from planner.memory import memory_model
-from planner.schema import Chip
-from planner.schema import ResolvedSpeedConstants, SpeedConstants
+from planner.schema import Chip, ResolvedSpeedConstants, SpeedConstants
 
 K = SpeedConstants(eta_bw=0.5, eta_c=0.5, eta_attn=0.25, eta_c_decode=0.2, eta_mv=0.1, mv_max_batch=8, mm_tile=32,
+                   eta_kv=1.0, noflash_kv_factor=3.0,
                    moe_bw_factor=1.0, t_layer_s=1e-4, noflash_attn_factor=2.0,
                    quant_prefill_factor={"float": 1.0, "legacy": 0.8}, matrix_unit_factor=2.0)
 RES = ResolvedSpeedConstants(constants=K, source="test", scopes=["test"])
@@ -270,3 +270,28 @@ def test_batched_decode_70b_drops_only_when_compute_bound(c):
     for b in (16, 32):
         if est[b].decode_tok_s < est[8].decode_tok_s:
             assert est[b].bound == "compute"
+
+
+def test_likely_range_scales_the_rate_by_regime_quantiles():
+    """The range is rate × (q10, q90) of measured / predicted in the row's regime, the phase's as fallback, and
+    the decode high end never passes BW / bytes per step."""
+    k = K.model_copy(update={"likely_range": {"decode": (0.8, 1.1), "decode_deep": (0.6, 1.05),
+                                              "prefill": (0.9, 1.2)}})
+    r = tp.roofline(GEO, chip(), ResolvedSpeedConstants(constants=k, source="t", scopes=["t"]), "llama.cpp")
+    e = tp.estimate(r, prompt=512, gen=1)
+    # decode at 512 cached tokens: step 20.2 ms + KV 512 × 1000 B / 5e10 B/s = 0.01024 ms -> 1 / 0.02021024 s
+    rate = 1 / 0.02021024
+    assert e.decode_tok_s_per_seq == pytest.approx(rate, rel=1e-6)
+    assert e.decode_tok_s_range == pytest.approx((0.8 * rate, 1.1 * rate), rel=1e-6)
+    assert e.prefill_tok_s_range == pytest.approx((0.9 * e.prefill_tok_s, 1.2 * e.prefill_tok_s))
+    deep = tp.estimate(r, prompt=0, gen=1, depth=8192)
+    assert deep.decode_tok_s_range[0] == pytest.approx(0.6 * deep.decode_tok_s_per_seq)
+    # batched decode has no own entry: the phase's "decode" range
+    assert tp.regime("decode", 0, 0, 32) == "decode_batched"
+    b = tp.estimate(r, prompt=0, gen=1, batch=32)
+    assert b.decode_tok_s_range[0] == pytest.approx(0.8 * b.decode_tok_s_per_seq)
+    # a wide high end is capped at the bandwidth ceiling: 1e11 B/s / 1e9 B = 100 tok/s (step rate 1/0.0202 = 49.5)
+    wide = k.model_copy(update={"likely_range": {"decode": (0.5, 3.0)}})
+    w = tp.estimate(tp.roofline(GEO, chip(), ResolvedSpeedConstants(constants=wide, source="t", scopes=["t"]),
+                                "llama.cpp"), prompt=0, gen=1)
+    assert w.decode_tok_s_range[1] == pytest.approx(100.0)

@@ -132,9 +132,9 @@ class MlxLmRunner:
 
         prompt = random_prompts(self.info.vocab, 1, n_prompt, seed=self.seed + seed_offset)[0]
         last = None
-        for last in stream_generate(self._model, self._tokenizer, prompt, max_tokens=max_tokens,
+        for last in stream_generate(self._model, self._tokenizer, prompt, max_tokens=max_tokens,  # noqa: B007
                                     prompt_cache=cache, prefill_step_size=self.prefill_step_size):
-            pass
+            pass  # only the final response (its counts and rates) is kept
         if last is None:
             raise CalibrationError("stream_generate produced no tokens")
         if max_tokens > 1 and last.generation_tokens != max_tokens:

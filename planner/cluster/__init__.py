@@ -31,11 +31,12 @@ import math
 from .. import architecture as arch
 from .. import capacity, profiles
 from .. import throughput as tp
+from ..errors import InputError
+from ..memory import MemoryModel, memory_model
+from ..schema import MlxRuntime
 from .links import RUNTIME_OF, LinkProfile, Transport, check_engine, load_link, transport
 from .results import ClusterCandidate, ClusterPlan, ClusterSpeed, NodeShare, SingleMac
 from .spec import Node
-from ..errors import InputError
-from ..memory import MemoryModel, memory_model
 
 RPC_MESSAGES_PER_REMOTE_STAGE = 4   # ggml-rpc.cpp: set_tensor + graph_compute (RTT) + get_tensor (RTT)
 DEFAULT_QUANT = {"mlx-lm": "mlx-4bit-g64", "llama.cpp": "Q4_K_M"}
@@ -151,7 +152,7 @@ def _roofline(geo: tp.Geometry, node: Node, mm: MemoryModel) -> tp.Roofline:
 
 def act_bytes(mm: MemoryModel) -> int:
     # ggml keeps hidden states in F32 between backends; mlx activations are bf16 (runtime activation_bytes)
-    return 4 if mm.runtime.family == "llama.cpp" else (mm.runtime.activation_bytes or 2)
+    return mm.runtime.activation_bytes if isinstance(mm.runtime, MlxRuntime) else 4
 
 
 def allreduce_s(size: float, n: int, tr: Transport) -> tuple[float, float]:
@@ -270,6 +271,16 @@ def _single(mm: MemoryModel, geo: tp.Geometry, node: Node, context: int, users: 
                      prefill_tok_s=e.prefill_tok_s)
 
 
+def _decode_on(mm: MemoryModel, geo: tp.Geometry, sub: list[Node], mode: str, engine: str, tr: Transport,
+               context: int, users: int, prompt: int, gen: int, macos: str) -> float | None:
+    """Decode tok/s per user on the first Macs of the list, None if the model does not fit on them."""
+    sh = place(mm, sub, mode, engine, context, users, macos)
+    if any(s.verdict == "no-fit" for s in sh):
+        return None
+    r = [s.layers for s in sh] if mode == "pipeline" else None
+    return speed(mm, geo, sub, mode, engine, tr, prompt, gen, users, r)[0].decode_tok_s_per_user
+
+
 def plan_cluster(model: str, nodes: list[Node], link: str | LinkProfile = "tb5", engine: str = "mlx",
                  mode: str = "pipeline", quant: str | None = None, context: int = 8192, users: int = 1,
                  prompt: int = 1024, gen: int = 256, macos: str = "26", rdma: bool = True,
@@ -302,18 +313,9 @@ def plan_cluster(model: str, nodes: list[Node], link: str | LinkProfile = "tb5",
     slower = best is not None and sp.decode_tok_s_per_user < 0.99 * best.decode_tok_s
     scal: dict[int, float | None] = {}
     if scaling and len(nodes) > 1:
-        for k in range(1, len(nodes) + 1):
-            sub = nodes[:k]
-            if k == 1:
-                s1 = singles[sub[0].label]
-                scal[1] = s1.decode_tok_s
-                continue
-            sh = place(mm, sub, mode, engine, context, users, macos)
-            if any(s.verdict == "no-fit" for s in sh):
-                scal[k] = None
-                continue
-            r = [s.layers for s in sh] if mode == "pipeline" else None
-            scal[k] = speed(mm, geo, sub, mode, engine, tr, prompt, gen, users, r)[0].decode_tok_s_per_user
+        scal[1] = singles[nodes[0].label].decode_tok_s
+        for k in range(2, len(nodes) + 1):
+            scal[k] = _decode_on(mm, geo, nodes[:k], mode, engine, tr, context, users, prompt, gen, macos)
     binding = _binding(shares, sp, mode, tr)
     if slower:
         notes.append(f"adding Macs makes decode slower: {sp.decode_tok_s_per_user:.1f} tok/s on the cluster vs "

@@ -22,12 +22,12 @@ from __future__ import annotations
 from datetime import date
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from .. import profiles
+from .._model import Frozen
 from ..errors import InputError, UnknownProfileError
 
-Strict = ConfigDict(extra="forbid", frozen=True)
 Engine = Literal["mlx", "llama.cpp-rpc", "exo"]
 Mode = Literal["pipeline", "tensor"]
 ENGINES: tuple[str, ...] = ("mlx", "llama.cpp-rpc", "exo")
@@ -39,7 +39,7 @@ RUNTIME_OF: dict[str, str] = {"mlx": "mlx-lm", "llama.cpp-rpc": "llama.cpp", "ex
 class LinkProfile(BaseModel):
     """One interconnect. Bandwidths in bytes/s, latencies in seconds per message (one way)."""
 
-    model_config = Strict
+    model_config = Frozen
     id: str
     name: str
     nominal_bytes_s: float = Field(gt=0, le=1e12, description="Line rate [bytes/s]")
@@ -57,15 +57,11 @@ class LinkProfile(BaseModel):
 class Transport(BaseModel):
     """The effective link an engine gets: bandwidth, per-message latency and what carries it."""
 
-    model_config = Strict
+    model_config = Frozen
     link: str
     backend: str = Field(description="ring (TCP), jaccl (RDMA over Thunderbolt 5) or rpc (TCP)")
     bytes_s: float
     latency_s: float
-
-
-def link_ids() -> list[str]:
-    return sorted(profiles._index("links"))
 
 
 def load_link(name: str) -> LinkProfile:

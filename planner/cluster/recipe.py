@@ -7,12 +7,12 @@ ring|jaccl); mlx-lm mlx_lm/examples/pipeline_generate.py and sharded_generate.py
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from .results import ClusterPlan
+from .._model import Frozen
 from ..units import pad_to
+from .results import ClusterPlan
 
-Frozen = ConfigDict(frozen=True, extra="forbid")
 RPC_PORT = 50052
 
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from .._model import Frozen
 from .links import Transport
-
-Frozen = ConfigDict(frozen=True, extra="forbid")
 
 
 class NodeShare(BaseModel):

@@ -40,6 +40,14 @@ def _bad(item: str, why: str) -> InputError:
                       f"1x MacBook Pro M4 Max 128GB\")")
 
 
+def _check_family(item: str, fam: str, chip_name: str, chips: list) -> None:
+    """The product family must offer this chip (any GPU bin): no Mac mini with an M3 Ultra."""
+    named = [x for x in profiles.all_macs() if x.chip in {c.id for c in chips}]
+    if named and not any(x.product.lower().startswith(fam) for x in named):
+        offered = sorted({x.product for x in named})
+        raise _bad(item, f"no {DISPLAY[fam]} with an {chip_name} in the catalog (it comes in {', '.join(offered)})")
+
+
 def parse_item(item: str) -> tuple[int, Node]:
     m = _ITEM.match(item)
     count = int(m.group(1)) if m and m.group(1) else 1
@@ -61,11 +69,8 @@ def parse_item(item: str) -> tuple[int, Node]:
     chips = [c for c in profiles.all_chips() if c.name.lower() == chip_name.lower()]
     if not chips:
         raise _bad(item, f"unknown chip {chip_name}; known: {', '.join(profiles.chip_names())}")
-    if fam:  # the family must offer this chip (any GPU bin): no Mac mini with an M3 Ultra
-        named = [x for x in profiles.all_macs() if x.chip in {c.id for c in chips}]
-        if named and not any(x.product.lower().startswith(fam) for x in named):
-            offered = sorted({x.product for x in named})
-            raise _bad(item, f"no {DISPLAY[fam]} with an {chip_name} in the catalog (it comes in {', '.join(offered)})")
+    if fam:
+        _check_family(item, fam, chip_name, chips)
     if cores is not None:
         chips = [c for c in chips if c.gpu_cores == cores]
         if not chips:

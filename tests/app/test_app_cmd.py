@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+import pytest
+
 from cli import app_cmd
 from cli.main import main
 
@@ -14,6 +16,7 @@ def test_app_file_is_the_bundled_script():
 
 
 def test_plan_app_execs_streamlit_headless(monkeypatch):
+    pytest.importorskip("streamlit")
     calls = []
     monkeypatch.setattr(app_cmd.os, "execv", lambda exe, argv: calls.append((exe, argv)))
     assert main(["app", "--port", "8599"]) == 0

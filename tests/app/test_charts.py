@@ -131,10 +131,6 @@ def test_readings_mention_the_limit(p70):
 
 # ----------------------------------------------------------------------------- speed, recommend, buy
 def _speed_plan(**kw):
-    from planner.plan import Option
-
-    if "speed" not in Option.model_fields:
-        pytest.skip("speed not in the plan yet (planner/throughput.py wiring)")
     return plan(PlanRequest(model="llama-3.1-8b", chip="M4 Max", gpu_cores=40, ram_gb=64, users=4,
                             quants=["Q4_K_M", "mlx-4bit-g64"], **kw))
 
@@ -210,14 +206,41 @@ def test_price_performance_marks_pareto_and_picks():
     fig = charts.price_performance(b)
     by_name = {t.name: t for t in fig.data}
     front = by_name["Pareto front"]
-    assert list(front.x) == [x.price_usd for x in b.pareto]
-    dots = sum(len(t.x) for t in fig.data if t.name in ("meets the targets", "misses a target"))
-    assert dots == len(b.per_mac)
-    if b.cheapest is not None:
-        assert list(by_name["cheapest that meets the targets"].x) == [b.cheapest.price_usd]
+    # visible: a line through filled diamonds in a solid colour (not open markers with a transparent fill)
+    assert "lines" in front.mode and front.marker.symbol == "diamond" and front.marker.color == "#1565c0"
+    assert list(front.y) == [b.speed(x) for x in b.pareto]
+    dots = [t for t in fig.data if t.name in ("meets the targets", "misses a target", "over budget")]
+    assert sum(len(t.x) for t in dots) == len(b.per_mac)
+    for t in dots:   # the 80 % likely range of each Mac's decode as error bars
+        rows = [x for x in b.per_mac if x.decode_tok_s_per_user in set(t.y)]
+        assert t.error_y.array is not None and len(t.error_y.array) == len(t.x) and rows
+        assert all(v >= 0 for v in (*t.error_y.array, *t.error_y.arrayminus))
+    xs = [x for t in dots for x in t.x]
+    assert len(set(xs)) == len(xs)                    # equal prices spread apart, none on top of another
+    fastest = by_name["fastest (highest decode tok/s per user)"]
+    assert list(fastest.y) == [max(b.speed(x) for x in b.per_mac if x.meets_targets)]
     assert f"${b.cheapest.price_usd:,.0f}" in readings.buy_reading(b)
     rows = readings.buy_rows(b)
     assert len(rows) == len(b.per_mac) and rows[0]["price [$]"] == b.per_mac[0].price_usd
+
+
+def test_jitter_spreads_equal_prices_symmetrically():
+    assert charts.jitter([3999, 3999, 3999, 1999], 20) == [3979, 3999, 4019, 1999]
+
+
+def test_price_performance_budget_line_and_faded_over_budget():
+    from planner.buy import buy
+    from planner.workload import custom_workload
+
+    b = buy(["qwen3-30b-a3b"], custom_workload("chat", users=4), budget_usd=1500)
+    fig = charts.price_performance(b)
+    assert any(s.type == "line" and s.x0 == 1500 for s in fig.layout.shapes)
+    names = {t.name for t in fig.data}
+    assert "over budget" in names
+    for t in fig.data:
+        if t.name.startswith(("cheapest", "best value", "fastest", "Pareto")):
+            assert all(x <= 1500 + 50 for x in t.x), t.name     # + the jitter of equal prices
+    assert "within $1,500" in readings.buy_reading(b)
 
 
 def test_recommend_reading_and_recipe():

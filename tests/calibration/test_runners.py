@@ -11,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from calibration.errors import CalibrationError
-from calibration.protocol import Plan, RunConfig, execute, median, random_prompts
+from calibration.protocol import BenchPlan, RunConfig, execute, median, random_prompts
 from calibration.records import (
     MEASURED_CSV_COLUMNS,
     RunRecord,
@@ -24,7 +24,7 @@ from calibration.run import run_calibration, run_plan
 ROOT = Path(__file__).resolve().parents[2]
 
 # 6 configs, seconds on a 2-core CPU: p32; g4 @ d0, d32; batch 1/2/4 of p16 g4.
-TEST_PLAN = Plan.build(prompt_lengths=(32,), depths=(0, 32), batches=(1, 2, 4), gen_tokens=4,
+TEST_PLAN = BenchPlan.build(prompt_lengths=(32,), depths=(0, 32), batches=(1, 2, 4), gen_tokens=4,
                        batch_prompt_tokens=16, trials=2)
 # prefill: 1 record, decode: 1 record, batch: 2 records each
 EXPECTED = {("prefill", "prefill", 1), ("decode", "decode", 1), ("decode", "decode", 1),
@@ -45,7 +45,7 @@ def fake_record(**kw) -> RunRecord:  # type: ignore[no-untyped-def]
     return RunRecord(**base)
 
 
-def check_records(records: list[RunRecord], runtime: str, plan: Plan = TEST_PLAN) -> None:
+def check_records(records: list[RunRecord], runtime: str, plan: BenchPlan = TEST_PLAN) -> None:
     assert {(r.kind, r.phase, r.batch) for r in records} == EXPECTED
     assert len(records) == 1 + 2 + 2 * 3
     for r in records:
@@ -72,7 +72,7 @@ def check_records(records: list[RunRecord], runtime: str, plan: Plan = TEST_PLAN
 
 
 def test_default_plan_covers_the_sweep_cheapest_first() -> None:
-    plan = Plan.default()
+    plan = BenchPlan.default()
     labels = [c.label for c in plan]
     for p in (64, 128, 256, 512, 1024):
         assert f"prefill p{p}" in labels
@@ -83,7 +83,7 @@ def test_default_plan_covers_the_sweep_cheapest_first() -> None:
     costs = [c.cost for c in plan]
     assert costs == sorted(costs)
     assert labels[0] == "prefill p64"
-    assert len(Plan.default(max_context=300)) < len(plan)
+    assert len(BenchPlan.default(max_context=300)) < len(plan)
 
 
 def test_run_config_validation() -> None:
@@ -92,11 +92,11 @@ def test_run_config_validation() -> None:
     with pytest.raises(CalibrationError):
         RunConfig("decode", gen_tokens=8, batch=2)
     with pytest.raises(CalibrationError):
-        Plan((RunConfig("prefill", prompt_tokens=8),), trials=0)
+        BenchPlan((RunConfig("prefill", prompt_tokens=8),), trials=0)
 
 
 def test_execute_stops_when_budget_spent_and_reports_progress() -> None:
-    plan = Plan.build(prompt_lengths=(10, 20, 40, 80), depths=(), batches=(), trials=1)
+    plan = BenchPlan.build(prompt_lengths=(10, 20, 40, 80), depths=(), batches=(), trials=1)
     now = [0.0]
     seen: list[str] = []
     progress: list[tuple[int, int, str]] = []
@@ -220,7 +220,7 @@ def test_mlx_runner_quantized_and_budget(tiny_mlx: dict[str, Path], linux_device
     recs = run_calibration("mlx-lm", tiny_mlx["mlx-4bit-g64"], budget_s=0.0, trials=1, device=linux_device,
                            on_progress=lambda *a: progress.append(a))
     assert len(recs) == 1 and recs[0].quant == "mlx-4bit-g64"  # only the cheapest config fits a 0 s budget
-    assert progress[-1][0] == progress[-1][1] == len(Plan.default())
+    assert progress[-1][0] == progress[-1][1] == len(BenchPlan.default())
 
 
 @pytest.mark.requires_llama_cpp

@@ -15,8 +15,8 @@ import yaml
 from calibration import store
 from calibration.errors import CalibrationError
 from calibration.records import MEASURED_CSV_COLUMNS, RunRecord
-from planner import profiles
 from cli.main import main
+from planner import profiles
 from planner.schema import CalibrationProfile, Provenance, SpeedConstants
 
 DEVICE = {"os": "linux", "os_version": "6.1", "backend": "cpu", "chip": "Test CPU", "chip_id": "custom",

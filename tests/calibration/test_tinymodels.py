@@ -57,6 +57,7 @@ def test_tokenizer_is_byte_level_and_padded_to_vocab(tiny_hf: Path) -> None:
 
 
 def test_builder_is_deterministic(tmp_path: Path) -> None:
+    pytest.importorskip("safetensors")
     digests = []
     for name in ("a", "b"):
         d = build_hf_llama(tmp_path / name, layers=1, vocab=512)
@@ -66,6 +67,7 @@ def test_builder_is_deterministic(tmp_path: Path) -> None:
 
 
 def test_bad_inputs_raise_calibration_error(tmp_path: Path) -> None:
+    pytest.importorskip("safetensors")
     with pytest.raises(CalibrationError, match="size"):
         build_hf_llama(tmp_path / "x", size="huge")
     with pytest.raises(CalibrationError, match="ffn"):

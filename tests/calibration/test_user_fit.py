@@ -7,10 +7,13 @@ import math
 
 import pytest
 
-from calibration.records import RunRecord
-from calibration.user_fit import build_profile, fit_user, free_params, predict_runs, shipped_constants
-from planner import profiles
-from planner.schema import CalibrationProfile
+pytest.importorskip("scipy", reason="the user fit needs scipy (calibration extra; make test installs it)")
+pytestmark = pytest.mark.requires_scipy
+
+from calibration.records import RunRecord  # noqa: E402
+from calibration.user_fit import build_profile, fit_user, free_params, predict_runs, shipped_constants  # noqa: E402
+from planner import profiles  # noqa: E402
+from planner.schema import CalibrationProfile  # noqa: E402
 
 SHAPE = {"weights_bytes": 4_000_000_000, "n_params": 7_000_000_000, "n_layers": 32, "hidden": 4096, "n_heads": 32,
          "n_kv_heads": 8, "head_dim": 128, "vocab": 32000, "ffn": 14336}

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from planner import profiles as P
 from cli.main import main
+from planner import profiles as P
 from planner.plan import Plan
 
 SEED = 20261129
@@ -245,6 +245,7 @@ def _problems(case: Case, rc, out: str, err: str) -> list[str]:
     return p
 
 
+@pytest.mark.slow  # ~450 in-process runs; make test runs it, make test-fast skips it
 def test_cli_fuzz(sandbox):
     failures = []
     stats = {0: 0, 2: 0}

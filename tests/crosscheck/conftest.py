@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-
 # PATH / LLAMA_CPP_LIB_PATH / HF_HUB_OFFLINE are set once in tests/conftest.py
 
 

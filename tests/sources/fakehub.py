@@ -1,6 +1,10 @@
 """A local stand-in for the Hugging Face Hub HTTP API, enough for the real huggingface_hub client:
 GET /api/models/{repo}[/revision/{rev}] (model_info with blobs), HEAD/GET /{repo}/resolve/{rev}/{file}
-with Range (206), X-Repo-Commit, ETag and X-Error-Code headers for 404 / gated 401."""
+with Range (206), X-Repo-Commit, ETag and X-Error-Code headers for 404 / gated 401.
+
+A repo can misbehave per file (``misbehave={"config.json": "endless"}``; the key "api" is its model info):
+"endless" streams zeros until the client hangs up, "drip" sends one byte every DRIP_S seconds, "huge" declares and
+sends HUGE_BYTES of spaces, "ignore_range" answers a ranged GET with the whole file (200)."""
 
 from __future__ import annotations
 
@@ -12,10 +16,15 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+DRIP_S = 0.5
+HUGE_BYTES = 200 * 10**6
+
 
 class Repo:
-    def __init__(self, files: dict[str, bytes | Path], gated: bool = False, sleep: float = 0.0):
+    def __init__(self, files: dict[str, bytes | Path], gated: bool = False, sleep: float = 0.0,
+                 misbehave: dict[str, str] | None = None):
         self.files, self.gated, self.sleep = files, gated, sleep
+        self.misbehave = misbehave or {}
         self.sha = hashlib.sha1(repr(sorted(files)).encode()).hexdigest()
 
     def size(self, name: str) -> int:
@@ -90,6 +99,8 @@ class FakeHub:
             repo = self._repo(h, m[1], head)
             if repo is None:
                 return
+            if not head and repo.misbehave.get("api"):
+                return self._misbehave(h, repo.misbehave["api"], repo, None)
             body = json.dumps({
                 "id": m[1], "sha": repo.sha, "private": False, "gated": "manual" if repo.gated else False,
                 "siblings": [{"rfilename": n, "size": repo.size(n), "blobId": hashlib.sha1(n.encode()).hexdigest()}
@@ -110,6 +121,8 @@ class FakeHub:
         fname = m[3]
         if fname not in repo.files:
             return self._err(h, 404, "EntryNotFound", f"{fname} not found", head)
+        if not head and repo.misbehave.get(fname):
+            return self._misbehave(h, repo.misbehave[fname], repo, fname)
         size = repo.size(fname)
         a, b, status = 0, size - 1, 200
         rng = h.headers.get("Range") or h.headers.get("range")
@@ -129,6 +142,37 @@ class FakeHub:
         h.end_headers()
         if not head:
             h.wfile.write(body)
+
+
+    def _misbehave(self, h, mode: str, repo: Repo, fname: str | None):
+        """Hostile answers; each ends when the client hangs up (BrokenPipe / ConnectionReset)."""
+        try:
+            h.send_response(200)
+            h.send_header("X-Repo-Commit", repo.sha)
+            if mode == "huge":
+                h.send_header("Content-Length", str(HUGE_BYTES))
+            elif mode == "ignore_range":
+                h.send_header("Content-Length", str(repo.size(fname)))
+            h.end_headers()
+            if mode == "endless":
+                while True:
+                    h.wfile.write(b"0" * 2**20)
+            elif mode == "drip":
+                while True:
+                    h.wfile.write(b" ")
+                    h.wfile.flush()
+                    time.sleep(DRIP_S)
+            elif mode == "huge":
+                for _ in range(HUGE_BYTES // 2**20):
+                    h.wfile.write(b" " * 2**20)
+            elif mode == "ignore_range":
+                size, pos = repo.size(fname), 0
+                while pos < size:
+                    chunk = repo.read(fname, pos, min(pos + 2**20, size) - 1)
+                    h.wfile.write(chunk)
+                    pos += len(chunk)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
 
 
 def fixture_config(repo: str) -> bytes:

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from gguf_gen import LLAMA8B_KV, Q, llama_tensors, nbytes, write_gguf, write_llama8b
 
+from cli.main import main
 from planner import architecture as arch
 from planner import profiles
-from cli.main import main
 from planner.errors import PlannerError, UnsupportedArchitectureError
 from planner.memory import kv_layout, memory_model
 from sources import resolve_model

@@ -6,14 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from fakehub import fixture_config
-from fakehub import Repo
+from fakehub import Repo, fixture_config
 from gguf_gen import write_llama8b
 from st_gen import gemma3_27b, llama_8b, qwen3_30b_a3b_mlx4, shard
 
+from cli.main import main
 from planner import architecture as arch
 from planner import profiles
-from cli.main import main
 from planner.errors import PlannerError
 from sources import resolve_model
 from sources.errors import HubError

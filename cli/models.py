@@ -1,0 +1,102 @@
+"""`plan models`: the catalog; with --ram, the catalog models that run on that Mac, best first."""
+
+from __future__ import annotations
+
+import typer
+
+from planner.format import fmt_bytes, fmt_ctx, fmt_params, fmt_tok_s, table
+
+
+def models_cmd(
+    ram: float | None = typer.Option(None, "--ram", help="Unified memory [GB]: rank the models that run on it"),
+    chip: str | None = typer.Option(None, "--chip", help="Apple chip, e.g. 'M4 Max' (for speed)"),
+    gpu_cores: int | None = typer.Option(None, "--gpu-cores", help="GPU cores of a binned chip"),
+    task: str | None = typer.Option(None, "--task", help="chat, code, reasoning, vision or embedding"),
+    min_tok_s: float | None = typer.Option(None, "--min-tok-s", help="Minimum decode tok/s per user"),
+    context: int = typer.Option(8192, "--context", "-c", help="Context per user [tokens]"),
+    users: int = typer.Option(1, "--users", "-u", help="Concurrent users"),
+    runtime: list[str] | None = typer.Option(None, "--runtime", "-r", help="Runtimes (default llama.cpp, mlx-lm)"),
+    max_params: float | None = typer.Option(None, "--max-params", help="Largest model [billions of parameters]"),
+    family: str | None = typer.Option(None, "--family", help="Model family, e.g. qwen, llama, gemma"),
+    macos: str = typer.Option("15", "--macos", help="macOS major version (15 or 26)"),
+    top: int = typer.Option(0, "--top", help="Rows to print (0: all)"),
+    json_out: bool = typer.Option(False, "--json", help="Print as JSON"),
+):
+    """Without --ram: the built-in catalog. With --ram (and --chip for speed): what can I run on this Mac?"""
+    from planner.errors import InputError
+
+    if ram is None:
+        if chip is not None or task or min_tok_s or max_params or family or runtime:
+            raise InputError("give --ram to rank the models for a Mac, e.g. plan models --ram 64 --chip 'M4 Max'")
+        return _catalog(json_out)
+    from planner.models import Query, resolve_chip_for_ram, what_runs
+
+    chip_p = resolve_chip_for_ram(chip, ram, gpu_cores) if chip is not None else None
+    if gpu_cores is not None and chip_p is None:
+        raise InputError("--gpu-cores needs --chip (e.g. --chip 'M4 Max' --gpu-cores 40)")
+    r = what_runs(Query(ram_gb=ram, chip=chip_p, task=task, min_tok_s=min_tok_s, context=context, users=users,
+                        runtimes=tuple(runtime or ()), max_params_b=max_params, family=family, macos=macos))
+    if json_out:
+        typer.echo(r.model_dump_json(indent=2))
+        return
+    typer.echo(render_models(r, top))
+
+def render_models(r, top: int = 0) -> str:
+    mac = f"{r.chip}, {r.ram_gb:g} GB" if r.chip else f"{r.ram_gb:g} GB (no chip: memory and quality only)"
+    out = [f"What can I run on {mac}? GPU limit {fmt_bytes(r.gpu_limit_bytes)}; {r.users} user(s) × "
+           f"{fmt_ctx(r.context)} context" + (f"; at least {r.min_tok_s:g} tok/s" if r.min_tok_s else ""),
+           r.quality_basis[:1].upper() + r.quality_basis[1:] + "."]
+    if r.best_effort:
+        out.append("Nothing meets every filter; the closest are shown:")
+        out += [f"  {b}" for b in r.binding]
+    out.append("")
+    for title, rows in (("", r.rows), ("Embedding models (ranked among themselves):", r.embedding_rows)):
+        if not rows:
+            continue
+        if title:
+            out += ["", title]
+        out.append(_table(rows[:top] if top else rows, r.chip is not None))
+    if not r.rows and not r.embedding_rows:
+        out.append("(no model in the selection)")
+    if r.excluded:
+        out.append("")
+        out.append("Left out: " + ", ".join(f"{v} {k}" for k, v in r.excluded.items()))
+    out += [f"note: {n}" for n in r.notes]
+    return "\n".join(out)
+
+def _table(rows, speed: bool) -> str:
+    hdr = ["#", "model", "params", "runtime", "quant", "kv", "fits (ctx @users · users @ctx)"]
+    al = "rllllll"
+    if speed:
+        hdr += ["decode tok/s", "range", "prefill tok/s"]
+        al += "rrr"
+    hdr += ["score", "mem left", ""]
+    al += "rrl"
+    body = []
+    for x in rows:
+        fits = f"{fmt_ctx(x.max_context)} · {x.max_users}" if x.verdict != "no-fit" else "does not fit"
+        line = [str(x.rank), x.model, fmt_params(x.params_b * 1e9), x.runtime, x.quant, x.kv_type, fits]
+        if speed:
+            rng = f"{fmt_tok_s(x.decode_range[0])}–{fmt_tok_s(x.decode_range[1])}" if x.decode_range else "–"
+            line += [fmt_tok_s(x.decode_tok_s), rng, fmt_tok_s(x.prefill_tok_s)]
+        flag = {"tight": "tight", "raise-limit": "raise limit", "no-fit": "no fit"}.get(x.verdict, "")
+        why = "; ".join(m.split(":")[0] for m in x.misses)
+        line += [f"{x.score:.1f}" if x.score is not None else "–", fmt_bytes(x.memory_left_bytes),
+                 ", ".join(s for s in (flag, f"misses {why}" if why else "") if s)]
+        body.append(line)
+    return table(body, hdr, al)
+
+def _catalog(json_out: bool) -> None:
+    import json
+
+    from planner import architecture as arch
+    from planner import profiles
+
+    ms = profiles.all_models()
+    if json_out:
+        typer.echo(json.dumps([{"id": m.id, "name": m.name, "params": arch.n_params(m.config),
+                                "aliases": m.aliases} for m in ms], indent=2))
+        return
+    rows = [[m.id, m.name, fmt_params(arch.n_params(m.config)), f"{m.config.max_position_embeddings:,}",
+             ", ".join(m.aliases[:3])] for m in ms]
+    typer.echo(table(rows, ["id", "name", "params", "max ctx", "aliases"], "llrrl"))

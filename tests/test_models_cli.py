@@ -1,0 +1,54 @@
+"""`plan models` on the command line: the catalog list, the ranking for a Mac (text and JSON), one-line errors."""
+
+import json
+
+from cli.main import main
+
+
+def test_catalog_list_unchanged(capsys):
+    rc = main(["models"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "llama-3.3-70b" in out and "max ctx" in out
+
+
+def test_ranking_with_chip_has_speed_columns(capsys):
+    rc = main(["models", "--ram", "64", "--chip", "M4 Max", "--task", "chat"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "M4 Max 40-core GPU, 64 GB" in out
+    header = next(ln for ln in out.splitlines() if ln.lstrip().startswith("#"))
+    for col in ("runtime", "quant", "kv", "decode tok/s", "range", "prefill tok/s", "score", "mem left"):
+        assert col in header
+    assert "Quality = " in out
+
+
+def test_ranking_without_chip_has_no_speed(capsys):
+    rc = main(["models", "--ram", "16"])
+    out = capsys.readouterr().out
+    header = next(ln for ln in out.splitlines() if ln.lstrip().startswith("#"))
+    assert rc == 0 and "decode" not in header and "prefill" not in header
+    assert "speed needs a chip" in out
+
+
+def test_json(capsys):
+    rc = main(["models", "--ram", "24", "--chip", "M4 Pro", "--gpu-cores", "20", "--max-params", "9", "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert rc == 0 and d["rows"] and all(r["params_b"] <= 9 for r in d["rows"])
+    assert [r["rank"] for r in d["rows"]] == list(range(1, len(d["rows"]) + 1))
+    assert all(r["decode_tok_s"] > 0 and r["memory_left_bytes"] > 0 for r in d["rows"] if r["meets"])
+
+
+def test_best_effort_is_an_answer_not_an_error(capsys):
+    rc = main(["models", "--ram", "64", "--chip", "M4 Max", "--min-tok-s", "100000"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "Nothing meets every filter" in out and "--min-tok-s 100000 binds" in out
+
+
+def test_bad_input_one_line(capsys):
+    for argv, want in ((["models", "--ram", "64", "--task", "poetry"], "--task"),
+                       (["models", "--ram", "-3"], "--ram"),
+                       (["models", "--chip", "M4 Max"], "give --ram"),
+                       (["models", "--ram", "64", "--chip", "M9 Ultra"], "--chip"),
+                       (["models", "--ram", "64", "--users", "0"], "--users")):
+        rc = main(argv)
+        err = capsys.readouterr().err.strip()
+        assert rc == 2 and want in err and "\n" not in err and "Traceback" not in err, (argv, err)
