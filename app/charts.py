@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from planner.format import VERDICT_MARK, fmt_bytes, fmt_ctx, fmt_seconds, fmt_tok_s, verdict_text
+from planner.format import (
+    VERDICT_MARK,
+    fmt_bytes,
+    fmt_ctx,
+    fmt_seconds,
+    fmt_tok_s,
+    fmt_tok_s_range,
+    verdict_text,
+)
 from planner.plan import FitOption, Plan
 from planner.units import GiB
 
@@ -269,7 +277,7 @@ def decode_vs_users(p: Plan, options: list[FitOption], ceilings: dict[str, dict[
         xs = [str(u) for u in users]
         fig.add_scatter(x=xs, y=[sp.decode_tok_s_per_seq[u] for u in users], mode="lines+markers",
                         name=f"{name}: per user", line={"color": color, "width": 2.5},
-                        hovertext=[f"{fmt_tok_s(sp.decode_tok_s_per_seq[u])} tok/s per user, "
+                        hovertext=[f"{fmt_tok_s_range(sp.decode_tok_s_per_seq[u], sp.decode_tok_s_range.get(u))} per user, "
                                    f"{fmt_tok_s(sp.decode_tok_s_total[u])} tok/s for all {u}; {sp.bound[u]}-bound"
                                    for u in users], hovertemplate="%{x} users: %{hovertext}<extra></extra>")
         ceiling = (ceilings or {}).get(option_label(o))

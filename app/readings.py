@@ -15,6 +15,7 @@ from planner.format import (
     fmt_params,
     fmt_seconds,
     fmt_tok_s,
+    fmt_tok_s_range,
     verdict_text,
 )
 from planner.plan import FitOption, Plan
@@ -44,8 +45,10 @@ def longest_context(o: FitOption, users: int) -> int:
 
 
 def fitting_users(p: Plan, o: FitOption) -> list[int]:
-    """The user counts of the plan whose sessions all fit at the requested context (what the charts may draw)."""
-    return [u for u in p.user_counts if _limits(o).get(u, 0) >= p.request.context]
+    """The user counts of the plan whose sessions all fit at the requested context (what the charts may draw): with
+    the runtime's safety margin, or up to the requested users when the plan rates those a tight fit."""
+    tight = p.request.users if o.fit.verdict == "tight" else 0
+    return [u for u in p.user_counts if _limits(o).get(u, 0) >= p.request.context or u <= tight]
 
 
 # CLI wording in core messages -> the web form's own control names (the core speaks CLI; this page does not)
@@ -187,7 +190,7 @@ def answer(p: Plan, wl, top=None, met: bool = True, why: str | None = None) -> t
     body = (f" {'Closest' if not met else 'Best'} option: **{option_name(top)}**, {workload_label(p)}, using "
             f"{fmt_bytes(top.memory_bytes)} of the {fmt_bytes(p.wired.effective_bytes)} GPU limit")
     if sp is not None:
-        body += (f"; about {fmt_tok_s(sp.decode_tok_s_per_user)} tok/s per user, first token in "
+        body += (f"; about {fmt_tok_s_range(sp.decode_tok_s_per_user, sp.decode_range)} per user, first token in "
                  f"{fmt_seconds(sp.ttft_s)}")
     body += "."
     if not met:
@@ -304,6 +307,11 @@ def kv_rows(p: Plan) -> list[dict[str, str]]:
     return rows
 
 
+def _rate(x: float, rng) -> str:
+    """'67.5 (likely 55.1–80.0)' for a table cell (the column says tok/s)."""
+    return fmt_tok_s_range(x, rng).replace(" tok/s", "")
+
+
 def compare_row(p: Plan, top, met: bool) -> dict[str, str]:
     """One Mac of the side-by-side table: its answer option (planner.advice.FitOption, or None) and its speed."""
     if top is None:
@@ -313,7 +321,7 @@ def compare_row(p: Plan, top, met: bool) -> dict[str, str]:
                 "meets targets": "–"}
     sp = top.speed
     return {"Mac": mac_label(p), "best option": option_name(top), "fit": verdict_text(top.fit.verdict),
-            "tok/s per user": fmt_tok_s(sp.decode_tok_s_per_user) if sp else "–",
+            "tok/s per user": _rate(sp.decode_tok_s_per_user, sp.decode_range) if sp else "–",
             "first token": fmt_seconds(sp.ttft_s) if sp else "–",
             "meets targets": ("yes" if met else "no: " + "; ".join(top.misses)) if sp else "–"}
 
@@ -346,7 +354,7 @@ def decode_reading(p: Plan, picks: list[FitOption]) -> str:
             parts.append(f"**{option_name(o)}**: not one {fmt_ctx(ctx)}-token session fits with the runtime's "
                          "safety margin.")
             continue
-        line = (f"**{option_name(o)}**: {fmt_tok_s(sp.decode_tok_s_per_seq[fit[0]])} tok/s for one user "
+        line = (f"**{option_name(o)}**: {fmt_tok_s_range(sp.decode_tok_s_per_seq[fit[0]], sp.decode_tok_s_range.get(fit[0]))} for one user "
                 f"({sp.bound[fit[0]]}-bound)")
         if users in fit and users != fit[0]:
             line += (f"; with your {users} users, {fmt_tok_s(sp.decode_tok_s_per_seq[users])} tok/s each, "
@@ -396,7 +404,7 @@ def recommend_rows(r) -> list[dict[str, str]]:
         rows.append({"#": str(o.rank), "runtime": o.runtime, "quantization": o.quant, "KV": o.kv_type,
                      "slots": str(o.slots), "context": fmt_ctx(o.context), "memory": fmt_bytes(o.memory_bytes),
                      "fit": f"{VERDICT_MARK[o.fit.verdict]} {verdict_text(o.fit.verdict)}",
-                     "tok/s per user": fmt_tok_s(sp.decode_tok_s_per_user) if sp else "–",
+                     "tok/s per user": _rate(sp.decode_tok_s_per_user, sp.decode_range) if sp else "–",
                      "first token": fmt_seconds(sp.ttft_s) if sp else "–", "bound": o.bound,
                      "quality cost": o.quality.tier, "meets targets": "yes" if o.meets_targets else "no"})
     if all(o.speed is None for o in r.options):  # memory-only ranking: no empty speed columns
