@@ -13,16 +13,30 @@ import streamlit as st
 from pydantic import ValidationError
 
 try:
-    from app import charts, readings, uploads
+    from app import readings, uploads
 except ImportError:  # `streamlit run app/streamlit_app.py` from a checkout puts app/, not the repo, on sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from app import charts, readings, uploads
+    from app import readings, uploads
+
 
 from planner import profiles
 from planner.capacity import MAX_USERS
 from planner.errors import PlannerError, render_validation_error
 from planner.format import fmt_bytes, fmt_ctx, fmt_params
 from planner.plan import Plan, PlanRequest
+
+
+class _LazyCharts:
+    """app.charts (and Plotly) imported on first use, so a cold start shows the answer before Plotly loads."""
+
+    def __getattr__(self, name: str):
+        from app import charts as module
+
+        return getattr(module, name)
+
+
+charts = _LazyCharts()
+
 
 F = PlanRequest.model_fields
 DEFAULT_MODEL = "llama-3.1-8b"
