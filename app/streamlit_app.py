@@ -257,7 +257,7 @@ def workload_form() -> tuple[dict, tuple]:
                                   format_func=lambda i: presets[i][0],
                                   help="How the model is used: prompt and answer lengths, users, latency targets. "
                                        "Picking one fills in the fields below.")
-    st.sidebar.caption(presets[preset][1])
+    st.sidebar.caption(f"{presets[preset][1]}. Speeds are computed at the prompt and answer lengths below.")
     steps = sorted(set(CONTEXT_STEPS) | {v[3] for v in presets.values()})
     context = st.sidebar.select_slider("Context per user [tokens]", steps, key="context", format_func=fmt_ctx,
                                        help=tip("context"))
