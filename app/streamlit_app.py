@@ -109,7 +109,9 @@ def build_workload(preset: str, users: int, context: int, min_tok_s: float, max_
     planner.workload.WorkloadProfile."""
     from planner.workload import Targets, custom_workload
 
-    wl = custom_workload(preset, users=users, context=context, prompt=str(prompt), gen=str(gen))
+    wl = custom_workload(preset, users=users, context=context)  # the preset's own length distributions
+    if workload_presets()[preset][6:] != (prompt, gen) or wl.context > context:  # lengths the form set
+        wl = custom_workload(preset, users=users, context=context, prompt=str(prompt), gen=str(gen))
     t = wl.targets.model_copy(update={"min_tok_s_per_user": min_tok_s or None, "max_ttft_s": max_ttft or None})
     return wl.model_copy(update={"targets": Targets.model_validate(t.model_dump())})
 

@@ -141,7 +141,6 @@ def _expected(model: str, **mac):
 
     wl = custom_workload("chat", users=1, context=8192)
     pt = wl.at()
-    wl = custom_workload("chat", users=1, context=8192, prompt=str(pt.prompt_tokens), gen=str(pt.gen_tokens))
     req = PlanRequest(model=model, prompt_tokens=pt.prompt_tokens, gen_tokens=pt.gen_tokens, **mac)
     ram, chip, _ = resolve_mac(req)
     try:
