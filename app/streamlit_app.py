@@ -13,10 +13,10 @@ import streamlit as st
 from pydantic import ValidationError
 
 try:
-    from app import readings, uploads
+    from app import models_page, readings, uploads
 except ImportError:  # `streamlit run app/streamlit_app.py` from a checkout puts app/, not the repo, on sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from app import readings, uploads
+    from app import models_page, readings, uploads
 
 
 from planner import profiles
@@ -45,6 +45,7 @@ COMPARE_DEFAULT = [("M4 Pro", 20, 48), ("M4 Max", 40, 64), ("M4 Max", 40, 128), 
 CONTEXT_STEPS = [512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576]
 MODE_CHIP, MODE_RAM, MODE_COMPARE = "Chip and RAM", "RAM only", "Compare several Macs"
 MODE_BUY = "Which Mac should I buy?"
+PAGE_PLAN = "Will this model fit?"
 
 
 def tip(field: str) -> str:
@@ -125,17 +126,23 @@ def cached_recommend(model: str, ram_gb: float, chip: str | None, gpu_cores: int
 
     _, chip_p, _ = resolve_mac(PlanRequest(model=model, ram_gb=ram_gb, chip=chip, gpu_cores=gpu_cores))
     return recommend(model, ram_gb, WorkloadProfile.model_validate_json(wl_json), chip=chip_p, macos=macos,
-                     runtimes=list(runtimes), quants=list(quants) if quants else None, wired_limit_mb=wired)
+                     runtimes=list(runtimes), quants=list(quants) if quants else None, wired_limit_mb=wired,
+                     best_effort=True)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def cached_buy(model: str, wl_json: str, budget: float | None, runtimes: tuple[str, ...], macos: str,
-               include_rumoured: bool, include_discontinued: bool = False):
-    from planner.buy import buy
+               include_rumoured: bool, include_discontinued: bool = False, quotes: tuple[str, ...] = ()):
+    from planner.buy import buy, match_price
     from planner.workload import WorkloadProfile
 
+    prices = {}
+    for q in quotes:  # 'Mac Studio M4 Max 128GB=3299'; a bad line is one error naming it (planner.errors)
+        ids, usd = match_price(q)
+        prices.update(dict.fromkeys(ids, usd))
     return buy([model], WorkloadProfile.model_validate_json(wl_json), budget_usd=budget, runtimes=list(runtimes),
-               macos=macos, include_rumoured=include_rumoured, include_discontinued=include_discontinued)
+               macos=macos, include_rumoured=include_rumoured, include_discontinued=include_discontinued,
+               prices=prices)
 
 
 @st.cache_data(show_spinner=False)
@@ -181,7 +188,12 @@ def mac_form() -> tuple[str, list[dict]]:
         old = st.sidebar.checkbox("Include discontinued Macs (at launch price)", False, key="discontinued",
                                   help="Macs no longer sold new: M1/M2 Ultra and older Max chips, often bought "
                                        "refurbished or used for large models")
-        return mode, [{"budget": float(budget) or None, "include_rumoured": rumoured, "include_discontinued": old}]
+        quotes = st.sidebar.text_area("Your prices (optional)", "", key="quotes", height=80,
+                                      placeholder="Mac Studio M2 Ultra 76-core 192GB=3500",
+                                      help="One per line, PRODUCT CHIP RAM=USD: a refurbished or used offer. It "
+                                           "replaces the launch price and brings a discontinued Mac into the search.")
+        return mode, [{"budget": float(budget) or None, "include_rumoured": rumoured, "include_discontinued": old,
+                       "quotes": tuple(x.strip() for x in quotes.splitlines() if x.strip())}]
     if mode == MODE_RAM:
         sizes = sorted({r for _, _, opts, _ in table for r in opts})
         ram = st.sidebar.selectbox("Unified memory (RAM)", sizes, index=sizes.index(64) if 64 in sizes else 0,
@@ -306,37 +318,31 @@ def section(title: str, fig, reading: str, key: str) -> None:
     right.markdown(reading)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
 def cached_answer(model: str, ram_gb: float, chip: str | None, wl_json: str, macos: str, runtimes: tuple[str, ...],
                   quants: tuple[str, ...] | None, wired: int | None):
-    """(Recommendation or None, closest options when no target can be met, message or None), cached per input
-    (an exception is not cached by Streamlit, so the unreachable case returns its closest options instead)."""
-    from planner.advice import TargetsUnreachableError
-
+    """(Recommendation or None, message or None). Best effort: when no target can be met the recommendation lists
+    the closest options (targets_met False); a model that fits nowhere gives the message."""
     try:
-        return cached_recommend(model, ram_gb, chip, None, wl_json, macos, runtimes, quants, wired), [], None
-    except TargetsUnreachableError as e:
-        return None, list(e.closest), ("warning", str(e))
+        return cached_recommend(model, ram_gb, chip, None, wl_json, macos, runtimes, quants, wired), None
     except PlannerError as e:
-        return None, [], ("info", f"No recommendation: {e}")
+        return None, str(e)
 
 
 class Answer:
-    """The one option the page speaks of: the recommendation's first (or the closest to the targets), else the
-    plan's highest-precision option that fits (models outside the catalog)."""
+    """The one option the page speaks of: the recommendation's first (the closest to the targets when none meets
+    them); None for a model outside the catalog, then the page shows the plan's highest-precision option."""
 
-    def __init__(self, rec, closest: list, msg):
-        self.rec, self.closest, self.msg = rec, closest, msg
-        ranked = rec.options if rec is not None else closest
-        self.top = ranked[0] if ranked else None
-        self.ranked = ranked
-        self.met = rec is not None
+    def __init__(self, rec, msg: str | None):
+        self.rec, self.msg = rec, msg
+        self.ranked = rec.options if rec is not None else []
+        self.top = self.ranked[0] if self.ranked else None
+        self.met = rec is None or rec.targets_met
         self.why = rec.why_not_higher_quality if rec is not None else None
 
 
 def answer_for(model_id: str, req: PlanRequest, chip_id: str | None, ram_gb: float, wl) -> Answer:
     if model_id not in catalog():
-        return Answer(None, [], None)
+        return Answer(None, None)
     return Answer(*cached_answer(model_id, ram_gb, chip_id, wl.model_dump_json(), req.macos, tuple(req.runtimes),
                                  tuple(req.quants) if req.quants else None, req.wired_limit_mb))
 
@@ -480,17 +486,28 @@ def show_recommend(ans: Answer, wl, upload_dir: str | None) -> None:
     """Ranked configurations for the workload (planner.advice.recommend), or the closest ones."""
     st.subheader("Every configuration, ranked for this workload")
     st.caption(f"Workload: {wl.summary()}")
-    if ans.rec is None and not ans.closest:
-        st.info(readings.for_web(ans.msg[1], upload_dir) if ans.msg else
+    rec = ans.rec
+    if rec is None:
+        st.info(readings.for_web(ans.msg, upload_dir) if ans.msg else
                 "The ranking needs a model from the catalog; the answer above is the highest-precision option "
                 "that fits.")
         return
-    rec = ans.rec or type("Closest", (), {"options": ans.closest, "why_not_higher_quality": None, "router": None,
-                                          "notes": []})()
     st.markdown(readings.for_web(readings.recommend_reading(rec), upload_dir))
     st.table(readings.recommend_rows(rec))
     for n in rec.notes:
         st.caption(readings.for_web(n, upload_dir))
+
+
+@st.cache_data(show_spinner=False, max_entries=128)
+def cached_launch_recipe(request_json: str, runtime: str, quant: str):
+    """planner.plan.launch_recipe for one option of the plan of this request (None: no command can be written)."""
+    from planner.plan import launch_recipe
+
+    req = PlanRequest.model_validate_json(request_json)
+    p = cached_plan(request_json)
+    o = next(o for o in p.options if (o.runtime, o.quant) == (runtime, quant))
+    quants = req.quants or []
+    return launch_recipe(req, o, cached_resolve(req.model, quants[0] if len(quants) == 1 else None))
 
 
 def show_recipe(p: Plan, chosen, ans: Answer, upload_dir: str | None) -> None:
@@ -500,8 +517,9 @@ def show_recipe(p: Plan, chosen, ans: Answer, upload_dir: str | None) -> None:
     if top is not None and (top.runtime, top.quant, top.kv_type) == (chosen.runtime, chosen.quant, chosen.kv_type):
         rc, name = top.recipe, readings.option_name(top)
     else:
-        rc, name = chosen.recipe, readings.option_name(chosen)
-    if chosen.fit.verdict == "no-fit" and rc is chosen.recipe:
+        rc, name = cached_launch_recipe(p.request.model_dump_json(), chosen.runtime, chosen.quant), \
+            readings.option_name(chosen)
+    if chosen.fit.verdict == "no-fit" or rc is None:
         st.markdown(readings.for_web(readings.recipe_reading(p, chosen), upload_dir))
         return
     with st.expander(f"Launch recipe for {name}", expanded=True):
@@ -509,13 +527,13 @@ def show_recipe(p: Plan, chosen, ans: Answer, upload_dir: str | None) -> None:
 
 
 def show_buy(model: str, wl, runtimes: list[str], macos: str, budget: float | None, include_rumoured: bool,
-             include_discontinued: bool = False) -> dict | None:
+             include_discontinued: bool = False, quotes: tuple[str, ...] = ()) -> dict | None:
     """Price against performance over every Mac (planner.buy.buy); returns the Mac to detail below, or None.
     Never a dead end: when no Mac meets every target, the chart and table still show the closest ones."""
     st.subheader("Which Mac should I buy?")
     st.caption(f"Workload: {wl.summary()}" + (f" · Budget: ${budget:,.0f}" if budget else " · No budget limit"))
     b = cached_buy(model, wl.model_dump_json(), budget, tuple(runtimes), macos, include_rumoured,
-                   include_discontinued)
+                   include_discontinued, quotes)
     if b.memory_shortfall:
         st.warning(f"**No Mac holds it.** {b.memory_shortfall}. What would change the answer: "
                    + "; ".join(b.what_would_change) + ".")
@@ -556,6 +574,10 @@ def capped(model: str, quants, context: int, prompt: int, gen: int) -> tuple[int
 
 def main() -> None:
     st.set_page_config(page_title="Mac LLM planner", page_icon="🖥️", layout="wide")
+    # the "What can I run?" page (app/models_page.py, = `plan models`) has its own inputs
+    if st.sidebar.radio("Page", [PAGE_PLAN, models_page.PAGE_TITLE], key="page") != PAGE_PLAN:
+        models_page.page()
+        return
     st.title("Will this LLM run on this Mac?")
     st.caption("Memory and speed of a model on Apple Silicon for llama.cpp and mlx-lm, against the GPU memory limit "
                "macOS actually enforces. Change the inputs on the left; the page updates.")

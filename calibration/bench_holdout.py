@@ -4,7 +4,8 @@ For each runtime it measures a fixed set of configurations with the real runtime
 (calibration.user_fit: the shipped fit code, shipped priors) on the short ones only, and predicts the held-out
 ones through planner.throughput (the path `plan predict` uses):
 
-    fitted on   prefill p64 / p128 / p256, decode g32 @ d0 / d256, batch 1 and 2 (p128 g32)
+    fitted on   prefill p64 / p128 / p256 / p512, decode g32 @ d0 / d256 / d512, batch 1 and 2 (p128 g32);
+                the depth point (d512, p512) lets the fit tell the KV stream and attention apart from the weights
     held out    a longer prompt (prefill p1024), a deeper context (decode g32 @ d1024), bigger batches (4, 8)
 
 Models: llama.cpp uses the "bench" size (~150 M params, Q4_K_M ~100 MB, decode dominated by memory traffic);
@@ -33,8 +34,9 @@ DEFAULT_MODELS = REPO_ROOT / ".cache" / "bench-models"
 
 TRAIN = (
     RunConfig("prefill", prompt_tokens=64), RunConfig("prefill", prompt_tokens=128),
-    RunConfig("prefill", prompt_tokens=256),
+    RunConfig("prefill", prompt_tokens=256), RunConfig("prefill", prompt_tokens=512),
     RunConfig("decode", gen_tokens=32, depth=0), RunConfig("decode", gen_tokens=32, depth=256),
+    RunConfig("decode", gen_tokens=32, depth=512),
     RunConfig("batch", prompt_tokens=128, gen_tokens=32, batch=1),
     RunConfig("batch", prompt_tokens=128, gen_tokens=32, batch=2),
 )

@@ -571,11 +571,19 @@ def leave_one_source_out(data) -> list[tuple[str, FitRecord, float]]:
 
 
 def loso_ranges(held: list[tuple[str, FitRecord, float]]) -> dict[str, dict[str, tuple[float, float]]]:
-    """{runtime: range_table of its out-of-source residuals}: the shipped likely ranges."""
+    """{runtime: range_table of its out-of-source residuals}: the shipped likely ranges. A runtime whose residuals
+    come from fewer than two source groups, or a regime it has too few rows of, takes the pooled table of all
+    runtimes (one source's residuals say nothing about the next source's offset)."""
     by = defaultdict(list)
     for rt, r, p in held:
         by[rt].append((r, p))
-    return {rt: range_table([r for r, _ in v], [p for _, p in v]) for rt, v in by.items()}
+    pooled = range_table([r for _, r, _ in held], [p for _, _, p in held])
+    out = {}
+    for rt in ("llama.cpp", "mlx-lm", "ollama"):
+        v = by.get(rt, [])
+        own = range_table([r for r, _ in v], [p for _, p in v]) if len({r.source for r, _ in v}) >= 2 else {}
+        out[rt] = {**pooled, **own}
+    return out
 
 
 def _rows_by_scope(records: list[FitRecord], scope: str) -> int:

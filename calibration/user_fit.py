@@ -23,7 +23,8 @@ from calibration.errors import CalibrationError
 
 #: log-sigma of the priors: one sigma is a factor e^0.5 = 1.65 from the shipped value.
 PRIOR_SIGMA = 0.5
-BASE_FREE = ("eta_bw", "eta_c", "eta_attn", "eta_c_decode", "t_layer_s", "eta_mv")
+# eta_kv: a depth point (decode at d512) tells the KV stream apart from the weight stream
+BASE_FREE = ("eta_bw", "eta_c", "eta_attn", "eta_c_decode", "t_layer_s", "eta_mv", "eta_kv")
 
 
 def free_params() -> tuple[str, ...]:

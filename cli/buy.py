@@ -9,39 +9,42 @@ import typer
 
 from planner.errors import InputError
 from planner.format import fmt_bytes, fmt_seconds, fmt_tok_s, table
+from planner.requests import BuyRequest
+
+from .options import check, opt
 
 TABLE_ROWS = 25
 
 
+R = BuyRequest
+
+
 def buy_cmd(
-    model: list[str] = typer.Option(..., "--model", "-m", help="Model(s) that must be resident together (repeatable)"),
-    workload: str = typer.Option("chat", "--workload", "-w", help="Preset: chat, rag, agent, batch, code"),
-    users: int | None = typer.Option(None, "--users", "-u", help="Concurrent users (overrides the preset)"),
-    prompt: str | None = typer.Option(None, "--prompt", help="Prompt tokens: 12000 | 1024:0.6,8192:0.4 | p50=..,p90=.."),
-    gen: str | None = typer.Option(None, "--gen", help="Generated tokens, same forms as --prompt"),
-    context: int | None = typer.Option(None, "--context", "-c", help="Context to reserve per sequence [tokens]"),
-    min_tok_s: float | None = typer.Option(None, "--min-tok-s", help="Minimum decode tok/s per user"),
-    max_ttft: float | None = typer.Option(None, "--max-ttft", help="Maximum time to first token [s]"),
-    max_request: float | None = typer.Option(None, "--max-request", help="Maximum time per request/turn [s]"),
-    budget: float | None = typer.Option(None, "--budget", help="Most you will spend [USD]"),
-    price: list[str] | None = typer.Option(None, "--price", help="Your price for a configuration, e.g. "
-                                           "'Mac Studio M4 Max 128GB=3499' (repeatable; refurbished or used)"),
-    prices: Path | None = typer.Option(None, "--prices", help="CSV of your prices: columns product, chip, "
-                                       "gpu_cores, ram_GB, us_price_usd (as calibration/data/mac_configs.csv)"),
-    include_discontinued: bool = typer.Option(False, "--include-discontinued",
-                                              help="Also consider Macs no longer sold new (at their launch price)"),
-    include_rumoured: bool = typer.Option(False, "--include-rumoured", help="Also consider rumoured chips"),
-    max_quality_cost: str = typer.Option("small", "--max-quality-cost",
-                                         help="Worst quant quality cost allowed: lossless, small, noticeable, large"),
-    runtime: list[str] | None = typer.Option(None, "--runtime", "-r", help="Runtimes (default llama.cpp, mlx-lm)"),
-    macos: str = typer.Option("15", "--macos", help="macOS major version (15 or 26)"),
-    all_rows: bool = typer.Option(False, "--all", help="List the best configuration of every Mac"),
-    clusters: bool = typer.Option(False, "--clusters", help="Also set 2-4 identical linked Macs against one larger Mac"),
-    link: str = typer.Option("tb5", "--link", help="Interconnect for --clusters: tb5, tb4, 10gbe"),
+    model: list[str] = opt(R, "model", "--model", "-m", repeatable=True),
+    workload: str = opt(R, "workload", "--workload", "-w"),
+    users: int | None = opt(R, "users", "--users", "-u"),
+    prompt: str | None = opt(R, "prompt", "--prompt"),
+    gen: str | None = opt(R, "gen", "--gen"),
+    context: int | None = opt(R, "context", "--context", "-c"),
+    min_tok_s: float | None = opt(R, "min_tok_s", "--min-tok-s"),
+    max_ttft: float | None = opt(R, "max_ttft", "--max-ttft"),
+    max_request: float | None = opt(R, "max_request", "--max-request"),
+    budget: float | None = opt(R, "budget", "--budget"),
+    price: list[str] | None = opt(R, "price", "--price", repeatable=True),
+    prices: Path | None = opt(R, "prices", "--prices"),
+    include_discontinued: bool = opt(R, "include_discontinued", "--include-discontinued"),
+    include_rumoured: bool = opt(R, "include_rumoured", "--include-rumoured"),
+    max_quality_cost: str = opt(R, "max_quality_cost", "--max-quality-cost"),
+    runtime: list[str] | None = opt(R, "runtime", "--runtime", "-r", repeatable=True),
+    macos: str = opt(R, "macos", "--macos"),
+    all_rows: bool = opt(R, "all_rows", "--all"),
+    clusters: bool = opt(R, "clusters", "--clusters"),
+    link: str = opt(R, "link", "--link"),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON"),
 ):
     """Cheapest Mac that meets the targets, best value, fastest within budget, and the price/speed Pareto front;
     when no Mac meets every target, the closest ones and what would change the answer."""
+    check(R, locals())
     from planner.buy import buy
     from planner.workload import custom_workload
 
@@ -55,7 +58,7 @@ def buy_cmd(
         return
     out = _header(r, wl) + _verdict_lines(r) + (_table_lines(r, all_rows) if r.per_mac else [])
     if clusters:
-        out += _cluster_lines(model[0], wl, link, budget, r.cheapest)
+        out += _cluster_lines(model[0], wl, link, budget)
     out += [f"note: {n}" for n in r.notes]
     typer.echo("\n".join(out))
 
@@ -172,18 +175,23 @@ def _table_lines(r, all_rows: bool) -> list[str]:
     return out
 
 
-def _cluster_lines(model: str, wl, link: str, budget: float | None, single) -> list[str]:
+def _cluster_lines(model: str, wl, link: str, budget: float | None) -> list[str]:
+    """k linked identical Macs, and one Mac on the same engine and quant (a fair comparison: pipeline stages run
+    one after another, so linking adds memory, not decode speed)."""
     from planner.cluster import cluster_candidates
 
-    cands = cluster_candidates(model, link=link, context=wl.context, users=wl.users,
-                               prompt=wl.prompt_tokens.p90_tokens, gen=wl.gen_tokens.p90_tokens, budget_usd=budget)
+    kw = {"link": link, "context": wl.context, "users": wl.users, "prompt": wl.prompt_tokens.p90_tokens,
+          "gen": wl.gen_tokens.p90_tokens, "budget_usd": budget}
+    cands = cluster_candidates(model, **kw)
     out = ["", f"Clusters of identical Macs over {link} (mlx pipeline; see `plan cluster` for recipes):"]
     if not cands:
         return [*out, "  none holds the model" + (f" within ${budget:,.0f}" if budget else "")]
     rows = [[f"${c.price_usd:,.0f}", c.macs, fmt_tok_s(c.decode_tok_s_per_user), fmt_seconds(c.ttft_s), c.binding]
             for c in cands[:6]]
     out.append(table(rows, ["price", "Macs", "tok/s/user", "TTFT", "binding"], "rlrrl"))
-    if single is not None and single.decode_tok_s_per_user:
-        out.append(f"  vs one Mac: {single.label} at ${single.price_usd:,.0f}, "
-                   f"{fmt_tok_s(single.decode_tok_s_per_user)} tok/s/user")
+    one = cluster_candidates(model, counts=(1,), **kw)
+    if one and one[0].decode_tok_s_per_user:
+        s = one[0]
+        out.append(f"  vs one Mac: {s.macs.removeprefix('1x ')} at ${s.price_usd:,.0f}, "
+                   f"{fmt_tok_s(s.decode_tok_s_per_user)} tok/s/user (same engine and quant)")
     return out

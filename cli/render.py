@@ -50,6 +50,9 @@ def render_plan(p: Plan) -> str:
     out.append("")
     for o in p.options:
         out += _limit_lines(o)
+    out += render_offload(p)
+    out += render_draft(p)
+    out += render_serving(p)
     out += render_speed(p)
     for o in p.options:
         for n in o.notes:
@@ -109,3 +112,87 @@ def render_speed(p: Plan) -> list[str]:
         out.append(f"  calibration {src}")
     out.append("")
     return out
+
+
+def render_serving(p: Plan) -> list[str]:
+    """Wrapper apps (Ollama, LM Studio): what the app does with no settings and its guardrail, as a table; then the
+    launch recipe of the largest option per runtime that fits comfortably. Vision plans: their launch lines."""
+    out = []
+    for o in p.options:
+        if o.serving is None and o.recipe is not None and o.draft is None:  # vision plans
+            out.append(f"{o.runtime} {o.quant}: {o.recipe.server}")
+            if o.recipe.generate:
+                out.append(f"  {o.recipe.generate}")
+    opts = [o for o in p.options if o.serving is not None]
+    if not opts:
+        return out + [""] if out else []
+    s0 = opts[0].serving
+    out.append(f"With no settings: {s0.context_rule} × {s0.default_parallel} parallel"
+               + (f"; guardrail {s0.guardrail}" if s0.guardrail else "") + f" (source: {s0.sources[0]})")
+    rows = []
+    for o in opts:
+        s = o.serving
+        row = [o.runtime, o.quant, fmt_bytes(s.memory_bytes), f"{VERDICT_MARK[s.fit.verdict]} {verdict_text(s.fit.verdict)}"]
+        if s.guardrail:
+            row.append({True: "loads", False: "refuses", None: "may refuse"}[s.guardrail_allows])
+        rows.append(row)
+    hdr = ["runtime", "quant", "default memory", "default fit"] + (["guardrail"] if s0.guardrail else [])
+    out.append(table(rows, hdr, "llrl" + ("l" if s0.guardrail else "")))
+    out += [f"note: {n}" for n in dict.fromkeys(o.serving.engine_note for o in opts) if n]
+    for rt in dict.fromkeys(o.runtime for o in opts):
+        fitting = [o for o in opts if o.runtime == rt and o.fit.verdict == "fits" and o.recipe is not None]
+        if not fitting:
+            continue
+        o = max(fitting, key=lambda x: x.weights.total_bytes)
+        out.append(f"{rt} {o.quant} at {p.request.users} × {fmt_ctx(o.memory.context)}: {o.recipe.server}")
+        out += [f"  note: {n}" for n in o.recipe.notes]
+    return out + [""]
+
+
+def render_offload(p: Plan) -> list[str]:
+    """llama.cpp options too big for the GPU: the largest -ngl that fits, its decode, and whether to use it."""
+    from planner.format import fmt_tok_s
+
+    out = []
+    for o in p.options:
+        f = o.offload
+        if f is None:
+            continue
+        speed = ""
+        if f.decode_tok_s is not None:
+            speed = (f"; decode ≈ {fmt_tok_s(f.decode_tok_s)} tok/s (all on GPU would be "
+                     f"{fmt_tok_s(f.full_gpu_decode_tok_s)}; CPU layers at {f.cpu_bandwidth_bytes_s / 1e9:.0f} GB/s)")
+        out.append(f"{o.runtime} {o.quant}: partial offload -ngl {f.gpu_layers} of {f.n_layers + 1}: "
+                   f"{fmt_bytes(f.gpu_bytes)} on the GPU, {fmt_bytes(f.cpu_bytes)} in CPU memory, slower{speed}; "
+                   f"{f.reason}")
+    return out + [""] if out else []
+
+
+def render_draft(p: Plan) -> list[str]:
+    """--draft-model: the draft's memory on top of each option, the speed-up at its acceptance, the recipe."""
+    from planner.format import fmt_tok_s
+
+    opts = [o for o in p.options if o.draft is not None]
+    if not opts:
+        return []
+    d0 = opts[0].draft
+    out = [f"Speculative decoding with {d0.draft_model} ({d0.draft_tokens} drafted per step, acceptance "
+           f"{d0.acceptance:g}: {d0.tokens_per_step:.2f} tokens per step; source: {d0.acceptance_source}):"]
+    rows = []
+    for o in opts:
+        d = o.draft
+        rows.append([o.runtime, o.quant, d.draft_quant, fmt_bytes(d.weights_bytes), fmt_bytes(d.kv_bytes),
+                     fmt_bytes(d.buffer_bytes), fmt_bytes(d.total_bytes),
+                     f"{VERDICT_MARK[d.fit.verdict]} {verdict_text(d.fit.verdict)}",
+                     fmt_tok_s(d.base_decode_tok_s) if d.base_decode_tok_s else "–",
+                     fmt_tok_s(d.decode_tok_s) if d.decode_tok_s else "–",
+                     f"×{d.speedup:.2f}" if d.speedup else "–",
+                     fmt_tok_s(d.ceiling_tok_s) if d.ceiling_tok_s else "–"])
+    out.append(table(rows, ["runtime", "quant", "draft", "draft weights", "draft KV", "buffers", "total", "verdict",
+                            "decode", "with draft", "speed-up", "ceiling"], "lllrrrrlrrrr"))
+    for o in opts[:2]:
+        if o.recipe is not None:
+            out.append(f"  {o.runtime} {o.quant}: {o.recipe.server}")
+    for n in dict.fromkeys(n for o in opts for n in o.draft.notes):
+        out.append(f"  note: {n}")
+    return out + [""]

@@ -9,6 +9,8 @@ restates a speed formula; launch commands come from planner.recipes. When throug
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -19,16 +21,7 @@ from .errors import InputError, PlannerError
 from .recipes import Recipe, recipe
 from .results import Fit, WiredLimit
 from .schema import Chip, ModelProfile, QuantFormat, Runtime
-from .search import (
-    SLOT_CHOICES,
-    Speed,
-    base_memory_model,
-    quants_for,
-    speed_at,
-    speed_available,
-    speed_model,
-    with_kv,
-)
+from .search import Speed, candidates, speed_at, speed_available, speed_model
 from .units import GiB
 from .workload import WorkloadProfile
 
@@ -39,10 +32,7 @@ KV_RANK = {"q4_0": 1, "kv4": 1}
 
 
 class TargetsUnreachableError(PlannerError):
-    """No configuration meets the workload's targets; the message says what the best reaches and ``closest`` holds
-    the options that come nearest (smallest shortfall first), each with its misses and launch recipe."""
-
-    closest: tuple = ()
+    """No configuration meets the workload's targets; the message says what the best reaches."""
 
 
 class NoFitError(PlannerError):
@@ -127,14 +117,22 @@ class ServingOption(BaseModel):
 
 
 class RouterOption(BaseModel):
+    """Two runtimes resident at once behind a router, each serving the requests it is faster at; or, when no pair
+    fits together (or none beats one runtime alone), the single runtime to run and why."""
+
     model_config = Frozen
-    prefill_runtime: str
-    decode_runtime: str
+    prefill_runtime: str = Field(description="Runtime that takes the long prompts (or the single runtime)")
+    decode_runtime: str = Field(description="Runtime that takes the short prompts (or the single runtime)")
     rule: str
-    memory_bytes: int
-    fits: bool
+    memory_bytes: int = Field(description="Both runtimes resident (or the single runtime) [bytes]")
+    fits: bool = Field(description="True when a pair fits together under the GPU limit")
     reason: str
     recipes: list[Recipe]
+    split: list[str] = Field(default_factory=list, description="Which prompt lengths go where, with their share")
+    pairs_searched: int = 0
+    pairs_fitting: int = 0
+    score: float | None = Field(None, description="Mean time per request [s] (latency) or requests/s (throughput)")
+    single_score: float | None = Field(None, description="The same for the best single runtime")
 
 
 class Recommendation(BaseModel):
@@ -150,6 +148,7 @@ class Recommendation(BaseModel):
     rejected: dict[str, int] = Field(description="Configurations dropped, by reason")
     evaluated: int
     router: RouterOption | None = None
+    targets_met: bool = Field(True, description="False: no configuration meets the targets; the closest are listed")
     notes: list[str] = Field(default_factory=list)
     why_not_higher_quality: str | None = Field(None, description="Why the first option is not a lossless quant "
                                                "with a 16-bit KV cache (None when it is)")
@@ -254,48 +253,80 @@ def why_not_higher_quality(top: ServingOption, every: list[ServingOption], wl: W
     return f"{what} meets the targets with less than {HEADROOM - 1:.0%} to spare"
 
 
-def shortfall(o: ServingOption, wl: WorkloadProfile) -> float:
-    """The factor by which the option misses its worst target (1.0: every target met)."""
-    sp, t = o.speed, wl.targets
-    if sp is None:
-        return 1.0
-    return max([1.0, *([t.min_tok_s_per_user / sp.decode_tok_s_per_user] if t.min_tok_s_per_user else []),
-                *([sp.ttft_s / t.max_ttft_s] if t.max_ttft_s else []),
-                *([sp.time_per_request_s / t.max_request_s] if t.max_request_s else [])])
+@dataclass(frozen=True)
+class Search:
+    """The fixed inputs of one recommend search (model, Mac, workload, operating point)."""
+
+    prof: ModelProfile
+    wl: WorkloadProfile
+    chip: Chip | None
+    ram_gb: float
+    wired: WiredLimit
+    raised: WiredLimit
+    context: int  # per sequence [tokens]
+    prompt: int = 0
+    gen: int = 1
+    want_speed: bool = False
+
+    @property
+    def staggered(self) -> bool:
+        return self.wl.objective == "latency"
 
 
-def closest_options(every: list[ServingOption], wl: WorkloadProfile, top: int) -> list[ServingOption]:
-    """When nothing meets the targets: the options that miss them by the smallest factor, ranked, one per
-    runtime × quant × KV type."""
-    out, seen = [], set()
-    # the factor rounded to 1 %: a faster-by-a-hair 4-bit KV does not outrank the 16-bit one
-    for o in sorted(every, key=lambda o: (round(shortfall(o, wl), 2), VERDICT_RANK[o.fit.verdict], *quality_rank(o))):
-        if (o.runtime, o.quant, o.kv_type) not in seen and len(out) < top:
-            seen.add((o.runtime, o.quant, o.kv_type))
-            out.append(o.model_copy(update={"rank": len(out) + 1}))
-    return out
+@dataclass
+class Found:
+    """What the search saw: every option that fits memory, the ones meeting the targets (with sort keys)."""
+
+    every: list[ServingOption] = dataclass_field(default_factory=list)
+    passing: list[tuple[tuple, ServingOption]] = dataclass_field(default_factory=list)
+    rejected: dict[str, int] = dataclass_field(default_factory=dict)
+    speed_models: dict[tuple[str, str, str], object] = dataclass_field(default_factory=dict)
+    evaluated: int = 0
+    min_total: int | None = None
 
 
 def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip | None = None, macos: str = "15",
               runtimes: list[str] | None = None, quants: list[str] | None = None, wired_limit_mb: int | None = None,
-              top: int = 8) -> Recommendation:
-    """Ranked configurations of ``model`` on one Mac for ``workload``."""
+              top: int = 8, best_effort: bool = False) -> Recommendation:
+    """Ranked configurations of ``model`` on one Mac for ``workload``. When none meets the targets:
+    ``best_effort`` lists the closest (targets_met False, a note says which target binds), else raises."""
+    ctx, notes = _setup(model, ram_gb, workload, chip, macos, wired_limit_mb)
+    rts = [profiles.load_runtime(r) for r in profiles.expand_runtimes(runtimes or ["llama.cpp", "mlx-lm"])]
+    found = _search(ctx, rts, quants)
+    met = bool(found.passing)
+    if not met:
+        notes.append(_no_answer(ctx, found, best_effort))
+    ranked = _rank(found.passing if met else _closest(found), top)
+    router = None
+    if workload.is_mixed:
+        from .router import best_pair
+
+        router = best_pair(ctx, found, rts)
+    src = "memory only"
+    if ranked and ranked[0].speed is not None:
+        src = ranked[0].speed.calibration or "planner/throughput.py roofline"
+    return Recommendation(model=ctx.prof.id, chip=chip.id if chip else None, ram_gb=ram_gb,
+                          macos=ctx.wired.macos, workload=workload, wired=ctx.wired, speed_source=src,
+                          options=ranked, rejected=found.rejected, evaluated=found.evaluated, router=router,
+                          targets_met=met, notes=notes,
+                          why_not_higher_quality=why_not_higher_quality(ranked[0], found.every, workload)
+                          if met and ranked else None)
+
+
+def _setup(model: str, ram_gb: float, wl: WorkloadProfile, chip: Chip | None, macos: str,
+           wired_limit_mb: int | None) -> tuple[Search, list[str]]:
     prof = profiles.load_model(model)
     mac_os = profiles.load_macos(macos)
     if chip is not None and int(ram_gb) not in chip.ram_options_gb:
         raise InputError(f"--ram {ram_gb:g}: the {chip.label} comes with {', '.join(map(str, chip.ram_options_gb))} GB")
     wired = capacity.wired_limit(ram_gb, mac_os, wired_limit_mb)
     raised = capacity.wired_limit(ram_gb, mac_os, wired.max_raise_bytes // (1024 * 1024))
-    max_pos = prof.config.max_position_embeddings
-    notes = []
-    need = workload.context
+    max_pos, notes, need = prof.config.max_position_embeddings, [], wl.context
     if need > max_pos:
         notes.append(f"context {need:,} capped at the model's {max_pos:,} tokens")
         need = max_pos
-    prompt = min(workload.prompt_tokens.p90_tokens, need - 1)
-    gen = max(1, min(math.ceil(workload.gen_tokens.mean), need - prompt))
-    staggered = workload.objective == "latency"
-    rts = [profiles.load_runtime(r) for r in (runtimes or ["llama.cpp", "mlx-lm"])]
+    prompt = min(wl.prompt_tokens.p90_tokens, need - 1)
+    gen = max(1, min(math.ceil(wl.gen_tokens.mean), need - prompt))
     want_speed = chip is not None and speed_available()
     if chip is None:
         notes.append("no chip given: memory-only ranking (name the chip for speed, TTFT and targets)")
@@ -303,69 +334,63 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
         notes.append("speed model (planner/throughput.py) not available: memory-only ranking")
     elif chip.memory_bandwidth_gb_s is None:
         notes.append(f"{chip.label}: bandwidth unpublished ({chip.status}); memory-only")
-    rejected: dict[str, int] = {}
-    cands: list[tuple[tuple, ServingOption]] = []
-    evaluated = 0
-    best_miss: tuple[float, ServingOption] | None = None
-    every: list[ServingOption] = []
-    min_total = None
-    for rt in rts:
-        for q in quants_for(prof, rt, quants):
-            base = base_memory_model(prof.id, rt.id, q.id)
-            qn = quality_of(q)
-            for kv in rt.advised_kv_types:
-                mm = with_kv(base, kv)
-                if mm is None:
-                    continue
-                rf = speed_model(mm, chip, q) if want_speed else None
-                slot_opts = sorted({s for s in SLOT_CHOICES if s <= workload.users} | {workload.users})
-                if rt.family == "mlx-lm" and mm.kv.kv_type != "bf16":
-                    slot_opts = [1]  # mlx_lm.server --kv-bits disables batching
-                for slots in slot_opts:
-                    evaluated += 1
-                    total = mm.total(need, slots)
-                    min_total = total if min_total is None else min(min_total, total)
-                    fit = capacity.fit(total, mm.weights.total_bytes, wired, rt)
-                    if fit.verdict == "no-fit":
-                        rejected["memory"] = rejected.get("memory", 0) + 1
-                        continue
-                    budget = capacity.safe_budget(wired if fit.verdict != "raise-limit" else raised, rt)
-                    maxc = capacity.max_context(mm, slots, budget, max_pos) or need
-                    sp = (speed_at(rf, prompt, gen, slots, workload.users, staggered, workload.cached_tokens(prompt, rt))
-                          if rf is not None else None)
-                    miss = _targets_check(workload, sp)
-                    opt = ServingOption(runtime=rt.id, quant=q.id, kv_type=mm.kv.kv_type, slots=slots, context=need,
-                                 max_context=max(maxc, need), memory_bytes=total, fit=fit, speed=sp,
-                                 meets_targets=not miss, misses=miss, bound=_bound_text(sp), quality=qn,
-                                 reason=_reason(sp, fit, qn, workload, slots, max(maxc, need)),
-                                 recipe=recipe(mm, q, need, slots, fit))
-                    every.append(opt)
-                    if miss:
-                        rejected["targets"] = rejected.get("targets", 0) + 1
-                        if sp is not None:
-                            score = sp.decode_tok_s_per_user
-                            if best_miss is None or score > best_miss[0]:
-                                best_miss = (score, opt)
-                        continue
-                    cands.append((preference(opt, workload), opt))
-    if not cands:
-        if best_miss is not None:
-            o = best_miss[1]
-            want = workload.targets.describe()
-            err = TargetsUnreachableError(
-                f"no configuration of {prof.id} on {chip.label if chip else ''} {ram_gb:g} GB meets {want} for "
-                f"{workload.users} user(s); the best reaches {o.speed.decode_tok_s_per_user:.1f} tok/s per user, "
-                f"TTFT {o.speed.ttft_s:.1f} s ({o.runtime} {o.quant}, {o.slots} slot(s)); relax the targets or see "
-                f"`plan buy`")
-            err.closest = tuple(closest_options(every, workload, top))
-            raise err
-        raise NoFitError(f"{prof.id} does not fit in {ram_gb:g} GB for {workload.users} × {need:,} tokens with any "
-                         f"runtime/quant searched: the smallest needs {(min_total or 0) / GiB:.1f} GiB against a "
-                         f"{wired.max_raise_bytes / GiB:.0f} GiB maximum GPU limit; try fewer --users, a shorter "
-                         f"context or `plan buy`")
-    cands.sort(key=lambda c: c[0])
+    return Search(prof=prof, wl=wl, chip=chip, ram_gb=ram_gb, wired=wired, raised=raised, context=need,
+                  prompt=prompt, gen=gen, want_speed=want_speed), notes
+
+
+def _search(ctx: Search, rts: list[Runtime], quants: list[str] | None) -> Found:
+    found = Found()
+    for rt, q, mm, slots in candidates(ctx.prof, rts, quants, ctx.wl.users):
+        found.evaluated += 1
+        key = (rt.id, q.id, mm.kv.kv_type)
+        if key not in found.speed_models:
+            found.speed_models[key] = speed_model(mm, ctx.chip, q) if ctx.want_speed else None
+        opt = _evaluate(ctx, mm, q, slots, found.speed_models[key], found)
+        if opt is None:
+            continue
+        found.every.append(opt)
+        if opt.misses:
+            found.rejected["targets"] = found.rejected.get("targets", 0) + 1
+        else:
+            found.passing.append((_sort_key(ctx, opt, mm), opt))
+    return found
+
+
+def _evaluate(ctx: Search, mm, q: QuantFormat, slots: int, rf, found: Found) -> ServingOption | None:
+    """One configuration: memory verdict (None when it does not fit at all), speed, targets, reason, recipe."""
+    rt, need = mm.runtime, ctx.context
+    total = mm.total(need, slots)
+    found.min_total = total if found.min_total is None else min(found.min_total, total)
+    fit = capacity.fit(total, mm.weights.total_bytes, ctx.wired, rt)
+    if fit.verdict == "no-fit":
+        found.rejected["memory"] = found.rejected.get("memory", 0) + 1
+        return None
+    budget = capacity.safe_budget(ctx.wired if fit.verdict != "raise-limit" else ctx.raised, rt)
+    maxc = max(capacity.max_context(mm, slots, budget, ctx.prof.config.max_position_embeddings) or need, need)
+    sp = (speed_at(rf, ctx.prompt, ctx.gen, slots, ctx.wl.users, ctx.staggered, ctx.wl.cached_tokens(ctx.prompt, rt))
+          if rf is not None else None)
+    miss = _targets_check(ctx.wl, sp)
+    qn = quality_of(q)
+    return ServingOption(runtime=rt.id, quant=q.id, kv_type=mm.kv.kv_type, slots=slots, context=need, max_context=maxc,
+                  memory_bytes=total, fit=fit, speed=sp, meets_targets=not miss, misses=miss, bound=_bound_text(sp),
+                  quality=qn, reason=_reason(sp, fit, qn, ctx.wl, slots, maxc), recipe=recipe(mm, q, need, slots, fit))
+
+
+def _sort_key(ctx: Search, o: ServingOption, mm) -> tuple:
+    """Quality first when the targets are met with headroom, else speed first (see :func:`preference`)."""
+    return preference(o, ctx.wl)
+
+
+def _closest(found: Found) -> list[tuple[tuple, ServingOption]]:
+    """Options that miss a target, closest first: fewest misses, then fastest per user, then shortest TTFT."""
+    with_speed = [o for o in found.every if o.speed is not None]
+    return [((len(o.misses), -o.speed.decode_tok_s_per_user, o.speed.ttft_s), o) for o in with_speed]
+
+
+def _rank(cands: list[tuple[tuple, ServingOption]], top: int) -> list[ServingOption]:
+    """Best first, one row per (runtime, quant, KV type), numbered."""
     seen, ranked = set(), []
-    for _, o in cands:
+    for _, o in sorted(cands, key=lambda c: c[0]):
         key = (o.runtime, o.quant, o.kv_type)
         if key in seen:
             continue
@@ -373,39 +398,23 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
         ranked.append(o.model_copy(update={"rank": len(ranked) + 1}))
         if len(ranked) >= top:
             break
-    router = _router(prof, workload, every, wired, raised, rts) if workload.is_mixed else None
-    why = why_not_higher_quality(ranked[0], every, workload) if ranked else None
-    src = "memory only"
-    if ranked and ranked[0].speed is not None:
-        src = ranked[0].speed.calibration or "planner/throughput.py roofline"
-    return Recommendation(model=prof.id, chip=chip.id if chip else None, ram_gb=ram_gb, macos=mac_os.name,
-                          workload=workload, wired=wired, speed_source=src, options=ranked, rejected=rejected,
-                          evaluated=evaluated, router=router, notes=notes, why_not_higher_quality=why)
+    return ranked
 
 
-def _router(prof: ModelProfile, wl: WorkloadProfile, passing: list[ServingOption], wired: WiredLimit, raised: WiredLimit,
-            rts: list[Runtime]) -> RouterOption | None:
-    """Both runtimes resident behind a router (seed articles: llama.cpp for long prompts, mlx-lm for long
-    generations). Picks the option with the fastest prefill and the one with the fastest decode among all that fit
-    in memory (each runtime serves only its share of the requests, so neither has to meet every target alone)."""
-    with_speed = [o for o in passing if o.speed is not None]
-    fams = {o.runtime for o in with_speed}
-    if len(fams) < 2:
-        return None
-    pf = max(with_speed, key=lambda o: (o.speed.prefill_tok_s, -TIER_RANK[o.quality.tier]))
-    dc = max(with_speed, key=lambda o: (o.speed.decode_tok_s_per_user, -TIER_RANK[o.quality.tier]))
-    if pf.runtime == dc.runtime:
-        return RouterOption(prefill_runtime=pf.runtime, decode_runtime=dc.runtime, rule="one runtime",
-                            memory_bytes=pf.memory_bytes, fits=True, recipes=[pf.recipe],
-                            reason=f"{pf.runtime} is fastest at both prefill and decode here: no router needed")
-    total = pf.memory_bytes + dc.memory_bytes
-    fits = total <= raised.effective_bytes - 2 * GiB
-    cut = wl.prompt_tokens.p90_tokens // 2
-    sysctl = capacity.sysctl_for(total, profiles.load_runtime(pf.runtime)) if total > wired.effective_bytes else None
-    why = (f"prompts ≥ {cut:,} tokens → {pf.runtime} {pf.quant} (prefill {pf.speed.prefill_tok_s:,.0f} tok/s), "
-           f"the rest → {dc.runtime} {dc.quant} (decode {dc.speed.decode_tok_s_per_user:.1f} tok/s/user); both "
-           f"resident need {total / GiB:.1f} GiB of the {wired.effective_bytes / GiB:.1f} GiB GPU limit"
-           + (f" ({sysctl})" if sysctl and fits else "") + ("" if fits else ": does NOT fit, run one runtime"))
-    return RouterOption(prefill_runtime=pf.runtime, decode_runtime=dc.runtime,
-                        rule=f"prompt_tokens >= {cut} -> {pf.runtime}; else {dc.runtime}", memory_bytes=total,
-                        fits=fits, reason=why, recipes=[pf.recipe, dc.recipe])
+def _no_answer(ctx: Search, found: Found, best_effort: bool) -> str:
+    """The sentence that says why nothing qualifies; raises unless best effort applies."""
+    wl, chip = ctx.wl, ctx.chip
+    closest = _rank(_closest(found), 1)
+    if closest:
+        o = closest[0]
+        msg = (f"no configuration of {ctx.prof.id} on {chip.label if chip else ''} {ctx.ram_gb:g} GB meets "
+               f"{wl.targets.describe()} for {wl.users} user(s); the best reaches "
+               f"{o.speed.decode_tok_s_per_user:.1f} tok/s per user, TTFT {o.speed.ttft_s:.1f} s ({o.runtime} "
+               f"{o.quant}, {o.slots} slot(s)): {'; '.join(o.misses)}; relax the targets or see `plan buy`")
+        if best_effort:
+            return msg
+        raise TargetsUnreachableError(msg)
+    raise NoFitError(f"{ctx.prof.id} does not fit in {ctx.ram_gb:g} GB for {wl.users} × {ctx.context:,} tokens with "
+                     f"any runtime/quant searched: the smallest needs {(found.min_total or 0) / GiB:.1f} GiB against "
+                     f"a {ctx.wired.max_raise_bytes / GiB:.0f} GiB maximum GPU limit; try fewer --users, a shorter "
+                     f"context or `plan buy`")

@@ -504,6 +504,11 @@ def what_would_change(rows: list[BuyRow], meeting: list[BuyRow], gaps: list[Targ
             out.append("a cluster of linked Macs (--clusters, `plan cluster`)")
         else:
             out.append(f"a time-per-request target of {g.best:.0f} s or more, or shorter answers")
+    near = [r for r in rows if r.within_budget and r.misses]
+    if gaps and all(g.by == 0 for g in gaps) and near:   # each target is met by some Mac, none meets all at once
+        c = min(near, key=lambda r: (len(r.misses), r.shortfall, r.price_usd))
+        out += [f"a {TARGET_LABEL[k]} target {v:.0%} looser: the {c.label} then meets every target"
+                for k, v in c.misses.items()]
     return out
 
 

@@ -112,17 +112,42 @@ def gguf_weights(model: ModelProfile, preset: QuantFormat, table: GgmlTypeTable)
     static = _static_conditions(model.config)
     by_group: dict[str, int] = {}
     by_type: dict[str, int] = {}
-    for t in ts:
-        typ = gguf_tensor_type(t, preset, model, types, counters, static)
-        b = row_bytes(types, typ, t.ne0) * t.ne1 * t.n
-        by_group[t.group] = by_group.get(t.group, 0) + b
-        by_type[typ] = by_type.get(typ, 0) + b
-    n = sum(t.n_elements for t in ts)
+    for name, runs in _by_name(model.config):
+        rules = [r for r in preset.rules if _matches(r.tensor, "output" if (
+            name == "token_embd" and model.config.tie_word_embeddings) else name)]
+        if all(c.removeprefix("not_") in static for r in rules for c in r.when):
+            # no layer-dependent rule: one type per distinct row shape, bytes for all such tensors at once
+            items = [(t, rows) for t, rows in runs]
+        else:
+            items = [(t, t.ne1 * t.n) for t in _tensors_named(ts, name)]
+        for t, rows in items:
+            typ = gguf_tensor_type(t, preset, model, types, counters, static)
+            b = row_bytes(types, typ, t.ne0) * rows
+            by_group[t.group] = by_group.get(t.group, 0) + b
+            by_type[typ] = by_type.get(typ, 0) + b
+    n = arch.n_params(model.config)
     total = sum(by_group.values())
     # mmproj files are usually F16 (llama.cpp tools/mtmd)
     vision = int((model.vision_params_b or 0) * 1e9 * 2)
     return WeightsEstimate(total_bytes=total, n_params=n, bits_per_weight=8 * total / n, by_group=by_group,
                            by_type=by_type, vision_bytes=vision)
+
+
+def _by_name(cfg) -> list[tuple[str, list[tuple[arch.Tensor, int]]]]:
+    """Tensors grouped by name, then by (row length, group, quantizable, layer kind): one representative tensor
+    and the rows (ne1 × n) they hold together. Built once per config (architecture's identity memo)."""
+    def build(c):
+        out: dict[str, dict[tuple, list]] = {}
+        for t in arch.tensors(c):
+            k = (t.ne0, t.group, t.quantizable, t.layer is None)
+            slot = out.setdefault(t.name, {}).setdefault(k, [t, 0])
+            slot[1] += t.ne1 * t.n
+        return [(name, [(t, rows) for t, rows in d.values()]) for name, d in out.items()]
+    return arch._memo("gguf_by_name", cfg, build)
+
+
+def _tensors_named(ts, name: str):
+    return [t for t in ts if t.name == name]
 
 
 def mlx_weights(model: ModelProfile, fmt: QuantFormat, runtime: MlxRuntime) -> WeightsEstimate:
@@ -196,8 +221,7 @@ def check_kv_type(kv_type: str, runtime: Runtime, model: ModelProfile) -> str:
     if runtime.family == "mlx-lm" and k != "bf16" and _mlx_rotating(model, runtime):
         raise InputError(f"--kv-type {kv_type}: mlx-lm cannot quantize the sliding-window (rotating) cache of "
                          f"{model.id} (RotatingKVCache Quantization NYI); use bf16")
-    if isinstance(runtime, LlamaCppFamily) and k not in ("f16", "bf16", "f32") and not runtime.flash_attn:
-        raise InputError(f"--kv-type {kv_type}: a quantized V cache needs flash attention in {runtime.id}; add --flash-attn")
+    # a quantized V cache needs flash attention: memory_model checks it against the effective setting
     return k
 
 
@@ -260,6 +284,7 @@ class MemoryModel:
     flash_attn: bool
     n_ubatch: int
     kv_unified: bool
+    images: int = 0  # images per request: the projector (weights.vision_bytes) is loaded only when > 0
 
     def _llama_cells(self, rt: LlamaCppFamily, context: int, users: int) -> tuple[int, int, int]:
         """(full cells, swa cells, per-stream n_kv) for llama-server -c context*users -np users."""
@@ -288,13 +313,18 @@ class MemoryModel:
         p = self._parts(context, users, prompt_chunk)
         return MemoryEstimate(
             weights=self.weights.total_bytes, kv_cache=p[0], recurrent_state=p[1], compute_buffer=p[2],
-            output_buffer=p[3], runtime_overhead=p[4], vision=self.weights.vision_bytes, context=context,
+            output_buffer=p[3], runtime_overhead=p[4], vision=self.vision_bytes, context=context,
             users=users, kv_cells=p[5])
 
     def total(self, context: int, users: int = 1) -> int:
         """Same sum as ``estimate(...).total`` without building the model (used by capacity searches). [bytes]"""
         p = self._parts(context, users, None)
-        return self.weights.total_bytes + self.weights.vision_bytes + sum(p[:5])
+        return self.weights.total_bytes + self.vision_bytes + sum(p[:5])
+
+    @property
+    def vision_bytes(self) -> int:
+        """Vision encoder + projector (llama.cpp --mmproj, mlx-vlm vision tower): only for plans with images."""
+        return self.weights.vision_bytes if self.images else 0
 
     def _parts(self, context: int, users: int, prompt_chunk: int | None) -> tuple[int, int, int, int, int, int]:
         m, rt, kv = self.model.config, self.runtime, self.kv
@@ -344,7 +374,8 @@ def memory_model(model: ModelProfile, runtime: Runtime, quant: QuantFormat, tabl
     llama = runtime if isinstance(runtime, LlamaCppFamily) else None  # flash attention and kv_unified are llama.cpp's
     fa = (llama is not None and llama.flash_attn) if flash_attn is None else flash_attn
     if llama and kv_type not in ("f16", "bf16", "f32") and not fa:
-        raise InputError(f"--kv-type {kv_type}: a quantized V cache requires flash attention (drop --no-flash-attn)")
+        how = "drop --no-flash-attn" if llama.flash_attn else f"{runtime.id} has it off by default: add --flash-attn"
+        raise InputError(f"--kv-type {kv_type}: a quantized V cache requires flash attention ({how})")
     return MemoryModel(
         model=model, runtime=runtime, quant_id=quant.id, weights=weights(model, quant, runtime, table),
         kv=kv_layout(model, runtime, kv_type, table), flash_attn=bool(fa),

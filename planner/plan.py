@@ -12,8 +12,19 @@ from ._model import Frozen
 from .errors import InputError
 from .memory import MemoryModel, check_kv_type, kv_layout, memory_model
 from .recipes import Recipe, recipe
-from .results import Fit, KVLayout, MemoryEstimate, SpeedSummary, WeightsEstimate, WiredLimit
+from .results import (
+    DraftEstimate,
+    Fit,
+    KVLayout,
+    MemoryEstimate,
+    OffloadEstimate,
+    ServingDefaults,
+    SpeedSummary,
+    WeightsEstimate,
+    WiredLimit,
+)
 from .schema import Chip, ModelProfile
+from .setups import judge_offloads, with_draft, with_images, with_offload, with_serving
 
 DEFAULT_QUANTS = {
     "gguf": ["Q3_K_M", "IQ4_XS", "Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0"],
@@ -43,6 +54,17 @@ class PlanRequest(BaseModel):
     n_ubatch: int | None = Field(None, gt=0, le=65536, description="llama.cpp physical batch -ub (default 512)")
     prompt_tokens: int = Field(1024, ge=0, le=10_000_000, description="Prompt tokens per request (speed: TTFT) [tokens]")
     gen_tokens: int = Field(256, ge=0, le=10_000_000, description="Generated tokens per request (speed) [tokens]")
+    images: int = Field(0, ge=0, le=256, description="Images per request (vision models): adds the projector and "
+                        "the image tokens to context and prompt")
+    image_size: str | None = Field(None, description="Image size WxH in pixels where the model's token count depends "
+                                   "on it (default 1024x1024)")
+    draft_model: str | None = Field(None, description="Draft model for speculative decoding (catalog id, same tokenizer)")
+    draft_acceptance: float | None = Field(None, gt=0, lt=1, description="Per-token acceptance of the draft (default: "
+                                           "the documented rate of the pair, else 0.6)")
+    draft_tokens: int | None = Field(None, gt=0, le=64, description="Tokens drafted per step (default 3)")
+    app_version: str | None = Field(None, description="Ollama / LM Studio version, for its defaults (default: current)")
+    guardrail: str | None = Field(None, description="LM Studio model-loading guardrail: off, relaxed, balanced, "
+                                  "strict or custom:<GB>")
 
     @field_validator("ram_gb")
     @classmethod
@@ -73,7 +95,10 @@ class FitOption(BaseModel):
     max_context_raised: dict[int, int] = Field(description="Same with the wired limit raised to the safe maximum")
     notes: list[str] = Field(default_factory=list)
     speed: SpeedSummary | None = Field(None, description="Prefill/TTFT and decode by users (needs --chip)")
-    recipe: Recipe | None = Field(None, description="Launch commands at the requested context and users")
+    draft: DraftEstimate | None = Field(None, description="Speculative decoding with --draft-model: memory and speed-up")
+    offload: OffloadEstimate | None = Field(None, description="llama.cpp partial offload when the whole model does not fit")
+    serving: ServingDefaults | None = Field(None, description="Wrapper app (Ollama, LM Studio): its defaults and guardrail")
+    recipe: Recipe | None = Field(None, description="Launch command of a wrapper app at the requested context and users")
 
 
 class ModelSummary(BaseModel):
@@ -179,8 +204,8 @@ def build_option(mm: MemoryModel, req: PlanRequest, wired: WiredLimit, raised: W
     ctx = min(req.context, max_ctx)
     est = mm.estimate(ctx, req.users)
     verdict = capacity.fit(est.total, mm.weights.total_bytes, wired, rt)
-    budget = capacity.safe_budget(wired, rt)
-    budget_raised = capacity.safe_budget(raised, rt)
+    budget = capacity.comfortable_budget(wired, rt, mm.weights.total_bytes)
+    budget_raised = capacity.comfortable_budget(raised, rt, mm.weights.total_bytes)
     notes = []
     if req.context > max_ctx:
         notes.append(f"context capped at the model's {max_ctx:,} tokens")
@@ -200,12 +225,12 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
     ram, chip, mac_note = resolve_mac(req)
     macos = profiles.load_macos(req.macos)
     wired = capacity.wired_limit(ram, macos, req.wired_limit_mb)
-    raised = capacity.wired_limit(ram, macos, wired.max_raise_bytes // (1024 * 1024))
+    raised = capacity.raised_limit(ram, macos, wired)
     table = profiles.ggml_types()
     max_ctx = model.config.max_position_embeddings
     contexts = sorted({c for c in CONTEXTS if c <= max_ctx} | {min(req.context, max_ctx)})
     user_counts = sorted(set(USER_COUNTS) | {req.users})
-    runtimes = [profiles.load_runtime(r) for r in dict.fromkeys(req.runtimes)]
+    req, runtimes, vision_notes = with_images(req, model)
     if not runtimes:
         raise InputError("--runtime: give at least one of llama.cpp, mlx-lm, ollama")
     for q in req.quants or []:  # a --quant no format knows was silently dropped when another --quant was valid
@@ -213,7 +238,7 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
     if req.kv_type is not None and not any(_kv_applies(req.kv_type, rt) for rt in runtimes):  # was ignored
         raise InputError(f"--kv-type {req.kv_type!r} is not a KV type of {', '.join(r.id for r in runtimes)}; "
                          "use f16, q8_0, q4_0 (llama.cpp) or bf16, kv8, kv4 (mlx-lm)")
-    kv_rows, options, notes = [], [], list(getattr(resolved, "notes", None) or [])
+    kv_rows, options, notes = [], [], [*vision_notes, *(getattr(resolved, "notes", None) or [])]
     runtimes = _exact_runtimes(runtimes, resolved)
     for rt in runtimes:
         quants = _exact_quants(req, rt, resolved) or _quants_for(req, rt, model)
@@ -227,14 +252,18 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
         for q in quants:
             mm = memory_model(model, rt, q, table, kv_type=kv_type, flash_attn=req.flash_attn, n_ubatch=req.n_ubatch)
             mm, label = _apply_exact(mm, q, rt, resolved)
+            mm = dataclasses.replace(mm, images=req.images)
             first = first or mm
             opt = build_option(mm, req, wired, raised, contexts, user_counts, max_ctx)
             opt = with_speed(opt, mm, q, chip, req, user_counts)
-            opt = opt.model_copy(update={"recipe": recipe(mm, q, opt.memory.context, req.users, opt.fit)})
+            opt = with_serving(opt, mm, q, wired, req)
+            opt = with_offload(opt, mm, q, chip, wired, req)
+            opt = with_draft(opt, mm, q, chip, wired, req)
             options.append(opt if label is None else opt.model_copy(update={"quant": label, "notes": [
                 *opt.notes, "weights: exact bytes read from the model files"]}))
         if first is not None:
             kv_rows += _kv_rows(first, rt, model, table, req, contexts)
+    options = judge_offloads(options)
     if req.quants and not options:
         raise InputError(f"--quant {', '.join(req.quants)}: not a format of {', '.join(r.id for r in runtimes)} "
                          "(GGUF: Q4_K_M, Q8_0...; MLX: 4bit, 8bit-g32, mxfp4...)")
@@ -246,6 +275,22 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
                 contexts=contexts, user_counts=user_counts, kv=kv_rows, options=options, notes=notes)
 
 
+
+
+def launch_recipe(req: PlanRequest, o: FitOption, resolved=None) -> Recipe | None:
+    """The launch commands of one plan option at the request's context and users (the web form's chosen option):
+    the option's own recipe when the plan has one (wrapper apps, vision), else planner.recipes for its runtime,
+    quant and KV cache. None for weights read from files in a format no profile names."""
+    if o.recipe is not None:
+        return o.recipe
+    model = resolved.profile if resolved is not None else profiles.load_model(req.model)
+    rt = profiles.load_runtime(o.runtime)
+    if not _known(o.quant, rt.weight_format):
+        return None
+    q = profiles.load_quant(o.quant, rt.weight_format)
+    mm = memory_model(model, rt, q, profiles.ggml_types(), kv_type=o.kv_type, flash_attn=req.flash_attn,
+                      n_ubatch=req.n_ubatch)
+    return recipe(mm, q, o.memory.context, req.users, o.fit)
 
 
 def _kv_rows(first: MemoryModel, rt, model: ModelProfile, table, req: PlanRequest, contexts: list[int]) -> list[KVRow]:

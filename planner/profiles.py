@@ -7,20 +7,34 @@ User profiles (custom Macs, models) in ``$MAC_LLM_PLANNER_USER_PROFILES`` or the
 
 from __future__ import annotations
 
+import atexit
 import functools
+import hashlib
 import os
+import pickle
 import re
+import sys
 from pathlib import Path
 from typing import TypeVar
 
-import yaml
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from .errors import InputError, ProfileError, UnknownProfileError, render_validation_error
-from .schema import Chip, GgmlTypeTable, MacOS, MacProduct, ModelProfile, QuantFormat, Runtime
+from .schema import (
+    Chip,
+    CpuMemory,
+    GgmlTypeTable,
+    MacOS,
+    MacProduct,
+    ModelProfile,
+    QuantFormat,
+    Runtime,
+    ServingApp,
+    SpeculativePairs,
+    VisionFamily,
+)
 
 T = TypeVar("T", bound=BaseModel)
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def builtin_dir() -> Path:
@@ -44,9 +58,11 @@ def user_dir() -> Path | None:
 
 
 def _read_yaml(path: Path) -> dict:
+    import yaml  # only when a profile is not in the validated cache
+
     try:
         text = path.read_text(encoding="utf-8")
-        data = yaml.load(text, Loader=_Loader)
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except (OSError, UnicodeDecodeError) as e:
         raise ProfileError(f"{path}: cannot read profile ({e.__class__.__name__}); fix or delete the file") from None
     except yaml.YAMLError as e:
@@ -64,7 +80,24 @@ def _adapter(tp):
 
 
 def load_file(path: Path, cls):
-    """Read and validate one profile; ``cls`` is a model class or a discriminated union such as ``Runtime``."""
+    """Read and validate one profile; ``cls`` is a model class or a discriminated union such as ``Runtime``.
+    A file validated before (same path, size and mtime, same schema code) comes from the validated cache."""
+    key = (str(path), getattr(cls, "__qualname__", None) or repr(cls))
+    try:
+        st = path.stat()
+        stamp = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        stamp = None
+    hit = _STORE.get(key, stamp)
+    if hit is not None:
+        return hit
+    obj = _validate_file(path, cls)
+    if stamp is not None:
+        _STORE.put(key, stamp, obj)
+    return obj
+
+
+def _validate_file(path: Path, cls):
     data = _read_yaml(path)
     try:
         obj = cls.model_validate(data) if hasattr(cls, "model_validate") else _adapter(cls).validate_python(data)
@@ -73,6 +106,85 @@ def load_file(path: Path, cls):
     if getattr(obj, "id", path.stem) != path.stem:
         raise ProfileError(f"{path}: id {obj.id!r} does not match the file name; rename one of them")
     return obj
+
+
+# --------------------------------------------------------------------------- validated-profile cache
+def cache_dir() -> Path | None:
+    """Where validated profiles are kept between runs: ``$MAC_LLM_PLANNER_CACHE`` ('off' disables it) or the
+    user cache dir (``platformdirs.user_cache_dir('mac-llm-planner')``)."""
+    env = os.environ.get("MAC_LLM_PLANNER_CACHE")
+    if env is not None:
+        return None if env in ("", "off") else Path(env)
+    try:
+        import platformdirs
+    except ImportError:  # pragma: no cover
+        return None
+    return Path(platformdirs.user_cache_dir("mac-llm-planner"))
+
+
+def _schema_fingerprint() -> str:
+    """Changes whenever the code that defines the cached classes (or Python, or pydantic) changes."""
+    import pydantic
+
+    here = Path(__file__).resolve().parent
+    parts = [sys.version, pydantic.VERSION]
+    for name in ("schema.py", "_model.py", "workload.py", "profiles.py", "cluster/links.py"):
+        try:
+            st = (here / name).stat()
+            parts.append(f"{name}:{st.st_mtime_ns}:{st.st_size}")
+        except OSError:
+            parts.append(f"{name}:missing")
+    return hashlib.sha1("|".join(parts).encode()).hexdigest()[:16]
+
+
+class _ValidatedStore:
+    """path -> (mtime, size, validated object), pickled once per process exit when something new was validated.
+    The pickle lives in the user's own cache dir (as trusted as their profile dir); any read error means empty."""
+
+    def __init__(self) -> None:
+        self.entries: dict | None = None
+        self.dirty = False
+
+    def _file(self) -> Path | None:
+        d = cache_dir()
+        return None if d is None else d / f"profiles-{_schema_fingerprint()}.pickle"
+
+    def _load(self) -> dict:
+        if self.entries is None:
+            self.entries = {}
+            f = self._file()
+            try:
+                data = pickle.loads(f.read_bytes()) if f is not None and f.is_file() else {}
+                self.entries = data if isinstance(data, dict) else {}
+            except Exception:  # noqa: BLE001 - a stale or corrupt cache is only a miss
+                self.entries = {}
+        return self.entries
+
+    def get(self, key: tuple, stamp: tuple | None):
+        hit = self._load().get(key) if stamp is not None else None
+        return hit[1] if hit is not None and hit[0] == stamp else None
+
+    def put(self, key: tuple, stamp: tuple, obj) -> None:
+        self._load()[key] = (stamp, obj)
+        if not self.dirty:
+            self.dirty = True
+            atexit.register(self.save)
+
+    def save(self) -> None:
+        f = self._file()
+        if f is None or not self.dirty or self.entries is None:
+            return
+        try:
+            f.parent.mkdir(parents=True, exist_ok=True)
+            tmp = f.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(pickle.dumps(self.entries, protocol=pickle.HIGHEST_PROTOCOL))
+            os.replace(tmp, f)
+            self.dirty = False
+        except OSError:  # a read-only cache dir only costs speed
+            pass
+
+
+_STORE = _ValidatedStore()
 
 
 def _files(kind: str) -> dict[str, Path]:
@@ -97,7 +209,8 @@ def _index(kind: str) -> dict[str, Path]:
 
 @functools.cache
 def _load(kind: str, id_: str, cls_name: str):
-    classes = {c.__name__: c for c in (Chip, MacOS, MacProduct, ModelProfile, QuantFormat, GgmlTypeTable)}
+    classes = {c.__name__: c for c in (Chip, MacOS, MacProduct, ModelProfile, QuantFormat, GgmlTypeTable, ServingApp,
+                                       CpuMemory, SpeculativePairs, VisionFamily)}
     cls = Runtime if cls_name == "Runtime" else classes[cls_name]
     return load_file(_index(kind)[id_], cls)
 
@@ -108,6 +221,7 @@ def _all(kind: str, cls: type[T]) -> list[T]:
 
 def clear_cache() -> None:
     _index.cache_clear()
+    _quant_stems.cache_clear()
     _load.cache_clear()
     _alias_map.cache_clear()
     _calibration_files.cache_clear()
@@ -228,6 +342,53 @@ def load_runtime(name: str) -> Runtime:
     return _load("runtimes", key, "Runtime")
 
 
+def load_serving_app(name: str) -> ServingApp:
+    """A wrapper app (ollama, lmstudio) by id."""
+    idx = _index("serving")
+    key = norm(name).replace("lm-studio", "lmstudio").replace("lm studio", "lmstudio")
+    if key not in idx:
+        raise UnknownProfileError("serving app", name, list(idx), flag="--runtime")
+    return _load("serving", key, "ServingApp")
+
+
+def vision_family(model_id: str) -> VisionFamily | None:
+    """The image-token rule of a vision model (profiles/vision/*.yaml), None for a text-only model."""
+    for key in _index("vision"):
+        fam = _load("vision", key, "VisionFamily")
+        if model_id in fam.models:
+            return fam
+    return None
+
+
+def speculative_pairs() -> SpeculativePairs:
+    """Draft lengths and acceptance rates (profiles/speculative/pairs.yaml)."""
+    return _load("speculative", "pairs", "SpeculativePairs")
+
+
+def cpu_memory() -> CpuMemory:
+    """The CPU-side memory bandwidth share (profiles/hardware/cpu-memory.yaml)."""
+    return _load("hardware", "cpu-memory", "CpuMemory")
+
+
+def expand_runtimes(names: list[str]) -> list[str]:
+    """--runtime names with an app that runs several engines expanded (lmstudio -> its GGUF and MLX runtimes)."""
+    out: list[str] = []
+    apps = _index("serving")
+    for n in names:
+        key = norm(n).replace("lm-studio", "lmstudio")
+        out += _load("serving", key, "ServingApp").runtimes if key in apps else [n]
+    return list(dict.fromkeys(out))
+
+
+def serving_app_of(runtime_id: str) -> ServingApp | None:
+    """The wrapper app that serves with this runtime profile, if any."""
+    for key in _index("serving"):
+        app = _load("serving", key, "ServingApp")
+        if runtime_id in app.runtimes:
+            return app
+    return None
+
+
 def all_runtimes() -> list[Runtime]:
     return [_load("runtimes", i, "Runtime") for i in sorted(_index("runtimes"))]
 
@@ -241,10 +402,15 @@ def all_quants() -> list[QuantFormat]:
     return [_load("quants", i, "QuantFormat") for i in sorted(_index("quants")) if i != "ggml-types"]
 
 
+@functools.cache
+def _quant_stems() -> dict[str, str]:
+    return {i.lower(): i for i in _index("quants")}
+
+
 def load_quant(name: str, kind: str | None = None) -> QuantFormat:
     """A quant format by id or alias: Q4_K_M, q4_k_m, 4bit, 4bit-g32, mlx-8bit-g64, mxfp4, bf16..."""
     key = name.strip()
-    by_stem = {i.lower(): i for i in _index("quants")}
+    by_stem = _quant_stems()
     stem = by_stem.get(key.lower()) or by_stem.get(f"mlx-{key.lower()}")
     if stem and stem != "ggml-types":
         q = _load("quants", stem, "QuantFormat")
@@ -321,6 +487,11 @@ def _calibration_profile(p: Path, scope: str, r: str, origin: str, notes: list[s
     return prof
 
 
+def _engine(rt) -> str:
+    """The engine whose speed constants a runtime starts from: its own family (wrappers: the engine they wrap)."""
+    return getattr(rt, "wraps", None) or rt.family
+
+
 @functools.cache
 def _speed_constants(chip_id: str, generation: str, tier: str, matrix_units: bool, runtime: str, include_user: bool,
                      _builtin_env: str | None, _user_env: str | None):
@@ -328,7 +499,8 @@ def _speed_constants(chip_id: str, generation: str, tier: str, matrix_units: boo
 
     rt = load_runtime(runtime).id
     builtin, user = _calibration_files(builtin_dir()), _calibration_files(user_dir() if include_user else None)
-    chain = ["llama.cpp", "ollama"] if rt == "ollama" else [rt]
+    engine = _engine(load_runtime(runtime))  # a wrapper (Ollama, LM Studio) starts from its engine's constants
+    chain = [engine] if rt == engine else [engine, rt]
     merged = None
     scopes: list[str] = []
     parts: list[str] = []
@@ -353,6 +525,8 @@ def _speed_constants(chip_id: str, generation: str, tier: str, matrix_units: boo
                     parts.append(f"{r} default ({pv.rows} rows, all chips, {when})")
                 else:
                     parts.append(f"{r} × {scope} ({pv.rows} rows, {when})")
+    if rt != engine and not any(sc.endswith(f"__{rt}") for sc in scopes):
+        notes.append(f"{rt} runs at its engine's speed: no published measurement of the app's own cost")
     if merged is None or merged.missing():
         raise ProfileError(f"no complete speed calibration for {rt}: add profiles/calibration/default__{rt}.yaml "
                            "(python -m calibration.fit)")

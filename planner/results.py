@@ -144,6 +144,66 @@ class SpeedSummary(BaseModel):
     calibration: str = ""
 
 
+# --------------------------------------------------------------------------- serving apps
+class ServingDefaults(BaseModel):
+    """What a wrapper app (Ollama, LM Studio) does with no settings: its default context and parallel requests,
+    the memory that takes and its fit, and (LM Studio) whether its load guardrail lets the model load."""
+
+    model_config = Frozen
+    app: str
+    version: str
+    default_context: int = Field(description="Context per sequence the app uses by default [tokens]")
+    default_parallel: int = Field(description="Parallel requests by default")
+    context_rule: str = Field(description="Why that context: version, GPU memory, model cap")
+    memory_bytes: int = Field(description="Total memory at the default context and parallel requests [bytes]")
+    fit: Fit
+    guardrail: str | None = Field(None, description="Load guardrail level checked (LM Studio)")
+    guardrail_allows: bool | None = None
+    guardrail_reason: str = ""
+    engine_note: str = Field("", description="The app runs this model on its own engine / one request at a time")
+    sources: list[str] = Field(default_factory=list)
+
+
+class OffloadEstimate(BaseModel):
+    """llama.cpp partial offload: the largest -ngl whose GPU part fits, and its decode estimate."""
+
+    model_config = Frozen
+    gpu_layers: int = Field(description="-ngl: repeating layers on the GPU (n_layer + 1 also puts the output there)")
+    n_layers: int
+    gpu_bytes: int = Field(description="Weights, KV and buffers on the GPU [bytes]")
+    cpu_bytes: int = Field(description="Weights and KV left in CPU memory [bytes]")
+    fit: Fit = Field(description="GPU part against the GPU limit")
+    fits_in_ram: bool = Field(description="GPU and CPU parts together leave macOS its reserve")
+    decode_tok_s: float | None = Field(None, description="Decode with CPU layers at CPU bandwidth [tok/s]")
+    full_gpu_decode_tok_s: float | None = Field(None, description="Decode if every layer were on the GPU [tok/s]")
+    cpu_bandwidth_bytes_s: float | None = None
+    recommended: bool = False
+    reason: str = ""
+
+
+class DraftEstimate(BaseModel):
+    """Speculative decoding with a draft model: its memory (same context and slots as the main model) and the
+    decode speed-up at an acceptance rate."""
+
+    model_config = Frozen
+    draft_model: str
+    draft_quant: str
+    draft_tokens: int = Field(description="Tokens drafted per step (llama-server --draft-max, mlx --num-draft-tokens)")
+    acceptance: float = Field(description="Per-token acceptance probability alpha [1]")
+    acceptance_source: str
+    weights_bytes: int = Field(description="Draft weights [bytes]")
+    kv_bytes: int = Field(description="Draft KV cache at the main context and slots [bytes]")
+    buffer_bytes: int = Field(description="Draft compute and output buffers [bytes]")
+    total_bytes: int = Field(description="Main model + draft [bytes]")
+    fit: Fit = Field(description="Main + draft against the GPU limit")
+    tokens_per_step: float = Field(description="(1 - alpha^(g+1)) / (1 - alpha) tokens per verification [1]")
+    decode_tok_s: float | None = Field(None, description="Decode with the draft, one sequence [tok/s]")
+    base_decode_tok_s: float | None = Field(None, description="Decode without it [tok/s]")
+    ceiling_tok_s: float | None = Field(None, description="(g+1) tokens per (main + g draft) weight reads at peak bandwidth")
+    speedup: float | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
 # --------------------------------------------------------------------------- plan models
 class ModelRow(BaseModel):
     """One catalog model on one Mac: the best way to run it and what it gives (plan models)."""

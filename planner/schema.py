@@ -209,7 +209,8 @@ class WrapperRuntime(LlamaCppFamily):
 
 
 class MlxRuntime(_RuntimeBase):
-    """mlx-lm settings (mlx_lm/generate.py, mlx_lm/models/cache.py, mlx_lm/server.py)."""
+    """mlx-lm settings (mlx_lm/generate.py, mlx_lm/models/cache.py, mlx_lm/server.py), shared by mlx-lm itself and
+    the products whose memory follows its caches (MlxWrapperRuntime: LM Studio's mlx-engine, mlx-vlm)."""
 
     family: ClassVar[Literal["mlx-lm"]] = "mlx-lm"
     kind: Literal["mlx-lm"]
@@ -232,8 +233,135 @@ class MlxRuntime(_RuntimeBase):
         return self.prefill_step_size
 
 
-Runtime = Annotated[LlamaCppRuntime | WrapperRuntime | MlxRuntime, Field(discriminator="kind")]
+class MlxWrapperRuntime(MlxRuntime):
+    """A product on MLX whose KV caches and buffers follow mlx-lm's (LM Studio mlx-engine, mlx-vlm)."""
+
+    kind: Literal["mlx-wrapper"]  # type: ignore[assignment]
+    wraps: Literal["mlx-lm"] = Field(description="engine whose memory and speed rules apply")
+
+
+Runtime = Annotated[LlamaCppRuntime | WrapperRuntime | MlxRuntime | MlxWrapperRuntime, Field(discriminator="kind")]
 """A runtime profile (profiles/runtimes/*.yaml); ``kind`` picks the schema."""
+
+
+class CpuMemory(_Profile):
+    """Share of the vendor memory bandwidth the CPU cores reach (llama.cpp layers kept on the CPU read at it)."""
+
+    id: str
+    name: str
+    fraction_of_vendor_bandwidth: float = Field(gt=0, le=1, description="CPU-side / vendor bandwidth [1]")
+    measured_on: str = ""
+
+
+class DraftPair(BaseModel):
+    model_config = Frozen
+    targets: list[str] = Field(min_length=1, description="Catalog ids of the main models")
+    drafts: list[str] = Field(min_length=1, description="Catalog ids of the draft models")
+    acceptance: float = Field(gt=0, lt=1, description="Per-token acceptance probability alpha [1]")
+    measured: str = ""
+    source: str = Field(min_length=1)
+
+
+class SpeculativePairs(_Profile):
+    """Speculative decoding: default draft length per runtime and acceptance rates per (main, draft) pair."""
+
+    id: str
+    name: str
+    default_acceptance: float = Field(gt=0, lt=1)
+    default_source: str = Field(min_length=1)
+    draft_tokens: dict[str, int] = Field(description="Tokens drafted per step by default, by runtime family")
+    pairs: list[DraftPair] = Field(default_factory=list)
+
+
+class VisionFamily(_Profile):
+    """How a family of vision models turns an image into prompt tokens: a fixed count; one token per
+    ``pixels_per_token_side``² pixels after scaling into [min_pixels, max_pixels] or to ``max_long_side``; or
+    ``tokens_per_tile`` per ``tile_px`` tile (up to ``max_tiles``, plus a global tile)."""
+
+    id: str
+    name: str
+    models: list[str] = Field(min_length=1, description="Catalog ids this rule applies to")
+    tokens_per_image: int | None = Field(None, gt=0, le=100_000, description="Fixed soft tokens per image")
+    pixels_per_token_side: int | None = Field(None, gt=0, le=1024, description="Side of the square one token covers [px]")
+    min_pixels: int | None = Field(None, gt=0)
+    max_pixels: int | None = Field(None, gt=0)
+    max_long_side: int | None = Field(None, gt=0, description="Images are scaled down to this longest side [px]")
+    row_break_tokens: bool = Field(False, description="One break token after each row of image tokens")
+    tile_px: int | None = Field(None, gt=0, le=4096, description="Side of one image tile [px]")
+    tokens_per_tile: int | None = Field(None, gt=0, le=10_000)
+    max_tiles: int | None = Field(None, gt=0, le=256)
+    global_tile: bool = Field(False, description="A downscaled whole-image tile is added when there are several")
+    extra_tokens: int = Field(0, ge=0, le=64, description="Marker tokens around each image")
+    notes: str = ""
+
+    @model_validator(mode="after")
+    def _one_rule(self):
+        rules = [self.tokens_per_image, self.pixels_per_token_side, self.tile_px]
+        if sum(r is not None for r in rules) != 1:
+            raise ValueError("give one of tokens_per_image (fixed), pixels_per_token_side (per pixel area) or "
+                             "tile_px (tiles)")
+        if self.tile_px is not None and (self.tokens_per_tile is None or self.max_tiles is None):
+            raise ValueError("tile_px needs tokens_per_tile and max_tiles")
+        return self
+
+
+# --------------------------------------------------------------------------- serving apps (Ollama, LM Studio)
+class ContextRule(BaseModel):
+    """A wrapper app's default context per sequence, by app version and GPU memory (first match wins)."""
+
+    model_config = Frozen
+    since_version: str = Field(description="First app version the rule applies to, e.g. '0.15.5'")
+    min_gpu_gib: float = Field(0, ge=0, description="Rule applies when the GPU memory the app sees is at least this [GiB]")
+    context: int = Field(gt=0, le=MAX_CTX, description="Default context per sequence [tokens]")
+    source: str = Field(min_length=1, description="URL of the code or doc that sets it")
+
+
+class ParallelRule(BaseModel):
+    model_config = Frozen
+    since_version: str
+    parallel: int = Field(ge=0, le=256, description="Default parallel requests; 0 = automatic (4 if it fits, else 1)")
+    source: str = Field(min_length=1)
+
+
+class GuardrailLevel(BaseModel):
+    """One model-loading guardrail setting of LM Studio and how strongly it refuses (its thresholds are not
+    published, so only 'never' (off) and a user memory cap (custom) give an exact verdict)."""
+
+    model_config = Frozen
+    name: str
+    strength: int = Field(ge=0, le=3, description="0 off, 1 relaxed, 2 balanced, 3 strict")
+    custom_cap: bool = Field(False, description="Refuses a load whose estimate exceeds the user's memory limit")
+    description: str = ""
+
+
+class ServingApp(_Profile):
+    """A wrapper app around llama.cpp / mlx-lm: its defaults (context, parallel requests) and load guardrails."""
+
+    id: str
+    name: str
+    current_version: str = Field(description="Version the defaults describe when the user gives none")
+    runtimes: list[str] = Field(min_length=1, description="Runtime profiles (one per engine) this app serves with")
+    context_rules: list[ContextRule] = Field(min_length=1, description="Newest first")
+    parallel_rules: list[ParallelRule] = Field(default_factory=list, description="Newest first")
+    context_capped_at_train: bool = Field(True, description="Default context is cut to the model's max context")
+    context_per_parallel: bool = Field(False, description="The server multiplies the context by the parallel count")
+    guardrails: list[GuardrailLevel] = Field(default_factory=list)
+    default_guardrail: str | None = None
+    own_engine: list[str] = Field(default_factory=list, description="Catalog model_types or ids the app runs on "
+                                  "its own engine instead of the wrapped one")
+    own_engine_source: str = ""
+    single_parallel: list[str] = Field(default_factory=list, description="model_types or ids served one request at a "
+                                       "time whatever the parallel setting")
+    single_parallel_source: str = ""
+    notes: str = ""
+
+    def runs_own_engine(self, model_id: str, model_type: str) -> bool:
+        return model_id in self.own_engine or model_type in self.own_engine
+
+    def one_at_a_time(self, model_id: str, model_type: str) -> bool:
+        return model_id in self.single_parallel or model_type in self.single_parallel
+
+
 
 
 # --------------------------------------------------------------------------- models

@@ -145,3 +145,26 @@ def quants_for(model: ModelProfile, rt: Runtime, only: list[str] | None = None) 
         # 600B+ MoEs only fit at 1-3 bits per weight on a Mac (e.g. unsloth dynamic IQ1/IQ2 GGUFs)
         ids = (["IQ1_S", "IQ2_XXS", "IQ2_M", "Q2_K"] if rt.weight_format == "gguf" else ["mlx-2bit-g64", "mlx-3bit-g64"]) + ids
     return [profiles.load_quant(i, rt.weight_format) for i in ids]
+
+
+def slot_choices(rt: Runtime, mm: MemoryModel, users: int) -> list[int]:
+    """Parallel-sequence counts to try: powers of two up to the users, and the users themselves."""
+    if rt.family == "mlx-lm" and mm.kv.kv_type != "bf16":
+        return [1]  # mlx_lm.server --kv-bits disables batching
+    app = profiles.serving_app_of(rt.id)
+    if app is not None and app.one_at_a_time(mm.model.id, mm.model.config.model_type):
+        return [1]  # e.g. Ollama serves qwen3-next one request at a time (profiles/serving/ollama.yaml)
+    return sorted({s for s in SLOT_CHOICES if s <= users} | {users})
+
+
+def candidates(model: ModelProfile, runtimes: list[Runtime], quants: list[str] | None, users: int):
+    """Every (runtime, quant, memory model with its KV type, slots) that recommend evaluates, in search order."""
+    for rt in runtimes:
+        for q in quants_for(model, rt, quants):
+            base = base_memory_model(model.id, rt.id, q.id)
+            for kv in rt.advised_kv_types:
+                mm = with_kv(base, kv)
+                if mm is None:
+                    continue
+                for slots in slot_choices(rt, mm, users):
+                    yield rt, q, mm, slots

@@ -58,6 +58,7 @@ class Geometry:
     attn_swa: float           # same over sliding-window layers [1]
     quant_class: str = "float"
     expert_matmul_params: float = 0.0  # routed-expert params per token (top_k × one expert), within matmul_params [1]
+    prefill_attn_full: float | None = None  # attn_full as prefill computes it, when it differs (mlx-lm MLA) [1]
 
     def expert_union(self, tokens: int) -> float:
         """Expected fraction of routed experts touched by ``tokens`` tokens, uniform routing: 1 − (1 − k/E)^n."""
@@ -128,6 +129,18 @@ def quant_class(quant_id: str, kind: str, mode: str | None = None) -> str:
     return "legacy"
 
 
+def _mlx_mla_prefill_dims(cfg: ModelConfig) -> float | None:
+    """mlx-lm prefills MLA with decompressed heads, not the absorbed latent of decode: for L > 1 it expands the
+    latent to per-head keys (qk_nope) and values (v_head_dim) and scores the rope part apart (mlx_lm/models/
+    deepseek_v3.py DeepseekV3Attention.__call__: ``if L == 1: ... else: k = self.embed_q(kv_latent,
+    transpose=False); v = self.unembed_out(kv_latent)``): Σ H·(d_nope + d_rope + d_v) over the MLA layers."""
+    if not cfg.is_mla:
+        return None
+    per = cfg.num_attention_heads * ((cfg.qk_nope_head_dim or 128) + (cfg.qk_rope_head_dim or 64)
+                                     + (cfg.v_head_dim or 128))
+    return float(per * sum(1 for c in arch.cache_layers(cfg) if c.kind == "mla"))
+
+
 def _attention_dims(cfg: ModelConfig, runtime_family: str) -> tuple[float, float]:
     """(Σ H·(d_qk+d_v) over full layers, same over sliding layers)."""
     full = swa = 0.0
@@ -180,7 +193,8 @@ def geometry(mm: MemoryModel, quant_kind: str = "gguf", quant_mode: str | None =
         matmul_params=float(matmul), head_params=float(head), kv_full=float(kv.bytes_per_token),
         kv_swa=float(kv.swa_bytes_per_token), window=kv_swa_window, state_bytes=float(kv.state_bytes_per_seq),
         attn_full=full, attn_swa=swa, quant_class=quant_class(mm.quant_id, quant_kind, quant_mode),
-        expert_matmul_params=float(expert_mm) if cfg.is_moe else 0.0)
+        expert_matmul_params=float(expert_mm) if cfg.is_moe else 0.0,
+        prefill_attn_full=_mlx_mla_prefill_dims(cfg) if mm.runtime.family == "mlx-lm" else None)
 
 
 # --------------------------------------------------------------------------- chip peaks
@@ -354,7 +368,8 @@ def _keys_sum(prompt: float, depth: float, window: float | None) -> float:
 
 def _causal_keys(g: Geometry, prompt: int, depth: int) -> float:
     """Attention MACs of a P-token causal prefill on D cached tokens, all layers. [1]"""
-    return g.attn_full * _keys_sum(prompt, depth, None) + g.attn_swa * _keys_sum(prompt, depth, g.window)
+    full = g.attn_full if g.prefill_attn_full is None else g.prefill_attn_full
+    return full * _keys_sum(prompt, depth, None) + g.attn_swa * _keys_sum(prompt, depth, g.window)
 
 
 # --------------------------------------------------------------------------- likely range

@@ -268,3 +268,16 @@ def test_user_price_wins_and_brings_back_a_discontinued_mac():
 def test_bad_user_price_is_one_clear_error(spec, needle):
     with pytest.raises(InputError, match=needle):
         match_price(spec)
+
+
+def test_when_each_target_is_met_somewhere_but_not_together_the_closest_mac_is_named(llama70_chat):
+    # synthetic: every target is met by some Mac (gaps all 0) but the nearest Mac misses the TTFT by 10 %
+    a, b = llama70_chat.per_mac[:2]
+    near = a.model_copy(update={"misses": {"max_ttft_s": 0.10}, "meets_targets": False})
+    other = b.model_copy(update={"misses": {"min_tok_s_per_user": 0.30}, "meets_targets": False})
+    gaps = [B.TargetGap(target=k, label=B.TARGET_LABEL[k], wanted=1, best=1, best_mac="x", by=0)
+            for k in ("min_tok_s_per_user", "max_ttft_s")]
+    wl = custom_workload("chat")
+    pt, _ = B._point(wl, [profiles.load_model("llama-3.3-70b")])
+    out = B.what_would_change([near, other], [], gaps, wl, pt, None, "small")
+    assert out == [f"a time to first token target 10% looser: the {a.label} then meets every target"]

@@ -10,13 +10,27 @@ import yaml
 from cli.main import main
 from planner import profiles as P
 from planner.errors import ProfileError
-from planner.schema import Chip, GgmlTypeTable, MacOS, MacProduct, ModelProfile, QuantFormat, Runtime
+from planner.schema import (
+    Chip,
+    CpuMemory,
+    GgmlTypeTable,
+    MacOS,
+    MacProduct,
+    ModelProfile,
+    QuantFormat,
+    Runtime,
+    ServingApp,
+    SpeculativePairs,
+    VisionFamily,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 PROFILES = ROOT / "profiles"
 ALL_FILES = sorted(PROFILES.rglob("*.yaml"))
 CLASSES = {"chips": Chip, "macs": MacProduct, "macos": MacOS, "models": ModelProfile, "quants": QuantFormat,
-           "runtimes": Runtime}
+           "runtimes": Runtime, "serving": ServingApp,
+           "hardware": CpuMemory, "speculative": SpeculativePairs,
+           "vision": VisionFamily}
 
 
 try:  # speed calibration constants (planner/schema.py, added by the speed work)
@@ -215,10 +229,14 @@ def _runtime_doc(name: str) -> dict:
 
 
 def test_runtime_kind_picks_the_schema():
-    from planner.schema import LlamaCppFamily, LlamaCppRuntime, MlxRuntime, WrapperRuntime
+    from planner.schema import LlamaCppFamily, LlamaCppRuntime, MlxRuntime, MlxWrapperRuntime, WrapperRuntime
 
     kinds = {r.id: type(r) for r in P.all_runtimes()}
-    assert kinds == {"llama.cpp": LlamaCppRuntime, "mlx-lm": MlxRuntime, "ollama": WrapperRuntime}
+    assert kinds == {"llama.cpp": LlamaCppRuntime, "mlx-lm": MlxRuntime, "ollama": WrapperRuntime,
+                     "lmstudio-llama.cpp": WrapperRuntime, "lmstudio-mlx": MlxWrapperRuntime,
+                     "mlx-vlm": MlxWrapperRuntime}
+    lms_mlx = P.load_runtime("lmstudio-mlx")
+    assert isinstance(lms_mlx, MlxRuntime) and lms_mlx.family == "mlx-lm" and lms_mlx.wraps == "mlx-lm"
     ollama = P.load_runtime("ollama")
     assert isinstance(ollama, LlamaCppFamily) and ollama.family == "llama.cpp" and ollama.wraps == "llama.cpp"
     # the chunk rule reads the engine's own field: -ub for llama.cpp, prefill_step_size for mlx-lm
@@ -226,6 +244,7 @@ def test_runtime_kind_picks_the_schema():
 
 
 @pytest.mark.parametrize("name,drop", [("llama.cpp", "n_ubatch"), ("llama.cpp", "ctx_pad"), ("ollama", "wraps"),
+                                       ("lmstudio-mlx", "wraps"),
                                        ("mlx-lm", "kv_step"), ("mlx-lm", "activation_bytes")])
 def test_runtime_fields_are_required_for_their_kind(tmp_path, name, drop):
     doc = _runtime_doc(name)
@@ -242,3 +261,31 @@ def test_runtime_rejects_fields_of_another_kind(tmp_path):
     path.write_text(yaml.safe_dump(doc), encoding="utf-8")
     with pytest.raises(ProfileError, match="n_ubatch"):
         P.load_file(path, Runtime)
+
+
+# --------------------------------------------------------------------------- validated-profile cache
+def test_validated_cache_round_trips_and_sees_edits(tmp_path, monkeypatch):
+    monkeypatch.setenv("MAC_LLM_PLANNER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(P, "_STORE", P._ValidatedStore())
+    src = PROFILES / "runtimes" / "mlx-lm.yaml"
+    f = tmp_path / "mlx-lm.yaml"
+    f.write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
+    first = P.load_file(f, Runtime)
+    P._STORE.save()
+    assert list((tmp_path / "cache").glob("profiles-*.pickle"))
+    P._STORE = P._ValidatedStore()  # a new process: reads the pickle
+    monkeypatch.setattr(P, "_validate_file", lambda *a: pytest.fail("validated again despite the cache"))
+    assert P.load_file(f, Runtime) == first
+    monkeypatch.undo()
+    monkeypatch.setenv("MAC_LLM_PLANNER_CACHE", str(tmp_path / "cache"))
+    # an edit (new size) is a miss: the file is validated again and the new value wins
+    f.write_text(f.read_text(encoding="utf-8").replace("kv_step: 256", "kv_step: 512"), encoding="utf-8")
+    assert P.load_file(f, Runtime).kv_step == 512
+
+
+def test_corrupt_cache_is_only_a_miss(tmp_path, monkeypatch):
+    monkeypatch.setenv("MAC_LLM_PLANNER_CACHE", str(tmp_path))
+    store = P._ValidatedStore()
+    store._file().write_bytes(b"not a pickle")
+    monkeypatch.setattr(P, "_STORE", store)
+    assert P.load_file(PROFILES / "runtimes" / "llama.cpp.yaml", Runtime).n_ubatch == 512

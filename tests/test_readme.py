@@ -1,5 +1,6 @@
 """The README's example outputs are real: regenerate them with `python scripts/readme_examples.py`."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -8,8 +9,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_readme_examples_match_the_cli():
+    # PYTHONPATH: the script must run this checkout's code, not whichever copy the environment installed
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     r = subprocess.run([sys.executable, "scripts/readme_examples.py", "--check"], cwd=ROOT, capture_output=True,
-                       text=True, timeout=300)
+                       text=True, timeout=300, env=env)
     assert r.returncode == 0, r.stderr
 
 

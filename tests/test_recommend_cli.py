@@ -80,7 +80,8 @@ def test_recommend_needs_chip_or_ram(capsys):
 
 def test_buy_sets_clusters_against_one_mac(capsys):
     # DeepSeek-V3 4-bit (~336 GiB) fits one 512 GB M3 Ultra; 2 linked 256 GB Ultras hold it too (layers split by
-    # memory), so both appear; a pipeline runs its stages one after another, so the cluster decodes no faster
+    # memory), so both appear; a pipeline runs its stages one after another, so the cluster decodes no faster than
+    # one Mac on the same engine and quant (the "vs one Mac" line)
     import re
 
     rc = main(["buy", "--model", "deepseek-v3", "--min-tok-s", "5", "--max-ttft", "120", "--clusters"])

@@ -295,3 +295,63 @@ def test_likely_range_scales_the_rate_by_regime_quantiles():
     w = tp.estimate(tp.roofline(GEO, chip(), ResolvedSpeedConstants(constants=wide, source="t", scopes=["t"]),
                                 "llama.cpp"), prompt=0, gen=1)
     assert w.decode_tok_s_range[1] == pytest.approx(100.0)
+
+
+# --------------------------------------------------------------------------- mechanisms of the speed model
+def test_expected_tiles_poisson():
+    # λ = 4 tokens per expert, tile 32: one tile whenever an expert gets any token, P(n > 0) = 1 − e^−4;
+    # P(n > 32) for Poisson(4) is ~1e-17
+    assert tp.expected_tiles(4.0, 32) == pytest.approx(1 - math.exp(-4), rel=1e-9)
+    # large λ: λ/t + (t − 1)/(2t) = 1000/32 + 31/64
+    assert tp.expected_tiles(1000.0, 32) == pytest.approx(31.25 + 31 / 64, rel=1e-12)
+    # exact sum and the large-λ form agree where they meet (λ = 400 vs 401)
+    assert tp.expected_tiles(400.0, 32) == pytest.approx(tp.expected_tiles(401.0, 32) - 1 / 32, rel=2e-3)
+
+
+GEO_MOE = tp.Geometry(n_layers=2, dense_bytes=1e9, expert_bytes=0.0, n_experts=4, top_k=1, matmul_params=0.5e9,
+                      head_params=0.0, kv_full=1000.0, kv_swa=0.0, window=None, state_bytes=0.0,
+                      attn_full=2 * 4 * 2 * 16, attn_swa=0.0, expert_matmul_params=0.4e9)
+
+
+def test_moe_prefill_pads_each_experts_rows_to_the_tile():
+    """2048 tokens in one chunk, 4 experts, top-1: λ = 512 rows per expert, padded rows
+    4 × 32 × (512/32 + 31/64) = 2110 instead of 2048."""
+    assert GEO_MOE.padded_expert_rows(2048, 32) == pytest.approx(2110.0, rel=1e-12)
+    r = tp.roofline(GEO_MOE, chip(), RES, "llama.cpp", flash_attn=True, chunk=2048)
+    t, bound = r.prefill_time(2048)
+    # matmul: (2 × 0.1e9 × 2048 + 2 × 0.4e9 × 2110) / (0.5 × 1e13) = 0.41952 s
+    # attention: 2 × 256 × 2048²/2 / (0.25 × 1e13) = 0.4294967 ms; fixed: 1 chunk × 2 layers × 0.1 ms
+    assert t == pytest.approx(0.41952 + 2 * 256 * 2048 ** 2 / 2 / 2.5e12 + 2e-4, rel=1e-9)
+    assert bound == "compute"
+
+
+def test_decode_attention_is_max_of_kv_stream_and_flops():
+    """An absorbed-MLA-like cache: 1e6 attention MACs per key but only 1000 B per key. At 1000 cached tokens
+    the FLOPs (2 × 1e6 × 1000 / (0.25 × 1e13) = 0.8 ms) beat the read (1 MB / (0.5 × 1 × 1e11) = 0.02 ms)."""
+    geo = tp.Geometry(n_layers=2, dense_bytes=1e9, expert_bytes=0.0, n_experts=0, top_k=0, matmul_params=0.5e9,
+                      head_params=0.0, kv_full=1000.0, kv_swa=0.0, window=None, state_bytes=0.0,
+                      attn_full=1e6, attn_swa=0.0)
+    r = tp.roofline(geo, chip(), RES, "llama.cpp", flash_attn=True)
+    assert r.kv_time(1, 1000) == pytest.approx(0.8e-3, rel=1e-9)
+    # step = fixed 0.2 ms + weights 20 ms + attention 0.8 ms (B = 1: no extra column)
+    assert r.step_time(1, 1000) == pytest.approx(0.021, rel=1e-9)
+    # without flash attention (llama.cpp -fa off) the attention costs noflash_kv_factor = 3 × more
+    off = tp.roofline(geo, chip(), RES, "llama.cpp", flash_attn=False)
+    assert off.kv_time(1, 1000) == pytest.approx(2.4e-3, rel=1e-9)
+    # mlx-lm has no no-flash path
+    assert tp.roofline(geo, chip(), RES, "mlx-lm", flash_attn=False).kv_time(1, 1000) == pytest.approx(0.8e-3)
+
+
+def test_mlx_prefills_mla_with_decompressed_heads():
+    """DeepSeek-V3 (61 MLA layers, 128 heads): mlx-lm decode attends in the latent, H·(576 + 512) per key per
+    layer = 8,495,104 over all layers; its prefill decompresses to H·(128 + 64 + 128) = 2,498,560."""
+    rt = profiles.load_runtime("mlx-lm")
+    q = profiles.load_quant("4bit", "mlx")
+    mm = memory_model(profiles.load_model("deepseek-v3"), rt, q, profiles.ggml_types())
+    g = tp.geometry(mm, q.kind, q.mode)
+    assert g.attn_full + g.attn_swa == 128 * (576 + 512) * 61
+    assert g.prefill_attn_full == 128 * (128 + 64 + 128) * 61
+    lc = profiles.load_runtime("llama.cpp")
+    q4 = profiles.load_quant("Q4_K_M", "gguf")
+    assert tp.geometry(memory_model(profiles.load_model("deepseek-v3"), lc, q4, profiles.ggml_types()),
+                       q4.kind).prefill_attn_full is None

@@ -118,6 +118,18 @@ def test_buy_mode_honours_the_budget(at):
         assert all(p <= 1500 for p in prices), line
 
 
+def test_buy_mode_takes_your_price_for_a_used_mac(at):
+    at.selectbox(key="model").set_value("llama-3.3-70b").run()
+    at.radio(key="mac_mode").set_value("Which Mac should I buy?").run()
+    at.text_area(key="quotes").set_value("Mac Studio M2 Ultra 76-core 192GB=3500").run()
+    assert not at.exception and not at.error
+    rows = at.dataframe[0].value
+    used = rows[(rows["chip"] == "M2 Ultra 76-core GPU") & (rows["Mac"] == "Mac Studio")]
+    assert list(used["price [$]"]) == [3500] and list(used["price is"]) == ["user"]
+    at.text_area(key="quotes").set_value("Mac Studio M2 Ultra 192GB=3500").run()   # two GPU bins: say which
+    assert not at.exception and "several configurations" in at.error[0].value
+
+
 def test_preset_fills_users_and_context(at):
     at.selectbox(key="preset").set_value("batch").run()
     assert at.number_input(key="users").value == 8

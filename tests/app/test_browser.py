@@ -135,7 +135,7 @@ def _tab(page, name: str) -> None:
 
 def _expected(model: str, **mac):
     """What the core answers for the form's default chat workload (the same calls the page makes)."""
-    from planner.advice import TargetsUnreachableError, recommend
+    from planner.advice import recommend
     from planner.plan import PlanRequest, plan, resolve_mac
     from planner.workload import custom_workload
 
@@ -143,10 +143,8 @@ def _expected(model: str, **mac):
     pt = wl.at()
     req = PlanRequest(model=model, prompt_tokens=pt.prompt_tokens, gen_tokens=pt.gen_tokens, **mac)
     ram, chip, _ = resolve_mac(req)
-    try:
-        top, met = recommend(model, ram, wl, chip=chip).options[0], True
-    except TargetsUnreachableError as e:
-        top, met = e.closest[0], False
+    r = recommend(model, ram, wl, chip=chip, best_effort=True)
+    top, met = r.options[0], r.targets_met
     p = plan(req if top.kv_type in ("f16", "bf16") else req.model_copy(update={"kv_type": top.kv_type}))
     return top, met, p
 

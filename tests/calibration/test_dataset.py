@@ -300,3 +300,12 @@ def test_degenerate_ollama_runs_fixed_to_low(by_id):
         assert by_id[rid].reliability == "low" and "fixed" in by_id[rid].flags
         assert not usable_for_efficiency(by_id[rid])
     assert usable_for_efficiency(by_id[1252], "ollama")
+
+
+def test_stated_physical_batch_is_parsed():
+    """Rows that state llama.cpp's -ub are fitted with it (it sets tokens per expert in a MoE prefill)."""
+    from calibration.dataset import _parse_ubatch
+
+    assert _parse_ubatch("on, n_ubatch=2048") == 2048
+    assert _parse_ubatch("llama-bench -ub 1024 -fa 1") == 1024
+    assert _parse_ubatch("on (default)") is None

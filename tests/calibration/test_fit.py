@@ -96,3 +96,18 @@ def test_shipped_profiles_are_reproducible(tmp_path):
     assert sorted(p.name for p in paths) == sorted(p.name for p in shipped.glob("*.yaml"))
     for p in paths:
         assert p.read_text() == (shipped / p.name).read_text(), f"{p.name}: run python -m calibration.fit"
+
+
+def test_range_table_is_the_10th_and_90th_percentile_by_regime():
+    """Ten shallow decode rows measured at 0.80, 0.82, ..., 0.98 × the prediction: numpy's linear percentile
+    gives 0.818 and 0.962; a regime with fewer than MIN_RANGE_ROWS rows is left out (it falls back to its
+    phase's range at lookup)."""
+    chip = profiles.resolve_chip("m2-max-38gpu")
+    recs = [F.FitRecord(runtime="llama.cpp", chip=chip, geo=_geo(), phase="decode", prompt=0, gen=32, depth=0,
+                        batch=1, value=0.80 + 0.02 * i) for i in range(10)]
+    recs += [F.FitRecord(runtime="llama.cpp", chip=chip, geo=_geo(), phase="decode", prompt=0, gen=32, depth=8192,
+                         batch=1, value=1.0)]
+    table = F.range_table(recs, [1.0] * len(recs))
+    # the deep row is its own regime; over the 10 shallow ones: index 0.9 -> 0.818, index 8.1 -> 0.962
+    assert table["decode"] == pytest.approx((0.818, 0.962), abs=1e-3)
+    assert "decode_deep" not in table

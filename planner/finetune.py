@@ -1,0 +1,341 @@
+"""Peak memory, limits and speed of a LoRA / DoRA / full fine-tune with mlx-lm (``mlx_lm.lora``).
+
+What the trainer holds during one optimizer step (mlx-lm 0.32.2, mlx_lm/lora.py ``train_model`` and
+mlx_lm/tuner/trainer.py ``train``)::
+
+    weights      the base model in its format (QLoRA = LoRA on a quantized base; mlx_lm.load keeps it quantized)
+    adapters     trainable parameters: LoRA A (in x r) and B (r x out) on every linear of the last --num-layers
+                 blocks (tuner/utils.py linear_to_lora_layers; float32: tuner/lora.py LoRALinear.__init__ makes
+                 them with mx.random.uniform / mx.zeros); DoRA adds a magnitude vector per output (tuner/dora.py);
+                 full fine-tuning unfreezes the blocks' own weights (model dtype)
+    gradients    one per trainable parameter (nn.value_and_grad)
+    optimizer    Adam / AdamW: two moments per trainable parameter (mlx/optimizers Adam.init_single: m, v)
+    activations  what the backward pass needs from the forward of each trained block, per token: about
+                 A_HQ x (hidden + q + 2 kv) + A_F x ffn values in the activation dtype; blocks below the first
+                 trained one leave about A_FROZEN hidden states. With --grad-checkpoint (trainer.py
+                 grad_checkpoint: mx.checkpoint on each block call) a block keeps only its input and is rebuilt,
+                 with its gradients, during its backward.
+    transient    the peak of the backward on top of that: the logits with their log-softmax and gradient
+                 (B x S x vocab), and one block's attention scores and probabilities with their gradients
+                 (B x heads x S x S: the SDPA vjp materialises them); with checkpointing the larger of the logits
+                 phase and the rebuilt-block phase.
+
+The coefficients are fitted to mx.get_peak_memory() of real mlx_lm.lora runs (calibration/finetune_fit.py) and
+checked on model shapes the fit never saw (tests/calibration/test_finetune_runs.py, docs/model-facts.md §10).
+
+Speed: a training step costs forward + backward ≈ 2 + 4 = 6 FLOP per parameter per token on the trained path
+(backward = gradients w.r.t. activations and weights, each as costly as the forward; LoRA's weight gradients are
+r/hidden of that and are ignored) and 2 per parameter per token below it (Kaplan et al. 2020, "Scaling Laws",
+§2.1: C ≈ 6N per token), plus the weight reads. The achieved fraction of peak FLOPS is the runtime's prefill
+efficiency (the same matmul kernels) times TRAIN_EFFICIENCY, a prior until ``plan calibrate --finetune`` measures it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from . import architecture as arch
+from . import capacity, profiles
+from ._model import Frozen
+from .errors import InputError
+from .memory import mlx_weights
+from .results import Fit, WiredLimit
+from .schema import Chip, ModelProfile, QuantFormat
+from .units import MiB
+
+# Activation coefficients [copies of the named width per token], fitted by calibration/finetune_fit.py to real
+# mlx_lm.lora runs (calibration/runs/fixtures/finetune_cpu.jsonl: peak = mx.get_peak_memory()); the test
+# tests/calibration/test_finetune_fit.py refits them from that file. Their reading (docs/model-facts.md §10):
+A_HQ = 2.77      # per trained block: block input, norms, q/k/v after RoPE, attention output (x (h + q + 2 kv))
+A_F = 6.47       # per trained block: gate, up, sigmoid(gate), silu(gate), product, LoRA's down-proj path (x ffn)
+A_S = 4.38       # one block's attention backward: scores, probabilities and their gradients (x B·heads·S²)
+A_V = 3.98       # logits, log-softmax, their gradient (x B·S·vocab)
+A_FROZEN = 0.61  # blocks below the trained ones: about one hidden state per token and block stays referenced
+C_HQ = 4.41      # --grad-checkpoint: one block rebuilt with its gradients during the backward (x (h + q + 2 kv))
+C_F = 15.41      # ... (x ffn)
+C_S = 1.76       # ... attention (x B·heads·S²); this phase or the logits phase sets the peak, whichever is larger
+ADAM_MOMENTS = 2     # mlx/optimizers/optimizers.py Adam.init_single: state["m"], state["v"]
+LORA_BYTES = 4       # float32 adapters (tuner/lora.py: mx.random.uniform / mx.zeros default dtype)
+TRAIN_EFFICIENCY = 0.6  # prior: backward matmuls (transposed operands) vs the prefill matmul efficiency
+LINEAR_GROUPS = ("attention", "ffn", "experts", "shared_experts", "router")
+
+
+class FinetuneRequest(BaseModel):
+    """A fine-tuning question; field descriptions double as --help text."""
+
+    model_config = Frozen
+    model: str = Field(description="Catalog id, alias or HF repo id (e.g. llama-3.1-8b)")
+    ram_gb: float | None = Field(None, gt=0, description="Unified memory of the Mac [GB]; default: the chip's largest")
+    chip: str | None = Field(None, description="Apple chip, e.g. 'M4 Pro' (needed for speed answers)")
+    gpu_cores: int | None = Field(None, gt=0, description="GPU cores, to pick a binned chip")
+    quant: str = Field("4bit", description="Base weights: 4bit / 8bit (QLoRA) or bf16, or an MLX format id")
+    fine_tune_type: Literal["lora", "dora", "full"] = Field("lora", description="mlx_lm.lora --fine-tune-type")
+    seq_len: int = Field(2048, gt=0, le=1_000_000, description="--max-seq-length [tokens]")
+    batch: int = Field(4, gt=0, le=4096, description="--batch-size [sequences]")
+    rank: int = Field(8, gt=0, le=4096, description="LoRA rank (lora_parameters.rank)")
+    scale: float = Field(20.0, gt=0, description="LoRA scale (lora_parameters.scale)")
+    layers: int = Field(16, ge=-1, description="--num-layers: blocks trained from the top (-1: all)")
+    grad_checkpoint: bool = Field(False, description="--grad-checkpoint")
+    dataset_tokens: int | None = Field(None, gt=0, description="Training tokens in the dataset [tokens]")
+    epochs: float = Field(1.0, gt=0, le=1000, description="Passes over the dataset")
+    macos: str = Field("15", description="macOS major version (15 or 26)")
+    wired_limit_mb: int | None = Field(None, gt=0, description="GPU wired limit set with sysctl [MB]")
+    activation_bytes: int | None = Field(None, gt=0, le=8, description="Activation dtype bytes (default: runtime's)")
+
+
+class FinetuneMemory(BaseModel):
+    model_config = Frozen
+    weights: int = Field(description="Base model as loaded [bytes]")
+    adapters: int = Field(description="Trainable parameters [bytes]")
+    gradients: int = Field(description="One gradient per trainable parameter [bytes]")
+    optimizer: int = Field(description="Adam moments [bytes]")
+    activations: int = Field(description="Kept for the backward pass, all trained blocks [bytes]")
+    transient: int = Field(description="Peak of the backward: one block's attention scores, the logits [bytes]")
+    runtime: int = Field(description="Metal/runtime fixed overhead [bytes]")
+    total: int = Field(description="Peak [bytes]")
+    trainable_params: int
+
+
+class FinetuneOption(BaseModel):
+    """One way to train: its peak memory and verdict."""
+
+    model_config = Frozen
+    fine_tune_type: str
+    grad_checkpoint: bool
+    memory: FinetuneMemory
+    fit: Fit
+
+
+class FinetuneSpeed(BaseModel):
+    model_config = Frozen
+    tokens_per_s: float = Field(description="Training tokens per second [tok/s]")
+    step_s: float = Field(description="One optimizer step [s]")
+    total_s: float | None = Field(None, description="Dataset x epochs [s]")
+    steps: int | None = None
+    basis: str
+
+
+class FinetunePlan(BaseModel):
+    model_config = Frozen
+    request: FinetuneRequest
+    model_name: str
+    quant: str
+    layers_trained: int
+    n_layers: int
+    wired: WiredLimit
+    chosen: FinetuneOption
+    alternatives: list[FinetuneOption] = Field(description="Checkpointing toggled, and full fine-tuning")
+    max_batch: int = Field(description="Largest --batch-size that fits comfortably at --max-seq-length")
+    max_seq_len: int = Field(description="Longest --max-seq-length that fits comfortably at --batch-size")
+    speed: FinetuneSpeed | None = None
+    command: str
+    lora_config: str | None = Field(None, description="YAML for -c (rank, scale)")
+    notes: list[str] = Field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- memory
+def _block_linears(cfg, layer: int) -> list[arch.Tensor]:
+    return [t for t in arch.tensors(cfg) if t.layer == layer and t.group in LINEAR_GROUPS and t.ne1 > 1]
+
+
+def trainable_params(model: ModelProfile, fine_tune_type: str, layers: int, rank: int) -> int:
+    """LoRA: r x (in + out) per linear (per expert for SwitchLinear); DoRA adds out; full: the blocks' weights."""
+    cfg = model.config
+    n = 0
+    for i in range(cfg.num_hidden_layers - layers, cfg.num_hidden_layers):
+        for t in _block_linears(cfg, i):
+            if fine_tune_type == "full":
+                n += t.n_elements
+            else:
+                n += rank * (t.ne0 + t.ne1) * t.n + (t.ne1 * t.n if fine_tune_type == "dora" else 0)
+        if fine_tune_type == "full":
+            n += sum(t.n_elements for t in arch.tensors(cfg) if t.layer == i and t.group == "norm")
+    return n
+
+
+def _ffn_width(cfg) -> int:
+    """FFN width seen by each token: the dense FFN, or the active experts plus the shared ones (MoE)."""
+    if cfg.is_moe:
+        return (cfg.num_experts_per_tok or 0) * cfg.expert_ffn + cfg.shared_ffn
+    return cfg.dense_ffn
+
+
+def _widths(model: ModelProfile) -> tuple[int, int, int, int]:
+    cfg = model.config
+    q = cfg.num_attention_heads * cfg.head_dim
+    kv = cfg.num_key_value_heads * cfg.head_dim
+    return cfg.hidden_size, cfg.hidden_size + q + 2 * kv, _ffn_width(cfg), cfg.num_attention_heads
+
+
+def activations(model: ModelProfile, batch: int, seq: int, layers: int, act: int, checkpoint: bool) -> int:
+    """Kept for the backward pass over ``batch`` x ``seq`` tokens (trained blocks, and what frozen ones leave)."""
+    h, hq, f, _ = _widths(model)
+    T = batch * seq
+    frozen = A_FROZEN * T * (model.config.num_hidden_layers - layers) * h * act
+    if checkpoint:  # mx.checkpoint keeps each block's input only (tuner/trainer.py grad_checkpoint)
+        return int(T * layers * h * act + frozen)
+    return int(T * layers * (A_HQ * hq + A_F * f) * act + frozen)
+
+
+def transient(model: ModelProfile, batch: int, seq: int, act: int, checkpoint: bool) -> int:
+    """Peak on top of the kept activations during the backward: the logits phase, one block's attention, and
+    with checkpointing the rebuilt block (the larger of the logits phase and the block phase)."""
+    h, hq, f, nh = _widths(model)
+    T = batch * seq
+    logits = A_V * T * model.config.vocab_size * act
+    if checkpoint:
+        return int(max(logits, T * (C_HQ * hq + C_F * f) * act + C_S * batch * nh * seq * seq * act))
+    return int(logits + A_S * batch * nh * seq * seq * act)
+
+
+def peak_memory(model: ModelProfile, fmt: QuantFormat, req: FinetuneRequest, layers: int, *, fine_tune_type: str,
+                checkpoint: bool, batch: int, seq: int) -> FinetuneMemory:
+    rt = profiles.load_runtime("mlx-lm")
+    act = req.activation_bytes or rt.activation_bytes
+    w = mlx_weights(model, fmt, rt.model_copy(update={"activation_bytes": act})).total_bytes
+    p = trainable_params(model, fine_tune_type, layers, req.rank)
+    pbytes = LORA_BYTES if fine_tune_type != "full" else act
+    s = seq - 1  # trainer.py default_loss: inputs = batch[:, :-1]
+    a = activations(model, batch, s, layers, act, checkpoint)
+    t = transient(model, batch, s, act, checkpoint)
+    parts = dict(weights=w, adapters=p * pbytes, gradients=p * pbytes, optimizer=ADAM_MOMENTS * p * pbytes,
+                 activations=a, transient=t, runtime=int(rt.runtime_overhead_mib * MiB))
+    return FinetuneMemory(**parts, total=sum(parts.values()), trainable_params=p)
+
+
+# --------------------------------------------------------------------------- limits
+def _largest(fits, hi: int) -> int:
+    """Largest n in [1, hi] with fits(n) (fits is monotone); 0 when even 1 does not fit."""
+    if not fits(1):
+        return 0
+    lo = 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+    return lo
+
+
+def _fmt(model: ModelProfile, quant: str) -> QuantFormat:
+    name = {"4bit": "mlx-4bit-g64", "8bit": "mlx-8bit-g64", "6bit": "mlx-6bit-g64", "bf16": "mlx-bf16",
+            "fp16": "mlx-bf16", "qlora": "mlx-4bit-g64"}.get(quant.lower(), quant)
+    return profiles.load_quant(name, "mlx")
+
+
+# --------------------------------------------------------------------------- speed
+def speed(model: ModelProfile, fmt: QuantFormat, chip: Chip, layers: int, batch: int, seq: int,
+          tokens_total: float | None) -> FinetuneSpeed:
+    """Step time = max(FLOPs / (peak x efficiency), weight bytes x 3 reads / bandwidth)."""
+    from . import throughput as tp
+
+    cfg = model.config
+    below = cfg.num_hidden_layers - layers
+    n_block = [sum(t.n_elements for t in _block_linears(cfg, i)) for i in range(cfg.num_hidden_layers)]
+    if cfg.is_moe and cfg.n_experts:
+        share = (cfg.num_experts_per_tok or 0) / cfg.n_experts  # only the routed experts' rows run
+        n_block = [sum(t.n_elements * (share if t.group == "experts" else 1) for t in _block_linears(cfg, i))
+                   for i in range(cfg.num_hidden_layers)]
+    head = cfg.hidden_size * cfg.vocab_size
+    tokens = batch * (seq - 1)
+    flops = tokens * (2 * sum(n_block[:below]) + 6 * (sum(n_block[below:]) + head))
+    k = profiles.load_speed_constants(chip, "mlx-lm").constants
+    peak, _ = tp.peak_flops(chip, profiles.all_chips())
+    eff = min(1.0, (k.eta_c or 0.5) * TRAIN_EFFICIENCY)
+    w = mlx_weights(model, fmt, profiles.load_runtime("mlx-lm")).total_bytes
+    t_step = max(flops / (peak * eff), 3 * w / tp.bandwidth(chip))
+    tps = tokens / t_step
+    total = steps = None
+    if tokens_total:
+        steps = math.ceil(tokens_total / tokens)
+        total = steps * t_step
+    return FinetuneSpeed(tokens_per_s=tps, step_s=t_step, total_s=total, steps=steps,
+                         basis=f"6 FLOP/param/token on the trained path at {eff:.0%} of {peak / 1e12:.1f} TFLOPS "
+                               f"(prefill efficiency x {TRAIN_EFFICIENCY} training prior)")
+
+
+# --------------------------------------------------------------------------- recipe
+def command(req: FinetuneRequest, model: ModelProfile, fmt: QuantFormat, layers: int) -> tuple[str, str | None]:
+    from .recipes import mlx_repo
+
+    cmd = (f"mlx_lm.lora --model {mlx_repo(model, fmt)} --train --data ./data --fine-tune-type {req.fine_tune_type} "
+           f"--num-layers {layers} --batch-size {req.batch} --max-seq-length {req.seq_len}")
+    if req.grad_checkpoint:
+        cmd += " --grad-checkpoint"
+    cfg = None
+    if req.fine_tune_type != "full":
+        cmd += " -c lora.yaml"
+        cfg = f"lora_parameters:\n  rank: {req.rank}\n  scale: {req.scale:g}\n  dropout: 0.0\n"
+    return cmd, cfg
+
+
+# --------------------------------------------------------------------------- the plan
+def plan_finetune(req: FinetuneRequest) -> FinetunePlan:
+    model = profiles.load_model(req.model)
+    n_layers = model.config.num_hidden_layers
+    layers = n_layers if req.layers == -1 else req.layers
+    if layers > n_layers:
+        raise InputError(f"--layers {req.layers}: {model.name} has {n_layers} layers; use at most {n_layers} or -1")
+    fmt = _fmt(model, req.quant)
+    chip = profiles.resolve_chip(req.chip, req.gpu_cores) if req.chip else None
+    ram = req.ram_gb or (float(max(chip.ram_options_gb)) if chip else None)
+    if ram is None:
+        raise InputError("give --ram (e.g. --ram 32) or --chip")
+    rt = profiles.load_runtime("mlx-lm")
+    wired = capacity.wired_limit(ram, profiles.load_macos(req.macos), req.wired_limit_mb)
+    budget = capacity.safe_budget(wired, rt)
+    notes: list[str] = []
+    if req.fine_tune_type == "full" and fmt.bits and fmt.bits < 16:
+        raise InputError(f"--quant {req.quant}: full fine-tuning needs unquantized weights; use --quant bf16 "
+                         "or --fine-tune-type lora (QLoRA)")
+
+    def option(ftt: str, ckpt: bool, f: QuantFormat = fmt) -> FinetuneOption:
+        mem = peak_memory(model, f, req, layers, fine_tune_type=ftt, checkpoint=ckpt, batch=req.batch,
+                          seq=req.seq_len)
+        return FinetuneOption(fine_tune_type=ftt, grad_checkpoint=ckpt, memory=mem,
+                              fit=capacity.fit(mem.total, mem.weights, wired, rt))
+
+    chosen = option(req.fine_tune_type, req.grad_checkpoint)
+    alts = [option(req.fine_tune_type, not req.grad_checkpoint)]
+    if req.fine_tune_type != "full":
+        alts.append(option("full", req.grad_checkpoint, profiles.load_quant("mlx-bf16", "mlx")))
+
+    def fits(batch: int, seq: int) -> bool:
+        m = peak_memory(model, fmt, req, layers, fine_tune_type=req.fine_tune_type, checkpoint=req.grad_checkpoint,
+                        batch=batch, seq=seq)
+        return m.total <= budget
+
+    max_batch = _largest(lambda b: fits(b, req.seq_len), 4096)
+    max_seq = _largest(lambda s: fits(req.batch, s), model.config.max_position_embeddings)
+    if chosen.fit.verdict not in ("fits", "tight"):
+        notes.append(_way_out(chosen, alts, max_batch, max_seq, req))
+    sp = None
+    if chip is not None and chip.memory_bandwidth_gb_s:
+        tot = req.dataset_tokens * req.epochs if req.dataset_tokens else None
+        sp = speed(model, fmt, chip, layers, req.batch, req.seq_len, tot)
+    else:
+        notes.append("name the chip for training speed")
+    cmd, cfg = command(req, model, fmt, layers)
+    return FinetunePlan(request=req, model_name=model.name, quant=fmt.id, layers_trained=layers, n_layers=n_layers,
+                        wired=wired, chosen=chosen, alternatives=alts, max_batch=max_batch, max_seq_len=max_seq,
+                        speed=sp, command=cmd, lora_config=cfg, notes=notes)
+
+
+def _way_out(chosen: FinetuneOption, alts: list[FinetuneOption], max_batch: int, max_seq: int,
+             req: FinetuneRequest) -> str:
+    """Best effort: what would make it fit."""
+    ways = []
+    if max_batch:
+        ways.append(f"--batch-size {max_batch}")
+    if max_seq:
+        ways.append(f"--max-seq-length {max_seq}")
+    ckpt = next((a for a in alts if a.fine_tune_type == req.fine_tune_type and a.grad_checkpoint), None)
+    if ckpt and ckpt.fit.verdict in ("fits", "tight"):
+        ways.append("--grad-checkpoint")
+    msg = f"does not fit comfortably ({chosen.fit.reason})"
+    if ways:
+        msg += "; it would with " + " or ".join(ways)
+    else:
+        msg += "; try fewer --num-layers, a smaller rank, a 4-bit base, or a Mac with more memory"
+    return msg

@@ -1,0 +1,133 @@
+"""planner.finetune: trainable parameters, optimizer state and activations by hand, limits, CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cli.main import main
+from planner import finetune as ft
+from planner import profiles
+from planner.units import GiB, MiB
+
+
+def _req(**kw):
+    base = dict(model="llama-3.1-8b", ram_gb=32, chip="M4 Pro", gpu_cores=20, quant="4bit", seq_len=2048, batch=4,
+                rank=8, layers=16)
+    return ft.FinetuneRequest(**{**base, **kw})
+
+
+def test_lora_params_llama_8b_by_hand():
+    # Llama-3.1-8B: h 4096, 32 q heads x 128, 8 kv heads x 128 (1024), ffn 14336. r x (in + out) per linear:
+    # q 4096+4096, k 4096+1024, v 4096+1024, o 4096+4096, gate/up 4096+14336 (x2), down 14336+4096
+    # = 8192 + 5120 + 5120 + 8192 + 3 x 18432 = 81,920 per rank per block; x 8 ranks x 16 blocks = 10,485,760
+    m = profiles.load_model("llama-3.1-8b")
+    assert ft.trainable_params(m, "lora", 16, 8) == 10_485_760
+    # DoRA adds one magnitude per output row: 4096 + 1024 + 1024 + 4096 + 14336 x 2 + 4096 = 43,008 per block
+    assert ft.trainable_params(m, "dora", 16, 8) == 10_485_760 + 16 * 43_008
+
+
+def test_adapters_gradients_and_adam_are_float32_copies():
+    p = ft.plan_finetune(_req())
+    mem = p.chosen.memory
+    assert mem.adapters == 10_485_760 * 4 == 40 * MiB
+    assert mem.gradients == mem.adapters
+    assert mem.optimizer == 2 * mem.adapters  # Adam m and v
+    assert mem.total == (mem.weights + mem.adapters + mem.gradients + mem.optimizer + mem.activations
+                         + mem.transient + mem.runtime)
+
+
+def test_activations_by_hand():
+    # no checkpointing: T x L x (A_HQ x (h + q + 2 kv) + A_F x ffn) x 2 bytes + frozen blocks' share
+    # T = 4 x 2047 = 8188, L = 16, h + q + 2 kv = 4096 + 4096 + 2048 = 10240, ffn 14336
+    m = profiles.load_model("llama-3.1-8b")
+    T = 4 * 2047
+    per_block = ft.A_HQ * 10240 + ft.A_F * 14336
+    want = T * 16 * per_block * 2 + ft.A_FROZEN * T * 16 * 4096 * 2
+    assert ft.activations(m, 4, 2047, 16, 2, checkpoint=False) == int(want)
+    # checkpointing keeps each trained block's input only: T x 16 x 4096 x 2 bytes + the same frozen share
+    assert ft.activations(m, 4, 2047, 16, 2, checkpoint=True) == int(T * 16 * 4096 * 2 + ft.A_FROZEN * T * 16 * 4096 * 2)
+
+
+def test_checkpointing_trades_memory_and_never_increases_it():
+    on = ft.plan_finetune(_req(grad_checkpoint=True)).chosen.memory.total
+    off = ft.plan_finetune(_req(grad_checkpoint=False)).chosen.memory.total
+    assert on < off
+
+
+def test_limits_are_the_boundary_of_fit():
+    r = _req()
+    p = ft.plan_finetune(r)
+    budget = p.wired.effective_bytes - int(profiles.load_runtime("mlx-lm").headroom_mib * MiB)
+    model, fmt = profiles.load_model(r.model), profiles.load_quant("mlx-4bit-g64", "mlx")
+
+    def total(batch, seq):
+        return ft.peak_memory(model, fmt, r, 16, fine_tune_type="lora", checkpoint=False, batch=batch, seq=seq).total
+
+    assert p.max_batch >= 1 and total(p.max_batch, r.seq_len) <= budget < total(p.max_batch + 1, r.seq_len)
+    assert total(r.batch, p.max_seq_len) <= budget < total(r.batch, p.max_seq_len + 1)
+
+
+def test_best_effort_when_it_does_not_fit():
+    p = ft.plan_finetune(_req(ram_gb=16, chip=None, gpu_cores=None))
+    assert p.chosen.fit.verdict == "no-fit"
+    assert any("it would with" in n or "try fewer" in n for n in p.notes)
+
+
+def test_full_finetune_needs_unquantized_weights():
+    with pytest.raises(Exception, match="full fine-tuning needs unquantized weights"):
+        ft.plan_finetune(_req(fine_tune_type="full"))
+    p = ft.plan_finetune(_req(fine_tune_type="full", quant="bf16"))
+    # full: the 16 blocks' weights are trainable (bf16), gradients and both moments in bf16 too
+    assert p.chosen.memory.optimizer == 2 * p.chosen.memory.adapters
+
+
+def test_speed_roofline_by_hand():
+    # 6 FLOP per parameter per token on the trained path, 2 below; never faster than the peak allows
+    p = ft.plan_finetune(_req(dataset_tokens=2_000_000))
+    s = p.speed
+    assert s is not None and s.steps == -(-2_000_000 // (4 * 2047))
+    assert s.total_s == pytest.approx(s.steps * s.step_s)
+    chip = profiles.resolve_chip("M4 Pro", 20)
+    from planner import throughput as tp
+    peak, _ = tp.peak_flops(chip, profiles.all_chips())
+    m = profiles.load_model("llama-3.1-8b")
+    trained = sum(t.n_elements for i in range(16, 32) for t in ft._block_linears(m.config, i))
+    assert s.tokens_per_s < peak / (6 * trained)
+
+
+def test_command_line_and_lora_config():
+    p = ft.plan_finetune(_req(grad_checkpoint=True))
+    assert "mlx_lm.lora --model mlx-community/Llama-3.1-8B-Instruct-4bit --train" in p.command
+    assert "--num-layers 16 --batch-size 4 --max-seq-length 2048 --grad-checkpoint" in p.command
+    assert "rank: 8" in p.lora_config and "scale: 20" in p.lora_config
+
+
+def test_cli_text_and_json_round_trip(capsys):
+    argv = ["finetune", "--model", "llama-3.1-8b", "--ram", "32", "--chip", "M4 Pro", "--gpu-cores", "20",
+            "--quant", "4bit", "--seq-len", "2048", "--batch", "4", "--rank", "8", "--layers", "16",
+            "--dataset-tokens", "2000000"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "Adam moments" in out and "mlx_lm.lora" in out and "largest batch" in out
+    assert main([*argv, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert ft.FinetunePlan.model_validate(doc).chosen.memory.total == doc["chosen"]["memory"]["total"]
+
+
+@pytest.mark.parametrize("argv,flag", [
+    (["--layers", "99"], "--layers 99"),
+    (["--batch", "0"], "--batch"),
+    (["--fine-tune-type", "qlora2"], "--fine-tune-type"),
+])
+def test_cli_bad_input_one_line(capsys, argv, flag):
+    rc = main(["finetune", "--model", "llama-3.1-8b", "--ram", "32", *argv])
+    err = capsys.readouterr().err
+    assert rc != 0 and flag in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_gib_reference_point():
+    # Llama-3.1-8B 4-bit g64: weights 4.2 GiB (the plan's own weights figure), the anchor of every QLoRA total
+    p = ft.plan_finetune(_req())
+    assert 4.0 * GiB < p.chosen.memory.weights < 4.6 * GiB

@@ -1,0 +1,87 @@
+"""LM Studio as a serving setup on both engines (profiles/serving/lmstudio.yaml, runtimes lmstudio-llama.cpp and
+lmstudio-mlx): defaults, guardrail verdicts, the lms recipe, and the unified KV cache it uses."""
+
+import re
+
+import pytest
+
+from cli.main import main
+from planner import capacity, profiles
+from planner.errors import InputError
+from planner.plan import PlanRequest, plan
+from planner.search import base_memory_model
+from planner.serving import check_guardrail
+from planner.units import GiB, pad_to
+
+LMS = profiles.load_serving_app("lmstudio")
+
+
+def test_runtime_lmstudio_answers_for_both_engines(capsys):
+    assert main(["--model", "llama-3.3-70b", "--ram", "64", "--runtime", "lmstudio"]) == 0
+    out = capsys.readouterr().out
+    assert "lmstudio-llama.cpp" in out and "lmstudio-mlx" in out
+    assert "guardrail" in out and re.search(r"lms load \S+@q4_k_m --context-length 8192 --parallel 1 --gpu max", out)
+    assert "lms load mlx-community/Llama-3.3-70B-Instruct-" in out
+
+
+def test_defaults_2048_tokens_shared_by_4_predictions():
+    # lms-kv-config: contextLength 2048, numParallelSessions 4, useUnifiedKvCache true: one cache of 2,048 cells.
+    # llama-3.1-8b f16 KV = 32 layers × 2 × 8 heads × 128 × 2 B = 128 KiB per token -> 2,048 × 128 KiB = 256 MiB
+    p = plan(PlanRequest(model="llama-3.1-8b", ram_gb=16, runtimes=["lmstudio"], quants=["Q4_K_M"]))
+    s = p.options[0].serving
+    assert (s.default_context, s.default_parallel) == (2048, 4)
+    mm = base_memory_model("llama-3.1-8b", "lmstudio-llama.cpp", "Q4_K_M")
+    assert mm.estimate(2048, 1).kv_cache == 2048 * 131072 == 256 * 2**20
+    assert s.memory_bytes == mm.total(2048, 1)
+
+
+def test_recipe_context_length_holds_every_parallel_prediction():
+    # unified KV: --context-length is shared, so 4 users × 8,192 need --context-length 32,768 (= the KV we count)
+    p = plan(PlanRequest(model="llama-3.1-8b", ram_gb=32, runtimes=["lmstudio"], quants=["Q4_K_M"], users=4))
+    o = p.options[0]
+    n = int(re.search(r"--context-length (\d+)", o.recipe.server).group(1))
+    assert n == 32768 and "--parallel 4" in o.recipe.server
+    assert o.memory.kv_cache == pad_to(n, 256) * 131072  # 4 GiB
+
+
+@pytest.mark.parametrize("level,verdict,allows", [
+    ("off", "no-fit", True), ("strict", "fits", True), ("strict", "no-fit", False), ("balanced", "tight", None),
+    ("relaxed", "raise-limit", None),
+])
+def test_guardrail_levels(level, verdict, allows):
+    from planner.results import Fit
+
+    fit = Fit(verdict=verdict, reason="", headroom_bytes=0)
+    assert check_guardrail(LMS, 40 * GiB, fit, level)[1] is allows
+
+
+def test_custom_guardrail_is_exact():
+    from planner.results import Fit
+
+    fit = Fit(verdict="fits", reason="", headroom_bytes=0)
+    assert check_guardrail(LMS, 39_000_000_000, fit, "custom:40")[1] is True
+    assert check_guardrail(LMS, 41_000_000_000, fit, "custom:40")[1] is False
+    with pytest.raises(InputError, match="custom:<GB>|custom:abc"):
+        check_guardrail(LMS, 1, fit, "custom:abc")
+    with pytest.raises(InputError, match="--guardrail 'lax'"):
+        check_guardrail(LMS, 1, fit, "lax")
+
+
+def test_lmstudio_speed_is_its_engines():
+    chip = profiles.resolve_chip("m3-max-40gpu")
+    lc, lms = (profiles.load_speed_constants(chip, r) for r in ("llama.cpp", "lmstudio-llama.cpp"))
+    assert lc.constants == lms.constants and "no published measurement" in lms.source
+
+
+def test_quantized_kv_in_the_recipe_turns_flash_attention_on():
+    from planner.memory import memory_model
+    from planner.recipes import recipe
+
+    q = profiles.load_quant("Q4_K_M", "gguf")
+    mm8 = memory_model(profiles.load_model("llama-3.1-8b"), profiles.load_runtime("lmstudio-llama.cpp"), q,
+                       profiles.ggml_types(), kv_type="q8_0", flash_attn=True)
+    wired = capacity.wired_limit(32, profiles.load_macos("15"))
+    fit = capacity.fit(mm8.total(8192), mm8.weights.total_bytes, wired, mm8.runtime)
+    r = recipe(mm8, q, 8192, 1, fit)
+    assert "Flash Attention on" in r.notes[0] and "K Cache Quantization Type q8_0" in r.notes[0]
+    assert '"flash_attention": true' in r.notes[1]
