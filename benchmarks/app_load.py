@@ -52,10 +52,12 @@ def start_server() -> tuple[subprocess.Popen, str]:
 
 
 def full_render(page) -> None:
-    """Script idle and every chart on the page drawn (an SVG in each Plotly node)."""
+    """Script idle, no element still a loading placeholder (Streamlit loads the code, metric and chart
+    components lazily and shows a skeleton meanwhile) and every chart drawn (an SVG in each Plotly node)."""
     page.wait_for_function(IDLE, timeout=120_000)
-    page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')]"
-                           ".every(n => n.querySelector('.main-svg'))", timeout=120_000)
+    page.wait_for_function("() => !document.querySelector('[data-testid=stSkeleton]') && "
+                           "[...document.querySelectorAll('.js-plotly-plot')].every(n => n.querySelector('.main-svg'))",
+                           timeout=120_000)
 
 
 def load(page, url: str) -> tuple[float, float]:
