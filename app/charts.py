@@ -325,3 +325,27 @@ def ttft_vs_prompt(plans: list[Plan], picks: list[FitOption], gen_tokens: int, u
                              "ticktext": [fmt_ctx(t) for t in ticks]},
                       yaxis={"title": "time to first token [s]", "rangemode": "tozero"})
     return fig
+
+
+def serve_curve(r) -> go.Figure:
+    """Latency against offered load (a ServeResult's curve): TTFT p50 and p95 per request rate, the saturation
+    rate as a vertical line, the requested rate marked."""
+    xs = [p.rate_per_s * 60 for p in r.curve]
+    fig = go.Figure()
+    for name, ys, dash in (("TTFT p95", [p.ttft_p95_s for p in r.curve], "solid"),
+                           ("TTFT p50", [p.ttft_p50_s for p in r.curve], "dot")):
+        fig.add_scatter(x=xs, y=ys, mode="lines+markers", name=name, line={"width": 2.5, "dash": dash},
+                        hovertext=[f"{x:.1f} requests/min: {name} {fmt_seconds(y)}" for x, y in zip(xs, ys)],
+                        hovertemplate="%{hovertext}<extra></extra>")
+    fig.add_vline(x=r.saturation_rate_per_s * 60, line={"color": "#c0392b", "dash": "dash"},
+                  annotation_text="queue grows without bound", annotation_position="top left")
+    fig.add_vline(x=r.rate_per_s * 60, line={"color": "#555", "dash": "dot"}, annotation_text="your rate",
+                  annotation_position="bottom right")
+    if r.target_ttft_p95_s:
+        fig.add_hline(y=r.target_ttft_p95_s, line={"color": "#27ae60", "dash": "dash"},
+                      annotation_text=f"TTFT p95 target {r.target_ttft_p95_s:g} s")
+    fig.update_layout(**LAYOUT, height=420,
+                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0, "xanchor": "left"},
+                      xaxis={"title": f"requests per minute ({r.slots} slots)", "rangemode": "tozero"},
+                      yaxis={"title": "time to first token [s]", "type": "log"})
+    return fig

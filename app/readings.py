@@ -488,3 +488,26 @@ def buy_rows(b) -> list[dict]:
              "Pareto front": x.mac in front, "within budget": x.within_budget, "bound by": x.binding,
              "flags": ", ".join(x.flags), "price basis": x.price_basis}
             for x in b.per_mac]
+
+
+def serve_reading(r) -> str:
+    """What the latency curve says, in words (`plan serve`)."""
+    parts = [f"With **{r.slots} slots** the queue grows without bound above "
+             f"**{r.saturation_rate_per_s * 60:.1f} requests/min**; at {r.rate_per_s * 60:.1f}/min the server runs at "
+             f"{r.utilisation:.0%} of that, and half the users wait {fmt_seconds(r.ttft_s.p50)} for the first token "
+             f"(1 in 20 waits {fmt_seconds(r.ttft_s.p95)})."]
+    if r.target_ttft_p95_s and r.max_rate_per_s:
+        parts.append(f"Under TTFT p95 ≤ {r.target_ttft_p95_s:g} s it serves up to "
+                     f"{r.max_rate_per_s * 60:.1f} requests/min; {r.best_slots} slots serve the most.")
+    if r.binding:
+        parts.append(r.binding[0].upper() + r.binding[1:] + ".")
+    parts.append("Latency rises slowly, then steeply as the rate nears saturation: plan for the knee, not the line.")
+    return " ".join(parts)
+
+
+def serve_rows(r) -> list[dict]:
+    """The slot sweep as table rows (rates per minute)."""
+    return [{"slots": o.slots, "saturation [req/min]": round(o.saturation_rate_per_s * 60, 2),
+             "max under the TTFT target [req/min]": (round(o.max_rate_per_s * 60, 2) if o.max_rate_per_s else None),
+             "TTFT p95 at low load": fmt_seconds(o.ttft_p95_floor_s),
+             "": "recommended" if o.slots == r.best_slots else ""} for o in r.sweep]

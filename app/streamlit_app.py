@@ -13,16 +13,16 @@ import streamlit as st
 from pydantic import ValidationError
 
 try:
-    from app import models_page, readings, uploads
+    from app import finetune_page, models_page, readings, uploads
 except ImportError:  # `streamlit run app/streamlit_app.py` from a checkout puts app/, not the repo, on sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from app import models_page, readings, uploads
+    from app import finetune_page, models_page, readings, uploads
 
 
 from planner import profiles
 from planner.capacity import MAX_USERS
 from planner.errors import PlannerError, render_validation_error
-from planner.format import fmt_bytes, fmt_ctx, fmt_params
+from planner.format import fmt_bytes, fmt_ctx, fmt_params, fmt_seconds
 from planner.plan import Plan, PlanRequest
 
 
@@ -45,6 +45,7 @@ COMPARE_DEFAULT = [("M4 Pro", 20, 48), ("M4 Max", 40, 64), ("M4 Max", 40, 128), 
 CONTEXT_STEPS = [512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576]
 MODE_CHIP, MODE_RAM, MODE_COMPARE = "Chip and RAM", "RAM only", "Compare several Macs"
 MODE_BUY = "Which Mac should I buy?"
+MODE_SERVE = "Serve a team"
 PAGE_PLAN = "Will this model fit?"
 
 
@@ -178,7 +179,8 @@ def chip_label(name: str, cores: int, status: str) -> str:
 def mac_form() -> tuple[str, list[dict]]:
     """The Mac part of the form -> (mode, list of PlanRequest kwargs, one per Mac)."""
     st.sidebar.subheader("Mac")
-    mode = st.sidebar.radio("Which Mac?", [MODE_CHIP, MODE_RAM, MODE_COMPARE, MODE_BUY], key="mac_mode",
+    mode = st.sidebar.radio("Which Mac?", [MODE_CHIP, MODE_RAM, MODE_COMPARE, MODE_BUY, MODE_SERVE],
+                            key="mac_mode",
                             help="Memory answers only need the RAM size; the chip adds speed answers. "
                                  "“Which Mac should I buy?” searches every Mac configuration with its price.")
     table = chip_table()
@@ -572,11 +574,68 @@ def capped(model: str, quants, context: int, prompt: int, gen: int) -> tuple[int
     return ctx, prompt, gen, note
 
 
+@st.cache_data(show_spinner="Simulating the server…", max_entries=64)
+def cached_serve(model: str, chip: str, gpu_cores: int, ram_gb: float, runtime: str, slots: int, rate: float,
+                 prompt_json: str, gen_json: str, target: float | None):
+    from planner.serve_plan import ServeRequest, serve, setup
+    from planner.workload import Length
+
+    req = ServeRequest(slots=slots, rate=rate, prompt=Length.model_validate_json(prompt_json),
+                       gen=Length.model_validate_json(gen_json), duration=3600.0, max_ttft_p95=target)
+    return serve(setup(chip, gpu_cores, ram_gb, model, None, runtime), req)
+
+
+def show_serve(model: str, mac: dict, wl) -> None:
+    """Latency under load (`plan serve`): TTFT percentiles, per-user speed, the latency–throughput curve and the
+    slot count that serves the most requests under the TTFT target."""
+    st.subheader("Serve a team: latency under load")
+    c1, c2, c3, c4 = st.columns(4)
+    runtime = c1.selectbox("Server", ["llama.cpp", "mlx-lm"], key="serve_runtime",
+                           help="llama-server (llama.cpp) or mlx_lm.server (mlx-lm)")
+    slots = int(c2.number_input("Slots (-np / --decode-concurrency)", 1, 64, min(max(wl.users, 1), 64),
+                                key="serve_slots"))
+    per_min = c3.number_input("Requests per minute", 0.1, 6000.0, 6.0, step=1.0, key="serve_rate")
+    target = c4.number_input("TTFT p95 target [s] (0 = none)", 0.0, 600.0, float(wl.targets.max_ttft_s or 0),
+                             key="serve_target")
+    st.caption(f"Prompts {wl.prompt_tokens.label()}, answers {wl.gen_tokens.label()} tokens (from the workload); "
+               "one simulated hour of Poisson arrivals, seed 0.")
+    r = cached_serve(model, mac["chip"], mac["gpu_cores"], mac["ram_gb"], runtime, slots, per_min / 60,
+                     wl.prompt_tokens.model_dump_json(), wl.gen_tokens.model_dump_json(), target or None)
+    m = st.columns(4)
+    m[0].metric("TTFT p50 / p95", f"{fmt_seconds(r.ttft_s.p50)} / {fmt_seconds(r.ttft_s.p95)}")
+    m[1].metric("Per user (median / slowest 5 %)", f"{r.decode_tok_s_p50:.0f} / {r.decode_tok_s_p5:.0f} tok/s")
+    m[2].metric("Saturation", f"{r.saturation_rate_per_s * 60:.1f} req/min",
+                f"{'stable' if r.stable else 'overloaded'} at {r.utilisation:.0%} load", delta_color="off")
+    m[3].metric("Recommended slots", str(r.best_slots))
+    section("Latency against request rate", charts.serve_curve(r), readings.serve_reading(r), "chart_serve")
+    st.dataframe(readings.serve_rows(r), hide_index=True, width="stretch", key="serve_table")
+    for n in r.notes:
+        st.caption(f"Note: {n}")
+
+
+def prepare_workload(mode: str, model: str, workload: dict, wl_args: tuple):
+    """The workload of the form within the model's maximum context (one note when capped); fills the plan request's
+    context, prompt and answer lengths in ``workload``."""
+    preset, users, context, tok, ttft, prompt, gen = wl_args
+    if mode != MODE_BUY:
+        context, prompt, gen, note = capped(model, workload["quants"], context, prompt, gen)
+        if note:
+            st.info(note)
+    wl = build_workload(preset, users, context, tok, ttft, prompt, gen)
+    st.session_state["_wl"] = wl
+    workload.update(context=context, prompt_tokens=prompt, gen_tokens=gen)
+    return wl
+
+
 def main() -> None:
     st.set_page_config(page_title="Mac LLM planner", page_icon="🖥️", layout="wide")
     # the "What can I run?" page (app/models_page.py, = `plan models`) has its own inputs
-    if st.sidebar.radio("Page", [PAGE_PLAN, models_page.PAGE_TITLE], key="page") != PAGE_PLAN:
+    page = st.sidebar.radio("Page", [PAGE_PLAN, models_page.PAGE_TITLE, finetune_page.PAGE_TITLE], key="page")
+    if page == models_page.PAGE_TITLE:
         models_page.page()
+        return
+    if page == finetune_page.PAGE_TITLE:  # app/finetune_page.py, = `plan finetune`
+        finetune_page.page()
         return
     st.title("Will this LLM run on this Mac?")
     st.caption("Memory and speed of a model on Apple Silicon for llama.cpp and mlx-lm, against the GPU memory limit "
@@ -593,14 +652,10 @@ def main() -> None:
         return
     upload_dir = model if st.session_state.get("model_source") == "Upload config.json" else None
     try:  # every user error of the core arrives here as one PlannerError line; no tracebacks on the page
-        preset, users, context, tok, ttft, prompt, gen = wl_args
-        if mode != MODE_BUY:
-            context, prompt, gen, note = capped(model, workload["quants"], context, prompt, gen)
-            if note:
-                st.info(note)
-        wl = build_workload(preset, users, context, tok, ttft, prompt, gen)
-        st.session_state["_wl"] = wl
-        workload.update(context=context, prompt_tokens=prompt, gen_tokens=gen)
+        wl = prepare_workload(mode, model, workload, wl_args)
+        if mode == MODE_SERVE:
+            show_serve(model, macs[0], wl)
+            return
         if mode == MODE_BUY:
             picked = show_buy(model, wl, workload["runtimes"], workload["macos"], **macs[0])
             if picked is None:

@@ -45,6 +45,10 @@ def buy_cmd(
     """Cheapest Mac that meets the targets, best value, fastest within budget, and the price/speed Pareto front;
     when no Mac meets every target, the closest ones and what would change the answer."""
     check(R, locals())
+    from cli.bounds import check_options
+
+    check_options(users=users, prompt=prompt, gen=gen, context=context, min_tok_s=min_tok_s, max_ttft=max_ttft,
+                  max_request=max_request, budget=budget)
     from planner.buy import buy
     from planner.workload import custom_workload
 

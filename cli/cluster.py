@@ -31,6 +31,10 @@ def cluster_cmd(
 ):
     """Per-node memory, cluster speed vs the best single Mac, the binding constraint and the launch recipe."""
     check(R, locals())
+    from cli.bounds import check_macs, check_options
+
+    check_options(context=context, users=users, prompt=prompt, gen=gen)
+    check_macs(macs)
     from planner import profiles
     from planner.cluster import plan_cluster
     from planner.cluster.recipe import recipe

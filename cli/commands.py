@@ -98,6 +98,9 @@ app.command("calibrate")(calibrate_cmd)
 from .cluster import cluster_cmd  # noqa: E402  (plan cluster, cli/cluster.py)
 
 app.command("cluster")(cluster_cmd)
+from .serve import serve_cmd  # noqa: E402  (plan serve: latency under load, cli/serve.py)
+
+app.command("serve")(serve_cmd)
 from .app_cmd import app_cmd  # noqa: E402  (plan app: the web form, cli/app_cmd.py)
 
 app.command("app")(app_cmd)

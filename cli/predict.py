@@ -56,6 +56,9 @@ def predict_cmd(
     json_out: bool = typer.Option(False, "--json", help="Print the contract JSON"),
 ):
     """Prefill, TTFT and decode speed of one model on one Mac (roofline with fitted efficiencies)."""
+    from cli.bounds import check_options
+
+    check_options(gpu_cores=gpu_cores, ram=ram, prompt=prompt, gen=gen, depth=depth, batch=batch, ubatch=ubatch)
     q = R(chip=chip, gpu_cores=gpu_cores, ram=ram, model=model, quant=quant, runtime=runtime, prompt=prompt, gen=gen,
           depth=depth, batch=batch, macos=macos, flash_attn=flash_attn, ubatch=ubatch)
     r = predict_result(q.chip, q.gpu_cores, q.ram, q.model, q.quant, q.runtime, q.prompt, q.gen, q.depth, q.batch,

@@ -35,6 +35,10 @@ def recommend_cmd(
 ):
     """Best runtime, quantization, KV type and slots for a workload on one Mac, with launch recipes."""
     check(R, locals())
+    from cli.bounds import check_options
+
+    check_options(gpu_cores=gpu_cores, ram=ram, users=users, prompt=prompt, gen=gen, context=context,
+                  min_tok_s=min_tok_s, max_ttft=max_ttft, max_request=max_request, wired_limit=wired_limit, top=top)
     from planner.advice import recommend
     from planner.plan import PlanRequest, resolve_mac
     from planner.workload import custom_workload

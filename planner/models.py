@@ -69,7 +69,7 @@ class _Cand:
 
 
 # --------------------------------------------------------------------------- per-model search
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=1024)
 def ordered_quants(model_id: str, runtime_id: str) -> tuple[tuple[QuantFormat, QualityNote], ...]:
     """The runtime's quants for a model, highest measured quality first; unmeasured formats last."""
     model, rt = profiles.load_model(model_id), profiles.load_runtime(runtime_id)

@@ -226,6 +226,7 @@ def clear_cache() -> None:
     _alias_map.cache_clear()
     _calibration_files.cache_clear()
     _speed_constants.cache_clear()
+    _finetune.cache_clear()
 
 
 def norm(s: str) -> str:
@@ -534,3 +535,31 @@ def _speed_constants(chip_id: str, generation: str, tier: str, matrix_units: boo
     if matrix_units:
         source += "; matrix-unit factor applied"
     return ResolvedSpeedConstants(constants=merged, source=source, scopes=scopes)
+
+
+def load_finetune(runtime: str = "mlx-lm", include_user: bool = True):
+    """Fine-tuning constants: a user calibration (``user_dir()/calibration/finetune__<runtime>.yaml``, written by
+    ``plan calibrate --finetune``) when one loads, else the shipped ``profiles/finetune/<runtime>.yaml``."""
+    env = os.environ.get
+    return _finetune(runtime, include_user, env("MAC_LLM_PLANNER_PROFILES"), env("MAC_LLM_PLANNER_USER_PROFILES"))
+
+
+@functools.cache
+def _finetune(runtime: str, include_user: bool, _builtin_env: str | None, _user_env: str | None):
+    from .schema import FinetuneConstants
+
+    user = user_dir() if include_user else None
+    if user is not None:
+        path = user / "calibration" / f"finetune__{runtime}.yaml"
+        if path.is_file():
+            try:
+                return FinetuneConstants.model_validate(_read_yaml(path))
+            except (ProfileError, ValidationError):
+                pass  # a broken user file never hides the shipped constants
+    path = builtin_dir() / "finetune" / f"{runtime}.yaml"
+    if not path.is_file():
+        raise InputError(f"fine-tuning is planned for mlx-lm only (no {path.name} profile)")
+    try:
+        return FinetuneConstants.model_validate(_read_yaml(path))
+    except ValidationError as e:
+        raise ProfileError(render_validation_error(str(path), e)) from None
