@@ -79,6 +79,8 @@ def recommend_cmd(
             out.append(f"   {o.recipe.generate}")
         for n in o.recipe.notes:
             out.append(f"   note: {n}")
+    if r.why_not_higher_quality:
+        out.append(f"Not a higher-quality option because {r.why_not_higher_quality}.")
     if not r.targets_met:
         out.insert(4, "No configuration meets the targets: the closest are listed (see the note below)")
     out += _router_lines(r.router)
