@@ -30,8 +30,10 @@ lint:
 plan:
 	./plan $(ARGS)
 
-bench: setup
-	$(PY) benchmarks/cli_startup.py
+## make bench [LLMFIT=/tmp/llmfit-venv/bin/llmfit]: plan's start-up side by side with llmfit (see the script)
+bench:
+	./scripts/bootstrap.sh core
+	$(PY) benchmarks/cli_startup.py $(if $(LLMFIT),--llmfit $(LLMFIT))
 
 ## make app: the web form with charts on http://localhost:8501 (same as `plan app`)
 app:

@@ -8,11 +8,19 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from planner.format import VERDICT_MARK, fmt_bytes, fmt_ctx, fmt_seconds, fmt_tok_s, verdict_text
+from planner.format import (
+    VERDICT_MARK,
+    fmt_bytes,
+    fmt_ctx,
+    fmt_seconds,
+    fmt_tok_s,
+    fmt_tok_s_range,
+    verdict_text,
+)
 from planner.plan import FitOption, Plan
 from planner.units import GiB
 
-from .readings import mac_label, option_label
+from .readings import fitting_users, longest_context, mac_label, option_label, option_name
 
 VERDICT_COLOR = {"fits": "#2e7d32", "tight": "#ef8f00", "raise-limit": "#1565c0", "no-fit": "#c62828"}
 # (field of MemoryEstimate, legend name, colour); stacked bottom to top. All-zero components are left out.
@@ -37,43 +45,52 @@ def byte_ticks(top: int, n: int = 8) -> tuple[list[int], list[str]]:
     return vals, [fmt_bytes(v, 0) if v else "0" for v in vals]
 
 
-def memory_stack(p: Plan) -> go.Figure:
-    """Stacked memory per runtime × quant against the GPU wired limit, the raise ceiling and the RAM line."""
+def memory_stack(p: Plan, chosen: FitOption | None = None) -> go.Figure:
+    """Stacked memory per runtime × quant (one horizontal bar each, so the totals at the bar ends never collide)
+    against the GPU wired limit, the raise ceiling and the RAM line; the chosen option's label is bold."""
     w = p.wired
-    x = [[o.runtime for o in p.options], [o.quant for o in p.options]]  # multicategory axis: runtime, then quant
+    ys = [_bar_label(o, chosen) for o in p.options]
     fig = go.Figure()
     for field, name, color in STACK:
-        ys = [getattr(o.memory, field) for o in p.options]
-        if not any(ys):
+        xs = [getattr(o.memory, field) for o in p.options]
+        if not any(xs):
             continue
-        fig.add_bar(x=x, y=ys, name=name, marker_color=color, hovertext=[fmt_bytes(v) for v in ys],
-                    hovertemplate="%{x}<br>" + name + ": %{hovertext}<extra></extra>")
+        fig.add_bar(y=ys, x=xs, name=name, orientation="h", marker_color=color, hovertext=[fmt_bytes(v) for v in xs],
+                    hovertemplate="%{y}<br>" + name + ": %{hovertext}<extra></extra>")
     totals = [o.memory.total for o in p.options]
     fig.add_scatter(
-        x=x, y=totals, mode="text", name="total", showlegend=False, textposition="top center", cliponaxis=False,
-        text=[f"{VERDICT_MARK[o.fit.verdict]} {fmt_bytes(o.memory.total)}" for o in p.options],
+        y=ys, x=totals, mode="text", name="total", showlegend=False, textposition="middle right", cliponaxis=False,
+        text=[f" {VERDICT_MARK[o.fit.verdict]} {fmt_bytes(o.memory.total)}" for o in p.options],
         textfont={"color": [VERDICT_COLOR[o.fit.verdict] for o in p.options], "size": 12},
         hovertext=[f"{verdict_text(o.fit.verdict)}: {o.fit.reason}" for o in p.options],
-        hovertemplate="%{x}<br>total %{text}<br>%{hovertext}<extra></extra>")
-    # Lines carry no overlapping in-plot labels: each is named in the right margin, at its own height.
-    fig.add_hrect(y0=w.effective_bytes, y1=w.ram_bytes, fillcolor="#9e9e9e", opacity=0.12, line_width=0)
-    fig.add_hline(y=w.effective_bytes, line={"color": "#c62828", "width": 2})
-    side = [(w.effective_bytes, f"GPU limit {fmt_bytes(w.effective_bytes)}", "#c62828")]
+        hovertemplate="%{y}<br>total %{text}<br>%{hovertext}<extra></extra>")
+    # Lines are named above the plot (limit, RAM) and below it (raise ceiling), each at its own x.
+    fig.add_vrect(x0=w.effective_bytes, x1=w.ram_bytes, fillcolor="#9e9e9e", opacity=0.12, line_width=0)
+    fig.add_vline(x=w.effective_bytes, line={"color": "#c62828", "width": 2})
+    side = [(w.effective_bytes, f"GPU limit {fmt_bytes(w.effective_bytes)}", "#c62828", 1.0, "bottom", "right")]
     if w.max_raise_bytes != w.effective_bytes:
-        fig.add_hline(y=w.max_raise_bytes, line={"color": "#1565c0", "width": 1.5, "dash": "dash"})
-        side.append((w.max_raise_bytes, f"raise to ≤ {fmt_bytes(w.max_raise_bytes)}", "#1565c0"))
-    fig.add_hline(y=w.ram_bytes, line={"color": "#424242", "width": 2})
-    side.append((w.ram_bytes, (f"RAM {p.mac.ram_gb:g} GB<br><span style='font-size:11px'>grey band: "
-                              f"{fmt_bytes(w.left_for_macos_bytes)} for macOS</span>"), "#424242"))
-    for y, text, color in side:
-        fig.add_annotation(xref="paper", x=1.0, xanchor="left", yref="y", y=y, text=text, showarrow=False,
-                           font={"color": color, "size": 12}, align="left")
+        fig.add_vline(x=w.max_raise_bytes, line={"color": "#1565c0", "width": 1.5, "dash": "dash"})
+        side.append((w.max_raise_bytes, f"raise to ≤ {fmt_bytes(w.max_raise_bytes)}", "#1565c0", 1.08, "bottom",
+                     "center"))
+    fig.add_vline(x=w.ram_bytes, line={"color": "#424242", "width": 2})
+    side.append((w.ram_bytes, f"RAM {p.mac.ram_gb:g} GB", "#424242", 1.0, "bottom", "right"))
+    for x, text, color, y, yanchor, xanchor in side:
+        fig.add_annotation(xref="x", x=x, yref="paper", y=y, yanchor=yanchor, xanchor=xanchor, text=text,
+                           showarrow=False, font={"color": color, "size": 12})
     top = max([w.ram_bytes, *totals])
     vals, text = byte_ticks(top)
-    fig.update_layout(**{**LAYOUT, "margin": {"l": 10, "r": 150, "t": 30, "b": 10}}, barmode="stack", height=500,
-                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0, "xanchor": "left", "traceorder": "normal"},
-                      yaxis={"title": "memory", "tickvals": vals, "ticktext": text, "range": [0, vals[-1]]})
+    fig.update_layout(**{**LAYOUT, "margin": {"l": 10, "r": 80, "t": 60, "b": 40}}, barmode="stack",
+                      height=max(300, 26 * len(ys) + 160),
+                      legend={"orientation": "h", "yanchor": "top", "y": -0.08, "x": 0, "xanchor": "left",
+                              "traceorder": "normal"},
+                      yaxis={"type": "category", "autorange": "reversed"},
+                      xaxis={"title": None, "tickvals": vals, "ticktext": text, "range": [0, vals[-1]]})
     return fig
+
+
+def _bar_label(o: FitOption, chosen: FitOption | None) -> str:
+    label = option_label(o)
+    return f"<b>{label}</b>" if chosen is not None and (o.runtime, o.quant) == (chosen.runtime, chosen.quant) else label
 
 
 # Heatmap categories: 0 none fit, 1 some but fewer than requested, 2 enough for the requested users.
@@ -235,60 +252,100 @@ def _speed(o: FitOption):
     return getattr(o, "speed", None)
 
 
+def _limit_line(fig: go.Figure, x, top: float, text: str, color: str) -> None:
+    """A vertical dotted line from 0 to ``top`` at ``x`` (a trace, so it sits in data units on any axis type) with
+    the reason the curve stops there."""
+    fig.add_scatter(x=[x, x], y=[0, top], mode="lines+text", text=["", text], textposition="top left",
+                    line={"color": color, "width": 1.5, "dash": "dot"}, name=f"limit: {text}", showlegend=False,
+                    textfont={"color": color, "size": 12}, hoverinfo="skip", cliponaxis=False)
+
+
 def decode_vs_users(p: Plan, options: list[FitOption], ceilings: dict[str, dict[int, float]] | None = None) -> go.Figure:
-    """Decode tok/s against concurrent users for each given option: per user (solid) and all users together
-    (dashed); ``ceilings`` (option label -> users -> tok/s, from the speed core) adds each option's bandwidth
-    roofline per user (dotted): the speed if every byte moved at the chip's peak memory bandwidth."""
+    """Decode tok/s each user sees against concurrent users, drawn only up to the users that fit in memory at the
+    requested context (a dotted line marks where it stops); ``ceilings`` (option label -> users -> tok/s, from the
+    speed core) adds each option's bandwidth roofline per user: the speed if every byte moved at peak bandwidth.
+    The total over all users is in the hover text (a per-user ceiling would sit below a total line)."""
     fig = go.Figure()
+    ctx = p.request.context
     for o in options:
         sp = _speed(o)
-        if sp is None:
+        users = fitting_users(p, o)
+        if sp is None or not users:
             continue
-        users = sorted(sp.decode_tok_s_per_seq)
         color = RUNTIME_COLOR.get(o.runtime, "#555")
-        name = option_label(o)
-        fig.add_scatter(x=users, y=[sp.decode_tok_s_per_seq[u] for u in users], mode="lines+markers",
+        name = option_name(o)
+        xs = [str(u) for u in users]
+        fig.add_scatter(x=xs, y=[sp.decode_tok_s_per_seq[u] for u in users], mode="lines+markers",
                         name=f"{name}: per user", line={"color": color, "width": 2.5},
-                        hovertext=[f"{fmt_tok_s(sp.decode_tok_s_per_seq[u])} tok/s per user, {sp.bound[u]}-bound"
+                        hovertext=[f"{fmt_tok_s_range(sp.decode_tok_s_per_seq[u], sp.decode_tok_s_range.get(u))} per user, "
+                                   f"{fmt_tok_s(sp.decode_tok_s_total[u])} tok/s for all {u}; {sp.bound[u]}-bound"
                                    for u in users], hovertemplate="%{x} users: %{hovertext}<extra></extra>")
-        fig.add_scatter(x=users, y=[sp.decode_tok_s_total[u] for u in users], mode="lines+markers",
-                        name=f"{name}: all users", line={"color": color, "width": 2, "dash": "dash"},
-                        hovertext=[f"{fmt_tok_s(sp.decode_tok_s_total[u])} tok/s in total" for u in users],
-                        hovertemplate="%{x} users: %{hovertext}<extra></extra>")
-        ceiling = (ceilings or {}).get(name) or getattr(sp, "decode_ceiling_tok_s", None)
+        ceiling = (ceilings or {}).get(option_label(o))
         if ceiling:
-            fig.add_scatter(x=users, y=[ceiling[u] for u in users], mode="lines",
-                            name=f"{name}: bandwidth roofline", line={"color": color, "width": 1.5, "dash": "dot"},
+            fig.add_scatter(x=xs, y=[ceiling[u] for u in users], mode="lines",
+                            name=f"{name}: bandwidth ceiling", line={"color": color, "width": 1.5, "dash": "dot"},
                             hovertext=[f"at most {fmt_tok_s(ceiling[u])} tok/s per user (peak bandwidth)"
                                        for u in users], hovertemplate="%{x} users: %{hovertext}<extra></extra>")
+        if users[-1] < p.user_counts[-1]:
+            top = max([sp.decode_tok_s_per_seq[users[0]], *(ceiling or {}).values()])
+            _limit_line(fig, xs[-1], top, f"{users[-1]} fit at {fmt_ctx(ctx)} ", color)
     fig.update_layout(**LAYOUT, height=420,
                       legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0, "xanchor": "left"},
-                      xaxis={"title": "concurrent users (sequences decoded together)", "type": "log",
-                                 "tickvals": p.user_counts, "ticktext": [str(u) for u in p.user_counts]},
-                      yaxis={"title": "decode speed [tok/s]", "rangemode": "tozero"})
+                      xaxis={"title": f"concurrent users, each with a {fmt_ctx(ctx)}-token context", "type": "category",
+                             "categoryorder": "array", "categoryarray": [str(u) for u in p.user_counts]},
+                      yaxis={"title": "decode speed per user [tok/s]", "rangemode": "tozero"})
     return fig
 
 
-def ttft_vs_prompt(plans: list[Plan], picks: list[tuple[str, str]]) -> go.Figure:
+def ttft_vs_prompt(plans: list[Plan], picks: list[FitOption], gen_tokens: int, users: int) -> go.Figure:
     """Time to first token against prompt length. ``plans`` are the same request at several prompt lengths;
-    ``picks`` the (runtime, quant) options to draw."""
+    ``picks`` the options to draw, each only for prompts that fit with the answer in its longest context at the
+    requested users (a dotted line marks that limit)."""
     fig = go.Figure()
-    for runtime, quant in picks:
+    for pick in picks:
+        limit = longest_context(pick, users)
         xs, ys = [], []
         for pl in plans:
-            o = next((o for o in pl.options if o.runtime == runtime and o.quant == quant), None)
-            if o is not None and _speed(o) is not None:
+            o = next((o for o in pl.options if (o.runtime, o.quant) == (pick.runtime, pick.quant)), None)
+            if o is not None and _speed(o) is not None and pl.request.prompt_tokens + gen_tokens <= limit:
                 xs.append(pl.request.prompt_tokens)
                 ys.append(o.speed.ttft_s)
-        if xs:
-            fig.add_scatter(x=xs, y=ys, mode="lines+markers", name=f"{runtime} · {quant}",
-                            line={"color": RUNTIME_COLOR.get(runtime, "#555"), "width": 2.5},
-                            hovertext=[f"{fmt_ctx(x)} prompt: first token after {fmt_seconds(y)}" for x, y in zip(xs, ys)],
-                            hovertemplate="%{hovertext}<extra></extra>")
+        if not xs:
+            continue
+        color = RUNTIME_COLOR.get(pick.runtime, "#555")
+        fig.add_scatter(x=xs, y=ys, mode="lines+markers", name=option_name(pick), line={"color": color, "width": 2.5},
+                        hovertext=[f"{fmt_ctx(x)} prompt: first token after {fmt_seconds(y)}" for x, y in zip(xs, ys)],
+                        hovertemplate="%{hovertext}<extra></extra>")
+        if limit < plans[0].model.max_context:  # memory, not the model, ends the line: mark it
+            _limit_line(fig, xs[-1], max(ys), f"longest context that fits: {fmt_ctx(limit)} ", color)
     ticks = sorted({pl.request.prompt_tokens for pl in plans})
     fig.update_layout(**LAYOUT, height=420,
                       legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0, "xanchor": "left"},
                       xaxis={"title": "prompt length [tokens]", "type": "log", "tickvals": ticks,
-                                 "ticktext": [fmt_ctx(t) for t in ticks]},
+                             "ticktext": [fmt_ctx(t) for t in ticks]},
                       yaxis={"title": "time to first token [s]", "rangemode": "tozero"})
+    return fig
+
+
+def serve_curve(r) -> go.Figure:
+    """Latency against offered load (a ServeResult's curve): TTFT p50 and p95 per request rate, the saturation
+    rate as a vertical line, the requested rate marked."""
+    xs = [p.rate_per_s * 60 for p in r.curve]
+    fig = go.Figure()
+    for name, ys, dash in (("TTFT p95", [p.ttft_p95_s for p in r.curve], "solid"),
+                           ("TTFT p50", [p.ttft_p50_s for p in r.curve], "dot")):
+        fig.add_scatter(x=xs, y=ys, mode="lines+markers", name=name, line={"width": 2.5, "dash": dash},
+                        hovertext=[f"{x:.1f} requests/min: {name} {fmt_seconds(y)}" for x, y in zip(xs, ys)],
+                        hovertemplate="%{hovertext}<extra></extra>")
+    fig.add_vline(x=r.saturation_rate_per_s * 60, line={"color": "#c0392b", "dash": "dash"},
+                  annotation_text="queue grows without bound", annotation_position="top left")
+    fig.add_vline(x=r.rate_per_s * 60, line={"color": "#555", "dash": "dot"}, annotation_text="your rate",
+                  annotation_position="bottom right")
+    if r.target_ttft_p95_s:
+        fig.add_hline(y=r.target_ttft_p95_s, line={"color": "#27ae60", "dash": "dash"},
+                      annotation_text=f"TTFT p95 target {r.target_ttft_p95_s:g} s")
+    fig.update_layout(**LAYOUT, height=420,
+                      legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0, "xanchor": "left"},
+                      xaxis={"title": f"requests per minute ({r.slots} slots)", "rangemode": "tozero"},
+                      yaxis={"title": "time to first token [s]", "type": "log"})
     return fig

@@ -15,6 +15,7 @@ from planner.format import (
     fmt_params,
     fmt_seconds,
     fmt_tok_s,
+    fmt_tok_s_range,
     verdict_text,
 )
 from planner.plan import FitOption, Plan
@@ -26,6 +27,59 @@ LEVEL = {"fits": "success", "tight": "warning", "raise-limit": "warning", "no-fi
 
 def option_label(o: FitOption) -> str:
     return f"{o.runtime} · {o.quant}"
+
+
+def option_name(o) -> str:
+    """The option with its KV cache type: every figure says which option it is about."""
+    return f"{o.runtime} · {o.quant} · KV {o.kv_type}"
+
+
+def _limits(o: FitOption) -> dict[int, int]:
+    """Longest context by users under the limit this option needs (raised when it only fits raised)."""
+    return o.max_context_raised if o.fit.verdict == "raise-limit" else o.max_context
+
+
+def longest_context(o: FitOption, users: int) -> int:
+    """The one "longest context" figure of an option: per session, with ``users`` sessions [tokens]."""
+    return _limits(o).get(users, 0)
+
+
+def fitting_users(p: Plan, o: FitOption) -> list[int]:
+    """The user counts of the plan whose sessions all fit at the requested context (what the charts may draw): with
+    the runtime's safety margin, or up to the requested users when the plan rates those a tight fit."""
+    tight = p.request.users if o.fit.verdict == "tight" else 0
+    return [u for u in p.user_counts if _limits(o).get(u, 0) >= p.request.context or u <= tight]
+
+
+# CLI wording in core messages -> the web form's own control names (the core speaks CLI; this page does not)
+WEB_WORDS = [
+    (r"\b(unknown \w+) --[a-z-]+ ", r"\1 "), (r"--model\b", "Model"), (r"--ram\b", "Unified memory (RAM)"), (r"--chip\b", "Chip"),
+    (r"--gpu-cores\b", "GPU cores"), (r"--context\b", "Context per user"), (r"--users\b", "Concurrent users"),
+    (r"--wired-limit\b", "GPU wired limit (Advanced)"), (r"--quant\b", "Quantizations"),
+    (r"--runtime\b", "Runtimes"), (r"--kv-type\b", "KV cache type (Advanced)"), (r"--macos\b", "macOS (Advanced)"),
+    (r"--budget\b", "Budget"), (r"--include-rumoured\b", "Include rumoured chips"),
+    (r"--prompt\b", "Prompt length"), (r"--gen\b", "Answer length"), (r"--min-tok-s\b", "Minimum tok/s per user"),
+    (r"--max-ttft\b", "Longest wait for the first token"), (r"--max-request\b", "Longest request"),
+    (r"--workload\b", "Workload preset"), (r"--json\b", "the JSON download"),
+    (r"`?plan models`?", "the model catalog"), (r"`?plan buy`?", "“Which Mac should I buy?”"),
+    (r"\b(\d+) user\(s\)", None), (r"\b(\d+) slot\(s\)", None),
+]
+
+
+def for_web(text: str, upload_dir: str | None = None) -> str:
+    """A core message in the page's words: form control names instead of CLI flags, plurals spelled out, no
+    server path of an uploaded file, a capital first letter."""
+    import re
+
+    if upload_dir:
+        text = text.replace(f"{upload_dir}/config.json", upload_dir).replace(upload_dir, "the uploaded config.json")
+    for pat, word in WEB_WORDS:
+        if word is None:
+            noun = "user" if "user" in pat else "slot"
+            text = re.sub(pat, lambda m, n=noun: _plural(int(m.group(1)), n), text)
+        else:
+            text = re.sub(pat, word, text)
+    return text[:1].upper() + text[1:]
 
 
 def mac_label(p: Plan) -> str:
@@ -98,6 +152,63 @@ def headline(p: Plan) -> tuple[str, str]:
     return LEVEL[v], title + body
 
 
+def plan_pick(p: Plan) -> FitOption:
+    """Without a recommendation (a model outside the catalog): the highest-precision option with the best verdict."""
+    v = best_verdict(p)
+    return max((o for o in p.options if o.fit.verdict == v), key=lambda o: o.weights.bits_per_weight)
+
+
+def _an(mac: str) -> str:
+    return "an" if mac.startswith(("M", "8", "18")) else "a"
+
+
+def answer(p: Plan, wl, top=None, met: bool = True, why: str | None = None) -> tuple[str, str]:
+    """(level, markdown): the one answer at the top of the page, about one option. ``top`` is the recommended
+    planner.advice.FitOption (or, when ``met`` is False, the one closest to the targets); None: no recommendation
+    (a model outside the catalog), then the plan's highest-precision option that fits. ``why``: why that option is
+    not lossless with a 16-bit KV cache."""
+    v = best_verdict(p)
+    mac = mac_label(p)
+    who = f"**{p.model.name} on {_an(mac)} {mac}"
+    if top is None and v == "no-fit":
+        return headline(p)
+    if top is None:
+        o = plan_pick(p)
+        body = (f" Best option: **{option_name(o)}**, {workload_label(p)}, using {fmt_bytes(o.memory.total)} of the "
+                f"{fmt_bytes(p.wired.effective_bytes)} GPU limit (the highest-precision quantization that fits).")
+        return LEVEL[v], f"{who}: {verdict_text(v)}.**{body}{_raise_hint(o.fit)}"
+    task = f"your {wl.name.lower()} workload" if wl is not None else "this workload"
+    sp = top.speed
+    if not met:
+        level, title = "warning", f"{who}: fits in memory, but misses the speed targets of {task}.**"
+    elif sp is None:  # memory only: no targets were checked
+        level, title = LEVEL[top.fit.verdict], f"{who}: {verdict_text(top.fit.verdict)}.**"
+    elif top.fit.verdict == "fits":
+        level, title = "success", f"{who}: runs {task}.**"
+    else:
+        level, title = "warning", f"{who}: runs {task}, {verdict_text(top.fit.verdict)}.**"
+    body = (f" {'Closest' if not met else 'Best'} option: **{option_name(top)}**, {workload_label(p)}, using "
+            f"{fmt_bytes(top.memory_bytes)} of the {fmt_bytes(p.wired.effective_bytes)} GPU limit")
+    if sp is not None:
+        body += (f"; about {fmt_tok_s_range(sp.decode_tok_s_per_user, sp.decode_range)} per user, first token in "
+                 f"{fmt_seconds(sp.ttft_s)}")
+    body += "."
+    if not met:
+        body += (f" It misses {'; '.join(top.misses)}. A shorter prompt, fewer users, a smaller model or a faster Mac "
+                 "would change that; or relax the Speed targets on the left.")
+    elif why:
+        body += f" Not a higher-quality option because {why}."
+    elif sp is not None:
+        body += " Lossless weights and a 16-bit KV cache still meet your targets with room to spare."
+    if sp is None and p.mac.chip is None:
+        body += " Pick a chip (Mac → “Chip and RAM”) for speed."
+    return level, title + body + _raise_hint(top.fit)
+
+
+def _raise_hint(fit) -> str:
+    return f" Run `{fit.sysctl}` first (resets at reboot)." if fit.verdict == "raise-limit" and fit.sysctl else ""
+
+
 def limit_reading(p: Plan) -> str:
     w = p.wired
     how = "the limit you set" if w.user_set else f"the {w.macos} default, {w.rule.split(' (')[0]}"
@@ -111,7 +222,7 @@ def limit_reading(p: Plan) -> str:
 def memory_reading(p: Plan) -> str:
     groups = {v: [o for o in p.options if o.fit.verdict == v] for v in VERDICT_ORDER}
     parts = [(f"Each bar is one runtime × quantization at {workload_label(p)}: weights (the model file), KV cache "
-             "(grows with context × users) and working buffers. A bar must stay under the red GPU-limit line; the "
+             "(grows with context × users) and working buffers. A bar must end before the red GPU-limit line; the "
              "dashed blue line is the most you can raise that limit to; the grey band is kept for macOS.")]
     if groups["fits"]:
         parts.append(f"{_plural(len(groups['fits']), 'option')} fit comfortably "
@@ -133,7 +244,7 @@ def heatmap_reading(p: Plan, o: FitOption) -> str:
     ctx = o.memory.context
     n = o.safe_users[ctx]
     enough = "enough for" if n >= r.users else "fewer than"
-    longest = o.max_context[r.users]
+    longest = o.max_context[r.users]  # under the default limit; longest_context() is the raised one when needed
     parts = [(f"How many people can use the model at once at each context length (cells: sessions that fit with the "
              f"runtime's safety margin). For **{option_label(o)}** at {fmt_ctx(ctx)} tokens: "
              f"**{_plural(n, 'session')}**, {enough} your {_plural(r.users, 'user')}.")]
@@ -168,7 +279,7 @@ def recipe_lines(p: Plan, o: FitOption) -> str:
 
 def model_line(p: Plan) -> str:
     m = p.model
-    active = f", {fmt_params(m.active_params)} active" if m.active_params < m.params else ""
+    active = f", {fmt_params(m.active_params)} active per token" if m.is_moe else ""
     return (f"{m.name} (`{m.id}`) · {fmt_params(m.params)} parameters{active} · {m.architecture} · "
             f"up to {m.max_context:,} tokens of context")
 
@@ -196,6 +307,25 @@ def kv_rows(p: Plan) -> list[dict[str, str]]:
     return rows
 
 
+def _rate(x: float, rng) -> str:
+    """'67.5 (likely 55.1–80.0)' for a table cell (the column says tok/s)."""
+    return fmt_tok_s_range(x, rng).replace(" tok/s", "")
+
+
+def compare_row(p: Plan, top, met: bool) -> dict[str, str]:
+    """One Mac of the side-by-side table: its answer option (planner.advice.FitOption, or None) and its speed."""
+    if top is None:
+        o = plan_pick(p) if best_verdict(p) != "no-fit" else None
+        return {"Mac": mac_label(p), "best option": option_name(o) if o else "–",
+                "fit": verdict_text(o.fit.verdict if o else "no-fit"), "tok/s per user": "–", "first token": "–",
+                "meets targets": "–"}
+    sp = top.speed
+    return {"Mac": mac_label(p), "best option": option_name(top), "fit": verdict_text(top.fit.verdict),
+            "tok/s per user": _rate(sp.decode_tok_s_per_user, sp.decode_range) if sp else "–",
+            "first token": fmt_seconds(sp.ttft_s) if sp else "–",
+            "meets targets": ("yes" if met else "no: " + "; ".join(top.misses)) if sp else "–"}
+
+
 def compare_reading(plans: list[Plan]) -> str:
     ok = [p for p in plans if best_verdict(p) in ("fits", "tight")]
     raise_ = [p for p in plans if best_verdict(p) == "raise-limit"]
@@ -211,27 +341,26 @@ def compare_reading(plans: list[Plan]) -> str:
 
 
 # ----------------------------------------------------------------------------- speed (FitOption.speed)
-def speed_picks(p: Plan, chosen: FitOption) -> list[FitOption]:
-    """The chosen option plus the best option of every other runtime, those with a speed estimate."""
-    picks = [chosen] + [o for o in best_options(p) if o.runtime != chosen.runtime]
-    return [o for o in picks if getattr(o, "speed", None) is not None]
-
-
 def decode_reading(p: Plan, picks: list[FitOption]) -> str:
     if not picks:
         return "No speed estimate for these options."
-    users = p.request.users
-    parts = [("How fast text appears. Solid lines: what each user sees; dashed: all users together; dotted: the "
-              "ceiling if memory moved at the chip's full bandwidth. More users share the same memory bandwidth, "
-              "so each gets less while the total grows until compute runs out.")]
+    users, ctx = p.request.users, p.request.context
+    parts = [("How fast text appears for each user. Solid lines: the speed each user sees; dotted: the ceiling if "
+              "memory moved at the chip's full bandwidth. Users share the memory bandwidth, so each gets less as "
+              "users are added. Lines stop at the most users whose sessions fit in memory.")]
     for o in picks:
-        sp = o.speed
-        first = min(sp.decode_tok_s_per_seq)
-        line = (f"**{option_label(o)}**: {fmt_tok_s(sp.decode_tok_s_per_seq[first])} tok/s for one user "
-                f"({sp.bound[first]}-bound)")
-        if users in sp.decode_tok_s_per_seq and users != first:
+        sp, fit = o.speed, fitting_users(p, o)
+        if not fit:
+            parts.append(f"**{option_name(o)}**: not one {fmt_ctx(ctx)}-token session fits with the runtime's "
+                         "safety margin.")
+            continue
+        line = (f"**{option_name(o)}**: {fmt_tok_s_range(sp.decode_tok_s_per_seq[fit[0]], sp.decode_tok_s_range.get(fit[0]))} for one user "
+                f"({sp.bound[fit[0]]}-bound)")
+        if users in fit and users != fit[0]:
             line += (f"; with your {users} users, {fmt_tok_s(sp.decode_tok_s_per_seq[users])} tok/s each, "
                      f"{fmt_tok_s(sp.decode_tok_s_total[users])} in total")
+        elif users not in fit:
+            line += f"; only {_plural(fit[-1], 'session')} of {fmt_ctx(ctx)} tokens fit, fewer than your {users} users"
         parts.append(line + ".")
     parts.append("For comparison, people read about 5-10 tokens per second.")
     return " ".join(parts)
@@ -241,38 +370,31 @@ def ttft_reading(p: Plan, picks: list[FitOption]) -> str:
     if not picks:
         return "No speed estimate for these options."
     parts = [("How long a prompt takes to read before the answer starts (time to first token). It grows with the "
-             "prompt: long documents, RAG passages and agent loops wait the longest.")]
+              "prompt: long documents, RAG passages and agent loops wait the longest. Lines stop at the longest "
+              "context that fits.")]
+    users = p.request.users
     for o in picks:
         sp = o.speed
-        parts.append(f"**{option_label(o)}**: a {fmt_ctx(sp.prompt_tokens)}-token prompt (your workload) waits "
-                     f"{fmt_seconds(sp.ttft_s)}, reading {fmt_tok_s(sp.prefill_tok_s)} tok/s.")
+        parts.append(f"**{option_name(o)}**: your {fmt_ctx(sp.prompt_tokens)}-token prompt waits "
+                     f"{fmt_seconds(sp.ttft_s)}, reading {fmt_tok_s(sp.prefill_tok_s)} tok/s; the longest context "
+                     f"that fits is {fmt_ctx(longest_context(o, users))} tokens per session.")
     return " ".join(parts)
 
 
 # ----------------------------------------------------------------------------- advice and buying (planner.advice/buy)
 def recommend_reading(r) -> str:
-    """r: planner.advice.Recommendation."""
+    """r: planner.advice.Recommendation (or the closest options when no target can be met)."""
     if not r.options:
         return "No configuration fits this Mac for this workload."
     o = r.options[0]
-    sp = o.speed
-    parts = [(f"**Best for this workload: {o.runtime} · {o.quant}** (KV {o.kv_type}, {_plural(o.slots, 'parallel slot')}, "
-             f"{fmt_ctx(o.context)} tokens each), using {fmt_bytes(o.memory_bytes)}: {verdict_text(o.fit.verdict)}.")]
-    if sp is not None:
-        parts.append(f"Each user sees about {fmt_tok_s(sp.decode_tok_s_per_user)} tok/s and waits "
-                     f"{fmt_seconds(sp.ttft_s)} for the first token; a whole request takes {fmt_seconds(sp.time_per_request_s)}.")
-    parts.append(f"Why: {o.reason}.")
+    verb = "meets" if o.meets_targets else "comes closest to"
+    parts = [(f"The table ranks every runtime × quantization × KV cache that {verb} your targets. "
+              f"**#1 {option_name(o)}**: {o.bound}; {o.quality.text()}.")]
+    if r.why_not_higher_quality:
+        parts.append(f"Not a higher-quality option because {r.why_not_higher_quality}.")
     if r.router is not None:
         parts.append(f"Mixed workload: {r.router.reason}.")
     return " ".join(parts)
-
-
-def recommend_headline(r, wl) -> str:
-    o = r.options[0]
-    sp = o.speed
-    speed = f", about {fmt_tok_s(sp.decode_tok_s_per_user)} tok/s per user" if sp is not None else ""
-    return (f"**Recommended for the {wl.name.lower()} workload: {o.runtime} · {o.quant}** with a {o.kv_type} KV cache"
-            f"{speed} — see the recommendation and launch recipe below.")
 
 
 def recommend_rows(r) -> list[dict[str, str]]:
@@ -282,7 +404,7 @@ def recommend_rows(r) -> list[dict[str, str]]:
         rows.append({"#": str(o.rank), "runtime": o.runtime, "quantization": o.quant, "KV": o.kv_type,
                      "slots": str(o.slots), "context": fmt_ctx(o.context), "memory": fmt_bytes(o.memory_bytes),
                      "fit": f"{VERDICT_MARK[o.fit.verdict]} {verdict_text(o.fit.verdict)}",
-                     "tok/s per user": fmt_tok_s(sp.decode_tok_s_per_user) if sp else "–",
+                     "tok/s per user": _rate(sp.decode_tok_s_per_user, sp.decode_range) if sp else "–",
                      "first token": fmt_seconds(sp.ttft_s) if sp else "–", "bound": o.bound,
                      "quality cost": o.quality.tier, "meets targets": "yes" if o.meets_targets else "no"})
     if all(o.speed is None for o in r.options):  # memory-only ranking: no empty speed columns
@@ -291,9 +413,8 @@ def recommend_rows(r) -> list[dict[str, str]]:
     return rows
 
 
-def recipe_text(o) -> str:
-    """The launch recipe of one recommended option (planner.advice.Recipe) as a shell snippet."""
-    rc = o.recipe
+def recipe_text(rc) -> str:
+    """A launch recipe (planner.recipes.Recipe) as a shell snippet: the sysctl line when needed, always the server."""
     lines = []
     if rc.sysctl:
         lines += ["# 1. let the GPU use more memory (until reboot)", rc.sysctl]
@@ -367,3 +488,26 @@ def buy_rows(b) -> list[dict]:
              "Pareto front": x.mac in front, "within budget": x.within_budget, "bound by": x.binding,
              "flags": ", ".join(x.flags), "price basis": x.price_basis}
             for x in b.per_mac]
+
+
+def serve_reading(r) -> str:
+    """What the latency curve says, in words (`plan serve`)."""
+    parts = [f"With **{r.slots} slots** the queue grows without bound above "
+             f"**{r.saturation_rate_per_s * 60:.1f} requests/min**; at {r.rate_per_s * 60:.1f}/min the server runs at "
+             f"{r.utilisation:.0%} of that, and half the users wait {fmt_seconds(r.ttft_s.p50)} for the first token "
+             f"(1 in 20 waits {fmt_seconds(r.ttft_s.p95)})."]
+    if r.target_ttft_p95_s and r.max_rate_per_s:
+        parts.append(f"Under TTFT p95 ≤ {r.target_ttft_p95_s:g} s it serves up to "
+                     f"{r.max_rate_per_s * 60:.1f} requests/min; {r.best_slots} slots serve the most.")
+    if r.binding:
+        parts.append(r.binding[0].upper() + r.binding[1:] + ".")
+    parts.append("Latency rises slowly, then steeply as the rate nears saturation: plan for the knee, not the line.")
+    return " ".join(parts)
+
+
+def serve_rows(r) -> list[dict]:
+    """The slot sweep as table rows (rates per minute)."""
+    return [{"slots": o.slots, "saturation [req/min]": round(o.saturation_rate_per_s * 60, 2),
+             "max under the TTFT target [req/min]": (round(o.max_rate_per_s * 60, 2) if o.max_rate_per_s else None),
+             "TTFT p95 at low load": fmt_seconds(o.ttft_p95_floor_s),
+             "": "recommended" if o.slots == r.best_slots else ""} for o in r.sweep]

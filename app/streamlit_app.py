@@ -13,16 +13,30 @@ import streamlit as st
 from pydantic import ValidationError
 
 try:
-    from app import charts, readings, uploads
+    from app import finetune_page, models_page, readings, uploads
 except ImportError:  # `streamlit run app/streamlit_app.py` from a checkout puts app/, not the repo, on sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from app import charts, readings, uploads
+    from app import finetune_page, models_page, readings, uploads
+
 
 from planner import profiles
 from planner.capacity import MAX_USERS
 from planner.errors import PlannerError, render_validation_error
-from planner.format import fmt_bytes, fmt_ctx, fmt_params
+from planner.format import fmt_bytes, fmt_ctx, fmt_params, fmt_seconds
 from planner.plan import Plan, PlanRequest
+
+
+class _LazyCharts:
+    """app.charts (and Plotly) imported on first use, so a cold start shows the answer before Plotly loads."""
+
+    def __getattr__(self, name: str):
+        from app import charts as module
+
+        return getattr(module, name)
+
+
+charts = _LazyCharts()
+
 
 F = PlanRequest.model_fields
 DEFAULT_MODEL = "llama-3.1-8b"
@@ -31,6 +45,8 @@ COMPARE_DEFAULT = [("M4 Pro", 20, 48), ("M4 Max", 40, 64), ("M4 Max", 40, 128), 
 CONTEXT_STEPS = [512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576]
 MODE_CHIP, MODE_RAM, MODE_COMPARE = "Chip and RAM", "RAM only", "Compare several Macs"
 MODE_BUY = "Which Mac should I buy?"
+MODE_SERVE = "Serve a team"
+PAGE_PLAN = "Will this model fit?"
 
 
 def tip(field: str) -> str:
@@ -76,22 +92,28 @@ def macos_names() -> dict[str, str]:
 
 
 @st.cache_data(show_spinner=False)
-def workload_presets() -> dict[str, tuple[str, str, int, int, float | None, float | None]]:
-    """preset id -> (name, description, users, context, min tok/s per user, max TTFT [s])."""
+def workload_presets() -> dict[str, tuple[str, str, int, int, float | None, float | None, int, int]]:
+    """preset id -> (name, description, users, context, min tok/s per user, max TTFT [s], prompt, answer), the
+    prompt at its 90th percentile (the slow requests the targets are checked at) and the mean answer [tokens]."""
     from planner.workload import load_workload, workload_ids
 
     out = {}
     for i in workload_ids():
         w = load_workload(i)
-        out[i] = (w.name, w.description, w.users, w.context, w.targets.min_tok_s_per_user, w.targets.max_ttft_s)
+        pt = w.at()
+        out[i] = (w.name, w.description, w.users, w.context, w.targets.min_tok_s_per_user, w.targets.max_ttft_s,
+                  pt.prompt_tokens, pt.gen_tokens)
     return out
 
 
-def build_workload(preset: str, users: int, context: int, min_tok_s: float, max_ttft: float):
-    """The preset with the form's users, context and targets (0 = no target): a planner.workload.WorkloadProfile."""
+def build_workload(preset: str, users: int, context: int, min_tok_s: float, max_ttft: float, prompt: int, gen: int):
+    """The preset with the form's users, context, prompt and answer lengths and targets (0 = no target): a
+    planner.workload.WorkloadProfile."""
     from planner.workload import Targets, custom_workload
 
-    wl = custom_workload(preset, users=users, context=context)
+    wl = custom_workload(preset, users=users, context=context)  # the preset's own length distributions
+    if workload_presets()[preset][6:] != (prompt, gen) or wl.context > context:  # lengths the form set
+        wl = custom_workload(preset, users=users, context=context, prompt=str(prompt), gen=str(gen))
     t = wl.targets.model_copy(update={"min_tok_s_per_user": min_tok_s or None, "max_ttft_s": max_ttft or None})
     return wl.model_copy(update={"targets": Targets.model_validate(t.model_dump())})
 
@@ -105,7 +127,8 @@ def cached_recommend(model: str, ram_gb: float, chip: str | None, gpu_cores: int
 
     _, chip_p, _ = resolve_mac(PlanRequest(model=model, ram_gb=ram_gb, chip=chip, gpu_cores=gpu_cores))
     return recommend(model, ram_gb, WorkloadProfile.model_validate_json(wl_json), chip=chip_p, macos=macos,
-                     runtimes=list(runtimes), quants=list(quants) if quants else None, wired_limit_mb=wired)
+                     runtimes=list(runtimes), quants=list(quants) if quants else None, wired_limit_mb=wired,
+                     best_effort=True)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -156,7 +179,8 @@ def chip_label(name: str, cores: int, status: str) -> str:
 def mac_form() -> tuple[str, list[dict]]:
     """The Mac part of the form -> (mode, list of PlanRequest kwargs, one per Mac)."""
     st.sidebar.subheader("Mac")
-    mode = st.sidebar.radio("Which Mac?", [MODE_CHIP, MODE_RAM, MODE_COMPARE, MODE_BUY], key="mac_mode",
+    mode = st.sidebar.radio("Which Mac?", [MODE_CHIP, MODE_RAM, MODE_COMPARE, MODE_BUY, MODE_SERVE],
+                            key="mac_mode",
                             help="Memory answers only need the RAM size; the chip adds speed answers. "
                                  "“Which Mac should I buy?” searches every Mac configuration with its price.")
     table = chip_table()
@@ -178,10 +202,11 @@ def mac_form() -> tuple[str, list[dict]]:
                                    format_func=lambda r: f"{r} GB", key="ram_only", help=tip("ram_gb"))
         return mode, [{"ram_gb": float(ram)}]
     if mode == MODE_COMPARE:
-        labels = {f"{chip_label(n, c, s)} · {r} GB": (n, c, r) for n, c, opts, s in table for r in opts}
+        labels = {f"{n} {c}c · {r} GB" + (" (rumoured)" if s == "rumoured" else ""): (n, c, r)
+                  for n, c, opts, s in table for r in opts}
         default = [k for k, v in labels.items() if v in COMPARE_DEFAULT]
         picked = st.sidebar.multiselect("Macs to compare", list(labels), default=default, key="compare_macs",
-                                        help="Chip, GPU cores and RAM of each Mac; the same model and workload "
+                                        help="Chip, GPU cores (c) and RAM of each Mac; the same model and workload "
                                              "is planned on each.")
         if not picked:
             return mode, []
@@ -195,9 +220,16 @@ def mac_form() -> tuple[str, list[dict]]:
                                  index=cores_list.index(DEFAULT_CHIP[1]) if DEFAULT_CHIP[1] in cores_list else 0,
                                  format_func=lambda c: f"{c}-core GPU")
     opts, status = next((o, s) for c, o, s in bins if c == cores)
-    ram = st.sidebar.selectbox("Unified memory (RAM)", opts, key=f"ram_{name}_{cores}", help=tip("ram_gb"),
-                               index=opts.index(DEFAULT_CHIP[2]) if DEFAULT_CHIP[2] in opts else len(opts) - 1,
-                               format_func=lambda r: f"{r} GB")
+    key = f"ram_{name}_{cores}"
+    want = st.session_state.get("ram_wanted", DEFAULT_CHIP[2])
+    if key not in st.session_state:  # a new chip: keep the RAM size the user had, or the nearest one it comes with
+        st.session_state[key] = want if want in opts else min(opts, key=lambda r: (abs(r - want), r))
+    ram = st.sidebar.selectbox("Unified memory (RAM)", opts, key=key, help=tip("ram_gb"),
+                               format_func=lambda r: f"{r} GB",
+                               on_change=lambda: st.session_state.update(ram_wanted=st.session_state[key]))
+    if ram != want:
+        st.sidebar.caption(f"The {name} {cores}-core GPU comes with {', '.join(map(str, opts))} GB: "
+                           f"showing {ram} GB, the nearest to your {want} GB.")
     if status == "rumoured":
         st.sidebar.caption("This chip is rumoured, not announced: its figures are guesses.")
     return mode, [{"chip": name, "gpu_cores": cores, "ram_gb": float(ram)}]
@@ -225,8 +257,9 @@ def model_form() -> str:
 
 def _apply_preset() -> None:
     """When the preset changes, load its users, context and targets into the form (still editable)."""
-    _, _, users, context, tok, ttft = workload_presets()[st.session_state["preset"]]
-    st.session_state.update(users=users, context=context, tgt_tok=float(tok or 0), tgt_ttft=float(ttft or 0))
+    _, _, users, context, tok, ttft, prompt, gen = workload_presets()[st.session_state["preset"]]
+    st.session_state.update(users=users, context=context, tgt_tok=float(tok or 0), tgt_ttft=float(ttft or 0),
+                            prompt=prompt, gen=gen)
 
 
 def workload_form() -> tuple[dict, tuple]:
@@ -240,11 +273,17 @@ def workload_form() -> tuple[dict, tuple]:
                                   format_func=lambda i: presets[i][0],
                                   help="How the model is used: prompt and answer lengths, users, latency targets. "
                                        "Picking one fills in the fields below.")
-    st.sidebar.caption(presets[preset][1])
+    st.sidebar.caption(f"{presets[preset][1]}. Speeds are computed at the prompt and answer lengths below.")
     steps = sorted(set(CONTEXT_STEPS) | {v[3] for v in presets.values()})
     context = st.sidebar.select_slider("Context per user [tokens]", steps, key="context", format_func=fmt_ctx,
                                        help=tip("context"))
     users = st.sidebar.number_input("Concurrent users", 1, MAX_USERS, key="users", help=tip("users"))
+    prompt = st.sidebar.number_input("Prompt length [tokens]", 1, 10_000_000, step=256, key="prompt",
+                                     help="Tokens each request sends (message, history, documents): time to first "
+                                          "token is computed at this length. The preset fills in its 90th "
+                                          "percentile, the slow requests its targets are checked at.")
+    gen = st.sidebar.number_input("Answer length [tokens]", 1, 10_000_000, step=100, key="gen",
+                                  help="Tokens generated per request (the preset's average).")
     with st.sidebar.expander("Speed targets"):
         tok = st.number_input("Minimum tok/s per user (0 = none)", 0.0, 10_000.0, step=1.0, key="tgt_tok")
         ttft = st.number_input("Longest wait for the first token [s] (0 = none)", 0.0, 3600.0, step=1.0,
@@ -270,7 +309,7 @@ def workload_form() -> tuple[dict, tuple]:
         kv = st.selectbox("KV cache type", ["runtime default", *kv_type_ids()], key="kv_type", help=tip("kv_type"))
     req = {"context": int(context), "users": int(users), "runtimes": runtimes, "quants": quants, "macos": macos,
                "wired_limit_mb": wired, "kv_type": None if kv == "runtime default" else kv}
-    return req, (preset, int(users), int(context), tok, ttft)
+    return req, (preset, int(users), int(context), tok, ttft, int(prompt), int(gen))
 
 
 # ----------------------------------------------------------------------------- the results
@@ -281,74 +320,118 @@ def section(title: str, fig, reading: str, key: str) -> None:
     right.markdown(reading)
 
 
-def show_compare(plans: list[Plan]) -> None:
-    section("Which Macs can run it", charts.compare_macs(plans), readings.compare_reading(plans), "chart_compare")
-
-
-def recommendation_for(p: Plan, wl):
-    """(Recommendation or None, message or None) from planner.advice.recommend for this plan's Mac and workload."""
-    from planner.advice import TargetsUnreachableError
-
-    r = p.request
+def cached_answer(model: str, ram_gb: float, chip: str | None, wl_json: str, macos: str, runtimes: tuple[str, ...],
+                  quants: tuple[str, ...] | None, wired: int | None):
+    """(Recommendation or None, message or None). Best effort: when no target can be met the recommendation lists
+    the closest options (targets_met False); a model that fits nowhere gives the message."""
     try:
-        return cached_recommend(p.model.id, p.mac.ram_gb, p.mac.chip.id if p.mac.chip else None, None,
-                                wl.model_dump_json(), r.macos, tuple(r.runtimes),
-                                tuple(r.quants) if r.quants else None, r.wired_limit_mb), None
-    except TargetsUnreachableError as e:
-        return None, ("warning", str(e))
+        return cached_recommend(model, ram_gb, chip, None, wl_json, macos, runtimes, quants, wired), None
     except PlannerError as e:
-        return None, ("info", f"No recommendation: {e}")
+        return None, str(e)
 
 
-def show_plan(p: Plan, wl=None) -> None:
-    level, text = readings.headline(p)
-    getattr(st, level)(text)
-    rec, rec_msg = recommendation_for(p, wl) if wl is not None else (None, None)
-    if rec is not None and rec.options:
-        st.markdown(readings.recommend_headline(rec, wl))
-    st.caption(readings.model_line(p))
+class Answer:
+    """The one option the page speaks of: the recommendation's first (the closest to the targets when none meets
+    them); None for a model outside the catalog, then the page shows the plan's highest-precision option."""
+
+    def __init__(self, rec, msg: str | None):
+        self.rec, self.msg = rec, msg
+        self.ranked = rec.options if rec is not None else []
+        self.top = self.ranked[0] if self.ranked else None
+        self.met = rec is None or rec.targets_met
+        self.why = rec.why_not_higher_quality if rec is not None else None
+
+
+def answer_for(model_id: str, req: PlanRequest, chip_id: str | None, ram_gb: float, wl) -> Answer:
+    if model_id not in catalog():
+        return Answer(None, None)
+    return Answer(*cached_answer(model_id, ram_gb, chip_id, wl.model_dump_json(), req.macos, tuple(req.runtimes),
+                                 tuple(req.quants) if req.quants else None, req.wired_limit_mb))
+
+
+def plan_for(req: PlanRequest, upload_dir: str | None) -> tuple[Plan, Answer]:
+    """The plan and its answer, the plan's KV cache set to the answer's when the form leaves it to the runtime
+    (so the charts show the recommended option exactly)."""
+    p = cached_plan(req.model_dump_json())
+    ans = answer_for(p.model.id, req, p.mac.chip.id if p.mac.chip else None, p.mac.ram_gb, st.session_state["_wl"])
+    top = ans.top
+    if top is not None and req.kv_type is None:
+        default = next((o.kv_type for o in p.options if o.runtime == top.runtime), top.kv_type)
+        if top.kv_type != default:
+            p = cached_plan(req.model_copy(update={"kv_type": top.kv_type}).model_dump_json())
+    return p, ans
+
+
+def show_compare(items: list[tuple[Plan, Answer]]) -> None:
+    plans = [p for p, _ in items]
+    section("Which Macs can run it", charts.compare_macs(plans), readings.compare_reading(plans), "chart_compare")
+    st.markdown("**Side by side: the best option on each Mac for your workload**")
+    st.table([readings.compare_row(p, a.top, a.met) for p, a in items])
+
+
+def _option_of(p: Plan, o) -> int | None:
+    return next((i for i, x in enumerate(p.options) if (x.runtime, x.quant) == (o.runtime, o.quant)), None)
+
+
+def show_plan(p: Plan, ans: Answer, wl, upload_dir: str | None) -> None:
+    level, text = readings.answer(p, wl, ans.top, ans.met, ans.why and readings.for_web(ans.why))
+    with st.container(key="answer"):
+        getattr(st, level)(readings.for_web(text, upload_dir))
+    labels = [readings.option_name(o) for o in p.options]
+    idx = _option_of(p, ans.top) if ans.top is not None else None
+    if idx is None:
+        idx = p.options.index(readings.plan_pick(p)) if readings.best_verdict(p) != "no-fit" else 0
+    # keyed on the plan's identity and the answer, so a new model, Mac or workload starts at its own answer
+    chosen_label = st.selectbox("Option shown on this page (the answer above; pick another to compare)", labels,
+                                index=idx, key=f"chosen_{p.model.id}_{p.mac.ram_gb:g}_"
+                                f"{p.mac.chip.id if p.mac.chip else ''}_{'-'.join(p.request.runtimes)}_{labels[idx]}")
+    chosen = p.options[labels.index(chosen_label)]
+    show_recipe(p, chosen, ans, upload_dir)
     w = p.wired
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("Mac", readings.mac_short(p), help=readings.mac_label(p))
     c2.metric("GPU memory limit", fmt_bytes(w.effective_bytes), help=w.rule)
     c3.metric("Kept for macOS", fmt_bytes(w.left_for_macos_bytes))
     c4.metric("Users × context", readings.workload_short(p))
+    st.caption(readings.model_line(p))
 
-    section("Memory: does it fit?", charts.memory_stack(p),
-            readings.limit_reading(p) + "\n\n" + readings.memory_reading(p), "chart_memory")
-    st.table(readings.fit_rows(p))
+    # lazy tabs: only the open tab's charts are built and sent to the browser
+    tabs = st.tabs(["Memory", "Users × context", "Speed", "Ranking", "Notes and download"], key="tab",
+                   on_change="rerun")
+    with tabs[0]:
+        if tabs[0].open:
+            section("Memory: does it fit?", charts.memory_stack(p, chosen),
+                    readings.limit_reading(p) + "\n\n" + readings.memory_reading(p), "chart_memory")
+            st.table(readings.fit_rows(p))
+    with tabs[1]:
+        if tabs[1].open:
+            section("Concurrency: how many users, how much context", charts.concurrency_heatmap(p, chosen),
+                    readings.heatmap_reading(p, chosen), "chart_concurrency")
+            st.markdown("**KV cache for one session at each context**")
+            st.table(readings.kv_rows(p))
+    with tabs[2]:
+        if tabs[2].open:
+            show_speed(p, chosen, ans)
+    with tabs[3]:
+        if tabs[3].open:
+            show_recommend(ans, wl, upload_dir)
+    with tabs[4]:
+        if tabs[4].open:
+            show_notes(p, upload_dir)
 
-    labels = [readings.option_label(o) for o in p.options]
-    best = [o for o in p.options if rec is not None and rec.options and (o.runtime, o.quant) ==
-            (rec.options[0].runtime, rec.options[0].quant)] or readings.best_options(p)
-    # keyed on the plan's identity and the recommendation, so a new model, Mac or workload starts at its own pick
-    chosen_label = st.selectbox("Look closer at one option (marks it in the chart below, sets the launch recipe)",
-                                labels, key=f"chosen_{p.model.id}_{p.mac.ram_gb:g}_{p.mac.chip.id if p.mac.chip else ''}_"
-                                f"{'-'.join(p.request.runtimes)}_{readings.option_label(best[0]) if best else ''}",
-                                index=labels.index(readings.option_label(best[0])) if best else 0)
-    chosen = p.options[labels.index(chosen_label)]
-    section("Concurrency: how many users, how much context", charts.concurrency_heatmap(p, chosen),
-            readings.heatmap_reading(p, chosen), "chart_concurrency")
-    with st.expander("KV cache for one session at each context"):
-        st.table(readings.kv_rows(p))
 
-    show_speed(p, chosen)
-
-    if wl is not None:
-        show_recommend(rec, rec_msg, wl)
-    show_recipe(p, chosen, rec)
-
+def show_notes(p: Plan, upload_dir: str | None) -> None:
     notes = [*p.notes, *(f"{readings.option_label(o)}: {n}" for o in p.options for n in o.notes)]
     if p.mac.note:
         notes.insert(0, p.mac.note)
-    if notes:
-        st.caption("Notes: " + " · ".join(notes))
-    st.download_button("Download the full plan (JSON, same as `plan --json`)", p.model_dump_json(indent=2),
-                       file_name=f"plan-{p.model.id}-{p.mac.ram_gb:g}gb.json", mime="application/json",
-                       key="download_json")
+    for n in dict.fromkeys(notes):
+        st.caption(readings.for_web(n, upload_dir))
+    st.download_button("Download the full plan (JSON, the same document as the command line's)",
+                       p.model_dump_json(indent=2), file_name=f"plan-{p.model.id}-{p.mac.ram_gb:g}gb.json",
+                       mime="application/json", key="download_json")
 
 
-PROMPT_STEPS = [256, 1024, 2048, 4096, 8192, 16384, 32768, 65536]
+PROMPT_STEPS = [256, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
@@ -369,55 +452,80 @@ def cached_ceiling(request_json: str, runtime: str, quant: str, users: tuple[int
     return out
 
 
-def show_speed(p: Plan, chosen) -> None:
+def speed_picks(p: Plan, chosen, ans: Answer) -> list:
+    """The chosen option and the answer's best option of the other runtime (else the plan's), with speed."""
+    others = [o for o in ans.ranked if o.runtime != chosen.runtime]
+    other = [p.options[i] for i in [_option_of(p, others[0])] if i is not None] if others else []
+    picks = [chosen] + (other or [o for o in readings.best_options(p) if o.runtime != chosen.runtime][:1])
+    return [o for o in picks if o.speed is not None]
+
+
+def show_speed(p: Plan, chosen, ans: Answer) -> None:
     if p.mac.chip is None:
-        st.subheader("Speed")
         st.info("Pick a chip (Mac → “Chip and RAM”) to see decode speed and time to first token.")
         return
-    picks = readings.speed_picks(p, chosen)
+    picks = speed_picks(p, chosen, ans)
     if not picks:
-        st.subheader("Speed")
-        st.info(f"No speed estimate for the {p.mac.chip.label} (see the notes at the bottom).")
+        st.info(f"No speed estimate for the {p.mac.chip.label} (see Notes and download).")
         return
     ceilings = {readings.option_label(o): cached_ceiling(p.request.model_dump_json(), o.runtime, o.quant,
                                                          tuple(p.user_counts)) for o in picks}
     section("Speed: tokens per second as users are added", charts.decode_vs_users(p, picks, ceilings),
             readings.decode_reading(p, picks), "chart_decode")
-    # the core at several prompt lengths, restricted to the drawn options (cheap; cached per request)
+    # the core at several prompt lengths up to the longest context that fits, restricted to the drawn options
+    r = p.request
+    ends = {readings.longest_context(o, r.users) - r.gen_tokens for o in picks} - {0}
     quants = list(dict.fromkeys(o.quant for o in picks))
-    prompts = sorted({n for n in PROMPT_STEPS if n < p.model.max_context} | {p.request.prompt_tokens})
-    plans = [cached_plan(p.request.model_copy(update={"prompt_tokens": n, "quants": quants}).model_dump_json())
+    # the usual steps, the workload's prompt, and each option's longest prompt (its line ends exactly there)
+    prompts = sorted({n for n in PROMPT_STEPS if n <= max(ends, default=0)} | {r.prompt_tokens} | {n for n in ends if n > 0})
+    plans = [cached_plan(r.model_copy(update={"prompt_tokens": n, "quants": quants}).model_dump_json())
              for n in prompts]
-    section("Speed: waiting for the first token", charts.ttft_vs_prompt(plans, [(o.runtime, o.quant) for o in picks]),
+    section("Speed: waiting for the first token", charts.ttft_vs_prompt(plans, picks, r.gen_tokens, r.users),
             readings.ttft_reading(p, picks), "chart_ttft")
 
 
-def show_recommend(rec, msg, wl) -> None:
-    """Ranked configurations for the workload (planner.advice.recommend)."""
-    st.subheader("Recommendation for this workload")
+def show_recommend(ans: Answer, wl, upload_dir: str | None) -> None:
+    """Ranked configurations for the workload (planner.advice.recommend), or the closest ones."""
+    st.subheader("Every configuration, ranked for this workload")
     st.caption(f"Workload: {wl.summary()}")
+    rec = ans.rec
     if rec is None:
-        getattr(st, msg[0])(msg[1])
+        st.info(readings.for_web(ans.msg, upload_dir) if ans.msg else
+                "The ranking needs a model from the catalog; the answer above is the highest-precision option "
+                "that fits.")
         return
-    st.markdown(readings.recommend_reading(rec))
+    st.markdown(readings.for_web(readings.recommend_reading(rec), upload_dir))
     st.table(readings.recommend_rows(rec))
     for n in rec.notes:
-        st.caption(f"Note: {n}")
+        st.caption(readings.for_web(n, upload_dir))
 
 
-def show_recipe(p: Plan, chosen, rec) -> None:
-    """The launch recipe of the option picked above: the recommender's recipe for it when it ranked it, else the
-    plan's sysctl line."""
-    st.subheader("Launch recipe")
-    ranked = [o for o in (rec.options if rec is not None else []) if (o.runtime, o.quant) == (chosen.runtime, chosen.quant)]
-    if ranked:
-        top = ranked[0]
-        st.markdown(f"To run **{top.runtime} · {top.quant}** with a {top.kv_type} KV cache as ranked above (copy with "
-                    "the button at the right of the box):")
-        st.code(readings.recipe_text(top), language="bash")
+@st.cache_data(show_spinner=False, max_entries=128)
+def cached_launch_recipe(request_json: str, runtime: str, quant: str):
+    """planner.plan.launch_recipe for one option of the plan of this request (None: no command can be written)."""
+    from planner.plan import launch_recipe
+
+    req = PlanRequest.model_validate_json(request_json)
+    p = cached_plan(request_json)
+    o = next(o for o in p.options if (o.runtime, o.quant) == (runtime, quant))
+    quants = req.quants or []
+    return launch_recipe(req, o, cached_resolve(req.model, quants[0] if len(quants) == 1 else None))
+
+
+def show_recipe(p: Plan, chosen, ans: Answer, upload_dir: str | None) -> None:
+    """The launch recipe of the option shown (always with the server command): the recommender's when it is the
+    answer (its slots and KV cache), else the plan's for that option."""
+    top = ans.top
+    if top is not None and (top.runtime, top.quant, top.kv_type) == (chosen.runtime, chosen.quant, chosen.kv_type):
+        rc, name = top.recipe, readings.option_name(top)
+    else:
+        rc, name = cached_launch_recipe(p.request.model_dump_json(), chosen.runtime, chosen.quant), \
+            readings.option_name(chosen)
+    if chosen.fit.verdict == "no-fit" or rc is None:
+        st.markdown(readings.for_web(readings.recipe_reading(p, chosen), upload_dir))
         return
-    st.markdown(readings.recipe_reading(p, chosen))
-    st.code(readings.recipe_lines(p, chosen), language="bash")
+    with st.expander(f"Launch recipe for {name}", expanded=True):
+        st.code(readings.recipe_text(rc), language="bash")
 
 
 def show_buy(model: str, wl, runtimes: list[str], macos: str, budget: float | None, include_rumoured: bool,
@@ -449,10 +557,88 @@ def show_buy(model: str, wl, runtimes: list[str], macos: str, budget: float | No
     return {"chip": mac_chip_ids()[pick.mac], "ram_gb": float(pick.ram_gb)}
 
 
+def capped(model: str, quants, context: int, prompt: int, gen: int) -> tuple[int, int, int, str | None]:
+    """Context, prompt and answer lengths within the model's maximum context, and one note when they changed."""
+    qs = quants or []
+    prof = cached_resolve(model, qs[0] if len(qs) == 1 else None).profile
+    top = prof.config.max_position_embeddings
+    ctx, note = min(context, top), None
+    if context > top:
+        note = (f"{prof.name} reads at most {top:,} tokens: the context is capped at {fmt_ctx(top)} "
+                f"(you chose {fmt_ctx(context)}).")
+    if prompt + gen > ctx:
+        gen2 = min(gen, ctx // 2)
+        prompt, gen = ctx - gen2, gen2
+        note = (note + " " if note else "") + (f"Prompt and answer shortened to {prompt:,} + {gen:,} tokens to fit "
+                                                f"the {fmt_ctx(ctx)}-token context.")
+    return ctx, prompt, gen, note
+
+
+@st.cache_data(show_spinner="Simulating the server…", max_entries=64)
+def cached_serve(model: str, chip: str, gpu_cores: int, ram_gb: float, runtime: str, slots: int, rate: float,
+                 prompt_json: str, gen_json: str, target: float | None):
+    from planner.serve_plan import ServeRequest, serve, setup
+    from planner.workload import Length
+
+    req = ServeRequest(slots=slots, rate=rate, prompt=Length.model_validate_json(prompt_json),
+                       gen=Length.model_validate_json(gen_json), duration=3600.0, max_ttft_p95=target)
+    return serve(setup(chip, gpu_cores, ram_gb, model, None, runtime), req)
+
+
+def show_serve(model: str, mac: dict, wl) -> None:
+    """Latency under load (`plan serve`): TTFT percentiles, per-user speed, the latency–throughput curve and the
+    slot count that serves the most requests under the TTFT target."""
+    st.subheader("Serve a team: latency under load")
+    c1, c2, c3, c4 = st.columns(4)
+    runtime = c1.selectbox("Server", ["llama.cpp", "mlx-lm"], key="serve_runtime",
+                           help="llama-server (llama.cpp) or mlx_lm.server (mlx-lm)")
+    slots = int(c2.number_input("Slots (-np / --decode-concurrency)", 1, 64, min(max(wl.users, 1), 64),
+                                key="serve_slots"))
+    per_min = c3.number_input("Requests per minute", 0.1, 6000.0, 6.0, step=1.0, key="serve_rate")
+    target = c4.number_input("TTFT p95 target [s] (0 = none)", 0.0, 600.0, float(wl.targets.max_ttft_s or 0),
+                             key="serve_target")
+    st.caption(f"Prompts {wl.prompt_tokens.label()}, answers {wl.gen_tokens.label()} tokens (from the workload); "
+               "one simulated hour of Poisson arrivals, seed 0.")
+    r = cached_serve(model, mac["chip"], mac["gpu_cores"], mac["ram_gb"], runtime, slots, per_min / 60,
+                     wl.prompt_tokens.model_dump_json(), wl.gen_tokens.model_dump_json(), target or None)
+    m = st.columns(4)
+    m[0].metric("TTFT p50 / p95", f"{fmt_seconds(r.ttft_s.p50)} / {fmt_seconds(r.ttft_s.p95)}")
+    m[1].metric("Per user (median / slowest 5 %)", f"{r.decode_tok_s_p50:.0f} / {r.decode_tok_s_p5:.0f} tok/s")
+    m[2].metric("Saturation", f"{r.saturation_rate_per_s * 60:.1f} req/min",
+                f"{'stable' if r.stable else 'overloaded'} at {r.utilisation:.0%} load", delta_color="off")
+    m[3].metric("Recommended slots", str(r.best_slots))
+    section("Latency against request rate", charts.serve_curve(r), readings.serve_reading(r), "chart_serve")
+    st.dataframe(readings.serve_rows(r), hide_index=True, width="stretch", key="serve_table")
+    for n in r.notes:
+        st.caption(f"Note: {n}")
+
+
+def prepare_workload(mode: str, model: str, workload: dict, wl_args: tuple):
+    """The workload of the form within the model's maximum context (one note when capped); fills the plan request's
+    context, prompt and answer lengths in ``workload``."""
+    preset, users, context, tok, ttft, prompt, gen = wl_args
+    if mode != MODE_BUY:
+        context, prompt, gen, note = capped(model, workload["quants"], context, prompt, gen)
+        if note:
+            st.info(note)
+    wl = build_workload(preset, users, context, tok, ttft, prompt, gen)
+    st.session_state["_wl"] = wl
+    workload.update(context=context, prompt_tokens=prompt, gen_tokens=gen)
+    return wl
+
+
 def main() -> None:
     st.set_page_config(page_title="Mac LLM planner", page_icon="🖥️", layout="wide")
+    # the "What can I run?" page (app/models_page.py, = `plan models`) has its own inputs
+    page = st.sidebar.radio("Page", [PAGE_PLAN, models_page.PAGE_TITLE, finetune_page.PAGE_TITLE], key="page")
+    if page == models_page.PAGE_TITLE:
+        models_page.page()
+        return
+    if page == finetune_page.PAGE_TITLE:  # app/finetune_page.py, = `plan finetune`
+        finetune_page.page()
+        return
     st.title("Will this LLM run on this Mac?")
-    st.caption("Memory fit of a model on Apple Silicon for llama.cpp and mlx-lm, against the GPU memory limit "
+    st.caption("Memory and speed of a model on Apple Silicon for llama.cpp and mlx-lm, against the GPU memory limit "
                "macOS actually enforces. Change the inputs on the left; the page updates.")
     model = model_form()
     mode, macs = mac_form()
@@ -464,27 +650,28 @@ def main() -> None:
     if not macs:
         st.info("Pick at least one Mac to compare.")
         return
+    upload_dir = model if st.session_state.get("model_source") == "Upload config.json" else None
     try:  # every user error of the core arrives here as one PlannerError line; no tracebacks on the page
-        wl = build_workload(*wl_args)
-        if "prompt_tokens" in F:  # the plan's speed inputs: the workload's typical (p90) prompt and mean answer
-            point = wl.at()
-            workload.update(prompt_tokens=point.prompt_tokens, gen_tokens=point.gen_tokens)
+        wl = prepare_workload(mode, model, workload, wl_args)
+        if mode == MODE_SERVE:
+            show_serve(model, macs[0], wl)
+            return
         if mode == MODE_BUY:
             picked = show_buy(model, wl, workload["runtimes"], workload["macos"], **macs[0])
             if picked is None:
                 return
             macs = [picked]
-        plans = [cached_plan(PlanRequest(model=model, **mac, **workload).model_dump_json()) for mac in macs]
+        items = [plan_for(PlanRequest(model=model, **mac, **workload), upload_dir) for mac in macs]
         if mode == MODE_COMPARE:
-            show_compare(plans)
-            names = [readings.mac_label(p) for p in plans]
-            pick = st.selectbox("Details for", names, key="detail_mac") if len(plans) > 1 else names[0]
-            plans = [plans[names.index(pick)]]
-        show_plan(plans[0], wl)
+            show_compare(items)
+            names = [readings.mac_label(p) for p, _ in items]
+            pick = st.selectbox("Details for", names, key="detail_mac") if len(items) > 1 else names[0]
+            items = [items[names.index(pick)]]
+        show_plan(*items[0], wl, upload_dir)
     except PlannerError as e:
-        st.error(str(e))
+        st.error(readings.for_web(str(e), upload_dir))
     except ValidationError as e:
-        st.error(render_validation_error("input", e))
+        st.error(readings.for_web(render_validation_error("input", e), upload_dir))
 
 
 main()

@@ -1,13 +1,24 @@
-"""Median wall time of `plan --model llama-3.3-70b --ram 64` in fresh subprocesses (target < 0.5 s on 2 cores).
+"""Wall time of `plan --model llama-3.3-70b --ram 64` next to llmfit answering the same question, in one run.
 
-Not a test (never assert timings). Usage: python benchmarks/cli_startup.py [-n 15] [--importtime]
---importtime prints the 15 slowest imports of one run (python -X importtime) to see what to make lazy.
+Both commands run in fresh subprocesses, interleaved (plan, llmfit, plan, llmfit, ...) so they share the machine's
+load; the script prints each median and the ratio plan / llmfit (<= 1.0: plan is no slower). Not a test: timings
+are never asserted.
+
+llmfit (https://pypi.org/project/llmfit/, a Rust binary) goes in a throw-away venv, never the project's:
+    python -m venv /tmp/llmfit-venv && /tmp/llmfit-venv/bin/pip install llmfit
+    python benchmarks/cli_startup.py --llmfit /tmp/llmfit-venv/bin/llmfit
+Its question: `llmfit --memory 64G --ram 64G info meta-llama/Llama-3.3-70B-Instruct` (one model, a 64 GB machine).
+
+plan runs as a user's install does: bytecode cached (a private PYTHONPYCACHEPREFIX, warmed by the first run), an
+empty user profile dir, and the profile index cache in a private dir (built by the warm-up run).
+Usage: python benchmarks/cli_startup.py [-n 15] [--llmfit PATH] [--importtime]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -17,22 +28,27 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 ARGS = ["--model", "llama-3.3-70b", "--ram", "64"]
+LLMFIT_ARGS = ["--memory", "64G", "--ram", "64G", "info", "meta-llama/Llama-3.3-70B-Instruct"]
 CODE = "import sys; from cli.main import main; sys.exit(main(sys.argv[1:]))"
 
 
 def _env() -> dict:
     env = dict(os.environ)
-    env["MAC_LLM_PLANNER_USER_PROFILES"] = tempfile.mkdtemp(prefix="plan-bench-")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    tmp = Path(tempfile.mkdtemp(prefix="plan-bench-"))
+    env["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+    env["MAC_LLM_PLANNER_USER_PROFILES"] = str(tmp / "profiles")
+    env["MAC_LLM_PLANNER_CACHE"] = str(tmp / "cache")
     env["PYTHONPATH"] = str(ROOT)
     return env
 
 
-def run_once(env: dict) -> float:
+def _time(cmd: list[str], env: dict) -> float:
     t = time.perf_counter()
-    r = subprocess.run([sys.executable, "-c", CODE, *ARGS], check=False, cwd=ROOT, env=env, capture_output=True, text=True)
+    r = subprocess.run(cmd, check=False, cwd=ROOT, env=env, capture_output=True, text=True)
     dt = time.perf_counter() - t
     if r.returncode != 0:
-        raise SystemExit(f"plan failed ({r.returncode}): {r.stderr.strip()[-500:]}")
+        raise SystemExit(f"{cmd[0]} failed ({r.returncode}): {r.stderr.strip()[-500:]}")
     return dt
 
 
@@ -51,17 +67,37 @@ def importtime(env: dict, top: int = 15) -> None:
         print(f"{cum / 1e6:7.3f} s  {name}")
 
 
+def _summary(name: str, times: list[float]) -> str:
+    return f"{name}: median {statistics.median(times):.3f} s (min {min(times):.3f}, max {max(times):.3f})"
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", type=int, default=15)
+    ap.add_argument("--llmfit", default=shutil.which("llmfit"), help="llmfit binary (default: on PATH)")
     ap.add_argument("--importtime", action="store_true")
     a = ap.parse_args()
     env = _env()
-    run_once(env)  # warm the OS page cache and .pyc files
-    times = [run_once(env) for _ in range(a.n)]
-    med = statistics.median(times)
-    print(f"plan {' '.join(ARGS)}: median {med:.3f} s over {a.n} runs "
-          f"(min {min(times):.3f}, max {max(times):.3f}); target < 0.5 s -> {'OK' if med < 0.5 else 'SLOW'}")
+    plan_cmd = [sys.executable, "-c", CODE, *ARGS]
+    llmfit_cmd = [a.llmfit, *LLMFIT_ARGS] if a.llmfit else None
+    _time(plan_cmd, env)  # warm-up: bytecode, profile index cache, OS page cache
+    if llmfit_cmd:
+        _time(llmfit_cmd, env)
+    plan_t: list[float] = []
+    llmfit_t: list[float] = []
+    for _ in range(a.n):
+        plan_t.append(_time(plan_cmd, env))
+        if llmfit_cmd:
+            llmfit_t.append(_time(llmfit_cmd, env))
+    print(f"{a.n} interleaved runs each")
+    print(_summary(f"plan {' '.join(ARGS)}", plan_t))
+    if llmfit_cmd:
+        print(_summary(f"llmfit {' '.join(LLMFIT_ARGS)}", llmfit_t))
+        ratio = statistics.median(plan_t) / statistics.median(llmfit_t)
+        print(f"ratio plan / llmfit = {ratio:.2f} ({'plan no slower' if ratio <= 1 else 'plan slower'})")
+    else:
+        print("llmfit not found: python -m venv /tmp/llmfit-venv && /tmp/llmfit-venv/bin/pip install llmfit, "
+              "then --llmfit /tmp/llmfit-venv/bin/llmfit")
     if a.importtime:
         importtime(env)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -26,17 +27,18 @@ CASES = [["--ram", "64", "--chip", "M4 Max"], ["--ram", "64", "--chip", "M4 Max"
 
 PROBE = r"""
 import json, sys, time
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 from planner import profiles
 from planner.models import Query, resolve_chip_for_ram, what_runs
 args = json.loads(sys.argv[1])
 chip = resolve_chip_for_ram(args["chip"], args["ram"]) if args.get("chip") else None
 profiles.all_models(); profiles.all_quants(); profiles.all_runtimes(); profiles.ggml_types()
-t1 = time.perf_counter()
+t1, c1 = time.perf_counter(), time.process_time()
 r = what_runs(Query(ram_gb=args["ram"], chip=chip, task=args.get("task"), min_tok_s=args.get("min_tok_s"),
                     context=args.get("context", 8192)))
-t2 = time.perf_counter()
-print(json.dumps({"sweep": t2 - t1, "total": t2 - t0, "rows": len(r.rows) + len(r.embedding_rows),
+t2, c2 = time.perf_counter(), time.process_time()
+print(json.dumps({"sweep": t2 - t1, "total": t2 - t0, "sweep_cpu": c2 - c1, "total_cpu": c2 - c0,
+                  "rows": len(r.rows) + len(r.embedding_rows),
                   "models": len(profiles.all_models())}))
 """
 
@@ -75,22 +77,25 @@ def main() -> None:
         env = {**os.environ, "MAC_LLM_PLANNER_USER_PROFILES": tmp, "PYTHONPATH": str(ROOT)}
         n = _pad_catalog(a.min_models, Path(tmp))
         print(f"catalog: {n} models; {a.runs} runs per case, each a fresh process; medians [s]")
-        print(f"{'case':58s} {'sweep':>7s} {'+import':>8s} {'plan models':>12s} rows")
+        print("wall = elapsed, cpu = this process's CPU time (the machine is shared: wall includes waiting)")
+        print(f"{'case':58s} {'sweep wall/cpu':>15s} {'+import wall/cpu':>17s} {'plan models wall/cpu':>21s} rows")
         for case in CASES:
-            sweeps, totals, cli = [], [], []
+            m: dict[str, list[float]] = {k: [] for k in ("sweep", "sweep_cpu", "total", "total_cpu", "cli", "cli_cpu")}
             for _ in range(a.runs):
                 out = subprocess.run([sys.executable, "-c", PROBE, json.dumps(_args(case))], env=env, cwd=ROOT,
                                      capture_output=True, text=True, check=True)
                 d = json.loads(out.stdout)
-                sweeps.append(d["sweep"])
-                totals.append(d["total"])
-                t = time.perf_counter()
-                subprocess.run([sys.executable, "-c", "from cli.main import run; run()", "models", *case], env=env, cwd=ROOT,
-                               capture_output=True, check=True)
-                cli.append(time.perf_counter() - t)
-            print(f"{' '.join(case):58s} {statistics.median(sweeps):7.3f} {statistics.median(totals):8.3f} "
-                  f"{statistics.median(cli):12.3f} {d['rows']}")
-
+                for k in ("sweep", "sweep_cpu", "total", "total_cpu"):
+                    m[k].append(d[k])
+                t, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
+                subprocess.run([sys.executable, "-c", "from cli.main import run; run()", "models", *case], env=env,
+                               cwd=ROOT, capture_output=True, check=True)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                m["cli"].append(time.perf_counter() - t)
+                m["cli_cpu"].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+            md = {k: statistics.median(v) for k, v in m.items()}
+            print(f"{' '.join(case):58s} {md['sweep']:7.3f}/{md['sweep_cpu']:.3f} {md['total']:9.3f}/{md['total_cpu']:.3f}"
+                  f" {md['cli']:13.3f}/{md['cli_cpu']:.3f} {d['rows']}")
 
 if __name__ == "__main__":
     main()

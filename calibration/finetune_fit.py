@@ -102,3 +102,76 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# --------------------------------------------------------------------------- plan calibrate --finetune
+# Two tiny shapes and nine runs that separate every term: width (h+q+2kv, ffn), S² (attention), vocab, frozen
+# blocks below the trained ones, and checkpointing (three runs where the rebuilt block sets the peak).
+SHAPES = {"a": dict(hidden=128, layers=4, heads=4, kv_heads=2, ffn=384, vocab=512),
+          "b": dict(hidden=192, layers=6, heads=6, kv_heads=2, ffn=640, vocab=1024)}
+PLAN = [("a", dict(batch=2, seq=128, layers=4)), ("a", dict(batch=2, seq=256, layers=4)),
+        ("a", dict(batch=4, seq=64, layers=2)), ("a", dict(batch=2, seq=128, layers=4, grad_checkpoint=True)),
+        ("a", dict(batch=4, seq=256, layers=4, grad_checkpoint=True)), ("b", dict(batch=2, seq=128, layers=3)),
+        ("b", dict(batch=3, seq=96, layers=6)), ("b", dict(batch=2, seq=192, layers=6, grad_checkpoint=True)),
+        ("b", dict(batch=1, seq=256, layers=6))]
+
+
+def calibrate(budget_s: float = 300, root: Path | None = None, on_run=None) -> dict:
+    """Measure this machine with real mlx_lm.lora runs on tiny models, refit the coefficients, and write the user
+    profile ``<user dir>/calibration/finetune__mlx-lm.yaml`` (the runs go to ``finetune__mlx-lm.jsonl``)."""
+    import datetime
+    import tempfile
+    import time
+
+    import yaml
+
+    from calibration import store
+    from calibration.errors import CalibrationError
+    from calibration.finetune_runs import RunConfig, run
+    from calibration.records import atomic_write_text
+    from calibration.tinymodels import build_hf_llama, build_mlx_model
+    from planner import profiles
+
+    folder = store.calibration_dir(root)
+    rows: list[dict] = []
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="plan-ft-") as tmp:
+        models = {k: build_mlx_model(build_hf_llama(Path(tmp) / f"{k}-hf", ctx=4096, **s), Path(tmp) / f"{k}-mlx")
+                  for k, s in SHAPES.items()}
+        for name, cfg in PLAN:
+            if rows and time.monotonic() - start > budget_s:
+                break
+            r = run(models[name], RunConfig(**cfg))
+            s = SHAPES[name]
+            rows.append(dict(hidden=s["hidden"], n_layers=s["layers"], heads=s["heads"], kv_heads=s["kv_heads"],
+                             ffn=s["ffn"], vocab=s["vocab"], dtype="float32", q_bits=None, fine_tune_type="lora",
+                             batch=r["batch"], seq=r["seq"], rank=r["rank"], layers=r["layers"],
+                             grad_checkpoint=r["grad_checkpoint"], weights_bytes=r["weights_bytes"],
+                             peak_bytes=r["peak_bytes"], tokens_per_s=r["tokens_per_s"], runner="plan calibrate"))
+            if on_run:
+                on_run(len(rows), len(PLAN))
+    if len(rows) < len(PLAN):
+        raise CalibrationError(f"only {len(rows)} of {len(PLAN)} fine-tuning runs fit in --budget {budget_s:g} s; "
+                               "give a larger --budget (each run takes a few seconds)")
+    k = fit(rows)
+    errs = [predict(r, k) / r["peak_bytes"] - 1 for r in rows]
+    shipped = profiles.load_finetune(include_user=False)
+    doc = {"id": "mlx-lm", **k, "train_efficiency": shipped.train_efficiency,
+           "provenance": {"method": "user calibration (plan calibrate --finetune)",
+                          "fitted_on": datetime.date.today().isoformat(), "rows": len(rows),
+                          "data": str(folder / "finetune__mlx-lm.jsonl"),
+                          "residuals": {"peak_max_abs_pct": round(100 * max(abs(e) for e in errs), 1)},
+                          "notes": "train_efficiency kept from the shipped profile"}}
+    atomic_write_text(folder / "finetune__mlx-lm.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    path = atomic_write_text(folder / "finetune__mlx-lm.yaml", yaml.safe_dump(doc, sort_keys=False))
+    profiles.clear_cache()
+    return {"path": str(path), "coefficients": k, "errors": errs, "rows": rows}
+
+
+def predict(r: dict, k: dict) -> float:
+    """Peak bytes of one run under coefficients ``k`` (the fitted structure above)."""
+    d = _dims(r)
+    if not r["grad_checkpoint"]:
+        return _fixed(r, d) + sum(k[n] * x for n, x in zip(("a_hq", "a_f", "a_s", "a_v", "a_frozen"), _x_plain(d)))
+    stage2 = sum(k[n] * x for n, x in zip(("c_hq", "c_f", "c_s"), _x_stage2(d)))
+    return _ck_base(r, k) + max(_logits(r, k), stage2)

@@ -111,7 +111,6 @@ def loso(data):
 def coverage(held) -> dict[tuple[str, str], tuple[int, int]]:
     """{(runtime, phase): (rows inside their 80 % range, rows)}, each group's range fitted without that group."""
     from planner.throughput import likely_range
-    from planner.schema import SpeedConstants
 
     out: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     for src in sorted({r.source for _, r, _ in held}):

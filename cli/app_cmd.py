@@ -35,8 +35,9 @@ def app_cmd(
 ):
     """Open the web form with charts: serves on http://localhost:8501 (Ctrl-C stops it)."""
     if importlib.util.find_spec("streamlit") is None or importlib.util.find_spec("plotly") is None:
-        raise PlannerError("plan app needs Streamlit and Plotly: pip install 'mac-llm-planner[app]' "
-                           "(or run `make app` in a checkout)")
+        # the exact command for this interpreter (the app extra's requirements, pyproject.toml)
+        raise PlannerError(f"plan app needs Streamlit and Plotly: {sys.executable} -m pip install 'streamlit>=1.38' "
+                           "'plotly>=5.20' (or run `make app` in a checkout)")
     argv = streamlit_argv(port, address)
     typer.echo(f"Serving the planner on http://{address}:{port} (Ctrl-C to stop)", err=True)
     sys.stdout.flush()

@@ -9,39 +9,46 @@ import typer
 
 from planner.errors import InputError
 from planner.format import fmt_bytes, fmt_seconds, fmt_tok_s, table
+from planner.requests import BuyRequest
+
+from .options import check, opt
 
 TABLE_ROWS = 25
 
 
+R = BuyRequest
+
+
 def buy_cmd(
-    model: list[str] = typer.Option(..., "--model", "-m", help="Model(s) that must be resident together (repeatable)"),
-    workload: str = typer.Option("chat", "--workload", "-w", help="Preset: chat, rag, agent, batch, code"),
-    users: int | None = typer.Option(None, "--users", "-u", help="Concurrent users (overrides the preset)"),
-    prompt: str | None = typer.Option(None, "--prompt", help="Prompt tokens: 12000 | 1024:0.6,8192:0.4 | p50=..,p90=.."),
-    gen: str | None = typer.Option(None, "--gen", help="Generated tokens, same forms as --prompt"),
-    context: int | None = typer.Option(None, "--context", "-c", help="Context to reserve per sequence [tokens]"),
-    min_tok_s: float | None = typer.Option(None, "--min-tok-s", help="Minimum decode tok/s per user"),
-    max_ttft: float | None = typer.Option(None, "--max-ttft", help="Maximum time to first token [s]"),
-    max_request: float | None = typer.Option(None, "--max-request", help="Maximum time per request/turn [s]"),
-    budget: float | None = typer.Option(None, "--budget", help="Most you will spend [USD]"),
-    price: list[str] | None = typer.Option(None, "--price", help="Your price for a configuration, e.g. "
-                                           "'Mac Studio M4 Max 128GB=3499' (repeatable; refurbished or used)"),
-    prices: Path | None = typer.Option(None, "--prices", help="CSV of your prices: columns product, chip, "
-                                       "gpu_cores, ram_GB, us_price_usd (as calibration/data/mac_configs.csv)"),
-    include_discontinued: bool = typer.Option(False, "--include-discontinued",
-                                              help="Also consider Macs no longer sold new (at their launch price)"),
-    include_rumoured: bool = typer.Option(False, "--include-rumoured", help="Also consider rumoured chips"),
-    max_quality_cost: str = typer.Option("small", "--max-quality-cost",
-                                         help="Worst quant quality cost allowed: lossless, small, noticeable, large"),
-    runtime: list[str] | None = typer.Option(None, "--runtime", "-r", help="Runtimes (default llama.cpp, mlx-lm)"),
-    macos: str = typer.Option("15", "--macos", help="macOS major version (15 or 26)"),
-    all_rows: bool = typer.Option(False, "--all", help="List the best configuration of every Mac"),
-    clusters: bool = typer.Option(False, "--clusters", help="Also set 2-4 identical linked Macs against one larger Mac"),
-    link: str = typer.Option("tb5", "--link", help="Interconnect for --clusters: tb5, tb4, 10gbe"),
+    model: list[str] = opt(R, "model", "--model", "-m", repeatable=True),
+    workload: str = opt(R, "workload", "--workload", "-w"),
+    users: int | None = opt(R, "users", "--users", "-u"),
+    prompt: str | None = opt(R, "prompt", "--prompt"),
+    gen: str | None = opt(R, "gen", "--gen"),
+    context: int | None = opt(R, "context", "--context", "-c"),
+    min_tok_s: float | None = opt(R, "min_tok_s", "--min-tok-s"),
+    max_ttft: float | None = opt(R, "max_ttft", "--max-ttft"),
+    max_request: float | None = opt(R, "max_request", "--max-request"),
+    budget: float | None = opt(R, "budget", "--budget"),
+    price: list[str] | None = opt(R, "price", "--price", repeatable=True),
+    prices: Path | None = opt(R, "prices", "--prices"),
+    include_discontinued: bool = opt(R, "include_discontinued", "--include-discontinued"),
+    include_rumoured: bool = opt(R, "include_rumoured", "--include-rumoured"),
+    max_quality_cost: str = opt(R, "max_quality_cost", "--max-quality-cost"),
+    runtime: list[str] | None = opt(R, "runtime", "--runtime", "-r", repeatable=True),
+    macos: str = opt(R, "macos", "--macos"),
+    all_rows: bool = opt(R, "all_rows", "--all"),
+    clusters: bool = opt(R, "clusters", "--clusters"),
+    link: str = opt(R, "link", "--link"),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON"),
 ):
     """Cheapest Mac that meets the targets, best value, fastest within budget, and the price/speed Pareto front;
     when no Mac meets every target, the closest ones and what would change the answer."""
+    check(R, locals())
+    from cli.bounds import check_options
+
+    check_options(users=users, prompt=prompt, gen=gen, context=context, min_tok_s=min_tok_s, max_ttft=max_ttft,
+                  max_request=max_request, budget=budget)
     from planner.buy import buy
     from planner.workload import custom_workload
 

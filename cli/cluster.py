@@ -7,24 +7,34 @@ import json
 import typer
 
 from planner.format import VERDICT_MARK, fmt_bytes, fmt_seconds, fmt_tok_s, table
+from planner.requests import ClusterRequest
+
+from .options import check, opt
+
+R = ClusterRequest
 
 
 def cluster_cmd(
-    model: str = typer.Option(..., "--model", "-m", help="Catalog id or alias, e.g. deepseek-v3"),
-    macs: str = typer.Option(..., "--macs", help="e.g. \"2x Mac Studio M3 Ultra 512GB, 1x MacBook Pro M4 Max 128GB\""),
-    link: str = typer.Option("tb5", "--link", help="Interconnect: tb5, tb4, 10gbe, 2.5gbe (profiles/links)"),
-    engine: str = typer.Option("mlx", "--engine", help="mlx, llama.cpp-rpc or exo"),
-    mode: str = typer.Option("pipeline", "--mode", help="pipeline (layers split) or tensor (matmuls split)"),
-    quant: str | None = typer.Option(None, "--quant", "-q", help="Default mlx-4bit-g64 (mlx/exo) or Q4_K_M (llama.cpp)"),
-    context: int = typer.Option(8192, "--context", "-c", help="Context per sequence [tokens]"),
-    users: int = typer.Option(1, "--users", "-u", help="Concurrent sequences"),
-    prompt: int = typer.Option(1024, "--prompt", help="Prompt tokens (prefill/TTFT)"),
-    gen: int = typer.Option(256, "--gen", help="Generated tokens"),
-    macos: str = typer.Option("26", "--macos", help="macOS major version (RDMA over TB5 needs 26.2+)"),
-    no_rdma: bool = typer.Option(False, "--no-rdma", help="Use TCP (ring) even over Thunderbolt 5"),
+    model: str = opt(R, "model", "--model", "-m"),
+    macs: str = opt(R, "macs", "--macs"),
+    link: str = opt(R, "link", "--link"),
+    engine: str = opt(R, "engine", "--engine"),
+    mode: str = opt(R, "mode", "--mode"),
+    quant: str | None = opt(R, "quant", "--quant", "-q"),
+    context: int = opt(R, "context", "--context", "-c"),
+    users: int = opt(R, "users", "--users", "-u"),
+    prompt: int = opt(R, "prompt", "--prompt"),
+    gen: int = opt(R, "gen", "--gen"),
+    macos: str = opt(R, "macos", "--macos"),
+    no_rdma: bool = opt(R, "no_rdma", "--no-rdma"),
     json_out: bool = typer.Option(False, "--json", help="Print the plan and recipe as JSON"),
 ):
     """Per-node memory, cluster speed vs the best single Mac, the binding constraint and the launch recipe."""
+    check(R, locals())
+    from cli.bounds import check_macs, check_options
+
+    check_options(context=context, users=users, prompt=prompt, gen=gen)
+    check_macs(macs)
     from planner import profiles
     from planner.cluster import plan_cluster
     from planner.cluster.recipe import recipe

@@ -56,6 +56,8 @@ def render_models(r, top: int = 0) -> str:
         if title:
             out += ["", title]
         out.append(_table(rows[:top] if top else rows, r.chip is not None))
+        if top and len(rows) > top:
+            out.append(f"({top} of {len(rows)} shown; --top 0 lists all)")
     if not r.rows and not r.embedding_rows:
         out.append("(no model in the selection)")
     if r.excluded:
@@ -78,12 +80,18 @@ def _table(rows, speed: bool) -> str:
         line = [str(x.rank), x.model, fmt_params(x.params_b * 1e9), x.runtime, x.quant, x.kv_type, fits]
         if speed:
             rng = f"{fmt_tok_s(x.decode_range[0])}–{fmt_tok_s(x.decode_range[1])}" if x.decode_range else "–"
-            line += [fmt_tok_s(x.decode_tok_s), rng, fmt_tok_s(x.prefill_tok_s)]
+            if "embedding" in x.tasks:   # an embedding model only reads its input: prefill is its speed
+                rng, dec = "–", "–"
+            else:
+                dec = fmt_tok_s(x.decode_tok_s)
+            line += [dec, rng, fmt_tok_s(x.prefill_tok_s)]
         flag = {"tight": "tight", "raise-limit": "raise limit", "no-fit": "no fit"}.get(x.verdict, "")
         why = "; ".join(m.split(":")[0] for m in x.misses)
         line += [f"{x.score:.1f}" if x.score is not None else "–", fmt_bytes(x.memory_left_bytes),
                  ", ".join(s for s in (flag, f"misses {why}" if why else "") if s)]
         body.append(line)
+    if not any(b[-1] for b in body):   # no row is flagged: drop the empty last column
+        body, hdr, al = [b[:-1] for b in body], hdr[:-1], al[:-1]
     return table(body, hdr, al)
 
 def _catalog(json_out: bool) -> None:

@@ -11,6 +11,9 @@ import json
 import typer
 
 from planner.predict import predict_result
+from planner.requests import PredictRequest
+
+from .options import opt
 
 
 def render(r: dict) -> str:
@@ -33,23 +36,31 @@ def render(r: dict) -> str:
     return "\n".join(lines)
 
 
+R = PredictRequest
+
+
 def predict_cmd(
-    chip: str = typer.Option(..., "--chip", help="Apple chip, e.g. 'M3 Max'"),
-    gpu_cores: int | None = typer.Option(None, "--gpu-cores", help="GPU cores (needed for binned chips)"),
-    ram: float | None = typer.Option(None, "--ram", help="Unified memory [GB]; default: the chip's largest"),
-    model: str = typer.Option(..., "--model", "-m", help="Catalog id or alias, e.g. llama-2-7b"),
-    quant: str = typer.Option(..., "--quant", "-q", help="GGUF preset (Q4_K_M) or MLX format (4bit, 8bit-g32, bf16)"),
-    runtime: str = typer.Option("llama.cpp", "--runtime", "-r", help="llama.cpp, mlx-lm or ollama"),
-    prompt: int = typer.Option(512, "--prompt", help="New prompt tokens per sequence (llama-bench ppP)"),
-    gen: int = typer.Option(128, "--gen", help="Generated tokens per sequence (llama-bench tgG)"),
-    depth: int = typer.Option(0, "--depth", help="Tokens already cached before the prompt (llama-bench @ dD)"),
-    batch: int = typer.Option(1, "--batch", help="Concurrent sequences, each with its own prompt"),
-    macos: str = typer.Option("15", "--macos", help="macOS major version (default GPU limit)"),
-    flash_attn: bool | None = typer.Option(None, "--flash-attn/--no-flash-attn", help="llama.cpp flash attention"),
-    ubatch: int | None = typer.Option(None, "--ubatch", help="llama.cpp physical batch -ub"),
+    chip: str = opt(R, "chip", "--chip"),
+    gpu_cores: int | None = opt(R, "gpu_cores", "--gpu-cores"),
+    ram: float | None = opt(R, "ram", "--ram"),
+    model: str = opt(R, "model", "--model", "-m"),
+    quant: str = opt(R, "quant", "--quant", "-q"),
+    runtime: str = opt(R, "runtime", "--runtime", "-r"),
+    prompt: int = opt(R, "prompt", "--prompt"),
+    gen: int = opt(R, "gen", "--gen"),
+    depth: int = opt(R, "depth", "--depth"),
+    batch: int = opt(R, "batch", "--batch"),
+    macos: str = opt(R, "macos", "--macos"),
+    flash_attn: bool | None = opt(R, "flash_attn", "--flash-attn/--no-flash-attn"),
+    ubatch: int | None = opt(R, "ubatch", "--ubatch"),
     json_out: bool = typer.Option(False, "--json", help="Print the contract JSON"),
 ):
     """Prefill, TTFT and decode speed of one model on one Mac (roofline with fitted efficiencies)."""
-    r = predict_result(chip, gpu_cores, ram, model, quant, runtime, prompt, gen, depth, batch, macos,
-                       flash_attn, ubatch)
+    from cli.bounds import check_options
+
+    check_options(gpu_cores=gpu_cores, ram=ram, prompt=prompt, gen=gen, depth=depth, batch=batch, ubatch=ubatch)
+    q = R(chip=chip, gpu_cores=gpu_cores, ram=ram, model=model, quant=quant, runtime=runtime, prompt=prompt, gen=gen,
+          depth=depth, batch=batch, macos=macos, flash_attn=flash_attn, ubatch=ubatch)
+    r = predict_result(q.chip, q.gpu_cores, q.ram, q.model, q.quant, q.runtime, q.prompt, q.gen, q.depth, q.batch,
+                       q.macos, q.flash_attn, q.ubatch)
     typer.echo(json.dumps(r, indent=2, ensure_ascii=False) if json_out else render(r))

@@ -6,29 +6,39 @@ import typer
 
 from planner.errors import InputError
 from planner.format import fmt_bytes, fmt_ctx, fmt_seconds, fmt_tok_s, table
+from planner.requests import RecommendRequest
+
+from .options import check, opt
+
+R = RecommendRequest
 
 
 def recommend_cmd(
-    model: str = typer.Option(..., "--model", "-m", help="Catalog id, alias or HF repo (e.g. llama-3.3-70b)"),
-    chip: str | None = typer.Option(None, "--chip", help="Apple chip, e.g. 'M4 Max' or m4-max-40gpu (for speed)"),
-    gpu_cores: int | None = typer.Option(None, "--gpu-cores", help="GPU cores of a binned chip"),
-    ram: float | None = typer.Option(None, "--ram", help="Unified memory [GB]; default: the chip's largest"),
-    workload: str = typer.Option("chat", "--workload", "-w", help="Preset: chat, rag, agent, batch, code"),
-    users: int | None = typer.Option(None, "--users", "-u", help="Concurrent users (overrides the preset)"),
-    prompt: str | None = typer.Option(None, "--prompt", help="Prompt tokens: 12000 | 1024:0.6,8192:0.4 | p50=..,p90=.."),
-    gen: str | None = typer.Option(None, "--gen", help="Generated tokens, same forms as --prompt"),
-    context: int | None = typer.Option(None, "--context", "-c", help="Context to reserve per sequence [tokens]"),
-    min_tok_s: float | None = typer.Option(None, "--min-tok-s", help="Minimum decode tok/s per user"),
-    max_ttft: float | None = typer.Option(None, "--max-ttft", help="Maximum time to first token [s]"),
-    max_request: float | None = typer.Option(None, "--max-request", help="Maximum time per request/turn [s]"),
-    runtime: list[str] | None = typer.Option(None, "--runtime", "-r", help="Runtimes (default llama.cpp, mlx-lm)"),
-    quant: list[str] | None = typer.Option(None, "--quant", "-q", help="Restrict to these quantizations"),
-    macos: str = typer.Option("15", "--macos", help="macOS major version (15 or 26)"),
-    wired_limit: int | None = typer.Option(None, "--wired-limit", help="GPU wired limit you set [MB]"),
-    top: int = typer.Option(8, "--top", help="Configurations to list"),
+    model: str = opt(R, "model", "--model", "-m"),
+    chip: str | None = opt(R, "chip", "--chip"),
+    gpu_cores: int | None = opt(R, "gpu_cores", "--gpu-cores"),
+    ram: float | None = opt(R, "ram", "--ram"),
+    workload: str = opt(R, "workload", "--workload", "-w"),
+    users: int | None = opt(R, "users", "--users", "-u"),
+    prompt: str | None = opt(R, "prompt", "--prompt"),
+    gen: str | None = opt(R, "gen", "--gen"),
+    context: int | None = opt(R, "context", "--context", "-c"),
+    min_tok_s: float | None = opt(R, "min_tok_s", "--min-tok-s"),
+    max_ttft: float | None = opt(R, "max_ttft", "--max-ttft"),
+    max_request: float | None = opt(R, "max_request", "--max-request"),
+    runtime: list[str] | None = opt(R, "runtime", "--runtime", "-r", repeatable=True),
+    quant: list[str] | None = opt(R, "quant", "--quant", "-q", repeatable=True),
+    macos: str = opt(R, "macos", "--macos"),
+    wired_limit: int | None = opt(R, "wired_limit", "--wired-limit"),
+    top: int = opt(R, "top", "--top"),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON"),
 ):
     """Best runtime, quantization, KV type and slots for a workload on one Mac, with launch recipes."""
+    check(R, locals())
+    from cli.bounds import check_options
+
+    check_options(gpu_cores=gpu_cores, ram=ram, users=users, prompt=prompt, gen=gen, context=context,
+                  min_tok_s=min_tok_s, max_ttft=max_ttft, max_request=max_request, wired_limit=wired_limit, top=top)
     from planner.advice import recommend
     from planner.plan import PlanRequest, resolve_mac
     from planner.workload import custom_workload
@@ -69,6 +79,8 @@ def recommend_cmd(
             out.append(f"   {o.recipe.generate}")
         for n in o.recipe.notes:
             out.append(f"   note: {n}")
+    if r.why_not_higher_quality:
+        out.append(f"Not a higher-quality option because {r.why_not_higher_quality}.")
     if not r.targets_met:
         out.insert(4, "No configuration meets the targets: the closest are listed (see the note below)")
     out += _router_lines(r.router)

@@ -150,6 +150,8 @@ class Recommendation(BaseModel):
     router: RouterOption | None = None
     targets_met: bool = Field(True, description="False: no configuration meets the targets; the closest are listed")
     notes: list[str] = Field(default_factory=list)
+    why_not_higher_quality: str | None = Field(None, description="Why the first option is not a lossless quant "
+                                               "with a 16-bit KV cache (None when it is)")
 
 
 # --------------------------------------------------------------------------- the search
@@ -189,6 +191,66 @@ def _reason(sp: Speed | None, fit: Fit, qn: QualityNote, wl: WorkloadProfile, sl
     parts.append(f"memory {fit.verdict}: {fit.reason}; up to {maxc:,} tokens/sequence fit")
     parts.append(qn.text())
     return "; ".join(parts)
+
+
+# --------------------------------------------------------------------------- ranking: quality first with headroom
+# Hand-set margin, not a measurement: a target counts as met "with headroom" when the speed is at least 1.2x the
+# minimum and the waits at most 1/1.2 of the maximum, so a 20 % error of the speed model does not flip the answer.
+HEADROOM = 1.2
+QUALITY_ORDER = {"lossless": 0, "small": 1, "unknown": 2, "noticeable": 2, "large": 3}
+KV_PRECISION = {"f32": 0, "f16": 0, "bf16": 0, "q8_0": 1, "kv8": 1, "q4_0": 2, "kv4": 2}
+
+
+def has_headroom(o: ServingOption, wl: WorkloadProfile) -> bool:
+    """Memory fits comfortably (no sysctl, room to spare) and every speed target is met with HEADROOM."""
+    if o.fit.verdict != "fits" or not o.meets_targets:
+        return False
+    sp, t = o.speed, wl.targets
+    if sp is None:
+        return True
+    return not ((t.min_tok_s_per_user and sp.decode_tok_s_per_user < HEADROOM * t.min_tok_s_per_user)
+                or (t.max_ttft_s and HEADROOM * sp.ttft_s > t.max_ttft_s)
+                or (t.max_request_s and HEADROOM * sp.time_per_request_s > t.max_request_s))
+
+
+def quality_rank(o: ServingOption) -> tuple[int, int]:
+    """(weight quality tier, KV precision): (0, 0) is a lossless quant with a 16-bit KV cache."""
+    return QUALITY_ORDER[o.quality.tier], KV_PRECISION.get(o.kv_type, 1)
+
+
+def preference(o: ServingOption, wl: WorkloadProfile) -> tuple:
+    """Ranking key of an option that meets the targets, smallest first. Options with headroom come first, ordered
+    by quality (lossless before small-loss weights, then 16- before 8- before 4-bit KV), then speed; the rest keep
+    the speed-first order within a coarse quality tier."""
+    sp = o.speed
+    if sp is None:  # memory only: best measured quality first, then room (slots, context) to spare
+        perf = (_quality_loss(o.quality), -o.slots, -o.max_context)
+    elif wl.objective == "throughput":
+        perf = (-sp.decode_tok_s,)
+    else:
+        perf = (sp.time_per_request_s,)
+    tail = (VERDICT_RANK[o.fit.verdict], *perf, o.memory_bytes)
+    if has_headroom(o, wl):
+        return (0, *quality_rank(o), *tail)
+    return (1, TIER_RANK[o.quality.tier], KV_RANK.get(o.kv_type, 0), *tail)
+
+
+def why_not_higher_quality(top: ServingOption, every: list[ServingOption], wl: WorkloadProfile) -> str | None:
+    """Why the first option is not lossless with a 16-bit KV cache: what the best higher-quality option that fits
+    in memory misses, or that none fits. None when the first option is already of the best quality."""
+    if quality_rank(top) == (0, 0):
+        return None
+    better = [o for o in every if quality_rank(o) < quality_rank(top)]
+    if not better:
+        return (f"no option of higher quality than {top.quant} with KV cache {top.kv_type} fits in memory at "
+                f"{wl.users} × {top.context:,} tokens")
+    b = min(better, key=lambda o: (*quality_rank(o), not o.meets_targets, VERDICT_RANK[o.fit.verdict]))
+    what = f"{b.runtime} {b.quant} with KV cache {b.kv_type} ({b.quality.tier} quality)"
+    if b.misses:
+        return f"{what} misses the targets: {'; '.join(b.misses)}"
+    if b.fit.verdict != "fits":
+        return f"{what} fits only {'with the GPU limit raised' if b.fit.verdict == 'raise-limit' else 'tightly'}"
+    return f"{what} meets the targets with less than {HEADROOM - 1:.0%} to spare"
 
 
 @dataclass(frozen=True)
@@ -246,7 +308,9 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
     return Recommendation(model=ctx.prof.id, chip=chip.id if chip else None, ram_gb=ram_gb,
                           macos=ctx.wired.macos, workload=workload, wired=ctx.wired, speed_source=src,
                           options=ranked, rejected=found.rejected, evaluated=found.evaluated, router=router,
-                          targets_met=met, notes=notes)
+                          targets_met=met, notes=notes,
+                          why_not_higher_quality=why_not_higher_quality(ranked[0], found.every, workload)
+                          if met and ranked else None)
 
 
 def _setup(model: str, ram_gb: float, wl: WorkloadProfile, chip: Chip | None, macos: str,
@@ -313,16 +377,8 @@ def _evaluate(ctx: Search, mm, q: QuantFormat, slots: int, rf, found: Found) -> 
 
 
 def _sort_key(ctx: Search, o: ServingOption, mm) -> tuple:
-    """Quality tier, KV precision and memory verdict first, then the workload objective, then memory."""
-    sp = o.speed
-    if sp is None:  # memory only: best measured quality first, then room (slots, context) to spare
-        perf = (_quality_loss(o.quality), -o.slots, -o.max_context)
-    elif ctx.wl.objective == "throughput":
-        perf = (-sp.decode_tok_s,)
-    else:
-        perf = (sp.time_per_request_s,)
-    return (TIER_RANK[o.quality.tier], KV_RANK.get(o.kv_type, 0), VERDICT_RANK[o.fit.verdict], *perf,
-            o.memory_bytes)
+    """Quality first when the targets are met with headroom, else speed first (see :func:`preference`)."""
+    return preference(o, ctx.wl)
 
 
 def _closest(found: Found) -> list[tuple[tuple, ServingOption]]:

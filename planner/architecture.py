@@ -150,7 +150,7 @@ def _memo(kind: str, cfg: ModelConfig, build):
     hit = _MEMO.get(key)
     if hit is not None and hit[0] is cfg:
         return hit[1]
-    if len(_MEMO) > 256:
+    if len(_MEMO) > 4096:  # a catalog sweep keeps ~6 entries for each of 100+ models
         _MEMO.clear()
     val = build(cfg)
     _MEMO[key] = (cfg, val)
@@ -225,11 +225,15 @@ def _cache_layers(cfg: ModelConfig) -> tuple[CacheLayer, ...]:
 
 
 def n_params(cfg: ModelConfig) -> int:
-    return sum(t.n_elements for t in tensors(cfg))
+    return _memo("n_params", cfg, lambda c: sum(t.n_elements for t in tensors(c)))
 
 
 def active_params(cfg: ModelConfig) -> int:
     """Parameters touched per decoded token, excluding the embedding gather (one row)."""
+    return _memo("active_params", cfg, _active_params)
+
+
+def _active_params(cfg: ModelConfig) -> int:
     total = 0
     for t in tensors(cfg):
         if t.group == "embedding":

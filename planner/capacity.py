@@ -35,9 +35,23 @@ def wired_limit(ram_gb: float, macos: MacOS, user_limit_mb: int | None = None) -
                       rule=f"{frac} of RAM ({rule.evidence})", user_set=user_limit_mb is not None)
 
 
+def raised_limit(ram_gb: float, macos: MacOS, wired: WiredLimit) -> WiredLimit:
+    """The limit after `sysctl iogpu.wired_limit_mb=<max>` (whole MB), never below the current one: when the
+    maximum floors to the default (2/3 of 8 GiB is not a whole MiB) raising changes nothing."""
+    mb = wired.max_raise_bytes // MiB
+    return wired_limit(ram_gb, macos, mb) if mb * MiB > wired.effective_bytes else wired
+
+
 def safe_budget(wired: WiredLimit, runtime: Runtime) -> int:
     """Bytes a plan may use and still be 'comfortable': the limit minus the runtime's margin."""
     return wired.effective_bytes - int(runtime.headroom_mib * MiB)
+
+
+def comfortable_budget(wired: WiredLimit, runtime: Runtime, weights: int) -> int:
+    """Bytes that get the verdict 'fits': the safe budget, or -1 (nothing) when mlx-lm warns about the weights
+    alone (above warn_fraction x the limit), which makes every configuration 'tight' (see fit)."""
+    warn = warn_fraction(runtime)
+    return -1 if warn and weights > warn * wired.effective_bytes else safe_budget(wired, runtime)
 
 
 def sysctl_for(total_bytes: int, runtime: Runtime) -> str:
@@ -53,9 +67,8 @@ def warn_fraction(runtime: Runtime) -> float | None:
 def fit(total: int, weights: int, wired: WiredLimit, runtime: Runtime) -> Fit:
     """Verdict for one configuration against the wired limit."""
     head = wired.effective_bytes - total
-    budget = safe_budget(wired, runtime)
     warn = warn_fraction(runtime)
-    if total <= budget and not (warn and weights > warn * wired.effective_bytes):
+    if total <= comfortable_budget(wired, runtime, weights):
         return Fit(verdict="fits", headroom_bytes=head,
                    reason=f"{head / GiB:.1f} GiB below the {wired.effective_bytes / GiB:.1f} GiB GPU limit")
     if total <= wired.effective_bytes:

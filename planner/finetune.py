@@ -11,8 +11,8 @@ mlx_lm/tuner/trainer.py ``train``)::
     gradients    one per trainable parameter (nn.value_and_grad)
     optimizer    Adam / AdamW: two moments per trainable parameter (mlx/optimizers Adam.init_single: m, v)
     activations  what the backward pass needs from the forward of each trained block, per token: about
-                 A_HQ x (hidden + q + 2 kv) + A_F x ffn values in the activation dtype; blocks below the first
-                 trained one leave about A_FROZEN hidden states. With --grad-checkpoint (trainer.py
+                 a_hq x (hidden + q + 2 kv) + a_f x ffn values in the activation dtype; blocks below the first
+                 trained one leave about a_frozen hidden states. With --grad-checkpoint (trainer.py
                  grad_checkpoint: mx.checkpoint on each block call) a block keeps only its input and is rebuilt,
                  with its gradients, during its backward.
     transient    the peak of the backward on top of that: the logits with their log-softmax and gradient
@@ -27,7 +27,7 @@ Speed: a training step costs forward + backward ≈ 2 + 4 = 6 FLOP per parameter
 (backward = gradients w.r.t. activations and weights, each as costly as the forward; LoRA's weight gradients are
 r/hidden of that and are ignored) and 2 per parameter per token below it (Kaplan et al. 2020, "Scaling Laws",
 §2.1: C ≈ 6N per token), plus the weight reads. The achieved fraction of peak FLOPS is the runtime's prefill
-efficiency (the same matmul kernels) times TRAIN_EFFICIENCY, a prior until ``plan calibrate --finetune`` measures it.
+efficiency (the same matmul kernels) times the profile's train_efficiency (a prior).
 """
 
 from __future__ import annotations
@@ -46,20 +46,11 @@ from .results import Fit, WiredLimit
 from .schema import Chip, ModelProfile, QuantFormat
 from .units import MiB
 
-# Activation coefficients [copies of the named width per token], fitted by calibration/finetune_fit.py to real
-# mlx_lm.lora runs (calibration/runs/fixtures/finetune_cpu.jsonl: peak = mx.get_peak_memory()); the test
-# tests/calibration/test_finetune_fit.py refits them from that file. Their reading (docs/model-facts.md §10):
-A_HQ = 2.77      # per trained block: block input, norms, q/k/v after RoPE, attention output (x (h + q + 2 kv))
-A_F = 6.47       # per trained block: gate, up, sigmoid(gate), silu(gate), product, LoRA's down-proj path (x ffn)
-A_S = 4.38       # one block's attention backward: scores, probabilities and their gradients (x B·heads·S²)
-A_V = 3.98       # logits, log-softmax, their gradient (x B·S·vocab)
-A_FROZEN = 0.61  # blocks below the trained ones: about one hidden state per token and block stays referenced
-C_HQ = 4.41      # --grad-checkpoint: one block rebuilt with its gradients during the backward (x (h + q + 2 kv))
-C_F = 15.41      # ... (x ffn)
-C_S = 1.76       # ... attention (x B·heads·S²); this phase or the logits phase sets the peak, whichever is larger
+# The activation coefficients (copies of a width per token) live in profiles/finetune/mlx-lm.yaml, fitted by
+# calibration/finetune_fit.py to real mlx_lm.lora runs, or a user calibration (plan calibrate --finetune); read
+# with profiles.load_finetune(). Their meaning: docs/model-facts.md §10.
 ADAM_MOMENTS = 2     # mlx/optimizers/optimizers.py Adam.init_single: state["m"], state["v"]
 LORA_BYTES = 4       # float32 adapters (tuner/lora.py: mx.random.uniform / mx.zeros default dtype)
-TRAIN_EFFICIENCY = 0.6  # prior: backward matmuls (transposed operands) vs the prefill matmul efficiency
 LINEAR_GROUPS = ("attention", "ffn", "experts", "shared_experts", "router")
 
 
@@ -172,23 +163,25 @@ def _widths(model: ModelProfile) -> tuple[int, int, int, int]:
 
 def activations(model: ModelProfile, batch: int, seq: int, layers: int, act: int, checkpoint: bool) -> int:
     """Kept for the backward pass over ``batch`` x ``seq`` tokens (trained blocks, and what frozen ones leave)."""
+    k = profiles.load_finetune()
     h, hq, f, _ = _widths(model)
     T = batch * seq
-    frozen = A_FROZEN * T * (model.config.num_hidden_layers - layers) * h * act
+    frozen = k.a_frozen * T * (model.config.num_hidden_layers - layers) * h * act
     if checkpoint:  # mx.checkpoint keeps each block's input only (tuner/trainer.py grad_checkpoint)
         return int(T * layers * h * act + frozen)
-    return int(T * layers * (A_HQ * hq + A_F * f) * act + frozen)
+    return int(T * layers * (k.a_hq * hq + k.a_f * f) * act + frozen)
 
 
 def transient(model: ModelProfile, batch: int, seq: int, act: int, checkpoint: bool) -> int:
     """Peak on top of the kept activations during the backward: the logits phase, one block's attention, and
     with checkpointing the rebuilt block (the larger of the logits phase and the block phase)."""
+    k = profiles.load_finetune()
     h, hq, f, nh = _widths(model)
     T = batch * seq
-    logits = A_V * T * model.config.vocab_size * act
+    logits = k.a_v * T * model.config.vocab_size * act
     if checkpoint:
-        return int(max(logits, T * (C_HQ * hq + C_F * f) * act + C_S * batch * nh * seq * seq * act))
-    return int(logits + A_S * batch * nh * seq * seq * act)
+        return int(max(logits, T * (k.c_hq * hq + k.c_f * f) * act + k.c_s * batch * nh * seq * seq * act))
+    return int(logits + k.a_s * batch * nh * seq * seq * act)
 
 
 def peak_memory(model: ModelProfile, fmt: QuantFormat, req: FinetuneRequest, layers: int, *, fine_tune_type: str,
@@ -241,8 +234,9 @@ def speed(model: ModelProfile, fmt: QuantFormat, chip: Chip, layers: int, batch:
     tokens = batch * (seq - 1)
     flops = tokens * (2 * sum(n_block[:below]) + 6 * (sum(n_block[below:]) + head))
     k = profiles.load_speed_constants(chip, "mlx-lm").constants
+    train = profiles.load_finetune().train_efficiency
     peak, _ = tp.peak_flops(chip, profiles.all_chips())
-    eff = min(1.0, (k.eta_c or 0.5) * TRAIN_EFFICIENCY)
+    eff = min(1.0, (k.eta_c or 0.5) * train)
     w = mlx_weights(model, fmt, profiles.load_runtime("mlx-lm")).total_bytes
     t_step = max(flops / (peak * eff), 3 * w / tp.bandwidth(chip))
     tps = tokens / t_step
@@ -252,7 +246,7 @@ def speed(model: ModelProfile, fmt: QuantFormat, chip: Chip, layers: int, batch:
         total = steps * t_step
     return FinetuneSpeed(tokens_per_s=tps, step_s=t_step, total_s=total, steps=steps,
                          basis=f"6 FLOP/param/token on the trained path at {eff:.0%} of {peak / 1e12:.1f} TFLOPS "
-                               f"(prefill efficiency x {TRAIN_EFFICIENCY} training prior)")
+                               f"(prefill efficiency x {train} training factor)")
 
 
 # --------------------------------------------------------------------------- recipe

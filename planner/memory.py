@@ -112,17 +112,42 @@ def gguf_weights(model: ModelProfile, preset: QuantFormat, table: GgmlTypeTable)
     static = _static_conditions(model.config)
     by_group: dict[str, int] = {}
     by_type: dict[str, int] = {}
-    for t in ts:
-        typ = gguf_tensor_type(t, preset, model, types, counters, static)
-        b = row_bytes(types, typ, t.ne0) * t.ne1 * t.n
-        by_group[t.group] = by_group.get(t.group, 0) + b
-        by_type[typ] = by_type.get(typ, 0) + b
-    n = sum(t.n_elements for t in ts)
+    for name, runs in _by_name(model.config):
+        rules = [r for r in preset.rules if _matches(r.tensor, "output" if (
+            name == "token_embd" and model.config.tie_word_embeddings) else name)]
+        if all(c.removeprefix("not_") in static for r in rules for c in r.when):
+            # no layer-dependent rule: one type per distinct row shape, bytes for all such tensors at once
+            items = [(t, rows) for t, rows in runs]
+        else:
+            items = [(t, t.ne1 * t.n) for t in _tensors_named(ts, name)]
+        for t, rows in items:
+            typ = gguf_tensor_type(t, preset, model, types, counters, static)
+            b = row_bytes(types, typ, t.ne0) * rows
+            by_group[t.group] = by_group.get(t.group, 0) + b
+            by_type[typ] = by_type.get(typ, 0) + b
+    n = arch.n_params(model.config)
     total = sum(by_group.values())
     # mmproj files are usually F16 (llama.cpp tools/mtmd)
     vision = int((model.vision_params_b or 0) * 1e9 * 2)
     return WeightsEstimate(total_bytes=total, n_params=n, bits_per_weight=8 * total / n, by_group=by_group,
                            by_type=by_type, vision_bytes=vision)
+
+
+def _by_name(cfg) -> list[tuple[str, list[tuple[arch.Tensor, int]]]]:
+    """Tensors grouped by name, then by (row length, group, quantizable, layer kind): one representative tensor
+    and the rows (ne1 × n) they hold together. Built once per config (architecture's identity memo)."""
+    def build(c):
+        out: dict[str, dict[tuple, list]] = {}
+        for t in arch.tensors(c):
+            k = (t.ne0, t.group, t.quantizable, t.layer is None)
+            slot = out.setdefault(t.name, {}).setdefault(k, [t, 0])
+            slot[1] += t.ne1 * t.n
+        return [(name, [(t, rows) for t, rows in d.values()]) for name, d in out.items()]
+    return arch._memo("gguf_by_name", cfg, build)
+
+
+def _tensors_named(ts, name: str):
+    return [t for t in ts if t.name == name]
 
 
 def mlx_weights(model: ModelProfile, fmt: QuantFormat, runtime: MlxRuntime) -> WeightsEstimate:

@@ -3,8 +3,9 @@
 Per model and runtime, quants are tried from the highest quality down (advice.quality_of: llama.cpp perplexity
 scoreboard, mlx-lm MMLU-Pro deltas) and KV types in the runtime's advised order; the first configuration that fits
 the asked context and users (planner.capacity.fit) and reaches --min-tok-s (planner.search speed adapter) is the
-model's row. Rows rank by: meets the asked speed and context, has a published score on the catalog's common
-benchmark, higher score, faster decode, more memory left. Embedding models rank among themselves.
+model's row. Rows rank by (rank_key): meets the asked speed, context and memory under the default GPU limit; has a
+published score on the catalog's common benchmark; not at a quant with a large quality cost; higher score; better
+quant; faster decode; more memory left. Embedding models rank among themselves.
 
 The hot loop holds plain tuples and dataclasses; pydantic rows are built once per model at the end.
 """
@@ -20,7 +21,7 @@ from .advice import KV_RANK, QualityNote, _quality_loss, quality_of
 from .errors import InputError, PlannerError, UnknownProfileError
 from .memory import MemoryModel
 from .results import Fit, ModelRow, ModelsResult, WiredLimit
-from .schema import Chip, ModelProfile, QuantFormat, Runtime
+from .schema import Chip, MlxRuntime, ModelProfile, QuantFormat, Runtime
 from .search import base_memory_model, quants_for, speed_at, speed_available, speed_model, with_kv
 
 DEFAULT_RUNTIMES = ["llama.cpp", "mlx-lm"]
@@ -68,7 +69,7 @@ class _Cand:
 
 
 # --------------------------------------------------------------------------- per-model search
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=1024)
 def ordered_quants(model_id: str, runtime_id: str) -> tuple[tuple[QuantFormat, QualityNote], ...]:
     """The runtime's quants for a model, highest measured quality first; unmeasured formats last."""
     model, rt = profiles.load_model(model_id), profiles.load_runtime(runtime_id)
@@ -135,12 +136,12 @@ def _floor_bpw(runtime_id: str, quant_id: str) -> float:
     """Fewest bits any weight can take in this format (see weights_floor)."""
     rt = profiles.load_runtime(runtime_id)
     q = profiles.load_quant(quant_id, rt.weight_format)
-    if q.kind == "mlx":
-        act = rt.activation_bytes or 2
+    if isinstance(rt, MlxRuntime):  # mlx formats load only on mlx-lm
+        act = rt.activation_bytes
         if q.mode == "none":
             return 8.0 * act
         bpw = q.bits + 8 * ((q.scale_bytes or 0) + (q.bias_bytes or 0)) / (q.group_size or 64)
-        return min(bpw, (rt.router_bits or 8) + 8 * 2 * act / 64)  # MoE routers: router_bits, group 64 (mlx_weights)
+        return min(bpw, rt.router_bits + 8 * 2 * act / 64)  # MoE routers: router_bits, group 64 (mlx_weights)
     types = {t.name: t for t in profiles.ggml_types().types}
     names = {q.base_type, q.expert_type, *(r.type for r in q.rules)} - {None}
     return min(8 * types[t].bytes_per_block / types[t].block_size for t in names if t in types)
@@ -229,7 +230,7 @@ def select(qy: Query) -> tuple[list[ModelProfile], dict[str, int]]:
     out, excluded = [], Counter()
     for m in models:
         if qy.task is not None and qy.task not in m.tasks:
-            excluded[f"not a {qy.task} model"] += 1
+            excluded[f"not tagged {qy.task}"] += 1
         elif qy.family is not None and profiles.norm(m.family or "") != profiles.norm(qy.family):
             excluded[f"not {qy.family}"] += 1
         elif qy.max_params_b is not None and m.params_b > qy.max_params_b:
@@ -275,18 +276,17 @@ def what_runs(qy: Query) -> ModelsResult:
         if cands:
             chosen.append(_choose(cands, qy))
         else:
-            excluded["weights alone exceed the highest GPU limit"] += 1
+            excluded["too large: weights alone exceed the highest GPU limit"] += 1
     gen = [c for c in chosen if "embedding" not in c.model.tasks]
     emb = [c for c in chosen if "embedding" in c.model.tasks]
     basis, ebasis = quality_basis([c.model for c in gen]), quality_basis([c.model for c in emb])
     rows = [_row(c, qy, wired, basis) for c in gen]
     erows = [_row(c, qy, wired, ebasis) for c in emb]
-    # the main list decides: embedding rows (ranked apart, no speed target) must not hide that no chat model meets it
-    main_rows = rows or erows
-    best_effort = not any(r.meets for r in main_rows)
-    binding = _binding(main_rows, qy, wired) if best_effort and main_rows else []
+    shown = rows or erows   # generative models when any were selected, else the embedding ones
+    best_effort = bool(shown) and not any(r.meets for r in shown)
+    binding = _binding(shown, qy, wired) if best_effort else []
     if not best_effort:
-        excluded["does not fit in memory"] = sum(r.verdict == "no-fit" for r in rows + erows)
+        excluded[f"too large for {qy.users} × {qy.context:,} tokens"] = sum(r.verdict == "no-fit" for r in rows + erows)
         rows, erows = [r for r in rows if r.verdict != "no-fit"], [r for r in erows if r.verdict != "no-fit"]
     notes = _notes(rows, erows, basis, ebasis, qy, want_speed) + notes
     return ModelsResult(
@@ -320,6 +320,9 @@ def _row(c: _Cand, qy: Query, wired: WiredLimit, basis: str | None) -> ModelRow:
     misses = []
     if qy.context > max_pos:
         misses.append(f"context: the model's maximum is {max_pos:,} < {qy.context:,} asked")
+    if c.fit.verdict == "raise-limit":
+        misses.append(f"memory: {c.total / 2**30:.1f} GiB is over the {wired.effective_bytes / 2**30:.1f} GiB GPU "
+                      f"limit; runs after {capacity.sysctl_for(c.total, rt)}")
     if c.fit.verdict == "no-fit":
         misses.append(f"memory: needs {c.total / 2**30:.1f} GiB, the GPU limit is {wired.effective_bytes / 2**30:.1f} "
                       f"GiB ({wired.max_raise_bytes / 2**30:.1f} GiB raised)")
@@ -343,10 +346,11 @@ def _range(sp, name: str) -> tuple[float, float] | None:
 
 
 def rank_key(r: ModelRow) -> tuple:
-    """Meets the asked speed/context/memory, scored on the common benchmark, higher score, better quant, faster,
-    more memory left."""
-    return (not r.meets, r.score is None, -(r.score or 0.0), TIER_ORDER[r.quant_quality], -(r.decode_tok_s or 0.0),
-            -r.memory_left_bytes)
+    """Meets the asked speed, context and memory (under the default GPU limit), scored on the common benchmark,
+    not at a quant with a large quality cost (advice.quality_of tier 'large': the score no longer describes it),
+    higher score, better quant, faster, more memory left."""
+    return (not r.meets, r.score is None, r.quant_quality == "large", -(r.score or 0.0), TIER_ORDER[r.quant_quality],
+            -(r.decode_tok_s or 0.0), -r.memory_left_bytes)
 
 
 def _closeness(r: ModelRow) -> tuple:

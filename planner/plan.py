@@ -11,7 +11,7 @@ from . import capacity, profiles
 from ._model import Frozen
 from .errors import InputError
 from .memory import MemoryModel, check_kv_type, kv_layout, memory_model
-from .recipes import Recipe
+from .recipes import Recipe, recipe
 from .results import (
     DraftEstimate,
     Fit,
@@ -106,7 +106,8 @@ class ModelSummary(BaseModel):
     id: str
     name: str
     params: int
-    active_params: int
+    active_params: int = Field(description="Parameters read per decoded token (the routed experts of a MoE)")
+    is_moe: bool = False
     architecture: str
     max_context: int
 
@@ -203,8 +204,8 @@ def build_option(mm: MemoryModel, req: PlanRequest, wired: WiredLimit, raised: W
     ctx = min(req.context, max_ctx)
     est = mm.estimate(ctx, req.users)
     verdict = capacity.fit(est.total, mm.weights.total_bytes, wired, rt)
-    budget = capacity.safe_budget(wired, rt)
-    budget_raised = capacity.safe_budget(raised, rt)
+    budget = capacity.comfortable_budget(wired, rt, mm.weights.total_bytes)
+    budget_raised = capacity.comfortable_budget(raised, rt, mm.weights.total_bytes)
     notes = []
     if req.context > max_ctx:
         notes.append(f"context capped at the model's {max_ctx:,} tokens")
@@ -224,7 +225,7 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
     ram, chip, mac_note = resolve_mac(req)
     macos = profiles.load_macos(req.macos)
     wired = capacity.wired_limit(ram, macos, req.wired_limit_mb)
-    raised = capacity.wired_limit(ram, macos, wired.max_raise_bytes // (1024 * 1024))
+    raised = capacity.raised_limit(ram, macos, wired)
     table = profiles.ggml_types()
     max_ctx = model.config.max_position_embeddings
     contexts = sorted({c for c in CONTEXTS if c <= max_ctx} | {min(req.context, max_ctx)})
@@ -267,12 +268,29 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
         raise InputError(f"--quant {', '.join(req.quants)}: not a format of {', '.join(r.id for r in runtimes)} "
                          "(GGUF: Q4_K_M, Q8_0...; MLX: 4bit, 8bit-g32, mxfp4...)")
     summary = ModelSummary(id=model.id, name=model.name, params=options[0].weights.n_params if options else 0,
-                           active_params=arch.active_params(model.config), architecture=describe_architecture(model),
+                           active_params=arch.active_params(model.config), is_moe=model.config.is_moe,
+                           architecture=describe_architecture(model),
                            max_context=max_ctx)
     return Plan(request=req, model=summary, mac=MacSummary(ram_gb=ram, chip=chip, note=mac_note), wired=wired,
                 contexts=contexts, user_counts=user_counts, kv=kv_rows, options=options, notes=notes)
 
 
+
+
+def launch_recipe(req: PlanRequest, o: FitOption, resolved=None) -> Recipe | None:
+    """The launch commands of one plan option at the request's context and users (the web form's chosen option):
+    the option's own recipe when the plan has one (wrapper apps, vision), else planner.recipes for its runtime,
+    quant and KV cache. None for weights read from files in a format no profile names."""
+    if o.recipe is not None:
+        return o.recipe
+    model = resolved.profile if resolved is not None else profiles.load_model(req.model)
+    rt = profiles.load_runtime(o.runtime)
+    if not _known(o.quant, rt.weight_format):
+        return None
+    q = profiles.load_quant(o.quant, rt.weight_format)
+    mm = memory_model(model, rt, q, profiles.ggml_types(), kv_type=o.kv_type, flash_attn=req.flash_attn,
+                      n_ubatch=req.n_ubatch)
+    return recipe(mm, q, o.memory.context, req.users, o.fit)
 
 
 def _kv_rows(first: MemoryModel, rt, model: ModelProfile, table, req: PlanRequest, contexts: list[int]) -> list[KVRow]:

@@ -7,13 +7,16 @@ User profiles (custom Macs, models) in ``$MAC_LLM_PLANNER_USER_PROFILES`` or the
 
 from __future__ import annotations
 
+import atexit
 import functools
+import hashlib
 import os
+import pickle
 import re
+import sys
 from pathlib import Path
 from typing import TypeVar
 
-import yaml
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from .errors import InputError, ProfileError, UnknownProfileError, render_validation_error
@@ -32,7 +35,6 @@ from .schema import (
 )
 
 T = TypeVar("T", bound=BaseModel)
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def builtin_dir() -> Path:
@@ -56,9 +58,11 @@ def user_dir() -> Path | None:
 
 
 def _read_yaml(path: Path) -> dict:
+    import yaml  # only when a profile is not in the validated cache
+
     try:
         text = path.read_text(encoding="utf-8")
-        data = yaml.load(text, Loader=_Loader)
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except (OSError, UnicodeDecodeError) as e:
         raise ProfileError(f"{path}: cannot read profile ({e.__class__.__name__}); fix or delete the file") from None
     except yaml.YAMLError as e:
@@ -76,7 +80,24 @@ def _adapter(tp):
 
 
 def load_file(path: Path, cls):
-    """Read and validate one profile; ``cls`` is a model class or a discriminated union such as ``Runtime``."""
+    """Read and validate one profile; ``cls`` is a model class or a discriminated union such as ``Runtime``.
+    A file validated before (same path, size and mtime, same schema code) comes from the validated cache."""
+    key = (str(path), getattr(cls, "__qualname__", None) or repr(cls))
+    try:
+        st = path.stat()
+        stamp = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        stamp = None
+    hit = _STORE.get(key, stamp)
+    if hit is not None:
+        return hit
+    obj = _validate_file(path, cls)
+    if stamp is not None:
+        _STORE.put(key, stamp, obj)
+    return obj
+
+
+def _validate_file(path: Path, cls):
     data = _read_yaml(path)
     try:
         obj = cls.model_validate(data) if hasattr(cls, "model_validate") else _adapter(cls).validate_python(data)
@@ -85,6 +106,85 @@ def load_file(path: Path, cls):
     if getattr(obj, "id", path.stem) != path.stem:
         raise ProfileError(f"{path}: id {obj.id!r} does not match the file name; rename one of them")
     return obj
+
+
+# --------------------------------------------------------------------------- validated-profile cache
+def cache_dir() -> Path | None:
+    """Where validated profiles are kept between runs: ``$MAC_LLM_PLANNER_CACHE`` ('off' disables it) or the
+    user cache dir (``platformdirs.user_cache_dir('mac-llm-planner')``)."""
+    env = os.environ.get("MAC_LLM_PLANNER_CACHE")
+    if env is not None:
+        return None if env in ("", "off") else Path(env)
+    try:
+        import platformdirs
+    except ImportError:  # pragma: no cover
+        return None
+    return Path(platformdirs.user_cache_dir("mac-llm-planner"))
+
+
+def _schema_fingerprint() -> str:
+    """Changes whenever the code that defines the cached classes (or Python, or pydantic) changes."""
+    import pydantic
+
+    here = Path(__file__).resolve().parent
+    parts = [sys.version, pydantic.VERSION]
+    for name in ("schema.py", "_model.py", "workload.py", "profiles.py", "cluster/links.py"):
+        try:
+            st = (here / name).stat()
+            parts.append(f"{name}:{st.st_mtime_ns}:{st.st_size}")
+        except OSError:
+            parts.append(f"{name}:missing")
+    return hashlib.sha1("|".join(parts).encode()).hexdigest()[:16]
+
+
+class _ValidatedStore:
+    """path -> (mtime, size, validated object), pickled once per process exit when something new was validated.
+    The pickle lives in the user's own cache dir (as trusted as their profile dir); any read error means empty."""
+
+    def __init__(self) -> None:
+        self.entries: dict | None = None
+        self.dirty = False
+
+    def _file(self) -> Path | None:
+        d = cache_dir()
+        return None if d is None else d / f"profiles-{_schema_fingerprint()}.pickle"
+
+    def _load(self) -> dict:
+        if self.entries is None:
+            self.entries = {}
+            f = self._file()
+            try:
+                data = pickle.loads(f.read_bytes()) if f is not None and f.is_file() else {}
+                self.entries = data if isinstance(data, dict) else {}
+            except Exception:  # noqa: BLE001 - a stale or corrupt cache is only a miss
+                self.entries = {}
+        return self.entries
+
+    def get(self, key: tuple, stamp: tuple | None):
+        hit = self._load().get(key) if stamp is not None else None
+        return hit[1] if hit is not None and hit[0] == stamp else None
+
+    def put(self, key: tuple, stamp: tuple, obj) -> None:
+        self._load()[key] = (stamp, obj)
+        if not self.dirty:
+            self.dirty = True
+            atexit.register(self.save)
+
+    def save(self) -> None:
+        f = self._file()
+        if f is None or not self.dirty or self.entries is None:
+            return
+        try:
+            f.parent.mkdir(parents=True, exist_ok=True)
+            tmp = f.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_bytes(pickle.dumps(self.entries, protocol=pickle.HIGHEST_PROTOCOL))
+            os.replace(tmp, f)
+            self.dirty = False
+        except OSError:  # a read-only cache dir only costs speed
+            pass
+
+
+_STORE = _ValidatedStore()
 
 
 def _files(kind: str) -> dict[str, Path]:
@@ -121,10 +221,12 @@ def _all(kind: str, cls: type[T]) -> list[T]:
 
 def clear_cache() -> None:
     _index.cache_clear()
+    _quant_stems.cache_clear()
     _load.cache_clear()
     _alias_map.cache_clear()
     _calibration_files.cache_clear()
     _speed_constants.cache_clear()
+    _finetune.cache_clear()
 
 
 def norm(s: str) -> str:
@@ -301,10 +403,15 @@ def all_quants() -> list[QuantFormat]:
     return [_load("quants", i, "QuantFormat") for i in sorted(_index("quants")) if i != "ggml-types"]
 
 
+@functools.cache
+def _quant_stems() -> dict[str, str]:
+    return {i.lower(): i for i in _index("quants")}
+
+
 def load_quant(name: str, kind: str | None = None) -> QuantFormat:
     """A quant format by id or alias: Q4_K_M, q4_k_m, 4bit, 4bit-g32, mlx-8bit-g64, mxfp4, bf16..."""
     key = name.strip()
-    by_stem = {i.lower(): i for i in _index("quants")}
+    by_stem = _quant_stems()
     stem = by_stem.get(key.lower()) or by_stem.get(f"mlx-{key.lower()}")
     if stem and stem != "ggml-types":
         q = _load("quants", stem, "QuantFormat")
@@ -428,3 +535,31 @@ def _speed_constants(chip_id: str, generation: str, tier: str, matrix_units: boo
     if matrix_units:
         source += "; matrix-unit factor applied"
     return ResolvedSpeedConstants(constants=merged, source=source, scopes=scopes)
+
+
+def load_finetune(runtime: str = "mlx-lm", include_user: bool = True):
+    """Fine-tuning constants: a user calibration (``user_dir()/calibration/finetune__<runtime>.yaml``, written by
+    ``plan calibrate --finetune``) when one loads, else the shipped ``profiles/finetune/<runtime>.yaml``."""
+    env = os.environ.get
+    return _finetune(runtime, include_user, env("MAC_LLM_PLANNER_PROFILES"), env("MAC_LLM_PLANNER_USER_PROFILES"))
+
+
+@functools.cache
+def _finetune(runtime: str, include_user: bool, _builtin_env: str | None, _user_env: str | None):
+    from .schema import FinetuneConstants
+
+    user = user_dir() if include_user else None
+    if user is not None:
+        path = user / "calibration" / f"finetune__{runtime}.yaml"
+        if path.is_file():
+            try:
+                return FinetuneConstants.model_validate(_read_yaml(path))
+            except (ProfileError, ValidationError):
+                pass  # a broken user file never hides the shipped constants
+    path = builtin_dir() / "finetune" / f"{runtime}.yaml"
+    if not path.is_file():
+        raise InputError(f"fine-tuning is planned for mlx-lm only (no {path.name} profile)")
+    try:
+        return FinetuneConstants.model_validate(_read_yaml(path))
+    except ValidationError as e:
+        raise ProfileError(render_validation_error(str(path), e)) from None

@@ -7,7 +7,7 @@ from pydantic import BaseModel, Field
 from ._model import Frozen
 from .memory import MemoryModel
 from .results import Fit
-from .schema import ModelProfile, QuantFormat
+from .schema import LlamaCppFamily, MlxRuntime, ModelProfile, QuantFormat, Runtime
 from .units import pad_to
 
 
@@ -60,6 +60,17 @@ def _with_draft(r: Recipe, mm: MemoryModel, dm: MemoryModel, g: int) -> Recipe:
         *r.notes, "mlx_lm.server with a draft model serves one request at a time (not batchable)"]})
 
 
+def _llama(rt: Runtime) -> LlamaCppFamily:
+    """The runtime of a llama.cpp recipe (the dispatch above sends only llama.cpp-family runtimes here)."""
+    assert isinstance(rt, LlamaCppFamily), rt.id
+    return rt
+
+
+def _mlx(rt: Runtime) -> MlxRuntime:
+    assert isinstance(rt, MlxRuntime), rt.id
+    return rt
+
+
 def _quant_of(mm: MemoryModel) -> QuantFormat:
     from . import profiles
 
@@ -67,8 +78,8 @@ def _quant_of(mm: MemoryModel) -> QuantFormat:
 
 
 def _llama_server(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) -> Recipe:
-    rt, model = mm.runtime, mm.model
-    ctx_total = pad_to(context * slots, rt.ctx_pad or 256)
+    rt, model = _llama(mm.runtime), mm.model
+    ctx_total = pad_to(context * slots, rt.ctx_pad)
     kv = mm.kv.kv_type
     name = (model.hf_repo or model.id).split("/")[-1]
     cmd = (f"llama-server -m {name}-{q.id}.gguf -c {ctx_total} -np {slots} -fa on -ctk {kv} -ctv {kv} "
@@ -91,7 +102,7 @@ def _ollama(mm: MemoryModel, context: int, slots: int, fit: Fit) -> Recipe:
     kv = mm.kv.kv_type
     fa = "OLLAMA_FLASH_ATTENTION=1 " if mm.flash_attn else ""
     cmd = (f"OLLAMA_NUM_PARALLEL={slots} OLLAMA_CONTEXT_LENGTH={context} {fa}OLLAMA_KV_CACHE_TYPE={kv} ollama serve")
-    n_ctx = pad_to(context * slots, mm.runtime.ctx_pad or 256)
+    n_ctx = pad_to(context * slots, _llama(mm.runtime).ctx_pad)
     notes = [(f"num_ctx is per request: Ollama reserves num_ctx × OLLAMA_NUM_PARALLEL = {context:,} × {slots} "
               f"= {n_ctx:,} KV cells (ollama server/sched.go effectiveLlamaServerContext)"),
              (f"a Modelfile 'PARAMETER num_ctx' or a request's options.num_ctx overrides OLLAMA_CONTEXT_LENGTH: "
@@ -108,7 +119,7 @@ def _lms(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) ->
     gguf = rt.family == "llama.cpp"
     key = f"{(model.hf_repo or model.id).lower()}@{q.id.lower()}" if gguf else mlx_repo(model, q)
     # unified KV (useUnifiedKvCache): the parallel predictions share --context-length, so it holds them all
-    ctx = pad_to(context * slots, rt.ctx_pad or 256) if gguf and mm.kv_unified else context
+    ctx = pad_to(context * slots, _llama(rt).ctx_pad) if gguf and mm.kv_unified else context
     cmd = f"lms load {key} --context-length {ctx} --parallel {slots} --gpu max"
     settings = [f"Context Length {ctx}", f"Max Concurrent Predictions {slots}", "GPU Offload max"]
     if gguf:
@@ -116,7 +127,7 @@ def _lms(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) ->
         if kv != "f16":
             settings.append(f"K Cache Quantization Type {kv}, V Cache Quantization Type {kv} (experimental)")
     elif kv != "bf16":
-        settings.append(f"KV Cache Quantization on, {kv[2:]} bits, group {rt.kv_group_size or 64}")
+        settings.append(f"KV Cache Quantization on, {kv[2:]} bits, group {_mlx(rt).kv_group_size}")
     notes = [f"app load settings (My Models → model → defaults, also used by lms load): {'; '.join(settings)}",
              (f"or POST /api/v1/models/load {{\"model\": \"{key}\", \"context_length\": {ctx}"
               + (f", \"flash_attention\": {str(mm.flash_attn or kv != 'f16').lower()}" if gguf else "") + "}")]
@@ -127,9 +138,9 @@ def _lms(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) ->
 
 def _mlx_vlm(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) -> Recipe:
     """mlx-vlm (Blaizzy/mlx-vlm server/cli.py, generate/dispatch.py): one model for images and text."""
-    rt, repo = mm.runtime, mlx_repo(mm.model, q)
+    rt, repo = _mlx(mm.runtime), mlx_repo(mm.model, q)
     kv_bits = {"kv8": 8, "kv4": 4}.get(mm.kv.kv_type)
-    kv = f" --kv-bits {kv_bits} --kv-group-size {rt.kv_group_size or 64}" if kv_bits else ""
+    kv = f" --kv-bits {kv_bits} --kv-group-size {rt.kv_group_size}" if kv_bits else ""
     server = (f"mlx_vlm.server --model {repo} --max-num-seqs {slots} --max-kv-size {context} "
               f"--prefill-step-size {rt.prefill_chunk}{kv}")
     gen = (f"mlx_vlm.generate --model {repo} --max-kv-size {context}{kv} --image photo.jpg "
@@ -139,7 +150,7 @@ def _mlx_vlm(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit
 
 
 def _mlx_lm(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) -> Recipe:
-    rt, model = mm.runtime, mm.model
+    rt, model = _mlx(mm.runtime), mm.model
     notes: list[str] = []
     repo = mlx_repo(model, q)
     kv_bits = {"kv8": 8, "kv4": 4}.get(mm.kv.kv_type)

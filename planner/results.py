@@ -255,3 +255,75 @@ class ModelsResult(BaseModel):
     excluded: dict[str, int] = Field(default_factory=dict, description="Catalog models left out, by reason")
     evaluated: int = Field(0, description="model × runtime × quant × KV configurations evaluated")
     notes: list[str] = Field(default_factory=list)
+
+
+class Percentiles(BaseModel):
+    model_config = Frozen
+    p50: float
+    p95: float
+    p99: float
+
+
+class SlotOption(BaseModel):
+    """One slot count in the `plan serve` sweep."""
+
+    model_config = Frozen
+    slots: int
+    saturation_rate_per_s: float = Field(description="Request rate at which the queue starts to grow without bound [1/s]")
+    max_rate_per_s: float | None = Field(None, description="Highest rate meeting the TTFT p95 target (None: none) [1/s]")
+    ttft_p95_floor_s: float = Field(description="TTFT p95 at a near-zero rate: the prefill alone [s]")
+    fits: bool = True
+
+
+class CurvePoint(BaseModel):
+    """One point of the latency–throughput curve at the chosen slot count."""
+
+    model_config = Frozen
+    rate_per_s: float = Field(description="Offered request rate [1/s]")
+    ttft_p50_s: float
+    ttft_p95_s: float
+    throughput_tok_s: float = Field(description="Generated tokens per second, all users [tok/s]")
+
+
+class ServeResult(BaseModel):
+    """Latency under load of one server configuration (`plan serve`), from a seeded simulation."""
+
+    model_config = Frozen
+    model: str
+    quant: str
+    chip: str
+    ram_gb: float
+    runtime: str
+    slots: int = Field(description="Parallel sequences: llama-server -np / mlx_lm.server --decode-concurrency")
+    slot_context: int = Field(description="Tokens of KV cache per slot [tokens]")
+    rate_per_s: float = Field(description="Offered request rate [1/s]")
+    duration_s: float
+    seed: int
+    n_requests: int
+    prompt: str
+    gen: str
+    cached_prefix_share: float = 0.0
+    ttft_s: Percentiles = Field(description="Time to first token, arrival to first token [s]")
+    e2e_s: Percentiles = Field(description="Arrival to last token [s]")
+    queue_wait_s: Percentiles = Field(description="Arrival to the start of prompt processing [s]")
+    decode_tok_s_p50: float = Field(description="Per-user decode rate after the first token, median [tok/s]")
+    decode_tok_s_p5: float = Field(description="Per-user decode rate, 5th percentile (the slow users) [tok/s]")
+    throughput_tok_s: float = Field(description="Generated tokens per second, all users [tok/s]")
+    slot_occupancy: float = Field(description="Mean share of slots busy [0-1]")
+    queue_timeline: list[tuple[float, int]] = Field(description="(time [s], requests waiting) samples")
+    queue_max: int
+    saturation_rate_per_s: float = Field(description="Rate at which the queue grows without bound [1/s]")
+    utilisation: float = Field(description="Offered rate / saturation rate")
+    stable: bool
+    memory_bytes: int
+    wired_limit_bytes: int
+    fit_verdict: str
+    target_ttft_p95_s: float | None = None
+    max_rate_per_s: float | None = Field(None, description="Highest rate meeting the TTFT p95 target [1/s]")
+    sweep: list[SlotOption] = Field(default_factory=list)
+    curve: list[CurvePoint] = Field(default_factory=list, description="TTFT against offered rate, 10-110 % of "
+                                                                       "the saturation rate")
+    best_slots: int | None = Field(None, description="Slot count with the highest sustainable rate")
+    binding: str | None = Field(None, description="Which target binds when no rate meets it, and by how much")
+    calibration: str = ""
+    notes: list[str] = Field(default_factory=list)

@@ -601,3 +601,22 @@ class ResolvedSpeedConstants(BaseModel):
     constants: SpeedConstants
     source: str
     scopes: list[str] = Field(description="Profiles merged, generic first")
+
+
+# --------------------------------------------------------------------------- fine-tuning
+class FinetuneConstants(BaseModel):
+    """Activation coefficients of planner.finetune (copies of a width per token, or per B·heads·S² / B·S·vocab) and
+    the training efficiency prior; profiles/finetune/<runtime>.yaml, or a user calibration of the same shape."""
+
+    model_config = Frozen
+    id: str = Field(description="Runtime id (mlx-lm)")
+    a_hq: float = Field(ge=0, le=100, description="Kept per trained block per token [x (hidden + q + 2 kv)]")
+    a_f: float = Field(ge=0, le=100, description="Kept per trained block per token [x ffn]")
+    a_s: float = Field(ge=0, le=100, description="One block's attention backward [x B·heads·S²]")
+    a_v: float = Field(ge=0, le=100, description="Logits, log-softmax and gradient [x B·S·vocab]")
+    a_frozen: float = Field(ge=0, le=100, description="Frozen blocks below the trained ones [x hidden per token]")
+    c_hq: float = Field(ge=0, le=100, description="Checkpointing: rebuilt block with gradients [x (h + q + 2 kv)]")
+    c_f: float = Field(ge=0, le=100, description="Checkpointing: rebuilt block with gradients [x ffn]")
+    c_s: float = Field(ge=0, le=100, description="Checkpointing: rebuilt block's attention [x B·heads·S²]")
+    train_efficiency: float = Field(gt=0, le=1, description="Training matmuls vs the prefill efficiency [1]")
+    provenance: Provenance

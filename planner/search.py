@@ -108,7 +108,7 @@ def speed_at(rf, prompt: int, gen: int, slots: int, users: int, staggered: bool,
 
 
 # --------------------------------------------------------------------------- memory helpers
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=4096)  # a catalog sweep (plan models) touches ~300
 def base_memory_model(model_id: str, runtime_id: str, quant_id: str) -> MemoryModel:
     model = profiles.load_model(model_id)
     rt = profiles.load_runtime(runtime_id)

@@ -174,9 +174,11 @@ def parse_length(text: str, flag: str) -> Length:
             return Length(p50=int(kv["p50"]), p90=int(kv["p90"]))
         if ":" in s:
             pts = [(int(a), float(b)) for a, b in (p.split(":") for p in s.split(","))]
+            if not all(math.isfinite(w) for _, w in pts):
+                raise ValueError("weights must be finite")
             return Length(dist=pts)
         return Length(value=int(float(s)))
-    except (ValueError, KeyError) as e:
+    except (ValueError, KeyError, OverflowError) as e:  # int(float('inf')) is an OverflowError
         raise InputError(f"{flag} {text!r}: give tokens (12000), a distribution (1024:0.6,8192:0.4) or "
                          f"p50=...,p90=... ({e.__class__.__name__})") from None
 

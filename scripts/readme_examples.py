@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's planner/cli, not whichever copy is installed in the environment
 BLOCK = re.compile(r"(<!-- example: (?P<cmd>.+?) -->\n)```\n(?P<body>.*?)```\n(<!-- /example -->)", re.S)
 
 

@@ -15,3 +15,9 @@ if LLAMA_BIN.is_dir():
     if not shutil.which("llama-bench"):
         os.environ["PATH"] = f"{LLAMA_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
     os.environ.setdefault("LLAMA_CPP_LIB_PATH", str(LLAMA_BIN))
+
+# validated-profile cache (planner/profiles.py) of this test process: a private temporary dir, never the user's
+if "MAC_LLM_PLANNER_CACHE" not in os.environ:
+    import tempfile
+
+    os.environ["MAC_LLM_PLANNER_CACHE"] = tempfile.mkdtemp(prefix="plan-test-cache-")

@@ -127,3 +127,60 @@ def test_mixed_workload_offers_router_with_memory_check():
     r = recommend("llama-3.1-8b", 64, wl, chip=profiles.resolve_chip("m4-max-40gpu"))
     assert r.router is not None
     assert r.router.memory_bytes > 0 and isinstance(r.router.fits, bool)
+
+
+# --------------------------------------------------------------------------- quality first with headroom
+def _m4max():
+    return profiles.resolve_chip("m4-max-40gpu")
+
+
+@needs_speed
+def test_quality_first_when_targets_met_with_headroom():
+    """8B chat on a 64 GB M4 Max: a 4-bit quant is faster, but a lossless quant with a 16-bit KV cache meets the
+    targets (10 tok/s, 3 s TTFT) by far more than the 20 % headroom, so quality wins and nothing needs explaining."""
+    wl = custom_workload("chat")
+    r = recommend("llama-3.1-8b", 64, wl, chip=_m4max())
+    top = r.options[0]
+    assert top.quality.tier == "lossless" and top.kv_type in ("f16", "bf16"), top
+    assert r.why_not_higher_quality is None
+    fast = recommend("llama-3.1-8b", 64, wl, chip=_m4max(), quants=["IQ4_XS"], runtimes=["llama.cpp"]).options[0]
+    assert fast.quality.tier != "lossless" and fast.speed.decode_tok_s_per_user > top.speed.decode_tok_s_per_user
+
+
+@needs_speed
+def test_quality_yields_to_speed_without_headroom_and_says_why():
+    """Set the per-user target just above what Q8_0 with an f16 KV cache reaches: it misses, so Q4_K_M leads
+    and the answer names Q8_0 and what it misses."""
+    from planner.advice import preference
+
+    q8 = recommend("llama-3.3-70b", 128, custom_workload("chat", max_ttft=3600, min_tok_s=1), chip=_m4max(), quants=["Q8_0"],
+                   runtimes=["llama.cpp"]).options
+    q8_f16 = next(o for o in q8 if o.kv_type == "f16")
+    wl = custom_workload("chat", max_ttft=3600, min_tok_s=q8_f16.speed.decode_tok_s_per_user * 1.05)
+    r = recommend("llama-3.3-70b", 128, wl, chip=_m4max(), runtimes=["llama.cpp"], quants=["Q8_0", "Q4_K_M"])
+    assert r.options[0].quant == "Q4_K_M"
+    assert r.why_not_higher_quality.startswith("llama.cpp Q8_0 with KV cache f16 (lossless quality) misses the "
+                                               "targets: "), r.why_not_higher_quality
+    # the key itself: the same option with more than 20 % to spare beats a faster small-loss one; within 20 % not
+    small = next(o for o in r.options if o.quality.tier == "small")
+    t = wl.targets.min_tok_s_per_user
+    lossless = small.model_copy(update={"quality": small.quality.model_copy(update={"tier": "lossless"}),
+                                        "speed": small.speed.model_copy(update={"decode_tok_s_per_user": 1.3 * t})})
+    quick = small.model_copy(update={"speed": small.speed.model_copy(update={"decode_tok_s_per_user": 3 * t})})
+    assert preference(lossless, wl) < preference(quick, wl)
+    tight = lossless.model_copy(update={"speed": lossless.speed.model_copy(update={"decode_tok_s_per_user": 1.1 * t})})
+    assert preference(quick, wl) < preference(tight, wl)
+
+
+@needs_speed
+def test_unreachable_targets_best_effort_lists_the_closest_with_a_server_command():
+    """70B chat on a 64 GB M4 Max: a 2K-token prompt takes far longer than 3 s, so no option meets the targets;
+    best effort still ranks the nearest options, each with what it misses and a server command, and no quality
+    reason (nothing met the targets to choose quality over)."""
+    wl = custom_workload("chat")
+    with pytest.raises(TargetsUnreachableError):
+        recommend("llama-3.3-70b", 64, wl, chip=_m4max())
+    r = recommend("llama-3.3-70b", 64, wl, chip=_m4max(), best_effort=True)
+    assert not r.targets_met and r.options and all(o.misses for o in r.options)
+    assert r.options[0].recipe.server.startswith(("llama-server", "mlx_lm.server"))
+    assert r.why_not_higher_quality is None

@@ -41,13 +41,13 @@ def test_adapters_gradients_and_adam_are_float32_copies():
 def test_activations_by_hand():
     # no checkpointing: T x L x (A_HQ x (h + q + 2 kv) + A_F x ffn) x 2 bytes + frozen blocks' share
     # T = 4 x 2047 = 8188, L = 16, h + q + 2 kv = 4096 + 4096 + 2048 = 10240, ffn 14336
-    m = profiles.load_model("llama-3.1-8b")
+    m, k = profiles.load_model("llama-3.1-8b"), profiles.load_finetune()
     T = 4 * 2047
-    per_block = ft.A_HQ * 10240 + ft.A_F * 14336
-    want = T * 16 * per_block * 2 + ft.A_FROZEN * T * 16 * 4096 * 2
+    per_block = k.a_hq * 10240 + k.a_f * 14336
+    want = T * 16 * per_block * 2 + k.a_frozen * T * 16 * 4096 * 2
     assert ft.activations(m, 4, 2047, 16, 2, checkpoint=False) == int(want)
     # checkpointing keeps each trained block's input only: T x 16 x 4096 x 2 bytes + the same frozen share
-    assert ft.activations(m, 4, 2047, 16, 2, checkpoint=True) == int(T * 16 * 4096 * 2 + ft.A_FROZEN * T * 16 * 4096 * 2)
+    assert ft.activations(m, 4, 2047, 16, 2, checkpoint=True) == int(T * 16 * 4096 * 2 + k.a_frozen * T * 16 * 4096 * 2)
 
 
 def test_checkpointing_trades_memory_and_never_increases_it():

@@ -261,3 +261,31 @@ def test_runtime_rejects_fields_of_another_kind(tmp_path):
     path.write_text(yaml.safe_dump(doc), encoding="utf-8")
     with pytest.raises(ProfileError, match="n_ubatch"):
         P.load_file(path, Runtime)
+
+
+# --------------------------------------------------------------------------- validated-profile cache
+def test_validated_cache_round_trips_and_sees_edits(tmp_path, monkeypatch):
+    monkeypatch.setenv("MAC_LLM_PLANNER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(P, "_STORE", P._ValidatedStore())
+    src = PROFILES / "runtimes" / "mlx-lm.yaml"
+    f = tmp_path / "mlx-lm.yaml"
+    f.write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
+    first = P.load_file(f, Runtime)
+    P._STORE.save()
+    assert list((tmp_path / "cache").glob("profiles-*.pickle"))
+    P._STORE = P._ValidatedStore()  # a new process: reads the pickle
+    monkeypatch.setattr(P, "_validate_file", lambda *a: pytest.fail("validated again despite the cache"))
+    assert P.load_file(f, Runtime) == first
+    monkeypatch.undo()
+    monkeypatch.setenv("MAC_LLM_PLANNER_CACHE", str(tmp_path / "cache"))
+    # an edit (new size) is a miss: the file is validated again and the new value wins
+    f.write_text(f.read_text(encoding="utf-8").replace("kv_step: 256", "kv_step: 512"), encoding="utf-8")
+    assert P.load_file(f, Runtime).kv_step == 512
+
+
+def test_corrupt_cache_is_only_a_miss(tmp_path, monkeypatch):
+    monkeypatch.setenv("MAC_LLM_PLANNER_CACHE", str(tmp_path))
+    store = P._ValidatedStore()
+    store._file().write_bytes(b"not a pickle")
+    monkeypatch.setattr(P, "_STORE", store)
+    assert P.load_file(PROFILES / "runtimes" / "llama.cpp.yaml", Runtime).n_ubatch == 512

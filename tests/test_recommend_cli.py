@@ -95,6 +95,15 @@ def test_buy_sets_clusters_against_one_mac(capsys):
         assert float(r[2]) <= single * 1.05, r
 
 
+def test_recommend_says_why_not_higher_quality(capsys):
+    """The CLI prints the shared ranking's reason: 70B Q8_0 (69.8 GiB of weights) cannot fit a 64 GB Mac, so the
+    lossless option is out and the answer says so."""
+    rc = main(["recommend", "--model", "llama-3.3-70b", "--ram", "64", "--workload", "chat", "--quant", "Q4_K_M",
+               "--quant", "Q8_0"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "Not a higher-quality option because no option of higher quality than Q4_K_M" in out
+
+
 def test_buy_prices_file_in_the_catalog_columns(tmp_path, capsys):
     # a quote file with mac_configs.csv's own columns: one used M2 Ultra Mac Studio at $3,400
     src = (Path(__file__).resolve().parent.parent / "calibration" / "data" / "mac_configs.csv").read_text().splitlines()

@@ -54,3 +54,10 @@ def test_unknown_workload_suggests_close_match():
         load_workload("agnet")
     with pytest.raises(PlannerError):
         custom_workload("chat", users=0)
+
+
+@pytest.mark.parametrize("text", ["inf", "nan", "1e999", "1024:nan,2048:0.5", "1024:inf", "p50=inf,p90=3"])
+def test_parse_length_refuses_non_finite(text):
+    # int(float('inf')) raised OverflowError past the InputError handler; NaN weights reached math.ceil in buy
+    with pytest.raises(InputError, match="--gen"):
+        parse_length(text, "--gen")

@@ -32,4 +32,4 @@ def test_plan_app_without_streamlit_is_one_line(monkeypatch, capsys):
     real = app_cmd.importlib.util.find_spec
     monkeypatch.setattr(app_cmd.importlib.util, "find_spec", lambda n: None if n == "streamlit" else real(n))
     assert main(["app"]) == 2
-    assert "pip install 'mac-llm-planner[app]'" in capsys.readouterr().err
+    assert f"{sys.executable} -m pip install 'streamlit>=1.38' 'plotly>=5.20'" in capsys.readouterr().err

@@ -22,40 +22,43 @@ def p8():
                             runtimes=["llama.cpp"], quants=["Q4_K_M", "Q8_0"]))
 
 
-def _hlines(fig):
-    return {s.y0 for s in fig.layout.shapes if s.type == "line"}
+def _vlines(fig):
+    return {s.x0 for s in fig.layout.shapes if s.type == "line"}
 
 
 def test_memory_stack_lines_are_the_plans_numbers(p70):
     fig = charts.memory_stack(p70)
     w = p70.wired
-    assert _hlines(fig) == {w.effective_bytes, w.max_raise_bytes, w.ram_bytes}
+    assert _vlines(fig) == {w.effective_bytes, w.max_raise_bytes, w.ram_bytes}
     rect = [s for s in fig.layout.shapes if s.type == "rect"]
-    assert len(rect) == 1 and (rect[0].y0, rect[0].y1) == (w.effective_bytes, w.ram_bytes)
-    labels = {a.y: a.text for a in fig.layout.annotations}
+    assert len(rect) == 1 and (rect[0].x0, rect[0].x1) == (w.effective_bytes, w.ram_bytes)
+    labels = {a.x: a.text for a in fig.layout.annotations}
     assert labels[w.effective_bytes] == f"GPU limit {fmt_bytes(w.effective_bytes)}"
-    assert labels[w.ram_bytes].startswith("RAM 64 GB") and fmt_bytes(w.left_for_macos_bytes) in labels[w.ram_bytes]
+    assert labels[w.ram_bytes] == "RAM 64 GB"
     assert fmt_bytes(w.max_raise_bytes) in labels[w.max_raise_bytes]
 
 
-def test_memory_stack_traces_sum_to_total(p70):
-    fig = charts.memory_stack(p70)
+def test_memory_stack_traces_sum_to_total_and_mark_the_choice(p70):
+    chosen = p70.options[2]
+    fig = charts.memory_stack(p70, chosen)
     bars = [t for t in fig.data if t.type == "bar"]
     # weights, KV, compute, output (llama.cpp only), overhead; recurrent state and vision are zero for a dense LLM
     assert [t.name for t in bars] == ["weights", "KV cache", "compute buffer", "output buffer", "runtime overhead"]
+    assert all(t.orientation == "h" for t in bars)  # one row per option: the totals at the bar ends never collide
     assert len(fig.data) == len(bars) + 1  # + the totals text trace
     for i, o in enumerate(p70.options):
-        assert sum(t.y[i] for t in bars) == o.memory.total
+        assert sum(t.x[i] for t in bars) == o.memory.total
     totals = fig.data[-1]
-    assert list(totals.y) == [o.memory.total for o in p70.options]
+    assert list(totals.x) == [o.memory.total for o in p70.options]
     assert all(fmt_bytes(o.memory.total) in t for o, t in zip(p70.options, totals.text))
+    assert [y for y in totals.y if y.startswith("<b>")] == [f"<b>{readings.option_label(chosen)}</b>"]
 
 
 def test_memory_stack_user_wired_limit_has_no_separate_raise_line():
     p = plan(PlanRequest(model="llama-3.1-8b", ram_gb=16, wired_limit_mb=8192))
     w = p.wired
     if w.max_raise_bytes != w.effective_bytes:
-        assert w.effective_bytes in _hlines(charts.memory_stack(p))
+        assert w.effective_bytes in _vlines(charts.memory_stack(p))
     assert w.effective_bytes == 8192 * 1024 * 1024
 
 
@@ -132,24 +135,44 @@ def _speed_plan(**kw):
                             quants=["Q4_K_M", "mlx-4bit-g64"], **kw))
 
 
-def test_decode_vs_users_traces_are_the_speed_numbers():
-    p = _speed_plan()
-    picks = readings.speed_picks(p, p.options[0])
-    assert [o.runtime for o in picks] == ["llama.cpp", "mlx-lm"]
-    fig = charts.decode_vs_users(p, picks)
-    per_pick = len(fig.data) // len(picks)
-    assert per_pick in (2, 3)  # per user, all users (+ roofline when the core gives it)
-    for i, o in enumerate(picks):
-        per, tot = fig.data[i * per_pick], fig.data[i * per_pick + 1]
-        assert list(per.x) == sorted(o.speed.decode_tok_s_per_seq)
-        assert list(per.y) == [o.speed.decode_tok_s_per_seq[u] for u in per.x]
-        assert list(tot.y) == [o.speed.decode_tok_s_total[u] for u in tot.x]
-    ceil = {readings.option_label(picks[0]): {u: 100.0 + u for u in p.user_counts}}
-    with_roof = charts.decode_vs_users(p, picks, ceil)
-    roof = [t for t in with_roof.data if t.name.endswith("bandwidth roofline")]
-    assert len(roof) == 1 and list(roof[0].y) == [100.0 + u for u in p.user_counts]
+def _picks(p):
+    return [next(o for o in p.options if o.runtime == rt) for rt in ("llama.cpp", "mlx-lm")]
+
+
+def test_decode_vs_users_draws_only_users_that_fit():
+    """70B Q4_K_M on 64 GB at 8K: the plan says how many sessions fit; the chart stops there and marks it."""
+    p = plan(PlanRequest(model="llama-3.3-70b", chip="M4 Max", gpu_cores=40, ram_gb=64, quants=["Q4_K_M",
+                                                                                                  "mlx-4bit-g64"]))
+    picks = _picks(p)
+    ceil = {readings.option_label(o): {u: o.speed.decode_tok_s_per_seq[u] * 1.5 for u in p.user_counts}
+            for o in picks}
+    fig = charts.decode_vs_users(p, picks, ceil)
+    for o in picks:
+        fit = readings.fitting_users(p, o)
+        # hand check of the rule: u sessions fit when the longest context for u users reaches the 8K asked for
+        assert fit == [u for u in p.user_counts if o.max_context[u] >= 8192] and fit[-1] < 16
+        per = next(t for t in fig.data if t.name == f"{readings.option_name(o)}: per user")
+        assert [int(x) for x in per.x] == fit
+        assert list(per.y) == [o.speed.decode_tok_s_per_seq[u] for u in fit]
+        roof = next(t for t in fig.data if t.name == f"{readings.option_name(o)}: bandwidth ceiling")
+        assert list(roof.x) == list(per.x)
+        assert any(t.name == f"limit: {fit[-1]} fit at 8K " for t in fig.data)
+    assert not any("all users" in t.name for t in fig.data)
     text = readings.decode_reading(p, picks)
     assert fmt_tok_s_of(picks[0].speed.decode_tok_s_per_seq[1]) in text
+
+
+def test_decode_per_user_never_above_the_core_ceiling():
+    """The dotted line is the speed core's own bandwidth roofline (plan predict): no drawn point exceeds it."""
+    from planner.predict import predict_result
+
+    p = plan(PlanRequest(model="llama-3.1-8b", chip="M4 Max", gpu_cores=40, ram_gb=64, users=4,
+                         quants=["Q4_K_M", "mlx-4bit-g64"]))
+    for o in _picks(p):
+        for u in readings.fitting_users(p, o):
+            ceiling = predict_result("M4 Max", 40, 64, "llama-3.1-8b", o.quant, o.runtime, p.request.prompt_tokens,
+                                     p.request.gen_tokens, 0, u, "15", None, None, None)["decode_ceiling_tok_s"]
+            assert o.speed.decode_tok_s_per_seq[u] <= ceiling * (1 + 1e-9), (o.quant, u)
 
 
 def fmt_tok_s_of(x):
@@ -158,14 +181,18 @@ def fmt_tok_s_of(x):
     return fmt_tok_s(x)
 
 
-def test_ttft_vs_prompt_one_point_per_plan():
-    plans = [_speed_plan(prompt_tokens=n) for n in (512, 2048, 8192)]
-    fig = charts.ttft_vs_prompt(plans, [("llama.cpp", "Q4_K_M"), ("mlx-lm", "mlx-4bit-g64")])
-    assert len(fig.data) == 2
-    for tr, (rt, q) in zip(fig.data, [("llama.cpp", "Q4_K_M"), ("mlx-lm", "mlx-4bit-g64")]):
-        assert list(tr.x) == [512, 2048, 8192]
-        assert list(tr.y) == [next(o for o in pl.options if o.runtime == rt and o.quant == q).speed.ttft_s
-                              for pl in plans]
+def test_ttft_vs_prompt_stops_at_the_longest_context_that_fits():
+    reqs = {n: plan(PlanRequest(model="llama-3.3-70b", chip="M4 Max", gpu_cores=40, ram_gb=64, prompt_tokens=n,
+                                gen_tokens=750, quants=["Q4_K_M", "mlx-4bit-g64"])) for n in (512, 8192, 65536)}
+    plans = list(reqs.values())
+    picks = _picks(plans[0])
+    fig = charts.ttft_vs_prompt(plans, picks, 750, 1)
+    for o in picks:
+        limit = readings.longest_context(o, 1)
+        tr = next(t for t in fig.data if t.name == readings.option_name(o))
+        assert list(tr.x) == [n for n in reqs if n + 750 <= limit]  # 64K + 750 does not fit the 70B on 64 GB
+        assert list(tr.y) == [next(x for x in reqs[n].options if x.runtime == o.runtime).speed.ttft_s for n in tr.x]
+        assert any(t.name == f"limit: longest context that fits: {charts.fmt_ctx(limit)} " for t in fig.data)
     assert charts.chart_sections(plans[0]) == ["memory", "concurrency", "decode", "ttft"]
 
 
@@ -225,5 +252,41 @@ def test_recommend_reading_and_recipe():
                                                                                "max_ttft_s": None})}))
     top = r.options[0]
     assert top.quant in readings.recommend_reading(r)
-    assert top.recipe.server in readings.recipe_text(top)
+    assert top.recipe.server in readings.recipe_text(top.recipe).splitlines()
     assert len(readings.recommend_rows(r)) == len(r.options)
+
+
+# ----------------------------------------------------------------------------- the one answer and the page's words
+def test_answer_names_one_option_and_reflects_the_targets():
+    from planner import profiles
+    from planner.advice import TargetsUnreachableError, recommend
+    from planner.workload import custom_workload
+
+    chip = profiles.resolve_chip("m4-max-40gpu")
+    wl = custom_workload("chat")
+    p8 = plan(PlanRequest(model="llama-3.1-8b", chip="M4 Max", gpu_cores=40, ram_gb=64))
+    r = recommend("llama-3.1-8b", 64, wl, chip=chip)
+    level, text = readings.answer(p8, wl, r.options[0], True, r.why_not_higher_quality)
+    assert level == "success" and "runs your chat assistant workload" in text
+    assert readings.option_name(r.options[0]) in text and fmt_tok_s_of(r.options[0].speed.decode_tok_s_per_user) in text
+    p70 = plan(PlanRequest(model="llama-3.3-70b", chip="M4 Max", gpu_cores=40, ram_gb=64))
+    with pytest.raises(TargetsUnreachableError):
+        recommend("llama-3.3-70b", 64, wl, chip=chip)
+    r = recommend("llama-3.3-70b", 64, wl, chip=chip, best_effort=True)
+    top = r.options[0]
+    assert not r.targets_met
+    level, text = readings.answer(p70, wl, top, r.targets_met)
+    assert level == "warning" and "misses the speed targets" in text and top.misses[0] in text
+
+
+def test_model_line_shows_active_params_only_for_moe(p70):
+    assert "active" not in readings.model_line(p70)
+    moe = plan(PlanRequest(model="qwen3-30b-a3b", ram_gb=64))
+    assert moe.model.is_moe and "active per token" in readings.model_line(moe)
+
+
+def test_for_web_speaks_the_forms_words():
+    assert readings.for_web("unknown model --model 'x'; see `plan models`") == "Unknown model 'x'; see the model catalog"
+    assert readings.for_web("--wired-limit 9 MB is too small") == "GPU wired limit (Advanced) 9 MB is too small"
+    assert readings.for_web("meets nothing for 1 user(s) with 2 slot(s)") == "Meets nothing for 1 user with 2 slots"
+    assert readings.for_web("read /tmp/up/ab12/M/config.json", "/tmp/up/ab12/M") == "Read the uploaded config.json"

@@ -20,7 +20,7 @@ from planner.errors import PlannerError
 from sources import resolve_model
 
 GOOD = {"model_type": "mistral", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
-        "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32000}
+        "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32000, "max_position_embeddings": 32768}
 
 _CHILD = """
 import sys

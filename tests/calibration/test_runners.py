@@ -137,7 +137,8 @@ def test_jsonl_round_trip_and_atomic_append(tmp_path: Path) -> None:
     append_jsonl(path, a[:1])
     append_jsonl(path, a[1:])
     assert read_jsonl(path) == a
-    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temp files left behind
+    # no temp files left behind; the writers' lock file (records.py: .<name>.lock) stays, empty
+    assert sorted(p.name for p in path.parent.iterdir()) == sorted([path.name, f".{path.name}.lock"])
     assert read_jsonl(tmp_path / "missing.jsonl") == []
 
 

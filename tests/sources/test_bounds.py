@@ -174,3 +174,11 @@ def test_real_sized_gguf_header_still_reads(tmp_path):
     p = hg.write(tmp_path, "m.gguf", hg.gguf_head(len(ti), len(kv) + 1) + b"".join(kv) + vocab + b"".join(ti))
     r = resolve_model(str(p))
     assert r.exact_weights.n_params == 1200 * 64 * 64
+    # the file reader refills its buffer mid-vocab (1 MiB first read); the buffer parser sees it all at once
+    from sources.ggufmeta import NeedMore, parse_header
+    from sources.local import read_gguf
+
+    blob = p.read_bytes()
+    assert parse_header(blob, "m.gguf") == read_gguf(p)
+    with pytest.raises(NeedMore):
+        parse_header(blob[: len(blob) // 2], "m.gguf")

@@ -236,3 +236,47 @@ def test_catalog_path_unchanged():
     assert r.source == "catalog" and r.exact_weights is None
     with pytest.raises(PlannerError):
         resolve_model("not-a-model-at-all")
+
+
+def test_header_with_tokenizer_arrays_agrees_with_gguf_reader(tmp_path):
+    """The local reader reads the header only (never the data region): a header with tokenizer string arrays
+    gives the same tensors as gguf.GGUFReader (the reference reader)."""
+    import gguf
+
+    from sources import local
+
+    kv = {**LLAMA8B_KV, "tokenizer.ggml.model": "gpt2",
+          "tokenizer.ggml.tokens": [f"token-{i}" for i in range(20_000)],
+          "tokenizer.ggml.merges": [f"m{i} n{i}" for i in range(20_000)]}
+    p = tmp_path / "tok.gguf"
+    total = write_gguf(p, "llama", kv, llama_tensors(), file_type=15)
+    got_kv, tensors = local.read_gguf(p)
+    ref = gguf.GGUFReader(p, "r")
+    assert [(t.name, t.n_bytes) for t in tensors] == [(t.name, int(t.n_bytes)) for t in ref.tensors]
+    assert sum(t.n_bytes for t in tensors) == total
+    assert got_kv["tokenizer.ggml.tokens"] == 20_000 and got_kv["llama.block_count"] == 32
+
+
+def test_truncated_header_is_one_line_not_a_hang(tmp_path):
+    from sources import local
+
+    p = tmp_path / "cut.gguf"
+    write_llama8b(p)
+    data = p.read_bytes()[:3000]        # the header stops inside the tensor table
+    p.write_bytes(data)
+    with pytest.raises(SourceError, match="not a valid GGUF"):
+        local.read_gguf(p)
+
+
+def test_missing_gguf_package_names_the_install_command(tmp_path):
+    import subprocess
+    import sys
+
+    p = tmp_path / "m.gguf"
+    write_llama8b(p)
+    code = ("import sys; sys.modules['gguf'] = None\nfrom cli.main import main\n"
+            f"sys.exit(main(['--model', {str(p)!r}, '--ram', '16']))")
+    r = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    assert f"{sys.executable} -m pip install 'gguf>=0.10'" in r.stderr

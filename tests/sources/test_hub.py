@@ -4,6 +4,7 @@ and safetensors headers with the published tensor shapes. No client function is 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from fakehub import Repo, fixture_config
@@ -158,3 +159,17 @@ def test_missing_head_counts_in_hub_config(hub, capsys):
     assert "missing num_attention_heads" in _one_line_exit(["--model", "x/broken", "--ram", "16"], capsys)
     hub.repos["x/malformed"] = Repo({"config.json": b"{not json"})
     assert "not valid JSON" in _one_line_exit(["--model", "x/malformed", "--ram", "16"], capsys)
+
+
+def test_missing_hub_package_names_the_install_command(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['huggingface_hub'] = None\nfrom cli.main import main\n"
+            "sys.exit(main(['--model', 'someorg/Some-Finetune-8B', '--ram', '16']))")
+    env = {**os.environ, "HF_HUB_OFFLINE": "0", "MAC_LLM_PLANNER_CACHE_DIR": str(tmp_path)}
+    r = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], capture_output=True,
+                       text=True, timeout=120, env=env)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    assert f"{sys.executable} -m pip install 'huggingface-hub>=0.24'" in r.stderr

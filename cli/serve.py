@@ -1,0 +1,130 @@
+"""`plan serve`: latency under load, how many people one Mac can serve (a seeded simulation of the server).
+
+plan serve --model qwen3-30b-a3b --chip "M4 Max" --gpu-cores 40 --ram 128 --runtime llama.cpp \
+           --slots 4 --rate 20/min --prompt p50=1500,p90=6000 --gen p50=300,p90=900 --duration 1h --max-ttft-p95 5
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+
+import typer
+
+from planner.errors import InputError
+
+_PER = {"s": 1.0, "sec": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0, "hour": 3600.0}
+
+
+def parse_rate(text: str) -> float:
+    """'20/min' | '0.5/s' | '300/h' | '0.5' (per second) -> requests per second."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e-?[0-9]+)?)\s*(?:/\s*([a-z]+))?\s*", text.lower())
+    if not m or (m.group(2) and m.group(2) not in _PER) or float(m.group(1)) <= 0:
+        raise InputError(f"--rate {text!r}: give requests per time, e.g. 20/min, 0.5/s or 300/h")
+    return float(m.group(1)) / _PER[m.group(2) or "s"]
+
+
+def parse_duration(text: str) -> float:
+    """'1h' | '30min' | '90s' | '600' (seconds) -> seconds."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-z]*)\s*", text.lower())
+    if not m or (m.group(2) and m.group(2) not in _PER) or float(m.group(1)) <= 0 or float(m.group(1)) > 1e6:
+        raise InputError(f"--duration {text!r}: give a positive time, e.g. 1h, 30min or 600s")
+    return float(m.group(1)) * _PER[m.group(2) or "s"]
+
+
+def read_trace(path: str) -> tuple[list[float], list[int], list[int]]:
+    """CSV with columns arrival_s, prompt, gen (a header row; arrival times in seconds, sorted here)."""
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+        data = sorted((float(r["arrival_s"]), int(r["prompt"]), int(r["gen"])) for r in rows)
+    except OSError as e:
+        raise InputError(f"--trace {path}: cannot read it ({e.strerror})") from None
+    except (KeyError, ValueError, TypeError):
+        raise InputError(f"--trace {path}: needs a CSV header arrival_s,prompt,gen and numbers in every row") from None
+    if not data or any(a < 0 or p < 1 or g < 1 for a, p, g in data):
+        raise InputError(f"--trace {path}: needs at least one row, arrival_s ≥ 0, prompt and gen ≥ 1")
+    a, p, g = zip(*data)
+    return list(a), list(p), list(g)
+
+
+def render(r) -> str:
+    from planner.format import fmt_bytes, fmt_seconds, fmt_tok_s, verdict_text
+
+    def per_min(x):
+        return f"{x * 60:.1f}/min" if x is not None else "none"
+
+    lines = [
+        f"{r.model} {r.quant} on {r.chip} ({r.ram_gb:g} GB) with {r.runtime}: {r.slots} slots of {r.slot_context:,} "
+        f"tokens, {per_min(r.rate_per_s)} for {fmt_seconds(r.duration_s)} ({r.n_requests} requests, seed {r.seed})",
+        f"  prompt {r.prompt}, answer {r.gen}"
+        + (f", {r.cached_prefix_share:.0%} of each prompt cached" if r.cached_prefix_share else ""),
+        f"  TTFT          p50 {fmt_seconds(r.ttft_s.p50)}   p95 {fmt_seconds(r.ttft_s.p95)}   "
+        f"p99 {fmt_seconds(r.ttft_s.p99)}   (queue wait p50 {fmt_seconds(r.queue_wait_s.p50)})",
+        f"  per user      {fmt_tok_s(r.decode_tok_s_p50)} tok/s median, {fmt_tok_s(r.decode_tok_s_p5)} tok/s for "
+        f"the slowest 5 %",
+        f"  request       p50 {fmt_seconds(r.e2e_s.p50)}   p95 {fmt_seconds(r.e2e_s.p95)}   "
+        f"p99 {fmt_seconds(r.e2e_s.p99)}",
+        f"  server        {fmt_tok_s(r.throughput_tok_s)} tok/s generated, slots {r.slot_occupancy:.0%} busy",
+        "  queue         " + " ".join(str(q) for _, q in r.queue_timeline)
+        + f" waiting (every {fmt_seconds(r.queue_timeline[0][0])}; max {r.queue_max})",
+        f"  capacity      the queue grows without bound above {per_min(r.saturation_rate_per_s)}: "
+        + (f"stable at {r.utilisation:.0%} load" if r.stable else f"OVERLOADED ({r.utilisation:.0%} load)"),
+        f"  memory        {fmt_bytes(r.memory_bytes)} of {fmt_bytes(r.wired_limit_bytes)} GPU limit: "
+        f"{verdict_text(r.fit_verdict)}",
+    ]
+    if r.target_ttft_p95_s:
+        lines.append(f"  under TTFT p95 ≤ {r.target_ttft_p95_s:g} s: at most {per_min(r.max_rate_per_s)} with "
+                     f"{r.slots} slots")
+    if r.sweep and len(r.sweep) > 1:
+        by_target = bool(r.target_ttft_p95_s) and not r.binding
+        cells = ", ".join(f"{o.slots}: {per_min(o.max_rate_per_s if by_target else o.saturation_rate_per_s)}"
+                          for o in r.sweep)
+        what = "rate under the target" if by_target else "saturation rate"
+        lines.append(f"  slots         {what} by slot count: {cells}; best {r.best_slots}")
+    if r.binding:
+        lines.append(f"  binds         {r.binding}")
+    lines.append(f"  calibration: {r.calibration}")
+    lines += [f"  note: {n}" for n in r.notes]
+    return "\n".join(lines)
+
+
+def serve_cmd(
+    model: str = typer.Option(..., "--model", "-m", help="Catalog id or alias, e.g. qwen3-30b-a3b"),
+    chip: str = typer.Option(..., "--chip", help="Apple chip, e.g. 'M4 Max'"),
+    gpu_cores: int | None = typer.Option(None, "--gpu-cores", help="GPU cores (needed for binned chips)"),
+    ram: float | None = typer.Option(None, "--ram", help="Unified memory [GB]; default: the chip's largest"),
+    runtime: str = typer.Option("llama.cpp", "--runtime", "-r", help="llama.cpp (llama-server) or mlx-lm (mlx_lm.server)"),
+    quant: str | None = typer.Option(None, "--quant", "-q", help="GGUF preset or MLX format; default Q4_K_M / 4bit"),
+    slots: int = typer.Option(4, "--slots", help="llama-server -np / mlx_lm.server --decode-concurrency"),
+    rate: str = typer.Option("20/min", "--rate", help="Mean request rate: 20/min, 0.5/s, 300/h"),
+    prompt: str = typer.Option("p50=1500,p90=6000", "--prompt", help="Prompt tokens: 1500, p50=..,p90=.. or 512:0.5,4096:0.5"),
+    gen: str = typer.Option("p50=300,p90=900", "--gen", help="Answer tokens, same forms as --prompt"),
+    duration: str = typer.Option("1h", "--duration", help="Simulated time: 1h, 30min, 600s"),
+    max_ttft_p95: float | None = typer.Option(None, "--max-ttft-p95", help="Target 95th-percentile TTFT [s]"),
+    cached_prefix: float = typer.Option(0.0, "--cached-prefix", help="Share of each prompt in the prompt cache [0-1)"),
+    slot_context: int | None = typer.Option(None, "--slot-context", help="KV tokens per slot; default p99 prompt+gen"),
+    seed: int = typer.Option(0, "--seed", help="Seed of the arrival process and lengths"),
+    trace: str | None = typer.Option(None, "--trace", help="CSV of requests (arrival_s,prompt,gen) instead of Poisson"),
+    sweep: bool = typer.Option(True, "--sweep/--no-sweep", help="Also try 1-32 slots for the best count"),
+    macos: str = typer.Option("15", "--macos", help="macOS major version (default GPU limit)"),
+    json_out: bool = typer.Option(False, "--json", help="Print the result as JSON"),
+):
+    """Latency under load: TTFT percentiles, per-user speed and the sustainable request rate of one server."""
+    from planner.serve_plan import ServeRequest, serve, setup
+    from planner.workload import parse_length
+
+    if not 0 <= cached_prefix < 1:
+        raise InputError(f"--cached-prefix {cached_prefix:g}: give a share from 0 up to (not including) 1")
+    if slots < 1 or slots > 512:
+        raise InputError(f"--slots {slots}: give 1 to 512 parallel sequences")
+    if max_ttft_p95 is not None and max_ttft_p95 <= 0:
+        raise InputError(f"--max-ttft-p95 {max_ttft_p95:g}: must be a positive number of seconds")
+    if slot_context is not None and slot_context < 64:
+        raise InputError(f"--slot-context {slot_context}: give at least 64 tokens")
+    req = ServeRequest(slots=slots, rate=parse_rate(rate), prompt=parse_length(prompt, "--prompt"),
+                       gen=parse_length(gen, "--gen"), duration=parse_duration(duration), seed=seed,
+                       cached_prefix_share=cached_prefix, slot_context=slot_context, max_ttft_p95=max_ttft_p95,
+                       sweep=sweep, trace=read_trace(trace) if trace else None)
+    r = serve(setup(chip, gpu_cores, ram, model, quant, runtime, macos), req)
+    typer.echo(r.model_dump_json(indent=2) if json_out else render(r))

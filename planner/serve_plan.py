@@ -1,0 +1,302 @@
+"""`plan serve`: how many people can one Mac serve? Requests, memory, the simulation and the searches around it.
+
+Lengths given as p50/p90 are drawn from a lognormal through both (μ = ln p50, σ = ln(p90/p50) / z₀.₉);
+arrivals from a seeded Poisson process or a trace. The simulation is :mod:`planner.serve`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import capacity, profiles
+from . import throughput as tp
+from .errors import InputError
+from .memory import MemoryModel, memory_model
+from .predict import _quant, resolve_bin
+from .results import CurvePoint, Percentiles, ServeResult, SlotOption
+from .serve import Scheduler, StepModel, Trace, simulate
+from .workload import Length
+
+Z90 = 1.2815515655446004          # standard normal 90th percentile
+Z99 = 2.3263478740408408
+SEARCH_REQUESTS = 400             # requests per simulation inside the rate / slot searches
+SWEEP_SLOTS = (1, 2, 4, 8, 16, 32)
+CURVE_LOADS = (0.1, 0.25, 0.4, 0.55, 0.7, 0.8, 0.9, 1.0, 1.1)   # offered rate / saturation rate
+
+
+# --------------------------------------------------------------------------- requests
+def draw_lengths(length: Length, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Token counts: one value, a weighted distribution, or a lognormal through p50 and p90. [tokens]"""
+    if length.value is not None:
+        return np.full(n, length.value, dtype=np.int64)
+    if length.dist is not None:
+        v, w = zip(*length.dist)
+        return rng.choice(np.array(v, dtype=np.int64), size=n, p=np.array(w) / sum(w))
+    mu, sigma = math.log(max(length.p50, 1)), math.log(max(length.p90, 1) / max(length.p50, 1)) / Z90
+    return np.maximum(1, np.rint(rng.lognormal(mu, sigma, n))).astype(np.int64)
+
+
+def length_p99(length: Length) -> int:
+    if length.p50 is not None:
+        return int(math.ceil(length.p50 * (length.p90 / max(length.p50, 1)) ** (Z99 / Z90)))
+    return length.max_tokens
+
+
+def poisson_arrivals(rate: float, duration: float, rng: np.random.Generator) -> np.ndarray:
+    """Arrival times of a Poisson process of ``rate`` [1/s] over ``duration`` [s]."""
+    n = max(int(rate * duration * 1.2 + 10 * math.sqrt(rate * duration) + 10), 1)
+    t = np.cumsum(rng.exponential(1.0 / rate, n))
+    return t[t < duration]
+
+
+@dataclass(frozen=True)
+class Requests:
+    arrival: np.ndarray
+    prompt: np.ndarray
+    gen: np.ndarray
+    cached: np.ndarray
+
+    def at_rate(self, rate: float, base_rate: float) -> Requests:
+        """The same requests with their arrival gaps scaled to ``rate`` (common random numbers)."""
+        return Requests(self.arrival * (base_rate / rate), self.prompt, self.gen, self.cached)
+
+
+def make_requests(arrival, prompt, gen, share: float, slot_context: int) -> tuple[Requests, int]:
+    """Clip each request to the slot (llama-server refuses longer ones) -> (requests, how many were clipped)."""
+    gen = np.minimum(np.asarray(gen, np.int64), slot_context // 2)
+    room = slot_context - gen
+    prompt = np.asarray(prompt, np.int64)
+    clipped = int(np.count_nonzero(prompt > room))
+    prompt = np.maximum(np.minimum(prompt, room), 1)
+    cached = np.floor(prompt * share).astype(np.int64)
+    return Requests(np.asarray(arrival, float), prompt, gen, cached), clipped
+
+
+# --------------------------------------------------------------------------- statistics
+def summarise(rq: Requests, tr: Trace, slots: int, duration: float, points: int = 12) -> dict:
+    ok = ~np.isnan(tr.end)
+    ttft = (tr.first - rq.arrival)[ok]
+    e2e = (tr.end - rq.arrival)[ok]
+    wait = (tr.admit - rq.arrival)[ok]
+    multi = ok & (rq.gen > 1)
+    rate = (rq.gen[multi] - 1) / np.maximum(tr.end[multi] - tr.first[multi], 1e-9)
+    grid = np.linspace(0, max(duration, 1e-9), points + 1)[1:]
+    admit = np.sort(np.where(np.isnan(tr.admit), np.inf, tr.admit))
+    queue = np.searchsorted(rq.arrival, grid, side="right") - np.searchsorted(admit, grid, side="right")
+    return dict(
+        ttft_s=_pct(ttft), e2e_s=_pct(e2e), queue_wait_s=_pct(wait),
+        decode_tok_s_p50=float(np.percentile(rate, 50)) if rate.size else 0.0,
+        decode_tok_s_p5=float(np.percentile(rate, 5)) if rate.size else 0.0,
+        throughput_tok_s=float(rq.gen[ok].sum() / max(tr.makespan, 1e-9)),
+        slot_occupancy=float(tr.busy_integral / max(tr.makespan, 1e-9) / slots),
+        queue_timeline=[(float(a), int(b)) for a, b in zip(grid, queue)], queue_max=int(queue.max(initial=0)))
+
+
+def _pct(x: np.ndarray) -> Percentiles:
+    if not x.size:
+        return Percentiles(p50=0.0, p95=0.0, p99=0.0)
+    p = np.percentile(x, [50, 95, 99])
+    return Percentiles(p50=float(p[0]), p95=float(p[1]), p99=float(p[2]))
+
+
+def saturation_rate(rq: Requests, sched: Scheduler, steps: StepModel) -> float:
+    """Completed requests per second with a queue that never empties (all requests waiting at t = 0), measured
+    between the 25th and 75th completion percentiles (no start-up or drain). [1/s]"""
+    burst = Requests(np.zeros(len(rq.arrival)), rq.prompt, rq.gen, rq.cached)
+    tr = simulate(burst.arrival, burst.prompt, burst.gen, burst.cached, sched, steps)
+    a, b = np.percentile(tr.end, [25, 75])
+    n = len(tr.end)
+    return float((np.searchsorted(np.sort(tr.end), b) - np.searchsorted(np.sort(tr.end), a)) / max(b - a, 1e-9)) \
+        if b > a else n / max(tr.makespan, 1e-9)
+
+
+def ttft_p95(rq: Requests, sched: Scheduler, steps: StepModel) -> float:
+    tr = simulate(rq.arrival, rq.prompt, rq.gen, rq.cached, sched, steps)
+    return float(np.percentile(tr.first - rq.arrival, 95))
+
+
+def latency_curve(rq: Requests, sched: Scheduler, steps: StepModel, mu: float) -> list[CurvePoint]:
+    """TTFT p50/p95 and throughput at CURVE_LOADS × the saturation rate, on the same requests."""
+    out = []
+    for load in CURVE_LOADS:
+        r = rq.at_rate(load * mu, 1.0)
+        tr = simulate(r.arrival, r.prompt, r.gen, r.cached, sched, steps)
+        p50, p95 = np.percentile(tr.first - r.arrival, [50, 95])
+        out.append(CurvePoint(rate_per_s=load * mu, ttft_p50_s=float(p50), ttft_p95_s=float(p95),
+                              throughput_tok_s=float(r.gen.sum() / max(tr.makespan, 1e-9))))
+    return out
+
+
+def max_rate(rq: Requests, base_rate: float, sched: Scheduler, steps: StepModel, target: float,
+             mu: float) -> tuple[float | None, float]:
+    """Highest rate (below saturation) whose TTFT p95 meets ``target``, by bisection on the same requests.
+    -> (rate or None, TTFT p95 at a near-zero rate)."""
+    floor = ttft_p95(rq.at_rate(mu * 1e-3, base_rate), sched, steps)
+    if floor > target:
+        return None, floor
+    lo, hi = mu * 1e-3, mu
+    if ttft_p95(rq.at_rate(mu / 50, base_rate), sched, steps) <= target:
+        lo = mu / 50
+    for _ in range(8 if lo > mu * 1e-3 else 11):   # rate to within (hi/lo)^(1/2^n): 50^(1/256) ≈ 1.5 %
+        mid = math.sqrt(lo * hi)
+        if ttft_p95(rq.at_rate(mid, base_rate), sched, steps) <= target:
+            lo = mid
+        else:
+            hi = mid
+    return lo, floor
+
+
+# --------------------------------------------------------------------------- the plan
+@dataclass(frozen=True)
+class Setup:
+    """Everything the simulation needs about one (chip, runtime, model, quant)."""
+
+    mm: MemoryModel
+    rf: tp.Roofline
+    rt: object
+    wired: object
+    names: dict
+
+    def scheduler(self, slots: int) -> Scheduler:
+        rt = self.rt
+        if rt.family == "mlx-lm":
+            return Scheduler("mlx-lm", slots, rt.prefill_step_size, min(rt.prefill_batch_size, slots))
+        return Scheduler("llama.cpp", slots, max(rt.n_batch, self.mm.n_ubatch), slots)
+
+    def memory(self, slots: int, slot_context: int) -> int:
+        """llama-server -c slots × slot_context split over -np slots; mlx-lm one cache per sequence. [bytes]"""
+        return self.mm.total(slot_context, slots)
+
+    def most_slots(self, slot_context: int) -> int:
+        return capacity.safe_users(self.mm, slot_context, self.wired.effective_bytes)
+
+
+def setup(chip: str, gpu_cores: int | None, ram: float | None, model: str, quant: str | None, runtime: str,
+          macos: str = "15") -> Setup:
+    c, chip_note = resolve_bin(chip, gpu_cores, ram)
+    ram_gb = float(max(c.ram_options_gb)) if ram is None else ram
+    if int(ram_gb) != ram_gb or int(ram_gb) not in c.ram_options_gb:
+        raise InputError(f"--ram {ram_gb:g}: the {c.label} comes with {', '.join(map(str, c.ram_options_gb))} GB")
+    rt = profiles.load_runtime(runtime)
+    if rt.family not in ("llama.cpp", "mlx-lm"):
+        raise InputError(f"--runtime {runtime}: plan serve simulates llama-server (llama.cpp) and mlx_lm.server "
+                         "(mlx-lm); give one of those")
+    m = profiles.load_model(model)
+    q, quant_note = _quant(quant or ("Q4_K_M" if rt.weight_format == "gguf" else "4bit"), rt)
+    mm = memory_model(m, rt, q, profiles.ggml_types())
+    chunk = rt.prefill_chunk if rt.family == "mlx-lm" else mm.n_ubatch
+    rf = tp.roofline(tp.geometry(mm, q.kind, q.mode), c, profiles.load_speed_constants(c, rt.id), rt.family,
+                     flash_attn=mm.flash_attn, chunk=chunk, reference_chips=profiles.all_chips())
+    wired = capacity.wired_limit(ram_gb, profiles.load_macos(macos))
+    names = dict(model=m.id, quant=q.id, chip=c.id, ram_gb=ram_gb, runtime=rt.id,
+                 max_context=m.config.max_position_embeddings, notes=[n for n in (chip_note, quant_note) if n])
+    if rt.id not in ("llama.cpp", "mlx-lm"):
+        names["notes"].append(f"{rt.id} is simulated with the scheduler of the server it wraps "
+                              f"({'llama-server' if rt.family == 'llama.cpp' else 'mlx_lm.server'})")
+    return Setup(mm, rf, rt, wired, names)
+
+
+def default_slot_context(prompt: Length, gen: Length, limit: int) -> int:
+    """p99 prompt + p99 answer, rounded up to 1024 tokens, at most the model's context. [tokens]"""
+    need = length_p99(prompt) + length_p99(gen)
+    return int(min(limit, math.ceil(need / 1024) * 1024))
+
+
+@dataclass(frozen=True)
+class ServeRequest:
+    slots: int
+    rate: float                 # [1/s]
+    prompt: Length
+    gen: Length
+    duration: float = 3600.0    # [s]
+    seed: int = 0
+    cached_prefix_share: float = 0.0
+    slot_context: int | None = None
+    max_ttft_p95: float | None = None
+    sweep: bool = True
+    trace: tuple | None = None  # (arrival [s], prompt, gen) arrays from a trace file
+
+
+def serve(s: Setup, r: ServeRequest) -> ServeResult:
+    """Simulate the requested configuration, then the saturation rate, the target search and the slot sweep."""
+    if r.slots < 1 or r.rate <= 0 or r.duration <= 0:
+        raise InputError("--slots, --rate and --duration must be positive")
+    notes = list(s.names["notes"])
+    ctx = r.slot_context or default_slot_context(r.prompt, r.gen, s.names["max_context"])
+    slots = r.slots
+    most = s.most_slots(ctx)
+    if most < 1:
+        raise InputError(f"--ram {s.names['ram_gb']:g}: {s.names['model']} with one {ctx}-token slot does not fit "
+                         f"under the GPU limit; pick more RAM, a smaller --quant or a shorter --slot-context")
+    if most < slots:
+        notes.append(f"{slots} slots of {ctx} tokens do not fit under the {s.wired.effective_bytes / 2**30:.1f} GiB "
+                     f"GPU limit: simulated with {most}, the most that fit")
+        slots = most
+    rng = np.random.default_rng(r.seed)
+    if r.trace is not None:
+        order = np.argsort(np.asarray(r.trace[0], float), kind="stable")
+        arrival, prompt, gen = (np.asarray(x)[order] for x in r.trace)
+        duration = float(arrival.max(initial=0.0)) or r.duration
+    else:
+        arrival, duration = poisson_arrivals(r.rate, r.duration, rng), r.duration
+        prompt, gen = draw_lengths(r.prompt, len(arrival), rng), draw_lengths(r.gen, len(arrival), rng)
+    rq, clipped = make_requests(arrival, prompt, gen, r.cached_prefix_share, ctx)
+    if clipped:
+        refuse = "llama-server refuses them" if s.rt.family == "llama.cpp" else "they would not fit the slot's memory"
+        notes.append(f"{clipped} of {len(arrival)} prompts exceed the {ctx}-token slot and were cut to fit "
+                     f"({refuse}; raise --slot-context)")
+    steps = StepModel(s.rf, ctx)
+    sched = s.scheduler(slots)
+    tr = simulate(rq.arrival, rq.prompt, rq.gen, rq.cached, sched, steps)
+    stats = summarise(rq, tr, slots, duration)
+    search = _search_requests(r, ctx, np.random.default_rng(r.seed + 1))
+    mu = saturation_rate(search, sched, steps)
+    sweep, best, binding, top = _sweep(s, r, ctx, search, steps, slots, most)
+    rate = len(rq.arrival) / duration if r.trace is not None else r.rate
+    mem = s.memory(slots, ctx)
+    fit = capacity.fit(mem, s.mm.weights.total_bytes, s.wired, s.rt)
+    return ServeResult(
+        **{k: s.names[k] for k in ("model", "quant", "chip", "ram_gb", "runtime")}, slots=slots, slot_context=ctx,
+        rate_per_s=rate, duration_s=duration,
+        seed=r.seed, n_requests=len(rq.arrival), prompt=r.prompt.label(), gen=r.gen.label(),
+        cached_prefix_share=r.cached_prefix_share, **stats, saturation_rate_per_s=mu,
+        utilisation=rate / mu, stable=rate < mu, memory_bytes=mem,
+        wired_limit_bytes=s.wired.effective_bytes, fit_verdict=fit.verdict, target_ttft_p95_s=r.max_ttft_p95,
+        max_rate_per_s=top, sweep=sweep, curve=latency_curve(search, sched, steps, mu), best_slots=best, binding=binding, calibration=s.rf.calibration,
+        notes=notes)
+
+
+def _search_requests(r: ServeRequest, ctx: int, rng: np.random.Generator) -> Requests:
+    """SEARCH_REQUESTS requests at unit rate; searches rescale their arrivals (common random numbers)."""
+    n = SEARCH_REQUESTS
+    arrival = np.cumsum(rng.exponential(1.0, n))
+    rq, _ = make_requests(arrival, draw_lengths(r.prompt, n, rng), draw_lengths(r.gen, n, rng),
+                          r.cached_prefix_share, ctx)
+    return rq
+
+
+def _sweep(s: Setup, r: ServeRequest, ctx: int, search: Requests, steps: StepModel, slots: int, most: int):
+    """Saturation rate and the highest rate under the TTFT target for each slot count that fits.
+    -> (options, best slot count, what binds when no rate meets the target, best rate at the chosen slots)"""
+    counts = sorted({slots, *(c for c in SWEEP_SLOTS if c <= most)}) if r.sweep else [slots]
+    opts = []
+    for c in counts:
+        sched = s.scheduler(c)
+        mu = saturation_rate(search, sched, steps)
+        top, floor = (max_rate(search, 1.0, sched, steps, r.max_ttft_p95, mu) if r.max_ttft_p95
+                      else (None, ttft_p95(search.at_rate(mu * 1e-3, 1.0), sched, steps)))
+        opts.append(SlotOption(slots=c, saturation_rate_per_s=mu, max_rate_per_s=top, ttft_p95_floor_s=floor))
+    key = (lambda o: o.max_rate_per_s or 0.0) if r.max_ttft_p95 else (lambda o: o.saturation_rate_per_s)
+    best = max(opts, key=key)
+    binding = None
+    if r.max_ttft_p95 and best.max_rate_per_s is None:
+        low = min(opts, key=lambda o: o.ttft_p95_floor_s)
+        binding = (f"TTFT p95 ≤ {r.max_ttft_p95:g} s binds: even at a near-zero rate the p95 prompt takes "
+                   f"{low.ttft_p95_floor_s:.1f} s to prefill ({low.ttft_p95_floor_s - r.max_ttft_p95:.1f} s over, "
+                   f"best with {low.slots} slots); shorter prompts, a cached prefix or a faster chip would change it")
+        best = low
+    mine = next(o for o in opts if o.slots == slots)
+    return opts, best.slots, binding, mine.max_rate_per_s

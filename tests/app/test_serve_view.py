@@ -1,0 +1,44 @@
+"""The app's "Serve a team" view (plan serve), headless via streamlit.testing, and its chart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("streamlit")
+pytest.importorskip("plotly")
+
+from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).resolve().parents[2] / "app" / "streamlit_app.py")
+
+
+def test_serve_view_draws_the_latency_curve_and_recommends_slots():
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.selectbox(key="model").set_value("qwen3-30b-a3b").run()
+    at.radio(key="mac_mode").set_value("Serve a team").run()
+    assert not at.exception and not at.error
+    assert [c.key for c in at.get("plotly_chart")] == ["chart_serve"]
+    labels = [m.label for m in at.metric]
+    assert "TTFT p50 / p95" in labels and "Recommended slots" in labels
+    at.number_input(key="serve_rate").set_value(600.0).run()     # far past saturation
+    assert not at.exception and not at.error
+    sat = next(m for m in at.metric if m.label == "Saturation")
+    assert "overloaded" in str(sat.delta)
+
+
+def test_serve_curve_chart_marks_saturation_and_the_target():
+    from app import charts
+    from planner.serve_plan import ServeRequest, serve, setup
+    from planner.workload import Length
+
+    r = serve(setup("M4 Max", 40, 128, "qwen3-30b-a3b", None, "llama.cpp"),
+              ServeRequest(slots=4, rate=0.05, prompt=Length(p50=500, p90=1500), gen=Length(p50=100, p90=300),
+                           duration=600.0, max_ttft_p95=5.0, sweep=False))
+    fig = charts.serve_curve(r)
+    assert [t.name for t in fig.data] == ["TTFT p95", "TTFT p50"]
+    assert list(fig.data[0].x) == pytest.approx([p.rate_per_s * 60 for p in r.curve])
+    xs = [s.x0 for s in fig.layout.shapes if s.x0 is not None]
+    assert any(x == pytest.approx(r.saturation_rate_per_s * 60) for x in xs)
+    assert any(s.y0 == 5.0 for s in fig.layout.shapes)

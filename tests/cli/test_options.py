@@ -1,0 +1,87 @@
+"""Each command's options come from its request model, and the typer-free path of `plan` answers exactly as the
+typer command does."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+
+import pytest
+import typer.main
+
+from cli import main as M
+from cli.commands import app
+from planner.plan import PlanRequest
+from planner.requests import BuyRequest, ClusterRequest, PredictRequest, RecommendRequest
+
+REQUESTS = {"predict": PredictRequest, "recommend": RecommendRequest, "buy": BuyRequest, "cluster": ClusterRequest}
+PLAN_FIELDS = {"model": "model", "ram": "ram_gb", "chip": "chip", "gpu_cores": "gpu_cores", "runtime": "runtimes",
+               "quant": "quants", "context": "context", "users": "users", "kv_type": "kv_type",
+               "wired_limit": "wired_limit_mb", "macos": "macos", "flash_attn": "flash_attn", "ubatch": "n_ubatch",
+               "prompt": "prompt_tokens", "gen": "gen_tokens", "images": "images", "image_size": "image_size",
+               "draft_model": "draft_model", "draft_acceptance": "draft_acceptance", "draft_tokens": "draft_tokens",
+               "app_version": "app_version", "guardrail": "guardrail"}
+
+
+def _click():
+    return typer.main.get_command(app)
+
+
+@pytest.mark.parametrize("name", sorted(REQUESTS))
+def test_help_is_the_request_field_description(name):
+    cmd, req = _click().commands[name], REQUESTS[name]
+    checked = 0
+    for p in cmd.params:
+        if p.name == "json_out":
+            continue
+        desc = req.model_fields[p.name].description
+        assert desc and p.help.startswith(desc), (name, p.name, p.help)
+        checked += 1
+    assert checked == len(req.model_fields)  # every request field is an option, and only those
+
+
+def test_plan_options_are_plan_request_fields():
+    for p in _click().params:
+        if p.name in PLAN_FIELDS:
+            assert p.help.startswith(PlanRequest.model_fields[PLAN_FIELDS[p.name]].description), p.name
+
+
+def test_fast_flags_are_the_typer_flags():
+    by_flag = {o: p.name for p in _click().params for o in p.opts}
+    for flag, (field, _, repeatable) in M.FAST_FLAGS.items():
+        assert PLAN_FIELDS[by_flag[flag]] == field, flag
+        assert repeatable == (field in ("runtimes", "quants")), flag  # the two list fields of PlanRequest
+
+
+@pytest.mark.parametrize("argv", [
+    ["--help"], ["recommend", "--model", "x"], ["--model=llama-3.1-8b", "--ram", "64"],
+    ["--model", "llama-3.1-8b", "--ram", "-64"], ["--model", "a", "--model", "b"], ["--ram", "64", "--users", "x"],
+    ["--model", "llama-3.1-8b", "--json"], ["--model", "llama-3.1-8b", "--ram", "64", "--flash-attn"],
+])
+def test_the_fast_path_declines_what_only_typer_parses(argv):
+    assert M.fast_values(argv) is None
+
+
+def _run(fn, argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = fn(argv)
+    return rc, out.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize("argv", [
+    ["--model", "llama-3.3-70b", "--ram", "64"],
+    ["-m", "qwen3-30b-a3b", "--ram", "36", "-r", "mlx-lm", "-u", "4", "-c", "16384"],
+    ["--model", "gemma-3-27b", "--ram", "32", "--runtime", "ollama", "--quant", "Q4_K_M", "--quant", "Q8_0"],
+    ["--model", "llama-3.1-8b", "--ram", "16", "--chip", "M4", "--prompt", "2048", "--gen", "64"],
+    ["--model", "llama-3.3-70b", "--ram", "nan"],            # validation error: one line, exit 2, either path
+    ["--model", "no-such-model", "--ram", "64"],
+    ["--model", "llama-3.1-8b", "--ram", "64", "--kv-type", "q9"],
+    ["--model", "llama-3.1-8b"],                              # no --ram and no --chip
+])
+def test_fast_path_answers_like_typer(argv):
+    assert M.fast_values(argv) is not None
+    fast = _run(M.main, argv)
+    slow = _run(lambda a: M._core_errors(lambda: M._typer(a)), argv)
+    assert fast == slow
+    assert fast[0] in (0, 2)

@@ -1,0 +1,24 @@
+"""planner/plan.py display wiring: the launch recipe of any plan option, and the MoE flag of the model summary."""
+
+from planner.plan import PlanRequest, launch_recipe, plan
+
+
+def test_launch_recipe_of_a_plan_option_matches_its_kv_and_context():
+    """Every option of a plan gets a server command at the request's context and users, with the option's KV type
+    (llama.cpp -ctk/-ctv; mlx-lm serves at its default KV) and the total context over the slots (2 × 4096)."""
+    req = PlanRequest(model="llama-3.1-8b", ram_gb=64, context=4096, users=2, kv_type="q8_0")
+    p = plan(req)
+    for o in p.options:
+        rc = launch_recipe(req, o)
+        assert rc is not None and rc.server
+        if o.runtime == "llama.cpp":
+            assert rc.server.startswith("llama-server") and f"-{o.quant}.gguf" in rc.server
+            assert "-c 8192 -np 2" in rc.server and "-ctk q8_0 -ctv q8_0" in rc.server
+        else:
+            assert rc.server.startswith("mlx_lm.server")
+
+
+def test_model_summary_flags_moe_only():
+    assert not plan(PlanRequest(model="llama-3.1-8b", ram_gb=64)).model.is_moe
+    moe = plan(PlanRequest(model="qwen3-30b-a3b", ram_gb=64)).model
+    assert moe.is_moe and moe.active_params < moe.params / 5  # 3B of 30B active (Qwen3-30B-A3B)

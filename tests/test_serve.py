@@ -1,0 +1,243 @@
+"""planner/serve.py: the schedulers against queueing delays derived by hand, and the simulation's properties on the
+real step model (stability, monotonicity in slots, percentiles)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from planner.serve import GRID, Scheduler, StepModel, simulate
+from planner.serve_plan import setup
+
+
+class FlatSteps:
+    """A step model with hand-checkable times: a decode step takes 0.1 s whatever the batch and depth; a llama.cpp
+    batch with P prompt tokens takes 0.1 + 0.001·P s; an mlx prompt batch of n prompts × c tokens 0.001·c·n s."""
+
+    D = 0.1
+
+    def decode(self, batch, ctx):
+        return self.D
+
+    def span(self, batch, ctx, k):
+        return self.D * k
+
+    def steps_within(self, batch, ctx, dt):
+        return max(1, math.ceil(dt / self.D - 1e-9))
+
+    def mixed(self, batch, ctx, pieces):
+        return self.D + 0.001 * sum(p for p, _ in pieces)
+
+    def prompt_batch(self, chunk, depth, n):
+        return 0.001 * chunk * n
+
+
+def run(kind, slots, arrival, prompt, gen, cached=None, n_batch=2048, pc=1):
+    n = len(arrival)
+    return simulate(np.array(arrival, float), np.full(n, prompt) if np.isscalar(prompt) else np.array(prompt),
+                    np.full(n, gen) if np.isscalar(gen) else np.array(gen),
+                    np.zeros(n, int) if cached is None else np.array(cached),
+                    Scheduler(kind, slots, n_batch, pc), FlatSteps())
+
+
+def test_llama_one_slot_fifo_queue_by_hand():
+    """One slot, requests at 0, 1, 2 s, 1000-token prompts, 11 tokens each. A request's prompt is one batch of
+    0.1 + 1.0 = 1.1 s (its first token is sampled from that batch), then 10 decode steps of 0.1 s: 2.1 s in the
+    slot. Request 1 waits for the slot until 2.1 (first token 3.2, done 4.2); request 2 until 4.2 (5.3, 6.3)."""
+    tr = run("llama.cpp", 1, [0, 1, 2], 1000, 11)
+    np.testing.assert_allclose(tr.admit, [0, 2.1, 4.2])
+    np.testing.assert_allclose(tr.first - [0, 1, 2], [1.1, 2.2, 3.3])
+    np.testing.assert_allclose(tr.end, [2.1, 4.2, 6.3])
+    assert tr.busy_integral == pytest.approx(6.3)       # the slot is never idle
+
+
+def test_llama_continuous_batching_splits_prompts_at_n_batch():
+    """Two slots, two 1500-token prompts at t = 0, 3 tokens each, n_batch 2048.
+    Batch 1: slot A's 1500 + slot B's first 548 tokens: 0.1 + 2.048 = 2.148 s; A's first token at 2.148.
+    Batch 2: A's decode token + B's last 952: 0.1 + 0.952 = 1.052 s -> 3.2; B's first token at 3.2.
+    Then decode: both at 3.3 (A's 3rd token, done), B alone at 3.4 (done)."""
+    tr = run("llama.cpp", 2, [0, 0], 1500, 3)
+    np.testing.assert_allclose(tr.first, [2.148, 3.2])
+    np.testing.assert_allclose(tr.end, [3.3, 3.4])
+
+
+def test_llama_cached_prefix_is_not_prefilled():
+    """cache_prompt: 600 of 1000 tokens cached -> the prompt batch is 0.1 + 0.4 s."""
+    tr = run("llama.cpp", 1, [0], 1000, 1, cached=[600])
+    np.testing.assert_allclose(tr.first, [0.5])
+    np.testing.assert_allclose(tr.end, [0.5])
+
+
+def test_llama_arrival_joins_the_next_batch():
+    """Two slots; A (100-token prompt, 21 tokens) at 0: prompt batch 0.2 s, then decode steps of 0.1 s. B arrives
+    at 0.45, during A's 3rd decode step (0.4-0.5); it is admitted at 0.5 and its 100 tokens ride with A's decode
+    token: batch 0.5-0.7, B's first token at 0.7."""
+    tr = run("llama.cpp", 2, [0, 0.45], [100, 100], [21, 5])
+    np.testing.assert_allclose(tr.admit, [0, 0.5])
+    np.testing.assert_allclose(tr.first, [0.2, 0.7])
+    # A: 20 decode tokens after its first; one of them took 0.2 s (the mixed batch): 0.2 + 19 × 0.1 + 0.2 = 2.3
+    np.testing.assert_allclose(tr.end[0], 2.3)
+
+
+def test_mlx_first_token_comes_from_the_decode_after_the_prompt():
+    """mlx_lm BatchGenerator, one sequence at a time: a 1001-token prompt prefills 1000 tokens (1.0 s; the last
+    token is the first decode input), joins the generation batch on the next step, and its first token comes out
+    of the next decode step (1.1); 3 tokens -> done at 1.3. The second request (arrives 0.5) waits for the full
+    generation batch: admitted at 1.3, prefill to 2.3, first token 2.4, done 2.6."""
+    tr = run("mlx-lm", 1, [0, 0.5], 1001, 3)
+    np.testing.assert_allclose(tr.admit, [0, 1.3])
+    np.testing.assert_allclose(tr.first, [1.1, 2.4])
+    np.testing.assert_allclose(tr.end, [1.3, 2.6])
+
+
+def test_mlx_prompt_batch_is_padded_to_the_longest():
+    """Two prompts (201 and 801 tokens) prefill together, padded to 800 tokens each: 0.001 × 800 × 2 = 1.6 s."""
+    tr = run("mlx-lm", 2, [0, 0], [201, 801], 1, pc=2)
+    np.testing.assert_allclose(tr.first, [1.7, 1.7])
+
+
+def test_queue_grows_past_saturation_and_not_below():
+    """One slot serving 2.1 s requests (above) saturates at 1/2.1 ≈ 0.476 requests/s. At 0.25/s (utilisation
+    0.53) every request finds the slot nearly free; at 1/s the backlog after N requests is N·(1 − 1/2.1)."""
+    n = 400
+    calm = run("llama.cpp", 1, np.arange(n) * 4.0, 1000, 11)
+    assert np.nanmax(calm.admit - np.arange(n) * 4.0) == pytest.approx(0.0)   # deterministic: never waits
+    busy = run("llama.cpp", 1, np.arange(n) * 1.0, 1000, 11)
+    np.testing.assert_allclose(busy.admit, 2.1 * np.arange(n))          # request k starts when k−1 ends
+    t = 100.0   # requests arrived by t: 101; started by t: ceil(t / 2.1) = 48 -> 53 waiting ≈ t·(1 − 1/2.1)
+    waiting = np.count_nonzero(np.arange(n) <= t) - np.count_nonzero(busy.admit <= t)
+    assert waiting == 101 - 48
+
+
+# --------------------------------------------------------------------------- on the real step model
+@pytest.fixture(scope="module")
+def qwen():
+    return setup("M4 Max", 40, 128, "qwen3-30b-a3b", None, "llama.cpp")
+
+
+def test_span_is_the_sum_of_decode_steps(qwen):
+    """The decode-stretch integral equals the step-by-step sum of Roofline.step_time within 0.5 %."""
+    st = StepModel(qwen.rf, 8192)
+    for b, ctx, k in ((1, 700.0, 300), (4, 3000.0, 1000), (8, 100.0, 5)):
+        direct = sum(qwen.rf.step_time(b, ctx + j) for j in range(k))
+        assert st.span(b, ctx, k) == pytest.approx(direct, rel=5e-3)
+        dt = st.span(b, ctx, k) * 0.999
+        kk = st.steps_within(b, ctx, dt)
+        assert st.span(b, ctx, kk) >= dt > st.span(b, ctx, kk - 1)
+    assert GRID > 0
+
+
+def test_more_slots_never_lower_saturation_throughput(qwen):
+    from planner.serve_plan import draw_lengths, make_requests, saturation_rate
+    from planner.workload import Length
+
+    rng = np.random.default_rng(3)
+    n = 200
+    rq, _ = make_requests(np.zeros(n), draw_lengths(Length(p50=800, p90=3000), n, rng),
+                          draw_lengths(Length(p50=200, p90=600), n, rng), 0.0, 8192)
+    st = StepModel(qwen.rf, 8192)
+    mus = [saturation_rate(rq, qwen.scheduler(s), st) for s in (1, 2, 4, 8, 16)]
+    assert all(b >= a * 0.999 for a, b in zip(mus, mus[1:])), mus
+    assert mus[-1] > 2 * mus[0]    # batching pays on a bandwidth-bound decode
+
+
+@pytest.mark.parametrize("runtime", ["llama.cpp", "mlx-lm"])
+def test_stable_below_saturation_growing_above(runtime):
+    from planner.serve_plan import ServeRequest, serve
+    from planner.workload import Length
+
+    s = setup("M4 Max", 40, 128, "qwen3-30b-a3b", None, runtime)
+    base = dict(slots=4, prompt=Length(p50=800, p90=2500), gen=Length(p50=150, p90=400), duration=1800.0,
+                sweep=False)
+    mu = serve(s, ServeRequest(rate=0.01, **base)).saturation_rate_per_s
+    low = serve(s, ServeRequest(rate=0.5 * mu, **base))
+    high = serve(s, ServeRequest(rate=1.5 * mu, **base))
+    assert low.stable and low.utilisation == pytest.approx(0.5, rel=1e-6)
+    assert not high.stable
+    assert low.queue_max < 10
+    q = [x for _, x in high.queue_timeline]
+    assert q[-1] > q[len(q) // 2] > q[0]                    # the backlog keeps growing
+    assert q[-1] > 0.25 * (1.5 * mu - mu) * 1800            # ~ (rate − μ)·T waiting, less the noise
+    for r in (low, high):
+        assert r.ttft_s.p50 <= r.ttft_s.p95 <= r.ttft_s.p99
+        assert r.e2e_s.p50 >= r.ttft_s.p50 * 0.999
+        assert r.decode_tok_s_p5 <= r.decode_tok_s_p50
+        # mlx_lm admits prompts before moving finished ones (BatchGenerator._next), so it can hold a few more
+        assert 0 < r.slot_occupancy <= (1.0 if runtime == "llama.cpp" else 2.0) + 1e-9
+    assert high.ttft_s.p95 > low.ttft_s.p95
+
+
+def test_lognormal_through_p50_and_p90():
+    """--prompt p50=1500,p90=6000: the draws' median and 90th percentile are the given ones (200k draws: ±2 %)."""
+    from planner.serve_plan import draw_lengths, length_p99, poisson_arrivals
+    from planner.workload import Length
+
+    x = draw_lengths(Length(p50=1500, p90=6000), 200_000, np.random.default_rng(0))
+    assert np.percentile(x, 50) == pytest.approx(1500, rel=0.02)
+    assert np.percentile(x, 90) == pytest.approx(6000, rel=0.02)
+    # p99 = p50 · (p90/p50)^(z99/z90) = 1500 · 4^(2.3263/1.2816) = 1500 · 12.38 ≈ 18 570
+    assert length_p99(Length(p50=1500, p90=6000)) == pytest.approx(18570, rel=0.002)
+    t = poisson_arrivals(2.0, 10_000.0, np.random.default_rng(1))
+    assert len(t) == pytest.approx(20_000, rel=0.03) and np.all(np.diff(t) > 0) and t[-1] < 10_000
+
+
+def test_slots_that_do_not_fit_are_capped():
+    """llama-3.3-70b Q4_K_M (~40 GiB of weights) on 64 GB (48 GiB GPU limit): 64 slots of 8K (2.5 GiB of f16 KV
+    each) do not fit."""
+    from planner.serve_plan import ServeRequest, serve
+    from planner.workload import Length
+
+    s = setup("M4 Max", 40, 64, "llama-3.3-70b", None, "llama.cpp")
+    r = serve(s, ServeRequest(slots=64, rate=0.01, prompt=Length(value=1000), gen=Length(value=50), duration=600,
+                              slot_context=8192, sweep=False))
+    assert r.slots < 64 and any("do not fit" in n for n in r.notes)
+    assert r.memory_bytes <= r.wired_limit_bytes
+
+
+def test_one_prompt_batch_is_the_roofline_prefill(qwen):
+    """A llama.cpp batch of one 1024-token prompt piece on 2048 cached tokens, nobody decoding, takes exactly the
+    speed model's prefill time of that prompt at that depth (token and depth counts on the memo grid)."""
+    st = StepModel(qwen.rf, 8192)
+    assert st.mixed(0, 0.0, [(1024, 2048)]) == pytest.approx(qwen.rf.prefill_time(1024, 2048)[0], rel=1e-12)
+    # decode tokens riding along cost their rows in the batch plus their attention over their own cache
+    assert st.mixed(4, 3000.0, [(1024, 0)]) > st.mixed(0, 0.0, [(1024, 0)]) + qwen.rf.kv_time(4, 3000.0) * 0.999
+
+
+@pytest.mark.parametrize("kind", ["llama.cpp", "mlx-lm"])
+def test_every_request_is_served_in_order_of_events(kind):
+    """Random small loads on the hand step model: every request finishes; arrival ≤ admit ≤ first ≤ end."""
+    rng = np.random.default_rng(7)
+    for _ in range(30):
+        n = int(rng.integers(1, 40))
+        arr = np.sort(rng.uniform(0, 20, n))
+        tr = run(kind, int(rng.integers(1, 6)), arr, rng.integers(1, 5000, n), rng.integers(1, 200, n),
+                 n_batch=int(rng.choice([64, 512, 2048])), pc=int(rng.integers(1, 4)))
+        assert not np.isnan(tr.end).any()
+        assert np.all(tr.admit >= arr - 1e-12) and np.all(tr.first >= tr.admit) and np.all(tr.end >= tr.first - 1e-12)
+
+
+@pytest.mark.parametrize("kind,service", [("llama.cpp", 2.101), ("mlx-lm", 2.1)])
+def test_one_slot_with_poisson_arrivals_is_an_md1_queue(kind, service):
+    """One slot, identical requests (1001-token prompt, 11 tokens) on the hand step model hold the slot for a fixed
+    time S — llama.cpp: prompt batch 0.1 + 1.001, then 10 decode steps: 2.101 s; mlx-lm: 1000 prompt tokens 1.0 s
+    (the last one is the first decode input), then 11 decode steps: 2.1 s. With Poisson arrivals that is an M/D/1
+    queue, whose mean wait is ρ·S / (2(1 − ρ)) (Pollaczek–Khinchine): at λ = 0.3/s, ρ ≈ 0.63, W ≈ 1.79 s."""
+    n, lam = 60_000, 0.3
+    arr = np.cumsum(np.random.default_rng(11).exponential(1 / lam, n))
+    tr = run(kind, 1, arr, 1001, 11)
+    np.testing.assert_allclose(tr.end - tr.admit, service)
+    rho = lam * service
+    assert float(np.mean(tr.admit - arr)) == pytest.approx(rho * service / (2 * (1 - rho)), rel=0.05)
+
+
+def test_latency_curve_rises_with_load(qwen):
+    from planner.serve_plan import CURVE_LOADS, ServeRequest, serve
+    from planner.workload import Length
+
+    r = serve(qwen, ServeRequest(slots=4, rate=0.05, prompt=Length(p50=800, p90=2500), gen=Length(p50=150, p90=400),
+                                 duration=600.0, sweep=False))
+    assert [p.rate_per_s for p in r.curve] == pytest.approx([x * r.saturation_rate_per_s for x in CURVE_LOADS])
+    assert r.curve[-1].ttft_p95_s > 3 * r.curve[0].ttft_p95_s        # past saturation the queue dominates
+    assert all(p.ttft_p50_s <= p.ttft_p95_s for p in r.curve)

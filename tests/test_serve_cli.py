@@ -1,0 +1,77 @@
+"""`plan serve`: the text answer, --json round-trips, the TTFT target search, one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cli.main import main
+from cli.serve import parse_duration, parse_rate
+from planner.results import ServeResult
+
+BASE = ["serve", "--model", "qwen3-30b-a3b", "--chip", "M4 Max", "--gpu-cores", "40", "--ram", "128",
+        "--runtime", "llama.cpp", "--slots", "4", "--prompt", "p50=1500,p90=6000", "--gen", "p50=300,p90=900"]
+
+
+def run(capsys, args):
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_json_round_trips(capsys):
+    code, out, err = run(capsys, [*BASE, "--rate", "5/min", "--duration", "20min", "--no-sweep", "--json"])
+    assert code == 0, err
+    r = ServeResult.model_validate_json(out)
+    assert json.loads(r.model_dump_json()) == json.loads(out)
+    assert r.rate_per_s == pytest.approx(5 / 60) and r.duration_s == 1200
+    assert r.ttft_s.p50 <= r.ttft_s.p95 <= r.ttft_s.p99 and r.stable
+
+
+def test_text_names_the_figures_and_the_binding_target(capsys):
+    code, out, err = run(capsys, [*BASE, "--rate", "20/min", "--duration", "10min", "--max-ttft-p95", "5"])
+    assert code == 0, err
+    for word in ("TTFT", "p95", "per user", "queue", "grows without bound", "slots", "memory"):
+        assert word in out, word
+    # the p95 prompt (~8 900 tokens) alone takes longer than 5 s to prefill on this Mac: the target binds
+    assert "binds" in out
+
+
+def test_target_met_gives_a_rate_and_best_slots(capsys):
+    code, out, err = run(capsys, [*BASE[:-4], "--prompt", "p50=300,p90=800", "--gen", "p50=100,p90=300",
+                                  "--rate", "10/min", "--duration", "10min", "--max-ttft-p95", "5", "--json"])
+    assert code == 0, err
+    r = ServeResult.model_validate_json(out)
+    assert r.max_rate_per_s is not None and 0 < r.max_rate_per_s < r.saturation_rate_per_s
+    assert r.best_slots in [o.slots for o in r.sweep] and r.binding is None
+    best = max(o.max_rate_per_s or 0 for o in r.sweep)
+    assert next(o for o in r.sweep if o.slots == r.best_slots).max_rate_per_s == best
+
+
+def test_parsers():
+    assert parse_rate("20/min") == pytest.approx(1 / 3)
+    assert parse_rate("0.5") == 0.5 and parse_rate("360/h") == pytest.approx(0.1)
+    assert parse_duration("1h") == 3600 and parse_duration("90s") == 90 and parse_duration("30min") == 1800
+
+
+@pytest.mark.parametrize("args,flag", [
+    (["--rate", "20/fortnight"], "--rate"), (["--rate", "0"], "--rate"), (["--duration", "-1h"], "--duration"),
+    (["--prompt", "p50=x"], "--prompt"), (["--slots", "0"], "--slots"), (["--cached-prefix", "1"], "--cached-prefix"),
+    (["--trace", "/nonexistent/trace.csv"], "--trace"), (["--ram", "7"], "--ram"),
+    (["--max-ttft-p95", "-2"], "--max-ttft-p95"),
+])
+def test_bad_input_is_one_line(capsys, args, flag):
+    code, out, err = run(capsys, [*BASE, *args, "--no-sweep", "--duration", "1min"] if "--duration" not in args
+                         else [*BASE, *args, "--no-sweep"])
+    assert code == 2 and err.count("\n") == 1 and flag in err, err
+
+
+def test_trace_file(capsys, tmp_path):
+    """Three requests from a CSV: the answer counts them and takes the duration from the last arrival."""
+    p = tmp_path / "t.csv"
+    p.write_text("arrival_s,prompt,gen\n0,500,50\n30,800,20\n60,300,10\n")
+    code, out, err = run(capsys, [*BASE, "--trace", str(p), "--no-sweep", "--json"])
+    assert code == 0, err
+    r = ServeResult.model_validate_json(out)
+    assert r.n_requests == 3 and r.duration_s == 60 and r.rate_per_s == pytest.approx(3 / 60)
