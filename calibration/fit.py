@@ -572,8 +572,8 @@ def leave_one_source_out(data) -> list[tuple[str, FitRecord, float]]:
 
 def loso_ranges(held: list[tuple[str, FitRecord, float]]) -> dict[str, dict[str, tuple[float, float]]]:
     """{runtime: range_table of its out-of-source residuals}: the shipped likely ranges. A runtime whose residuals
-    come from fewer than two source groups, or a regime it has too few rows of, takes the pooled table of all
-    runtimes (one source's residuals say nothing about the next source's offset)."""
+    come from fewer than MIN_RANGE_SOURCES source groups, or a regime it has too few rows of, takes the pooled
+    table of all runtimes (one or two sources' offsets say little about the next source's)."""
     by = defaultdict(list)
     for rt, r, p in held:
         by[rt].append((r, p))
@@ -581,7 +581,8 @@ def loso_ranges(held: list[tuple[str, FitRecord, float]]) -> dict[str, dict[str,
     out = {}
     for rt in ("llama.cpp", "mlx-lm", "ollama"):
         v = by.get(rt, [])
-        own = range_table([r for r, _ in v], [p for _, p in v]) if len({r.source for r, _ in v}) >= 2 else {}
+        own = (range_table([r for r, _ in v], [p for _, p in v])
+               if len({r.source for r, _ in v}) >= MIN_RANGE_SOURCES else {})
         out[rt] = {**pooled, **own}
     return out
 
@@ -596,6 +597,7 @@ def _rows_by_scope(records: list[FitRecord], scope: str) -> int:
 
 RANGE_QUANTILES = (10.0, 90.0)  # the 80 % likely range
 MIN_RANGE_ROWS = 8              # fewer residuals in a regime: it falls back to its phase's range
+MIN_RANGE_SOURCES = 3           # fewer source groups behind a runtime's residuals: the pooled ranges
 
 
 def regime_of(r: FitRecord) -> str:

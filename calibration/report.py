@@ -168,7 +168,7 @@ without it and predicts it. Leaving one chip out still leaves its source in, so 
 Every speed figure carries an 80 % likely range (`decode 8.2 tok/s (likely 6.9–9.4)`, `predict --json`:
 `decode_tok_s_range`, `prefill_tok_s_range`): the 10th–90th percentile of measured / predicted over the
 out-of-source residuals of the same runtime and regime (decode, deep decode ≥ 4K, batched decode > 8,
-prefill, deep prefill ≥ 8K; all runtimes pooled where a runtime has fewer than two sources). Its coverage is
+prefill, deep prefill ≥ 8K; all runtimes pooled where a runtime has fewer than three sources). Its coverage is
 checked on held-out rows with ranges built from the *other* sources only.
 """
 

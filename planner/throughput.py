@@ -4,14 +4,16 @@ Decode step (B sequences at context c each), docs/model-facts.md §5.1-5.2, gguf
 
     bytes(B, c) = W_dense + W_experts · (1 − (1 − k/E)^B) + B · (kv_full·c + kv_swa·min(c, W) + 2·state)
     flops(B, c) = B · (2·N_active + 2·A_full·c + 2·A_swa·min(c, W))
-    t_step      = L · t_layer + max(bytes / (η_bw · BW), flops / (η_cd · η_c · q · F))
+    t_attn      = max(B · kv(c) / (η_kv · η_bw · BW), 2·B·A(c) / (η_attn · F)) × (no flash attention: f_kv)
+    t_step      = L · t_layer + max(weights / (η_bw · BW) + t_attn, flops / (η_cd · η_c · q · F))
                   (expert bytes at η_bw · moe_bw_factor; 2 ≤ B ≤ mv_max_batch: matrix-vector kernels, not overlapped:
                   bytes / (η_bw · BW) + (B − 1) · flops_1 / (η_mv · F); larger B padded to the matrix-matrix tile,
                   which is prefill's kernel_mul_mm: η_cd is a ratio to the prefill η_c · q of the same chip and quant)
 
 Prefill of P tokens per sequence on D cached tokens (§5.3)::
 
-    flops_mm   = 2 · N_matmul · B·P                    (lm_head only for the last position)
+    flops_mm   = 2 · (N_dense · B·P + N_expert · rows_e)   (lm_head only for the last position; rows_e: each expert's
+                 routed rows per chunk padded to the 32-row tile, E · 32 · E[ceil(n/32)], n ~ Poisson(T·k/E))
     flops_attn = 2 · A · Σ_i min(D + i, W)             (causal; A = Σ_layers H·(d_qk + d_v))
     t_prefill  = n_chunks · L · t_layer + max(flops_mm / (η_c·q·F), n_chunks · W_read / (η_bw·BW))
                  + flops_attn · fa / (η_attn · F)
