@@ -64,7 +64,7 @@ class FinetuneRequest(BaseModel):
     gpu_cores: int | None = Field(None, gt=0, description="GPU cores, to pick a binned chip")
     quant: str = Field("4bit", description="Base weights: 4bit / 8bit (QLoRA) or bf16, or an MLX format id")
     fine_tune_type: Literal["lora", "dora", "full"] = Field("lora", description="mlx_lm.lora --fine-tune-type")
-    seq_len: int = Field(2048, gt=0, le=1_000_000, description="--max-seq-length [tokens]")
+    seq_len: int = Field(2048, ge=2, le=1_000_000, description="--max-seq-length [tokens] (the loss needs 2 or more)")
     batch: int = Field(4, gt=0, le=4096, description="--batch-size [sequences]")
     rank: int = Field(8, gt=0, le=4096, description="LoRA rank (lora_parameters.rank)")
     scale: float = Field(20.0, gt=0, description="LoRA scale (lora_parameters.scale)")
