@@ -11,37 +11,35 @@ import typer
 
 from planner.finetune import FinetuneRequest
 
-_H = {k: f.description for k, f in FinetuneRequest.model_fields.items()}
+from .options import check, opt
+
+R = FinetuneRequest
 
 
 def finetune_cmd(
-    model: str = typer.Option(..., "--model", "-m", help=_H["model"]),
-    ram: float | None = typer.Option(None, "--ram", help=_H["ram_gb"]),
-    chip: str | None = typer.Option(None, "--chip", help=_H["chip"]),
-    gpu_cores: int | None = typer.Option(None, "--gpu-cores", help=_H["gpu_cores"]),
-    quant: str = typer.Option("4bit", "--quant", "-q", help=_H["quant"]),
-    fine_tune_type: str = typer.Option("lora", "--fine-tune-type", help=_H["fine_tune_type"]),
-    seq_len: int = typer.Option(2048, "--seq-len", "--max-seq-length", help=_H["seq_len"]),
-    batch: int = typer.Option(4, "--batch", "--batch-size", help=_H["batch"]),
-    rank: int = typer.Option(8, "--rank", help=_H["rank"]),
-    scale: float = typer.Option(20.0, "--scale", help=_H["scale"]),
-    layers: int = typer.Option(16, "--layers", "--num-layers", help=_H["layers"]),
-    grad_checkpoint: bool = typer.Option(False, "--grad-checkpoint", help=_H["grad_checkpoint"]),
-    dataset_tokens: int | None = typer.Option(None, "--dataset-tokens", help=_H["dataset_tokens"]),
-    epochs: float = typer.Option(1.0, "--epochs", help=_H["epochs"]),
-    macos: str = typer.Option("15", "--macos", help=_H["macos"]),
-    wired_limit: int | None = typer.Option(None, "--wired-limit", help=_H["wired_limit_mb"]),
+    model: str = opt(R, "model", "--model", "-m"),
+    ram_gb: float | None = opt(R, "ram_gb", "--ram"),
+    chip: str | None = opt(R, "chip", "--chip"),
+    gpu_cores: int | None = opt(R, "gpu_cores", "--gpu-cores"),
+    quant: str = opt(R, "quant", "--quant", "-q"),
+    fine_tune_type: str = opt(R, "fine_tune_type", "--fine-tune-type"),
+    seq_len: int = opt(R, "seq_len", "--seq-len", "--max-seq-length"),
+    batch: int = opt(R, "batch", "--batch", "--batch-size"),
+    rank: int = opt(R, "rank", "--rank"),
+    scale: float = opt(R, "scale", "--scale"),
+    layers: int = opt(R, "layers", "--layers", "--num-layers"),
+    grad_checkpoint: bool = opt(R, "grad_checkpoint", "--grad-checkpoint"),
+    dataset_tokens: int | None = opt(R, "dataset_tokens", "--dataset-tokens"),
+    epochs: float = opt(R, "epochs", "--epochs"),
+    macos: str = opt(R, "macos", "--macos"),
+    wired_limit_mb: int | None = opt(R, "wired_limit_mb", "--wired-limit"),
     json_out: bool = typer.Option(False, "--json", help="Print the plan as JSON"),
 ):
     """Peak memory of an mlx_lm.lora fine-tune against the GPU limit, the largest batch and sequence length,
     training speed and time, and the command line."""
     from planner.finetune import plan_finetune
 
-    req = FinetuneRequest(model=model, ram_gb=ram, chip=chip, gpu_cores=gpu_cores, quant=quant,
-                          fine_tune_type=fine_tune_type, seq_len=seq_len, batch=batch, rank=rank, scale=scale,
-                          layers=layers, grad_checkpoint=grad_checkpoint, dataset_tokens=dataset_tokens, epochs=epochs,
-                          macos=macos, wired_limit_mb=wired_limit)
-    p = plan_finetune(req)
+    p = plan_finetune(check(R, locals()))
     typer.echo(p.model_dump_json(indent=2) if json_out else render(p))
 
 
