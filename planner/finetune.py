@@ -211,12 +211,6 @@ def _largest(fits, hi: int) -> int:
     return lo
 
 
-def _fmt(model: ModelProfile, quant: str) -> QuantFormat:
-    name = {"4bit": "mlx-4bit-g64", "8bit": "mlx-8bit-g64", "6bit": "mlx-6bit-g64", "bf16": "mlx-bf16",
-            "fp16": "mlx-bf16", "qlora": "mlx-4bit-g64"}.get(quant.lower(), quant)
-    return profiles.load_quant(name, "mlx")
-
-
 # --------------------------------------------------------------------------- speed
 def speed(model: ModelProfile, fmt: QuantFormat, chip: Chip, layers: int, batch: int, seq: int,
           tokens_total: float | None) -> FinetuneSpeed:
@@ -271,7 +265,7 @@ def plan_finetune(req: FinetuneRequest) -> FinetunePlan:
     layers = n_layers if req.layers == -1 else req.layers
     if layers > n_layers:
         raise InputError(f"--layers {req.layers}: {model.name} has {n_layers} layers; use at most {n_layers} or -1")
-    fmt = _fmt(model, req.quant)
+    fmt = profiles.load_quant(req.quant, "mlx")  # aliases: 4bit, 8bit, bf16, qlora, ...
     chip = profiles.resolve_chip(req.chip, req.gpu_cores) if req.chip else None
     ram = req.ram_gb or (float(max(chip.ram_options_gb)) if chip else None)
     if ram is None:
