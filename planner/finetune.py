@@ -147,18 +147,11 @@ def trainable_params(model: ModelProfile, fine_tune_type: str, layers: int, rank
     return n
 
 
-def _ffn_width(cfg) -> int:
-    """FFN width seen by each token: the dense FFN, or the active experts plus the shared ones (MoE)."""
-    if cfg.is_moe:
-        return (cfg.num_experts_per_tok or 0) * cfg.expert_ffn + cfg.shared_ffn
-    return cfg.dense_ffn
-
-
 def _widths(model: ModelProfile) -> tuple[int, int, int, int]:
     cfg = model.config
     q = cfg.num_attention_heads * cfg.head_dim
     kv = cfg.num_key_value_heads * cfg.head_dim
-    return cfg.hidden_size, cfg.hidden_size + q + 2 * kv, _ffn_width(cfg), cfg.num_attention_heads
+    return cfg.hidden_size, cfg.hidden_size + q + 2 * kv, cfg.ffn_width, cfg.num_attention_heads
 
 
 def activations(model: ModelProfile, batch: int, seq: int, layers: int, act: int, checkpoint: bool) -> int:

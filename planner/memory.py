@@ -351,20 +351,27 @@ class MemoryModel:
         return (int(kv_bytes), kv.state_bytes_per_seq * users, int(cb), out, int(rt.runtime_overhead_mib * MiB), cells)
 
     def _mlx_activations(self, rt: MlxRuntime, S: int, context: int, users: int) -> int:
-        """Peak transient activations of one prefill chunk (mlx_lm/generate.py generate_step, 2048-token chunks):
-        residual + normed input (2·S·h) and gate/up/product (3·S·ffn_active), plus the S×L_kv score matrix
-        per head when the fused SDPA kernel does not apply (head_dim not fused, MLA, quantized KV)."""
+        """Peak transient memory of the last prefill chunk (S tokens against L = context keys), on top of the
+        weights and the grown KV cache. mlx_lm/generate.py generate_step evaluates only the cache state per chunk
+        (prefill_step_size), then mx.clear_cache(); the lm_head runs on the final token alone. Per chunk:
+
+        - MLP phase: residual + normed input (2·S·h) and gate, up and the swiglu product (3·S·ffn)
+          (mlx_lm/models/llama.py MLP);
+        - attention without a fused kernel (head dim outside the Metal kernels, MLA, quantized KV): the
+          H×S×L score matrix (mlx/fast.cpp scaled_dot_product_attention fallback; where() and softmax reuse
+          the donated buffer) and its S×L bool causal mask (greater_equal); MLA holds a second H×S×L matrix,
+          the rope scores passed as an additive mask (mlx_lm/models/deepseek_v3.py pe_scores);
+        - cache growth: KVCache.update_and_fetch (mlx_lm/models/cache.py) concatenates a layer's old keys and
+          values with the next 256-token steps, so one layer's old K/V (L − S tokens) is alive with the new;
+        - logits of the last token in float32."""
         m = self.model.config
-        act = rt.activation_bytes
-        ffn = max(m.dense_ffn if not m.is_moe or m.interleave_moe_layer_step else 0,
-                  (m.num_experts_per_tok or 0) * m.expert_ffn + m.shared_ffn)
-        per_chunk = S * (2 * m.hidden_size + 3 * ffn) * act
-        unfused = m.head_dim not in rt.fused_sdpa_head_dims or m.is_mla or self.kv.kv_type != "bf16"
-        if unfused:
-            per_chunk += m.num_attention_heads * S * context * act
-        logits = m.vocab_size * 4  # last position only
-        concurrent_prefills = min(users, rt.prefill_batch_size)
-        return concurrent_prefills * per_chunk + logits
+        act, L = rt.activation_bytes, context
+        per_chunk = S * (2 * m.hidden_size + 3 * m.ffn_width) * act
+        if m.head_dim not in rt.fused_sdpa_head_dims or m.is_mla or self.kv.kv_type != "bf16":
+            per_chunk += (2 if m.is_mla else 1) * m.num_attention_heads * S * L * act + S * L
+        per_chunk += self.kv.bytes_per_token * max(L - S, 0) // m.num_hidden_layers
+        logits = m.vocab_size * 4
+        return min(users, rt.prefill_batch_size) * per_chunk + logits
 
 
 def memory_model(model: ModelProfile, runtime: Runtime, quant: QuantFormat, table: GgmlTypeTable,

@@ -479,6 +479,14 @@ class ModelConfig(BaseModel):
         return self.moe_intermediate_size or self.intermediate_size
 
     @property
+    def ffn_width(self) -> int:
+        """Widest FFN a token passes through (the activations a layer holds): the dense FFN, or the active
+        experts plus the shared ones, whichever is wider among the layer kinds the model has."""
+        moe = (self.num_experts_per_tok or 0) * self.expert_ffn + self.shared_ffn if self.is_moe else 0
+        has_dense = not self.is_moe or any(not self.is_moe_layer(i) for i in range(self.num_hidden_layers))
+        return max(self.dense_ffn if has_dense else 0, moe)
+
+    @property
     def shared_ffn(self) -> int:
         if self.shared_expert_intermediate_size:
             return self.shared_expert_intermediate_size

@@ -153,6 +153,54 @@ def test_mlx_kv_grows_in_256_steps():
     assert m.estimate(257, 2).kv_cache == 2 * 512 * 131_072
 
 
+# --------------------------------------------------------------------------- mlx-lm prefill peak (planner.memory._mlx_activations)
+def test_mlx_prefill_peak_fused_attention():
+    # Llama-3.1-8B (h 4096, ffn 14336, 32 layers, 8 KV heads x 128, vocab 128256), head_dim 128: fused kernel, no
+    # scores. Last 2048-token chunk at L = 32768:
+    #   MLP phase    2048 x (2 x 4096 + 3 x 14336) x 2 B           = 209,715,200
+    #   cache growth one layer's old K/V: 131072 / 32 x (32768 - 2048) = 125,829,120
+    #   logits       128256 x 4 B                                   =     513,024
+    e = mm("llama-3.1-8b", "mlx-lm", "mlx-4bit-g64").estimate(32768)
+    assert e.compute_buffer == 209_715_200 + 125_829_120 + 513_024
+
+
+def test_mlx_prefill_peak_unfused_mla_scores():
+    # DeepSeek-V3 in mlx-lm (MLA: unfused): h 7168, widest FFN 18432 (dense layers = 8 x 2048 + 2048 shared),
+    # 128 heads, 61 layers, KV 70272 B/token, vocab 129280. At L = 16384, S = 2048:
+    #   MLP phase      2048 x (2 x 7168 + 3 x 18432) x 2               =    285,212,672
+    #   scores         2 (pe_scores + fallback scores) x 128 x 2048 x 16384 x 2 = 17,179,869,184
+    #   causal mask    2048 x 16384 x 1 B                              =     33,554,432
+    #   cache growth   70272 x (16384 - 2048) / 61                     =     16,515,072
+    #   logits         129280 x 4                                      =        517,120
+    e = mm("deepseek-v3", "mlx-lm", "mlx-4bit-g64").estimate(16384)
+    assert e.compute_buffer == 285_212_672 + 17_179_869_184 + 33_554_432 + 16_515_072 + 517_120
+
+
+def test_mlx_prefill_peak_vs_published_mlx_lm_runs():
+    # calibration/data/measured_benchmarks_train.csv, mx.get_peak_memory() printed by mlx_lm.generate:
+    # rows 333 (Mistral-7B 4-bit, 33898-token prompt, M2 Ultra, after mlx-lm PR #40: 9.111 GB) and 356/359/362
+    # (DeepSeek-V3 4-bit, prompts 4096/8192/16384: 383.213/388.343/398.605 GB). Within 2 % each; the growth of
+    # the DeepSeek peak with the prompt (scores grow with S x L) within 15 % (it was 53 % low without the scores
+    # of MLA's pe_scores and the grown cache).
+    m7 = mm("mistral-7b", "mlx-lm", "mlx-4bit-g64")
+    assert m7.total(33898) / GB == pytest.approx(9.111, rel=0.02)
+    ds = mm("deepseek-v3", "mlx-lm", "mlx-4bit-g64")
+    measured = {4096: 383.213, 8192: 388.343, 16384: 398.605}
+    for n, gb in measured.items():
+        assert ds.total(n) / GB == pytest.approx(gb, rel=0.02)
+    assert (ds.total(16384) - ds.total(8192)) / GB == pytest.approx(398.605 - 388.343, rel=0.15)
+
+
+def test_ffn_width_is_the_widest_layer():
+    # dense: intermediate_size. Qwen3-30B-A3B (every layer MoE): 8 active x 768 = 6144. DeepSeek-V3: the 3 dense
+    # layers (18432) and the MoE layers (8 x 2048 + 1 shared x 2048 = 18432) tie. Llama 4 Maverick: MoE layers
+    # 1 x 8192 + 8192 shared = 16384, dense layers intermediate_size_mlp 16384.
+    assert P.load_model("llama-3.1-8b").config.ffn_width == 14336
+    assert P.load_model("qwen3-30b-a3b").config.ffn_width == 6144
+    assert P.load_model("deepseek-v3").config.ffn_width == 18432
+    assert P.load_model("llama-4-maverick").config.ffn_width == 16384
+
+
 # --------------------------------------------------------------------------- compute buffer (docs/model-facts.md §4.1 measured)
 # Planner formula (profiles/runtimes/llama.cpp.yaml): FA on ub x (4 n_vocab + 8 n_embd); FA off adds the f32 KQ
 # matrix ub x 4 x n_kv x (n_head + 1) (+ 22 n_embd). Measured on llama.cpp's CPU allocator; tolerance 8 %:
