@@ -87,6 +87,7 @@ class FitRecord:
     value: float
     flash_attn: bool = True
     chunk: int = 512
+    prefill_batch: int = 1       # sequences per prefill step (Runtime.prefill_batch)
     era: str = "current"
     weight: float = 1.0
     label: str = ""
@@ -160,7 +161,8 @@ def records_from_measurements(ms) -> tuple[list[FitRecord], Counter]:
             P, G, D = 0, max(m.gen_tokens or 1, 1), m.context_depth or 0
         out.append(FitRecord(runtime=runtime, chip=chip, geo=geo, phase="prefill" if prefill else "decode",
                              prompt=P, gen=G, depth=D, batch=m.batch, value=m.value, flash_attn=bool(fa),
-                             chunk=chunk, era=_era(m.year_month, runtime), label=f"row {m.row_id}",
+                             chunk=chunk, prefill_batch=rt.prefill_batch, era=_era(m.year_month, runtime),
+                             label=f"row {m.row_id}",
                              source=m.source_group))
     return out, skipped
 
@@ -170,6 +172,7 @@ def records_from_runs(runs, chip: Chip) -> list[FitRecord]:
     rebuilt from the record's own shape (weights_bytes, layers, heads...), so tiny synthetic models work."""
     out = []
     for r in runs:
+        rt = profiles.load_runtime(r.runtime)
         bpw_bytes = r.weights_bytes / r.n_params
         embed = r.vocab * r.hidden * bpw_bytes
         kv_el = 2 if r.runtime == "llama.cpp" else 2
@@ -185,7 +188,7 @@ def records_from_runs(runs, chip: Chip) -> list[FitRecord]:
                              prompt=r.prompt_tokens if pre else 0, gen=0 if pre else max(r.gen_tokens, 1),
                              depth=r.context_depth, batch=r.batch, value=r.value_tok_s,
                              flash_attn=r.flash_attn if r.flash_attn is not None else True,
-                             chunk=512 if r.runtime == "llama.cpp" else 2048, label=r.label))
+                             chunk=rt.prefill_chunk, prefill_batch=rt.prefill_batch, label=r.label))
     return out
 
 
@@ -287,7 +290,7 @@ class _Arrays:
                                          else rf.mm_flops(padded, exp_rows, c))
             else:
                 tokens = r.prompt * r.batch
-                nch = r.batch * math.ceil(r.prompt / r.chunk) if r.runtime == "mlx-lm" else math.ceil(tokens / r.chunk)
+                nch = tp.prefill_steps(r.runtime, r.prompt, r.batch, r.chunk, r.prefill_batch)
                 self.tokens[i] = tokens
                 self.n_chunks[i] = nch
                 per_expert = g.expert_matmul_params / g.top_k if g.top_k else 0.0
@@ -474,7 +477,7 @@ def predict_record(r: FitRecord, consts: SpeedConstants) -> float:
                      flops=tp.peak_flops(r.chip, profiles.all_chips())[0]
                      * (consts.matrix_unit_factor if r.chip.gpu_matrix_units else 1.0),
                      k=consts, runtime_family="mlx-lm" if r.runtime == "mlx-lm" else "llama.cpp",
-                     flash_attn=r.flash_attn, chunk=r.chunk)
+                     flash_attn=r.flash_attn, chunk=r.chunk, prefill_batch=r.prefill_batch)
     if r.phase == "prefill":
         t, _ = rf.prefill_time(r.prompt, r.depth, r.batch)
         return r.prompt * r.batch / t

@@ -196,6 +196,12 @@ class LlamaCppFamily(_RuntimeBase):
         """Prompt tokens per prefill step: the physical batch -ub. The one chunk rule for llama.cpp."""
         return self.n_ubatch
 
+    @property
+    def prefill_batch(self) -> int:
+        """Sequences per prefill step: llama.cpp packs every sequence's tokens into the -ub chunks, so the chunk
+        rule alone counts the steps."""
+        return 1
+
 
 class LlamaCppRuntime(LlamaCppFamily):
     kind: Literal["llama.cpp"]
@@ -231,6 +237,12 @@ class MlxRuntime(_RuntimeBase):
     def prefill_chunk(self) -> int:
         """Prompt tokens per prefill step: prefill_step_size. The one chunk rule for mlx-lm."""
         return self.prefill_step_size
+
+    @property
+    def prefill_batch(self) -> int:
+        """Sequences per prefill step: mlx_lm/generate.py BatchGenerator._process_prompts runs up to
+        prefill_batch_size prompts as one (B, step) array per step; generate_step (one request) runs one."""
+        return self.prefill_batch_size
 
 
 class MlxWrapperRuntime(MlxRuntime):

@@ -66,7 +66,7 @@ def speed_model(mm: MemoryModel, chip: Chip, quant: QuantFormat, geo=None):
     try:
         geo = geo or tp.geometry(mm, quant.kind, quant.mode)
         return tp.roofline(geo, chip, _constants(chip.id, rt.id), rt.family, flash_attn=mm.flash_attn,
-                           chunk=chunk, reference_chips=profiles.all_chips())
+                           chunk=chunk, reference_chips=profiles.all_chips(), prefill_batch=rt.prefill_batch)
     except PlannerError:
         return None
 

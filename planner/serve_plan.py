@@ -189,7 +189,8 @@ def setup(chip: str, gpu_cores: int | None, ram: float | None, model: str, quant
     mm = memory_model(m, rt, q, profiles.ggml_types())
     chunk = rt.prefill_chunk if rt.family == "mlx-lm" else mm.n_ubatch
     rf = tp.roofline(tp.geometry(mm, q.kind, q.mode), c, profiles.load_speed_constants(c, rt.id), rt.family,
-                     flash_attn=mm.flash_attn, chunk=chunk, reference_chips=profiles.all_chips())
+                     flash_attn=mm.flash_attn, chunk=chunk, reference_chips=profiles.all_chips(),
+                     prefill_batch=rt.prefill_batch)
     wired = capacity.wired_limit(ram_gb, profiles.load_macos(macos))
     names = dict(model=m.id, quant=q.id, chip=c.id, ram_gb=ram_gb, runtime=rt.id,
                  max_context=m.config.max_position_embeddings, notes=[n for n in (chip_note, quant_note) if n])

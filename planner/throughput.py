@@ -237,6 +237,7 @@ class Roofline:
     runtime_family: str = "llama.cpp"
     flash_attn: bool = True
     chunk: int = 512          # tokens per physical batch (n_ubatch / prefill_step_size)
+    prefill_batch: int = 1    # sequences per prefill step (Runtime.prefill_batch)
     calibration: str = ""     # where ``k`` came from (ResolvedSpeedConstants.source); estimate() reports it
 
     # ---- decode
@@ -337,10 +338,7 @@ class Roofline:
         if prompt <= 0:
             return 0.0, "compute"
         tokens = prompt * batch
-        if self.runtime_family == "mlx-lm":
-            n_chunks = batch * math.ceil(prompt / self.chunk)  # mlx_lm generate_step: per sequence
-        else:
-            n_chunks = math.ceil(tokens / self.chunk)           # llama.cpp: n_ubatch tokens per graph
+        n_chunks = prefill_steps(self.runtime_family, prompt, batch, self.chunk, self.prefill_batch)
         per_chunk_tokens = tokens / n_chunks
         q = (k.quant_prefill_factor or {}).get(g.quant_class, 1.0)
         ct = int(math.ceil(per_chunk_tokens))
@@ -356,6 +354,15 @@ class Roofline:
         head = 2 * g.head_params * batch / (k.eta_c * self.flops)  # logits of the last position only
         bound = "compute" if t_mm >= t_rd else "bandwidth"
         return n_chunks * g.n_layers * k.t_layer_s + max(t_mm, t_rd) + t_attn + head, bound
+
+
+def prefill_steps(runtime_family: str, prompt: int, batch: int, chunk: int, prefill_batch: int = 1) -> int:
+    """Prefill graph evaluations for ``batch`` prompts of ``prompt`` tokens. llama.cpp: n_ubatch tokens per graph
+    over all sequences. mlx-lm: ``chunk`` tokens of up to ``prefill_batch`` sequences per step
+    (BatchGenerator._process_prompts: model(tokens[:, :prefill_step_size]) on a (B, P) array)."""
+    if runtime_family == "mlx-lm":
+        return math.ceil(batch / prefill_batch) * math.ceil(prompt / chunk)
+    return math.ceil(prompt * batch / chunk)
 
 
 def _keys_sum(prompt: float, depth: float, window: float | None) -> float:
@@ -401,7 +408,8 @@ def likely_range(k: SpeedConstants, rate: float, phase: str, prompt: int, depth:
 
 
 def roofline(geo: Geometry, chip: Chip, resolved: ResolvedSpeedConstants, runtime_family: str,
-             flash_attn: bool = True, chunk: int = 512, reference_chips: list[Chip] | None = None) -> Roofline:
+             flash_attn: bool = True, chunk: int = 512, reference_chips: list[Chip] | None = None,
+             prefill_batch: int = 1) -> Roofline:
     k = resolved.constants
     missing = k.missing()
     if missing:
@@ -411,7 +419,7 @@ def roofline(geo: Geometry, chip: Chip, resolved: ResolvedSpeedConstants, runtim
     if chip.gpu_matrix_units:
         peak *= k.matrix_unit_factor
     return Roofline(geo=geo, bw=bandwidth(chip), flops=peak, k=k, runtime_family=runtime_family,
-                    flash_attn=flash_attn, chunk=chunk, calibration=resolved.source)
+                    flash_attn=flash_attn, chunk=chunk, prefill_batch=prefill_batch, calibration=resolved.source)
 
 
 def estimate(rf: Roofline, prompt: int, gen: int, depth: int = 0, batch: int = 1, calibration: str | None = None,
@@ -456,7 +464,7 @@ def predict(mm: MemoryModel, chip: Chip, resolved: ResolvedSpeedConstants, quant
     rt = mm.runtime
     chunk = rt.prefill_chunk if rt.family == "mlx-lm" else mm.n_ubatch
     rf = roofline(geometry(mm, quant_kind, quant_mode), chip, resolved, rt.family, flash_attn=mm.flash_attn,
-                  chunk=chunk, reference_chips=reference_chips)
+                  chunk=chunk, reference_chips=reference_chips, prefill_batch=rt.prefill_batch)
     _, basis = peak_flops(chip, reference_chips)
     notes = [f"peak GPU FLOPS: {basis}"] if basis.startswith("derived") else []
     if chip.gpu_matrix_units:

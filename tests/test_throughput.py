@@ -108,6 +108,27 @@ def test_prefill_golden():
     assert est.ttft_s == pytest.approx(t + r.step_time(1, 1000))
 
 
+def test_prefill_steps_rule():
+    # llama.cpp: 12 prompts x 3000 tokens = 36000 tokens in 512-token ubatches -> ceil(70.3) = 71 graphs.
+    # mlx-lm BatchGenerator: 12 prompts in ceil(12 / 8) = 2 groups, each 3000 tokens in ceil(3000 / 2048) = 2 steps.
+    assert tp.prefill_steps("llama.cpp", 3000, 12, 512) == 71
+    assert tp.prefill_steps("mlx-lm", 3000, 12, 2048, 8) == 4
+    assert tp.prefill_steps("mlx-lm", 128, 8, 2048, 8) == 1
+    assert tp.prefill_steps("mlx-lm", 3000, 1, 2048, 8) == 2
+
+
+def test_mlx_batched_prefill_pays_the_step_cost_once_per_group():
+    # 8 prompts x 128 tokens, compute bound: matmul 2·0.5e9·1024 / (0.5 × 1e13) = 0.2048 s either way; weight
+    # reads 20 ms per step. One (8, 128) step: fixed 1 × 2 layers × 0.1 ms. One step per prompt (generate_step
+    # each): 8 × 2 × 0.1 ms. The difference is 7 steps' fixed cost, 1.4 ms; attention is the same.
+    k = dict(flash_attn=True, chunk=2048)
+    grouped = tp.roofline(GEO, chip(), RES, "mlx-lm", prefill_batch=8, **k).prefill_time(128, 0, 8)[0]
+    single = tp.roofline(GEO, chip(), RES, "mlx-lm", prefill_batch=1, **k).prefill_time(128, 0, 8)[0]
+    assert single - grouped == pytest.approx(7 * 2 * 1e-4, rel=1e-9)
+    assert profiles.load_runtime("mlx-lm").prefill_batch == 8
+    assert profiles.load_runtime("llama.cpp").prefill_batch == 1
+
+
 def test_prefill_attention_grows_with_depth_and_window_caps_it():
     r = rf()
     assert r.prefill_time(512, 8192)[0] > r.prefill_time(512, 0)[0]

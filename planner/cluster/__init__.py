@@ -147,7 +147,8 @@ def _roofline(geo: tp.Geometry, node: Node, mm: MemoryModel) -> tp.Roofline:
     rt = mm.runtime
     chunk = rt.prefill_chunk if rt.family == "mlx-lm" else mm.n_ubatch
     return tp.roofline(geo, node.chip, profiles.load_speed_constants(node.chip, rt.id), rt.family,
-                       flash_attn=mm.flash_attn, chunk=chunk, reference_chips=profiles.all_chips())
+                       flash_attn=mm.flash_attn, chunk=chunk, reference_chips=profiles.all_chips(),
+                       prefill_batch=rt.prefill_batch)
 
 
 def act_bytes(mm: MemoryModel) -> int:
