@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -124,6 +125,20 @@ def summarize(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _device_chip():
+    """(chip, device dict) with bandwidth and GEMM peaks measured now (calibration.hardware.detect)."""
+    from calibration import store
+    from calibration.hardware import detect
+
+    device = detect().model_dump()
+    if device.get("os") == "macos":
+        chip, _, _ = store.device_chip(device)
+    else:
+        with tempfile.TemporaryDirectory() as tmp:  # the bench does not touch the user's config dir
+            chip, _, _ = store.ensure_custom_chip(device, Path(tmp))
+    return chip, device
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m calibration.bench_holdout", description=__doc__.splitlines()[0])
     ap.add_argument("--runtimes", default="llama.cpp,mlx-lm")
@@ -134,35 +149,31 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     runtimes = [r.strip() for r in a.runtimes.split(",") if r.strip()]
 
-    from calibration import store
-    from calibration.hardware import detect
-
     t0 = time.perf_counter()
     models = build_models(a.models, runtimes)
     print(f"models ready in {time.perf_counter() - t0:.0f} s: " + ", ".join(f"{k}: {v}" for k, v in models.items()),
           flush=True)
-    device = detect().model_dump()
-    if device.get("os") == "macos":
-        chip, _, _ = store.device_chip(device)
-    else:
-        with tempfile.TemporaryDirectory() as tmp:  # the bench does not touch the user's config dir
-            chip, _, _ = store.ensure_custom_chip(device, Path(tmp))
-    print(f"device {chip.id}: {device.get('chip')}, {device.get('cpu_cores_physical')} cores, bandwidth "
-          f"{chip.memory_bandwidth_gb_s:g} GB/s, peak {chip.gpu_fp16_tflops * 1000:.1f} GFLOP/s", flush=True)
     results = []
     for i in range(a.repeats):
+        # the fitted efficiencies are ratios to the bandwidth / GEMM peaks, so the peaks are measured next to the
+        # runs they divide (a shared machine's load changes between repeats)
+        load_before = os.getloadavg()[0]
+        chip, device = _device_chip()
+        print(f"repeat {i + 1}/{a.repeats}: load average {os.getloadavg()[0]:.2f}, device {chip.id}: "
+              f"{device.get('chip')}, {device.get('cpu_cores_physical')} cores, bandwidth "
+              f"{chip.memory_bandwidth_gb_s:g} GB/s, peak {chip.gpu_fp16_tflops * 1000:.1f} GFLOP/s", flush=True)
         for rt in runtimes:
             r = one_repeat(rt, models[rt], chip, device, a.trials)
+            r["load_before"], r["load_after"] = load_before, os.getloadavg()[0]
             results.append(r)
             held = ", ".join(f"{x['label']} {x['ape']:.0f}%" for x in r["held_out"])
             print(f"repeat {i + 1}/{a.repeats} {rt} ({r['version']}): {r['wall_s']:.0f} s, fit converged "
-                  f"{r['converged']}, in-sample {r['in_sample'].get('mape', float('nan')):.1f}%; held-out {held}",
-                  flush=True)
+                  f"{r['converged']}, in-sample {r['in_sample'].get('mape', float('nan')):.1f}%; held-out {held}; "
+                  f"load average {r['load_after']:.2f}", flush=True)
     print()
     print(summarize(results))
     if a.json:
-        a.json.write_text(json.dumps({"device": device, "chip": chip.model_dump(mode="json"), "results": results},
-                                     indent=2, default=str))
+        a.json.write_text(json.dumps({"results": results}, indent=2, default=str))
     return 0
 
 
