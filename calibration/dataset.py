@@ -192,6 +192,7 @@ class Measurement(BaseModel):
     batch: int
     flash_attn: bool | None
     n_ubatch: int | None = None  # physical batch when the row states it (llama.cpp -ub; "n_ubatch=2048")
+    prompt_shared: bool = False  # llama-batched-bench -pps: one prompt shared by every sequence ("prompt shared")
     date: str  # raw
     year_month: str | None  # 'YYYY-MM'
     year: int | None
@@ -567,6 +568,7 @@ def _normalize(row: dict[str, str], path: Path) -> Measurement:
         "batch": batch,
         "flash_attn": _parse_flash_attn(row["flash_attn"]),
         "n_ubatch": _parse_ubatch(row["flash_attn"] + " " + row["notes"]),
+        "prompt_shared": "prompt shared" in row["notes"].lower(),
         "date": row["date"],
         "year_month": ym,
         "year": year,

@@ -65,8 +65,11 @@ UPPER = {"eta_bw": 1.0, "eta_c": 1.0, "eta_attn": 1.0, "eta_c_decode": 1.0, "eta
 LOWER = {"noflash_attn_factor": 1.0, "noflash_kv_factor": 1.0}  # slowdowns, never speed-ups
 # Kernel regimes are code facts, not fits: ggml-metal-ops.cpp `ne11_mm_min = 8` (matrix-vector kernels up to a
 # batch of 8) and kernel_mul_mm's 32-column tiles. mlx-lm has no batched data: the same values are assumed.
-KERNELS = {"llama.cpp": {"mv_max_batch": 8, "mm_tile": 32}, "mlx-lm": {"mv_max_batch": 8, "mm_tile": 32},
-           "ollama": {"mv_max_batch": 8, "mm_tile": 32}}
+# Routed experts: ggml-metal-common.cpp ggml_metal_op_mul_mat_id_use_mm (``ne21 >= 32`` tokens -> kernel_mul_mm_id,
+# else kernel_mul_mv_id per (token, expert) pair). mlx-lm (switch_layers.py SwitchGLU sorts the indices from 64
+# routed rows on, gather_qmm; below, per-row gather_qmv) has no batched MoE rows: llama.cpp's value is assumed.
+_LC_KERNELS = {"mv_max_batch": 8, "mm_tile": 32, "mm_id_min_batch": 32}
+KERNELS = {"llama.cpp": _LC_KERNELS, "mlx-lm": dict(_LC_KERNELS), "ollama": dict(_LC_KERNELS)}
 SHARED = ("eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor", "t_layer_s", "noflash_attn_factor",
           "matrix_unit_factor", "eta_kv", "noflash_kv_factor")
 
@@ -91,6 +94,7 @@ class FitRecord:
     weight: float = 1.0
     label: str = ""
     source: str = ""             # the CSV's source_group (leave-one-source-out holds a whole one out)
+    shared_prefix: int = 0       # decode: leading cached tokens all sequences share (llama-batched-bench -pps)
 
     @property
     def chip_id(self) -> str:
@@ -149,8 +153,11 @@ def records_from_measurements(ms) -> tuple[list[FitRecord], Counter]:
         rt = profiles.load_runtime(runtime)
         chunk = m.n_ubatch if m.n_ubatch and runtime != "mlx-lm" else rt.prefill_chunk
         prefill = m.metric in PREFILL_METRICS
+        batch, shared = m.batch, 0
         if prefill:
             P, G, D = m.prompt_tokens or 0, 0, m.context_depth or 0
+            # a shared prompt is prefilled once (llama-batched-bench -pps: S_PP = PP / T_PP)
+            batch = 1 if m.prompt_shared else batch
             if P <= 0:
                 skipped["prefill without prompt size"] += 1
                 continue
@@ -158,10 +165,11 @@ def records_from_measurements(ms) -> tuple[list[FitRecord], Counter]:
             # llama-bench tgN @ dD: N tokens from depth D; old 'tg N' rows start at 0 and average over 0..N;
             # depth-unknown (server/ollama) rows follow a short prompt: start at 0 as well
             P, G, D = 0, max(m.gen_tokens or 1, 1), m.context_depth or 0
+            shared = D if m.prompt_shared else 0
         out.append(FitRecord(runtime=runtime, chip=chip, geo=geo, phase="prefill" if prefill else "decode",
-                             prompt=P, gen=G, depth=D, batch=m.batch, value=m.value, flash_attn=bool(fa),
+                             prompt=P, gen=G, depth=D, batch=batch, value=m.value, flash_attn=bool(fa),
                              chunk=chunk, era=_era(m.year_month, runtime), label=f"row {m.row_id}",
-                             source=m.source_group))
+                             source=m.source_group, shared_prefix=shared))
     return out, skipped
 
 
@@ -271,16 +279,16 @@ class _Arrays:
             g = r.geo
             kern = KERNELS[r.runtime]
             # the same FLOP counts as planner.throughput (Roofline.mm_flops / step_flops), constants aside
-            rf = tp.Roofline(geo=g, bw=1.0, flops=1.0, k=SpeedConstants())
+            rf = tp.Roofline(geo=g, bw=1.0, flops=1.0, k=SpeedConstants(**kern))
             if r.phase == "decode":
                 a, b = r.depth, r.depth + max(r.gen, 1) - 1
                 self.mv[i] = r.batch <= kern["mv_max_batch"]
-                self.dexp[i] = g.expert_bytes * g.expert_union(r.batch)
+                self.dexp[i] = g.expert_bytes * g.expert_reads(r.batch, kern["mm_id_min_batch"])
                 self.dw[i] = g.dense_bytes
                 padded = math.ceil(r.batch / kern["mm_tile"]) * kern["mm_tile"]
                 exp_rows = padded * g.top_k
                 for j, c in enumerate((a, (a + b) / 2, b)):
-                    self.dkv[i, j] = r.batch * g.kv_read(c)
+                    self.dkv[i, j] = g.batch_kv_read(r.batch, c, r.shared_prefix)
                     self.dattn[i, j] = 2 * r.batch * g.attn_keys(c)
                     # mv regime: columns beyond the first, not overlapped with the reads (throughput.step_parts)
                     self.cflops[i, j] = ((r.batch - 1) * rf.step_flops(1, c) if self.mv[i]
@@ -292,9 +300,10 @@ class _Arrays:
                 self.n_chunks[i] = nch
                 per_expert = g.expert_matmul_params / g.top_k if g.top_k else 0.0
                 self.mm[i] = (2 * (g.matmul_params - g.expert_matmul_params) * tokens
-                              + 2 * per_expert * nch * g.padded_expert_rows(tokens / nch, kern["mm_tile"]))
+                              + 2 * per_expert * nch * rf.expert_rows(tokens / nch))
                 self.rd[i] = nch * g.dense_bytes
-                self.rd_exp[i] = nch * g.expert_bytes * g.expert_union(int(math.ceil(tokens / nch)))
+                self.rd_exp[i] = nch * g.expert_bytes * g.expert_reads(int(math.ceil(tokens / nch)),
+                                                                       kern["mm_id_min_batch"])
                 self.attn[i] = 2 * r.batch * tp._causal_keys(g, r.prompt, r.depth)
                 self.head[i] = 2 * g.head_params * r.batch
 
@@ -474,7 +483,7 @@ def predict_record(r: FitRecord, consts: SpeedConstants) -> float:
                      flops=tp.peak_flops(r.chip, profiles.all_chips())[0]
                      * (consts.matrix_unit_factor if r.chip.gpu_matrix_units else 1.0),
                      k=consts, runtime_family="mlx-lm" if r.runtime == "mlx-lm" else "llama.cpp",
-                     flash_attn=r.flash_attn, chunk=r.chunk)
+                     flash_attn=r.flash_attn, chunk=r.chunk, shared_prefix=r.shared_prefix)
     if r.phase == "prefill":
         t, _ = rf.prefill_time(r.prompt, r.depth, r.batch)
         return r.prompt * r.batch / t
