@@ -579,20 +579,61 @@ def leave_one_source_out(data) -> list[tuple[str, FitRecord, float]]:
     return out
 
 
+RANGE_QUANTILES = (10.0, 90.0)  # the 80 % likely range
+MIN_RANGE_ROWS = 8              # residuals a group needs to give its own spread
+MIN_RANGE_SOURCES = 2           # source groups those residuals must come from (one source's scatter is its habits)
+MIN_CENTER_ROWS = 5             # residuals a group needs to give its own centre (median)
+REGIMES = {"decode": ("decode", "decode_deep", "decode_batched"), "prefill": ("prefill", "prefill_deep")}
+RUNTIMES = ("llama.cpp", "mlx-lm", "ollama")
+
+
+def regime_of(r: FitRecord) -> str:
+    return tp.regime(r.phase, r.prompt, r.depth, r.batch, KERNELS[r.runtime]["mv_max_batch"])
+
+
 def loso_ranges(held: list[tuple[str, FitRecord, float]]) -> dict[str, dict[str, tuple[float, float]]]:
-    """{runtime: range_table of its out-of-source residuals}: the shipped likely ranges. A runtime whose residuals
-    come from fewer than MIN_RANGE_SOURCES source groups, or a regime it has too few rows of, takes the pooled
-    table of all runtimes (one or two sources' offsets say little about the next source's)."""
-    by = defaultdict(list)
+    """{runtime: {regime or phase: (low, high) factor on the prediction}} from out-of-source residuals
+    r = log(measured / predicted), the shipped likely ranges.
+
+    Centre and spread are taken apart, each from the most specific group that has enough residuals:
+    - centre: the median of r in (runtime, regime), else (runtime, phase), else (all runtimes, phase)
+      (MIN_CENTER_ROWS); a runtime's offset is its own, the pooled rows would carry llama.cpp's;
+    - spread: the 10th and 90th percentile of r minus its median in (runtime, regime), (runtime, phase),
+      (all runtimes, regime), (all runtimes, phase), the first with MIN_RANGE_ROWS rows from MIN_RANGE_SOURCES
+      source groups: how far one setup lands from another is only seen across sources, so a runtime measured by
+      one or two sources borrows the scatter all runtimes show.
+    The range is exp(centre + spread), widened to contain the prediction itself."""
+    groups: dict[tuple[str, str], list[tuple[float, str]]] = defaultdict(list)
     for rt, r, p in held:
-        by[rt].append((r, p))
-    pooled = range_table([r for _, r, _ in held], [p for _, _, p in held])
-    out = {}
-    for rt in ("llama.cpp", "mlx-lm", "ollama"):
-        v = by.get(rt, [])
-        own = (range_table([r for r, _ in v], [p for _, p in v])
-               if len({r.source for r, _ in v}) >= MIN_RANGE_SOURCES else {})
-        out[rt] = {**pooled, **own}
+        x = (math.log(r.value / p), r.source)
+        for key in ((rt, regime_of(r)), (rt, r.phase), ("*", regime_of(r)), ("*", r.phase)):
+            groups[key].append(x)
+
+    def centre(keys):
+        for k in keys:
+            v = [x for x, _ in groups.get(k, [])]
+            if len(v) >= MIN_CENTER_ROWS:
+                return float(np.median(v))
+        return 0.0
+
+    def spread(keys):
+        for k in keys:
+            g = groups.get(k, [])
+            if len(g) >= MIN_RANGE_ROWS and len({s for _, s in g}) >= MIN_RANGE_SOURCES:
+                v = np.array([x for x, _ in g])
+                lo, hi = np.percentile(v, RANGE_QUANTILES) - np.median(v)
+                return float(lo), float(hi)
+        return 0.0, 0.0
+
+    out: dict[str, dict[str, tuple[float, float]]] = {}
+    for rt in RUNTIMES:
+        table = {}
+        for ph, regs in REGIMES.items():
+            for reg in (ph, *regs):
+                c = centre([(rt, reg), (rt, ph), ("*", ph)] if reg != ph else [(rt, ph), ("*", ph)])
+                lo, hi = spread([(rt, reg), (rt, ph), ("*", reg), ("*", ph)])
+                table[reg] = (round(min(1.0, math.exp(c + lo)), 3), round(max(1.0, math.exp(c + hi)), 3))
+        out[rt] = table
     return out
 
 
@@ -604,19 +645,10 @@ def _rows_by_scope(records: list[FitRecord], scope: str) -> int:
     return len(records)
 
 
-RANGE_QUANTILES = (10.0, 90.0)  # the 80 % likely range
-MIN_RANGE_ROWS = 8              # fewer residuals in a regime: it falls back to its phase's range
-MIN_RANGE_SOURCES = 3           # fewer source groups behind a runtime's residuals: the pooled ranges
-
-
-def regime_of(r: FitRecord) -> str:
-    return tp.regime(r.phase, r.prompt, r.depth, r.batch, KERNELS[r.runtime]["mv_max_batch"])
-
-
 def range_table(records: list[FitRecord], predicted) -> dict[str, tuple[float, float]]:
     """{regime: (10th, 90th percentile of measured / predicted)} over ``records``; ``predicted`` aligned with them.
-    Fed with out-of-source predictions (calibration.report.loso), so the range says how far a rate on a setup
-    the fit never saw lands from the prediction."""
+    In-sample fallback of build_profiles when no out-of-source residuals are given (loso_ranges is the shipped
+    method)."""
     by: dict[str, list[float]] = defaultdict(list)
     for r, p in zip(records, predicted):
         by[regime_of(r)].append(r.value / p)

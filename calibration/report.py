@@ -14,7 +14,8 @@ Prints MAPE, median APE and P90 APE of decode and prefill, overall and per runti
   row gets is built from the out-of-source residuals of the *other* groups (same runtime and regime), so a row
   never sets its own range.
 
-``--readme`` prints the README's Accuracy section (LOSO per runtime and metric, per source group, coverage).
+``--loso`` prints the leave-one-source-out part only (the slow leave-one-chip-out refits skipped).
+``--readme`` writes the README's Accuracy section (LOSO per runtime and metric, per source group, coverage).
 """
 
 from __future__ import annotations
@@ -108,23 +109,46 @@ def loso(data):
     return out, per_src, held, seen
 
 
-def coverage(held) -> dict[tuple[str, str], tuple[int, int]]:
-    """{(runtime, phase): (rows inside their 80 % range, rows)}, each group's range fitted without that group."""
+def coverage(held) -> dict[tuple[str, str, str], tuple[int, int]]:
+    """{(runtime, regime, source group): (rows inside their 80 % range, rows)}, each source group's rows judged
+    with ranges built without that group's residuals (calibration.fit.loso_ranges on the other groups)."""
     from planner.throughput import likely_range
 
-    out: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    out: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
     for src in sorted({r.source for _, r, _ in held}):
-        rest = [h for h in held if h[1].source != src]
-        table = F.loso_ranges(rest)
+        table = F.loso_ranges([h for h in held if h[1].source != src])
         for rt, r, p in held:
             if r.source != src:
                 continue
             k = SpeedConstants(likely_range=table.get(rt) or {}, mv_max_batch=F.KERNELS[rt]["mv_max_batch"])
             lo, hi = likely_range(k, p, r.phase, r.prompt, r.depth, r.batch)
-            c = out[(rt, r.phase)]
+            c = out[(rt, F.regime_of(r), src)]
             c[0] += lo <= r.value <= hi
             c[1] += 1
     return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+def _cov_line(name: str, cells) -> str:
+    inside, n = sum(c[0] for c in cells), sum(c[1] for c in cells)
+    return f"  {name:38s} {inside:4d}/{n:4d} = {100 * inside / max(n, 1):5.1f} %"
+
+
+def coverage_lines(cov) -> list[str]:
+    lines = ["80 % likely range: coverage of held-out rows (each source group's range built from the other groups'",
+             "out-of-source residuals), by runtime and phase, by regime, by source group"]
+    keys = sorted(cov)
+    phase = {reg: ph for ph, regs in F.REGIMES.items() for reg in regs}
+    for rt in sorted({k[0] for k in keys}):
+        for ph in ("decode", "prefill"):
+            cells = [cov[k] for k in keys if k[0] == rt and phase[k[1]] == ph]
+            if cells:
+                lines.append(_cov_line(f"{rt} {ph}", cells))
+    lines.append(_cov_line("all", list(cov.values())))
+    for rt, reg in sorted({(k[0], k[1]) for k in keys}):
+        lines.append(_cov_line(f"{rt} {reg}", [cov[k] for k in keys if k[:2] == (rt, reg)]))
+    for rt, src in sorted({(k[0], k[2]) for k in keys}):
+        lines.append(_cov_line(f"{rt} {src}", [cov[k] for k in keys if (k[0], k[2]) == (rt, src)]))
+    return lines
 
 
 def loso_lines(apes, per_src, cov, seen) -> list[str]:
@@ -135,14 +159,7 @@ def loso_lines(apes, per_src, cov, seen) -> list[str]:
     for (rt, src, ph), v in sorted(per_src.items()):
         lines.append(f"  {rt:10s} {ph:8s} {src:40s} n {len(v):4d}  MAPE {np.mean(v):6.1f}")
     lines.append("")
-    lines.append("80 % likely range: coverage of held-out rows (range from the other source groups' residuals)")
-    tot = [0, 0]
-    for (rt, ph), (inside, n) in sorted(cov.items()):
-        lines.append(f"  {rt:10s} {ph:8s} {inside:4d}/{n:4d} = {100 * inside / n:5.1f} %")
-        tot[0] += inside
-        tot[1] += n
-    lines.append(f"  {'all':10s} {'':8s} {tot[0]:4d}/{tot[1]:4d} = {100 * tot[0] / max(tot[1], 1):5.1f} %")
-    return lines
+    return lines + coverage_lines(cov)
 
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -200,9 +217,14 @@ def table(name: str, apes: dict[tuple[str, str], list[float]]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     data, skipped = F.load_training_records()
-    fits = F.fit_all(data)
     lines = [f"rows: {sum(len(v) for v in data.values())} usable catalog-model rows "
              f"({', '.join(f'{k}: {len(v)}' for k, v in sorted(data.items()))}); skipped {dict(skipped)}", ""]
+    apes, per_src, held, seen = loso(data)
+    loso_part = loso_lines(apes, per_src, coverage(held), seen) + [""]
+    if "--loso" in (argv or []):
+        print("\n".join(lines + loso_part))
+        return 0
+    fits = F.fit_all(data)
     lines += table("in-sample, shipped profiles (current-build constants)", shipped_apes(data)) + [""]
     lines += table("in-sample, era-aware (build-era factors applied)", era_aware_apes(data, fits)) + [""]
     loco, per_chip, loco_rows = loco_apes(data)
@@ -217,8 +239,7 @@ def main(argv: list[str] | None = None) -> int:
                 lines.append(f"{rt:10s} {ph:8s} chips {len(vals):2d}  chip-mean MAPE {np.mean(vals):5.1f}%  |  "
                              f"without M2 Ultra: n {len(rest):3d}  MAPE {np.mean(rest) if rest else float('nan'):5.1f}%")
     lines.append("")
-    apes, per_src, held, seen = loso(data)
-    lines = lines[:2] + loso_lines(apes, per_src, coverage(held), seen) + [""] + lines[2:]
+    lines = lines[:2] + loso_part + lines[2:]
     if "--readme" in (argv or []):
         write_readme(lines)
         print(f"wrote the Accuracy section of {README.name}")

@@ -326,3 +326,17 @@ def test_shared_prompt_records_prefill_once_and_share_the_decode_prefix():
     assert recs["row 241"].shared_prefix == 2048 and recs["row 241"].batch == 32  # decode from the shared 2048
     assert recs["row 242"].batch == 1  # S_PP of a shared prompt = PP / T_PP: one sequence prefilled
     assert recs["row 233"].shared_prefix == 0
+
+
+def test_roofline_check_takes_bits_from_the_quant_profiles():
+    """The fewest bits a weight takes, from profiles/quants and the ggml type table (no table of its own):
+    Q8_0 34 B / 32 = 8.5 (its Q5_K attn_v rule needs a Q3_K/Q4_K tensor, which Q8_0 never has);
+    Q4_K_M: Q4_K 144 B / 256 = 4.5; MXFP4_MOE: MXFP4 experts 17 B / 32 = 4.25;
+    mlx 5-bit group 32: 5 + 8 · (2 + 2) / 32 = 6.0."""
+    from calibration.dataset import _bits_per_weight
+
+    assert _bits_per_weight("Q8_0") == pytest.approx(8.5)
+    assert _bits_per_weight("Q4_K_M") == pytest.approx(4.5)
+    assert _bits_per_weight("MXFP4_MOE") == pytest.approx(4.25)
+    assert _bits_per_weight("mlx-5bit-g32") == pytest.approx(6.0)
+    assert _bits_per_weight("no-such-format") is None
