@@ -54,7 +54,6 @@ BASE_PRIORS: dict[str, tuple[float, float]] = {
     "t_layer_s": (5e-5, 2.0), "noflash_attn_factor": (2.0, 0.7), "matrix_unit_factor": (2.7, 0.35),
     "q_float": (1.0, 0.5), "q_legacy": (1.0, 0.5), "q_kquant": (0.85, 0.5), "q_iquant": (0.8, 0.5),
     "q_mxfp4": (1.0, 0.5), "q_affine": (1.0, 0.5), "q_fp4": (1.0, 0.5), "era": (1.0, 1.0), "era_decode": (1.0, 0.3),
-    "era_mv": (1.0, 1.0),
 }
 # Expected scatter of one measured rate around the model, in log units: run-to-run spread of llama-bench / mlx_lm
 # benchmarks (2-5%) plus what the model does not capture; data residuals are divided by it so priors stay weak.
@@ -70,6 +69,13 @@ LOWER = {"noflash_attn_factor": 1.0, "noflash_kv_factor": 1.0}  # slowdowns, nev
 # routed rows on, gather_qmm; below, per-row gather_qmv) has no batched MoE rows: llama.cpp's value is assumed.
 _LC_KERNELS = {"mv_max_batch": 8, "mm_tile": 32, "mm_id_min_batch": 32}
 KERNELS = {"llama.cpp": _LC_KERNELS, "mlx-lm": dict(_LC_KERNELS), "ollama": dict(_LC_KERNELS)}
+def mv_max_batch(runtime: str, era: str) -> int:
+    """Largest decode batch on the matrix-vector kernels for a build era. llama.cpp builds of 2023 sent every
+    batch above one token to kernel_mul_mm (ggml-metal.m GGML_OP_MUL_MAT: ``int ne11_mm_min = 1;``, the per-device
+    break-even table under ``#if 0``); current builds keep B <= 8 on mul_mv / mul_mv_ext (``ne11_mm_min = 8``)."""
+    return 1 if runtime == "llama.cpp" and era.startswith("2023") else KERNELS[runtime]["mv_max_batch"]
+
+
 SHARED = ("eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor", "t_layer_s", "noflash_attn_factor",
           "matrix_unit_factor", "eta_kv", "noflash_kv_factor")
 
@@ -208,8 +214,7 @@ class Spec:
     free: set[str] = field(default_factory=lambda: {"eta_bw", "eta_c", "eta_attn", "eta_c_decode", "eta_mv",
                                                     "moe_bw_factor", "t_layer_s", "noflash_attn_factor",
                                                     "eta_kv", "noflash_kv_factor",
-                                                    "matrix_unit_factor", "q", "era", "era_decode", "era_tl",
-                                                    "era_mv"})
+                                                    "matrix_unit_factor", "q", "era", "era_decode", "era_tl"})
 
 
 def _param_names(records: list[FitRecord], spec: Spec) -> list[str]:
@@ -232,8 +237,6 @@ def _param_names(records: list[FitRecord], spec: Spec) -> list[str]:
         names.append("era_decode")
     if "era_tl" in spec.free and any(r.era != "current" for r in records):
         names.append("era_tl")
-    if "era_mv" in spec.free and any(r.era != "current" and r.phase == "decode" and r.batch > 1 for r in records):
-        names.append("era_mv")
     return names
 
 
@@ -282,7 +285,7 @@ class _Arrays:
             rf = tp.Roofline(geo=g, bw=1.0, flops=1.0, k=SpeedConstants(**kern))
             if r.phase == "decode":
                 a, b = r.depth, r.depth + max(r.gen, 1) - 1
-                self.mv[i] = r.batch <= kern["mv_max_batch"]
+                self.mv[i] = r.batch <= mv_max_batch(r.runtime, r.era)
                 self.dexp[i] = g.expert_bytes * g.expert_reads(r.batch, kern["mm_id_min_batch"])
                 self.dw[i] = g.dense_bytes
                 padded = math.ceil(r.batch / kern["mm_tile"]) * kern["mm_tile"]
@@ -320,7 +323,6 @@ def _index(records, spec, names):
         "era": np.array([col(f"era:{r.era}") for r in records]),
         "era_decode": np.array([col("era_decode") if r.era != "current" else -1 for r in records]),
         "era_tl": np.array([col("era_tl") if r.era != "current" else -1 for r in records]),
-        "era_mv": np.array([col("era_mv") if r.era != "current" else -1 for r in records]),
     }
     for p in SHARED:
         idx[p] = np.full(len(records), col(p))
@@ -339,7 +341,6 @@ def _fixed_values(records, spec, fixed: dict[str, float]):
         "era": np.ones(len(records)),
         "era_decode": np.ones(len(records)),
         "era_tl": np.ones(len(records)),
-        "era_mv": np.ones(len(records)),
         **{p: np.full(len(records), get(p, BASE_PRIORS[p][0])) for p in SHARED},
     }
 
@@ -361,13 +362,12 @@ def _predict(theta: np.ndarray, A: _Arrays, idx, fixedv) -> np.ndarray:
     # decode. B > mv_max_batch runs the prefill matrix-matrix kernel (ggml-metal-common.cpp
     # ggml_metal_op_mul_mat_use_mm: ne11 > 8 -> kernel_mul_mm), so its efficiency is η_c_decode × the prefill
     # η_c · q of the same generation and weight class, old builds included (era); η_c_decode is the ratio one
-    # 32-column tile achieves relative to a full prefill. The small-batch matrix-vector kernels get their own
-    # old-build factor (llama.cpp 2023 ran B = 2..8 through mul_mv once per column; current builds have the
-    # mul_mv_ext kernels, ggml-metal.metal kernel_mul_mv_ext_q4_f32_disp), so η_mv is identified by current rows
+    # 32-column tile achieves relative to a full prefill. 2023 llama.cpp builds had no small-batch matrix-vector
+    # regime (mv_max_batch: every B > 1 on kernel_mul_mm), so η_mv is identified by current rows only
     kv_slow = np.where(A.fa_off, pick("noflash_kv_factor"), 1.0)
     t_kv = np.maximum(A.dkv / (eta_bw * pick("eta_kv") * A.bw)[:, None], A.dattn / (pick("eta_attn") * F)[:, None])
     tmem = ((A.dw + A.dexp / moe) / (eta_bw * A.bw))[:, None] + t_kv * kv_slow[:, None]
-    eta_k = np.where(A.mv, pick("eta_mv") * pick("era_mv"), pick("eta_c_decode") * eta_c)
+    eta_k = np.where(A.mv, pick("eta_mv"), pick("eta_c_decode") * eta_c)
     tcmp = A.cflops / (eta_k * F)[:, None]
     steps = fixed[:, None] + np.maximum(tmem, tcmp) + np.where(A.mv[:, None], np.minimum(tmem, tcmp), 0.0)
     mean = (steps[:, 0] + 4 * steps[:, 1] + steps[:, 2]) / 6
@@ -562,7 +562,7 @@ def era_adjusted(k: SpeedConstants, params: dict, era: str) -> SpeedConstants:
     # batched decode (B > mv_max_batch) runs at eta_c_decode × eta_c · q: the era factor reaches it through eta_c
     d = params.get("era_decode", 1.0)
     return k.model_copy(update={"eta_c": min(1.0, k.eta_c * e), "eta_bw": min(1.0, k.eta_bw * d),
-                                "eta_mv": min(1.0, k.eta_mv * params.get("era_mv", 1.0)),
+                                "mv_max_batch": mv_max_batch("llama.cpp", era),
                                 "t_layer_s": k.t_layer_s * params.get("era_tl", 1.0)})
 
 

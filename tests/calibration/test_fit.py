@@ -111,3 +111,15 @@ def test_range_table_is_the_10th_and_90th_percentile_by_regime():
     # the deep row is its own regime; over the 10 shallow ones: index 0.9 -> 0.818, index 8.1 -> 0.962
     assert table["decode"] == pytest.approx((0.818, 0.962), abs=1e-3)
     assert "decode_deep" not in table
+
+
+def test_2023_llama_cpp_builds_run_every_batch_above_one_on_the_matrix_matrix_kernel():
+    """ggml-metal.m of 2023 (GGML_OP_MUL_MAT: ``int ne11_mm_min = 1``) sent B >= 2 to kernel_mul_mm; current builds
+    keep B <= 8 on the matrix-vector kernels (ggml-metal-common.cpp: ``ne11 > 8``)."""
+    assert F.mv_max_batch("llama.cpp", "2023-10") == 1
+    assert F.mv_max_batch("llama.cpp", "2024") == 8
+    assert F.mv_max_batch("llama.cpp", "current") == 8
+    assert F.mv_max_batch("mlx-lm", "current") == 8
+    k = SpeedConstants(mv_max_batch=8, eta_c=0.5, eta_bw=0.5, eta_mv=0.1, t_layer_s=1e-4)
+    assert F.era_adjusted(k, {}, "2023-11").mv_max_batch == 1
+    assert F.era_adjusted(k, {}, "current").mv_max_batch == 8
