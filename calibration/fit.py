@@ -103,6 +103,11 @@ class FitRecord:
     shared_prefix: int = 0       # decode: leading cached tokens all sequences share (llama-batched-bench -pps)
 
     @property
+    def unified_kv(self) -> bool:
+        """llama.cpp builds before 2025 had one unified cache (Roofline.keys_per_query)."""
+        return self.runtime == "llama.cpp" and self.era != "current"
+
+    @property
     def chip_id(self) -> str:
         return self.chip.id
 
@@ -282,7 +287,8 @@ class _Arrays:
             g = r.geo
             kern = KERNELS[r.runtime]
             # the same FLOP counts as planner.throughput (Roofline.mm_flops / step_flops), constants aside
-            rf = tp.Roofline(geo=g, bw=1.0, flops=1.0, k=SpeedConstants(**kern))
+            rf = tp.Roofline(geo=g, bw=1.0, flops=1.0, k=SpeedConstants(**kern), shared_prefix=r.shared_prefix,
+                             unified_kv=r.unified_kv)
             if r.phase == "decode":
                 a, b = r.depth, r.depth + max(r.gen, 1) - 1
                 self.mv[i] = r.batch <= mv_max_batch(r.runtime, r.era)
@@ -292,10 +298,11 @@ class _Arrays:
                 exp_rows = padded * g.top_k
                 for j, c in enumerate((a, (a + b) / 2, b)):
                     self.dkv[i, j] = g.batch_kv_read(r.batch, c, r.shared_prefix)
-                    self.dattn[i, j] = 2 * r.batch * g.attn_keys(c)
+                    keys = rf.keys_per_query(r.batch, c)
+                    self.dattn[i, j] = 2 * r.batch * g.attn_keys(keys)
                     # mv regime: columns beyond the first, not overlapped with the reads (throughput.step_parts)
-                    self.cflops[i, j] = ((r.batch - 1) * rf.step_flops(1, c) if self.mv[i]
-                                         else rf.mm_flops(padded, exp_rows, c))
+                    self.cflops[i, j] = ((r.batch - 1) * rf.step_flops(1, keys) if self.mv[i]
+                                         else rf.mm_flops(padded, exp_rows, keys))
             else:
                 tokens = r.prompt * r.batch
                 nch = r.batch * math.ceil(r.prompt / r.chunk) if r.runtime == "mlx-lm" else math.ceil(tokens / r.chunk)
@@ -307,7 +314,7 @@ class _Arrays:
                 self.rd[i] = nch * g.dense_bytes
                 self.rd_exp[i] = nch * g.expert_bytes * g.expert_reads(int(math.ceil(tokens / nch)),
                                                                        kern["mm_id_min_batch"])
-                self.attn[i] = 2 * r.batch * tp._causal_keys(g, r.prompt, r.depth)
+                self.attn[i] = rf.prefill_attn_flops(r.prompt, r.depth, r.batch)
                 self.head[i] = 2 * g.head_params * r.batch
 
 
@@ -483,7 +490,8 @@ def predict_record(r: FitRecord, consts: SpeedConstants) -> float:
                      flops=tp.peak_flops(r.chip, profiles.all_chips())[0]
                      * (consts.matrix_unit_factor if r.chip.gpu_matrix_units else 1.0),
                      k=consts, runtime_family="mlx-lm" if r.runtime == "mlx-lm" else "llama.cpp",
-                     flash_attn=r.flash_attn, chunk=r.chunk, shared_prefix=r.shared_prefix)
+                     flash_attn=r.flash_attn, chunk=r.chunk, shared_prefix=r.shared_prefix,
+                     unified_kv=r.unified_kv)
     if r.phase == "prefill":
         t, _ = rf.prefill_time(r.prompt, r.depth, r.batch)
         return r.prompt * r.batch / t

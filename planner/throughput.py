@@ -265,6 +265,7 @@ class Roofline:
     flash_attn: bool = True
     chunk: int = 512          # tokens per physical batch (n_ubatch / prefill_step_size)
     shared_prefix: int = 0    # leading context tokens every sequence of the batch shares (one copy in the cache)
+    unified_kv: bool = False  # one cache for all sequences, every query scanning all its cells (masked)
     calibration: str = ""     # where ``k`` came from (ResolvedSpeedConstants.source); estimate() reports it
 
     # ---- decode
@@ -274,6 +275,22 @@ class Roofline:
     def step_flops(self, batch: int, context: float) -> float:
         g = self.geo
         return batch * (2 * (g.matmul_params + g.head_params) + 2 * g.attn_keys(context))
+
+    def keys_per_query(self, batch: int, context: float) -> float:
+        """Cache cells one decode query attends over. [tokens] Its own ``context``, or with a unified cache every
+        cell of every sequence, masked but computed: llama.cpp before per-sequence streams (llama-kv-cache.cpp
+        kv_unified; every build of 2023-2024) ran KQ over all n_kv used cells for the whole batch, so B
+        sequences at c tokens cost B · c keys per query (less the shared prefix, stored once)."""
+        if not self.unified_kv or batch <= 1:
+            return context
+        return batch * context - (batch - 1) * min(self.shared_prefix, context)
+
+    def prefill_attn_flops(self, prompt: int, depth: int, batch: int) -> float:
+        """Causal attention FLOPs of ``batch`` prompts of ``prompt`` tokens on ``depth`` cached each. With a unified
+        cache (keys_per_query) a token attends to every earlier cell of every sequence: one prompt of B·P on B·D."""
+        if self.unified_kv and batch > 1:
+            return 2 * _causal_keys(self.geo, prompt * batch, depth * batch)
+        return 2 * batch * _causal_keys(self.geo, prompt, depth)
 
     def step_parts(self, batch: int, context: float) -> tuple[float, float, float]:
         """(fixed, memory, compute) times of one decode step; the step takes fixed + max(memory, compute). [s]
@@ -290,13 +307,14 @@ class Roofline:
         w_exp = g.expert_bytes * g.expert_reads(batch, k.mm_id_min_batch or 1)
         t_mem = (g.dense_bytes + w_exp / k.moe_bw_factor) / (k.eta_bw * self.bw) + self.kv_time(batch, context)
         fixed = g.n_layers * k.t_layer_s
+        keys = self.keys_per_query(batch, context)
         if batch <= k.mv_max_batch:
-            t_cmp = (batch - 1) * self.step_flops(1, context) / (k.eta_mv * self.flops)
+            t_cmp = (batch - 1) * self.step_flops(1, keys) / (k.eta_mv * self.flops)
             return fixed + min(t_mem, t_cmp), t_mem, t_cmp
         padded = math.ceil(batch / k.mm_tile) * k.mm_tile
         # routed experts compute their B·k rows: a decode batch leaves each expert's tile mostly empty, and that
         # tile's cost is reading the expert once (the union in t_mem), not 32 full rows of FLOPs
-        t_cmp = self.mm_flops(padded, padded * g.top_k, context) / (self.eta_mm_decode() * self.flops)
+        t_cmp = self.mm_flops(padded, padded * g.top_k, keys) / (self.eta_mm_decode() * self.flops)
         return fixed, t_mem, t_cmp
 
     def expert_rows(self, tokens: float) -> float:
@@ -320,7 +338,7 @@ class Roofline:
         writing and re-reading the score matrix: noflash_kv_factor × slower."""
         k, g = self.k, self.geo
         t_read = g.batch_kv_read(batch, context, self.shared_prefix) / (k.eta_bw * k.eta_kv * self.bw)
-        t_flops = 2 * batch * g.attn_keys(context) / (k.eta_attn * self.flops)
+        t_flops = 2 * batch * g.attn_keys(self.keys_per_query(batch, context)) / (k.eta_attn * self.flops)
         slow = 1.0 if self.flash_attn or self.runtime_family == "mlx-lm" else k.noflash_kv_factor
         return max(t_read, t_flops) * slow
 
@@ -390,7 +408,7 @@ class Roofline:
         t_rd = n_chunks * (g.dense_bytes + g.expert_bytes * g.expert_reads(ct, k.mm_id_min_batch or 1) / k.moe_bw_factor
                            ) / (k.eta_bw * self.bw)
         fa = 1.0 if self.flash_attn or self.runtime_family == "mlx-lm" else k.noflash_attn_factor
-        attn = 2 * batch * _causal_keys(g, prompt, depth)
+        attn = self.prefill_attn_flops(prompt, depth, batch)
         t_attn = attn * fa / (k.eta_attn * self.flops)
         head = 2 * g.head_params * batch / (k.eta_c * self.flops)  # logits of the last position only
         bound = "compute" if t_mm >= t_rd else "bandwidth"

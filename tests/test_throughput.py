@@ -385,3 +385,21 @@ def test_a_shared_prefix_is_read_once_per_step():
     assert shared.kv_time(4, 3000) == pytest.approx(1.2e-4)
     assert rf().kv_time(4, 3000) == pytest.approx(2.4e-4)  # 12e6 B without sharing
     assert shared.kv_time(1, 3000) == rf().kv_time(1, 3000)  # one sequence shares with nobody
+
+
+def test_a_unified_cache_attends_over_every_sequences_cells():
+    """llama.cpp before per-sequence streams: one cache, every query scans all used cells (masked).
+    Decode, 4 sequences at 3000 tokens: 4 · 3000 = 12000 keys per query (2000 shared: 2000 + 4 · 1000 = 6000);
+    one sequence: its own 3000. Attention FLOPs of the step: 2 · B · A · keys = 2 · 4 · 256 · 12000 = 24.576e6.
+    Prefill of 4 prompts of 128 tokens on an empty cache: one causal prompt of 512,
+    A · 512² / 2 = 256 · 131072 = 33.554432e6 MACs (separate caches: 4 · 256 · 128² / 2 = 8.388608e6)."""
+    uni = tp.Roofline(geo=GEO, bw=1e11, flops=1e13, k=K, unified_kv=True)
+    assert uni.keys_per_query(4, 3000) == 12000
+    assert uni.keys_per_query(1, 3000) == 3000
+    assert tp.Roofline(geo=GEO, bw=1e11, flops=1e13, k=K, unified_kv=True, shared_prefix=2000).keys_per_query(
+        4, 3000) == 6000
+    assert rf().keys_per_query(4, 3000) == 3000
+    # decode attention: max(read 12e6 B / 5e10 = 0.24 ms, FLOPs 24.576e6 / (0.25 · 1e13) = 9.8 µs) -> the read
+    assert uni.kv_time(4, 3000) == pytest.approx(2.4e-4)
+    assert uni.prefill_attn_flops(128, 0, 4) == pytest.approx(2 * 33.554432e6)
+    assert rf().prefill_attn_flops(128, 0, 4) == pytest.approx(2 * 8.388608e6)

@@ -326,6 +326,8 @@ def test_shared_prompt_records_prefill_once_and_share_the_decode_prefix():
     assert recs["row 241"].shared_prefix == 2048 and recs["row 241"].batch == 32  # decode from the shared 2048
     assert recs["row 242"].batch == 1  # S_PP of a shared prompt = PP / T_PP: one sequence prefilled
     assert recs["row 233"].shared_prefix == 0
+    # a 2023 build: one unified cache (every query scans every sequence's cells); current builds: streams
+    assert recs["row 241"].unified_kv and not recs["row 590"].unified_kv
 
 
 def test_roofline_check_takes_bits_from_the_quant_profiles():
