@@ -604,8 +604,9 @@ def loso_ranges(held: list[tuple[str, FitRecord, float]]) -> dict[str, dict[str,
     r = log(measured / predicted), the shipped likely ranges.
 
     Centre and spread are taken apart, each from the most specific group that has enough residuals:
-    - centre: the median of r in (runtime, regime), else (runtime, phase), else (all runtimes, phase)
-      (MIN_CENTER_ROWS); a runtime's offset is its own, the pooled rows would carry llama.cpp's;
+    - centre: the median of r in (runtime, regime) when two or more source groups show it, else (runtime, phase),
+      else (all runtimes, phase) (MIN_CENTER_ROWS); a runtime's offset is its own, the pooled rows would carry
+      llama.cpp's;
     - spread: the 10th and 90th percentile of r minus its median in (runtime, regime), (runtime, phase),
       (all runtimes, regime), (all runtimes, phase), the first with MIN_RANGE_ROWS rows from MIN_RANGE_SOURCES
       source groups: how far one setup lands from another is only seen across sources, so a runtime measured by
@@ -618,10 +619,12 @@ def loso_ranges(held: list[tuple[str, FitRecord, float]]) -> dict[str, dict[str,
             groups[key].append(x)
 
     def centre(keys):
-        for k in keys:
-            v = [x for x, _ in groups.get(k, [])]
-            if len(v) >= MIN_CENTER_ROWS:
-                return float(np.median(v))
+        for i, k in enumerate(keys):
+            g = groups.get(k, [])
+            # a regime's own offset needs two sources (one source's regime offset is its own habit); the
+            # runtime's offset over a phase may rest on one (mlx-lm, Ollama: the runtime differs, not the source)
+            if len(g) >= MIN_CENTER_ROWS and (i > 0 or k[1] in REGIMES or len({s for _, s in g}) >= 2):
+                return float(np.median([x for x, _ in g]))
         return 0.0
 
     def spread(keys):
