@@ -70,10 +70,11 @@ LOWER = {"noflash_attn_factor": 1.0, "noflash_kv_factor": 1.0}  # slowdowns, nev
 _LC_KERNELS = {"mv_max_batch": 8, "mm_tile": 32, "mm_id_min_batch": 32}
 KERNELS = {"llama.cpp": _LC_KERNELS, "mlx-lm": dict(_LC_KERNELS), "ollama": dict(_LC_KERNELS)}
 def mv_max_batch(runtime: str, era: str) -> int:
-    """Largest decode batch on the matrix-vector kernels for a build era. llama.cpp builds of 2023 sent every
-    batch above one token to kernel_mul_mm (ggml-metal.m GGML_OP_MUL_MAT: ``int ne11_mm_min = 1;``, the per-device
-    break-even table under ``#if 0``); current builds keep B <= 8 on mul_mv / mul_mv_ext (``ne11_mm_min = 8``)."""
-    return 1 if runtime == "llama.cpp" and era.startswith("2023") else KERNELS[runtime]["mv_max_batch"]
+    """Largest decode batch on the matrix-vector kernels for a build era. llama.cpp builds of 2023 and 2024 sent
+    every batch above one token to kernel_mul_mm (ggml-metal.m GGML_OP_MUL_MAT: ``int ne11_mm_min = 1;``, the
+    per-device break-even table under ``#if 0``, still so in the 2024 code that has the IQ1_M kernels); current
+    builds keep B <= 8 on mul_mv / mul_mv_ext (ggml-metal-common.cpp ggml_metal_op_mul_mat_use_mm: ``ne11 > 8``)."""
+    return 1 if runtime == "llama.cpp" and era != "current" else KERNELS[runtime]["mv_max_batch"]
 
 
 SHARED = ("eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor", "t_layer_s", "noflash_attn_factor",

@@ -114,10 +114,10 @@ def test_range_table_is_the_10th_and_90th_percentile_by_regime():
 
 
 def test_2023_llama_cpp_builds_run_every_batch_above_one_on_the_matrix_matrix_kernel():
-    """ggml-metal.m of 2023 (GGML_OP_MUL_MAT: ``int ne11_mm_min = 1``) sent B >= 2 to kernel_mul_mm; current builds
-    keep B <= 8 on the matrix-vector kernels (ggml-metal-common.cpp: ``ne11 > 8``)."""
+    """ggml-metal.m of 2023-2024 (GGML_OP_MUL_MAT: ``int ne11_mm_min = 1``) sent B >= 2 to kernel_mul_mm; current
+    builds keep B <= 8 on the matrix-vector kernels (ggml-metal-common.cpp: ``ne11 > 8``)."""
     assert F.mv_max_batch("llama.cpp", "2023-10") == 1
-    assert F.mv_max_batch("llama.cpp", "2024") == 8
+    assert F.mv_max_batch("llama.cpp", "2024") == 1
     assert F.mv_max_batch("llama.cpp", "current") == 8
     assert F.mv_max_batch("mlx-lm", "current") == 8
     k = SpeedConstants(mv_max_batch=8, eta_c=0.5, eta_bw=0.5, eta_mv=0.1, t_layer_s=1e-4)
