@@ -70,22 +70,44 @@ def build_models(root: Path, runtimes: list[str]) -> dict[str, Path]:
 
 def one_repeat(runtime: str, model: Path, chip, device: dict, trials: int) -> dict:
     from calibration.run import run_plan
-    from calibration.user_fit import ape_rows, fit_user, shipped_constants
 
     plan = BenchPlan(TRAIN + HELD_OUT, trials=trials)
     t0 = time.perf_counter()
     rep = run_plan(runtime, model, plan, budget_s=None, device=device)
-    wall = time.perf_counter() - t0
-    train = [r for r in rep.records if not _is_held_out(r)]
-    held = [r for r in rep.records if _is_held_out(r)]
+    out = evaluate(runtime, rep.records, chip)
+    out.update(model=str(model), wall_s=time.perf_counter() - t0)
+    return out
+
+
+def evaluate(runtime: str, records, chip) -> dict:
+    """Fit the short runs of ``records`` and predict the held-out ones (also used by ``--replay``)."""
+    from calibration.user_fit import ape_rows, fit_user, shipped_constants
+
+    train = [r for r in records if not _is_held_out(r)]
+    held = [r for r in records if _is_held_out(r)]
     uf = fit_user(train, chip, runtime)
-    cal_rows = ape_rows(held, chip, uf.constants)
-    ship_rows = ape_rows(held, chip, shipped_constants(chip, runtime).constants)
-    return {"runtime": runtime, "model": str(model), "wall_s": wall, "converged": uf.converged,
-            "in_sample": uf.residuals, "constants": {k: v for k, v in uf.constants.model_dump().items()
-                                                     if isinstance(v, float)},
-            "held_out": cal_rows, "shipped": ship_rows,
-            "version": rep.records[-1].runtime_version}
+    return {"runtime": runtime, "converged": uf.converged, "in_sample": uf.residuals,
+            "constants": {k: v for k, v in uf.constants.model_dump().items() if isinstance(v, float)},
+            "held_out": ape_rows(held, chip, uf.constants),
+            "shipped": ape_rows(held, chip, shipped_constants(chip, runtime).constants),
+            "version": records[-1].runtime_version, "chip": chip.model_dump(mode="json"),
+            "records": [r.model_dump(mode="json") for r in records]}
+
+
+def replay(path: Path) -> list[dict]:
+    """Refit the measurements saved by ``--json`` with the current model: model changes judged on the same runs,
+    whatever the machine's load is now."""
+    from calibration.records import RunRecord
+    from planner.schema import Chip
+
+    saved = json.loads(path.read_text())["results"]
+    out = []
+    for r in saved:
+        res = evaluate(r["runtime"], [RunRecord.model_validate(x) for x in r["records"]],
+                       Chip.model_validate(r["chip"]))
+        res.update({k: r[k] for k in ("model", "wall_s", "load_before", "load_after") if k in r})
+        out.append(res)
+    return out
 
 
 def _med(xs: list[float]) -> float:
@@ -145,9 +167,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--trials", type=int, default=3)
     ap.add_argument("--models", type=Path, default=DEFAULT_MODELS, help="where the bench models are built/cached")
-    ap.add_argument("--json", type=Path, help="also write every result as JSON")
+    ap.add_argument("--json", type=Path, help="also write every result (and the measurements) as JSON")
+    ap.add_argument("--replay", type=Path, help="refit the measurements of a --json file instead of measuring")
     a = ap.parse_args(argv)
     runtimes = [r.strip() for r in a.runtimes.split(",") if r.strip()]
+    if a.replay:
+        print(summarize(replay(a.replay)))
+        return 0
 
     t0 = time.perf_counter()
     models = build_models(a.models, runtimes)
