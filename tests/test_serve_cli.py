@@ -94,7 +94,7 @@ def test_serves_a_local_gguf_file(capsys, tmp_path):
 def test_a_local_gguf_brings_its_exact_weight_bytes(tmp_path):
     from planner.serve_plan import setup
     from sources import resolve_model
-    from tests.sources.gguf_gen import LLAMA8B_KV, Q, llama_tensors, write_gguf
+    from tests.sources.gguf_gen import LLAMA8B_KV, llama_tensors, write_gguf
 
     # tied embeddings: no output.weight, so the file is smaller than the catalog's untied Llama 3.1 8B
     path = tmp_path / "tied-Q4_K_M.gguf"
