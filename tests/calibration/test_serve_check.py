@@ -1,0 +1,60 @@
+"""`plan serve` checked against the real llama-server on this CPU (calibration/serve_check.py).
+
+A 11 M-parameter random-weight Llama is built, `plan calibrate` measures this machine with it, llama-server -np 4
+serves it, and a seeded Poisson trace at three rates (light, moderate, near the calibrated saturation rate) is
+replayed by an async streaming client; `plan serve --trace` simulates the same trace. The bounds are the ones
+`plan serve` promises: TTFT p50 within 20 %, p95 within 30 %. Timings are compared with the planner's own
+prediction of the same run on the same machine, never with a fixed number.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from calibration import serve_check as sc
+
+N_REQUESTS = 40   # per rate
+
+
+@pytest.fixture(scope="module")
+def served_model(tmp_path_factory):
+    if not shutil.which("llama-server"):
+        pytest.skip("llama-server not built (scripts/bootstrap.sh full)")
+    pytest.importorskip("httpx")
+    return sc.build_model(tmp_path_factory.mktemp("serve-check"))
+
+
+def test_trace_is_seeded_poisson():
+    a = sc.poisson_trace(2.0, 4000, sc.PROMPTS, sc.GENS, seed=3)
+    b = sc.poisson_trace(2.0, 4000, sc.PROMPTS, sc.GENS, seed=3)
+    assert np.array_equal(a.arrival, b.arrival) and np.array_equal(a.prompt, b.prompt)
+    gaps = np.diff(a.arrival, prepend=0.0)
+    # exponential gaps of mean 1/rate: mean 0.5 s, coefficient of variation 1 (4000 draws: ±3 %)
+    assert gaps.mean() == pytest.approx(0.5, rel=0.05) and gaps.std() / gaps.mean() == pytest.approx(1.0, rel=0.05)
+    assert set(a.prompt) == set(sc.PROMPTS) and set(a.gen) == set(sc.GENS)
+
+
+def test_trace_file_is_what_plan_serve_reads(tmp_path):
+    from cli.serve import read_trace
+
+    t = sc.poisson_trace(1.0, 20, sc.PROMPTS, sc.GENS, seed=0)
+    arrival, prompt, gen = read_trace(str(t.write(tmp_path / "t.csv")))
+    assert np.allclose(arrival, t.arrival, atol=1e-6) and list(prompt) == list(t.prompt) and list(gen) == list(t.gen)
+
+
+@pytest.mark.slow
+@pytest.mark.requires_llama_cpp
+def test_plan_serve_predicts_the_real_llama_server(served_model, user_dir):
+    chip, ram = sc.calibrate(served_model, budget_s=45)
+    mu, rows = sc.compare(served_model, chip, ram, N_REQUESTS, seed=0)
+    table = sc.render(rows)
+    print(table)
+    assert mu > 0 and [r.load for r in rows] == list(sc.LOADS)
+    # the loads span light to near-saturation: measured TTFT p95 grows with the offered rate (queueing)
+    assert rows[-1].measured["ttft_p95_s"] > rows[0].measured["ttft_p95_s"], table
+    for r in rows:
+        assert abs(r.error("ttft_p50_s")) <= 0.20, table
+        assert abs(r.error("ttft_p95_s")) <= 0.30, table
