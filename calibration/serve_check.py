@@ -201,7 +201,8 @@ def summary(m: Measured, trace: Trace) -> dict:
     last completion, as `plan serve` reports throughput_tok_s)."""
     p50, p95 = np.percentile(m.ttft, [50, 95])
     makespan = float(np.max(trace.arrival + m.end))
-    return dict(ttft_p50_s=float(p50), ttft_p95_s=float(p95), throughput_tok_s=float(m.tokens.sum() / makespan))
+    return dict(ttft_p50_s=float(p50), ttft_p95_s=float(p95), throughput_tok_s=float(m.tokens.sum() / makespan),
+                client_lag_p95_s=float(np.percentile(m.start_lag, 95)))
 
 
 # --------------------------------------------------------------------------- the planner, as a user runs it
@@ -298,7 +299,8 @@ def compare(model: Path, chip: str, ram: float, n_requests: int, seed: int = 0, 
 
 def render(rows: list[Row]) -> str:
     head = (f"{'load':>5} {'rate/s':>7} {'n':>4} | {'TTFT p50 meas':>13} {'pred':>7} {'err':>6} | "
-            f"{'TTFT p95 meas':>13} {'pred':>7} {'err':>6} | {'tok/s meas':>10} {'pred':>7} {'err':>6}")
+            f"{'TTFT p95 meas':>13} {'pred':>7} {'err':>6} | {'tok/s meas':>10} {'pred':>7} {'err':>6} | "
+            f"{'lag p95':>7}")
     out = [head]
     for r in rows:
         cells = [f"{r.load:>5.2f} {r.rate_per_s:>7.2f} {r.n:>4}"]
@@ -306,5 +308,7 @@ def render(rows: list[Row]) -> str:
             w = 13 if k != "throughput_tok_s" else 10
             cells.append(f"{r.measured[k] * unit:>{w}.0f} {r.predicted[k] * unit:>7.0f} "
                          f"{r.error(k):>+6.0%}")
+        cells.append(f"{r.measured['client_lag_p95_s'] * 1000:>7.1f}")
         out.append(" | ".join(cells))
-    return "\n".join(out) + "\n(TTFT in ms; err = predicted / measured - 1)"
+    return "\n".join(out) + ("\n(TTFT in ms; err = predicted / measured - 1; lag p95 [ms]: how late the client sent "
+                             "its requests)")
