@@ -497,6 +497,9 @@ class ModelQuality(BaseModel):
     benchmark: str = Field(description="Benchmark name, e.g. MMLU-Pro (the same one across the catalog's chat models)")
     score: float = Field(ge=0, le=100, description="Published score [%]")
     source: str = Field(min_length=1, description="URL of the model card or paper that reports it")
+    caveats: list[Literal["third-party", "base-model", "other-protocol"]] = Field(
+        default_factory=list, description="Why the score may not compare like for like: measured by someone other "
+        "than the maker, on the base (not instruct) model, or with another scoring protocol")
 
 
 class ModelProfile(_Profile):
@@ -558,6 +561,8 @@ class SpeedConstants(BaseModel):
                                             "(separate KQ, softmax, KQV kernels) [1]")
     mv_max_batch: int | None = Field(None, ge=0, le=256, description="Largest batch served by matrix-vector kernels [tokens]")
     mm_tile: int | None = Field(None, ge=1, le=256, description="Batch tile of the matrix-matrix kernel (batches pad up to it) [tokens]")
+    mm_id_min_batch: int | None = Field(None, ge=1, le=4096, description="Smallest batch whose routed-expert matmuls run the "
+                                        "matrix-matrix kernel; below it each (token, expert) pair reads its expert [tokens]")
     moe_bw_factor: float | None = Field(None, gt=0, le=1, description="Bandwidth efficiency of routed-expert reads relative to dense [1]")
     t_layer_s: float | None = Field(None, ge=0, le=1e-2, description="Fixed cost per layer per forward pass [s]")
     noflash_attn_factor: float | None = Field(None, ge=1, le=20, description="Attention slowdown without flash attention [1]")
