@@ -2,7 +2,7 @@
 
 python benchmarks/serve_vs_llama_server.py [--requests 60] [--budget 60] [--seed 0] [--work DIR]
 
-Builds a 11 M-parameter random-weight Llama GGUF, calibrates the planner with `plan calibrate` into a private
+Builds a 29 M-parameter random-weight Llama GGUF, calibrates the planner with `plan calibrate` into a private
 user-profile folder, starts llama-server -np 4, and at three request rates (0.3, 0.6 and 0.85 of the calibrated
 saturation rate) replays a seeded Poisson trace with an async streaming client and runs `plan serve --trace` on
 the same trace. Prints measured vs predicted TTFT p50/p95 and generated tokens/s, and the load average (the

@@ -34,10 +34,19 @@ from calibration.errors import CalibrationError
 from calibration.hardware import physical_cores
 
 ROOT = Path(__file__).resolve().parent.parent
-# llama.cpp threads of the server AND of its calibration: one core is left to the client (and the system). ggml's
-# threads meet at a barrier after every op; a thread preempted by the client stalls the others (on 2 shared cores
-# -t 2 ran decode steps 4-40x slower than -t 1 while the client streamed).
-THREADS = max(1, physical_cores() - 1)
+# The server and its calibration run on one CPU core of their own (-t 1, pinned), the client on the others: ggml's
+# threads meet at a barrier after every op, and on 2 shared cores a thread preempted by the streaming client
+# stalled the step (-t 2 ran decode steps 4-40x slower than -t 1 while the client streamed).
+_CPUS = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+SERVER_CPUS = set(_CPUS[:1]) if len(_CPUS) >= 2 else set()
+CLIENT_CPUS = set(_CPUS[1:]) if len(_CPUS) >= 2 else set()
+THREADS = 1 if SERVER_CPUS else max(1, physical_cores() - 1)
+
+
+def _pin_server() -> None:
+    """preexec_fn of the server and of `plan calibrate` (inherited by llama-bench): the server's core."""
+    if SERVER_CPUS:
+        os.sched_setaffinity(0, SERVER_CPUS)
 
 
 @dataclass(frozen=True)
@@ -106,7 +115,7 @@ class LlamaServer:
         import httpx
 
         with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_pin_server)
         deadline = time.monotonic() + self.timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -187,8 +196,16 @@ async def _drive(url: str, trace: Trace, vocab: int, seed: int) -> Measured:
 
 
 def drive(url: str, trace: Trace, vocab: int, seed: int = 0) -> Measured:
-    """Replay ``trace`` against the server: every request is sent at its arrival time, streamed, timed."""
-    return asyncio.run(_drive(url, trace, vocab, seed))
+    """Replay ``trace`` against the server: every request is sent at its arrival time, streamed, timed (from the
+    cores the server does not use)."""
+    before = os.sched_getaffinity(0) if CLIENT_CPUS else None
+    try:
+        if CLIENT_CPUS:
+            os.sched_setaffinity(0, CLIENT_CPUS)
+        return asyncio.run(_drive(url, trace, vocab, seed))
+    finally:
+        if before:
+            os.sched_setaffinity(0, before)
 
 
 def warm_up(url: str, vocab: int) -> None:
@@ -221,9 +238,11 @@ def serve_args(model: Path, chip: str, ram: float, slots: int, slot_context: int
 
 
 # --------------------------------------------------------------------------- the whole check
-# An 11 M-parameter Llama (calibration/tinymodels.py, random weights): a step is milliseconds of real matmul work on
-# a CPU core, and the model builds in seconds (every dim a multiple of 256, as K-quants need). Slots of 1 024 tokens hold the longest request.
-MODEL = dict(size="tiny", hidden=512, layers=4, heads=8, kv_heads=2, ffn=1024, vocab=2048, ctx=4096)
+# A 29 M-parameter Llama (calibration/tinymodels.py, random weights, every dim a multiple of 256 as K-quants need):
+# a decode step is milliseconds of real matmul work on one CPU core, so llama-server's own per-step work (sampling,
+# streaming the token) stays a small part of it, and the model builds in seconds. Slots of 1 024 tokens hold the
+# longest request.
+MODEL = dict(size="tiny", hidden=512, layers=8, heads=8, kv_heads=2, ffn=1536, vocab=4096, ctx=4096)
 PROMPTS = {48: 0.3, 192: 0.4, 512: 0.3}
 GENS = {16: 0.3, 32: 0.4, 96: 0.3}
 SLOTS, SLOT_CONTEXT = 4, 1024
@@ -248,7 +267,7 @@ def calibrate(model: Path, budget_s: float) -> tuple[str, float]:
 
     proc = subprocess.run([sys.executable, "-m", "cli.main", "calibrate", "--runtime", "llama.cpp", "--model",
                            str(model), "--budget", f"{budget_s:g}", "--threads", str(THREADS)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=budget_s * 4 + 120, env=os.environ.copy())
+                          timeout=budget_s * 4 + 120, env=os.environ.copy(), preexec_fn=_pin_server)
     if proc.returncode != 0:
         raise CalibrationError(f"plan calibrate failed: {proc.stderr.strip()[-300:]}")
     chips = sorted((profiles.user_dir() / "chips").glob("custom-*.yaml"))

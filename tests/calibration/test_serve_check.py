@@ -1,6 +1,6 @@
 """`plan serve` checked against the real llama-server on this CPU (calibration/serve_check.py).
 
-A 11 M-parameter random-weight Llama is built, `plan calibrate` measures this machine with it, llama-server -np 4
+A 29 M-parameter random-weight Llama is built, `plan calibrate` measures this machine with it, llama-server -np 4
 serves it, and a seeded Poisson trace at three rates (light, moderate, near the calibrated saturation rate) is
 replayed by an async streaming client; `plan serve --trace` simulates the same trace. The bounds are the ones
 `plan serve` promises: TTFT p50 within 20 %, p95 within 30 %. Timings are compared with the planner's own
