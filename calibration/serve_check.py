@@ -278,6 +278,21 @@ def calibrate(model: Path, budget_s: float) -> tuple[str, float]:
     return chip.id, float(max(chip.ram_options_gb))
 
 
+def speed_probe(model: Path, reps: int = 3) -> float:
+    """Seconds of a fixed llama-batched-bench run (4 × 192 prompt tokens, 32 decode steps) on the server's core,
+    median of ``reps``: the machine's speed now, to tell a drift (a shared machine) from a model error."""
+    exe = shutil.which("llama-batched-bench")
+    if exe is None:
+        raise CalibrationError("llama-batched-bench is not on PATH")
+    argv = [exe, "-m", str(model), "-t", str(THREADS), "-fa", "on", "-c", "1024", "-npp", "192", "-ntg", "32",
+            "-npl", ",".join(["4"] * (reps + 1)), "--output-format", "jsonl"]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=300, preexec_fn=_pin_server).stdout
+    rows = [json.loads(line) for line in out.splitlines() if line.startswith("{") and '"t_pp"' in line]
+    if len(rows) < 2:
+        raise CalibrationError(f"llama-batched-bench gave no timings: {out[-200:]!r}")
+    return float(np.median([r["t_pp"] + r["t_tg"] for r in rows[1:]]))   # the first is the warm-up
+
+
 @dataclass(frozen=True)
 class Row:
     load: float
@@ -291,10 +306,15 @@ class Row:
         return self.predicted[key] / self.measured[key] - 1.0
 
 
+def drift(probes: list[float]) -> float:
+    """Slowest / fastest speed probe - 1: how much the machine's speed moved during the check."""
+    return max(probes) / min(probes) - 1.0
+
+
 def compare(model: Path, chip: str, ram: float, n_requests: int, seed: int = 0, loads=LOADS,
-            log=lambda s: None) -> tuple[float, list[Row]]:
+            log=lambda s: None, probes: list[float] | None = None) -> tuple[float, list[Row]]:
     """Saturation rate from `plan serve`, then at each load: the real server and `plan serve` on the same trace.
-    -> (saturation rate [1/s], rows)"""
+    A speed probe follows every load (appended to ``probes``). -> (saturation rate [1/s], rows)"""
     base = serve_args(model, chip, ram, SLOTS, SLOT_CONTEXT)
     mu = plan_serve([*base, "--prompt", length_spec(PROMPTS), "--gen", length_spec(GENS), "--rate", "1/s",
                      "--duration", "60s"])["saturation_rate_per_s"]
@@ -313,6 +333,8 @@ def compare(model: Path, chip: str, ram: float, n_requests: int, seed: int = 0, 
                             {k: (p[k] if k == "throughput_tok_s" else p["ttft_s"][k.split("_")[1]])
                              for k in ("ttft_p50_s", "ttft_p95_s", "throughput_tok_s")}))
             log(render([rows[-1]]).splitlines()[1])
+            if probes is not None:
+                probes.append(speed_probe(model))
     return mu, rows
 
 

@@ -17,6 +17,7 @@ import pytest
 from calibration import serve_check as sc
 
 N_REQUESTS = 40   # per rate
+MAX_DRIFT = 0.15  # a larger swing of the machine's own speed voids the comparison (measured: ±25 % within minutes)
 
 
 @pytest.fixture(scope="module")
@@ -48,10 +49,17 @@ def test_trace_file_is_what_plan_serve_reads(tmp_path):
 @pytest.mark.slow
 @pytest.mark.requires_llama_cpp
 def test_plan_serve_predicts_the_real_llama_server(served_model, user_dir):
+    probes = [sc.speed_probe(served_model)]
     chip, ram = sc.calibrate(served_model, budget_s=45)
-    mu, rows = sc.compare(served_model, chip, ram, N_REQUESTS, seed=0)
+    probes.append(sc.speed_probe(served_model))
+    mu, rows = sc.compare(served_model, chip, ram, N_REQUESTS, seed=0, probes=probes)
     table = sc.render(rows)
     print(table)
+    if sc.drift(probes) > MAX_DRIFT:
+        # the same fixed run got slower or faster during the check: the machine is shared and its speed moved, so
+        # a calibration taken minutes earlier no longer describes it; that says nothing about the simulation
+        pytest.skip(f"machine speed drifted {sc.drift(probes):.0%} during the check (probes {probes}); run it on "
+                    f"a quiet machine\n{table}")
     assert mu > 0 and [r.load for r in rows] == list(sc.LOADS)
     # the loads span light to near-saturation: measured TTFT p95 grows with the offered rate (queueing)
     assert rows[-1].measured["ttft_p95_s"] > rows[0].measured["ttft_p95_s"], table
