@@ -91,7 +91,7 @@ def _free_port() -> int:
 
 
 class LlamaServer:
-    """llama-server on 127.0.0.1 for the duration of a ``with`` block (stopped, and its log kept, on exit)."""
+    """llama-server on 127.0.0.1 for the duration of a ``with`` block (stopped on exit; its log kept on failure)."""
 
     def __init__(self, model: Path, slots: int, slot_context: int, threads: int | None = None,
                  timeout_s: float = 120.0):
@@ -129,7 +129,7 @@ class LlamaServer:
         self.__exit__(None, None, None)
         raise CalibrationError(f"llama-server did not answer /health within {self.timeout_s:g} s: {self._tail()}")
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type=None, *exc) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -137,6 +137,8 @@ class LlamaServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        if exc_type is None:   # the log is kept only when something failed
+            self.log_path.unlink(missing_ok=True)
 
     def _tail(self) -> str:
         lines = self.log_path.read_text(errors="replace").strip().splitlines()
