@@ -126,7 +126,7 @@ class LlamaServer:
             except httpx.HTTPError:
                 pass
             time.sleep(0.2)
-        self.__exit__(None, None, None)
+        self.__exit__(CalibrationError)   # stop it, keep its log
         raise CalibrationError(f"llama-server did not answer /health within {self.timeout_s:g} s: {self._tail()}")
 
     def __exit__(self, exc_type=None, *exc) -> None:
