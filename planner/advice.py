@@ -296,7 +296,7 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
     met = bool(found.passing)
     if not met:
         notes.append(_no_answer(ctx, found, best_effort))
-    ranked = _rank(found.passing if met else _closest(found), top)
+    ranked = _rank(found.passing if met else _closest(found, ctx.wl), top)
     router = None
     if workload.is_mixed:
         from .router import best_pair
@@ -381,10 +381,38 @@ def _sort_key(ctx: Search, o: ServingOption, mm) -> tuple:
     return preference(o, ctx.wl)
 
 
-def _closest(found: Found) -> list[tuple[tuple, ServingOption]]:
-    """Options that miss a target, closest first: fewest misses, then fastest per user, then shortest TTFT."""
+SHORTFALL_STEP = 1.05  # misses within 5 % of each other count as equally close: quality decides between them
+
+
+def shortfall(o: ServingOption, wl: WorkloadProfile) -> float:
+    """How far the option is from its worst-missed speed target, as a ratio >= 1 (1: every target met)."""
+    sp, t = o.speed, wl.targets
+    if sp is None:
+        return 1.0
+    ratios = [1.0]
+    if t.min_tok_s_per_user:
+        ratios.append(t.min_tok_s_per_user / max(sp.decode_tok_s_per_user, 1e-9))
+    if t.max_ttft_s:
+        ratios.append(sp.ttft_s / t.max_ttft_s)
+    if t.max_request_s:
+        ratios.append(sp.time_per_request_s / t.max_request_s)
+    return max(ratios)
+
+
+def _closest(found: Found, wl: WorkloadProfile) -> list[tuple[tuple, ServingOption]]:
+    """Options that miss a target, closest first: fewest misses, then the smallest shortfall on the worst-missed
+    target (in 5 % steps from the closest), then quality (a faster decode that does not help the binding target is no reason for a
+    lossier quant or KV), then fastest per user, then shortest TTFT."""
     with_speed = [o for o in found.every if o.speed is not None]
-    return [((len(o.misses), -o.speed.decode_tok_s_per_user, o.speed.ttft_s), o) for o in with_speed]
+    best: dict[int, float] = {}
+    for o in with_speed:
+        best[len(o.misses)] = min(best.get(len(o.misses), math.inf), shortfall(o, wl))
+
+    def steps(o: ServingOption) -> int:   # 0: within 5 % of the closest option with as many misses
+        return math.floor(math.log(shortfall(o, wl) / best[len(o.misses)]) / math.log(SHORTFALL_STEP) + 1e-9)
+
+    return [((len(o.misses), steps(o), *quality_rank(o), -o.speed.decode_tok_s_per_user, o.speed.ttft_s), o)
+            for o in with_speed]
 
 
 def _rank(cands: list[tuple[tuple, ServingOption]], top: int) -> list[ServingOption]:
@@ -404,7 +432,7 @@ def _rank(cands: list[tuple[tuple, ServingOption]], top: int) -> list[ServingOpt
 def _no_answer(ctx: Search, found: Found, best_effort: bool) -> str:
     """The sentence that says why nothing qualifies; raises unless best effort applies."""
     wl, chip = ctx.wl, ctx.chip
-    closest = _rank(_closest(found), 1)
+    closest = _rank(_closest(found, wl), 1)
     if closest:
         o = closest[0]
         msg = (f"no configuration of {ctx.prof.id} on {chip.label if chip else ''} {ctx.ram_gb:g} GB meets "

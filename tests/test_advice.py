@@ -184,3 +184,27 @@ def test_unreachable_targets_best_effort_lists_the_closest_with_a_server_command
     assert not r.targets_met and r.options and all(o.misses for o in r.options)
     assert r.options[0].recipe.server.startswith(("llama-server", "mlx_lm.server"))
     assert r.why_not_higher_quality is None
+
+
+@needs_speed
+@pytest.mark.parametrize("model,ram,wl", [
+    ("llama-3.3-70b", 64, custom_workload("chat", users=1, context=8192)),
+    ("llama-3.3-70b", 64, custom_workload("chat")),
+    ("qwen3-32b", 48, custom_workload("agent")),
+])
+def test_closest_options_prefer_quality_among_equally_close(model, ram, wl):
+    """When nothing meets the targets, options whose worst miss is within 5 % of each other are equally close, and
+    quality decides: a slightly faster decode that does not help the binding target (here TTFT, compute-bound and
+    the same for every weight format) is no reason to offer a lossier quant or a 4-bit KV cache first."""
+    from planner.advice import QUALITY_ORDER, quality_rank, shortfall
+
+    r = recommend(model, ram, wl, chip=_m4max(), best_effort=True)
+    assert not r.targets_met and len(r.options) >= 2
+    top = r.options[0]
+    for o in r.options[1:]:
+        if len(o.misses) == len(top.misses) and shortfall(o, wl) <= shortfall(top, wl):
+            # an option at least as close as the top one ranks below it only for being of lower quality
+            assert quality_rank(o) >= quality_rank(top), (o.quant, o.kv_type, top.quant, top.kv_type)
+    # 70B, 1 × 8K chat: Q4_K_M (small loss, 16-bit KV) is within 5 % of the best TTFT (5.4 vs 5.2 s), so it leads
+    if wl.targets.max_ttft_s and model == "llama-3.3-70b" and wl.users == 1:
+        assert QUALITY_ORDER[top.quality.tier] <= QUALITY_ORDER["small"] and top.kv_type in ("f16", "bf16")
