@@ -13,6 +13,9 @@ mlx-lm uses the "tiny" float32 model, because MLX's CPU backend is too slow at t
 The whole thing repeats ``--repeats`` times (fresh measurements each time) and reports medians: a shared
 2-vCPU machine has 5-15% run-to-run noise (more when other jobs run), so single figures mean little.
 
+Each repeat measures the device's bandwidth and GEMM peaks next to its runs and prints the load average.
+``--json FILE`` keeps the measurements; ``--replay FILE`` refits them with the current model instead of measuring.
+
 It also prints the error of the uncalibrated shipped constants on the same held-out points (the Apple-GPU
 constants applied to the measured CPU bandwidth/GEMM peaks) for comparison.
 """
