@@ -61,22 +61,6 @@ class UserFit:
         return self.status > 0 and all(math.isfinite(v) and v > 0 for v in self.params.values())
 
 
-#: llama.cpp's CPU backend repacks these weight types (ggml-cpu/repack.cpp ggml_repack_get_optimal_repack_type:
-#: Q4_0, Q4_K, IQ4_NL, MXFP4 on AVX2, and on ARM with i8mm), and its repacked mul_mat runs gemv per token column
-#: up to 3 columns and a 4-column gemm beyond (forward_mul_mat_one_chunk: ``nrows > 3`` -> gemm over
-#: ``nrows - nrows % 4`` columns, the rest gemv): the batched-decode kernel regime of the CPU, where Metal's is
-#: matrix-vector up to 8 tokens and 32-column tiles above (the shipped mv_max_batch / mm_tile).
-CPU_REPACKED = ("Q4_0", "Q4_K", "IQ4_NL", "MXFP4")
-CPU_KERNELS = {"mv_max_batch": 3, "mm_tile": 4}
-
-
-def backend_kernels(records, runtime: str) -> dict[str, int]:
-    """Kernel-regime constants that the backend of ``records`` fixes (no run of one batch size can fit them)."""
-    if runtime != "llama.cpp" or not records or any(r.backend != "cpu" for r in records):
-        return {}
-    return CPU_KERNELS if all(r.quant.upper().startswith(CPU_REPACKED) for r in records) else {}
-
-
 def shipped_constants(chip, runtime: str):
     """ResolvedSpeedConstants from the shipped profiles only (the priors of a user fit)."""
     from planner import profiles
@@ -124,7 +108,7 @@ def fit_user(records, chip, runtime: str, prior=None, prior_sigma: float = PRIOR
         prior, prior_source = resolved.constants, resolved.source
     else:
         prior_source = "given"
-    k: SpeedConstants = prior.model_copy(update=backend_kernels(recs, runtime))
+    k: SpeedConstants = prior
     free = free_params()
     qf = k.quant_prefill_factor or {}
     # everything the fit does not free stays at the shipped value (every scalar of the schema, by name)

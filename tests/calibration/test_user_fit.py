@@ -19,9 +19,8 @@ SHAPE = {"weights_bytes": 4_000_000_000, "n_params": 7_000_000_000, "n_layers": 
          "n_kv_heads": 8, "head_dim": 128, "vocab": 32000, "ffn": 14336}
 
 
-def _rec(runtime: str, kind: str, phase: str, p: int = 0, g: int = 0, d: int = 0, b: int = 1,
-         backend: str = "metal") -> RunRecord:
-    return RunRecord(runtime=runtime, runtime_version="test 1", backend=backend,
+def _rec(runtime: str, kind: str, phase: str, p: int = 0, g: int = 0, d: int = 0, b: int = 1) -> RunRecord:
+    return RunRecord(runtime=runtime, runtime_version="test 1", backend="metal",
                      tool="llama-bench" if runtime == "llama.cpp" else "mlx_lm.stream_generate",
                      model_path="/m/x", quant="Q4_K_M" if runtime == "llama.cpp" else "mlx-4bit-g64", **SHAPE,
                      kind=kind, phase=phase, prompt_tokens=p, gen_tokens=g, context_depth=d, batch=b,
@@ -120,16 +119,3 @@ def test_wrong_runtime_records_rejected(chip):
 
     with pytest.raises(CalibrationError, match="no mlx-lm records"):
         fit_user(_plan("llama.cpp"), chip, "mlx-lm")
-
-
-def test_llama_cpp_cpu_backend_batches_in_4_column_gemm(chip):
-    """ggml-cpu repack.cpp: repacked Q4_K runs gemv up to 3 token columns, 4-column gemm tiles above; Metal keeps
-    the shipped matrix-vector limit (8) and 32-column tiles."""
-    prior = shipped_constants(chip, "llama.cpp").constants
-    cpu = [r.model_copy(update={"backend": "cpu"}) for r in _plan("llama.cpp")]
-    uf = fit_user(_measured(cpu, chip, prior), chip, "llama.cpp")
-    assert (uf.constants.mv_max_batch, uf.constants.mm_tile) == (3, 4)
-    metal = fit_user(_measured(_plan("llama.cpp"), chip, prior), chip, "llama.cpp")
-    assert (metal.constants.mv_max_batch, metal.constants.mm_tile) == (prior.mv_max_batch, prior.mm_tile) == (8, 32)
-    q8 = [r.model_copy(update={"quant": "Q8_0"}) for r in cpu]  # not repacked on x86: the shipped regime stays
-    assert fit_user(_measured(q8, chip, prior), chip, "llama.cpp").constants.mv_max_batch == 8
