@@ -10,10 +10,25 @@ from __future__ import annotations
 
 import os
 import sys
+import types
 
 # pydantic scans every installed distribution for plugins on its first schema build (importlib.metadata
 # entry_points): ~0.1 s on a full environment. The planner uses none; a user can still opt in by setting it.
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
+
+
+def skip_plugin_discovery() -> None:
+    """With plugins disabled, pydantic still imports its plugin loader at its first validator, and the loader
+    imports importlib.metadata (email, zipfile, csv, socket: ~20 ms) only to read ``entry_points`` it will not
+    call (pydantic/plugin/_loader.py get_plugins returns () first when PYDANTIC_DISABLE_PLUGINS is set). Give
+    it a loader that answers the same. tests/cli/test_startup.py checks the real loader still has this shape."""
+    if os.environ.get("PYDANTIC_DISABLE_PLUGINS") in ("__all__", "1", "true"):
+        loader = types.ModuleType("pydantic.plugin._loader")
+        loader.get_plugins = lambda: ()  # type: ignore[attr-defined]
+        sys.modules.setdefault("pydantic.plugin._loader", loader)
+
+
+skip_plugin_discovery()
 
 from pydantic import ValidationError  # noqa: E402
 
