@@ -292,3 +292,23 @@ def test_corrupt_cache_is_only_a_miss(tmp_path, monkeypatch):
     store._file().write_bytes(b"not a pickle")
     monkeypatch.setattr(P, "_STORE", store)
     assert P.load_file(PROFILES / "runtimes" / "llama.cpp.yaml", Runtime).n_ubatch == 512
+
+
+def test_yaml_files_is_sorted_rglob(tmp_path):
+    """The scandir walk finds what ``sorted(folder.rglob('*.yaml'))`` finds, in its order (which file wins when
+    two share a stem): nested folders, a folder named *.yaml, hidden files, case, and a symlinked folder."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.yaml").write_text("")
+    (tmp_path / "a-b.yaml").write_text("")
+    (tmp_path / "a.yaml").mkdir()
+    (tmp_path / "a.yaml" / "x.yaml").write_text("")
+    (tmp_path / ".hidden.yaml").write_text("")
+    (tmp_path / "B.yaml").write_text("")
+    (tmp_path / "c.YAML").write_text("")
+    (tmp_path / "link").symlink_to(tmp_path / "a", target_is_directory=True)
+    found = P.yaml_files(tmp_path)
+    assert found == sorted(tmp_path.rglob("*.yaml"))
+    assert [p.relative_to(tmp_path).as_posix() for p in found] == [
+        ".hidden.yaml", "B.yaml", "a/x.yaml", "a-b.yaml", "a.yaml", "a.yaml/x.yaml"]
+    for kind in ("models", "quants", "chips"):
+        assert P.yaml_files(PROFILES / kind) == sorted((PROFILES / kind).rglob("*.yaml"))
