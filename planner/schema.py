@@ -376,8 +376,9 @@ class ModelConfig(BaseModel):
     hidden_size: int = Field(gt=0, le=MAX_DIM)
     num_hidden_layers: int = Field(gt=0, le=MAX_LAYERS)
     num_attention_heads: int = Field(gt=0, le=MAX_DIM)
-    num_key_value_heads: int | None = Field(None, gt=0, le=MAX_DIM)
-    head_dim: int | None = Field(None, gt=0, le=MAX_DIM)
+    # left out or null: derived by _normalise (0 until then), so both are ints wherever a config is used
+    num_key_value_heads: int = Field(0, gt=0, le=MAX_DIM)
+    head_dim: int = Field(0, gt=0, le=MAX_DIM)
     intermediate_size: int = Field(gt=0, le=MAX_DIM)
     vocab_size: int = Field(gt=0, le=MAX_DIM)
     tie_word_embeddings: bool = False
@@ -416,12 +417,20 @@ class ModelConfig(BaseModel):
     linear_value_head_dim: int | None = Field(None, gt=0, le=MAX_DIM)
     linear_conv_kernel_dim: int | None = Field(None, gt=0, le=MAX_DIM)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_unset(cls, data):
+        # HF configs write `head_dim: null` for "derive it", as if the key were left out
+        if isinstance(data, dict) and any(data.get(k, 0) is None for k in ("num_key_value_heads", "head_dim")):
+            data = {k: v for k, v in data.items() if not (k in ("num_key_value_heads", "head_dim") and v is None)}
+        return data
+
     @model_validator(mode="after")
     def _normalise(self):
         # mlx_lm/models/*.py ModelArgs.__post_init__: kv heads default to heads, head_dim to hidden/heads
-        if self.num_key_value_heads is None:
+        if not self.num_key_value_heads:
             object.__setattr__(self, "num_key_value_heads", self.num_attention_heads)
-        if self.head_dim is None:
+        if not self.head_dim:
             object.__setattr__(self, "head_dim", self.hidden_size // self.num_attention_heads)
         if self.layer_types is not None and len(self.layer_types) != self.num_hidden_layers:
             raise ValueError(
