@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from planner.format import fmt_bytes, fmt_ctx, fmt_params, fmt_tok_s
+from planner.format import SCORE_CAVEAT_NOTE, fmt_bytes, fmt_ctx, fmt_params, fmt_score, fmt_tok_s
 from planner.results import ModelRow, ModelsResult
 
 PAGE_TITLE = "What can I run on this Mac?"
@@ -28,7 +28,7 @@ def table_rows(r: ModelsResult, rows: list[ModelRow]) -> list[dict[str, str]]:
             d["range"] = (f"{fmt_tok_s(x.decode_range[0])}–{fmt_tok_s(x.decode_range[1])}"
                           if x.decode_range and not emb else "–")
             d["prefill tok/s"] = fmt_tok_s(x.prefill_tok_s)
-        d["score"] = f"{x.score:.1f}" if x.score is not None else "–"
+        d["score"] = fmt_score(x.score, x.score_caveats)
         d["memory left"] = fmt_bytes(x.memory_left_bytes)
         d["note"] = "; ".join(m.split(":")[0] for m in x.misses) or ""
         out.append(d)
@@ -108,6 +108,8 @@ def page() -> None:  # pragma: no cover - exercised by tests/app/test_browser_mo
     if r.embedding_rows:
         st.subheader("Embedding models (ranked among themselves)")
         st.table(table_rows(r, r.embedding_rows))
+    if any(x.score_caveats for x in (*r.rows, *r.embedding_rows)):
+        st.caption(SCORE_CAVEAT_NOTE)
     for n in r.notes:
         st.caption(n)
 

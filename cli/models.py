@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from planner.format import fmt_bytes, fmt_ctx, fmt_params, fmt_tok_s, table
+from planner.format import SCORE_CAVEAT_NOTE, fmt_bytes, fmt_ctx, fmt_params, fmt_score, fmt_tok_s, table
 
 
 def models_cmd(
@@ -60,6 +60,8 @@ def render_models(r, top: int = 0) -> str:
             out.append(f"({top} of {len(rows)} shown; --top 0 lists all)")
     if not r.rows and not r.embedding_rows:
         out.append("(no model in the selection)")
+    if any(x.score_caveats for x in (*r.rows, *r.embedding_rows)[:top or None]):
+        out.append(SCORE_CAVEAT_NOTE)
     if r.excluded:
         out.append("")
         out.append("Left out: " + ", ".join(f"{v} {k}" for k, v in r.excluded.items()))
@@ -87,7 +89,7 @@ def _table(rows, speed: bool) -> str:
             line += [dec, rng, fmt_tok_s(x.prefill_tok_s)]
         flag = {"tight": "tight", "raise-limit": "raise limit", "no-fit": "no fit"}.get(x.verdict, "")
         why = "; ".join(m.split(":")[0] for m in x.misses)
-        line += [f"{x.score:.1f}" if x.score is not None else "–", fmt_bytes(x.memory_left_bytes),
+        line += [fmt_score(x.score, x.score_caveats), fmt_bytes(x.memory_left_bytes),
                  ", ".join(s for s in (flag, f"misses {why}" if why else "") if s)]
         body.append(line)
     if not any(b[-1] for b in body):   # no row is flagged: drop the empty last column

@@ -61,6 +61,18 @@ def fmt_tok_s_range(x: float | None, rng: tuple[float, float] | None) -> str:
     return f"{fmt_tok_s(x)} tok/s (likely {fmt_tok_s(rng[0])}–{fmt_tok_s(rng[1])})"
 
 
+SCORE_CAVEAT_MARK = "*"
+SCORE_CAVEAT_NOTE = ("* the score does not compare like for like: measured by a third party, on the base model or "
+                     "with another protocol (--json: score_caveats; the model's profile names the table)")
+
+
+def fmt_score(score: float | None, caveats: list[str] | tuple[str, ...] = ()) -> str:
+    """A published benchmark score, '68.9'; '19.4*' when it carries a caveat (SCORE_CAVEAT_NOTE); '–' unscored."""
+    if score is None:
+        return "–"
+    return f"{score:.1f}" + (SCORE_CAVEAT_MARK if caveats else "")
+
+
 def fmt_seconds(s: float | None) -> str:
     if s is None:
         return "–"

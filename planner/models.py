@@ -337,7 +337,8 @@ def _row(c: _Cand, qy: Query, wired: WiredLimit, basis: str | None) -> ModelRow:
         decode_tok_s=sp.decode_tok_s_per_user if sp else None, decode_range=_range(sp, "decode_range"),
         prefill_tok_s=sp.prefill_tok_s if sp else None, prefill_range=_range(sp, "prefill_range"),
         score=m.quality.score if scored else None, benchmark=m.quality.benchmark if m.quality else None,
-        score_source=m.quality.source if m.quality else None, meets=not misses, misses=misses)
+        score_source=m.quality.source if m.quality else None,
+        score_caveats=list(m.quality.caveats) if scored and m.quality else [], meets=not misses, misses=misses)
 
 
 def _range(sp, name: str) -> tuple[float, float] | None:

@@ -48,8 +48,11 @@ class Run:
 
 
 def run_module(module: str, args: list[str], *, as_limit: int | None = None, env: dict | None = None,
-               cwd: Path = ROOT, timeout: float = TIMEOUT_S, fsize: int | None = None) -> Run:
-    """``python -m module args`` (or ``module:function``, called with sys.argv = args) under RLIMIT_AS=as_limit (and RLIMIT_FSIZE=fsize: a full disk)."""
+               cwd: Path = ROOT, timeout: float = TIMEOUT_S, fsize: int | None = None,
+               wrap: list[str] | None = None) -> Run:
+    """``python -m module args`` (or ``module:function``, called with sys.argv = args) under RLIMIT_AS=as_limit (and RLIMIT_FSIZE=fsize: a full disk).
+
+    ``wrap`` prefixes the command (e.g. ``setpriv`` dropping capabilities)."""
     def limits():
         if as_limit:
             resource.setrlimit(resource.RLIMIT_AS, (as_limit, as_limit))
@@ -59,7 +62,7 @@ def run_module(module: str, args: list[str], *, as_limit: int | None = None, env
 
     e = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT),
          **(env or {})}
-    p = subprocess.run([sys.executable, "-c", _PROBE, module, *args], check=False, capture_output=True, text=True,
+    p = subprocess.run([*(wrap or []), sys.executable, "-c", _PROBE, module, *args], check=False, capture_output=True, text=True,
                        cwd=cwd, env=e, timeout=timeout, preexec_fn=limits)
     vm = rss = 0
     for ln in p.stderr.splitlines():

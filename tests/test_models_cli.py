@@ -52,3 +52,24 @@ def test_bad_input_one_line(capsys):
         rc = main(argv)
         err = capsys.readouterr().err.strip()
         assert rc == 2 and want in err and "\n" not in err and "Traceback" not in err, (argv, err)
+
+
+def test_caveated_score_is_marked_and_explained(capsys):
+    # llama-2-7b's MMLU-Pro is a third-party figure for the base model (profiles/models/llama-2-7b.yaml)
+    rc = main(["models", "--ram", "16", "--family", "llama", "--top", "0"])
+    out = capsys.readouterr().out
+    row = next(ln for ln in out.splitlines() if " llama-2-7b " in ln)
+    assert rc == 0 and "19.4*" in row
+    assert "* the score does not compare like for like" in out
+    main(["models", "--ram", "16", "--family", "llama", "--json"])
+    d = json.loads(capsys.readouterr().out)
+    r = next(x for x in d["rows"] if x["model"] == "llama-2-7b")
+    assert r["score_caveats"] == ["third-party", "base-model"]
+    maker = next(x for x in d["rows"] if x["model"] == "llama-3.1-8b")  # Meta's own card
+    assert maker["score_caveats"] == []
+
+
+def test_no_caveat_note_when_no_row_has_one(capsys):
+    rc = main(["models", "--ram", "64", "--family", "llama", "--max-params", "71", "--top", "1"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "like for like" not in out
