@@ -234,7 +234,7 @@ class ModelRow(BaseModel):
     score: float | None = Field(None, description="Published benchmark score [%]; None: unscored")
     benchmark: str | None = None
     score_source: str | None = None
-    score_caveats: list[str] = Field(default_factory=list, description="third-party, base-model, other-protocol")
+    score_caveats: list[str] = Field([], description="third-party, base-model, other-protocol")
     meets: bool = Field(description="Fits at the asked context/users and meets --min-tok-s")
     misses: list[str] = Field([], description="Why the row does not meet the filters")
 

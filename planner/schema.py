@@ -507,7 +507,7 @@ class ModelQuality(BaseModel):
     score: float = Field(ge=0, le=100, description="Published score [%]")
     source: str = Field(min_length=1, description="URL of the model card or paper that reports it")
     caveats: list[Literal["third-party", "base-model", "other-protocol"]] = Field(
-        default_factory=list, description="Why the score may not compare like for like: measured by someone other "
+        [], description="Why the score may not compare like for like: measured by someone other "
         "than the maker, on the base (not instruct) model, or with another scoring protocol")
 
 
