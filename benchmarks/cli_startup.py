@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 ARGS = ["--model", "llama-3.3-70b", "--ram", "64"]
 LLMFIT_ARGS = ["--memory", "64G", "--ram", "64G", "info", "meta-llama/Llama-3.3-70B-Instruct"]
-CODE = "import sys; from cli.main import main; sys.exit(main(sys.argv[1:]))"
+CODE = "from cli.main import run; run()"  # what the installed `plan` script runs (pyproject [project.scripts])
 # The floor under plan's time: the interpreter plus the pydantic names the core's models are built from. plan
 # cannot start faster than this while its models are pydantic models.
 FLOOR = "from pydantic import BaseModel, Field, computed_field, field_validator, model_validator"

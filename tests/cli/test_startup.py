@@ -80,3 +80,21 @@ def test_stand_in_only_when_plugins_are_disabled(monkeypatch, value):
     monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", value)
     M.skip_plugin_discovery()
     assert list(sys.modules["pydantic.plugin._loader"].get_plugins()) == []
+
+
+def test_subcommands_collect_garbage_as_usual():
+    """run() turns the cyclic collector off for the plain question; the typer path turns it back on."""
+    import contextlib
+    import gc
+    import io
+
+    from cli import main as M
+
+    gc.disable()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            assert M.main(["models", "--help"]) == 0
+        assert "--ram" in out.getvalue()
+        assert gc.isenabled()
+    finally:
+        gc.enable()
