@@ -192,6 +192,7 @@ class Measurement(BaseModel):
     batch: int
     flash_attn: bool | None
     n_ubatch: int | None = None  # physical batch when the row states it (llama.cpp -ub; "n_ubatch=2048")
+    prompt_shared: bool = False  # llama-batched-bench -pps: one prompt shared by every sequence ("prompt shared")
     date: str  # raw
     year_month: str | None  # 'YYYY-MM'
     year: int | None
@@ -567,6 +568,7 @@ def _normalize(row: dict[str, str], path: Path) -> Measurement:
         "batch": batch,
         "flash_attn": _parse_flash_attn(row["flash_attn"]),
         "n_ubatch": _parse_ubatch(row["flash_attn"] + " " + row["notes"]),
+        "prompt_shared": "prompt shared" in row["notes"].lower(),
         "date": row["date"],
         "year_month": ym,
         "year": year,
@@ -671,25 +673,18 @@ def usable_for_efficiency(m: Measurement, runtime: str | None = None) -> bool:
 
 # --------------------------------------------------------------------------------------------- roofline check
 
-# Approximate bits per weight for the roofline sanity check only (brief: Q4_0 4.5, Q4_K_M 4.85, Q8_0 8.5, F16 16,
-# mlx 4bit 4.5; the rest from ggml block layouts, docs/model-facts.md §2.1, and MLX group-64 scales+biases, §2.4).
-BPW = {
-    "Q4_0": 4.5,
-    "Q4_1": 5.0,
-    "Q4_K_M": 4.85,
-    "Q5_K_S": 5.5,
-    "Q5_K_M": 5.7,
-    "Q6_K": 6.56,
-    "Q8_0": 8.5,
-    "F16": 16.0,
-    "BF16": 16.0,
-    "MXFP4_MOE": 4.25,
-    "mlx-4bit-g64": 4.5,
-    "mlx-6bit-g64": 6.5,
-    "mlx-8bit-g64": 8.5,
-    "mlx-bf16": 16.0,
-    "mlx-mxfp4": 4.25,
-}
+def _bits_per_weight(quant_id: str | None) -> float | None:
+    """Fewest bits a weight of this format takes, from the quant profiles and the ggml type table
+    (planner.models.floor_bits_per_weight): the ratio below stays a lower bound. None for unknown formats."""
+    from planner.errors import PlannerError
+    from planner.models import floor_bits_per_weight
+
+    if not quant_id:
+        return None
+    try:
+        return floor_bits_per_weight("mlx-lm" if quant_id.startswith("mlx") else "llama.cpp", quant_id)
+    except PlannerError:
+        return None
 
 
 def decode_bandwidth_ratio(m: Measurement) -> float | None:
@@ -700,7 +695,7 @@ def decode_bandwidth_ratio(m: Measurement) -> float | None:
     if m.metric not in DECODE_METRICS or m.value is None or m.bandwidth_gb_s is None:
         return None
     params = m.active_params_B or m.params_B
-    bpw = BPW.get(m.quant_id or "")
+    bpw = _bits_per_weight(m.quant_id)
     if not params or not bpw:
         return None
     steps_per_s = m.value / m.batch  # one weight pass per step serves the whole batch

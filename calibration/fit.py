@@ -54,7 +54,6 @@ BASE_PRIORS: dict[str, tuple[float, float]] = {
     "t_layer_s": (5e-5, 2.0), "noflash_attn_factor": (2.0, 0.7), "matrix_unit_factor": (2.7, 0.35),
     "q_float": (1.0, 0.5), "q_legacy": (1.0, 0.5), "q_kquant": (0.85, 0.5), "q_iquant": (0.8, 0.5),
     "q_mxfp4": (1.0, 0.5), "q_affine": (1.0, 0.5), "q_fp4": (1.0, 0.5), "era": (1.0, 1.0), "era_decode": (1.0, 0.3),
-    "era_mv": (1.0, 1.0),
 }
 # Expected scatter of one measured rate around the model, in log units: run-to-run spread of llama-bench / mlx_lm
 # benchmarks (2-5%) plus what the model does not capture; data residuals are divided by it so priors stay weak.
@@ -65,8 +64,19 @@ UPPER = {"eta_bw": 1.0, "eta_c": 1.0, "eta_attn": 1.0, "eta_c_decode": 1.0, "eta
 LOWER = {"noflash_attn_factor": 1.0, "noflash_kv_factor": 1.0}  # slowdowns, never speed-ups
 # Kernel regimes are code facts, not fits: ggml-metal-ops.cpp `ne11_mm_min = 8` (matrix-vector kernels up to a
 # batch of 8) and kernel_mul_mm's 32-column tiles. mlx-lm has no batched data: the same values are assumed.
-KERNELS = {"llama.cpp": {"mv_max_batch": 8, "mm_tile": 32}, "mlx-lm": {"mv_max_batch": 8, "mm_tile": 32},
-           "ollama": {"mv_max_batch": 8, "mm_tile": 32}}
+# Routed experts: ggml-metal-common.cpp ggml_metal_op_mul_mat_id_use_mm (``ne21 >= 32`` tokens -> kernel_mul_mm_id,
+# else kernel_mul_mv_id per (token, expert) pair). mlx-lm (switch_layers.py SwitchGLU sorts the indices from 64
+# routed rows on, gather_qmm; below, per-row gather_qmv) has no batched MoE rows: llama.cpp's value is assumed.
+_LC_KERNELS = {"mv_max_batch": 8, "mm_tile": 32, "mm_id_min_batch": 32}
+KERNELS = {"llama.cpp": _LC_KERNELS, "mlx-lm": dict(_LC_KERNELS), "ollama": dict(_LC_KERNELS)}
+def mv_max_batch(runtime: str, era: str) -> int:
+    """Largest decode batch on the matrix-vector kernels for a build era. llama.cpp builds of 2023 and 2024 sent
+    every batch above one token to kernel_mul_mm (ggml-metal.m GGML_OP_MUL_MAT: ``int ne11_mm_min = 1;``, the
+    per-device break-even table under ``#if 0``, still so in the 2024 code that has the IQ1_M kernels); current
+    builds keep B <= 8 on mul_mv / mul_mv_ext (ggml-metal-common.cpp ggml_metal_op_mul_mat_use_mm: ``ne11 > 8``)."""
+    return 1 if runtime == "llama.cpp" and era != "current" else KERNELS[runtime]["mv_max_batch"]
+
+
 SHARED = ("eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor", "t_layer_s", "noflash_attn_factor",
           "matrix_unit_factor", "eta_kv", "noflash_kv_factor")
 
@@ -91,6 +101,12 @@ class FitRecord:
     weight: float = 1.0
     label: str = ""
     source: str = ""             # the CSV's source_group (leave-one-source-out holds a whole one out)
+    shared_prefix: int = 0       # decode: leading cached tokens all sequences share (llama-batched-bench -pps)
+
+    @property
+    def unified_kv(self) -> bool:
+        """llama.cpp builds before 2025 had one unified cache (Roofline.keys_per_query)."""
+        return self.runtime == "llama.cpp" and self.era != "current"
 
     @property
     def chip_id(self) -> str:
@@ -149,8 +165,11 @@ def records_from_measurements(ms) -> tuple[list[FitRecord], Counter]:
         rt = profiles.load_runtime(runtime)
         chunk = m.n_ubatch if m.n_ubatch and runtime != "mlx-lm" else rt.prefill_chunk
         prefill = m.metric in PREFILL_METRICS
+        batch, shared = m.batch, 0
         if prefill:
             P, G, D = m.prompt_tokens or 0, 0, m.context_depth or 0
+            # a shared prompt is prefilled once (llama-batched-bench -pps: S_PP = PP / T_PP)
+            batch = 1 if m.prompt_shared else batch
             if P <= 0:
                 skipped["prefill without prompt size"] += 1
                 continue
@@ -158,10 +177,11 @@ def records_from_measurements(ms) -> tuple[list[FitRecord], Counter]:
             # llama-bench tgN @ dD: N tokens from depth D; old 'tg N' rows start at 0 and average over 0..N;
             # depth-unknown (server/ollama) rows follow a short prompt: start at 0 as well
             P, G, D = 0, max(m.gen_tokens or 1, 1), m.context_depth or 0
+            shared = D if m.prompt_shared else 0
         out.append(FitRecord(runtime=runtime, chip=chip, geo=geo, phase="prefill" if prefill else "decode",
-                             prompt=P, gen=G, depth=D, batch=m.batch, value=m.value, flash_attn=bool(fa),
+                             prompt=P, gen=G, depth=D, batch=batch, value=m.value, flash_attn=bool(fa),
                              chunk=chunk, era=_era(m.year_month, runtime), label=f"row {m.row_id}",
-                             source=m.source_group))
+                             source=m.source_group, shared_prefix=shared))
     return out, skipped
 
 
@@ -200,8 +220,7 @@ class Spec:
     free: set[str] = field(default_factory=lambda: {"eta_bw", "eta_c", "eta_attn", "eta_c_decode", "eta_mv",
                                                     "moe_bw_factor", "t_layer_s", "noflash_attn_factor",
                                                     "eta_kv", "noflash_kv_factor",
-                                                    "matrix_unit_factor", "q", "era", "era_decode", "era_tl",
-                                                    "era_mv"})
+                                                    "matrix_unit_factor", "q", "era", "era_decode", "era_tl"})
 
 
 def _param_names(records: list[FitRecord], spec: Spec) -> list[str]:
@@ -224,8 +243,6 @@ def _param_names(records: list[FitRecord], spec: Spec) -> list[str]:
         names.append("era_decode")
     if "era_tl" in spec.free and any(r.era != "current" for r in records):
         names.append("era_tl")
-    if "era_mv" in spec.free and any(r.era != "current" and r.phase == "decode" and r.batch > 1 for r in records):
-        names.append("era_mv")
     return names
 
 
@@ -271,20 +288,22 @@ class _Arrays:
             g = r.geo
             kern = KERNELS[r.runtime]
             # the same FLOP counts as planner.throughput (Roofline.mm_flops / step_flops), constants aside
-            rf = tp.Roofline(geo=g, bw=1.0, flops=1.0, k=SpeedConstants())
+            rf = tp.Roofline(geo=g, bw=1.0, flops=1.0, k=SpeedConstants(**kern), shared_prefix=r.shared_prefix,
+                             unified_kv=r.unified_kv)
             if r.phase == "decode":
                 a, b = r.depth, r.depth + max(r.gen, 1) - 1
-                self.mv[i] = r.batch <= kern["mv_max_batch"]
-                self.dexp[i] = g.expert_bytes * g.expert_union(r.batch)
+                self.mv[i] = r.batch <= mv_max_batch(r.runtime, r.era)
+                self.dexp[i] = g.expert_bytes * g.expert_reads(r.batch, kern["mm_id_min_batch"])
                 self.dw[i] = g.dense_bytes
                 padded = math.ceil(r.batch / kern["mm_tile"]) * kern["mm_tile"]
                 exp_rows = padded * g.top_k
                 for j, c in enumerate((a, (a + b) / 2, b)):
-                    self.dkv[i, j] = r.batch * g.kv_read(c)
-                    self.dattn[i, j] = 2 * r.batch * g.attn_keys(c)
+                    self.dkv[i, j] = g.batch_kv_read(r.batch, c, r.shared_prefix)
+                    keys = rf.keys_per_query(r.batch, c)
+                    self.dattn[i, j] = 2 * r.batch * g.attn_keys(keys)
                     # mv regime: columns beyond the first, not overlapped with the reads (throughput.step_parts)
-                    self.cflops[i, j] = ((r.batch - 1) * rf.step_flops(1, c) if self.mv[i]
-                                         else rf.mm_flops(padded, exp_rows, c))
+                    self.cflops[i, j] = ((r.batch - 1) * rf.step_flops(1, keys) if self.mv[i]
+                                         else rf.mm_flops(padded, exp_rows, keys))
             else:
                 tokens = r.prompt * r.batch
                 nch = r.batch * math.ceil(r.prompt / r.chunk) if r.runtime == "mlx-lm" else math.ceil(tokens / r.chunk)
@@ -292,10 +311,11 @@ class _Arrays:
                 self.n_chunks[i] = nch
                 per_expert = g.expert_matmul_params / g.top_k if g.top_k else 0.0
                 self.mm[i] = (2 * (g.matmul_params - g.expert_matmul_params) * tokens
-                              + 2 * per_expert * nch * g.padded_expert_rows(tokens / nch, kern["mm_tile"]))
+                              + 2 * per_expert * nch * rf.expert_rows(tokens / nch))
                 self.rd[i] = nch * g.dense_bytes
-                self.rd_exp[i] = nch * g.expert_bytes * g.expert_union(int(math.ceil(tokens / nch)))
-                self.attn[i] = 2 * r.batch * tp._causal_keys(g, r.prompt, r.depth)
+                self.rd_exp[i] = nch * g.expert_bytes * g.expert_reads(int(math.ceil(tokens / nch)),
+                                                                       kern["mm_id_min_batch"])
+                self.attn[i] = rf.prefill_attn_flops(r.prompt, r.depth, r.batch)
                 self.head[i] = 2 * g.head_params * r.batch
 
 
@@ -311,7 +331,6 @@ def _index(records, spec, names):
         "era": np.array([col(f"era:{r.era}") for r in records]),
         "era_decode": np.array([col("era_decode") if r.era != "current" else -1 for r in records]),
         "era_tl": np.array([col("era_tl") if r.era != "current" else -1 for r in records]),
-        "era_mv": np.array([col("era_mv") if r.era != "current" else -1 for r in records]),
     }
     for p in SHARED:
         idx[p] = np.full(len(records), col(p))
@@ -330,7 +349,6 @@ def _fixed_values(records, spec, fixed: dict[str, float]):
         "era": np.ones(len(records)),
         "era_decode": np.ones(len(records)),
         "era_tl": np.ones(len(records)),
-        "era_mv": np.ones(len(records)),
         **{p: np.full(len(records), get(p, BASE_PRIORS[p][0])) for p in SHARED},
     }
 
@@ -352,13 +370,12 @@ def _predict(theta: np.ndarray, A: _Arrays, idx, fixedv) -> np.ndarray:
     # decode. B > mv_max_batch runs the prefill matrix-matrix kernel (ggml-metal-common.cpp
     # ggml_metal_op_mul_mat_use_mm: ne11 > 8 -> kernel_mul_mm), so its efficiency is η_c_decode × the prefill
     # η_c · q of the same generation and weight class, old builds included (era); η_c_decode is the ratio one
-    # 32-column tile achieves relative to a full prefill. The small-batch matrix-vector kernels get their own
-    # old-build factor (llama.cpp 2023 ran B = 2..8 through mul_mv once per column; current builds have the
-    # mul_mv_ext kernels, ggml-metal.metal kernel_mul_mv_ext_q4_f32_disp), so η_mv is identified by current rows
+    # 32-column tile achieves relative to a full prefill. 2023 llama.cpp builds had no small-batch matrix-vector
+    # regime (mv_max_batch: every B > 1 on kernel_mul_mm), so η_mv is identified by current rows only
     kv_slow = np.where(A.fa_off, pick("noflash_kv_factor"), 1.0)
     t_kv = np.maximum(A.dkv / (eta_bw * pick("eta_kv") * A.bw)[:, None], A.dattn / (pick("eta_attn") * F)[:, None])
     tmem = ((A.dw + A.dexp / moe) / (eta_bw * A.bw))[:, None] + t_kv * kv_slow[:, None]
-    eta_k = np.where(A.mv, pick("eta_mv") * pick("era_mv"), pick("eta_c_decode") * eta_c)
+    eta_k = np.where(A.mv, pick("eta_mv"), pick("eta_c_decode") * eta_c)
     tcmp = A.cflops / (eta_k * F)[:, None]
     steps = fixed[:, None] + np.maximum(tmem, tcmp) + np.where(A.mv[:, None], np.minimum(tmem, tcmp), 0.0)
     mean = (steps[:, 0] + 4 * steps[:, 1] + steps[:, 2]) / 6
@@ -474,7 +491,8 @@ def predict_record(r: FitRecord, consts: SpeedConstants) -> float:
                      flops=tp.peak_flops(r.chip, profiles.all_chips())[0]
                      * (consts.matrix_unit_factor if r.chip.gpu_matrix_units else 1.0),
                      k=consts, runtime_family="mlx-lm" if r.runtime == "mlx-lm" else "llama.cpp",
-                     flash_attn=r.flash_attn, chunk=r.chunk)
+                     flash_attn=r.flash_attn, chunk=r.chunk, shared_prefix=r.shared_prefix,
+                     unified_kv=r.unified_kv)
     if r.phase == "prefill":
         t, _ = rf.prefill_time(r.prompt, r.depth, r.batch)
         return r.prompt * r.batch / t
@@ -553,7 +571,7 @@ def era_adjusted(k: SpeedConstants, params: dict, era: str) -> SpeedConstants:
     # batched decode (B > mv_max_batch) runs at eta_c_decode × eta_c · q: the era factor reaches it through eta_c
     d = params.get("era_decode", 1.0)
     return k.model_copy(update={"eta_c": min(1.0, k.eta_c * e), "eta_bw": min(1.0, k.eta_bw * d),
-                                "eta_mv": min(1.0, k.eta_mv * params.get("era_mv", 1.0)),
+                                "mv_max_batch": mv_max_batch("llama.cpp", era),
                                 "t_layer_s": k.t_layer_s * params.get("era_tl", 1.0)})
 
 
@@ -570,20 +588,64 @@ def leave_one_source_out(data) -> list[tuple[str, FitRecord, float]]:
     return out
 
 
+RANGE_QUANTILES = (10.0, 90.0)  # the 80 % likely range
+MIN_RANGE_ROWS = 8              # residuals a group needs to give its own spread
+MIN_RANGE_SOURCES = 2           # source groups those residuals must come from (one source's scatter is its habits)
+MIN_CENTER_ROWS = 5             # residuals a group needs to give its own centre (median)
+REGIMES = {"decode": ("decode", "decode_deep", "decode_batched"), "prefill": ("prefill", "prefill_deep")}
+RUNTIMES = ("llama.cpp", "mlx-lm", "ollama")
+
+
+def regime_of(r: FitRecord) -> str:
+    return tp.regime(r.phase, r.prompt, r.depth, r.batch, KERNELS[r.runtime]["mv_max_batch"])
+
+
 def loso_ranges(held: list[tuple[str, FitRecord, float]]) -> dict[str, dict[str, tuple[float, float]]]:
-    """{runtime: range_table of its out-of-source residuals}: the shipped likely ranges. A runtime whose residuals
-    come from fewer than MIN_RANGE_SOURCES source groups, or a regime it has too few rows of, takes the pooled
-    table of all runtimes (one or two sources' offsets say little about the next source's)."""
-    by = defaultdict(list)
+    """{runtime: {regime or phase: (low, high) factor on the prediction}} from out-of-source residuals
+    r = log(measured / predicted), the shipped likely ranges.
+
+    Centre and spread are taken apart, each from the most specific group that has enough residuals:
+    - centre: the median of r in (runtime, regime) when two or more source groups show it, else (runtime, phase),
+      else (all runtimes, phase) (MIN_CENTER_ROWS); a runtime's offset is its own, the pooled rows would carry
+      llama.cpp's;
+    - spread: the 10th and 90th percentile of r minus its median in (runtime, regime), (runtime, phase),
+      (all runtimes, regime), (all runtimes, phase), the first with MIN_RANGE_ROWS rows from MIN_RANGE_SOURCES
+      source groups: how far one setup lands from another is only seen across sources, so a runtime measured by
+      one or two sources borrows the scatter all runtimes show.
+    The range is exp(centre + spread), widened to contain the prediction itself."""
+    groups: dict[tuple[str, str], list[tuple[float, str]]] = defaultdict(list)
     for rt, r, p in held:
-        by[rt].append((r, p))
-    pooled = range_table([r for _, r, _ in held], [p for _, _, p in held])
-    out = {}
-    for rt in ("llama.cpp", "mlx-lm", "ollama"):
-        v = by.get(rt, [])
-        own = (range_table([r for r, _ in v], [p for _, p in v])
-               if len({r.source for r, _ in v}) >= MIN_RANGE_SOURCES else {})
-        out[rt] = {**pooled, **own}
+        x = (math.log(r.value / p), r.source)
+        for key in ((rt, regime_of(r)), (rt, r.phase), ("*", regime_of(r)), ("*", r.phase)):
+            groups[key].append(x)
+
+    def centre(keys):
+        for i, k in enumerate(keys):
+            g = groups.get(k, [])
+            # a regime's own offset needs two sources (one source's regime offset is its own habit); the
+            # runtime's offset over a phase may rest on one (mlx-lm, Ollama: the runtime differs, not the source)
+            if len(g) >= MIN_CENTER_ROWS and (i > 0 or k[1] in REGIMES or len({s for _, s in g}) >= 2):
+                return float(np.median([x for x, _ in g]))
+        return 0.0
+
+    def spread(keys):
+        for k in keys:
+            g = groups.get(k, [])
+            if len(g) >= MIN_RANGE_ROWS and len({s for _, s in g}) >= MIN_RANGE_SOURCES:
+                v = np.array([x for x, _ in g])
+                lo, hi = np.percentile(v, RANGE_QUANTILES) - np.median(v)
+                return float(lo), float(hi)
+        return 0.0, 0.0
+
+    out: dict[str, dict[str, tuple[float, float]]] = {}
+    for rt in RUNTIMES:
+        table = {}
+        for ph, regs in REGIMES.items():
+            for reg in (ph, *regs):
+                c = centre([(rt, reg), (rt, ph), ("*", ph)] if reg != ph else [(rt, ph), ("*", ph)])
+                lo, hi = spread([(rt, reg), (rt, ph), ("*", reg), ("*", ph)])
+                table[reg] = (round(min(1.0, math.exp(c + lo)), 3), round(max(1.0, math.exp(c + hi)), 3))
+        out[rt] = table
     return out
 
 
@@ -595,19 +657,10 @@ def _rows_by_scope(records: list[FitRecord], scope: str) -> int:
     return len(records)
 
 
-RANGE_QUANTILES = (10.0, 90.0)  # the 80 % likely range
-MIN_RANGE_ROWS = 8              # fewer residuals in a regime: it falls back to its phase's range
-MIN_RANGE_SOURCES = 3           # fewer source groups behind a runtime's residuals: the pooled ranges
-
-
-def regime_of(r: FitRecord) -> str:
-    return tp.regime(r.phase, r.prompt, r.depth, r.batch, KERNELS[r.runtime]["mv_max_batch"])
-
-
 def range_table(records: list[FitRecord], predicted) -> dict[str, tuple[float, float]]:
     """{regime: (10th, 90th percentile of measured / predicted)} over ``records``; ``predicted`` aligned with them.
-    Fed with out-of-source predictions (calibration.report.loso), so the range says how far a rate on a setup
-    the fit never saw lands from the prediction."""
+    In-sample fallback of build_profiles when no out-of-source residuals are given (loso_ranges is the shipped
+    method)."""
     by: dict[str, list[float]] = defaultdict(list)
     for r, p in zip(records, predicted):
         by[regime_of(r)].append(r.value / p)

@@ -130,12 +130,13 @@ def weights_floor(model_id: str, runtime_id: str, quant_id: str) -> int:
     """A lower bound on the weight bytes: every parameter at the cheapest storage type the format can assign
     (GGUF: base, expert and rule types of the preset; MLX: its bits plus the per-group scale/bias). [bytes]
     Lets the sweep skip formats that cannot fit without walking their tensors."""
-    return int(_n_params(model_id)[0] * _floor_bpw(runtime_id, quant_id) / 8)
+    return int(_n_params(model_id)[0] * floor_bits_per_weight(runtime_id, quant_id) / 8)
 
 
 @functools.lru_cache(maxsize=256)
-def _floor_bpw(runtime_id: str, quant_id: str) -> float:
-    """Fewest bits any weight can take in this format (see weights_floor)."""
+def floor_bits_per_weight(runtime_id: str, quant_id: str) -> float:
+    """Fewest bits any weight can take in this format (see weights_floor) [bits]: a lower bound on the bytes a
+    pass reads per parameter, also the calibration data's roofline check (calibration.dataset)."""
     rt = profiles.load_runtime(runtime_id)
     q = profiles.load_quant(quant_id, rt.weight_format)
     if isinstance(rt, MlxRuntime):  # mlx formats load only on mlx-lm
@@ -145,7 +146,10 @@ def _floor_bpw(runtime_id: str, quant_id: str) -> float:
         bpw = q.bits + 8 * ((q.scale_bytes or 0) + (q.bias_bytes or 0)) / (q.group_size or 64)
         return min(bpw, rt.router_bits + 8 * 2 * act / 64)  # MoE routers: router_bits, group 64 (mlx_weights)
     types = {t.name: t for t in profiles.ggml_types().types}
-    names = {q.base_type, q.expert_type, *(r.type for r in q.rules)} - {None}
+    names = {q.base_type, q.expert_type} - {None}
+    for r in q.rules:  # in order (llama-quant.cpp: later wins); a rule fires only on a type it can meet
+        if r.if_type_in is None or names & set(r.if_type_in):
+            names.add(r.type)
     return min(8 * types[t].bytes_per_block / types[t].block_size for t in names if t in types)
 
 
@@ -154,7 +158,7 @@ def decode_ceiling(model_id: str, runtime_id: str, quant_id: str, chip: Chip) ->
     active parameters at the format's cheapest type, no KV). [tok/s] Skips formats too slow for --min-tok-s."""
     from .throughput import bandwidth
 
-    active = _n_params(model_id)[1] * _floor_bpw(runtime_id, quant_id) / 8
+    active = _n_params(model_id)[1] * floor_bits_per_weight(runtime_id, quant_id) / 8
     return bandwidth(chip) / active if active > 0 else float("inf")
 
 
@@ -429,5 +433,5 @@ def _notes(rows, erows, basis, ebasis, qy: Query, want_speed: bool) -> list[str]
 
 def clear_cache() -> None:
     """Forget the per-model caches (after profiles.clear_cache(), e.g. a new user profile folder)."""
-    for f in (ordered_quants, weights_floor, _floor_bpw, _n_params, _speed_model, _chip, base_memory_model):
+    for f in (ordered_quants, weights_floor, floor_bits_per_weight, _n_params, _speed_model, _chip, base_memory_model):
         f.cache_clear()

@@ -570,6 +570,8 @@ class SpeedConstants(BaseModel):
                                             "(separate KQ, softmax, KQV kernels) [1]")
     mv_max_batch: int | None = Field(None, ge=0, le=256, description="Largest batch served by matrix-vector kernels [tokens]")
     mm_tile: int | None = Field(None, ge=1, le=256, description="Batch tile of the matrix-matrix kernel (batches pad up to it) [tokens]")
+    mm_id_min_batch: int | None = Field(None, ge=1, le=4096, description="Smallest batch whose routed-expert matmuls run the "
+                                        "matrix-matrix kernel; below it each (token, expert) pair reads its expert [tokens]")
     moe_bw_factor: float | None = Field(None, gt=0, le=1, description="Bandwidth efficiency of routed-expert reads relative to dense [1]")
     t_layer_s: float | None = Field(None, ge=0, le=1e-2, description="Fixed cost per layer per forward pass [s]")
     noflash_attn_factor: float | None = Field(None, ge=1, le=20, description="Attention slowdown without flash attention [1]")

@@ -2,7 +2,8 @@
 
 Decode step (B sequences at context c each), docs/model-facts.md §5.1-5.2, gguf-parser-go ``cmplat = max(...)``::
 
-    bytes(B, c) = W_dense + W_experts · (1 − (1 − k/E)^B) + B · (kv_full·c + kv_swa·min(c, W) + 2·state)
+    bytes(B, c) = W_dense + W_experts · r(B) + B · (kv_full·c + kv_swa·min(c, W) + 2·state)
+                  r(B) = B·k/E below mm_id_min_batch (kernel_mul_mv_id re-reads per token), else 1 − (1 − k/E)^B
     flops(B, c) = B · (2·N_active + 2·A_full·c + 2·A_swa·min(c, W))
     t_attn      = max(B · kv(c) / (η_kv · η_bw · BW), 2·B·A(c) / (η_attn · F)) × (no flash attention: f_kv)
     t_step      = L · t_layer + max(weights / (η_bw · BW) + t_attn, flops / (η_cd · η_c · q · F))
@@ -82,15 +83,41 @@ class Geometry:
         lam = tokens * self.top_k / self.n_experts
         return self.n_experts * tile * expected_tiles(lam, tile)
 
-    def weights_read(self, tokens: int) -> float:
+    def expert_reads(self, tokens: int, mm_id_min: int = 1) -> float:
+        """Routed-expert weights read by one pass over ``tokens`` tokens, as a fraction of all of them. [1]
+
+        From ``mm_id_min`` tokens on, the expert matmul is the matrix-matrix kernel, which groups each expert's rows
+        and reads the expert once: the union of touched experts. Below it (llama.cpp ggml-metal-common.cpp
+        ggml_metal_op_mul_mat_id_use_mm: ``ne21 >= 32``) kernel_mul_mv_id runs one threadgroup grid per (token,
+        expert slot) pair (ggml-metal.metal kernel_mul_mv_id: ``iid1 = tgpig.z/nei0``), each reading its expert's
+        rows again: tokens · k experts. Both agree at one token (k of E)."""
+        if not self.n_experts:
+            return 0.0
+        if tokens < mm_id_min:
+            return max(tokens, 1) * self.top_k / self.n_experts
+        return self.expert_union(tokens)
+
+    def weights_read(self, tokens: int, mm_id_min: int = 1) -> float:
         """Weight bytes read by one pass over ``tokens`` tokens (decode: tokens = batch). [bytes]"""
-        return self.dense_bytes + self.expert_bytes * self.expert_union(tokens)
+        return self.dense_bytes + self.expert_bytes * self.expert_reads(tokens, mm_id_min)
 
     def kv_read(self, context: float) -> float:
         """KV + state bytes read per sequence per decode step at ``context`` cached tokens. [bytes]"""
         swa_ctx = min(context, self.window) if self.window else context
         # recurrent state is read and written back every step (llama.cpp ssm_scan / mlx gated_delta)
         return self.kv_full * context + self.kv_swa * swa_ctx + 2 * self.state_bytes
+
+    def batch_kv_read(self, batch: int, context: float, shared: float = 0.0) -> float:
+        """KV + state bytes a decode step reads for ``batch`` sequences at ``context`` cached tokens each, of which
+        the first ``shared`` are one prefix every sequence shares (llama-batched-bench ``-pps``: the prompt is
+        decoded once and its cells assigned to every sequence, llama_memory_seq_cp; the attention reads those
+        cells once per step for the whole batch, not once per sequence). [bytes]"""
+        own = batch * self.kv_read(context)
+        if shared <= 0 or batch <= 1:
+            return own
+        s = min(shared, context)
+        prefix = self.kv_full * s + self.kv_swa * (min(s, self.window) if self.window else s)
+        return own - (batch - 1) * prefix
 
     def attn_keys(self, context: float) -> float:
         """Attention MACs per query token at ``context`` keys, all layers (×2 for FLOPs). [1]"""
@@ -237,15 +264,33 @@ class Roofline:
     runtime_family: str = "llama.cpp"
     flash_attn: bool = True
     chunk: int = 512          # tokens per physical batch (n_ubatch / prefill_step_size)
+    shared_prefix: int = 0    # leading context tokens every sequence of the batch shares (one copy in the cache)
+    unified_kv: bool = False  # one cache for all sequences, every query scanning all its cells (masked)
     calibration: str = ""     # where ``k`` came from (ResolvedSpeedConstants.source); estimate() reports it
 
     # ---- decode
     def step_bytes(self, batch: int, context: float) -> float:
-        return self.geo.weights_read(batch) + batch * self.geo.kv_read(context)
+        return self.geo.weights_read(batch, self.k.mm_id_min_batch or 1) + self.geo.batch_kv_read(batch, context, self.shared_prefix)
 
     def step_flops(self, batch: int, context: float) -> float:
         g = self.geo
         return batch * (2 * (g.matmul_params + g.head_params) + 2 * g.attn_keys(context))
+
+    def keys_per_query(self, batch: int, context: float) -> float:
+        """Cache cells one decode query attends over. [tokens] Its own ``context``, or with a unified cache every
+        cell of every sequence, masked but computed: llama.cpp before per-sequence streams (llama-kv-cache.cpp
+        kv_unified; every build of 2023-2024) ran KQ over all n_kv used cells for the whole batch, so B
+        sequences at c tokens cost B · c keys per query (less the shared prefix, stored once)."""
+        if not self.unified_kv or batch <= 1:
+            return context
+        return batch * context - (batch - 1) * min(self.shared_prefix, context)
+
+    def prefill_attn_flops(self, prompt: int, depth: int, batch: int) -> float:
+        """Causal attention FLOPs of ``batch`` prompts of ``prompt`` tokens on ``depth`` cached each. With a unified
+        cache (keys_per_query) a token attends to every earlier cell of every sequence: one prompt of B·P on B·D."""
+        if self.unified_kv and batch > 1:
+            return 2 * _causal_keys(self.geo, prompt * batch, depth * batch)
+        return 2 * batch * _causal_keys(self.geo, prompt, depth)
 
     def step_parts(self, batch: int, context: float) -> tuple[float, float, float]:
         """(fixed, memory, compute) times of one decode step; the step takes fixed + max(memory, compute). [s]
@@ -259,15 +304,26 @@ class Roofline:
         sum. Larger batches run the matrix-matrix kernel, which overlaps with the reads and pads the batch up to
         its ``mm_tile`` (ggml-metal-ops.cpp ``ne11_mm_min = 8``; kernel_mul_mm 32-column tiles)."""
         k, g = self.k, self.geo
-        w_exp = g.expert_bytes * g.expert_union(batch)
+        w_exp = g.expert_bytes * g.expert_reads(batch, k.mm_id_min_batch or 1)
         t_mem = (g.dense_bytes + w_exp / k.moe_bw_factor) / (k.eta_bw * self.bw) + self.kv_time(batch, context)
         fixed = g.n_layers * k.t_layer_s
+        keys = self.keys_per_query(batch, context)
         if batch <= k.mv_max_batch:
-            t_cmp = (batch - 1) * self.step_flops(1, context) / (k.eta_mv * self.flops)
+            t_cmp = (batch - 1) * self.step_flops(1, keys) / (k.eta_mv * self.flops)
             return fixed + min(t_mem, t_cmp), t_mem, t_cmp
         padded = math.ceil(batch / k.mm_tile) * k.mm_tile
-        t_cmp = self.mm_flops(padded, padded * g.top_k, context) / (self.eta_mm_decode() * self.flops)
+        # routed experts compute their B·k rows: a decode batch leaves each expert's tile mostly empty, and that
+        # tile's cost is reading the expert once (the union in t_mem), not 32 full rows of FLOPs
+        t_cmp = self.mm_flops(padded, padded * g.top_k, keys) / (self.eta_mm_decode() * self.flops)
         return fixed, t_mem, t_cmp
+
+    def expert_rows(self, tokens: float) -> float:
+        """Routed-expert token rows one matmul pass computes: each expert's rows padded to the tile in the
+        matrix-matrix kernel (Geometry.padded_expert_rows), else tokens · k unpadded vector products. [rows]"""
+        g, k = self.geo, self.k
+        if tokens >= (k.mm_id_min_batch or 1):
+            return g.padded_expert_rows(tokens, k.mm_tile)
+        return tokens * g.top_k
 
     def kv_time(self, batch: int, context: float) -> float:
         """Decode attention over the cache of ``batch`` sequences: max(KV stream, attention FLOPs). [s]
@@ -281,8 +337,8 @@ class Roofline:
         separate KQ mul_mat, soft_max and KQV mul_mat over a transposed V cache (llama-graph.cpp build_attn_mha),
         writing and re-reading the score matrix: noflash_kv_factor × slower."""
         k, g = self.k, self.geo
-        t_read = batch * g.kv_read(context) / (k.eta_bw * k.eta_kv * self.bw)
-        t_flops = 2 * batch * g.attn_keys(context) / (k.eta_attn * self.flops)
+        t_read = g.batch_kv_read(batch, context, self.shared_prefix) / (k.eta_bw * k.eta_kv * self.bw)
+        t_flops = 2 * batch * g.attn_keys(self.keys_per_query(batch, context)) / (k.eta_attn * self.flops)
         slow = 1.0 if self.flash_attn or self.runtime_family == "mlx-lm" else k.noflash_kv_factor
         return max(t_read, t_flops) * slow
 
@@ -345,13 +401,14 @@ class Roofline:
         q = (k.quant_prefill_factor or {}).get(g.quant_class, 1.0)
         ct = int(math.ceil(per_chunk_tokens))
         # routed experts: each chunk's rows per expert padded to the tile (Geometry.padded_expert_rows)
-        exp_rows = n_chunks * g.padded_expert_rows(per_chunk_tokens, k.mm_tile)
+        exp_rows = n_chunks * self.expert_rows(per_chunk_tokens)
         per_expert = g.expert_matmul_params / g.top_k if g.top_k else 0.0
         flops = 2 * (g.matmul_params - g.expert_matmul_params) * tokens + 2 * per_expert * exp_rows
         t_mm = flops / (k.eta_c * q * self.flops)
-        t_rd = n_chunks * (g.dense_bytes + g.expert_bytes * g.expert_union(ct) / k.moe_bw_factor) / (k.eta_bw * self.bw)
+        t_rd = n_chunks * (g.dense_bytes + g.expert_bytes * g.expert_reads(ct, k.mm_id_min_batch or 1) / k.moe_bw_factor
+                           ) / (k.eta_bw * self.bw)
         fa = 1.0 if self.flash_attn or self.runtime_family == "mlx-lm" else k.noflash_attn_factor
-        attn = 2 * batch * _causal_keys(g, prompt, depth)
+        attn = self.prefill_attn_flops(prompt, depth, batch)
         t_attn = attn * fa / (k.eta_attn * self.flops)
         head = 2 * g.head_params * batch / (k.eta_c * self.flops)  # logits of the last position only
         bound = "compute" if t_mm >= t_rd else "bandwidth"

@@ -16,6 +16,7 @@ from planner.memory import memory_model
 from planner.schema import Chip, ResolvedSpeedConstants, SpeedConstants
 
 K = SpeedConstants(eta_bw=0.5, eta_c=0.5, eta_attn=0.25, eta_c_decode=0.2, eta_mv=0.1, mv_max_batch=8, mm_tile=32,
+                   mm_id_min_batch=32,
                    eta_kv=1.0, noflash_kv_factor=3.0,
                    moe_bw_factor=1.0, t_layer_s=1e-4, noflash_attn_factor=2.0,
                    quant_prefill_factor={"float": 1.0, "legacy": 0.8}, matrix_unit_factor=2.0)
@@ -355,3 +356,50 @@ def test_mlx_prefills_mla_with_decompressed_heads():
     q4 = profiles.load_quant("Q4_K_M", "gguf")
     assert tp.geometry(memory_model(profiles.load_model("deepseek-v3"), lc, q4, profiles.ggml_types()),
                        q4.kind).prefill_attn_full is None
+
+
+def test_moe_batches_below_the_mm_id_switch_reread_experts_per_token():
+    """llama.cpp runs routed experts through kernel_mul_mv_id below 32 tokens (one grid per (token, expert)
+    pair, each re-reading its expert) and kernel_mul_mm_id from 32 on (each touched expert read once).
+    8 experts of 1e8 bytes, top-2, 1e8 dense bytes:
+      B = 1:  2 experts                       -> 1e8 + 2e8        = 3e8   (= the union, 1 − 0.75)
+      B = 4:  4 · 2 = 8 expert reads          -> 1e8 + 8e8        = 9e8   (the union would give 6.47e8)
+      B = 12: 12 · 2 = 24 expert reads        -> 1e8 + 24e8       = 2.5e9
+      B = 32: union 1 − 0.75^32 of 8e8        -> 1e8 + 8e8 · (1 − 0.75^32)"""
+    geo = tp.Geometry(n_layers=1, dense_bytes=1e8, expert_bytes=8e8, n_experts=8, top_k=2, matmul_params=1e6,
+                      head_params=0, kv_full=0, kv_swa=0, window=None, state_bytes=0, attn_full=0, attn_swa=0)
+    r = tp.roofline(geo, chip(), RES, "llama.cpp")
+    assert r.step_bytes(1, 0) == pytest.approx(3e8)
+    assert r.step_bytes(4, 0) == pytest.approx(9e8)
+    assert r.step_bytes(12, 0) == pytest.approx(2.5e9)
+    assert r.step_bytes(32, 0) == pytest.approx(1e8 + 8e8 * (1 - 0.75**32))
+    # the read time follows: B = 12 streams 2.5e9 B at 0.5 × 1e11 B/s = 50 ms (matrix-matrix compute is tiny)
+    assert r.step_parts(12, 0)[1] == pytest.approx(0.05)
+
+
+def test_a_shared_prefix_is_read_once_per_step():
+    """4 sequences at 3000 cached tokens, the first 2000 shared (llama-batched-bench -pps, unified cache):
+    cells read = 2000 + 4 × 1000 = 6000, not 4 × 3000; at 1000 B per cell and 0.5 × 1e11 B/s: 6e6 / 5e10 = 0.12 ms."""
+    shared = tp.Roofline(geo=GEO, bw=1e11, flops=1e13, k=K, shared_prefix=2000)
+    assert GEO.batch_kv_read(4, 3000, 2000) == pytest.approx(6e6)
+    assert shared.kv_time(4, 3000) == pytest.approx(1.2e-4)
+    assert rf().kv_time(4, 3000) == pytest.approx(2.4e-4)  # 12e6 B without sharing
+    assert shared.kv_time(1, 3000) == rf().kv_time(1, 3000)  # one sequence shares with nobody
+
+
+def test_a_unified_cache_attends_over_every_sequences_cells():
+    """llama.cpp before per-sequence streams: one cache, every query scans all used cells (masked).
+    Decode, 4 sequences at 3000 tokens: 4 · 3000 = 12000 keys per query (2000 shared: 2000 + 4 · 1000 = 6000);
+    one sequence: its own 3000. Attention FLOPs of the step: 2 · B · A · keys = 2 · 4 · 256 · 12000 = 24.576e6.
+    Prefill of 4 prompts of 128 tokens on an empty cache: one causal prompt of 512,
+    A · 512² / 2 = 256 · 131072 = 33.554432e6 MACs (separate caches: 4 · 256 · 128² / 2 = 8.388608e6)."""
+    uni = tp.Roofline(geo=GEO, bw=1e11, flops=1e13, k=K, unified_kv=True)
+    assert uni.keys_per_query(4, 3000) == 12000
+    assert uni.keys_per_query(1, 3000) == 3000
+    assert tp.Roofline(geo=GEO, bw=1e11, flops=1e13, k=K, unified_kv=True, shared_prefix=2000).keys_per_query(
+        4, 3000) == 6000
+    assert rf().keys_per_query(4, 3000) == 3000
+    # decode attention: max(read 12e6 B / 5e10 = 0.24 ms, FLOPs 24.576e6 / (0.25 · 1e13) = 9.8 µs) -> the read
+    assert uni.kv_time(4, 3000) == pytest.approx(2.4e-4)
+    assert uni.prefill_attn_flops(128, 0, 4) == pytest.approx(2 * 33.554432e6)
+    assert rf().prefill_attn_flops(128, 0, 4) == pytest.approx(2 * 8.388608e6)

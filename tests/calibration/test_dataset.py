@@ -309,3 +309,36 @@ def test_stated_physical_batch_is_parsed():
     assert _parse_ubatch("on, n_ubatch=2048") == 2048
     assert _parse_ubatch("llama-bench -ub 1024 -fa 1") == 1024
     assert _parse_ubatch("on (default)") is None
+
+
+def test_shared_prompt_rows_are_marked(by_id):
+    """PR #3545's llama-batched-bench -pps rows: N_KV = PP + B·TG (row 241: 2048 + 32 · 256 = 10240), so the
+    prompt's cells are one copy; rows 233/234 (N_KV = B·(PP + TG)) are not shared."""
+    assert by_id[241].prompt_shared and by_id[242].prompt_shared
+    assert not by_id[233].prompt_shared and not by_id[234].prompt_shared
+
+
+def test_shared_prompt_records_prefill_once_and_share_the_decode_prefix():
+    from calibration.fit import load_training_records
+
+    data, _ = load_training_records()
+    recs = {r.label: r for r in data["llama.cpp"]}
+    assert recs["row 241"].shared_prefix == 2048 and recs["row 241"].batch == 32  # decode from the shared 2048
+    assert recs["row 242"].batch == 1  # S_PP of a shared prompt = PP / T_PP: one sequence prefilled
+    assert recs["row 233"].shared_prefix == 0
+    # a 2023 build: one unified cache (every query scans every sequence's cells); current builds: streams
+    assert recs["row 241"].unified_kv and not recs["row 590"].unified_kv
+
+
+def test_roofline_check_takes_bits_from_the_quant_profiles():
+    """The fewest bits a weight takes, from profiles/quants and the ggml type table (no table of its own):
+    Q8_0 34 B / 32 = 8.5 (its Q5_K attn_v rule needs a Q3_K/Q4_K tensor, which Q8_0 never has);
+    Q4_K_M: Q4_K 144 B / 256 = 4.5; MXFP4_MOE: MXFP4 experts 17 B / 32 = 4.25;
+    mlx 5-bit group 32: 5 + 8 · (2 + 2) / 32 = 6.0."""
+    from calibration.dataset import _bits_per_weight
+
+    assert _bits_per_weight("Q8_0") == pytest.approx(8.5)
+    assert _bits_per_weight("Q4_K_M") == pytest.approx(4.5)
+    assert _bits_per_weight("MXFP4_MOE") == pytest.approx(4.25)
+    assert _bits_per_weight("mlx-5bit-g32") == pytest.approx(6.0)
+    assert _bits_per_weight("no-such-format") is None

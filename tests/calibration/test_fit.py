@@ -111,3 +111,39 @@ def test_range_table_is_the_10th_and_90th_percentile_by_regime():
     # the deep row is its own regime; over the 10 shallow ones: index 0.9 -> 0.818, index 8.1 -> 0.962
     assert table["decode"] == pytest.approx((0.818, 0.962), abs=1e-3)
     assert "decode_deep" not in table
+
+
+def test_2023_llama_cpp_builds_run_every_batch_above_one_on_the_matrix_matrix_kernel():
+    """ggml-metal.m of 2023-2024 (GGML_OP_MUL_MAT: ``int ne11_mm_min = 1``) sent B >= 2 to kernel_mul_mm; current
+    builds keep B <= 8 on the matrix-vector kernels (ggml-metal-common.cpp: ``ne11 > 8``)."""
+    assert F.mv_max_batch("llama.cpp", "2023-10") == 1
+    assert F.mv_max_batch("llama.cpp", "2024") == 1
+    assert F.mv_max_batch("llama.cpp", "current") == 8
+    assert F.mv_max_batch("mlx-lm", "current") == 8
+    k = SpeedConstants(mv_max_batch=8, eta_c=0.5, eta_bw=0.5, eta_mv=0.1, t_layer_s=1e-4)
+    assert F.era_adjusted(k, {}, "2023-11").mv_max_batch == 1
+    assert F.era_adjusted(k, {}, "current").mv_max_batch == 8
+
+
+def test_loso_ranges_take_the_runtime_offset_and_the_scatter_between_sources():
+    """Out-of-source residuals (measured / predicted, predicted = 1): llama.cpp decode, source a 5 × 1.0 and
+    source b 5 × 1.2; mlx-lm decode, one source, 5 × 1.3. In logs r:
+    - llama.cpp decode: median of [0]*5 + [ln 1.2]*5 = ln 1.2 / 2; 10th / 90th percentile (numpy linear, index
+      0.9 and 8.1) = 0 and ln 1.2 -> the range is exactly (1.0, 1.2);
+    - mlx-lm: its own centre ln 1.3 (one source may set a runtime's offset); 5 rows < MIN_RANGE_ROWS, so the
+      spread is the pooled one: 15 rows sorted 0×5, ln 1.2×5, ln 1.3×5, median (index 7) ln 1.2, 10th (index 1.4)
+      0, 90th (index 12.6) ln 1.3 -> spread (−ln 1.2, ln 1.3 − ln 1.2), range exp(ln 1.3 − ln 1.2) = 1.083,
+      capped at 1.0 below, and exp(2 ln 1.3 − ln 1.2) = 1.69 / 1.2 = 1.408 above (the pooled centre would give 1.3);
+    - llama.cpp batched decode has no rows: the phase's centre and spread."""
+    chip = profiles.resolve_chip("m2-max-38gpu")
+
+    def rec(rt, value, src):
+        return F.FitRecord(runtime=rt, chip=chip, geo=_geo(), phase="decode", prompt=0, gen=32, depth=0, batch=1,
+                           value=value, source=src)
+    held = [("llama.cpp", rec("llama.cpp", 1.0, "a"), 1.0) for _ in range(5)]
+    held += [("llama.cpp", rec("llama.cpp", 1.2, "b"), 1.0) for _ in range(5)]
+    held += [("mlx-lm", rec("mlx-lm", 1.3, "m"), 1.0) for _ in range(5)]
+    table = F.loso_ranges(held)
+    assert table["llama.cpp"]["decode"] == pytest.approx((1.0, 1.2), abs=1e-3)
+    assert table["llama.cpp"]["decode_batched"] == pytest.approx((1.0, 1.2), abs=1e-3)
+    assert table["mlx-lm"]["decode"] == pytest.approx((1.0, 1.408), abs=1e-3)
