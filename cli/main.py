@@ -21,9 +21,10 @@ os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
 
 def skip_plugin_discovery() -> None:
     """With plugins disabled, pydantic still imports its plugin loader at its first validator, and the loader
-    imports importlib.metadata (email, zipfile, csv, socket: ~20 ms) only to read ``entry_points`` it will not
-    call (pydantic/plugin/_loader.py get_plugins returns () first when PYDANTIC_DISABLE_PLUGINS is set). Give
-    it a loader that answers the same. tests/cli/test_startup.py checks the real loader still has this shape."""
+    imports importlib.metadata (email, zipfile, csv, socket: 8 % of the plain question's instructions) only for
+    ``entry_points``, which it then does not call (pydantic/plugin/_loader.py get_plugins returns () first when
+    PYDANTIC_DISABLE_PLUGINS is set). Give it a loader that answers the same; tests/cli/test_startup.py checks
+    that the real loader still has this shape."""
     if os.environ.get("PYDANTIC_DISABLE_PLUGINS") in ("__all__", "1", "true"):
         loader = types.ModuleType("pydantic.plugin._loader")
         loader.get_plugins = lambda: ()  # type: ignore[attr-defined]
@@ -35,7 +36,7 @@ skip_plugin_discovery()
 if TYPE_CHECKING:
     from pydantic import ValidationError
 
-# The plain question's flags: flag -> (PlanRequest field, converter, repeatable). tests/cli/test_fast_path.py
+# The plain question's flags: flag -> (PlanRequest field, converter, repeatable). tests/cli/test_options.py
 # checks this table against the typer command (same flags, same fields) and that both paths answer alike.
 FAST_FLAGS: dict[str, tuple[str, type, bool]] = {
     "--model": ("model", str, False), "-m": ("model", str, False),
