@@ -337,11 +337,11 @@ def test_concurrent_writers_leave_a_cache_that_reads(tmp_path):
     import subprocess
     import sys
 
-    files = _runtime_copies(tmp_path, 6)
+    files = _runtime_copies(tmp_path, 4)
     code = ("import sys\n"
             "from planner import profiles as P\n"
             "from planner.schema import Runtime\n"
-            "for _ in range(20):\n"
+            "for _ in range(10):\n"
             "    P.load_file(P.Path(sys.argv[1]), Runtime)\n"
             "    P._STORE.dirty = True\n"
             "    P._STORE.save()\n")
