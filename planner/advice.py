@@ -345,8 +345,8 @@ def _search(ctx: Search, rts: list[Runtime], quants: list[str] | None) -> Found:
         found.evaluated += 1
         key = (rt.id, q.id, mm.kv.kv_type)
         if key not in found.speed_models:
-            # want_speed implies a chip (_setup)
-            found.speed_models[key] = speed_model(mm, ctx.chip, q) if ctx.want_speed and ctx.chip is not None else None
+            chip = ctx.chip if ctx.want_speed else None  # want_speed implies a chip (_setup)
+            found.speed_models[key] = speed_model(mm, chip, q) if chip is not None else None
         opt = _evaluate(ctx, mm, q, slots, found.speed_models[key], found)
         if opt is None:
             continue
