@@ -1,6 +1,6 @@
 """`plan calibrate`: measure this machine with short real runs of mlx-lm or llama.cpp and fit the speed model.
 
-plan calibrate --runtime llama.cpp --model ~/models/qwen3-8b-Q4_K_M.gguf [--budget 60]
+plan calibrate --runtime llama.cpp --model ~/models/qwen3-8b-Q4_K_M.gguf [--budget 60] [--threads N]
 plan calibrate --runtime mlx-lm --model ~/models/Qwen3-8B-4bit        # an MLX folder or an HF repo id
 plan calibrate --finetune                                              # mlx_lm.lora peak memory (plan finetune)
 plan calibrate --show                                                  # what is calibrated, when, residuals
@@ -35,6 +35,9 @@ def calibrate_cmd(
                                   help="Measure mlx_lm.lora peak memory on tiny models and refit `plan finetune`"),
     mode: str | None = typer.Option(None, "--llama-mode",
                                        help="llama.cpp: cli (llama-bench on PATH) or python (llama-cpp-python)"),
+    threads: int | None = typer.Option(None, "--threads",
+                                       help="llama.cpp -t: CPU threads (default: the physical cores); give the "
+                                            "-t your server runs with"),
 ):
     """Calibrate the speed model on this machine with short real runs (about a minute)."""
     from calibration.errors import CalibrationError  # lazy: keeps `plan` startup light
@@ -59,7 +62,9 @@ def calibrate_cmd(
                              "(or --show / --export FILE)")
         if trials < 1:
             raise InputError(f"--trials {trials}: give 1 or more")
-        opts = {"mode": mode} if mode else {}
+        if threads is not None and (threads < 1 or threads > 512 or _runtime(runtime) != "llama.cpp"):
+            raise InputError(f"--threads {threads}: give 1 to 512, for --runtime llama.cpp")
+        opts = {k: v for k, v in (("mode", mode), ("threads", threads)) if v}
         seconds = 60 if budget is None else budget
         bar = cal.ProgressBar(seconds)
         res = cal.calibrate(_runtime(runtime), model, seconds, quick=quick, trials=trials, replace=replace,

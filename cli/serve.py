@@ -89,8 +89,20 @@ def render(r) -> str:
     return "\n".join(lines)
 
 
+def _model(spec: str, quant: str | None):
+    """A catalog id as is; a local GGUF/folder or a HF repo read by sources.resolve_model (as `plan --model`)."""
+    from .plan import catalog_id
+
+    if catalog_id(spec):
+        return spec
+    from sources import resolve_model
+
+    return resolve_model(spec, quant=quant)
+
+
 def serve_cmd(
-    model: str = typer.Option(..., "--model", "-m", help="Catalog id or alias, e.g. qwen3-30b-a3b"),
+    model: str = typer.Option(..., "--model", "-m",
+                              help="Catalog id or alias (qwen3-30b-a3b), a .gguf file, a model folder or a HF repo"),
     chip: str = typer.Option(..., "--chip", help="Apple chip, e.g. 'M4 Max'"),
     gpu_cores: int | None = typer.Option(None, "--gpu-cores", help="GPU cores (needed for binned chips)"),
     ram: float | None = typer.Option(None, "--ram", help="Unified memory [GB]; default: the chip's largest"),
@@ -126,5 +138,5 @@ def serve_cmd(
                        gen=parse_length(gen, "--gen"), duration=parse_duration(duration), seed=seed,
                        cached_prefix_share=cached_prefix, slot_context=slot_context, max_ttft_p95=max_ttft_p95,
                        sweep=sweep, trace=read_trace(trace) if trace else None)
-    r = serve(setup(chip, gpu_cores, ram, model, quant, runtime, macos), req)
+    r = serve(setup(chip, gpu_cores, ram, _model(model, quant), quant, runtime, macos), req)
     typer.echo(r.model_dump_json(indent=2) if json_out else render(r))

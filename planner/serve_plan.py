@@ -6,6 +6,7 @@ arrivals from a seeded Poisson process or a trace. The simulation is :mod:`plann
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -13,7 +14,7 @@ import numpy as np
 
 from . import capacity, profiles
 from . import throughput as tp
-from .errors import InputError
+from .errors import InputError, PlannerError
 from .memory import MemoryModel, memory_model
 from .predict import _quant, resolve_bin
 from .results import CurvePoint, Percentiles, ServeResult, SlotOption
@@ -174,8 +175,10 @@ class Setup:
         return capacity.safe_users(self.mm, slot_context, self.wired.effective_bytes)
 
 
-def setup(chip: str, gpu_cores: int | None, ram: float | None, model: str, quant: str | None, runtime: str,
+def setup(chip: str, gpu_cores: int | None, ram: float | None, model, quant: str | None, runtime: str,
           macos: str = "15") -> Setup:
+    """``model``: a catalog id, or a sources.ResolvedModel (duck-typed, as in planner.plan) read from a local GGUF
+    or folder, whose exact weight bytes replace the estimate when its quant is the one served."""
     c, chip_note = resolve_bin(chip, gpu_cores, ram)
     ram_gb = float(max(c.ram_options_gb)) if ram is None else ram
     if int(ram_gb) != ram_gb or int(ram_gb) not in c.ram_options_gb:
@@ -184,9 +187,11 @@ def setup(chip: str, gpu_cores: int | None, ram: float | None, model: str, quant
     if rt.family not in ("llama.cpp", "mlx-lm"):
         raise InputError(f"--runtime {runtime}: plan serve simulates llama-server (llama.cpp) and mlx_lm.server "
                          "(mlx-lm); give one of those")
-    m = profiles.load_model(model)
-    q, quant_note = _quant(quant or ("Q4_K_M" if rt.weight_format == "gguf" else "4bit"), rt)
-    mm = memory_model(m, rt, q, profiles.ggml_types())
+    resolved = None if isinstance(model, str) else model
+    m = profiles.load_model(model) if resolved is None else resolved.profile
+    q, quant_note = _quant(quant or _file_quant(resolved, rt) or ("Q4_K_M" if rt.weight_format == "gguf" else "4bit"),
+                           rt)
+    mm = _exact_weights(memory_model(m, rt, q, profiles.ggml_types()), q, rt, resolved)
     chunk = rt.prefill_chunk if rt.family == "mlx-lm" else mm.n_ubatch
     rf = tp.roofline(tp.geometry(mm, q.kind, q.mode), c, profiles.load_speed_constants(c, rt.id), rt.family,
                      flash_attn=mm.flash_attn, chunk=chunk, reference_chips=profiles.all_chips())
@@ -197,6 +202,31 @@ def setup(chip: str, gpu_cores: int | None, ram: float | None, model: str, quant
         names["notes"].append(f"{rt.id} is simulated with the scheduler of the server it wraps "
                               f"({'llama-server' if rt.family == 'llama.cpp' else 'mlx_lm.server'})")
     return Setup(mm, rf, rt, wired, names)
+
+
+def _file_quant(resolved, rt) -> str | None:
+    """The quant of the model files when they are in the runtime's format (else the runtime cannot load them)."""
+    hint = getattr(resolved, "runtime_hint", None)
+    if resolved is None or hint is None:
+        return None
+    fmt = "gguf" if hint == "llama.cpp" else "mlx"
+    if fmt != rt.weight_format:
+        served = "llama-server (--runtime llama.cpp)" if fmt == "gguf" else "mlx_lm.server (--runtime mlx-lm)"
+        raise InputError(f"--model {resolved.profile.name}: {fmt.upper()} weights are served by {served}, "
+                         f"not {rt.id}; change --runtime")
+    qid = resolved.quant_id
+    try:
+        return profiles.load_quant(qid, fmt).id if qid else None
+    except PlannerError:
+        return None
+
+
+def _exact_weights(mm: MemoryModel, q, rt, resolved) -> MemoryModel:
+    """Exact weight bytes read from the files, when the simulated quant is the files' own."""
+    w = getattr(resolved, "exact_weights", None)
+    if w is None or _file_quant(resolved, rt) != q.id:
+        return mm
+    return dataclasses.replace(mm, weights=w)
 
 
 def default_slot_context(prompt: Length, gen: Length, limit: int) -> int:

@@ -32,10 +32,11 @@ if ! stamp_ok full; then
   stamp full
 fi
 
-# llama.cpp: one build gives llama-bench/llama-batched-bench/llama-quantize and libllama for the bindings.
+# llama.cpp: one build gives llama-bench/llama-batched-bench/llama-quantize, llama-server (the `plan serve` check;
+# no web UI, no curl/SSL) and libllama for the bindings. An older build without llama-server only adds that target.
 BUILD=$ROOT/.cache/llama-build
-if [ ! -x "$BUILD/bin/llama-bench" ] || [ ! -f "$BUILD/bin/libllama.so" ]; then
-  log "building llama.cpp from the llama-cpp-python $LLAMA_VER sdist (about 6 min on 2 cores)"
+if [ ! -x "$BUILD/bin/llama-bench" ] || [ ! -f "$BUILD/bin/libllama.so" ] || [ ! -x "$BUILD/bin/llama-server" ]; then
+  log "building llama.cpp from the llama-cpp-python $LLAMA_VER sdist (about 10 min on 2 cores)"
   mkdir -p .cache/sdist
   [ -f .cache/sdist/llama_cpp_python-$LLAMA_VER.tar.gz ] || \
     $PIP download -q --no-deps --no-binary :all: -d .cache/sdist llama-cpp-python==$LLAMA_VER >&2
@@ -44,10 +45,10 @@ if [ ! -x "$BUILD/bin/llama-bench" ] || [ ! -f "$BUILD/bin/libllama.so" ]; then
   GEN=""; command -v ninja >/dev/null && GEN="-G Ninja"
   cmake -S $SRC/vendor/llama.cpp -B "$BUILD" $GEN -DCMAKE_BUILD_TYPE=Release \
     -DBUILD_SHARED_LIBS=ON -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
-    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
-    -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON \
+    -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
     -DCMAKE_C_FLAGS_RELEASE=-O2 -DCMAKE_CXX_FLAGS_RELEASE=-O2 >&2
-  cmake --build "$BUILD" -j "$(nproc)" --target llama llama-bench llama-batched-bench llama-quantize >&2
+  cmake --build "$BUILD" -j "$(nproc)" --target llama llama-bench llama-batched-bench llama-quantize llama-server >&2
 fi
 if ! "$VENV/bin/python" -c "import llama_cpp" 2>/dev/null; then
   log "installing llama-cpp-python bindings against the built libllama"

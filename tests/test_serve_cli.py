@@ -75,3 +75,45 @@ def test_trace_file(capsys, tmp_path):
     assert code == 0, err
     r = ServeResult.model_validate_json(out)
     assert r.n_requests == 3 and r.duration_s == 60 and r.rate_per_s == pytest.approx(3 / 60)
+
+
+def test_serves_a_local_gguf_file(capsys, tmp_path):
+    from tests.sources.gguf_gen import write_llama8b
+
+    path = tmp_path / "Llama-3.1-8B-Instruct-Q4_K_M.gguf"
+    weights = write_llama8b(path)   # sum of the tensor bytes written into the file header
+    code, out, err = run(capsys, ["serve", "--model", str(path), "--chip", "M4 Max", "--gpu-cores", "40", "--ram",
+                                  "128", "--slots", "2", "--slot-context", "4096", "--rate", "6/min", "--prompt",
+                                  "1000", "--gen", "100", "--duration", "10min", "--no-sweep", "--json"])
+    assert code == 0, err
+    r = ServeResult.model_validate_json(out)
+    assert r.model == path.stem.lower() and r.quant == "Q4_K_M" and r.runtime == "llama.cpp"
+    assert r.memory_bytes > weights
+
+
+def test_a_local_gguf_brings_its_exact_weight_bytes(tmp_path):
+    from planner.serve_plan import setup
+    from sources import resolve_model
+    from tests.sources.gguf_gen import LLAMA8B_KV, llama_tensors, write_gguf
+
+    # tied embeddings: no output.weight, so the file is smaller than the catalog's untied Llama 3.1 8B
+    path = tmp_path / "tied-Q4_K_M.gguf"
+    weights = write_gguf(path, "llama", LLAMA8B_KV, llama_tensors(tied=True), file_type=15)
+    s = setup("M4 Max", 40, 128, resolve_model(str(path)), None, "llama.cpp")
+    assert s.mm.weights.total_bytes == weights and s.mm.quant_id == "Q4_K_M"
+    assert setup("M4 Max", 40, 128, "llama-3.1-8b", None, "llama.cpp").mm.weights.total_bytes > weights
+
+
+@pytest.mark.parametrize("model, runtime, words", [
+    ("nosuch.gguf", "llama.cpp", "no such GGUF file"),
+    ("GGUF", "mlx-lm", "served by llama-server"),
+])
+def test_bad_local_model_is_one_line(capsys, tmp_path, model, runtime, words):
+    if model == "GGUF":
+        from tests.sources.gguf_gen import write_llama8b
+
+        model = str(tmp_path / "x-Q4_K_M.gguf")
+        write_llama8b(tmp_path / "x-Q4_K_M.gguf")
+    code, out, err = run(capsys, ["serve", "--model", model, "--chip", "M4 Max", "--gpu-cores", "40", "--ram", "128",
+                                  "--runtime", runtime, "--no-sweep"])
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1

@@ -102,3 +102,10 @@ def test_calibrate_rejects_wrong_format(user_dir, tiny_mlx, tiny_q4km, capsys):
     err = capsys.readouterr().err
     assert "needs a .gguf file" in err and len(err.strip().splitlines()) == 1
     assert not list((user_dir / "calibration").glob("*.yaml")) if (user_dir / "calibration").exists() else True
+
+
+@pytest.mark.parametrize("args", [["--runtime", "llama.cpp", "--threads", "0"], ["--runtime", "mlx-lm", "--threads", "2"]])
+def test_threads_is_checked_before_any_run(user_dir, tmp_path, capsys, args):
+    code = main(["calibrate", "--model", str(tmp_path / "m.gguf"), *args])
+    err = capsys.readouterr().err
+    assert code == 2 and "--threads" in err and len(err.strip().splitlines()) == 1

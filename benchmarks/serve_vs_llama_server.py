@@ -1,0 +1,64 @@
+"""Benchmark: `plan serve` against the real llama-server on this machine (calibration/serve_check.py).
+
+python benchmarks/serve_vs_llama_server.py [--requests 60] [--budget 60] [--seed 0] [--work DIR]
+
+Builds a 29 M-parameter random-weight Llama GGUF, calibrates the planner with `plan calibrate` into a private
+user-profile folder, starts llama-server -np 4, and at three request rates (0.3, 0.6 and 0.85 of the calibrated
+saturation rate) replays a seeded Poisson trace with an async streaming client and runs `plan serve --trace` on
+the same trace. Prints measured vs predicted TTFT p50/p95 and generated tokens/s, the machine's speed drift (a
+fixed llama-batched-bench run before and after calibrating and after each rate) and the load average: the
+machine should be quiet, the client, the server and anything else share its cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+BIN = ROOT / ".cache" / "llama-build" / "bin"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--requests", type=int, default=60, help="requests per rate")
+    ap.add_argument("--budget", type=float, default=60, help="plan calibrate --budget [s]")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--work", type=Path, default=None, help="folder for the model and the calibration")
+    a = ap.parse_args()
+    if BIN.is_dir():
+        os.environ["PATH"] = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"
+        os.environ.setdefault("LLAMA_CPP_LIB_PATH", str(BIN))
+    work = a.work or Path(tempfile.mkdtemp(prefix="serve-vs-llama-server-"))
+    work.mkdir(parents=True, exist_ok=True)
+    os.environ["MAC_LLM_PLANNER_USER_PROFILES"] = str(work / "user")   # never the user's own calibration
+
+    from calibration import serve_check as sc
+
+    def log(s: str) -> None:
+        print(s, file=sys.stderr, flush=True)
+
+    t0 = time.perf_counter()
+    model = sc.build_model(work)
+    log(f"model {model.name} built in {time.perf_counter() - t0:.0f} s; calibrating for {a.budget:g} s")
+    probes = [sc.speed_probe(model)]
+    chip, ram = sc.calibrate(model, a.budget)
+    probes.append(sc.speed_probe(model))
+    mu, rows = sc.compare(model, chip, ram, a.requests, a.seed, log=log, probes=probes)
+    print(f"plan serve vs llama-server -np {sc.SLOTS} (slots of {sc.SLOT_CONTEXT} tokens), {model.name} on {chip}; "
+          f"prompt {sc.length_spec(sc.PROMPTS)}, answer {sc.length_spec(sc.GENS)} tokens; "
+          f"calibrated saturation {mu:.2f} requests/s; seed {a.seed}")
+    print(sc.render(rows))
+    print(f"speed probe (llama-batched-bench, s) before/after calibrating and after each rate: "
+          f"{' '.join(f'{p:.3f}' for p in probes)}; drift {sc.drift(probes):.0%}")
+    print(f"load average after the run: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
+          f"{time.perf_counter() - t0:.0f} s in all")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,357 @@
+"""`plan serve` against the real llama-server on this machine: same model file, slots, lengths and arrivals.
+
+    trace = poisson_trace(rate, n, prompts, gens, seed)    seeded Poisson arrivals and lengths
+    with LlamaServer(gguf, slots, slot_context) as srv:    llama-server -np SLOTS on 127.0.0.1 (a free port)
+        measured = drive(srv.url, trace, vocab, seed)      an async HTTP client replays the trace: streamed
+                                                           /completion, TTFT = first streamed token
+    predicted = predict(gguf, chip, ram, slots, ctx, trace) `plan serve --trace` (the CLI, as a user runs it)
+
+The server runs with llama-server's defaults for everything `plan serve` models (``-b 2048 -ub 512``, continuous
+batching, ``cache_prompt``) and with the calibration's threads and flash attention (calibration/runners/
+llama_cpp.py), so the step model calibrated by ``plan calibrate`` is the one of the server. Prompts are random
+token ids (no shared prefix, so the prompt cache never hits, as in the simulation with no cached share); answers
+ignore EOS, so every request generates exactly its ``gen`` tokens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from calibration.errors import CalibrationError
+from calibration.hardware import physical_cores
+
+ROOT = Path(__file__).resolve().parent.parent
+# The server and its calibration run on one CPU core of their own (-t 1, pinned), the client on the others: ggml's
+# threads meet at a barrier after every op, and on 2 shared cores a thread preempted by the streaming client
+# stalled the step (-t 2 ran decode steps 4-40x slower than -t 1 while the client streamed).
+_CPUS = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+SERVER_CPUS = set(_CPUS[:1]) if len(_CPUS) >= 2 else set()
+CLIENT_CPUS = set(_CPUS[1:]) if len(_CPUS) >= 2 else set()
+THREADS = 1 if SERVER_CPUS else max(1, physical_cores() - 1)
+
+
+def _pin_server() -> None:
+    """preexec_fn of the server and of `plan calibrate` (inherited by llama-bench): the server's core."""
+    if SERVER_CPUS:
+        os.sched_setaffinity(0, SERVER_CPUS)
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Requests: arrival [s from the start], prompt and answer lengths [tokens]."""
+
+    arrival: np.ndarray
+    prompt: np.ndarray
+    gen: np.ndarray
+
+    def write(self, path: Path) -> Path:
+        """The CSV `plan serve --trace` reads (arrival_s,prompt,gen)."""
+        with open(path, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["arrival_s", "prompt", "gen"])
+            w.writerows((f"{a:.6f}", int(p), int(g)) for a, p, g in zip(self.arrival, self.prompt, self.gen))
+        return path
+
+
+def poisson_trace(rate: float, n: int, prompts: dict[int, float], gens: dict[int, float], seed: int) -> Trace:
+    """``n`` requests of a Poisson process of ``rate`` [1/s]; lengths drawn from {tokens: weight}."""
+    rng = np.random.default_rng(seed)
+    arrival = np.cumsum(rng.exponential(1.0 / rate, n))
+
+    def draw(d: dict[int, float]) -> np.ndarray:
+        v, w = zip(*d.items())
+        return rng.choice(np.array(v, np.int64), size=n, p=np.array(w) / sum(w))
+
+    return Trace(arrival, draw(prompts), draw(gens))
+
+
+def length_spec(d: dict[int, float]) -> str:
+    """{512: 0.5, 128: 0.5} -> '512:0.5,128:0.5' (the --prompt/--gen form of a weighted distribution)."""
+    return ",".join(f"{k}:{v:g}" for k, v in d.items())
+
+
+# --------------------------------------------------------------------------- the real server
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LlamaServer:
+    """llama-server on 127.0.0.1 for the duration of a ``with`` block (stopped on exit; its log kept on failure)."""
+
+    def __init__(self, model: Path, slots: int, slot_context: int, threads: int | None = None,
+                 timeout_s: float = 120.0):
+        exe = shutil.which("llama-server")
+        if exe is None:
+            raise CalibrationError("llama-server is not on PATH (scripts/bootstrap.sh full builds it)")
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.threads = threads or THREADS
+        # -c is the whole KV cache, split over the -np slots (tools/server/server-context.cpp load_model)
+        self.argv = [exe, "-m", str(model), "--host", "127.0.0.1", "--port", str(self.port),
+                     "-np", str(slots), "-c", str(slots * slot_context), "-t", str(self.threads),
+                     "-ngl", "99", "-fa", "on", "--no-webui", "--log-disable"]
+        self.timeout_s = timeout_s
+        self.proc: subprocess.Popen | None = None
+        fd, name = tempfile.mkstemp(prefix="llama-server-", suffix=".log")
+        os.close(fd)
+        self.log_path = Path(name)
+
+    def __enter__(self) -> LlamaServer:
+        import httpx
+
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_pin_server)
+        deadline = time.monotonic() + self.timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise CalibrationError(f"llama-server exited {self.proc.returncode}: {self._tail()}")
+            try:
+                if httpx.get(self.url + "/health", timeout=2.0).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        self.__exit__(CalibrationError)   # stop it, keep its log
+        raise CalibrationError(f"llama-server did not answer /health within {self.timeout_s:g} s: {self._tail()}")
+
+    def __exit__(self, exc_type=None, *exc) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if exc_type is None:   # the log is kept only when something failed
+            self.log_path.unlink(missing_ok=True)
+
+    def _tail(self) -> str:
+        lines = self.log_path.read_text(errors="replace").strip().splitlines()
+        return " | ".join(lines[-3:]) or "(no output)"
+
+
+# --------------------------------------------------------------------------- the client
+@dataclass(frozen=True)
+class Measured:
+    """Per request: TTFT and end [s after its arrival], tokens received, prompt tokens the server processed."""
+
+    ttft: np.ndarray
+    end: np.ndarray
+    tokens: np.ndarray
+    prompt_processed: np.ndarray
+    start_lag: np.ndarray   # how late the client sent each request [s] (its own scheduling delay)
+
+
+async def _one(client, url: str, t0: float, arrival: float, ids: list[int], gen: int) -> tuple:
+    await asyncio.sleep(max(0.0, t0 + arrival - time.perf_counter()))
+    sent = time.perf_counter()
+    body = {"prompt": ids, "n_predict": gen, "ignore_eos": True, "stream": True, "cache_prompt": True,
+            "return_tokens": True}
+    first = None
+    n = 0
+    processed = -1
+    async with client.stream("POST", url + "/completion", json=body) as r:
+        if r.status_code != 200:
+            raise CalibrationError(f"llama-server answered {r.status_code}: {(await r.aread())[:200]!r}")
+        async for line in r.aiter_lines():
+            if not line.startswith("data: "):
+                continue
+            ev = json.loads(line[6:])
+            if first is None and (ev.get("tokens") or ev.get("content")):
+                first = time.perf_counter()
+            if ev.get("stop"):
+                n = int(ev.get("tokens_predicted", -1))
+                processed = int((ev.get("timings") or {}).get("prompt_n", -1))
+    end = time.perf_counter()
+    base = t0 + arrival
+    return (first or end) - base, end - base, n, processed, sent - base
+
+
+async def _drive(url: str, trace: Trace, vocab: int, seed: int) -> Measured:
+    import httpx
+
+    rng = np.random.default_rng(seed)
+    # random ids above the 3 special tokens of calibration/tinymodels.py: no two prompts share a prefix
+    prompts = [rng.integers(3, vocab, int(p)).tolist() for p in trace.prompt]
+    limits = httpx.Limits(max_connections=len(prompts) + 1, max_keepalive_connections=len(prompts) + 1)
+    async with httpx.AsyncClient(timeout=httpx.Timeout(600.0), limits=limits) as client:
+        t0 = time.perf_counter() + 0.2
+        rows = await asyncio.gather(*(_one(client, url, t0, float(a), ids, int(g))
+                                      for a, ids, g in zip(trace.arrival, prompts, trace.gen)))
+    cols = list(zip(*rows))
+    return Measured(*(np.array(c, float) for c in cols))
+
+
+def drive(url: str, trace: Trace, vocab: int, seed: int = 0) -> Measured:
+    """Replay ``trace`` against the server: every request is sent at its arrival time, streamed, timed (from the
+    cores the server does not use)."""
+    before = os.sched_getaffinity(0) if CLIENT_CPUS else None
+    try:
+        if CLIENT_CPUS:
+            os.sched_setaffinity(0, CLIENT_CPUS)
+        return asyncio.run(_drive(url, trace, vocab, seed))
+    finally:
+        if before:
+            os.sched_setaffinity(0, before)
+
+
+def warm_up(url: str, vocab: int) -> None:
+    """One short request, so the first measured one does not pay for page faults of the weights."""
+    drive(url, Trace(np.zeros(1), np.array([32]), np.array([4])), vocab, seed=12345)
+
+
+def summary(m: Measured, trace: Trace) -> dict:
+    """p50/p95 TTFT [s] and total generated tokens/s over the run (from the first arrival's clock origin to the
+    last completion, as `plan serve` reports throughput_tok_s)."""
+    p50, p95 = np.percentile(m.ttft, [50, 95])
+    makespan = float(np.max(trace.arrival + m.end))
+    return dict(ttft_p50_s=float(p50), ttft_p95_s=float(p95), throughput_tok_s=float(m.tokens.sum() / makespan),
+                client_lag_p95_s=float(np.percentile(m.start_lag, 95)))
+
+
+# --------------------------------------------------------------------------- the planner, as a user runs it
+def plan_serve(args: list[str]) -> dict:
+    """`python -m cli.main serve ... --json` -> the parsed result."""
+    proc = subprocess.run([sys.executable, "-m", "cli.main", "serve", *args, "--json"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, env=os.environ.copy())
+    if proc.returncode != 0:
+        raise CalibrationError(f"plan serve failed: {proc.stderr.strip()[-300:]}")
+    return json.loads(proc.stdout)
+
+
+def serve_args(model: Path, chip: str, ram: float, slots: int, slot_context: int) -> list[str]:
+    return ["--model", str(model), "--chip", chip, "--ram", f"{ram:g}", "--runtime", "llama.cpp",
+            "--slots", str(slots), "--slot-context", str(slot_context), "--no-sweep"]
+
+
+# --------------------------------------------------------------------------- the whole check
+# A 29 M-parameter Llama (calibration/tinymodels.py, random weights, every dim a multiple of 256 as K-quants need):
+# a decode step is milliseconds of real matmul work on one CPU core, so llama-server's own per-step work (sampling,
+# streaming the token) stays a small part of it, and the model builds in seconds. Slots of 1 024 tokens hold the
+# longest request.
+MODEL = dict(size="tiny", hidden=512, layers=8, heads=8, kv_heads=2, ffn=1536, vocab=4096, ctx=4096)
+PROMPTS = {48: 0.3, 192: 0.4, 512: 0.3}
+GENS = {16: 0.3, 32: 0.4, 96: 0.3}
+SLOTS, SLOT_CONTEXT = 4, 1024
+LOADS = (0.3, 0.6, 0.85)   # offered rate / the calibrated saturation rate: light, moderate, near saturation
+
+
+def build_model(root: Path) -> Path:
+    """The Q4_K_M GGUF of :data:`MODEL` (llama.cpp's own quantizer); kept in ``root`` and reused."""
+    from calibration.tinymodels import build_gguf, build_hf_llama, quantize_gguf
+
+    out = root / "serve-Q4_K_M.gguf"
+    if out.exists():
+        return out
+    shutil.rmtree(root / "serve-hf", ignore_errors=True)
+    hf = build_hf_llama(root / "serve-hf", **MODEL)
+    return quantize_gguf(build_gguf(hf, root / "serve-F16.gguf", "F16"), out, "Q4_K_M")
+
+
+def calibrate(model: Path, budget_s: float) -> tuple[str, float]:
+    """`plan calibrate --runtime llama.cpp --model MODEL` as a user runs it -> (chip id, RAM [GB]) of this machine."""
+    from planner import profiles
+
+    proc = subprocess.run([sys.executable, "-m", "cli.main", "calibrate", "--runtime", "llama.cpp", "--model",
+                           str(model), "--budget", f"{budget_s:g}", "--threads", str(THREADS)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=budget_s * 4 + 120, env=os.environ.copy(), preexec_fn=_pin_server)
+    if proc.returncode != 0:
+        raise CalibrationError(f"plan calibrate failed: {proc.stderr.strip()[-300:]}")
+    chips = sorted((profiles.user_dir() / "chips").glob("custom-*.yaml"))
+    if not chips:
+        raise CalibrationError("plan calibrate wrote no chip profile for this machine")
+    profiles.clear_cache()
+    chip = profiles.resolve_chip(chips[-1].stem, None)
+    return chip.id, float(max(chip.ram_options_gb))
+
+
+def speed_probe(model: Path, reps: int = 3) -> float:
+    """Seconds of a fixed llama-batched-bench run (4 × 192 prompt tokens, 32 decode steps) on the server's core,
+    median of ``reps``: the machine's speed now, to tell a drift (a shared machine) from a model error."""
+    exe = shutil.which("llama-batched-bench")
+    if exe is None:
+        raise CalibrationError("llama-batched-bench is not on PATH")
+    argv = [exe, "-m", str(model), "-t", str(THREADS), "-fa", "on", "-c", "1024", "-npp", "192", "-ntg", "32",
+            "-npl", ",".join(["4"] * (reps + 1)), "--output-format", "jsonl"]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=300, preexec_fn=_pin_server).stdout
+    rows = [json.loads(line) for line in out.splitlines() if line.startswith("{") and '"t_pp"' in line]
+    if len(rows) < 2:
+        raise CalibrationError(f"llama-batched-bench gave no timings: {out[-200:]!r}")
+    return float(np.median([r["t_pp"] + r["t_tg"] for r in rows[1:]]))   # the first is the warm-up
+
+
+@dataclass(frozen=True)
+class Row:
+    load: float
+    rate_per_s: float
+    n: int
+    measured: dict
+    predicted: dict
+
+    def error(self, key: str) -> float:
+        """(predicted - measured) / measured."""
+        return self.predicted[key] / self.measured[key] - 1.0
+
+
+def drift(probes: list[float]) -> float:
+    """Slowest / fastest speed probe - 1: how much the machine's speed moved during the check."""
+    return max(probes) / min(probes) - 1.0
+
+
+def compare(model: Path, chip: str, ram: float, n_requests: int, seed: int = 0, loads=LOADS,
+            log=lambda s: None, probes: list[float] | None = None) -> tuple[float, list[Row]]:
+    """Saturation rate from `plan serve`, then at each load: the real server and `plan serve` on the same trace.
+    A speed probe follows every load (appended to ``probes``). -> (saturation rate [1/s], rows)"""
+    base = serve_args(model, chip, ram, SLOTS, SLOT_CONTEXT)
+    mu = plan_serve([*base, "--prompt", length_spec(PROMPTS), "--gen", length_spec(GENS), "--rate", "1/s",
+                     "--duration", "60s"])["saturation_rate_per_s"]
+    log(f"calibrated saturation rate {mu:.2f}/s")
+    vocab = int(MODEL["vocab"])
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="serve-check-") as tmp, LlamaServer(model, SLOTS, SLOT_CONTEXT) as srv:
+        warm_up(srv.url, vocab)
+        for i, load in enumerate(loads):
+            trace = poisson_trace(load * mu, n_requests, PROMPTS, GENS, seed + i)
+            m = drive(srv.url, trace, vocab, seed + i)
+            if np.any(m.tokens != trace.gen) or np.any(m.prompt_processed > trace.prompt):
+                raise CalibrationError("llama-server did not generate exactly the requested tokens")
+            p = plan_serve([*base, "--trace", str(trace.write(Path(tmp) / f"trace-{i}.csv"))])
+            rows.append(Row(load, load * mu, n_requests, summary(m, trace),
+                            {k: (p[k] if k == "throughput_tok_s" else p["ttft_s"][k.split("_")[1]])
+                             for k in ("ttft_p50_s", "ttft_p95_s", "throughput_tok_s")}))
+            log(render([rows[-1]]).splitlines()[1])
+            if probes is not None:
+                probes.append(speed_probe(model))
+    return mu, rows
+
+
+def render(rows: list[Row]) -> str:
+    head = (f"{'load':>5} {'rate/s':>7} {'n':>4} | {'TTFT p50 meas':>13} {'pred':>7} {'err':>6} | "
+            f"{'TTFT p95 meas':>13} {'pred':>7} {'err':>6} | {'tok/s meas':>10} {'pred':>7} {'err':>6} | "
+            f"{'lag p95':>7}")
+    out = [head]
+    for r in rows:
+        cells = [f"{r.load:>5.2f} {r.rate_per_s:>7.2f} {r.n:>4}"]
+        for k, unit in (("ttft_p50_s", 1000), ("ttft_p95_s", 1000), ("throughput_tok_s", 1)):
+            w = 13 if k != "throughput_tok_s" else 10
+            cells.append(f"{r.measured[k] * unit:>{w}.0f} {r.predicted[k] * unit:>7.0f} "
+                         f"{r.error(k):>+6.0%}")
+        cells.append(f"{r.measured['client_lag_p95_s'] * 1000:>7.1f}")
+        out.append(" | ".join(cells))
+    return "\n".join(out) + ("\n(TTFT in ms; err = predicted / measured - 1; lag p95 [ms]: how late the client sent "
+                             "its requests)")
