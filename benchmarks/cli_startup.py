@@ -1,8 +1,8 @@
 """Wall time of `plan --model llama-3.3-70b --ram 64` next to llmfit answering the same question, in one run.
 
 Both commands run in fresh subprocesses, interleaved (plan, llmfit, plan, llmfit, ...) so they share the machine's
-load; the script prints each median and the ratio plan / llmfit (<= 1.0: plan is no slower). Not a test: timings
-are never asserted.
+load; the script prints each median and the ratio plan / llmfit (<= 1.0: plan is no slower), and, interleaved
+with them, the floor: the interpreter importing pydantic and nothing else. Not a test: timings are never asserted.
 
 llmfit (https://pypi.org/project/llmfit/, a Rust binary) goes in a throw-away venv, never the project's:
     python -m venv /tmp/llmfit-venv && /tmp/llmfit-venv/bin/pip install llmfit
@@ -29,7 +29,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 ARGS = ["--model", "llama-3.3-70b", "--ram", "64"]
 LLMFIT_ARGS = ["--memory", "64G", "--ram", "64G", "info", "meta-llama/Llama-3.3-70B-Instruct"]
-CODE = "import sys; from cli.main import main; sys.exit(main(sys.argv[1:]))"
+CODE = "from cli.main import run; run()"  # what the installed `plan` script runs (pyproject [project.scripts])
+# The floor under plan's time: the interpreter plus the pydantic names the core's models are built from. plan
+# cannot start faster than this while its models are pydantic models.
+FLOOR = "from pydantic import BaseModel, Field, computed_field, field_validator, model_validator"
 
 
 def _env() -> dict:
@@ -79,22 +82,29 @@ def main() -> None:
     a = ap.parse_args()
     env = _env()
     plan_cmd = [sys.executable, "-c", CODE, *ARGS]
+    floor_cmd = [sys.executable, "-c", FLOOR]
     llmfit_cmd = [a.llmfit, *LLMFIT_ARGS] if a.llmfit else None
     _time(plan_cmd, env)  # warm-up: bytecode, profile index cache, OS page cache
     if llmfit_cmd:
         _time(llmfit_cmd, env)
+    _time(floor_cmd, env)
     plan_t: list[float] = []
     llmfit_t: list[float] = []
+    floor_t: list[float] = []
     for _ in range(a.n):
         plan_t.append(_time(plan_cmd, env))
         if llmfit_cmd:
             llmfit_t.append(_time(llmfit_cmd, env))
+        floor_t.append(_time(floor_cmd, env))
     print(f"{a.n} interleaved runs each")
     print(_summary(f"plan {' '.join(ARGS)}", plan_t))
     if llmfit_cmd:
         print(_summary(f"llmfit {' '.join(LLMFIT_ARGS)}", llmfit_t))
+    print(_summary("floor: python -c 'from pydantic import BaseModel, ...'", floor_t))
+    if llmfit_cmd:
         ratio = statistics.median(plan_t) / statistics.median(llmfit_t)
-        print(f"ratio plan / llmfit = {ratio:.2f} ({'plan no slower' if ratio <= 1 else 'plan slower'})")
+        print(f"ratio plan / llmfit = {ratio:.2f} ({'plan no slower' if ratio <= 1 else 'plan slower'}); "
+              f"floor / llmfit = {statistics.median(floor_t) / statistics.median(llmfit_t):.2f}")
     else:
         print("llmfit not found: python -m venv /tmp/llmfit-venv && /tmp/llmfit-venv/bin/pip install llmfit, "
               "then --llmfit /tmp/llmfit-venv/bin/llmfit")

@@ -223,6 +223,7 @@ def preference(o: ServingOption, wl: WorkloadProfile) -> tuple:
     by quality (lossless before small-loss weights, then 16- before 8- before 4-bit KV), then speed; the rest keep
     the speed-first order within a coarse quality tier."""
     sp = o.speed
+    perf: tuple[float, ...]
     if sp is None:  # memory only: best measured quality first, then room (slots, context) to spare
         perf = (_quality_loss(o.quality), -o.slots, -o.max_context)
     elif wl.objective == "throughput":
@@ -344,7 +345,8 @@ def _search(ctx: Search, rts: list[Runtime], quants: list[str] | None) -> Found:
         found.evaluated += 1
         key = (rt.id, q.id, mm.kv.kv_type)
         if key not in found.speed_models:
-            found.speed_models[key] = speed_model(mm, ctx.chip, q) if ctx.want_speed else None
+            chip = ctx.chip if ctx.want_speed else None  # want_speed implies a chip (_setup)
+            found.speed_models[key] = speed_model(mm, chip, q) if chip is not None else None
         opt = _evaluate(ctx, mm, q, slots, found.speed_models[key], found)
         if opt is None:
             continue
@@ -401,8 +403,8 @@ def shortfall(o: ServingOption, wl: WorkloadProfile) -> float:
 
 def _closest(found: Found, wl: WorkloadProfile) -> list[tuple[tuple, ServingOption]]:
     """Options that miss a target, closest first: fewest misses, then the smallest shortfall on the worst-missed
-    target (in 5 % steps from the closest), then quality (a faster decode that does not help the binding target is no reason for a
-    lossier quant or KV), then fastest per user, then shortest TTFT."""
+    target (in 5 % steps from the closest), then quality (a faster decode that does not help the binding target
+    is no reason for a lossier quant or KV), then fastest per user, then shortest TTFT."""
     with_speed = [o for o in found.every if o.speed is not None]
     best: dict[int, float] = {}
     for o in with_speed:
@@ -411,13 +413,14 @@ def _closest(found: Found, wl: WorkloadProfile) -> list[tuple[tuple, ServingOpti
     def steps(o: ServingOption) -> int:   # 0: within 5 % of the closest option with as many misses
         return math.floor(math.log(shortfall(o, wl) / best[len(o.misses)]) / math.log(SHORTFALL_STEP) + 1e-9)
 
-    return [((len(o.misses), steps(o), *quality_rank(o), -o.speed.decode_tok_s_per_user, o.speed.ttft_s), o)
-            for o in with_speed]
+    return [((len(o.misses), steps(o), *quality_rank(o), -sp.decode_tok_s_per_user, sp.ttft_s), o)
+            for o in with_speed if (sp := o.speed) is not None]
 
 
 def _rank(cands: list[tuple[tuple, ServingOption]], top: int) -> list[ServingOption]:
     """Best first, one row per (runtime, quant, KV type), numbered."""
-    seen, ranked = set(), []
+    seen: set[tuple[str, str, str]] = set()
+    ranked: list[ServingOption] = []
     for _, o in sorted(cands, key=lambda c: c[0]):
         key = (o.runtime, o.quant, o.kv_type)
         if key in seen:
@@ -434,10 +437,11 @@ def _no_answer(ctx: Search, found: Found, best_effort: bool) -> str:
     wl, chip = ctx.wl, ctx.chip
     closest = _rank(_closest(found, wl), 1)
     if closest:
-        o = closest[0]
+        o, sp = closest[0], closest[0].speed
+        assert sp is not None  # _closest keeps the options with a speed
         msg = (f"no configuration of {ctx.prof.id} on {chip.label if chip else ''} {ctx.ram_gb:g} GB meets "
                f"{wl.targets.describe()} for {wl.users} user(s); the best reaches "
-               f"{o.speed.decode_tok_s_per_user:.1f} tok/s per user, TTFT {o.speed.ttft_s:.1f} s ({o.runtime} "
+               f"{sp.decode_tok_s_per_user:.1f} tok/s per user, TTFT {sp.ttft_s:.1f} s ({o.runtime} "
                f"{o.quant}, {o.slots} slot(s)): {'; '.join(o.misses)}; relax the targets or see `plan buy`")
         if best_effort:
             return msg

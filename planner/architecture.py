@@ -69,23 +69,35 @@ def check_supported(cfg: ModelConfig) -> None:
             "linear-attention layers without linear_num_value_heads/linear_key_head_dim are not supported yet")
 
 
+def linear_dims(cfg: ModelConfig) -> tuple[int, int, int, int]:
+    """(key heads, key head dim, value heads, value head dim) of the gated-delta-net layers (Qwen3-Next)."""
+    kh, kd, vh, vd = (cfg.linear_num_key_heads, cfg.linear_key_head_dim, cfg.linear_num_value_heads,
+                      cfg.linear_value_head_dim)
+    if kh is None or kd is None or vh is None or vd is None:
+        raise UnsupportedArchitectureError(
+            "linear-attention layers need linear_num_key_heads, linear_key_head_dim, linear_num_value_heads and "
+            "linear_value_head_dim")
+    return kh, kd, vh, vd
+
+
 def _attention(cfg: ModelConfig, i: int) -> list[Tensor]:
     h, H, Hkv, hd = cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
     kind = cfg.layer_type(i)
     if kind == "linear_attention":
         # Qwen3-Next gated delta net: in_proj_qkvz, in_proj_ba, conv1d, out_proj (mlx_lm/models/qwen3_next.py)
-        kd = cfg.linear_num_key_heads * cfg.linear_key_head_dim
-        vd = cfg.linear_num_value_heads * cfg.linear_value_head_dim
+        n_kh, khd, n_vh, vhd = linear_dims(cfg)
+        kd, vd = n_kh * khd, n_vh * vhd
         conv_dim = 2 * kd + vd
         return [
             Tensor("ssm_in", i, h, 2 * kd + 2 * vd, group="attention"),
-            Tensor("ssm_ba", i, h, 2 * cfg.linear_num_value_heads, group="attention"),
+            Tensor("ssm_ba", i, h, 2 * n_vh, group="attention"),
             Tensor("ssm_conv1d", i, cfg.linear_conv_kernel_dim or 4, conv_dim, group="ssm", quantizable=False),
             Tensor("ssm_out", i, vd, h, group="attention"),
-            Tensor("ssm_norm", i, cfg.linear_value_head_dim, 1, group="norm", quantizable=False),
-            Tensor("ssm_a", i, cfg.linear_num_value_heads, 2, group="norm", quantizable=False),
+            Tensor("ssm_norm", i, vhd, 1, group="norm", quantizable=False),
+            Tensor("ssm_a", i, n_vh, 2, group="norm", quantizable=False),
         ]
-    if cfg.is_mla:
+    rank = cfg.kv_lora_rank
+    if rank is not None:  # MLA (cfg.is_mla)
         # DeepSeek V2/V3 (llama.cpp src/models/deepseek2.cpp; mlx_lm/models/deepseek_v3.py)
         qk = (cfg.qk_nope_head_dim or 128) + (cfg.qk_rope_head_dim or 64)
         out = []
@@ -95,9 +107,9 @@ def _attention(cfg: ModelConfig, i: int) -> list[Tensor]:
         else:
             out.append(Tensor("attn_q", i, h, H * qk))
         out += [
-            Tensor("attn_kv_a_mqa", i, h, cfg.kv_lora_rank + (cfg.qk_rope_head_dim or 64)),
-            Tensor("attn_kv_a_norm", i, cfg.kv_lora_rank, 1, group="norm", quantizable=False),
-            Tensor("attn_kv_b", i, cfg.kv_lora_rank, H * ((cfg.qk_nope_head_dim or 128) + (cfg.v_head_dim or 128))),
+            Tensor("attn_kv_a_mqa", i, h, rank + (cfg.qk_rope_head_dim or 64)),
+            Tensor("attn_kv_a_norm", i, rank, 1, group="norm", quantizable=False),
+            Tensor("attn_kv_b", i, rank, H * ((cfg.qk_nope_head_dim or 128) + (cfg.v_head_dim or 128))),
             Tensor("attn_output", i, H * (cfg.v_head_dim or 128), h),
         ]
         return out
@@ -201,16 +213,16 @@ def _cache_layers(cfg: ModelConfig) -> tuple[CacheLayer, ...]:
     for i in range(cfg.num_hidden_layers):
         kind = cfg.layer_type(i)
         if kind == "linear_attention":
-            kd = cfg.linear_num_key_heads * cfg.linear_key_head_dim
-            vd = cfg.linear_num_value_heads * cfg.linear_value_head_dim
+            n_kh, khd, n_vh, vhd = linear_dims(cfg)
+            kd, vd = n_kh * khd, n_vh * vhd
             k = cfg.linear_conv_kernel_dim or 4
             # llama.cpp n_embd_r = (d_conv-1)*(d_inner + 2*n_group*d_state), n_embd_s = d_state*d_inner (f32)
             r = (k - 1) * (vd + 2 * kd)
-            s = cfg.linear_key_head_dim * vd
+            s = khd * vd
             # mlx-lm ArraysCache: conv state (k-1, 2kd+vd) bf16 + recurrent (Hv, Dv, Dk) f32 (gated_delta.py)
-            mlx = (k - 1) * (2 * kd + vd) * 2 + cfg.linear_num_value_heads * cfg.linear_value_head_dim * cfg.linear_key_head_dim * 4
+            mlx = (k - 1) * (2 * kd + vd) * 2 + n_vh * vhd * khd * 4
             out.append(CacheLayer("linear", state_f32_elems=r + s, mlx_state_bytes=mlx))
-        elif cfg.is_mla:
+        elif cfg.kv_lora_rank is not None:  # MLA (cfg.is_mla)
             # latent kv_lora_rank + decoupled rope key, no V (llama.cpp has_v = !is_mla)
             out.append(CacheLayer("mla", k_elems=cfg.kv_lora_rank + (cfg.qk_rope_head_dim or 64)))
         elif kind == "sliding_attention":

@@ -254,8 +254,9 @@ def _configs(profs: list[ModelProfile], workload: WorkloadProfile, pt: _Point, r
             if _TIER_NUM[qn.tier] > QUALITY_MAX[max_quality_cost]:
                 continue
             for kv in (k for k in rt.advised_kv_types if k not in KV_RANK):
-                mms = [with_kv(base_memory_model(p.id, rt.id, q.id), kv) for p in profs]
-                if any(mm is None for mm in mms):
+                maybe = [with_kv(base_memory_model(p.id, rt.id, q.id), kv) for p in profs]
+                mms = [mm for mm in maybe if mm is not None]
+                if len(mms) < len(maybe):  # a profile refuses this KV type
                     continue
                 # mlx_lm.server --kv-bits disables batching: one slot
                 sl = (1,) if rt.family == "mlx-lm" and mms[0].kv.kv_type != "bf16" else pt.slots
@@ -390,7 +391,7 @@ def _binding(verdict: str, spare: float, sp: Speed | None, missed: dict[str, flo
     phase = "compute" if sp.prefill_share >= 0.5 else sp.decode_bound
     if not missed:
         return phase
-    worst = max(missed, key=missed.get)
+    worst = max(missed, key=lambda k: missed[k])
     return {"min_tok_s_per_user": sp.decode_bound, "max_ttft_s": "compute"}.get(worst, phase)
 
 

@@ -40,10 +40,10 @@ from pydantic import BaseModel, Field
 from . import architecture as arch
 from . import capacity, profiles
 from ._model import Frozen
-from .errors import InputError
+from .errors import InputError, ProfileError
 from .memory import mlx_weights
 from .results import Fit, WiredLimit
-from .schema import Chip, ModelProfile, QuantFormat
+from .schema import Chip, MlxRuntime, ModelProfile, QuantFormat
 from .units import MiB
 
 # The activation coefficients (copies of a width per token) live in profiles/finetune/mlx-lm.yaml, fitted by
@@ -177,9 +177,17 @@ def transient(model: ModelProfile, batch: int, seq: int, act: int, checkpoint: b
     return int(logits + k.a_s * batch * nh * seq * seq * act)
 
 
+def _mlx_lm() -> MlxRuntime:
+    """The mlx-lm runtime profile (mlx_lm.lora trains with it)."""
+    rt = profiles.load_runtime("mlx-lm")
+    if not isinstance(rt, MlxRuntime):
+        raise ProfileError(f"runtime profile mlx-lm is a {rt.family} runtime; fix profiles/runtimes/mlx-lm.yaml")
+    return rt
+
+
 def peak_memory(model: ModelProfile, fmt: QuantFormat, req: FinetuneRequest, layers: int, *, fine_tune_type: str,
                 checkpoint: bool, batch: int, seq: int) -> FinetuneMemory:
-    rt = profiles.load_runtime("mlx-lm")
+    rt = _mlx_lm()
     act = req.activation_bytes or rt.activation_bytes
     w = mlx_weights(model, fmt, rt.model_copy(update={"activation_bytes": act})).total_bytes
     p = trainable_params(model, fine_tune_type, layers, req.rank)
@@ -212,7 +220,7 @@ def speed(model: ModelProfile, fmt: QuantFormat, chip: Chip, layers: int, batch:
 
     cfg = model.config
     below = cfg.num_hidden_layers - layers
-    n_block = [sum(t.n_elements for t in _block_linears(cfg, i)) for i in range(cfg.num_hidden_layers)]
+    n_block: list[float] = [sum(t.n_elements for t in _block_linears(cfg, i)) for i in range(cfg.num_hidden_layers)]
     if cfg.is_moe and cfg.n_experts:
         share = (cfg.num_experts_per_tok or 0) / cfg.n_experts  # only the routed experts' rows run
         n_block = [sum(t.n_elements * (share if t.group == "experts" else 1) for t in _block_linears(cfg, i))
@@ -224,7 +232,7 @@ def speed(model: ModelProfile, fmt: QuantFormat, chip: Chip, layers: int, batch:
     train = profiles.load_finetune().train_efficiency
     peak, _ = tp.peak_flops(chip, profiles.all_chips())
     eff = min(1.0, (k.eta_c or 0.5) * train)
-    w = mlx_weights(model, fmt, profiles.load_runtime("mlx-lm")).total_bytes
+    w = mlx_weights(model, fmt, _mlx_lm()).total_bytes
     t_step = max(flops / (peak * eff), 3 * w / tp.bandwidth(chip))
     tps = tokens / t_step
     total = steps = None

@@ -22,7 +22,7 @@ from .errors import InputError, PlannerError, UnknownProfileError
 from .memory import MemoryModel
 from .results import Fit, ModelRow, ModelsResult, WiredLimit
 from .schema import Chip, MlxRuntime, ModelProfile, QuantFormat, Runtime
-from .search import base_memory_model, quants_for, speed_at, speed_available, speed_model, with_kv
+from .search import Speed, base_memory_model, quants_for, speed_at, speed_available, speed_model, with_kv
 
 DEFAULT_RUNTIMES = ["llama.cpp", "mlx-lm"]
 TASKS = ("chat", "code", "reasoning", "vision", "embedding")
@@ -60,7 +60,7 @@ class _Cand:
     context: int
     total: int
     fit: Fit
-    speed: object | None = None          # search.Speed
+    speed: Speed | None = None
     misses: list[str] = dataclasses.field(default_factory=list)
 
     @property
@@ -88,6 +88,8 @@ def _nominal_bits(q: QuantFormat) -> float:
 @functools.lru_cache(maxsize=4096)
 def _speed_model(model_id: str, runtime_id: str, quant_id: str, kv: str, chip_id: str):
     mm = with_kv(base_memory_model(model_id, runtime_id, quant_id), kv)
+    if mm is None:  # the runtime refuses this KV type (_evaluate checks it first)
+        return None
     rt = profiles.load_runtime(runtime_id)
     return speed_model(mm, _chip(chip_id), profiles.load_quant(quant_id, rt.weight_format))
 
@@ -104,7 +106,7 @@ def _evaluate(m: ModelProfile, rt: Runtime, q: QuantFormat, qn: QualityNote, kv:
         return None
     total = mm.total(ctx, qy.users)
     c = _Cand(m, rt, q, qn, mm, ctx, total, capacity.fit(total, mm.weights.total_bytes, wired, rt))
-    if want_speed and c.fit.verdict != "no-fit":
+    if want_speed and qy.chip is not None and c.fit.verdict != "no-fit":
         rf = _speed_model(m.id, rt.id, q.id, kv, qy.chip.id)
         if rf is not None:
             prompt = max(1, min(qy.prompt_tokens, ctx - 1))
@@ -139,7 +141,7 @@ def floor_bits_per_weight(runtime_id: str, quant_id: str) -> float:
     q = profiles.load_quant(quant_id, rt.weight_format)
     if isinstance(rt, MlxRuntime):  # mlx formats load only on mlx-lm
         act = rt.activation_bytes
-        if q.mode == "none":
+        if q.mode == "none" or q.bits is None:  # unquantized (quantized formats give bits)
             return 8.0 * act
         bpw = q.bits + 8 * ((q.scale_bytes or 0) + (q.bias_bytes or 0)) / (q.group_size or 64)
         return min(bpw, rt.router_bits + 8 * 2 * act / 64)  # MoE routers: router_bits, group 64 (mlx_weights)
@@ -154,10 +156,10 @@ def floor_bits_per_weight(runtime_id: str, quant_id: str) -> float:
 def decode_ceiling(model_id: str, runtime_id: str, quant_id: str, chip: Chip) -> float:
     """An upper bound on decode tok/s for one user: peak bandwidth over the fewest bytes a token can read (the
     active parameters at the format's cheapest type, no KV). [tok/s] Skips formats too slow for --min-tok-s."""
-    from .units import gb_s_to_bytes_s
+    from .throughput import bandwidth
 
     active = _n_params(model_id)[1] * floor_bits_per_weight(runtime_id, quant_id) / 8
-    return gb_s_to_bytes_s(chip.memory_bandwidth_gb_s) / active if active > 0 else float("inf")
+    return bandwidth(chip) / active if active > 0 else float("inf")
 
 
 def best_for_runtime(m: ModelProfile, rt: Runtime, qy: Query, wired: WiredLimit, want_speed: bool,
@@ -170,10 +172,11 @@ def best_for_runtime(m: ModelProfile, rt: Runtime, qy: Query, wired: WiredLimit,
     order = [x for x in ordered_quants(m.id, rt.id) if weights_floor(m.id, rt.id, x[0].id) <= wired.max_raise_bytes]
     kvs = [k for k in rt.advised_kv_types if k not in KV_RANK]
     found: dict[str, _Cand] = {}
-    if qy.min_tok_s and want_speed and "embedding" not in m.tasks:
+    chip = qy.chip if want_speed else None  # want_speed: a chip was given (and speed constants exist)
+    if qy.min_tok_s and chip is not None and "embedding" not in m.tasks:
         # formats that cannot reach the floor even at peak bandwidth are 'slow' without a speed estimate; if no
         # format can, the one with the highest ceiling is evaluated as the closest
-        ceil = {q.id: decode_ceiling(m.id, rt.id, q.id, qy.chip) for q, _ in order}
+        ceil = {q.id: decode_ceiling(m.id, rt.id, q.id, chip) for q, _ in order}
         fast = [x for x in order if ceil[x[0].id] >= qy.min_tok_s]
         order = fast or sorted(order, key=lambda x: -ceil[x[0].id])[:2]
     for kv_pass in (kvs, [k for k in rt.advised_kv_types if k in KV_RANK]):
@@ -190,7 +193,7 @@ def best_for_runtime(m: ModelProfile, rt: Runtime, qy: Query, wired: WiredLimit,
                     return c
                 old = found.get(cls)
                 if (old is None or (cls == "no-fit" and c.total < old.total)
-                        or (cls == "slow" and c.decode > old.decode)):
+                        or (cls == "slow" and (c.decode or 0.0) > (old.decode or 0.0))):  # slow: both have one
                     found[cls] = c
     return next((found[k] for k in ("tight", "raise-limit", "slow", "no-fit") if k in found), None)
 
@@ -231,7 +234,8 @@ def select(qy: Query) -> tuple[list[ModelProfile], dict[str, int]]:
         raise InputError(f"--family {qy.family!r} is not in the catalog; known: {', '.join(families) or 'none yet'}")
     if qy.max_params_b is not None and qy.max_params_b <= 0:
         raise InputError(f"--max-params {qy.max_params_b:g}: give a positive size in billions, e.g. --max-params 14")
-    out, excluded = [], Counter()
+    out: list[ModelProfile] = []
+    excluded: Counter[str] = Counter()
     for m in models:
         if qy.task is not None and qy.task not in m.tasks:
             excluded[f"not tagged {qy.task}"] += 1
@@ -340,7 +344,7 @@ def _row(c: _Cand, qy: Query, wired: WiredLimit, basis: str | None) -> ModelRow:
         max_context=capacity.max_context(c.mm, qy.users, budget, max_pos), max_users=capacity.safe_users(c.mm, c.context, budget),
         decode_tok_s=sp.decode_tok_s_per_user if sp else None, decode_range=_range(sp, "decode_range"),
         prefill_tok_s=sp.prefill_tok_s if sp else None, prefill_range=_range(sp, "prefill_range"),
-        score=m.quality.score if scored else None, benchmark=m.quality.benchmark if m.quality else None,
+        score=m.quality.score if scored and m.quality else None, benchmark=m.quality.benchmark if m.quality else None,
         score_source=m.quality.source if m.quality else None,
         score_caveats=list(m.quality.caveats) if scored and m.quality else [], meets=not misses, misses=misses)
 
@@ -384,14 +388,14 @@ def _binding(rows: list[ModelRow], qy: Query, wired: WiredLimit) -> list[str]:
                    f"{small.memory_bytes / 2**30:.1f} GiB for {qy.users} × {small.context:,} tokens, "
                    f"{(small.memory_bytes - wired.effective_bytes) / 2**30:.1f} GiB over the "
                    f"{wired.effective_bytes / 2**30:.1f} GiB GPU limit; lower --context or --users, or more RAM")
-    fast = [r for r in fitting if r.decode_tok_s is not None and "embedding" not in r.tasks]
+    fast = [(r.decode_tok_s, r) for r in fitting if r.decode_tok_s is not None and "embedding" not in r.tasks]
     if qy.min_tok_s and fast:
-        best = max(fast, key=lambda r: r.decode_tok_s)
-        if best.decode_tok_s < qy.min_tok_s:
+        tok_s, best = max(fast, key=lambda t: t[0])
+        if tok_s < qy.min_tok_s:
             out.append(f"--min-tok-s {qy.min_tok_s:g} binds: the fastest model that fits, {best.model} "
-                       f"({best.runtime} {best.quant}), reaches {best.decode_tok_s:.1f} tok/s per user, "
-                       f"{1 - best.decode_tok_s / qy.min_tok_s:.0%} short; lower --min-tok-s to "
-                       f"{int(best.decode_tok_s)}, or fewer --users, or a faster chip")
+                       f"({best.runtime} {best.quant}), reaches {tok_s:.1f} tok/s per user, "
+                       f"{1 - tok_s / qy.min_tok_s:.0%} short; lower --min-tok-s to "
+                       f"{int(tok_s)}, or fewer --users, or a faster chip")
     return out or ["no model meets every filter at once; the closest are shown"]
 
 

@@ -93,7 +93,7 @@ class FitOption(BaseModel):
     safe_users: dict[int, int] = Field(description="Concurrent sequences that fit comfortably, by context")
     max_context: dict[int, int] = Field(description="Longest context per sequence that fits comfortably, by users")
     max_context_raised: dict[int, int] = Field(description="Same with the wired limit raised to the safe maximum")
-    notes: list[str] = Field(default_factory=list)
+    notes: list[str] = []
     speed: SpeedSummary | None = Field(None, description="Prefill/TTFT and decode by users (needs --chip)")
     draft: DraftEstimate | None = Field(None, description="Speculative decoding with --draft-model: memory and speed-up")
     offload: OffloadEstimate | None = Field(None, description="llama.cpp partial offload when the whole model does not fit")
@@ -129,7 +129,7 @@ class Plan(BaseModel):
     user_counts: list[int]
     kv: list[KVRow]
     options: list[FitOption]
-    notes: list[str] = Field(default_factory=list)
+    notes: list[str] = []
 
 
 def describe_architecture(m: ModelProfile) -> str:

@@ -41,6 +41,12 @@ def builtin_dir() -> Path:
     env = os.environ.get("MAC_LLM_PLANNER_PROFILES")
     if env:
         return Path(env)
+    return _shipped_dir()
+
+
+@functools.cache
+def _shipped_dir() -> Path:
+    """The profiles shipped with the package (resolved once: realpath costs a stat per path component)."""
     here = Path(__file__).resolve().parent
     installed = here / "_profiles"
     return installed if installed.is_dir() else here.parent / "profiles"
@@ -122,6 +128,7 @@ def cache_dir() -> Path | None:
     return Path(platformdirs.user_cache_dir("mac-llm-planner"))
 
 
+@functools.cache
 def _schema_fingerprint() -> str:
     """Changes whenever the code that defines the cached classes (or Python, or pydantic) changes."""
     import pydantic
@@ -138,11 +145,14 @@ def _schema_fingerprint() -> str:
 
 
 class _ValidatedStore:
-    """path -> (mtime, size, validated object), pickled once per process exit when something new was validated.
-    The pickle lives in the user's own cache dir (as trusted as their profile dir); any read error means empty."""
+    """(path, class) -> ((mtime, size), the validated object pickled on its own), written once at process exit when
+    something new was validated. Each object is unpickled only when asked for: a run pays for the profiles it
+    reads, not for every profile validated before (all 112 models after one `plan models`). The pickle lives in the
+    user's own cache dir (as trusted as their profile dir); a file or an entry that does not read is a miss."""
 
     def __init__(self) -> None:
         self.entries: dict | None = None
+        self.objects: dict = {}  # key -> object unpickled (or validated) in this process
         self.dirty = False
 
     def _file(self) -> Path | None:
@@ -162,10 +172,18 @@ class _ValidatedStore:
 
     def get(self, key: tuple, stamp: tuple | None):
         hit = self._load().get(key) if stamp is not None else None
-        return hit[1] if hit is not None and hit[0] == stamp else None
+        if hit is None or not isinstance(hit, tuple) or len(hit) != 2 or hit[0] != stamp:
+            return None
+        if key not in self.objects:
+            try:
+                self.objects[key] = pickle.loads(hit[1])
+            except Exception:  # noqa: BLE001 - a corrupt entry is only a miss
+                return None
+        return self.objects[key]
 
     def put(self, key: tuple, stamp: tuple, obj) -> None:
-        self._load()[key] = (stamp, obj)
+        self._load()[key] = (stamp, pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+        self.objects[key] = obj
         if not self.dirty:
             self.dirty = True
             atexit.register(self.save)
@@ -200,9 +218,31 @@ def _files(kind: str) -> dict[str, Path]:
     for root in roots:
         folder = root / kind
         if folder.is_dir():
-            for p in sorted(folder.rglob("*.yaml")):
+            for p in yaml_files(folder):
                 out[p.stem] = p
     return out
+
+
+def yaml_files(folder: Path) -> list[Path]:
+    """``sorted(folder.rglob("*.yaml"))`` read with os.scandir: the same paths in the same order (symlinked
+    folders are not entered, unreadable ones are skipped), without a Path object per directory entry
+    (5x cheaper on the start-up path)."""
+    found: list[tuple[str, ...]] = []
+
+    def walk(d: str, rel: tuple[str, ...]) -> None:
+        try:
+            with os.scandir(d) as it:
+                entries = list(it)
+        except PermissionError:
+            return
+        for e in entries:
+            if e.name.endswith(".yaml"):
+                found.append((*rel, e.name))
+            if e.is_dir(follow_symlinks=False):
+                walk(e.path, (*rel, e.name))
+
+    walk(str(folder), ())
+    return [folder.joinpath(*parts) for parts in sorted(found)]
 
 
 @functools.cache

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from ._model import Frozen
 from .memory import MemoryModel
@@ -25,7 +25,7 @@ class Recipe(BaseModel):
     server: str
     generate: str | None = None
     sysctl: str | None = None
-    notes: list[str] = Field(default_factory=list)
+    notes: list[str] = []
 
 
 def recipe(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit,

@@ -13,6 +13,8 @@ class _RoundTrip(BaseModel):
     """Accept our own computed fields back: model_dump_json() writes them (total, sysctl_max_mb) and extra='forbid'
     refused them, so model_validate_json(x.model_dump_json()) failed for every Plan. They are recomputed."""
 
+    model_config = Frozen  # deferred like every model here: no validator is built at import
+
     @model_validator(mode="before")
     @classmethod
     def _drop_computed(cls, data):
@@ -27,7 +29,7 @@ class WeightsEstimate(BaseModel):
     n_params: int
     bits_per_weight: float
     by_group: dict[str, int] = Field(description="bytes per tensor group (embedding, attention, ffn, experts, ...)")
-    by_type: dict[str, int] = Field(default_factory=dict, description="bytes per storage type (GGUF) [bytes]")
+    by_type: dict[str, int] = Field({}, description="bytes per storage type (GGUF) [bytes]")
     vision_bytes: int = 0
     exact: bool = Field(False, description="True when read from a real file header, not estimated")
 
@@ -122,7 +124,7 @@ class ThroughputEstimate(BaseModel):
     peak_flops: float = Field(description="Peak GPU FLOPS used (matrix units included) [FLOP/s]")
     bandwidth_bytes_s: float = Field(description="Vendor memory bandwidth [bytes/s]")
     calibration: str = Field(description="Where the efficiencies come from")
-    notes: list[str] = Field(default_factory=list)
+    notes: list[str] = []
 
 
 class SpeedSummary(BaseModel):
@@ -136,7 +138,7 @@ class SpeedSummary(BaseModel):
     time_per_request_s: float = Field(description="TTFT + generation, one user [s]")
     decode_tok_s_per_seq: dict[int, float] = Field(description="Decode speed seen by each user, by concurrent users")
     decode_tok_s_range: dict[int, tuple[float, float]] = Field(
-        default_factory=dict, description="80 % likely range of the decode speed seen by each user [tok/s]")
+        {}, description="80 % likely range of the decode speed seen by each user [tok/s]")
     prefill_tok_s_range: tuple[float, float] | None = Field(None, description="80 % likely range of prefill [tok/s]")
     decode_tok_s_total: dict[int, float] = Field(description="Decode speed of all users together, by concurrent users")
     bound: dict[int, Bound] = Field(description="Decode bound by concurrent users")
@@ -161,7 +163,7 @@ class ServingDefaults(BaseModel):
     guardrail_allows: bool | None = None
     guardrail_reason: str = ""
     engine_note: str = Field("", description="The app runs this model on its own engine / one request at a time")
-    sources: list[str] = Field(default_factory=list)
+    sources: list[str] = []
 
 
 class OffloadEstimate(BaseModel):
@@ -201,7 +203,7 @@ class DraftEstimate(BaseModel):
     base_decode_tok_s: float | None = Field(None, description="Decode without it [tok/s]")
     ceiling_tok_s: float | None = Field(None, description="(g+1) tokens per (main + g draft) weight reads at peak bandwidth")
     speedup: float | None = None
-    notes: list[str] = Field(default_factory=list)
+    notes: list[str] = []
 
 
 # --------------------------------------------------------------------------- plan models
@@ -232,9 +234,9 @@ class ModelRow(BaseModel):
     score: float | None = Field(None, description="Published benchmark score [%]; None: unscored")
     benchmark: str | None = None
     score_source: str | None = None
-    score_caveats: list[str] = Field(default_factory=list, description="third-party, base-model, other-protocol")
+    score_caveats: list[str] = Field([], description="third-party, base-model, other-protocol")
     meets: bool = Field(description="Fits at the asked context/users and meets --min-tok-s")
-    misses: list[str] = Field(default_factory=list, description="Why the row does not meet the filters")
+    misses: list[str] = Field([], description="Why the row does not meet the filters")
 
 
 class ModelsResult(BaseModel):
@@ -250,12 +252,12 @@ class ModelsResult(BaseModel):
     prompt_tokens: int
     quality_basis: str = Field(description="What the quality figure is")
     rows: list[ModelRow] = Field(description="Generative models, best first")
-    embedding_rows: list[ModelRow] = Field(default_factory=list, description="Embedding models, ranked by their own benchmark")
+    embedding_rows: list[ModelRow] = Field([], description="Embedding models, ranked by their own benchmark")
     best_effort: bool = Field(False, description="Nothing met the filters: the closest rows are shown")
-    binding: list[str] = Field(default_factory=list, description="Which filter binds and by how much")
-    excluded: dict[str, int] = Field(default_factory=dict, description="Catalog models left out, by reason")
+    binding: list[str] = Field([], description="Which filter binds and by how much")
+    excluded: dict[str, int] = Field({}, description="Catalog models left out, by reason")
     evaluated: int = Field(0, description="model × runtime × quant × KV configurations evaluated")
-    notes: list[str] = Field(default_factory=list)
+    notes: list[str] = []
 
 
 class Percentiles(BaseModel):
@@ -321,10 +323,10 @@ class ServeResult(BaseModel):
     fit_verdict: str
     target_ttft_p95_s: float | None = None
     max_rate_per_s: float | None = Field(None, description="Highest rate meeting the TTFT p95 target [1/s]")
-    sweep: list[SlotOption] = Field(default_factory=list)
-    curve: list[CurvePoint] = Field(default_factory=list, description="TTFT against offered rate, 10-110 % of "
+    sweep: list[SlotOption] = []
+    curve: list[CurvePoint] = Field([], description="TTFT against offered rate, 10-110 % of "
                                                                        "the saturation rate")
     best_slots: int | None = Field(None, description="Slot count with the highest sustainable rate")
     binding: str | None = Field(None, description="Which target binds when no rate meets it, and by how much")
     calibration: str = ""
-    notes: list[str] = Field(default_factory=list)
+    notes: list[str] = []

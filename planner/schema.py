@@ -107,7 +107,7 @@ class PresetRule(BaseModel):
     model_config = Frozen
     tensor: str = Field(description="Substring of the llama.cpp tensor name, e.g. 'attn_v', 'ffn_down', 'output'")
     type: str
-    when: list[str] = Field(default_factory=list, description="Conditions, all must hold")
+    when: list[str] = Field([], description="Conditions, all must hold")
     if_type_in: list[str] | None = None
 
 
@@ -122,12 +122,12 @@ class Quality(BaseModel):
 class QuantFormat(_Profile):
     id: str
     kind: Literal["gguf", "mlx"]
-    aliases: list[str] = Field(default_factory=list)
+    aliases: list[str] = []
     description: str = ""
     # gguf
     ftype: int | None = None
     base_type: str | None = None
-    rules: list[PresetRule] = Field(default_factory=list)
+    rules: list[PresetRule] = []
     expert_type: str | None = Field(None, description="Type for 3-D expert tensors (MXFP4_MOE)")
     # mlx
     mode: Literal["affine", "mxfp4", "nvfp4", "mxfp8", "none"] | None = None
@@ -282,7 +282,7 @@ class SpeculativePairs(_Profile):
     default_acceptance: float = Field(gt=0, lt=1)
     default_source: str = Field(min_length=1)
     draft_tokens: dict[str, int] = Field(description="Tokens drafted per step by default, by runtime family")
-    pairs: list[DraftPair] = Field(default_factory=list)
+    pairs: list[DraftPair] = []
 
 
 class VisionFamily(_Profile):
@@ -354,15 +354,15 @@ class ServingApp(_Profile):
     current_version: str = Field(description="Version the defaults describe when the user gives none")
     runtimes: list[str] = Field(min_length=1, description="Runtime profiles (one per engine) this app serves with")
     context_rules: list[ContextRule] = Field(min_length=1, description="Newest first")
-    parallel_rules: list[ParallelRule] = Field(default_factory=list, description="Newest first")
+    parallel_rules: list[ParallelRule] = Field([], description="Newest first")
     context_capped_at_train: bool = Field(True, description="Default context is cut to the model's max context")
     context_per_parallel: bool = Field(False, description="The server multiplies the context by the parallel count")
-    guardrails: list[GuardrailLevel] = Field(default_factory=list)
+    guardrails: list[GuardrailLevel] = []
     default_guardrail: str | None = None
-    own_engine: list[str] = Field(default_factory=list, description="Catalog model_types or ids the app runs on "
+    own_engine: list[str] = Field([], description="Catalog model_types or ids the app runs on "
                                   "its own engine instead of the wrapped one")
     own_engine_source: str = ""
-    single_parallel: list[str] = Field(default_factory=list, description="model_types or ids served one request at a "
+    single_parallel: list[str] = Field([], description="model_types or ids served one request at a "
                                        "time whatever the parallel setting")
     single_parallel_source: str = ""
     notes: str = ""
@@ -388,8 +388,9 @@ class ModelConfig(BaseModel):
     hidden_size: int = Field(gt=0, le=MAX_DIM)
     num_hidden_layers: int = Field(gt=0, le=MAX_LAYERS)
     num_attention_heads: int = Field(gt=0, le=MAX_DIM)
-    num_key_value_heads: int | None = Field(None, gt=0, le=MAX_DIM)
-    head_dim: int | None = Field(None, gt=0, le=MAX_DIM)
+    # left out or null: derived by _normalise (0 until then), so both are ints wherever a config is used
+    num_key_value_heads: int = Field(0, gt=0, le=MAX_DIM)
+    head_dim: int = Field(0, gt=0, le=MAX_DIM)
     intermediate_size: int = Field(gt=0, le=MAX_DIM)
     vocab_size: int = Field(gt=0, le=MAX_DIM)
     tie_word_embeddings: bool = False
@@ -428,12 +429,20 @@ class ModelConfig(BaseModel):
     linear_value_head_dim: int | None = Field(None, gt=0, le=MAX_DIM)
     linear_conv_kernel_dim: int | None = Field(None, gt=0, le=MAX_DIM)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_unset(cls, data):
+        # HF configs write `head_dim: null` for "derive it", as if the key were left out
+        if isinstance(data, dict) and any(data.get(k, 0) is None for k in ("num_key_value_heads", "head_dim")):
+            data = {k: v for k, v in data.items() if not (k in ("num_key_value_heads", "head_dim") and v is None)}
+        return data
+
     @model_validator(mode="after")
     def _normalise(self):
         # mlx_lm/models/*.py ModelArgs.__post_init__: kv heads default to heads, head_dim to hidden/heads
-        if self.num_key_value_heads is None:
+        if not self.num_key_value_heads:
             object.__setattr__(self, "num_key_value_heads", self.num_attention_heads)
-        if self.head_dim is None:
+        if not self.head_dim:
             object.__setattr__(self, "head_dim", self.hidden_size // self.num_attention_heads)
         if self.layer_types is not None and len(self.layer_types) != self.num_hidden_layers:
             raise ValueError(
@@ -518,7 +527,7 @@ class ModelQuality(BaseModel):
     score: float = Field(ge=0, le=100, description="Published score [%]")
     source: str = Field(min_length=1, description="URL of the model card or paper that reports it")
     caveats: list[Literal["third-party", "base-model", "other-protocol"]] = Field(
-        default_factory=list, description="Why the score may not compare like for like: measured by someone other "
+        [], description="Why the score may not compare like for like: measured by someone other "
         "than the maker, on the base (not instruct) model, or with another scoring protocol")
 
 
@@ -529,7 +538,7 @@ class ModelProfile(_Profile):
     tasks: list[Task] = Field(default_factory=lambda: list[Task](["chat"]), description="What the model is for")
     quality: ModelQuality | None = Field(None, description="Published benchmark score; None when none is known")
     hf_repo: str | None = None
-    aliases: list[str] = Field(default_factory=list)
+    aliases: list[str] = []
     params_b: float = Field(gt=0, le=1e6, description="Published total parameters [billions]")
     active_params_b: float | None = Field(None, gt=0, le=1e6)
     vision_params_b: float | None = Field(None, ge=0, le=1e6, description="Vision tower + projector [billions]")
@@ -561,7 +570,7 @@ class Provenance(BaseModel):
     fitted_on: date | None = Field(None, description="Date of the fit")
     rows: int = Field(0, ge=0, description="Measurements used by the fit that informs this scope")
     data: str = Field("", description="Data set (file, commit or user run store)")
-    residuals: dict[str, float] = Field(default_factory=dict, description="In-sample errors, e.g. decode_mape [%]")
+    residuals: dict[str, float] = Field({}, description="In-sample errors, e.g. decode_mape [%]")
     notes: str = ""
 
 

@@ -292,3 +292,85 @@ def test_corrupt_cache_is_only_a_miss(tmp_path, monkeypatch):
     store._file().write_bytes(b"not a pickle")
     monkeypatch.setattr(P, "_STORE", store)
     assert P.load_file(PROFILES / "runtimes" / "llama.cpp.yaml", Runtime).n_ubatch == 512
+
+
+def _runtime_copies(tmp_path: Path, n: int) -> list[Path]:
+    out = []
+    for i in range(n):
+        f = tmp_path / "profiles" / str(i) / "llama.cpp.yaml"
+        f.parent.mkdir(parents=True)
+        f.write_text((PROFILES / "runtimes" / "llama.cpp.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+        out.append(f)
+    return out
+
+
+def test_a_corrupt_cache_entry_is_only_a_miss(tmp_path, monkeypatch):
+    """One entry that does not unpickle is validated again; the other entries still come from the cache."""
+    import pickle
+
+    monkeypatch.setenv("MAC_LLM_PLANNER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(P, "_STORE", P._ValidatedStore())
+    good, bad = _runtime_copies(tmp_path, 2)
+    want = P.load_file(bad, Runtime)
+    P.load_file(good, Runtime)
+    P._STORE.save()
+    f = P._STORE._file()
+    data = pickle.loads(f.read_bytes())
+    key = next(k for k in data if k[0] == str(bad))
+    data[key] = (data[key][0], b"not a pickle")
+    f.write_bytes(pickle.dumps(data))
+    monkeypatch.setattr(P, "_STORE", P._ValidatedStore())  # a new process
+    assert len(P._STORE._load()) == 2 and P._STORE.objects == {}  # read, nothing unpickled yet
+    validated = []
+    real = P._validate_file
+    monkeypatch.setattr(P, "_validate_file", lambda path, cls: validated.append(path) or real(path, cls))
+    assert P.load_file(bad, Runtime) == want
+    assert P.load_file(good, Runtime).n_ubatch == want.n_ubatch
+    assert validated == [bad]
+    assert [k[0] for k in P._STORE.objects] == [str(bad), str(good)]  # unpickled when read, in that order
+
+
+def test_concurrent_writers_leave_a_cache_that_reads(tmp_path):
+    """Processes that save at once (each writes a private temporary file, then renames it): the cache is one
+    writer's whole file, and every entry in it loads."""
+    import pickle
+    import subprocess
+    import sys
+
+    files = _runtime_copies(tmp_path, 4)
+    code = ("import sys\n"
+            "from planner import profiles as P\n"
+            "from planner.schema import Runtime\n"
+            "for _ in range(10):\n"
+            "    P.load_file(P.Path(sys.argv[1]), Runtime)\n"
+            "    P._STORE.dirty = True\n"
+            "    P._STORE.save()\n")
+    env = {**__import__("os").environ, "MAC_LLM_PLANNER_CACHE": str(tmp_path / "cache")}
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(f)], cwd=ROOT, env=env) for f in files]
+    assert [p.wait(timeout=120) for p in procs] == [0] * len(files)
+    caches = list((tmp_path / "cache").glob("profiles-*"))
+    assert len(caches) == 1  # no temporary file left behind
+    entries = pickle.loads(caches[0].read_bytes())
+    assert entries and {k[0] for k in entries} <= {str(f) for f in files}
+    for _, blob in entries.values():
+        assert pickle.loads(blob).n_ubatch == 512
+
+
+def test_yaml_files_is_sorted_rglob(tmp_path):
+    """The scandir walk finds what ``sorted(folder.rglob('*.yaml'))`` finds, in its order (which file wins when
+    two share a stem): nested folders, a folder named *.yaml, hidden files, case, and a symlinked folder."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.yaml").write_text("")
+    (tmp_path / "a-b.yaml").write_text("")
+    (tmp_path / "a.yaml").mkdir()
+    (tmp_path / "a.yaml" / "x.yaml").write_text("")
+    (tmp_path / ".hidden.yaml").write_text("")
+    (tmp_path / "B.yaml").write_text("")
+    (tmp_path / "c.YAML").write_text("")
+    (tmp_path / "link").symlink_to(tmp_path / "a", target_is_directory=True)
+    found = P.yaml_files(tmp_path)
+    assert found == sorted(tmp_path.rglob("*.yaml"))
+    assert [p.relative_to(tmp_path).as_posix() for p in found] == [
+        ".hidden.yaml", "B.yaml", "a/x.yaml", "a-b.yaml", "a.yaml", "a.yaml/x.yaml"]
+    for kind in ("models", "quants", "chips"):
+        assert P.yaml_files(PROFILES / kind) == sorted((PROFILES / kind).rglob("*.yaml"))

@@ -278,8 +278,12 @@ def _decode_on(mm: MemoryModel, geo: tp.Geometry, sub: list[Node], mode: str, en
     sh = place(mm, sub, mode, engine, context, users, macos)
     if any(s.verdict == "no-fit" for s in sh):
         return None
-    r = [s.layers for s in sh] if mode == "pipeline" else None
-    return speed(mm, geo, sub, mode, engine, tr, prompt, gen, users, r)[0].decode_tok_s_per_user
+    return speed(mm, geo, sub, mode, engine, tr, prompt, gen, users, _stages(sh, mode))[0].decode_tok_s_per_user
+
+
+def _stages(shares: list[NodeShare], mode: str) -> list[tuple[int, int]] | None:
+    """The pipeline stages' [start, end) layers (place() gives every node one in pipeline mode)."""
+    return [s.layers for s in shares if s.layers is not None] if mode == "pipeline" else None
 
 
 def plan_cluster(model: str, nodes: list[Node], link: str | LinkProfile = "tb5", engine: str = "mlx",
@@ -302,25 +306,24 @@ def plan_cluster(model: str, nodes: list[Node], link: str | LinkProfile = "tb5",
     shares = place(mm, nodes, mode, engine, context, users, macos)
     fits = all(s.verdict != "no-fit" for s in shares)
     notes: list[str] = []
-    ranges = [s.layers for s in shares] if mode == "pipeline" else None
-    sp, per_node = speed(mm, geo, nodes, mode, engine, tr, prompt, gen, users, ranges)
+    sp, per_node = speed(mm, geo, nodes, mode, engine, tr, prompt, gen, users, _stages(shares, mode))
     shares = [s.model_copy(update={"decode_step_s": t, "decode_bound": b}) for s, (t, b) in zip(shares, per_node)]
     singles: dict[str, SingleMac] = {}
     for nd in nodes:
         if nd.label not in singles:
             singles[nd.label] = _single(mm, geo, nd, context, users, prompt, gen, macos)
-    fitting = [s for s in singles.values() if s.decode_tok_s is not None]
-    best = max(fitting, key=lambda s: s.decode_tok_s) if fitting else None
-    slower = best is not None and sp.decode_tok_s_per_user < 0.99 * best.decode_tok_s
+    fitting = [(s.decode_tok_s, s) for s in singles.values() if s.decode_tok_s is not None]
+    best_tok_s, best = max(fitting, key=lambda t: t[0]) if fitting else (0.0, None)
+    slower = best is not None and sp.decode_tok_s_per_user < 0.99 * best_tok_s
     scal: dict[int, float | None] = {}
     if scaling and len(nodes) > 1:
         scal[1] = singles[nodes[0].label].decode_tok_s
         for k in range(2, len(nodes) + 1):
             scal[k] = _decode_on(mm, geo, nodes[:k], mode, engine, tr, context, users, prompt, gen, macos)
     binding = _binding(shares, sp, mode, tr)
-    if slower:
+    if slower and best is not None:
         notes.append(f"adding Macs makes decode slower: {sp.decode_tok_s_per_user:.1f} tok/s on the cluster vs "
-                     f"{best.decode_tok_s:.1f} on one {best.label}; communication costs "
+                     f"{best_tok_s:.1f} on one {best.label}; communication costs "
                      f"{sp.comm_s_per_step * 1000:.1f} ms of the {1000 / sp.decode_tok_s_per_user:.1f} ms per token"
                      + (f" ({sp.comm_latency_s_per_step * 1000:.1f} ms of it latency)" if sp.comm_latency_s_per_step else ""))
     if mode == "tensor" and tr.backend != "jaccl":
@@ -384,7 +387,7 @@ def cluster_candidates(model: str, counts: tuple[int, ...] = (2, 3, 4), link: st
                                  scaling=False)
             except InputError:
                 continue
-            if p.fits:
+            if p.fits and p.speed is not None:  # a plan that fits has a speed
                 out.append(ClusterCandidate(macs=f"{k}x {node.label}", mac_id=m.id, count=k, price_usd=price,
                                             decode_tok_s_per_user=p.speed.decode_tok_s_per_user,
                                             prefill_tok_s=p.speed.prefill_tok_s, ttft_s=p.speed.ttft_s,

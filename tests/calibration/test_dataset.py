@@ -318,7 +318,9 @@ def test_shared_prompt_rows_are_marked(by_id):
     assert not by_id[233].prompt_shared and not by_id[234].prompt_shared
 
 
+@pytest.mark.requires_scipy  # calibration.fit imports scipy
 def test_shared_prompt_records_prefill_once_and_share_the_decode_prefix():
+    pytest.importorskip("scipy", reason="calibration.fit needs scipy (make test installs it)")
     from calibration.fit import load_training_records
 
     data, _ = load_training_records()

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from calibration import report as R
+import pytest
+
+pytest.importorskip("scipy", reason="calibration.report imports the speed fit (scipy; make test installs it)")
+pytestmark = pytest.mark.requires_scipy
+
+from calibration import report as R  # noqa: E402
 
 
 def test_readme_accuracy_section_is_generated_by_the_report():

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from bounded import EXTRA_BYTES, run_module
 
 HERE = Path(__file__).parent
 
 
+@pytest.mark.slow  # 600 generated inputs in a capped child (~35 s on a busy machine); make test runs it
 def test_reader_fuzzers_stay_bounded():
     env = {"PYTHONPATH": f"{HERE.parent.parent}:{HERE}"}
     idle = run_module("fuzz_readers:warm_up", [], env=env)  # imports everything, runs nothing

@@ -262,7 +262,8 @@ def test_truncated_header_is_one_line_not_a_hang(tmp_path):
 
     p = tmp_path / "cut.gguf"
     write_llama8b(p)
-    data = p.read_bytes()[:3000]        # the header stops inside the tensor table
+    with p.open("rb") as f:             # the file is ~5 GB sparse: read only what is kept
+        data = f.read(3000)             # the header stops inside the tensor table
     p.write_bytes(data)
     with pytest.raises(SourceError, match="not a valid GGUF"):
         local.read_gguf(p)
