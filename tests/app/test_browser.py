@@ -101,6 +101,16 @@ def _wait_idle(page) -> None:
         " === 'notRunning'")
 
 
+def _open_page(page, title: str) -> None:
+    """Switch to another page of the app by its sidebar title and wait for its heading and its run to finish."""
+    from playwright.sync_api import expect
+
+    _wait_idle(page)
+    page.get_by_test_id("stSidebar").get_by_text(title, exact=True).click()
+    expect(page.get_by_role("heading", name=title)).to_be_visible()
+    _wait_idle(page)
+
+
 ANSWER = ".st-key-answer [data-testid=stAlert]"
 CLI_WORDS = re.compile(r"(?<![\w-])--[a-z]|user\(s\)|slot\(s\)|`plan |mac-llm-planner-uploads")
 # the page's text without code blocks (the launch recipe is a shell command and has flags by design)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.test_browser import ARTIFACTS, TIMEOUT_MS, _pick, _wait_idle, page, server  # noqa: F401 (fixtures)
+from tests.app.test_browser import ARTIFACTS, TIMEOUT_MS, _open_page, _pick, _wait_idle, page, server  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.requires_browser
 
@@ -17,10 +17,7 @@ def test_finetune_page(page):  # noqa: F811
     from planner.finetune import FinetuneRequest, plan_finetune
 
     expect.set_options(timeout=TIMEOUT_MS)
-    _wait_idle(page)
-    page.get_by_test_id("stSidebar").get_by_text(PAGE_TITLE, exact=True).click()
-    expect(page.get_by_role("heading", name=PAGE_TITLE)).to_be_visible()
-    _wait_idle(page)
+    _open_page(page, PAGE_TITLE)
     # defaults: llama-3.1-8b, no chip, 32 GB, 4-bit QLoRA, 2048 x 4, 16 layers, rank 8
     p = plan_finetune(FinetuneRequest(model="llama-3.1-8b", ram_gb=32.0, quant="4bit", dataset_tokens=2_000_000))
     alert = page.get_by_test_id("stAlert").first

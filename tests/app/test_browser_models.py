@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.test_browser import ARTIFACTS, TIMEOUT_MS, _pick, _wait_idle, page, server  # noqa: F401 (fixtures)
+from tests.app.test_browser import ARTIFACTS, TIMEOUT_MS, _open_page, _pick, _wait_idle, page, server  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.requires_browser
 
@@ -18,10 +18,7 @@ def test_what_can_i_run_page(page):  # noqa: F811
     from planner.models import Query, what_runs
 
     expect.set_options(timeout=TIMEOUT_MS)
-    _wait_idle(page)
-    page.get_by_test_id("stSidebar").get_by_text(PAGE_TITLE, exact=True).click()
-    expect(page.get_by_role("heading", name=PAGE_TITLE)).to_be_visible()
-    _wait_idle(page)
+    _open_page(page, PAGE_TITLE)
     # the page opens on an M4 Max 40-core with 64 GB, any task, 8K context, one user
     expected = what_runs(Query(ram_gb=64, chip=profiles.resolve_chip("m4-max-40gpu")))
     want = table_rows(expected, expected.rows)
