@@ -405,16 +405,13 @@ def _closest(found: Found, wl: WorkloadProfile) -> list[tuple[tuple, ServingOpti
     """Options that miss a target, closest first: fewest misses, then the smallest shortfall on the worst-missed
     target (in 5 % steps from the closest), then quality (a faster decode that does not help the binding target
     is no reason for a lossier quant or KV), then fastest per user, then shortest TTFT."""
-    with_speed = [o for o in found.every if o.speed is not None]
+    short = [(o, sp, shortfall(o, wl)) for o in found.every if (sp := o.speed) is not None]
     best: dict[int, float] = {}
-    for o in with_speed:
-        best[len(o.misses)] = min(best.get(len(o.misses), math.inf), shortfall(o, wl))
-
-    def steps(o: ServingOption) -> int:   # 0: within 5 % of the closest option with as many misses
-        return math.floor(math.log(shortfall(o, wl) / best[len(o.misses)]) / math.log(SHORTFALL_STEP) + 1e-9)
-
-    return [((len(o.misses), steps(o), *quality_rank(o), -sp.decode_tok_s_per_user, sp.ttft_s), o)
-            for o in with_speed if (sp := o.speed) is not None]
+    for o, _, f in short:
+        best[len(o.misses)] = min(best.get(len(o.misses), math.inf), f)
+    # steps of 5 % above the closest option with as many misses (0: within 5 % of it)
+    return [((len(o.misses), math.floor(math.log(f / best[len(o.misses)]) / math.log(SHORTFALL_STEP) + 1e-9),
+              *quality_rank(o), -sp.decode_tok_s_per_user, sp.ttft_s), o) for o, sp, f in short]
 
 
 def _rank(cands: list[tuple[tuple, ServingOption]], top: int) -> list[ServingOption]:
