@@ -60,7 +60,7 @@ def render_models(r, top: int = 0) -> str:
             out.append(f"({top} of {len(rows)} shown; --top 0 lists all)")
     if not r.rows and not r.embedding_rows:
         out.append("(no model in the selection)")
-    if any(x.score_caveats for x in (*r.rows, *r.embedding_rows)[:top or None]):
+    if any(x.score_caveats for rows in (r.rows, r.embedding_rows) for x in (rows[:top] if top else rows)):
         out.append(SCORE_CAVEAT_NOTE)
     if r.excluded:
         out.append("")
