@@ -97,5 +97,5 @@ def page() -> None:  # pragma: no cover - exercised in a real browser by tests/a
     box("  \n".join(summary_lines(p)))
     for n in p.notes:
         st.caption(n)
-    st.plotly_chart(memory_chart(p), use_container_width=True, key="ft_chart")
+    st.plotly_chart(memory_chart(p), width="stretch", key="ft_chart")
     st.code(p.command + (f"\n\n# lora.yaml\n{p.lora_config}" if p.lora_config else ""), language="bash")

@@ -103,7 +103,7 @@ def page() -> None:  # pragma: no cover - exercised by tests/app/test_browser_mo
     st.info(f"{head}: {len(r.rows)} models. {r.quality_basis[:1].upper() + r.quality_basis[1:]}.")
     if r.best_effort:
         st.warning("Nothing meets every filter; the closest are shown. " + " ".join(r.binding))
-    st.plotly_chart(quality_speed_chart(r), use_container_width=True, key="mr_chart")
+    st.plotly_chart(quality_speed_chart(r), width="stretch", key="mr_chart")
     st.table(table_rows(r, r.rows))
     if r.embedding_rows:
         st.subheader("Embedding models (ranked among themselves)")

@@ -31,6 +31,7 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 TIMEOUT_MS = 60_000
+SERVER_LOGS: list[Path] = []  # the running Streamlit server's output file, last started last
 
 
 def _free_port() -> int:
@@ -40,17 +41,21 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server():
+def server(tmp_path_factory):
     pytest.importorskip("streamlit")
     if not Path(CHROMIUM).exists():
         pytest.skip("Debian chromium is not installed (scripts/bootstrap.sh full installs it)")
     port = _free_port()
+    log = tmp_path_factory.mktemp("streamlit") / "server.log"
+    SERVER_LOGS.append(log)  # tests/app/conftest.py adds its tail to a failing test's report
     env = {**os.environ, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false", "HF_HUB_OFFLINE": "1"}
+    out = log.open("wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true", "--server.port", str(port),
          "--server.address", "127.0.0.1", "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false",
          "--client.toolbarMode", "minimal"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        # the server's output goes to a file: an unread pipe fills at 64 KiB and then blocks the server mid-run
+        cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:  # poll the health endpoint until the server answers
@@ -62,8 +67,8 @@ def server():
             pass
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
-            out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
-            pytest.fail(f"streamlit did not start on {url}:\n{out[-2000:]}")
+            out.close()
+            pytest.fail(f"streamlit did not start on {url}:\n{log.read_text(errors='replace')[-2000:]}")
         time.sleep(0.2)
     yield url
     proc.terminate()
@@ -71,19 +76,27 @@ def server():
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         proc.kill()
+    out.close()
 
 
 @pytest.fixture(scope="module")
-def page(server):
+def browser(server):
     sync_api = pytest.importorskip("playwright.sync_api")
     with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
-        pg = ctx.new_page()
-        pg.set_default_timeout(TIMEOUT_MS)
-        pg.goto(server)
-        yield pg
-        browser.close()
+        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, server):
+    """A fresh tab per test, so one test that fails mid-run cannot leave the next one waiting on its page."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    pg = ctx.new_page()
+    pg.set_default_timeout(TIMEOUT_MS)
+    pg.goto(server)
+    yield pg
+    ctx.close()
 
 
 def _pick(page, label: str, option: str) -> None:

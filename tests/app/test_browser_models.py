@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.app.test_browser import ARTIFACTS, TIMEOUT_MS, _open_page, _pick, _wait_idle, page, server  # noqa: F401 (fixtures)
+from tests.app.test_browser import ARTIFACTS, TIMEOUT_MS, _open_page, _pick, _wait_idle, browser, page, server  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.requires_browser
 
