@@ -303,9 +303,10 @@ class _Arrays:
                     self.dkv[i, j] = g.batch_kv_read(r.batch, c, r.shared_prefix)
                     keys = rf.keys_per_query(r.batch, c)
                     self.dattn[i, j] = 2 * r.batch * g.attn_keys(keys)
-                    # mv regime: columns beyond the first, not overlapped with the reads (throughput.step_parts)
+                    # mv regime: columns beyond the first, not overlapped with the reads (throughput.step_parts);
+                    # mm regime: the weight matmuls only, attention is its own kernel after them
                     self.cflops[i, j] = ((r.batch - 1) * rf.step_flops(1, keys) if self.mv[i]
-                                         else rf.mm_flops(padded, exp_rows, keys))
+                                         else rf.mm_flops(padded, exp_rows, 0.0))
             else:
                 tokens = r.prompt * r.batch
                 nch = tp.prefill_steps(r.runtime, r.prompt, r.batch, r.chunk, r.prefill_batch)
@@ -376,10 +377,14 @@ def _predict(theta: np.ndarray, A: _Arrays, idx, fixedv) -> np.ndarray:
     # regime (mv_max_batch: every B > 1 on kernel_mul_mm), so η_mv is identified by current rows only
     kv_slow = np.where(A.fa_off, pick("noflash_kv_factor"), 1.0)
     t_kv = np.maximum(A.dkv / (eta_bw * pick("eta_kv") * A.bw)[:, None], A.dattn / (pick("eta_attn") * F)[:, None])
-    tmem = ((A.dw + A.dexp / moe) / (eta_bw * A.bw))[:, None] + t_kv * kv_slow[:, None]
+    t_w = ((A.dw + A.dexp / moe) / (eta_bw * A.bw))[:, None]
+    t_att = t_kv * kv_slow[:, None]
     eta_k = np.where(A.mv, pick("eta_mv"), pick("eta_c_decode") * eta_c)
     tcmp = A.cflops / (eta_k * F)[:, None]
-    steps = fixed[:, None] + np.maximum(tmem, tcmp) + np.where(A.mv[:, None], np.minimum(tmem, tcmp), 0.0)
+    mv = A.mv[:, None]
+    # mv: weights + attention stream, the extra columns add on top; mm: max(weight reads, matmul) then attention
+    steps = fixed[:, None] + np.where(mv, np.maximum(t_w + t_att, tcmp) + np.minimum(t_w + t_att, tcmp),
+                                      np.maximum(t_w, tcmp) + t_att)
     mean = (steps[:, 0] + 4 * steps[:, 1] + steps[:, 2]) / 6
     dec = A.B / mean
     # prefill

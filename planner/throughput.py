@@ -6,10 +6,13 @@ Decode step (B sequences at context c each), docs/model-facts.md §5.1-5.2, gguf
                   r(B) = B·k/E below mm_id_min_batch (kernel_mul_mv_id re-reads per token), else 1 − (1 − k/E)^B
     flops(B, c) = B · (2·N_active + 2·A_full·c + 2·A_swa·min(c, W))
     t_attn      = max(B · kv(c) / (η_kv · η_bw · BW), 2·B·A(c) / (η_attn · F)) × (no flash attention: f_kv)
-    t_step      = L · t_layer + max(weights / (η_bw · BW) + t_attn, flops / (η_cd · η_c · q · F))
-                  (expert bytes at η_bw · moe_bw_factor; 2 ≤ B ≤ mv_max_batch: matrix-vector kernels, not overlapped:
-                  bytes / (η_bw · BW) + (B − 1) · flops_1 / (η_mv · F); larger B padded to the matrix-matrix tile,
-                  which is prefill's kernel_mul_mm: η_cd is a ratio to the prefill η_c · q of the same chip and quant)
+    t_step      = L · t_layer + weights / (η_bw · BW) + t_attn                              (B = 1)
+                  L · t_layer + weights / (η_bw · BW) + t_attn + (B − 1) · flops_1 / (η_mv · F)  (2 ≤ B ≤ mv_max_batch)
+                  L · t_layer + max(weights / (η_bw · BW), flops_w / (η_cd · η_c · q · F)) + t_attn   (larger B)
+                  (expert bytes at η_bw · moe_bw_factor; up to mv_max_batch the matrix-vector kernels add each further
+                  column's dot products to the reads; larger B runs prefill's kernel_mul_mm on the weights, padded to its
+                  tile (η_cd: a ratio to the prefill η_c · q of the same chip and quant), and the attention kernel
+                  after it, not overlapped: flops_w are the weight matmuls only)
 
 Prefill of P tokens per sequence on D cached tokens (§5.3)::
 
@@ -302,8 +305,9 @@ class Roofline:
         kernel_mul_mv_ext_* / mlx qmv_wide read a weight block once, then loop over the columns; the measured
         B = 2..8 steps grow by (B − 1) × a per-column cost, not as max(memory, compute)). The overlap that is not
         hidden, min(memory, compute), is returned in the fixed part so that fixed + max(memory, compute) is the
-        sum. Larger batches run the matrix-matrix kernel, which overlaps with the reads and pads the batch up to
-        its ``mm_tile`` (ggml-metal-ops.cpp ``ne11_mm_min = 8``; kernel_mul_mm 32-column tiles)."""
+        sum. Larger batches run the matrix-matrix kernel, which overlaps with the weight reads and pads the batch up
+        to its ``mm_tile`` (ggml-metal-ops.cpp ``ne11_mm_min = 8``; kernel_mul_mm 32-column tiles); the attention
+        over the caches (kv_time) is a separate kernel after the projections, so it is in the fixed part there."""
         k, g = self.k, self.geo
         w_exp = g.expert_bytes * g.expert_reads(batch, k.mm_id_min_batch or 1)
         t_mem = (g.dense_bytes + w_exp / k.moe_bw_factor) / (k.eta_bw * self.bw) + self.kv_time(batch, context)
@@ -315,8 +319,11 @@ class Roofline:
         padded = math.ceil(batch / k.mm_tile) * k.mm_tile
         # routed experts compute their B·k rows: a decode batch leaves each expert's tile mostly empty, and that
         # tile's cost is reading the expert once (the union in t_mem), not 32 full rows of FLOPs
-        t_cmp = self.mm_flops(padded, padded * g.top_k, keys) / (self.eta_mm_decode() * self.flops)
-        return fixed, t_mem, t_cmp
+        t_cmp = self.mm_flops(padded, padded * g.top_k, 0.0) / (self.eta_mm_decode() * self.flops)
+        # attention is its own kernel after the projections (flash_attn_ext_vec per sequence): it does not overlap
+        # with the matrix-matrix weight pass, so it joins the fixed part
+        t_att = self.kv_time(batch, context)
+        return fixed + t_att, t_mem - t_att, t_cmp
 
     def expert_rows(self, tokens: float) -> float:
         """Routed-expert token rows one matmul pass computes: each expert's rows padded to the tile in the

@@ -161,4 +161,5 @@ def test_derived_efficiencies_are_capped_at_one(combo, chip, eta_c_decode, eta_c
     assert 0 < r.eta_mm_decode() <= 1.0
     batch = 64
     _, _, t_cmp = r.step_parts(batch, 4096)
-    assert t_cmp >= batch * r.step_flops(1, 4096) / r.flops * (1 - 1e-9)  # never beyond peak
+    assert t_cmp >= batch * r.step_flops(1, 0) / r.flops * (1 - 1e-9)  # the weight matmuls never beyond peak
+    assert r.step_time(batch, 4096) >= batch * r.step_flops(1, 4096) / r.flops * (1 - 1e-9)  # with attention
