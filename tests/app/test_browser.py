@@ -29,9 +29,11 @@ APP = ROOT / "app" / "streamlit_app.py"
 ARTIFACTS = ROOT / "artifacts"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--disable-dev-shm-usage"]  # a container's small /dev/shm crashes tabs; chromium then uses /tmp
 TIMEOUT_MS = 60_000
 SERVER_LOGS: list[Path] = []  # the running Streamlit server's output file, last started last
+BROWSER_EVENTS: list[str] = []  # tab crashes and page errors seen so far
 
 
 def _free_port() -> int:
@@ -94,6 +96,9 @@ def page(browser, server):
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
     pg = ctx.new_page()
     pg.set_default_timeout(TIMEOUT_MS)
+    # a crashed tab or a closed page only shows as a timeout: note them for the failure report (conftest.py)
+    pg.on("crash", lambda _: BROWSER_EVENTS.append("the tab crashed"))
+    pg.on("pageerror", lambda e: BROWSER_EVENTS.append(f"page error: {e}"))
     pg.goto(server)
     yield pg
     ctx.close()
