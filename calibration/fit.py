@@ -277,6 +277,7 @@ class _Arrays:
         self.dexp = np.zeros(n)            # routed-expert bytes read by the step
         self.cflops = np.zeros((n, 3))     # FLOPs of the step's compute kernels (mv: the columns beyond the first)
         self.mv = np.zeros(n, bool)
+        self.eflops = np.zeros(n)          # mm regime: routed-expert FLOPs, rows padded per expert to the tile
         # prefill
         self.n_chunks = np.zeros(n)
         self.mm = np.zeros(n)
@@ -298,15 +299,15 @@ class _Arrays:
                 self.dexp[i] = g.expert_bytes * g.expert_reads(r.batch, kern["mm_id_min_batch"])
                 self.dw[i] = g.dense_bytes
                 padded = math.ceil(r.batch / kern["mm_tile"]) * kern["mm_tile"]
-                exp_rows = padded * g.top_k
                 for j, c in enumerate((a, (a + b) / 2, b)):
                     self.dkv[i, j] = g.batch_kv_read(r.batch, c, r.shared_prefix)
                     keys = rf.keys_per_query(r.batch, c)
                     self.dattn[i, j] = 2 * r.batch * g.attn_keys(keys)
                     # mv regime: columns beyond the first, not overlapped with the reads (throughput.step_parts);
                     # mm regime: the weight matmuls only, attention is its own kernel after them
-                    self.cflops[i, j] = ((r.batch - 1) * rf.step_flops(1, keys) if self.mv[i]
-                                         else rf.mm_flops(padded, exp_rows, 0.0))
+                    self.cflops[i, j] = ((r.batch - 1) * rf.step_flops(1, keys) if self.mv[i] else rf.mm_flops(padded))
+                if not self.mv[i] and g.top_k:   # Roofline.expert_time: padded per expert, at prefill's η_c · q
+                    self.eflops[i] = 2 * g.expert_matmul_params / g.top_k * rf.expert_rows(r.batch)
             else:
                 tokens = r.prompt * r.batch
                 nch = tp.prefill_steps(r.runtime, r.prompt, r.batch, r.chunk, r.prefill_batch)
@@ -380,7 +381,7 @@ def _predict(theta: np.ndarray, A: _Arrays, idx, fixedv) -> np.ndarray:
     t_w = ((A.dw + A.dexp / moe) / (eta_bw * A.bw))[:, None]
     t_att = t_kv * kv_slow[:, None]
     eta_k = np.where(A.mv, pick("eta_mv"), pick("eta_c_decode") * eta_c)
-    tcmp = A.cflops / (eta_k * F)[:, None]
+    tcmp = A.cflops / (eta_k * F)[:, None] + (A.eflops / (eta_c * F))[:, None]
     mv = A.mv[:, None]
     # mv: weights + attention stream, the extra columns add on top; mm: max(weight reads, matmul) then attention
     steps = fixed[:, None] + np.where(mv, np.maximum(t_w + t_att, tcmp) + np.minimum(t_w + t_att, tcmp),

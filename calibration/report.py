@@ -173,7 +173,9 @@ touched expert once), then attends over every sequence's cache at max(KV bytes a
 attention FLOPs at η_attn × peak) (× a fitted factor without flash attention, llama.cpp's separate KQ / softmax /
 KQV kernels); a prefix the sequences share is read once. Prefill is matmul plus causal-attention FLOPs, with each
 routed expert's rows padded to the 32-row tile of the expert matmul kernel (`kernel_mul_mm_id`, Poisson
-routing), so a MoE prefills slower at short prompts and small physical batches. mlx-lm prefills MLA (DeepSeek)
+routing), so a MoE prefills slower at short prompts and small physical batches. A decode batch above 8 runs the
+same matrix kernels: the dense weights as one 32-column tile (at a fitted fraction of prefill's efficiency), the
+experts from 32 tokens on as prefill does, padded per expert, then the attention kernel after them. mlx-lm prefills MLA (DeepSeek)
 with decompressed heads, decode with the absorbed latent, and the attention FLOPs follow. Every η ≤ 1, so no
 decode prediction exceeds bandwidth / bytes per step (a property test checks every chip × runtime profile).
 `python -m calibration.fit` fits the efficiencies (scipy least squares on log rates, weak priors) to the usable

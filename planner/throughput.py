@@ -317,9 +317,9 @@ class Roofline:
             t_cmp = (batch - 1) * self.step_flops(1, keys) / (k.eta_mv * self.flops)
             return fixed + min(t_mem, t_cmp), t_mem, t_cmp
         padded = math.ceil(batch / k.mm_tile) * k.mm_tile
-        # routed experts compute their B·k rows: a decode batch leaves each expert's tile mostly empty, and that
-        # tile's cost is reading the expert once (the union in t_mem), not 32 full rows of FLOPs
-        t_cmp = self.mm_flops(padded, padded * g.top_k, 0.0) / (self.eta_mm_decode() * self.flops)
+        # dense weights: one padded column tile at the batched-decode efficiency; routed experts: their own tiles,
+        # padded per expert, at the prefill efficiency (expert_time, the rule prefill uses)
+        t_cmp = self.mm_flops(padded) / (self.eta_mm_decode() * self.flops) + self.expert_time(batch)
         # attention is its own kernel after the projections (flash_attn_ext_vec per sequence): it does not overlap
         # with the matrix-matrix weight pass, so it joins the fixed part
         t_att = self.kv_time(batch, context)
@@ -332,6 +332,19 @@ class Roofline:
         if tokens >= (k.mm_id_min_batch or 1):
             return g.padded_expert_rows(tokens, k.mm_tile)
         return tokens * g.top_k
+
+    def expert_time(self, tokens: float) -> float:
+        """Compute time of the routed experts for one pass over ``tokens`` tokens (a prefill chunk or a decode
+        batch): expert_rows through one expert each at the prefill matrix efficiency η_c · q. [s]
+
+        kernel_mul_mm_id (ggml-metal.metal; ggml-metal-ops.cpp ggml_metal_op_mul_mat_id) runs a grid of 32-row
+        tiles per expert over all experts, so even a decode batch of 32 keeps as many threadgroups busy as a prefill
+        chunk: it runs at prefill's efficiency, with each touched expert's partial tile computed whole."""
+        g, k = self.geo, self.k
+        if not g.top_k:
+            return 0.0
+        q = (k.quant_prefill_factor or {}).get(g.quant_class, 1.0)
+        return 2 * g.expert_matmul_params / g.top_k * self.expert_rows(tokens) / (min(1.0, k.eta_c * q) * self.flops)
 
     def kv_time(self, batch: int, context: float) -> float:
         """Decode attention over the cache of ``batch`` sequences: max(KV stream, attention FLOPs). [s]
@@ -350,13 +363,11 @@ class Roofline:
         slow = 1.0 if self.flash_attn or self.runtime_family == "mlx-lm" else k.noflash_kv_factor
         return max(t_read, t_flops) * slow
 
-    def mm_flops(self, rows: float, expert_rows: float, context: float = 0.0) -> float:
-        """FLOPs of one matrix-matrix pass: ``rows`` (padded) token rows through the dense weights, lm_head and
-        attention, ``expert_rows`` (padded per expert, Geometry.padded_expert_rows) through one expert each."""
+    def mm_flops(self, rows: float) -> float:
+        """FLOPs of ``rows`` (padded) token rows through the dense weights and lm_head in one matrix-matrix pass
+        (routed experts: expert_time). [FLOP]"""
         g = self.geo
-        dense = 2 * (g.matmul_params - g.expert_matmul_params + g.head_params) + 2 * g.attn_keys(context)
-        per_expert = g.expert_matmul_params / g.top_k if g.top_k else 0.0
-        return rows * dense + expert_rows * 2 * per_expert
+        return rows * 2 * (g.matmul_params - g.expert_matmul_params + g.head_params)
 
     def eta_mm_decode(self) -> float:
         """Efficiency of the batched-decode matrix-matrix kernel: η_c_decode × the prefill η_c · q of this chip
@@ -405,11 +416,9 @@ class Roofline:
         per_chunk_tokens = tokens / n_chunks
         q = (k.quant_prefill_factor or {}).get(g.quant_class, 1.0)
         ct = int(math.ceil(per_chunk_tokens))
-        # routed experts: each chunk's rows per expert padded to the tile (Geometry.padded_expert_rows)
-        exp_rows = n_chunks * self.expert_rows(per_chunk_tokens)
-        per_expert = g.expert_matmul_params / g.top_k if g.top_k else 0.0
-        flops = 2 * (g.matmul_params - g.expert_matmul_params) * tokens + 2 * per_expert * exp_rows
-        t_mm = flops / (k.eta_c * q * self.flops)
+        # routed experts: each chunk's rows per expert padded to the tile (expert_time)
+        t_mm = (2 * (g.matmul_params - g.expert_matmul_params) * tokens / (k.eta_c * q * self.flops)
+                + n_chunks * self.expert_time(per_chunk_tokens))
         t_rd = n_chunks * (g.dense_bytes + g.expert_bytes * g.expert_reads(ct, k.mm_id_min_batch or 1) / k.moe_bw_factor
                            ) / (k.eta_bw * self.bw)
         fa = 1.0 if self.flash_attn or self.runtime_family == "mlx-lm" else k.noflash_attn_factor

@@ -347,6 +347,32 @@ def test_moe_prefill_pads_each_experts_rows_to_the_tile():
     assert bound == "compute"
 
 
+def test_batched_decode_attention_runs_after_the_matrix_kernel():
+    """B = 16 runs kernel_mul_mm on the weights (32-column tile: 32 × 1e9 FLOP / (0.2 × 0.5 × 1e13) = 32 ms, above
+    the 20 ms of reads), then the attention kernel: 16 × 1000 tokens × 1000 B / (0.5 × 1e11) = 0.32 ms (its FLOPs,
+    2 × 16 × 256 × 1000 / (0.25 × 1e13) = 3.3 us, are below the read). The attention adds to the step; it is not
+    hidden under the matmul."""
+    r = rf()
+    assert r.kv_time(16, 1000) == pytest.approx(3.2e-4, rel=1e-12)
+    assert r.step_time(16, 1000) == pytest.approx(2e-4 + 3.2e-4 + 0.032, rel=1e-12)
+    assert r.step_time(16, 1000) - r.step_time(16, 0) == pytest.approx(3.2e-4, rel=1e-9)
+
+
+def test_moe_batched_decode_pads_each_experts_rows_at_prefill_efficiency():
+    """32 sequences, 4 experts, top-1 (kernel_mul_mm_id from 32 rows): λ = 8 rows per expert, each expert's rows
+    padded to one 32-row tile: 4 × 32 × E[ceil(n/32)] ≈ 127.96 rows through 0.4e9 expert params at the prefill
+    η_c · q = 0.5 (5e12 FLOP/s): 20.47 ms; the 0.1e9 dense params run one 32-column tile at η_cd · η_c = 0.1:
+    32 × 0.2e9 / 1e12 = 6.4 ms."""
+    r = tp.roofline(GEO_MOE, chip(), RES, "llama.cpp", flash_attn=True, chunk=512)
+    rows = 4 * 32 * tp.expected_tiles(8.0, 32)
+    assert rows == pytest.approx(127.957, abs=1e-3)
+    t_exp = 2 * 0.4e9 * rows / 5e12
+    assert r.expert_time(32) == pytest.approx(t_exp, rel=1e-12)
+    fixed, mem, cmp = r.step_parts(32, 0)
+    assert cmp == pytest.approx(0.0064 + t_exp, rel=1e-12)
+    assert r.step_time(32, 0) == pytest.approx(2e-4 + 0.0064 + t_exp, rel=1e-12)   # compute-bound: 26.9 > 20 ms
+
+
 def test_decode_attention_is_max_of_kv_stream_and_flops():
     """An absorbed-MLA-like cache: 1e6 attention MACs per key but only 1000 B per key. At 1000 cached tokens
     the FLOPs (2 × 1e6 × 1000 / (0.25 × 1e13) = 0.8 ms) beat the read (1 MB / (0.5 × 1 × 1e11) = 0.02 ms)."""
