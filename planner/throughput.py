@@ -310,10 +310,12 @@ class Roofline:
         over the caches (kv_time) is a separate kernel after the projections, so it is in the fixed part there."""
         k, g = self.k, self.geo
         w_exp = g.expert_bytes * g.expert_reads(batch, k.mm_id_min_batch or 1)
-        t_mem = (g.dense_bytes + w_exp / k.moe_bw_factor) / (k.eta_bw * self.bw) + self.kv_time(batch, context)
+        t_w = (g.dense_bytes + w_exp / k.moe_bw_factor) / (k.eta_bw * self.bw)
+        t_att = self.kv_time(batch, context)
         fixed = g.n_layers * k.t_layer_s
         keys = self.keys_per_query(batch, context)
         if batch <= k.mv_max_batch:
+            t_mem = t_w + t_att
             t_cmp = (batch - 1) * self.step_flops(1, keys) / (k.eta_mv * self.flops)
             return fixed + min(t_mem, t_cmp), t_mem, t_cmp
         padded = math.ceil(batch / k.mm_tile) * k.mm_tile
@@ -322,8 +324,7 @@ class Roofline:
         t_cmp = self.mm_flops(padded) / (self.eta_mm_decode() * self.flops) + self.expert_time(batch)
         # attention is its own kernel after the projections (flash_attn_ext_vec per sequence): it does not overlap
         # with the matrix-matrix weight pass, so it joins the fixed part
-        t_att = self.kv_time(batch, context)
-        return fixed + t_att, t_mem - t_att, t_cmp
+        return fixed + t_att, t_w, t_cmp
 
     def expert_rows(self, tokens: float) -> float:
         """Routed-expert token rows one matmul pass computes: each expert's rows padded to the tile in the
