@@ -341,11 +341,11 @@ class Roofline:
         kernel_mul_mm_id (ggml-metal.metal; ggml-metal-ops.cpp ggml_metal_op_mul_mat_id) runs a grid of 32-row
         tiles per expert over all experts, so even a decode batch of 32 keeps as many threadgroups busy as a prefill
         chunk: it runs at prefill's efficiency, with each touched expert's partial tile computed whole."""
-        g, k = self.geo, self.k
+        g = self.geo
         if not g.top_k:
             return 0.0
-        q = (k.quant_prefill_factor or {}).get(g.quant_class, 1.0)
-        return 2 * g.expert_matmul_params / g.top_k * self.expert_rows(tokens) / (min(1.0, k.eta_c * q) * self.flops)
+        return 2 * g.expert_matmul_params / g.top_k * self.expert_rows(tokens) / (min(1.0, self.eta_prefill())
+                                                                                    * self.flops)
 
     def kv_time(self, batch: int, context: float) -> float:
         """Decode attention over the cache of ``batch`` sequences: max(KV stream, attention FLOPs). [s]
@@ -375,9 +375,11 @@ class Roofline:
         and weight class. Same kernel as prefill (ggml-metal-common.cpp ggml_metal_op_mul_mat_use_mm: ne11 > 8
         -> kernel_mul_mm), so generation and dequantization cost carry over; η_c_decode is what one 32-column
         tile achieves relative to a full prefill (fitted on M2 Ultra llama-batched-bench rows)."""
-        k = self.k
-        q = (k.quant_prefill_factor or {}).get(self.geo.quant_class, 1.0)
-        return min(1.0, k.eta_c_decode * k.eta_c * q)
+        return min(1.0, self.k.eta_c_decode * self.eta_prefill())
+
+    def eta_prefill(self) -> float:
+        """Prefill matrix efficiency of this chip and weight class: η_c × the dequantization factor q. [1]"""
+        return self.k.eta_c * (self.k.quant_prefill_factor or {}).get(self.geo.quant_class, 1.0)
 
     def step_time(self, batch: int, context: float) -> float:
         fixed, t_mem, t_cmp = self.step_parts(batch, context)
@@ -415,10 +417,9 @@ class Roofline:
         tokens = prompt * batch
         n_chunks = prefill_steps(self.runtime_family, prompt, batch, self.chunk, self.prefill_batch)
         per_chunk_tokens = tokens / n_chunks
-        q = (k.quant_prefill_factor or {}).get(g.quant_class, 1.0)
         ct = int(math.ceil(per_chunk_tokens))
         # routed experts: each chunk's rows per expert padded to the tile (expert_time)
-        t_mm = (2 * (g.matmul_params - g.expert_matmul_params) * tokens / (k.eta_c * q * self.flops)
+        t_mm = (2 * (g.matmul_params - g.expert_matmul_params) * tokens / (self.eta_prefill() * self.flops)
                 + n_chunks * self.expert_time(per_chunk_tokens))
         t_rd = n_chunks * (g.dense_bytes + g.expert_bytes * g.expert_reads(ct, k.mm_id_min_batch or 1) / k.moe_bw_factor
                            ) / (k.eta_bw * self.bw)
