@@ -5,9 +5,11 @@ python benchmarks/serve_vs_llama_server.py [--requests 60] [--budget 60] [--seed
 Builds a 29 M-parameter random-weight Llama GGUF, calibrates the planner with `plan calibrate` into a private
 user-profile folder, starts llama-server -np 4, and at three request rates (0.3, 0.6 and 0.85 of the calibrated
 saturation rate) replays a seeded Poisson trace with an async streaming client and runs `plan serve --trace` on
-the same trace. Prints measured vs predicted TTFT p50/p95 and generated tokens/s, the machine's speed drift (a
-fixed llama-batched-bench run before and after calibrating and after each rate) and the load average: the
-machine should be quiet, the client, the server and anything else share its cores.
+the same trace. A fixed llama-batched-bench run (the speed probe) before and after calibrating and before and after
+each rate tells how fast the machine was during each; `plan serve` predicts each rate for that speed (step times ×
+probe now / probe while calibrating). Prints measured vs predicted TTFT p50/p95 and generated tokens/s, the speed
+factors and the load average: the machine should be quiet, the client, the server and anything else share its
+cores.
 """
 
 from __future__ import annotations
@@ -46,16 +48,14 @@ def main() -> None:
     t0 = time.perf_counter()
     model = sc.build_model(work)
     log(f"model {model.name} built in {time.perf_counter() - t0:.0f} s; calibrating for {a.budget:g} s")
-    probes = [sc.speed_probe(model)]
-    chip, ram = sc.calibrate(model, a.budget)
-    probes.append(sc.speed_probe(model))
-    mu, rows = sc.compare(model, chip, ram, a.requests, a.seed, log=log, probes=probes)
+    chip, ram, cal_probe, cal_moved = sc.calibrate_probed(model, a.budget)
+    mu, rows = sc.compare(model, chip, ram, a.requests, a.seed, log=log, calibration_probe=cal_probe)
     print(f"plan serve vs llama-server -np {sc.SLOTS} (slots of {sc.SLOT_CONTEXT} tokens), {model.name} on {chip}; "
           f"prompt {sc.length_spec(sc.PROMPTS)}, answer {sc.length_spec(sc.GENS)} tokens; "
           f"calibrated saturation {mu:.2f} requests/s; seed {a.seed}")
     print(sc.render(rows))
-    print(f"speed probe (llama-batched-bench, s) before/after calibrating and after each rate: "
-          f"{' '.join(f'{p:.3f}' for p in probes)}; drift {sc.drift(probes):.0%}")
+    print(f"speed probe (llama-batched-bench) while calibrating: {cal_probe:.3f} s, moved {cal_moved:.0%} between "
+          f"the probes before and after it")
     print(f"load average after the run: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
           f"{time.perf_counter() - t0:.0f} s in all")
 

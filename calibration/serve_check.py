@@ -57,6 +57,12 @@ class Trace:
     prompt: np.ndarray
     gen: np.ndarray
 
+    def slowed(self, factor: float) -> Trace:
+        """The same requests on a clock ``factor`` × slower: arrivals ÷ factor. A server whose every step takes
+        ``factor`` × longer meets this trace exactly as the calibrated one meets the original, with every time ×
+        ``factor`` (a queue's event times scale with its service and arrival times together)."""
+        return Trace(self.arrival / factor, self.prompt, self.gen)
+
     def write(self, path: Path) -> Path:
         """The CSV `plan serve --trace` reads (arrival_s,prompt,gen)."""
         with open(path, "w", newline="") as f:
@@ -280,6 +286,15 @@ def calibrate(model: Path, budget_s: float) -> tuple[str, float]:
     return chip.id, float(max(chip.ram_options_gb))
 
 
+def calibrate_probed(model: Path, budget_s: float) -> tuple[str, float, float, float]:
+    """:func:`calibrate` between two speed probes -> (chip id, RAM [GB], the probe time while calibrating (mean of
+    the two) [s], how far the two probes are apart)."""
+    before = speed_probe(model)
+    chip, ram = calibrate(model, budget_s)
+    after = speed_probe(model)
+    return chip, ram, (before + after) / 2, drift([before, after])
+
+
 def speed_probe(model: Path, reps: int = 3) -> float:
     """Seconds of a fixed llama-batched-bench run (4 × 192 prompt tokens, 32 decode steps) on the server's core,
     median of ``reps``: the machine's speed now, to tell a drift (a shared machine) from a model error."""
@@ -302,6 +317,8 @@ class Row:
     n: int
     measured: dict
     predicted: dict
+    speed: float = 1.0        # probe time around this load / at calibration: > 1 when the machine ran slower
+    probe_drift: float = 0.0  # the probes just before and after this load: how much the speed moved during it
 
     def error(self, key: str) -> float:
         """(predicted - measured) / measured."""
@@ -314,9 +331,14 @@ def drift(probes: list[float]) -> float:
 
 
 def compare(model: Path, chip: str, ram: float, n_requests: int, seed: int = 0, loads=LOADS,
-            log=lambda s: None, probes: list[float] | None = None) -> tuple[float, list[Row]]:
+            log=lambda s: None, calibration_probe: float | None = None) -> tuple[float, list[Row]]:
     """Saturation rate from `plan serve`, then at each load: the real server and `plan serve` on the same trace.
-    A speed probe follows every load (appended to ``probes``). -> (saturation rate [1/s], rows)"""
+    -> (saturation rate [1/s], rows)
+
+    A shared machine's speed moves by tens of percent within minutes, so a calibration taken before the server ran
+    describes another machine. With ``calibration_probe`` (the speed probe's time while `plan calibrate` ran) each
+    load is bracketed by two probes, and `plan serve` predicts it for the machine as fast as those probes say: the
+    step times × speed = probe now / probe at calibration (:meth:`Trace.slowed`; nothing is fitted to the server)."""
     base = serve_args(model, chip, ram, SLOTS, SLOT_CONTEXT)
     mu = plan_serve([*base, "--prompt", length_spec(PROMPTS), "--gen", length_spec(GENS), "--rate", "1/s",
                      "--duration", "60s"])["saturation_rate_per_s"]
@@ -327,23 +349,26 @@ def compare(model: Path, chip: str, ram: float, n_requests: int, seed: int = 0, 
         warm_up(srv.url, vocab)
         for i, load in enumerate(loads):
             trace = poisson_trace(load * mu, n_requests, PROMPTS, GENS, seed + i)
+            before = speed_probe(model) if calibration_probe else None
             m = drive(srv.url, trace, vocab, seed + i)
             if np.any(m.tokens != trace.gen) or np.any(m.prompt_processed > trace.prompt):
                 raise CalibrationError("llama-server did not generate exactly the requested tokens")
-            p = plan_serve([*base, "--trace", str(trace.write(Path(tmp) / f"trace-{i}.csv"))])
-            rows.append(Row(load, load * mu, n_requests, summary(m, trace),
-                            {k: (p[k] if k == "throughput_tok_s" else p["ttft_s"][k.split("_")[1]])
-                             for k in ("ttft_p50_s", "ttft_p95_s", "throughput_tok_s")}))
+            speed, moved = 1.0, 0.0
+            if calibration_probe and before:
+                after = speed_probe(model)
+                speed, moved = (before + after) / 2 / calibration_probe, drift([before, after])
+            p = plan_serve([*base, "--trace", str(trace.slowed(speed).write(Path(tmp) / f"trace-{i}.csv"))])
+            pred = {k: p["ttft_s"][k.split("_")[1]] * speed for k in ("ttft_p50_s", "ttft_p95_s")}
+            pred["throughput_tok_s"] = p["throughput_tok_s"] / speed
+            rows.append(Row(load, load * mu, n_requests, summary(m, trace), pred, speed, moved))
             log(render([rows[-1]]).splitlines()[1])
-            if probes is not None:
-                probes.append(speed_probe(model))
     return mu, rows
 
 
 def render(rows: list[Row]) -> str:
     head = (f"{'load':>5} {'rate/s':>7} {'n':>4} | {'TTFT p50 meas':>13} {'pred':>7} {'err':>6} | "
             f"{'TTFT p95 meas':>13} {'pred':>7} {'err':>6} | {'tok/s meas':>10} {'pred':>7} {'err':>6} | "
-            f"{'lag p95':>7}")
+            f"{'lag p95':>7} | {'speed':>5} {'moved':>5}")
     out = [head]
     for r in rows:
         cells = [f"{r.load:>5.2f} {r.rate_per_s:>7.2f} {r.n:>4}"]
@@ -352,6 +377,8 @@ def render(rows: list[Row]) -> str:
             cells.append(f"{r.measured[k] * unit:>{w}.0f} {r.predicted[k] * unit:>7.0f} "
                          f"{r.error(k):>+6.0%}")
         cells.append(f"{r.measured['client_lag_p95_s'] * 1000:>7.1f}")
+        cells.append(f"{r.speed:>5.2f} {r.probe_drift:>5.0%}")
         out.append(" | ".join(cells))
     return "\n".join(out) + ("\n(TTFT in ms; err = predicted / measured - 1; lag p95 [ms]: how late the client sent "
-                             "its requests)")
+                             "its requests; speed: probe time around the load / at calibration, the factor the "
+                             "prediction's step times carry; moved: the probes before and after the load apart)")

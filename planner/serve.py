@@ -102,15 +102,24 @@ class StepModel:
 
     def mixed(self, batch: int, ctx: float, pieces: list[tuple[int, int]]) -> float:
         """llama.cpp: one batch of ``batch`` decode tokens + prompt pieces (tokens, cached depth), split into
-        n_ubatch graphs (Roofline.chunk). The pieces' attention over their cached depth is added per piece; the
-        within-batch causal attention is counted over the whole batch (an upper bound)."""
-        t = self._pf(batch + sum(p for p, _ in pieces), 0)
+        n_ubatch graphs (Roofline.chunk). The weight matmuls run over all the batch's rows at once; each piece's
+        queries attend only to its own sequence (its cached depth and its own earlier tokens: the KQ mask of
+        llama-graph.cpp blocks other sequences' cells, and the flash-attention kernels skip masked keys), and the
+        decode tokens to their own caches (kv_time)."""
+        total = batch + sum(p for p, _ in pieces)
+        t = self._pf(total, 0) - self._attn(total, 0)
         for p, d in pieces:
-            if d:
-                t += self._pf(p, d) - self._pf(p, 0)
+            t += self._attn(p, d)
         if batch:
             t += self.rf.kv_time(batch, ctx)
         return t
+
+    def _attn(self, tokens: int, depth: int) -> float:
+        key = (-(-tokens // 16) * 16, depth // GRID * GRID)
+        v = self._memo.get(("attn", *key))
+        if v is None:
+            v = self._memo[("attn", *key)] = self.rf.prefill_attn_time(key[0], key[1])
+        return v
 
     def prompt_batch(self, chunk: int, depth: float, n: int) -> float:
         """mlx-lm: ``n`` prompts advanced by ``chunk`` tokens each (right-padded) at mean depth ``depth``."""

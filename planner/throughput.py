@@ -423,12 +423,16 @@ class Roofline:
                 + n_chunks * self.expert_time(per_chunk_tokens))
         t_rd = n_chunks * (g.dense_bytes + g.expert_bytes * g.expert_reads(ct, k.mm_id_min_batch or 1) / k.moe_bw_factor
                            ) / (k.eta_bw * self.bw)
-        fa = 1.0 if self.flash_attn or self.runtime_family == "mlx-lm" else k.noflash_attn_factor
-        attn = self.prefill_attn_flops(prompt, depth, batch)
-        t_attn = attn * fa / (k.eta_attn * self.flops)
         head = 2 * g.head_params * batch / (k.eta_c * self.flops)  # logits of the last position only
         bound = "compute" if t_mm >= t_rd else "bandwidth"
-        return n_chunks * g.n_layers * k.t_layer_s + max(t_mm, t_rd) + t_attn + head, bound
+        return n_chunks * g.n_layers * k.t_layer_s + max(t_mm, t_rd) + self.prefill_attn_time(prompt, depth, batch) \
+            + head, bound
+
+    def prefill_attn_time(self, prompt: int, depth: int = 0, batch: int = 1) -> float:
+        """The causal attention part of prefill_time: prefill_attn_flops at η_attn (× the no-flash slowdown). [s]"""
+        k = self.k
+        fa = 1.0 if self.flash_attn or self.runtime_family == "mlx-lm" else k.noflash_attn_factor
+        return self.prefill_attn_flops(prompt, depth, batch) * fa / (k.eta_attn * self.flops)
 
 
 def prefill_steps(runtime_family: str, prompt: int, batch: int, chunk: int, prefill_batch: int = 1) -> int:

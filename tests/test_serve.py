@@ -205,6 +205,18 @@ def test_one_prompt_batch_is_the_roofline_prefill(qwen):
     assert st.mixed(4, 3000.0, [(1024, 0)]) > st.mixed(0, 0.0, [(1024, 0)]) + qwen.rf.kv_time(4, 3000.0) * 0.999
 
 
+def test_prompts_sharing_a_batch_attend_only_to_their_own_tokens(qwen):
+    """Two 512-token prompts in one batch: the weight matmuls see 1024 rows, but each prompt's causal attention
+    covers its own 512 tokens (512²/2 keys each, 2 × 131 072), not one 1024-token sequence (524 288): the batch
+    costs the 1024-token prefill less half of its attention (the attention scales with keys: 262 144 of 524 288)."""
+    st = StepModel(qwen.rf, 8192)
+    rf = qwen.rf
+    one_seq = rf.prefill_time(1024, 0)[0]
+    a1024 = rf.prefill_attn_time(1024, 0)
+    assert rf.prefill_attn_time(512, 0) == pytest.approx(a1024 / 4, rel=1e-12)   # keys ∝ P²
+    assert st.mixed(0, 0.0, [(512, 0), (512, 0)]) == pytest.approx(one_seq - a1024 / 2, rel=1e-12)
+
+
 @pytest.mark.parametrize("kind", ["llama.cpp", "mlx-lm"])
 def test_every_request_is_served_in_order_of_events(kind):
     """Random small loads on the hand step model: every request finishes; arrival ≤ admit ≤ first ≤ end."""
