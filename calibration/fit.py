@@ -284,6 +284,7 @@ class _Arrays:
         self.rd = np.zeros(n)
         self.rd_exp = np.zeros(n)
         self.attn = np.zeros(n)
+        self.attn_mm = np.zeros(n)         # unfused prefill attention (MLX on a CPU): FLOPs at the matmul η_c
         self.head = np.zeros(n)
         self.fa_off = np.array([(not r.flash_attn) and r.runtime != "mlx-lm" for r in records])
         self.tokens = np.zeros(n)
@@ -292,7 +293,7 @@ class _Arrays:
             kern = KERNELS[r.runtime]
             # the same FLOP counts as planner.throughput (Roofline.mm_flops / step_flops), constants aside
             rf = tp.Roofline(geo=g, bw=1.0, flops=1.0, k=SpeedConstants(**kern), shared_prefix=r.shared_prefix,
-                             unified_kv=r.unified_kv)
+                             unified_kv=r.unified_kv, chunk=r.chunk)
             if r.phase == "decode":
                 a, b = r.depth, r.depth + max(r.gen, 1) - 1
                 self.mv[i] = r.batch <= mv_max_batch(r.runtime, r.era)
@@ -319,7 +320,10 @@ class _Arrays:
                 self.rd[i] = nch * g.dense_bytes
                 self.rd_exp[i] = nch * g.expert_bytes * g.expert_reads(int(math.ceil(tokens / nch)),
                                                                        kern["mm_id_min_batch"])
-                self.attn[i] = rf.prefill_attn_flops(r.prompt, r.depth, r.batch)
+                if tp.unfused_attention(r.runtime, r.chip):  # Roofline.prefill_attn_time: plain matmuls at η_c
+                    self.attn_mm[i] = rf.unfused_attn_flops(r.prompt, r.depth, r.batch)
+                else:
+                    self.attn[i] = rf.prefill_attn_flops(r.prompt, r.depth, r.batch)
                 self.head[i] = 2 * g.head_params * r.batch
 
 
@@ -391,7 +395,7 @@ def _predict(theta: np.ndarray, A: _Arrays, idx, fixedv) -> np.ndarray:
     # prefill
     fa = np.where(A.fa_off, pick("noflash_attn_factor"), 1.0)
     t = (A.n_chunks * fixed + np.maximum(A.mm / (eta_c * F), (A.rd + A.rd_exp / moe) / (pick("eta_bw") * A.bw))
-         + A.attn * fa / (pick("eta_attn") * F) + A.head / (pick("eta_c") * F))
+         + A.attn * fa / (pick("eta_attn") * F) + (A.head + A.attn_mm) / (pick("eta_c") * F))
     with np.errstate(divide="ignore", invalid="ignore"):
         pre = np.where(A.dec, 0.0, A.tokens / np.where(A.dec, 1.0, t))
     return np.where(A.dec, dec, pre)
@@ -500,7 +504,8 @@ def predict_record(r: FitRecord, consts: SpeedConstants) -> float:
                      * (consts.matrix_unit_factor if r.chip.gpu_matrix_units else 1.0),
                      k=consts, runtime_family="mlx-lm" if r.runtime == "mlx-lm" else "llama.cpp",
                      flash_attn=r.flash_attn, chunk=r.chunk, prefill_batch=r.prefill_batch,
-                     shared_prefix=r.shared_prefix, unified_kv=r.unified_kv)
+                     shared_prefix=r.shared_prefix, unified_kv=r.unified_kv,
+                     attn_unfused=tp.unfused_attention(r.runtime, r.chip))
     if r.phase == "prefill":
         t, _ = rf.prefill_time(r.prompt, r.depth, r.batch)
         return r.prompt * r.batch / t

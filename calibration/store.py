@@ -237,6 +237,7 @@ def custom_chip_data(device: dict[str, Any], chip_id: str) -> dict[str, Any]:
         "gpu_fp32_tflops": tf,
         "gpu_fp16_tflops": tf,
         "gpu_matrix_units": False,
+        "backend": "cpu",
         "release_year": date.today().year,
         "status": "shipping",
         "tflops_basis": f"measured: numpy fp32 GEMM {flops / 1e9:.1f} GFLOP/s by `plan calibrate`",

@@ -23,6 +23,11 @@ from calibration.errors import CalibrationError
 
 #: log-sigma of the priors: one sigma is a factor e^0.5 = 1.65 from the shipped value.
 PRIOR_SIGMA = 0.5
+#: ... on a device whose runtimes run on the CPU (Chip.on_cpu): the shipped constants describe Apple-GPU kernels
+#: (a CPU's naive MLX matmuls run at ~1 % of its GEMM peak where Metal reaches 60 %), so they centre the fit without
+#: holding it (e^2 = 7.4× per sigma). With 0.5 the priors outweighed the runs: on this repo's 2-vCPU VM the fitted
+#: mlx-lm per-column batch cost stayed so close to its Metal prior that batch 2 fitted 10 % off in-sample.
+CPU_PRIOR_SIGMA = 2.0
 # eta_kv: a depth point (decode at d512) tells the KV stream apart from the weight stream
 BASE_FREE = ("eta_bw", "eta_c", "eta_attn", "eta_c_decode", "t_layer_s", "eta_mv", "eta_kv")
 
@@ -55,6 +60,7 @@ class UserFit:
     nfev: int
     message: str
     rows: list[dict[str, Any]] = field(default_factory=list)  # label, phase, measured, predicted, ape
+    prior_sigma: float = PRIOR_SIGMA     # log-sigma the priors had
 
     @property
     def converged(self) -> bool:
@@ -95,8 +101,16 @@ def residuals_of(rows: list[dict[str, Any]]) -> dict[str, float]:
     return {k: v for k, v in res.items() if v is not None}
 
 
-def fit_user(records, chip, runtime: str, prior=None, prior_sigma: float = PRIOR_SIGMA) -> UserFit:
-    """Fit ``records`` (RunRecords of one runtime, measured on ``chip``) starting from the shipped constants."""
+def prior_sigma_for(chip) -> float:
+    """The log-sigma of a user fit's priors on ``chip``: PRIOR_SIGMA on a Mac, CPU_PRIOR_SIGMA off the GPU."""
+    return CPU_PRIOR_SIGMA if chip.on_cpu else PRIOR_SIGMA
+
+
+def fit_user(records, chip, runtime: str, prior=None, prior_sigma: float | None = None) -> UserFit:
+    """Fit ``records`` (RunRecords of one runtime, measured on ``chip``) starting from the shipped constants;
+    ``prior_sigma`` defaults to :func:`prior_sigma_for` the chip."""
+    if prior_sigma is None:
+        prior_sigma = prior_sigma_for(chip)
     from calibration import fit as F
     from planner.schema import SpeedConstants
 
@@ -126,7 +140,7 @@ def fit_user(records, chip, runtime: str, prior=None, prior_sigma: float = PRIOR
     rows = ape_rows(recs, chip, consts)
     return UserFit(runtime=runtime, chip_id=chip.id, constants=consts, prior=k, prior_source=prior_source,
                    params=params, residuals=residuals_of(rows), n_records=len(recs), status=int(diag["status"]),
-                   nfev=int(diag["nfev"]), message=str(diag["message"]), rows=rows)
+                   nfev=int(diag["nfev"]), message=str(diag["message"]), rows=rows, prior_sigma=prior_sigma)
 
 
 def build_profile(uf: UserFit, records, fitted_on: date | None = None):
@@ -142,7 +156,7 @@ def build_profile(uf: UserFit, records, fitted_on: date | None = None):
         id=f"{uf.chip_id}__{uf.runtime}", scope=uf.chip_id, runtime=uf.runtime, constants=uf.constants,
         provenance=Provenance(
             method=("user calibration: plan calibrate, calibration.fit.fit_efficiency_least_squares with the "
-                    f"shipped constants as priors (log-sigma {PRIOR_SIGMA})"),
+                    f"shipped constants as priors (log-sigma {uf.prior_sigma:g})"),
             fitted_on=fitted_on or date.today(), rows=len(records),
             data=f"{uf.runtime} {', '.join(versions)}; records {uf.chip_id}__{uf.runtime}.jsonl",
             residuals=uf.residuals,

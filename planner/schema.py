@@ -44,11 +44,18 @@ class Chip(_Profile):
     release_year: int
     status: Literal["shipping", "discontinued", "rumoured"]
     tflops_basis: str = ""
+    backend: Literal["metal", "cpu"] = Field("metal", description="What the runtimes compute on: an Apple GPU "
+                                             "(Metal) or, for a device `plan calibrate` measured off a Mac, the CPU")
     notes: str = ""
 
     @property
     def label(self) -> str:
         return f"{self.name} {self.gpu_cores}-core GPU"
+
+    @property
+    def on_cpu(self) -> bool:
+        """The runtimes run on the CPU here (custom devices written before ``backend`` existed included)."""
+        return self.backend == "cpu" or self.id.startswith("custom-")
 
 
 class MacProduct(_Profile):

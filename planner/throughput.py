@@ -21,6 +21,7 @@ Prefill of P tokens per sequence on D cached tokens (§5.3)::
     flops_attn = 2 · A · Σ_i min(D + i, W)             (causal; A = Σ_layers H·(d_qk + d_v))
     t_prefill  = n_chunks · L · t_layer + max(flops_mm / (η_c·q·F), n_chunks · W_read / (η_bw·BW))
                  + flops_attn · fa / (η_attn · F)
+                 (MLX on a CPU: unfused, every query of a chunk × every key up to its end, at η_c · F)
 
 with F the peak GPU FLOPS (× the matrix-unit factor on M5), q the weight-class dequantization factor, fa the
 no-flash-attention slowdown (llama.cpp -fa off) and n_chunks the number of physical batches (llama.cpp n_ubatch,
@@ -270,6 +271,7 @@ class Roofline:
     prefill_batch: int = 1    # sequences per prefill step (Runtime.prefill_batch)
     shared_prefix: int = 0    # leading context tokens every sequence of the batch shares (one copy in the cache)
     unified_kv: bool = False  # one cache for all sequences, every query scanning all its cells (masked)
+    attn_unfused: bool = False  # prefill attention as plain matmuls over the whole score rectangle (MLX on a CPU)
     calibration: str = ""     # where ``k`` came from (ResolvedSpeedConstants.source); estimate() reports it
 
     # ---- decode
@@ -429,10 +431,33 @@ class Roofline:
             + head, bound
 
     def prefill_attn_time(self, prompt: int, depth: int = 0, batch: int = 1) -> float:
-        """The causal attention part of prefill_time: prefill_attn_flops at η_attn (× the no-flash slowdown). [s]"""
+        """The causal attention part of prefill_time: prefill_attn_flops at η_attn (× the no-flash slowdown). [s]
+
+        Unfused (``attn_unfused``: MLX on a CPU stream, where mlx fast.cpp ScaledDotProductAttention::use_fallback
+        returns true for Device::cpu): the fallback computes scores = Q·Kᵀ, masks them (the causal mask is applied
+        to computed scores, not skipped), softmax, then scores·V, as ordinary matmuls. So every query of a chunk
+        meets every key up to the chunk's end, and the FLOPs run at the device's matmul efficiency η_c, not at
+        a fused attention kernel's η_attn (unfused_attn_flops)."""
         k = self.k
+        if self.attn_unfused:
+            return self.unfused_attn_flops(prompt, depth, batch) / (k.eta_c * self.flops)
         fa = 1.0 if self.flash_attn or self.runtime_family == "mlx-lm" else k.noflash_attn_factor
         return self.prefill_attn_flops(prompt, depth, batch) * fa / (k.eta_attn * self.flops)
+
+    def unfused_attn_flops(self, prompt: int, depth: int, batch: int) -> float:
+        """Attention FLOPs of an unfused prefill: each chunk of ``chunk`` queries times all D + end-of-chunk keys
+        (sliding-window layers: at most W + chunk keys, the rotating cache plus the chunk), 2 · Σ H·(d_qk + d_v)
+        per query-key pair. [FLOP]"""
+        g = self.geo
+        full = g.attn_full if g.prefill_attn_full is None else g.prefill_attn_full
+        macs, done = 0.0, 0
+        while done < prompt:
+            n = min(self.chunk, prompt - done)
+            keys = depth + done + n
+            swa_keys = min(keys, (g.window or keys) + n)
+            macs += n * (full * keys + g.attn_swa * swa_keys)
+            done += n
+        return 2 * batch * macs
 
 
 def prefill_steps(runtime_family: str, prompt: int, batch: int, chunk: int, prefill_batch: int = 1) -> int:
@@ -498,7 +523,14 @@ def roofline(geo: Geometry, chip: Chip, resolved: ResolvedSpeedConstants, runtim
     if chip.gpu_matrix_units:
         peak *= k.matrix_unit_factor
     return Roofline(geo=geo, bw=bandwidth(chip), flops=peak, k=k, runtime_family=runtime_family,
-                    flash_attn=flash_attn, chunk=chunk, prefill_batch=prefill_batch, calibration=resolved.source)
+                    flash_attn=flash_attn, chunk=chunk, prefill_batch=prefill_batch, calibration=resolved.source,
+                    attn_unfused=unfused_attention(runtime_family, chip))
+
+
+def unfused_attention(runtime_family: str, chip: Chip) -> bool:
+    """MLX computes prefill attention from separate ops on a CPU stream (Roofline.prefill_attn_time); llama.cpp's
+    CPU backend has a flash-attention kernel of its own (ggml-cpu ops.cpp ggml_compute_forward_flash_attn_ext)."""
+    return runtime_family == "mlx-lm" and chip.on_cpu
 
 
 def estimate(rf: Roofline, prompt: int, gen: int, depth: int = 0, batch: int = 1, calibration: str | None = None,

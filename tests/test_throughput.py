@@ -130,6 +130,29 @@ def test_mlx_batched_prefill_pays_the_step_cost_once_per_group():
     assert profiles.load_runtime("llama.cpp").prefill_batch == 1
 
 
+def test_mlx_on_a_cpu_runs_unfused_attention_over_the_whole_rectangle_at_the_matmul_efficiency():
+    """mlx fast.cpp: ScaledDotProductAttention::use_fallback is true on Device::cpu, so Q·Kᵀ, mask, softmax and ·V
+    are plain matmuls over every (query, key) pair up to the chunk's end, at η_c. GEO: A = Σ H·(d_qk + d_v) = 256.
+    1000 tokens in one 2048-token chunk on 0 cached: 2 · 256 · 1000 · 1000 = 5.12e8 FLOP (twice the causal
+    2 · 256 · 1000²/2), at η_c · F = 0.5 × 1e13 -> 0.1024 ms, where the fused kernel takes 2.56e8 / (0.25 × 1e13)
+    = 0.1024 ms too: η_attn = η_c / 2 here, so only the chunking below tells them apart. In 512-token chunks on
+    100 cached: 512 queries × 612 keys + 488 × 1100 -> 2 · 256 · (313,344 + 536,800) = 435,273,728 FLOP."""
+    cpu = chip(id="custom-0123abcd", backend="cpu")
+    r = tp.roofline(GEO, cpu, RES, "mlx-lm", chunk=2048)
+    assert r.attn_unfused and r.unfused_attn_flops(1000, 0, 1) == 2 * 256 * 1000 * 1000
+    assert r.prefill_attn_time(1000, 0, 1) == pytest.approx(5.12e8 / 5e12, rel=1e-12)
+    assert r.prefill_attn_time(1000, 0, 3) == pytest.approx(3 * 5.12e8 / 5e12, rel=1e-12)
+    r512 = tp.roofline(GEO, cpu, RES, "mlx-lm", chunk=512)
+    assert r512.unfused_attn_flops(1000, 100, 1) == 435_273_728
+    # an older custom chip file (no backend field) is still a CPU by its id; a Mac, and llama.cpp's own CPU
+    # flash-attention kernel, keep the causal count at η_attn
+    assert tp.roofline(GEO, chip(id="custom-0123abcd"), RES, "mlx-lm").attn_unfused
+    assert not tp.roofline(GEO, chip(), RES, "mlx-lm").attn_unfused
+    assert not tp.roofline(GEO, cpu, RES, "llama.cpp").attn_unfused
+    metal = tp.roofline(GEO, chip(), RES, "mlx-lm", chunk=512)
+    assert metal.prefill_attn_time(1000, 0, 1) == pytest.approx(2 * 256 * 1000 ** 2 / 2 / 2.5e12, rel=1e-12)
+
+
 def test_prefill_attention_grows_with_depth_and_window_caps_it():
     r = rf()
     assert r.prefill_time(512, 8192)[0] > r.prefill_time(512, 0)[0]

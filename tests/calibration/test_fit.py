@@ -63,6 +63,29 @@ def test_vectorised_fit_model_matches_planner_throughput():
     assert pred == pytest.approx([r.value for r in recs], rel=1e-9)
 
 
+def test_vectorised_fit_model_matches_planner_throughput_for_mlx_on_a_cpu():
+    """The unfused CPU attention of MLX (Roofline.prefill_attn_time: every query × every key up to its chunk's
+    end, at η_c) is in the fit's own vectorised model too, chunking included."""
+    import numpy as np
+
+    cpu = profiles.resolve_chip("m2-max-38gpu").model_copy(update={"id": "custom-00000000", "backend": "cpu"})
+    k = F.full_constants(TRUE, {**FIXED_Q, "noflash_attn_factor": 2.0, "matrix_unit_factor": 1.0}, cpu)
+    g = _geo(4, 512)
+    recs = []
+    for P, chunk in itertools.product((64, 256, 1024, 4096), (512, 2048)):
+        r = F.FitRecord(runtime="mlx-lm", chip=cpu, geo=g, phase="prefill", prompt=P, gen=0, depth=0, batch=1,
+                        value=1.0, chunk=chunk)
+        recs.append(F.FitRecord(**{**r.__dict__, "value": F.predict_record(r, k)}))
+    unfused = F.predict_record(recs[-1], k)
+    fused = F.predict_record(F.FitRecord(**{**recs[-1].__dict__, "chip": profiles.resolve_chip("m2-max-38gpu")}), k)
+    assert unfused != pytest.approx(fused, rel=1e-3)   # the rectangle at η_c, not the causal half at η_attn
+    spec = F.Spec("mlx-lm", free={"eta_c", "t_layer_s"})
+    names = F._param_names(recs, spec)
+    theta = np.log([k.eta_c if n.startswith("eta_c") else k.t_layer_s for n in names])
+    pred = F._predict(theta, F._Arrays(recs), F._index(recs, spec, names), F._fixed_values(recs, spec, FIXED_Q))
+    assert pred == pytest.approx([r.value for r in recs], rel=1e-9)
+
+
 def test_priors_pull_unidentified_parameters():
     recs = [r for r in _synthetic() if r.phase == "decode" and r.batch == 1]  # no prefill: eta_c unseen
     spec = F.Spec("llama.cpp", free={"eta_bw", "eta_c", "t_layer_s"})

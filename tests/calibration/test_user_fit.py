@@ -103,6 +103,27 @@ def test_noisy_runs_stay_close(chip):
         assert getattr(uf.constants, p) == pytest.approx(getattr(prior, p), rel=0.15), p
 
 
+def test_off_a_mac_the_priors_centre_the_fit_without_holding_it(chip):
+    """A CPU's kernels are far from the Metal constants the priors come from (MLX's CPU matmuls: ~1 % of peak). Runs
+    generated with η_c and η_mv at 1/40 of the shipped values: with the CPU log-sigma (2.0) the fit finds them
+    within 10 %; with the Mac one (0.5) the priors outweigh nine exact runs and leave a visible in-sample error."""
+    from calibration.user_fit import CPU_PRIOR_SIGMA, PRIOR_SIGMA, prior_sigma_for
+
+    cpu = chip.model_copy(update={"id": "custom-0000beef", "backend": "cpu"})
+    assert prior_sigma_for(cpu) == CPU_PRIOR_SIGMA == 2.0 and prior_sigma_for(chip) == PRIOR_SIGMA == 0.5
+    prior = shipped_constants(cpu, "mlx-lm").constants
+    truth = prior.model_copy(update={"eta_c": prior.eta_c / 40, "eta_mv": prior.eta_mv / 40})
+    recs = _measured(_plan("mlx-lm"), cpu, truth)
+    uf = fit_user(recs, cpu, "mlx-lm")
+    assert uf.converged and uf.prior_sigma == 2.0
+    assert uf.constants.eta_c == pytest.approx(truth.eta_c, rel=0.10)
+    assert uf.constants.eta_mv == pytest.approx(truth.eta_mv, rel=0.10)
+    assert uf.residuals["mape"] < 2
+    assert "log-sigma 2" in build_profile(uf, recs).provenance.method
+    held = fit_user(recs, cpu, "mlx-lm", prior_sigma=PRIOR_SIGMA)
+    assert held.residuals["mape"] > 2 * uf.residuals["mape"]
+
+
 def test_profile_round_trips(chip):
     recs = _measured(_plan("mlx-lm"), chip, shipped_constants(chip, "mlx-lm").constants)
     uf = fit_user(recs, chip, "mlx-lm")
