@@ -450,14 +450,9 @@ class Roofline:
         per query-key pair. [FLOP]"""
         g = self.geo
         full = g.attn_full if g.prefill_attn_full is None else g.prefill_attn_full
-        macs, done = 0.0, 0
-        while done < prompt:
-            n = min(self.chunk, prompt - done)
-            keys = depth + done + n
-            swa_keys = min(keys, (g.window or keys) + n)
-            macs += n * (full * keys + g.attn_swa * swa_keys)
-            done += n
-        return 2 * batch * macs
+        c = max(self.chunk, 1)
+        swa = _chunk_keys(prompt, depth, c, g.window + c) if g.window else _chunk_keys(prompt, depth, c, None)
+        return 2 * batch * (full * _chunk_keys(prompt, depth, c, None) + g.attn_swa * swa)
 
 
 def prefill_steps(runtime_family: str, prompt: int, batch: int, chunk: int, prefill_batch: int = 1) -> int:
@@ -467,6 +462,16 @@ def prefill_steps(runtime_family: str, prompt: int, batch: int, chunk: int, pref
     if runtime_family == "mlx-lm":
         return math.ceil(batch / prefill_batch) * math.ceil(prompt / chunk)
     return math.ceil(prompt * batch / chunk)
+
+
+def _chunk_keys(prompt: int, depth: int, chunk: int, cap: int | None) -> float:
+    """Σ over the chunks of a prompt of (queries in the chunk) × min(D + tokens up to its end, cap), in closed form:
+    m full chunks of c, then r = P − m·c; the first j0 full chunks stay under the cap."""
+    m, r = divmod(prompt, chunk)
+    j0 = m if cap is None else min(max((cap - depth) // chunk, 0), m)
+    total = chunk * j0 * depth + chunk * chunk * j0 * (j0 + 1) / 2 + chunk * (m - j0) * (cap or 0)
+    end = depth + prompt
+    return total + r * (end if cap is None else min(end, cap))
 
 
 def _keys_sum(prompt: float, depth: float, window: float | None) -> float:

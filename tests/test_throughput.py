@@ -153,6 +153,20 @@ def test_mlx_on_a_cpu_runs_unfused_attention_over_the_whole_rectangle_at_the_mat
     assert metal.prefill_attn_time(1000, 0, 1) == pytest.approx(2 * 256 * 1000 ** 2 / 2 / 2.5e12, rel=1e-12)
 
 
+@given(st.integers(0, 5000), st.integers(0, 6000), st.integers(1, 3000), st.one_of(st.none(), st.integers(1, 9000)))
+@settings(max_examples=200, deadline=None)
+def test_chunk_keys_closed_form_is_the_chunk_by_chunk_sum(prompt, depth, chunk, cap):
+    """The closed form behind unfused_attn_flops equals walking the chunks: each chunk's queries × min(keys up to
+    its end, cap)."""
+    total, done = 0, 0
+    while done < prompt:
+        n = min(chunk, prompt - done)
+        keys = depth + done + n
+        total += n * (keys if cap is None else min(keys, cap))
+        done += n
+    assert tp._chunk_keys(prompt, depth, chunk, cap) == pytest.approx(total, rel=1e-12, abs=1e-9)
+
+
 def test_prefill_attention_grows_with_depth_and_window_caps_it():
     r = rf()
     assert r.prefill_time(512, 8192)[0] > r.prefill_time(512, 0)[0]
