@@ -58,7 +58,9 @@ def render(r) -> str:
         f"{r.model} {r.quant} on {r.chip} ({r.ram_gb:g} GB) with {r.runtime}: {r.slots} slots of {r.slot_context:,} "
         f"tokens, {per_min(r.rate_per_s)} for {fmt_seconds(r.duration_s)} ({r.n_requests} requests, seed {r.seed})",
         f"  prompt {r.prompt}, answer {r.gen}"
-        + (f", {r.cached_prefix_share:.0%} of each prompt cached" if r.cached_prefix_share else ""),
+        + (f", {r.cached_prefix_share:.0%} of each prompt cached" if r.cached_prefix_share else "")
+        + {True: "; one unified KV stream", False: "; a KV stream per slot (batches split by slot)", None: ""}[
+            r.kv_unified],
         f"  TTFT          p50 {fmt_seconds(r.ttft_s.p50)}   p95 {fmt_seconds(r.ttft_s.p95)}   "
         f"p99 {fmt_seconds(r.ttft_s.p99)}   (queue wait p50 {fmt_seconds(r.queue_wait_s.p50)})",
         f"  per user      {fmt_tok_s(r.decode_tok_s_p50)} tok/s median, {fmt_tok_s(r.decode_tok_s_p5)} tok/s for "
@@ -119,6 +121,8 @@ def serve_cmd(
     seed: int = typer.Option(0, "--seed", help="Seed of the arrival process and lengths"),
     trace: str | None = typer.Option(None, "--trace", help="CSV of requests (arrival_s,prompt,gen) instead of Poisson"),
     sweep: bool = typer.Option(True, "--sweep/--no-sweep", help="Also try 1-32 slots for the best count"),
+    kv_unified: bool = typer.Option(False, "--kv-unified", help="llama-server --kv-unified (the default of -np auto): "
+                                    "one KV stream, so a batch is not split by slot"),
     macos: str = typer.Option("15", "--macos", help="macOS major version (default GPU limit)"),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON"),
 ):
@@ -137,6 +141,6 @@ def serve_cmd(
     req = ServeRequest(slots=slots, rate=parse_rate(rate), prompt=parse_length(prompt, "--prompt"),
                        gen=parse_length(gen, "--gen"), duration=parse_duration(duration), seed=seed,
                        cached_prefix_share=cached_prefix, slot_context=slot_context, max_ttft_p95=max_ttft_p95,
-                       sweep=sweep, trace=read_trace(trace) if trace else None)
+                       sweep=sweep, trace=read_trace(trace) if trace else None, kv_unified=kv_unified)
     r = serve(setup(chip, gpu_cores, ram, _model(model, quant), quant, runtime, macos), req)
     typer.echo(r.model_dump_json(indent=2) if json_out else render(r))

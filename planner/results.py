@@ -306,6 +306,8 @@ class ServeResult(BaseModel):
     prompt: str
     gen: str
     cached_prefix_share: float = 0.0
+    kv_unified: bool | None = Field(None, description="llama-server: one KV stream for all slots (--kv-unified), "
+                                    "else one per slot, whose batches split by slot; None for mlx_lm.server")
     ttft_s: Percentiles = Field(description="Time to first token, arrival to first token [s]")
     e2e_s: Percentiles = Field(description="Arrival to last token [s]")
     queue_wait_s: Percentiles = Field(description="Arrival to the start of prompt processing [s]")

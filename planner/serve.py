@@ -8,6 +8,12 @@ Two schedulers, each followed from its code:
   order, ``while (batch.size() < n_batch)``; ``llama_decode`` splits it into ``n_ubatch`` physical batches. The
   first token is sampled from the logits of the step that consumes the prompt's last token (``post_decode`` ->
   ``SLOT_STATE_GENERATING``). ``cache_prompt`` (default on, ``get_common_prefix``) skips the cached prefix.
+  A new request takes the least recently released idle slot (``get_available_slot``: ``t_last_used <= t_last``,
+  so ties go to the higher slot). With one KV stream per slot (``-np N`` without ``--kv-unified``), llama.cpp
+  splits the batch with ``split_equal(n_ubatch, sequential = true)`` (src/llama-kv-cache.cpp ``init_batch``,
+  src/llama-batch.cpp): a physical batch takes only sequences with consecutive ids, in batch order, the same
+  number of tokens from each. So decoding slots 0 and 2 are two graphs, each reading all the weights, and a
+  prompt whose slot does not follow the decoding ones runs in a graph of its own (:func:`split_equal`).
 * **mlx_lm.server** (mlx_lm/generate.py ``BatchGenerator._next``). Every step first decodes one token for the
   generation batch; if that batch is below ``completion_batch_size`` (= max(--decode-concurrency,
   --prompt-concurrency)) waiting prompts join the prompt batch (at most ``--prompt-concurrency``), prompts with
@@ -40,6 +46,7 @@ class Scheduler:
     slots: int                # llama-server -np | mlx_lm.server --decode-concurrency
     n_batch: int = 2048       # llama.cpp -b | mlx --prefill-step-size (per sequence)
     prompt_concurrency: int = 8   # mlx --prompt-concurrency (llama.cpp: every slot may prefill)
+    kv_unified: bool = False  # llama-server --kv-unified (default with -np auto): one KV stream, no per-slot split
 
 
 @dataclass
@@ -50,6 +57,11 @@ class StepModel:
     ctx_max: int
     _dec: dict = field(default_factory=dict)
     _memo: dict = field(default_factory=dict)
+
+    @property
+    def n_ubatch(self) -> int:
+        """Tokens per physical batch (llama.cpp -ub): the roofline's prefill chunk."""
+        return self.rf.chunk
 
     def _table(self, batch: int):
         t = self._dec.get(batch)
@@ -150,15 +162,85 @@ def simulate(arrival, prompt, gen, cached, sched: Scheduler, steps: StepModel) -
     return tr
 
 
-def _jump(act, nfree_ok: bool, nxt_arrival: float | None, t: float, steps: StepModel):
+def _jump(act, nfree_ok: bool, nxt_arrival: float | None, t: float, steps: StepModel, groups=None):
     """Decode-only stretch: k steps until the first sequence finishes or (when it could be admitted) the next
-    request arrives. Slot rows are [rid, left_prompt, ctx, left_gen]. -> (k, dt)"""
-    b = len(act)
-    ctx = sum(s[2] for s in act) / b
+    request arrives. Slot rows are [rid, left_prompt, ctx, left_gen, ...]; ``groups`` (lists of rows) are the
+    physical batches of each step (split_equal), None = all rows in one. -> (k, dt)"""
     k = min(s[3] for s in act)
-    if nfree_ok and nxt_arrival is not None:
-        k = min(k, steps.steps_within(b, ctx, nxt_arrival - t))
-    return k, steps.span(b, ctx, k)
+    if not groups or len(groups) == 1:
+        b = len(act)
+        ctx = sum(s[2] for s in act) / b
+        if nfree_ok and nxt_arrival is not None:
+            k = min(k, steps.steps_within(b, ctx, nxt_arrival - t))
+        return k, steps.span(b, ctx, k)
+    parts = [(len(g), sum(s[2] for s in g) / len(g)) for g in groups]
+
+    def span(j: int) -> float:
+        return sum(steps.span(b, c, j) for b, c in parts)
+    if nfree_ok and nxt_arrival is not None and span(k) > nxt_arrival - t:
+        lo, hi = 1, k            # fewest steps that reach the arrival: span(hi) ≥ dt
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if span(mid) >= nxt_arrival - t:
+                hi = mid
+            else:
+                lo = mid + 1
+        k = lo
+    return k, span(k)
+
+
+def split_equal(seqs: list[tuple[int, int]], n_ubatch: int) -> list[list[tuple[int, int]]]:
+    """llama.cpp's split of one batch over per-sequence KV streams (src/llama-batch.cpp
+    ``llama_batch_allocr::split_equal`` with ``sequential``): ``seqs`` are (sequence id, tokens) in batch order;
+    each physical batch gathers, in batch order, sequences whose id is one more than the last taken, then takes
+    the same number of tokens from each (the fewest any has left, at most n_ubatch / sequences). -> physical
+    batches of (sequence id, tokens)."""
+    left = [[sid, n] for sid, n in seqs if n > 0]
+    out = []
+    while left:
+        chain = [left[0]]
+        for x in left[1:]:
+            if x[0] == chain[-1][0] + 1:
+                chain.append(x)
+        n = max(1, min(min(x[1] for x in chain), n_ubatch // len(chain)))
+        out.append([(x[0], n) for x in chain])
+        for x in chain:
+            x[1] -= n
+        left = [x for x in left if x[1] > 0]
+    return out
+
+
+def _consecutive(rows) -> list[list]:
+    """Decoding slots grouped as split_equal groups them: runs of consecutive slot ids (rows[4])."""
+    groups: list[list] = []
+    for s in sorted(rows, key=lambda r: r[4]):
+        if groups and s[4] == groups[-1][-1][4] + 1:
+            groups[-1].append(s)
+        else:
+            groups.append([s])
+    return groups
+
+
+def _split_step(gens, pieces, steps: StepModel, n_ubatch: int) -> float:
+    """One llama-server batch over per-slot streams: decode tokens in slot order, then prompt pieces in slot
+    order (update_slots), split by split_equal; each physical batch is timed by the step model (decode tokens
+    only: a decode step of that many sequences; with prompt tokens: StepModel.mixed, each piece on its depth)."""
+    rows = {s[4]: s for s in gens}
+    prompt = {s[4]: s for s, _ in pieces}
+    done = dict.fromkeys(prompt, 0)
+    order = [(s[4], 1) for s in sorted(gens, key=lambda r: r[4])] + \
+            [(s[4], p) for s, p in sorted(pieces, key=lambda x: x[0][4])]
+    dt = 0.0
+    for ub in split_equal(order, n_ubatch):
+        dec = [rows[sid] for sid, _ in ub if sid in rows]
+        pr = []
+        for sid, n in ub:
+            if sid in prompt:
+                pr.append((n, prompt[sid][2] + done[sid]))
+                done[sid] += n
+        ctx = sum(s[2] for s in dec) / len(dec) if dec else 0.0
+        dt += steps.mixed(len(dec), ctx, pr) if pr else steps.decode(len(dec), ctx)
+    return dt
 
 
 def _finish(act, t: float, tr: Trace) -> tuple[list, int]:
@@ -172,31 +254,27 @@ def _finish(act, t: float, tr: Trace) -> tuple[list, int]:
 def _run_llama(req, sched: Scheduler, steps: StepModel, tr: Trace) -> None:
     arr, pr, gn, ca = req
     n, nslot, nb = len(arr), sched.slots, sched.n_batch
-    act: list[list] = []
+    split = not sched.kv_unified and nslot > 1
+    last_used = [-1.0] * nslot   # slot.t_last_used: -1 until released, then the release time
+    act: list[list] = []         # [rid, left_prompt, ctx, left_gen, slot]
     t, nxt, done, busy = 0.0, 0, 0, 0.0
     while done < n:
         while len(act) < nslot and nxt < n and arr[nxt] <= t:
             tr.admit[nxt] = t
-            act.append([nxt, max(pr[nxt] - ca[nxt], 1), ca[nxt], max(gn[nxt], 1)])
+            act.append([nxt, max(pr[nxt] - ca[nxt], 1), ca[nxt], max(gn[nxt], 1), _lru_slot(act, last_used)])
             nxt += 1
         if not act:
             t = arr[nxt]
             continue
         gens = [s for s in act if s[1] == 0]
         if len(gens) == len(act):   # decode only
-            k, dt = _jump(act, len(act) < nslot, arr[nxt] if nxt < n else None, t, steps)
+            k, dt = _jump(act, len(act) < nslot, arr[nxt] if nxt < n else None, t, steps,
+                          _consecutive(act) if split else None)
             for s in act:
                 s[2] += k
                 s[3] -= k
         else:
-            budget, pieces = nb - len(gens), []
-            for s in act:
-                if s[1] > 0 and budget > 0:
-                    p = min(s[1], budget)
-                    pieces.append((s, p))
-                    budget -= p
-            ctx = sum(s[2] for s in gens) / len(gens) if gens else 0.0
-            dt = steps.mixed(len(gens), ctx, [(p, s[2]) for s, p in pieces])
+            pieces, dt = _llama_batch(act, gens, nb, split, steps)
             for s in gens:
                 s[2] += 1
                 s[3] -= 1
@@ -208,9 +286,39 @@ def _run_llama(req, sched: Scheduler, steps: StepModel, tr: Trace) -> None:
                     s[3] -= 1
         t += dt
         busy += len(act) * dt
+        for s in act:
+            if s[1] <= 0 and s[3] <= 0:
+                last_used[s[4]] = t   # server_slot::release
         act, d = _finish(act, t, tr)
         done += d
     tr.busy_integral, tr.makespan = busy, t
+
+
+def _llama_batch(act, gens, n_batch: int, split: bool, steps: StepModel):
+    """One update_slots batch: a token per generating slot, then prompt tokens of the slots in slot order up to
+    n_batch, timed as one llama_decode call. -> (prompt pieces [(row, tokens)], duration [s])"""
+    budget, pieces = n_batch - len(gens), []
+    for s in sorted(act, key=lambda r: r[4]):   # update_slots walks the slots in order
+        if s[1] > 0 and budget > 0:
+            p = min(s[1], budget)
+            pieces.append((s, p))
+            budget -= p
+    if split:
+        return pieces, _split_step(gens, pieces, steps, steps.n_ubatch)
+    ctx = sum(s[2] for s in gens) / len(gens) if gens else 0.0
+    return pieces, steps.mixed(len(gens), ctx, [(p, s[2]) for s, p in pieces])
+
+
+def _lru_slot(act, last_used: list[float]) -> int:
+    """server_context::get_available_slot without a prompt match: the idle slot released longest ago, the later
+    slot on a tie (``slot.t_last_used <= t_last``)."""
+    busy = {s[4] for s in act}
+    best = None
+    for i, tl in enumerate(last_used):
+        if i not in busy and (best is None or tl <= last_used[best]):
+            best = i
+    assert best is not None
+    return best
 
 
 def _run_mlx(req, sched: Scheduler, steps: StepModel, tr: Trace) -> None:

@@ -161,11 +161,11 @@ class Setup:
     wired: object
     names: dict
 
-    def scheduler(self, slots: int) -> Scheduler:
+    def scheduler(self, slots: int, kv_unified: bool = False) -> Scheduler:
         rt = self.rt
         if rt.family == "mlx-lm":
             return Scheduler("mlx-lm", slots, rt.prefill_step_size, min(rt.prefill_batch_size, slots))
-        return Scheduler("llama.cpp", slots, max(rt.n_batch, self.mm.n_ubatch), slots)
+        return Scheduler("llama.cpp", slots, max(rt.n_batch, self.mm.n_ubatch), slots, kv_unified=kv_unified)
 
     def memory(self, slots: int, slot_context: int) -> int:
         """llama-server -c slots × slot_context split over -np slots; mlx-lm one cache per sequence. [bytes]"""
@@ -249,6 +249,7 @@ class ServeRequest:
     max_ttft_p95: float | None = None
     sweep: bool = True
     trace: tuple | None = None  # (arrival [s], prompt, gen) arrays from a trace file
+    kv_unified: bool = False    # llama-server --kv-unified: one KV stream for all slots (no per-slot batch split)
 
 
 def serve(s: Setup, r: ServeRequest) -> ServeResult:
@@ -280,7 +281,7 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
         notes.append(f"{clipped} of {len(arrival)} prompts exceed the {ctx}-token slot and were cut to fit "
                      f"({refuse}; raise --slot-context)")
     steps = StepModel(s.rf, ctx)
-    sched = s.scheduler(slots)
+    sched = s.scheduler(slots, r.kv_unified)
     tr = simulate(rq.arrival, rq.prompt, rq.gen, rq.cached, sched, steps)
     stats = summarise(rq, tr, slots, duration)
     search = _search_requests(r, ctx, np.random.default_rng(r.seed + 1))
@@ -293,7 +294,8 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
         **{k: s.names[k] for k in ("model", "quant", "chip", "ram_gb", "runtime")}, slots=slots, slot_context=ctx,
         rate_per_s=rate, duration_s=duration,
         seed=r.seed, n_requests=len(rq.arrival), prompt=r.prompt.label(), gen=r.gen.label(),
-        cached_prefix_share=r.cached_prefix_share, **stats, saturation_rate_per_s=mu,
+        cached_prefix_share=r.cached_prefix_share, kv_unified=r.kv_unified if s.rt.family == "llama.cpp" else None,
+        **stats, saturation_rate_per_s=mu,
         utilisation=rate / mu, stable=rate < mu, memory_bytes=mem,
         wired_limit_bytes=s.wired.effective_bytes, fit_verdict=fit.verdict, target_ttft_p95_s=r.max_ttft_p95,
         max_rate_per_s=top, sweep=sweep, curve=latency_curve(search, sched, steps, mu), best_slots=best, binding=binding, calibration=s.rf.calibration,
@@ -315,7 +317,7 @@ def _sweep(s: Setup, r: ServeRequest, ctx: int, search: Requests, steps: StepMod
     counts = sorted({slots, *(c for c in SWEEP_SLOTS if c <= most)}) if r.sweep else [slots]
     opts = []
     for c in counts:
-        sched = s.scheduler(c)
+        sched = s.scheduler(c, r.kv_unified)
         mu = saturation_rate(search, sched, steps)
         top, floor = (max_rate(search, 1.0, sched, steps, r.max_ttft_p95, mu) if r.max_ttft_p95
                       else (None, ttft_p95(search.at_rate(mu * 1e-3, 1.0), sched, steps)))

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from planner.serve import GRID, Scheduler, StepModel, simulate
+from planner.serve import GRID, Scheduler, StepModel, simulate, split_equal
 from planner.serve_plan import setup
 
 
@@ -17,6 +17,7 @@ class FlatSteps:
     batch with P prompt tokens takes 0.1 + 0.001·P s; an mlx prompt batch of n prompts × c tokens 0.001·c·n s."""
 
     D = 0.1
+    n_ubatch = 512
 
     def decode(self, batch, ctx):
         return self.D
@@ -34,12 +35,14 @@ class FlatSteps:
         return 0.001 * chunk * n
 
 
-def run(kind, slots, arrival, prompt, gen, cached=None, n_batch=2048, pc=1):
+def run(kind, slots, arrival, prompt, gen, cached=None, n_batch=2048, pc=1, unified=True):
+    """The hand-derived cases below use one KV stream (llama-server --kv-unified, or -np auto) unless they say
+    ``unified=False`` (one stream per slot, -np N)."""
     n = len(arrival)
     return simulate(np.array(arrival, float), np.full(n, prompt) if np.isscalar(prompt) else np.array(prompt),
                     np.full(n, gen) if np.isscalar(gen) else np.array(gen),
                     np.zeros(n, int) if cached is None else np.array(cached),
-                    Scheduler(kind, slots, n_batch, pc), FlatSteps())
+                    Scheduler(kind, slots, n_batch, pc, kv_unified=unified), FlatSteps())
 
 
 def test_llama_one_slot_fifo_queue_by_hand():
@@ -54,13 +57,14 @@ def test_llama_one_slot_fifo_queue_by_hand():
 
 
 def test_llama_continuous_batching_splits_prompts_at_n_batch():
-    """Two slots, two 1500-token prompts at t = 0, 3 tokens each, n_batch 2048.
-    Batch 1: slot A's 1500 + slot B's first 548 tokens: 0.1 + 2.048 = 2.148 s; A's first token at 2.148.
-    Batch 2: A's decode token + B's last 952: 0.1 + 0.952 = 1.052 s -> 3.2; B's first token at 3.2.
-    Then decode: both at 3.3 (A's 3rd token, done), B alone at 3.4 (done)."""
+    """Two slots, two 1500-token prompts at t = 0, 3 tokens each, n_batch 2048. Request A takes slot 1 (both
+    slots unused: the tie goes to the later one), B slot 0; update_slots fills the batch in slot order.
+    Batch 1: B's 1500 + A's first 548 tokens: 0.1 + 2.048 = 2.148 s; B's first token at 2.148.
+    Batch 2: B's decode token + A's last 952: 0.1 + 0.952 = 1.052 s -> 3.2; A's first token at 3.2.
+    Then decode: both at 3.3 (B's 3rd token, done), A alone at 3.4 (done)."""
     tr = run("llama.cpp", 2, [0, 0], 1500, 3)
-    np.testing.assert_allclose(tr.first, [2.148, 3.2])
-    np.testing.assert_allclose(tr.end, [3.3, 3.4])
+    np.testing.assert_allclose(tr.first, [3.2, 2.148])
+    np.testing.assert_allclose(tr.end, [3.4, 3.3])
 
 
 def test_llama_cached_prefix_is_not_prefilled():
@@ -79,6 +83,36 @@ def test_llama_arrival_joins_the_next_batch():
     np.testing.assert_allclose(tr.first, [0.2, 0.7])
     # A: 20 decode tokens after its first; one of them took 0.2 s (the mixed batch): 0.2 + 19 × 0.1 + 0.2 = 2.3
     np.testing.assert_allclose(tr.end[0], 2.3)
+
+
+def test_split_equal_takes_consecutive_sequences_in_batch_order():
+    """llama-batch.cpp split_equal(sequential): decode tokens of slots 0, 2, 3, then slot 1's 192-token prompt.
+    Pass 1 takes slot 0, skips 2 and 3 (not 0 + 1), takes slot 1: one token each. Pass 2: slots 2, 3. Pass 3: the
+    rest of the prompt, 191 tokens. Two prompts on consecutive slots share a batch, the same share each, at most
+    n_ubatch / 2 = 256: 256 + 256, then slot 1's other 44."""
+    assert split_equal([(0, 1), (2, 1), (3, 1), (1, 192)], 512) == [[(0, 1), (1, 1)], [(2, 1), (3, 1)], [(1, 191)]]
+    assert split_equal([(0, 300), (1, 556)], 512) == [[(0, 256), (1, 256)], [(0, 44), (1, 44)], [(1, 256)]]
+
+
+def test_per_slot_streams_decode_scattered_slots_in_separate_graphs():
+    """Three slots, three 10-token prompts at t = 0: A takes slot 2, B slot 1, C slot 0 (never-used slots tie,
+    the later wins). One prompt batch of 3 × 10 tokens (one graph, slots 0-2 consecutive): 0.13 s, every first
+    token there. B (2 tokens) ends with the next step (0.23). A and C then sit on slots 2 and 0: each decode step
+    is two graphs, 0.2 s, so their last 8 tokens take 1.6 s -> 1.83; with one unified stream, 0.8 s -> 1.03."""
+    split = run("llama.cpp", 3, [0, 0, 0], 10, [10, 2, 10], unified=False)
+    np.testing.assert_allclose(split.first, [0.13, 0.13, 0.13])
+    np.testing.assert_allclose(split.end, [1.83, 0.23, 1.83])
+    one = run("llama.cpp", 3, [0, 0, 0], 10, [10, 2, 10], unified=True)
+    np.testing.assert_allclose(one.end, [1.03, 0.23, 1.03])
+
+
+def test_per_slot_streams_run_a_prompt_on_a_lower_slot_apart_from_the_decode():
+    """The arrival case above with a stream per slot: A decodes on slot 1; B takes slot 0 at 0.5. The batch is A's
+    token (slot 1), then B's 100 prompt tokens (slot 0): slot 0 does not follow slot 1, so A's token is a decode
+    graph of its own (0.1 s) and B's prompt another (0.1 + 0.1 s): B's first token at 0.8, not 0.7."""
+    tr = run("llama.cpp", 2, [0, 0.45], [100, 100], [21, 5], unified=False)
+    np.testing.assert_allclose(tr.admit, [0, 0.5])
+    np.testing.assert_allclose(tr.first, [0.2, 0.8])
 
 
 def test_mlx_first_token_comes_from_the_decode_after_the_prompt():

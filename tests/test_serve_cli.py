@@ -29,6 +29,21 @@ def test_json_round_trips(capsys):
     assert r.ttft_s.p50 <= r.ttft_s.p95 <= r.ttft_s.p99 and r.stable
 
 
+def test_kv_streams_per_slot_by_default_unified_on_request(capsys):
+    """-np N gives a KV stream per slot, whose batches split by slot (planner.serve.split_equal): per-user decode
+    is never faster than with one unified stream on the same trace, and the answer says which it simulated."""
+    args = [*BASE, "--rate", "6/min", "--duration", "30min", "--no-sweep", "--json"]
+    per_slot = ServeResult.model_validate_json(run(capsys, args)[1])
+    unified = ServeResult.model_validate_json(run(capsys, [*args, "--kv-unified"])[1])
+    assert per_slot.kv_unified is False and unified.kv_unified is True
+    assert per_slot.decode_tok_s_p50 < unified.decode_tok_s_p50
+    assert per_slot.n_requests == unified.n_requests
+    text = run(capsys, args[:-1])[1]
+    assert "a KV stream per slot" in text
+    mlx = [a if a != "llama.cpp" else "mlx-lm" for a in args]
+    assert ServeResult.model_validate_json(run(capsys, mlx)[1]).kv_unified is None
+
+
 def test_text_names_the_figures_and_the_binding_target(capsys):
     code, out, err = run(capsys, [*BASE, "--rate", "20/min", "--duration", "10min", "--max-ttft-p95", "5"])
     assert code == 0, err
