@@ -576,12 +576,13 @@ def capped(model: str, quants, context: int, prompt: int, gen: int) -> tuple[int
 
 @st.cache_data(show_spinner="Simulating the server…", max_entries=64)
 def cached_serve(model: str, chip: str, gpu_cores: int, ram_gb: float, runtime: str, slots: int, rate: float,
-                 prompt_json: str, gen_json: str, target: float | None):
+                 prompt_json: str, gen_json: str, target: float | None, kv_unified: bool = False):
     from planner.serve_plan import ServeRequest, serve, setup
     from planner.workload import Length
 
     req = ServeRequest(slots=slots, rate=rate, prompt=Length.model_validate_json(prompt_json),
-                       gen=Length.model_validate_json(gen_json), duration=3600.0, max_ttft_p95=target)
+                       gen=Length.model_validate_json(gen_json), duration=3600.0, max_ttft_p95=target,
+                       kv_unified=kv_unified)
     return serve(setup(chip, gpu_cores, ram_gb, model, None, runtime), req)
 
 
@@ -597,10 +598,16 @@ def show_serve(model: str, mac: dict, wl) -> None:
     per_min = c3.number_input("Requests per minute", 0.1, 6000.0, 6.0, step=1.0, key="serve_rate")
     target = c4.number_input("TTFT p95 target [s] (0 = none)", 0.0, 600.0, float(wl.targets.max_ttft_s or 0),
                              key="serve_target")
+    unified = runtime == "llama.cpp" and st.checkbox(
+        "One KV stream (--kv-unified)", False, key="serve_kv_unified",
+        help="llama-server -np N keeps a KV stream per slot and splits each batch by slot; --kv-unified (the "
+             "default of -np auto) batches all slots together")
+    streams = {True: "one unified KV stream", False: "a KV stream per slot"}[unified] \
+        if runtime == "llama.cpp" else "mlx_lm.server batching"
     st.caption(f"Prompts {wl.prompt_tokens.label()}, answers {wl.gen_tokens.label()} tokens (from the workload); "
-               "one simulated hour of Poisson arrivals, seed 0.")
+               f"one simulated hour of Poisson arrivals, seed 0; {streams}.")
     r = cached_serve(model, mac["chip"], mac["gpu_cores"], mac["ram_gb"], runtime, slots, per_min / 60,
-                     wl.prompt_tokens.model_dump_json(), wl.gen_tokens.model_dump_json(), target or None)
+                     wl.prompt_tokens.model_dump_json(), wl.gen_tokens.model_dump_json(), target or None, unified)
     m = st.columns(4)
     m[0].metric("TTFT p50 / p95", f"{fmt_seconds(r.ttft_s.p50)} / {fmt_seconds(r.ttft_s.p95)}")
     m[1].metric("Per user (median / slowest 5 %)", f"{r.decode_tok_s_p50:.0f} / {r.decode_tok_s_p5:.0f} tok/s")

@@ -210,18 +210,13 @@ def split_equal(seqs: list[tuple[int, int]], n_ubatch: int) -> list[list[tuple[i
     return out
 
 
-def _consecutive(rows) -> list[list]:
-    """Decoding slots grouped as split_equal groups them: runs of consecutive slot ids (rows[4])."""
-    groups: list[list] = []
-    for s in sorted(rows, key=lambda r: r[4]):
-        if groups and s[4] == groups[-1][-1][4] + 1:
-            groups[-1].append(s)
-        else:
-            groups.append([s])
-    return groups
+def _decode_groups(rows, n_ubatch: int) -> list[list]:
+    """Decoding slots (rows[4] the slot id) as split_equal groups one decode token each: the physical batches."""
+    by = {s[4]: s for s in rows}
+    return [[by[sid] for sid, _ in ub] for ub in split_equal([(sid, 1) for sid in sorted(by)], n_ubatch)]
 
 
-def _split_step(gens, pieces, steps: StepModel, n_ubatch: int) -> float:
+def _split_step(gens, pieces, steps: StepModel) -> float:
     """One llama-server batch over per-slot streams: decode tokens in slot order, then prompt pieces in slot
     order (update_slots), split by split_equal; each physical batch is timed by the step model (decode tokens
     only: a decode step of that many sequences; with prompt tokens: StepModel.mixed, each piece on its depth)."""
@@ -231,7 +226,7 @@ def _split_step(gens, pieces, steps: StepModel, n_ubatch: int) -> float:
     order = [(s[4], 1) for s in sorted(gens, key=lambda r: r[4])] + \
             [(s[4], p) for s, p in sorted(pieces, key=lambda x: x[0][4])]
     dt = 0.0
-    for ub in split_equal(order, n_ubatch):
+    for ub in split_equal(order, steps.n_ubatch):
         dec = [rows[sid] for sid, _ in ub if sid in rows]
         pr = []
         for sid, n in ub:
@@ -269,7 +264,7 @@ def _run_llama(req, sched: Scheduler, steps: StepModel, tr: Trace) -> None:
         gens = [s for s in act if s[1] == 0]
         if len(gens) == len(act):   # decode only
             k, dt = _jump(act, len(act) < nslot, arr[nxt] if nxt < n else None, t, steps,
-                          _consecutive(act) if split else None)
+                          _decode_groups(act, steps.n_ubatch) if split else None)
             for s in act:
                 s[2] += k
                 s[3] -= k
@@ -304,7 +299,7 @@ def _llama_batch(act, gens, n_batch: int, split: bool, steps: StepModel):
             pieces.append((s, p))
             budget -= p
     if split:
-        return pieces, _split_step(gens, pieces, steps, steps.n_ubatch)
+        return pieces, _split_step(gens, pieces, steps)
     ctx = sum(s[2] for s in gens) / len(gens) if gens else 0.0
     return pieces, steps.mixed(len(gens), ctx, [(p, s[2]) for s, p in pieces])
 

@@ -28,6 +28,39 @@ def test_serve_view_draws_the_latency_curve_and_recommends_slots():
     assert "overloaded" in str(sat.delta)
 
 
+def test_serve_view_simulates_one_kv_stream_when_asked():
+    """The --kv-unified toggle reaches the simulation: the per-user figures are plan serve's for the same settings
+    with and without one KV stream, and the caption says which one is shown."""
+    from planner.format import fmt_seconds
+    from planner.serve_plan import ServeRequest, serve, setup
+
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.selectbox(key="model").set_value("qwen3-30b-a3b").run()
+    at.radio(key="mac_mode").set_value("Serve a team").run()
+    at.number_input(key="serve_slots").set_value(4).run()
+    at.number_input(key="serve_rate").set_value(12.0).run()
+    chip = at.selectbox(key="chip").value
+    cores = at.selectbox(key=f"cores_{chip}").value
+    ram = float(at.selectbox(key=f"ram_{chip}_{cores}").value)
+    slots = int(at.number_input(key="serve_slots").value)
+    wl = at.session_state["_wl"]
+    shown = {}
+    for unified in (False, True):
+        at.checkbox(key="serve_kv_unified").set_value(unified).run()
+        assert not at.exception and not at.error
+        captions = " ".join(c.value for c in at.caption)
+        assert ("one unified KV stream" if unified else "a KV stream per slot") in captions
+        shown[unified] = {m.label: m.value for m in at.metric}
+    s = setup(chip, cores, ram, "qwen3-30b-a3b", None, "llama.cpp")
+    for unified in (False, True):
+        r = serve(s, ServeRequest(slots=slots, rate=0.2, prompt=wl.prompt_tokens, gen=wl.gen_tokens,
+                                  duration=3600.0, kv_unified=unified))
+        assert shown[unified]["TTFT p50 / p95"] == f"{fmt_seconds(r.ttft_s.p50)} / {fmt_seconds(r.ttft_s.p95)}"
+        assert shown[unified]["Per user (median / slowest 5 %)"] == \
+            f"{r.decode_tok_s_p50:.0f} / {r.decode_tok_s_p5:.0f} tok/s"
+    assert shown[False] != shown[True]   # 4 slots share batches: the per-slot split costs weight passes
+
+
 def test_serve_curve_chart_marks_saturation_and_the_target():
     from app import charts
     from planner.serve_plan import ServeRequest, serve, setup
