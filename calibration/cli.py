@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -98,13 +99,15 @@ class CalibrationResult:
     profile_path: Path
     records_path: Path
     warnings: list[str] = field(default_factory=list)
+    host: Any = None                 # calibration.server_host.HostToken with --server
 
 
 def calibrate(runtime: str, model: str, budget_s: float | None = 60, *, quick: bool = False,
               trials: int = 3, replace: bool = False, remeasure: bool = False,
               device: dict[str, Any] | None = None, on_progress=None, root: Path | None = None,
-              **runner_options: Any) -> CalibrationResult:
-    """Run, store, fit and write one calibration; see the module docstring."""
+              server: bool = False, **runner_options: Any) -> CalibrationResult:
+    """Run, store, fit and write one calibration; see the module docstring. ``server``: also measure
+    llama-server's host work per sampled token (calibration/server_host.py), which `plan serve` adds."""
     from calibration.protocol import BenchPlan
     from calibration.run import RUNTIMES, run_plan
     from calibration.user_fit import build_profile, fit_user
@@ -114,6 +117,9 @@ def calibrate(runtime: str, model: str, budget_s: float | None = 60, *, quick: b
         raise CalibrationError(f"--runtime {runtime}: use one of {', '.join(RUNTIMES)}")
     if budget_s is not None and budget_s <= 0:
         raise CalibrationError(f"--budget {budget_s:g}: give a positive number of seconds, e.g. --budget 60")
+    if server and (runtime != "llama.cpp" or not shutil.which("llama-server")):
+        raise CalibrationError("--server times llama-server: give --runtime llama.cpp with llama-server on PATH "
+                               "(scripts/bootstrap.sh full builds it)")
     path = resolve_model_arg(runtime, model)
     if device is None:
         from calibration.hardware import detect
@@ -142,7 +148,21 @@ def calibrate(runtime: str, model: str, budget_s: float | None = 60, *, quick: b
         if not 0.25 <= ratio <= 4:
             warnings.append(f"{p} is ×{ratio:.2g} the shipped value: if the machine was busy (other jobs, "
                             "thermal throttling), re-run on an idle machine with --replace")
+    host = None
+    if server:
+        from calibration import server_host
+        from calibration.runners import inspect_model
+        from calibration.runners.llama_cpp import _threads_from_device
+
+        threads = runner_options.get("threads") or _threads_from_device(device)
+        host = server_host.measure(path, threads, runner_options.get("flash_attn", True),
+                                   vocab=inspect_model(path).vocab)
+        uf.constants = uf.constants.model_copy(update={"t_token_host_s": host.seconds})
     prof = build_profile(uf, fitted)
+    if host is not None:
+        pv = prof.provenance
+        prof = prof.model_copy(update={"provenance": pv.model_copy(update={
+            "notes": f"{pv.notes}; {host.describe()} (calibration/server_host.py)"})})
     prof_path = store.write_profile(prof, root)
     profiles.clear_cache()
     if rep.skipped:
@@ -151,7 +171,8 @@ def calibrate(runtime: str, model: str, budget_s: float | None = 60, *, quick: b
     return CalibrationResult(chip=chip, chip_path=chip_path, chip_written=written, device=device, runtime=runtime,
                              runtime_version=version, records=rep.records, fitted_records=fitted,
                              done=len(rep.done), skipped=len(rep.skipped), elapsed_s=elapsed, fit=uf,
-                             profile=prof, profile_path=prof_path, records_path=rec_path, warnings=warnings)
+                             profile=prof, profile_path=prof_path, records_path=rec_path, warnings=warnings,
+                             host=host)
 
 
 def _fmt(v: float) -> str:
@@ -184,6 +205,8 @@ def render_result(r: CalibrationResult) -> str:
              f"×{getattr(uf.constants, p) / getattr(uf.prior, p):.2f}"] for p in
             free_params()]
     lines.append(table(rows, ["constant", "shipped", "calibrated", "ratio"], "lrrr"))
+    if r.host is not None:
+        lines.append(f"server: {r.host.describe()}; `plan serve` adds it to every sampled token")
     lines.append(f"wrote {r.profile_path}")
     lines.append(f"  and {r.records_path}")
     for w in r.warnings:

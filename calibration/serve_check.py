@@ -8,7 +8,8 @@
 
 The server runs with llama-server's defaults for everything `plan serve` models (``-b 2048 -ub 512``, continuous
 batching, ``cache_prompt``) and with the calibration's threads and flash attention (calibration/runners/
-llama_cpp.py), so the step model calibrated by ``plan calibrate`` is the one of the server. Prompts are random
+llama_cpp.py), so the step model calibrated by ``plan calibrate`` is the one of the server; ``--server`` adds
+the server's host work per sampled token (calibration/server_host.py), which llama-bench's steps do not hold. Prompts are random
 token ids (no shared prefix, so the prompt cache never hits, as in the simulation with no cached share); answers
 ignore EOS, so every request generates exactly its ``gen`` tokens.
 """
@@ -100,7 +101,7 @@ class LlamaServer:
     """llama-server on 127.0.0.1 for the duration of a ``with`` block (stopped on exit; its log kept on failure)."""
 
     def __init__(self, model: Path, slots: int, slot_context: int, threads: int | None = None,
-                 timeout_s: float = 120.0):
+                 timeout_s: float = 120.0, pin: bool = True, flash_attn: bool = True):
         exe = shutil.which("llama-server")
         if exe is None:
             raise CalibrationError("llama-server is not on PATH (scripts/bootstrap.sh full builds it)")
@@ -110,8 +111,9 @@ class LlamaServer:
         # -c is the whole KV cache, split over the -np slots (tools/server/server-context.cpp load_model)
         self.argv = [exe, "-m", str(model), "--host", "127.0.0.1", "--port", str(self.port),
                      "-np", str(slots), "-c", str(slots * slot_context), "-t", str(self.threads),
-                     "-ngl", "99", "-fa", "on", "--no-webui", "--log-disable"]
+                     "-ngl", "99", "-fa", "on" if flash_attn else "off", "--no-webui", "--log-disable"]
         self.timeout_s = timeout_s
+        self.pin = pin   # on the check's server core (else where this process may run)
         self.proc: subprocess.Popen | None = None
         fd, name = tempfile.mkstemp(prefix="llama-server-", suffix=".log")
         os.close(fd)
@@ -121,7 +123,8 @@ class LlamaServer:
         import httpx
 
         with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_pin_server)
+            self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT,
+                                         preexec_fn=_pin_server if self.pin else None)
         deadline = time.monotonic() + self.timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -203,13 +206,14 @@ async def _drive(url: str, trace: Trace, vocab: int, seed: int) -> Measured:
     return Measured(*(np.array(c, float) for c in cols))
 
 
-def drive(url: str, trace: Trace, vocab: int, seed: int = 0) -> Measured:
-    """Replay ``trace`` against the server: every request is sent at its arrival time, streamed, timed (from the
-    cores the server does not use)."""
-    before = os.sched_getaffinity(0) if CLIENT_CPUS else None
+def drive(url: str, trace: Trace, vocab: int, seed: int = 0, client_cpus: set[int] | None = None) -> Measured:
+    """Replay ``trace`` against the server: every request is sent at its arrival time, streamed, timed (from
+    ``client_cpus``, by default the cores the check's server does not use)."""
+    cpus = CLIENT_CPUS if client_cpus is None else client_cpus
+    before = os.sched_getaffinity(0) if cpus else None
     try:
-        if CLIENT_CPUS:
-            os.sched_setaffinity(0, CLIENT_CPUS)
+        if cpus:
+            os.sched_setaffinity(0, cpus)
         return asyncio.run(_drive(url, trace, vocab, seed))
     finally:
         if before:
@@ -270,11 +274,12 @@ def build_model(root: Path) -> Path:
 
 
 def calibrate(model: Path, budget_s: float) -> tuple[str, float]:
-    """`plan calibrate --runtime llama.cpp --model MODEL` as a user runs it -> (chip id, RAM [GB]) of this machine."""
+    """`plan calibrate --runtime llama.cpp --model MODEL --server` as a user runs it (the step model, then the
+    server's host work per token) -> (chip id, RAM [GB]) of this machine."""
     from planner import profiles
 
     proc = subprocess.run([sys.executable, "-m", "cli.main", "calibrate", "--runtime", "llama.cpp", "--model",
-                           str(model), "--budget", f"{budget_s:g}", "--threads", str(THREADS)], cwd=ROOT, capture_output=True, text=True,
+                           str(model), "--budget", f"{budget_s:g}", "--threads", str(THREADS), "--server"], cwd=ROOT, capture_output=True, text=True,
                           timeout=budget_s * 4 + 120, env=os.environ.copy(), preexec_fn=_pin_server)
     if proc.returncode != 0:
         raise CalibrationError(f"plan calibrate failed: {proc.stderr.strip()[-300:]}")

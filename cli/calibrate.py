@@ -38,6 +38,8 @@ def calibrate_cmd(
     threads: int | None = typer.Option(None, "--threads",
                                        help="llama.cpp -t: CPU threads (default: the physical cores); give the "
                                             "-t your server runs with"),
+    server: bool = typer.Option(False, "--server", help="llama.cpp: also time llama-server's host work per "
+                                "sampled token (sampling, streaming; about 30 s), which `plan serve` adds"),
 ):
     """Calibrate the speed model on this machine with short real runs (about a minute)."""
     from calibration.errors import CalibrationError  # lazy: keeps `plan` startup light
@@ -68,7 +70,7 @@ def calibrate_cmd(
         seconds = 60 if budget is None else budget
         bar = cal.ProgressBar(seconds)
         res = cal.calibrate(_runtime(runtime), model, seconds, quick=quick, trials=trials, replace=replace,
-                            remeasure=remeasure, on_progress=bar, **opts)
+                            remeasure=remeasure, on_progress=bar, server=server, **opts)
         typer.echo(cal.render_result(res))
     except CalibrationError as e:
         raise InputError(f"calibrate: {e}") from None

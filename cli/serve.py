@@ -87,6 +87,9 @@ def render(r) -> str:
     if r.binding:
         lines.append(f"  binds         {r.binding}")
     lines.append(f"  calibration: {r.calibration}")
+    if r.host_s_per_token:
+        lines.append(f"  host work: {r.host_s_per_token * 1e3:.2f} ms per sampled token (llama-server's sampling and "
+                     "streaming, from plan calibrate --server)")
     lines += [f"  note: {n}" for n in r.notes]
     return "\n".join(lines)
 

@@ -330,5 +330,7 @@ class ServeResult(BaseModel):
                                                                        "the saturation rate")
     best_slots: int | None = Field(None, description="Slot count with the highest sustainable rate")
     binding: str | None = Field(None, description="Which target binds when no rate meets it, and by how much")
+    host_s_per_token: float = Field(0.0, description="The server's host work per sampled token counted in every "
+                                    "step (sampling, streaming; plan calibrate --server) [s]")
     calibration: str = ""
     notes: list[str] = []

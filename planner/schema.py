@@ -581,6 +581,9 @@ class Provenance(BaseModel):
     notes: str = ""
 
 
+OPTIONAL_CONSTANTS = ("likely_range", "t_token_host_s")
+
+
 class SpeedConstants(BaseModel):
     """Roofline efficiencies of one runtime on one chip class; None = inherit from a more generic scope."""
 
@@ -601,6 +604,9 @@ class SpeedConstants(BaseModel):
                                         "matrix-matrix kernel; below it each (token, expert) pair reads its expert [tokens]")
     moe_bw_factor: float | None = Field(None, gt=0, le=1, description="Bandwidth efficiency of routed-expert reads relative to dense [1]")
     t_layer_s: float | None = Field(None, ge=0, le=1e-2, description="Fixed cost per layer per forward pass [s]")
+    t_token_host_s: float | None = Field(
+        None, ge=0, le=0.1, description="A server's host work per sampled token of each sequence (sampling, "
+                                        "streaming), beyond the benchmark's step; measured by plan calibrate [s]")
     noflash_attn_factor: float | None = Field(None, ge=1, le=20, description="Attention slowdown without flash attention [1]")
     quant_prefill_factor: dict[str, float] | None = Field(
         None, description="Multiplier on eta_c by weight class (dequantization cost in matmuls) [1]")
@@ -622,8 +628,9 @@ class SpeedConstants(BaseModel):
         return SpeedConstants(**data)
 
     def missing(self) -> list[str]:
-        """Required fields still unset (the likely range is optional: without it a rate has no range)."""
-        return [k for k, v in self.model_dump().items() if v is None and k != "likely_range"]
+        """Required fields still unset (optional: the likely range, without which a rate has no range, and the
+        server host work, 0 where not measured)."""
+        return [k for k, v in self.model_dump().items() if v is None and k not in OPTIONAL_CONSTANTS]
 
 
 class CalibrationProfile(BaseModel):

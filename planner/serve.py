@@ -59,6 +59,13 @@ class StepModel:
     _memo: dict = field(default_factory=dict)
 
     @property
+    def host(self) -> float:
+        """The server's host work per sampled token [s] (SpeedConstants.t_token_host_s; 0 where unmeasured):
+        llama-server samples every sequence's token and streams it between llama_decode calls (update_slots,
+        then send_partial_response), work that llama-bench's step does not include."""
+        return self.rf.k.t_token_host_s or 0.0
+
+    @property
     def n_ubatch(self) -> int:
         """Tokens per physical batch (llama.cpp -ub): the roofline's prefill chunk."""
         return self.rf.chunk
@@ -67,13 +74,13 @@ class StepModel:
         t = self._dec.get(batch)
         if t is None:
             xs = np.arange(0, self.ctx_max + 3 * GRID, GRID, dtype=float)
-            ys = np.array([self.rf.step_time(batch, x) for x in xs])
+            ys = np.array([self.rf.step_time(batch, x) for x in xs]) + batch * self.host
             cum = np.concatenate([[0.0], np.cumsum((ys[1:] + ys[:-1]) / 2 * GRID)])
             t = self._dec[batch] = (ys.tolist(), cum.tolist(), cum)
         return t
 
     def decode(self, batch: int, ctx: float) -> float:
-        """One decode step of ``batch`` sequences at mean depth ``ctx``."""
+        """One decode step of ``batch`` sequences at mean depth ``ctx``, each sampling its token."""
         ys, _, _ = self._table(batch)
         i = min(int(ctx // GRID), len(ys) - 2)
         f = ctx / GRID - i
@@ -112,19 +119,20 @@ class StepModel:
             v = self._memo[key] = self.rf.prefill_time(key[0], key[1], batch)[0]
         return v
 
-    def mixed(self, batch: int, ctx: float, pieces: list[tuple[int, int]]) -> float:
+    def mixed(self, batch: int, ctx: float, pieces: list[tuple[int, int]], sampled: int = 0) -> float:
         """llama.cpp: one batch of ``batch`` decode tokens + prompt pieces (tokens, cached depth), split into
         n_ubatch graphs (Roofline.chunk). The weight matmuls run over all the batch's rows at once; each piece's
         queries attend only to its own sequence (its cached depth and its own earlier tokens: the KQ mask of
         llama-graph.cpp blocks other sequences' cells, and the flash-attention kernels skip masked keys), and the
-        decode tokens to their own caches (kv_time)."""
+        decode tokens to their own caches (kv_time). The decode tokens and the ``sampled`` pieces (those that end
+        their prompt) each sample a token (:attr:`host`)."""
         total = batch + sum(p for p, _ in pieces)
         t = self._pf(total, 0) - self._attn(total, 0)
         for p, d in pieces:
             t += self._attn(p, d)
         if batch:
             t += self.rf.kv_time(batch, ctx)
-        return t
+        return t + (batch + sampled) * self.host
 
     def _attn(self, tokens: int, depth: int) -> float:
         key = (-(-tokens // 16) * 16, depth // GRID * GRID)
@@ -222,19 +230,21 @@ def _split_step(gens, pieces, steps: StepModel) -> float:
     only: a decode step of that many sequences; with prompt tokens: StepModel.mixed, each piece on its depth)."""
     rows = {s[4]: s for s in gens}
     prompt = {s[4]: s for s, _ in pieces}
+    left = {s[4]: s[1] for s, _ in pieces}   # prompt tokens each piece's slot has left before this batch
     done = dict.fromkeys(prompt, 0)
     order = [(s[4], 1) for s in sorted(gens, key=lambda r: r[4])] + \
             [(s[4], p) for s, p in sorted(pieces, key=lambda x: x[0][4])]
     dt = 0.0
     for ub in split_equal(order, steps.n_ubatch):
         dec = [rows[sid] for sid, _ in ub if sid in rows]
-        pr = []
+        pr, ends = [], 0
         for sid, n in ub:
             if sid in prompt:
                 pr.append((n, prompt[sid][2] + done[sid]))
                 done[sid] += n
+                ends += done[sid] == left[sid]
         ctx = sum(s[2] for s in dec) / len(dec) if dec else 0.0
-        dt += steps.mixed(len(dec), ctx, pr) if pr else steps.decode(len(dec), ctx)
+        dt += steps.mixed(len(dec), ctx, pr, ends) if pr else steps.decode(len(dec), ctx)
     return dt
 
 
@@ -301,7 +311,8 @@ def _llama_batch(act, gens, n_batch: int, split: bool, steps: StepModel):
     if split:
         return pieces, _split_step(gens, pieces, steps)
     ctx = sum(s[2] for s in gens) / len(gens) if gens else 0.0
-    return pieces, steps.mixed(len(gens), ctx, [(p, s[2]) for s, p in pieces])
+    ends = sum(p == s[1] for s, p in pieces)
+    return pieces, steps.mixed(len(gens), ctx, [(p, s[2]) for s, p in pieces], ends)
 
 
 def _lru_slot(act, last_used: list[float]) -> int:

@@ -281,6 +281,9 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
         notes.append(f"{clipped} of {len(arrival)} prompts exceed the {ctx}-token slot and were cut to fit "
                      f"({refuse}; raise --slot-context)")
     steps = StepModel(s.rf, ctx)
+    if not steps.host and s.rt.family == "llama.cpp":
+        notes.append("llama-server's host work per token (sampling, streaming) is not in these steps: "
+                     "`plan calibrate --runtime llama.cpp --server` times it on this machine")
     sched = s.scheduler(slots, r.kv_unified)
     tr = simulate(rq.arrival, rq.prompt, rq.gen, rq.cached, sched, steps)
     stats = summarise(rq, tr, slots, duration)
@@ -299,6 +302,7 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
         utilisation=rate / mu, stable=rate < mu, memory_bytes=mem,
         wired_limit_bytes=s.wired.effective_bytes, fit_verdict=fit.verdict, target_ttft_p95_s=r.max_ttft_p95,
         max_rate_per_s=top, sweep=sweep, curve=latency_curve(search, sched, steps, mu), best_slots=best, binding=binding, calibration=s.rf.calibration,
+        host_s_per_token=steps.host,
         notes=notes)
 
 

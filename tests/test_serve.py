@@ -28,7 +28,7 @@ class FlatSteps:
     def steps_within(self, batch, ctx, dt):
         return max(1, math.ceil(dt / self.D - 1e-9))
 
-    def mixed(self, batch, ctx, pieces):
+    def mixed(self, batch, ctx, pieces, sampled=0):
         return self.D + 0.001 * sum(p for p, _ in pieces)
 
     def prompt_batch(self, chunk, depth, n):
@@ -287,3 +287,33 @@ def test_latency_curve_rises_with_load(qwen):
     assert [p.rate_per_s for p in r.curve] == pytest.approx([x * r.saturation_rate_per_s for x in CURVE_LOADS])
     assert r.curve[-1].ttft_p95_s > 3 * r.curve[0].ttft_p95_s        # past saturation the queue dominates
     assert all(p.ttft_p50_s <= p.ttft_p95_s for p in r.curve)
+
+
+def _with_host(rf, host: float):
+    import dataclasses
+
+    return dataclasses.replace(rf, k=rf.k.model_copy(update={"t_token_host_s": host}))
+
+
+@pytest.mark.parametrize("unified", [True, False])
+def test_host_work_per_sampled_token_by_hand(unified):
+    """t_token_host_s = h: every sampled token adds h to its step. Two requests at 0 and 10 s (each alone in the
+    server), 300-token prompts, 40 tokens: the first token comes h later (the prompt batch samples one token) and
+    the request ends 40·h later (39 decode steps of one sequence, plus that first sample). Then two requests that
+    decode together from the same moment: each of their shared steps costs 2·h more."""
+    rf = setup("M4 Max", 40, 128, "qwen3-30b-a3b", None, "llama.cpp").rf
+    h = 2e-3
+    sched = Scheduler("llama.cpp", 4, kv_unified=unified)
+    arr, pr, gn = np.array([0.0, 10.0]), np.array([300, 300]), np.array([40, 40])
+    z = np.zeros(2, int)
+    a = simulate(arr, pr, gn, z, sched, StepModel(_with_host(rf, 0.0), 2048))
+    b = simulate(arr, pr, gn, z, sched, StepModel(_with_host(rf, h), 2048))
+    np.testing.assert_allclose(b.first - a.first, [h, h], rtol=1e-6)
+    np.testing.assert_allclose(b.end - a.end, [40 * h, 40 * h], rtol=1e-6)
+    # two prompts in one batch (slots 3 and 2, consecutive once sorted): one graph when unified, one per stream
+    # otherwise, but the same two samples; then 39 shared decode steps of 2 sequences
+    arr = np.array([0.0, 0.0])
+    a = simulate(arr, pr, gn, z, sched, StepModel(_with_host(rf, 0.0), 2048))
+    b = simulate(arr, pr, gn, z, sched, StepModel(_with_host(rf, h), 2048))
+    np.testing.assert_allclose(b.first - a.first, [2 * h, 2 * h], rtol=1e-6)
+    np.testing.assert_allclose(b.end - a.end, [2 * h + 39 * 2 * h] * 2, rtol=1e-6)

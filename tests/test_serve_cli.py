@@ -132,3 +132,39 @@ def test_bad_local_model_is_one_line(capsys, tmp_path, model, runtime, words):
     code, out, err = run(capsys, ["serve", "--model", model, "--chip", "M4 Max", "--gpu-cores", "40", "--ram", "128",
                                   "--runtime", runtime, "--no-sweep"])
     assert code == 2 and words in err and len(err.strip().splitlines()) == 1
+
+
+def test_host_work_from_a_calibration_is_counted_and_said(capsys, tmp_path, monkeypatch):
+    """Without a measured host work per token the answer says so and how to measure it; with a user calibration
+    holding t_token_host_s (what `plan calibrate --server` writes) it is reported, in --json too, and it slows
+    every step: TTFT and per-user speed move the way 2 ms per sampled token must move them."""
+    from datetime import date
+
+    from calibration import store
+    from planner import profiles
+    from planner.schema import CalibrationProfile, Provenance, SpeedConstants
+
+    args = [*BASE, "--rate", "6/min", "--duration", "30min", "--no-sweep"]
+    monkeypatch.setenv("MAC_LLM_PLANNER_USER_PROFILES", str(tmp_path / "user"))
+    profiles.clear_cache()
+    try:
+        code, text, err = run(capsys, args)
+        assert code == 0, err
+        assert "`plan calibrate --runtime llama.cpp --server` times it" in text and "host work:" not in text
+        before = ServeResult.model_validate_json(run(capsys, [*args, "--json"])[1])
+        assert before.host_s_per_token == 0
+        prof = CalibrationProfile(id="m4-max-40gpu__llama.cpp", scope="m4-max-40gpu", runtime="llama.cpp",
+                                  constants=SpeedConstants(t_token_host_s=2e-3),
+                                  provenance=Provenance(method="test", fitted_on=date.today(), rows=1))
+        store.write_profile(prof, tmp_path / "user")
+        profiles.clear_cache()
+        code, text, err = run(capsys, args)
+        assert code == 0, err
+        assert "host work: 2.00 ms per sampled token" in text and "--server` times it" not in text
+        after = ServeResult.model_validate_json(run(capsys, [*args, "--json"])[1])
+        assert after.host_s_per_token == pytest.approx(2e-3)
+        assert after.decode_tok_s_p50 < before.decode_tok_s_p50 and after.ttft_s.p50 > before.ttft_s.p50
+        # at most 4 slots sample per step: a user's step grows by at most 4 x 2 ms (one graph per slot aside)
+        assert after.decode_tok_s_p50 >= 1 / (1 / before.decode_tok_s_p50 + 4 * 2e-3) * 0.99
+    finally:
+        profiles.clear_cache()

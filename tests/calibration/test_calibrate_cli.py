@@ -109,3 +109,51 @@ def test_threads_is_checked_before_any_run(user_dir, tmp_path, capsys, args):
     code = main(["calibrate", "--model", str(tmp_path / "m.gguf"), *args])
     err = capsys.readouterr().err
     assert code == 2 and "--threads" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.requires_llama_cpp
+def test_calibrate_server_times_llama_servers_host_work(user_dir, tiny_q4km, capsys):
+    """--server: llama-server's decode step against llama-batched-bench's, stored as t_token_host_s in the profile
+    that `plan serve` reads. The host work is part of the server's step, so it is below the whole B = 1 step."""
+    from calibration.cli import calibrate
+    from planner import profiles
+    from planner.serve_plan import setup
+    from sources import resolve_model
+
+    out, _ = _calibrate(capsys, "llama.cpp", tiny_q4km, "--budget", "10", "--server")
+    assert "server: llama-server host work" in out and "`plan serve` adds it" in out
+    cid = next((user_dir / "chips").glob("custom-*.yaml")).stem
+    prof = store.read_profile(user_dir / "calibration" / f"{cid}__llama.cpp.yaml")
+    h = prof.constants.t_token_host_s
+    assert h is not None and math.isfinite(h) and h >= 0
+    assert "llama-server host work" in prof.provenance.notes
+    profiles.clear_cache()
+    s = setup(cid, None, None, resolve_model(str(tiny_q4km), quant=None), None, "llama.cpp")
+    assert s.rf.k.t_token_host_s == pytest.approx(h)
+    # the measurement itself: both steps positive, and the server's B = 1 step holds the host work
+    res = calibrate("llama.cpp", str(tiny_q4km), 5, quick=True, trials=1, server=True)
+    ht = res.host
+    assert all(v > 0 for v in [*ht.server_step_s.values(), *ht.bench_step_s.values()])
+    assert ht.seconds < ht.server_step_s[1]
+
+
+def test_server_needs_llama_cpp(user_dir, tmp_path, capsys):
+    code = main(["calibrate", "--runtime", "mlx-lm", "--model", str(tmp_path / "m"), "--server"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--server" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_client_runs_off_the_cores_the_calibration_is_pinned_to():
+    import multiprocessing as mp
+    import os
+
+    if not hasattr(os, "sched_getaffinity") or (os.cpu_count() or 1) < 2:
+        pytest.skip("needs CPU affinity and two CPUs")
+    from calibration.server_host import client_cpus
+
+    ctx = mp.get_context("fork")
+    with ctx.Pool(1, initializer=os.sched_setaffinity, initargs=(0, {0})) as pool:
+        pinned = pool.apply(client_cpus)
+    assert pinned == set(range(1, os.cpu_count()))
+    if os.sched_getaffinity(0) == set(range(os.cpu_count())):
+        assert client_cpus() is None
