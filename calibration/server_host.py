@@ -8,7 +8,9 @@ After every ``llama_decode`` the server samples each generating slot's token (to
 never do. The server's step is timed from the streamed tokens of B requests sent at once (prompt 48, 128 tokens
 each), the benchmark's from ``llama-batched-bench -npl B`` with the same model, threads and flash attention,
 alternating, the median difference of ``reps`` pairs. Measured on this 2-core VM with the 29 M-parameter serve-check
-model (vocabulary 4,096, one thread): server/bench step 1.14 at B = 1 and 1.17 at B = 4, every one of 8 pairs above 1.
+model (vocabulary 4,096, one thread): server/bench step 1.14 at B = 1 and 1.17 at B = 4, every one of 8 pairs above 1;
+two calibrations of 3 pairs each then gave 0.68 and 0.04 ms per token. The difference is small against this VM's
+speed swings, so it is a median of 5 pairs, and on a quiet Mac it is far steadier than here.
 
 The client runs on the cores the calibration is not pinned to, when it is pinned to some (as a chat client runs
 beside the server); otherwise where the OS puts it.
@@ -68,7 +70,7 @@ def bench_step(model: Path, threads: int, flash_attn: bool, batch: int) -> float
     return float(rows[-1]["t_tg"]) / GEN
 
 
-def measure(model: Path, threads: int, flash_attn: bool = True, vocab: int = 4096, reps: int = 3) -> HostToken:
+def measure(model: Path, threads: int, flash_attn: bool = True, vocab: int = 4096, reps: int = 5) -> HostToken:
     """Alternate ``reps`` pairs of (llama-batched-bench, llama-server) decode steps at each B of :data:`BATCHES`."""
     from calibration.serve_check import LlamaServer, Trace, drive, warm_up
 
