@@ -164,6 +164,8 @@ class Measured:
     tokens: np.ndarray
     prompt_processed: np.ndarray
     start_lag: np.ndarray   # how late the client sent each request [s] (its own scheduling delay)
+    prompt_s: np.ndarray | None = None   # the server's own timings.prompt_ms: its prompt phase [s]
+    decode_s: np.ndarray | None = None   # timings.predicted_ms: from the first token to the last [s]
 
 
 async def _one(client, url: str, t0: float, arrival: float, ids: list[int], gen: int) -> tuple:
@@ -174,6 +176,7 @@ async def _one(client, url: str, t0: float, arrival: float, ids: list[int], gen:
     first = None
     n = 0
     processed = -1
+    timings: dict = {}
     async with client.stream("POST", url + "/completion", json=body) as r:
         if r.status_code != 200:
             raise CalibrationError(f"llama-server answered {r.status_code}: {(await r.aread())[:200]!r}")
@@ -185,10 +188,12 @@ async def _one(client, url: str, t0: float, arrival: float, ids: list[int], gen:
                 first = time.perf_counter()
             if ev.get("stop"):
                 n = int(ev.get("tokens_predicted", -1))
-                processed = int((ev.get("timings") or {}).get("prompt_n", -1))
+                timings = ev.get("timings") or {}
+                processed = int(timings.get("prompt_n", -1))
     end = time.perf_counter()
     base = t0 + arrival
-    return (first or end) - base, end - base, n, processed, sent - base
+    return ((first or end) - base, end - base, n, processed, sent - base,
+            float(timings.get("prompt_ms", "nan")) / 1e3, float(timings.get("predicted_ms", "nan")) / 1e3)
 
 
 async def _drive(url: str, trace: Trace, vocab: int, seed: int) -> Measured:
@@ -324,10 +329,30 @@ class Row:
     predicted: dict
     speed: float = 1.0        # probe time around this load / at calibration: > 1 when the machine ran slower
     probe_drift: float = 0.0  # the probes just before and after this load: how much the speed moved during it
+    phases: dict | None = None   # phase_ratios: where a miss is (prompt phase, decode phase)
 
     def error(self, key: str) -> float:
         """(predicted - measured) / measured."""
         return self.predicted[key] / self.measured[key] - 1.0
+
+
+def phase_ratios(setup, trace: Trace, speed: float, m: Measured) -> dict:
+    """Request by request, the simulation's phases against the server's own timings, as medians of predicted /
+    measured: ``prompt`` (admission to first token, against timings.prompt_ms) and ``decode`` (first token to
+    last, against timings.predicted_ms). The same simulation as `plan serve --trace` (planner.serve on the
+    slowed trace), read per request: 1.0 for both with a TTFT miss puts it in the queue; both off alike puts it
+    in the speed the machine had."""
+    from planner.serve import StepModel, simulate
+
+    t = trace.slowed(speed)
+    tr = simulate(t.arrival, t.prompt, t.gen, np.zeros(len(t.prompt), int), setup.scheduler(SLOTS),
+                  StepModel(setup.rf, SLOT_CONTEXT))
+    out = {}
+    for key, pred, meas in (("prompt", tr.first - tr.admit, m.prompt_s), ("decode", tr.end - tr.first, m.decode_s)):
+        ok = np.isfinite(meas) & (meas > 0) if meas is not None else np.zeros(0, bool)
+        if ok.any():
+            out[key] = float(np.median(pred[ok] * speed / meas[ok]))
+    return out
 
 
 def drift(probes: list[float]) -> float:
@@ -348,6 +373,10 @@ def compare(model: Path, chip: str, ram: float, n_requests: int, seed: int = 0, 
     mu = plan_serve([*base, "--prompt", length_spec(PROMPTS), "--gen", length_spec(GENS), "--rate", "1/s",
                      "--duration", "60s"])["saturation_rate_per_s"]
     log(f"calibrated saturation rate {mu:.2f}/s")
+    from planner.serve_plan import setup
+    from sources import resolve_model
+
+    sim = setup(chip, None, ram, resolve_model(str(model), quant=None), None, "llama.cpp")
     vocab = int(MODEL["vocab"])
     rows = []
     with tempfile.TemporaryDirectory(prefix="serve-check-") as tmp, LlamaServer(model, SLOTS, SLOT_CONTEXT) as srv:
@@ -365,7 +394,8 @@ def compare(model: Path, chip: str, ram: float, n_requests: int, seed: int = 0, 
             p = plan_serve([*base, "--trace", str(trace.slowed(speed).write(Path(tmp) / f"trace-{i}.csv"))])
             pred = {k: p["ttft_s"][k.split("_")[1]] * speed for k in ("ttft_p50_s", "ttft_p95_s")}
             pred["throughput_tok_s"] = p["throughput_tok_s"] / speed
-            rows.append(Row(load, load * mu, n_requests, summary(m, trace), pred, speed, moved))
+            rows.append(Row(load, load * mu, n_requests, summary(m, trace), pred, speed, moved,
+                            phase_ratios(sim, trace, speed, m)))
             log(render([rows[-1]]).splitlines()[1])
     return mu, rows
 
@@ -373,7 +403,7 @@ def compare(model: Path, chip: str, ram: float, n_requests: int, seed: int = 0, 
 def render(rows: list[Row]) -> str:
     head = (f"{'load':>5} {'rate/s':>7} {'n':>4} | {'TTFT p50 meas':>13} {'pred':>7} {'err':>6} | "
             f"{'TTFT p95 meas':>13} {'pred':>7} {'err':>6} | {'tok/s meas':>10} {'pred':>7} {'err':>6} | "
-            f"{'lag p95':>7} | {'speed':>5} {'moved':>5}")
+            f"{'lag p95':>7} | {'speed':>5} {'moved':>5} | {'prompt':>6} {'decode':>6}")
     out = [head]
     for r in rows:
         cells = [f"{r.load:>5.2f} {r.rate_per_s:>7.2f} {r.n:>4}"]
@@ -383,7 +413,11 @@ def render(rows: list[Row]) -> str:
                          f"{r.error(k):>+6.0%}")
         cells.append(f"{r.measured['client_lag_p95_s'] * 1000:>7.1f}")
         cells.append(f"{r.speed:>5.2f} {r.probe_drift:>5.0%}")
+        ph = r.phases or {}
+        cells.append(" ".join(f"{ph[k]:>6.2f}" if k in ph else f"{'':>6}" for k in ("prompt", "decode")))
         out.append(" | ".join(cells))
     return "\n".join(out) + ("\n(TTFT in ms; err = predicted / measured - 1; lag p95 [ms]: how late the client sent "
                              "its requests; speed: probe time around the load / at calibration, the factor the "
-                             "prediction's step times carry; moved: the probes before and after the load apart)")
+                             "prediction's step times carry; moved: the probes before and after the load apart; prompt, decode: "
+                             "the simulation's prompt and decode phases / the server's own timings, median over "
+                             "requests)")

@@ -71,6 +71,29 @@ def test_a_slower_machine_is_the_slowed_trace_on_a_longer_clock():
     assert a.busy_integral == pytest.approx(b.busy_integral * f, rel=1e-9)
 
 
+def test_phase_ratios_read_the_simulation_against_the_servers_timings():
+    """A server whose timings are the simulation's own gives 1.0 for both phases; one that decodes twice as long
+    gives 0.5 for decode and still 1.0 for the prompt phase; on a machine 1.3x slower (speed) the simulated
+    phases are read on the slowed trace and scaled back, so the same slower server is again 1.0."""
+    from planner.serve import StepModel, simulate
+    from planner.serve_plan import setup
+
+    s = setup("M4 Max", 40, 128, "qwen3-30b-a3b", None, "llama.cpp")
+    t = sc.poisson_trace(4.0, 80, sc.PROMPTS, sc.GENS, seed=1)
+    for speed in (1.0, 1.3):
+        slow = t.slowed(speed)
+        tr = simulate(slow.arrival, slow.prompt, slow.gen, np.zeros(80, int), s.scheduler(sc.SLOTS),
+                      StepModel(s.rf, sc.SLOT_CONTEXT))
+        prompt, decode = (tr.first - tr.admit) * speed, (tr.end - tr.first) * speed
+        z = np.zeros(80)
+        same = sc.Measured(z, z, z, z, z, prompt_s=prompt, decode_s=decode)
+        assert sc.phase_ratios(s, t, speed, same) == pytest.approx({"prompt": 1.0, "decode": 1.0})
+        slower = sc.Measured(z, z, z, z, z, prompt_s=prompt, decode_s=2 * decode)
+        assert sc.phase_ratios(s, t, speed, slower) == pytest.approx({"prompt": 1.0, "decode": 0.5})
+    no_timings = sc.Measured(z, z, z, z, z)
+    assert sc.phase_ratios(s, t, 1.0, no_timings) == {}
+
+
 @pytest.mark.slow
 @pytest.mark.requires_llama_cpp
 def test_plan_serve_predicts_the_real_llama_server(served_model, user_dir):
