@@ -6,10 +6,10 @@ Builds a 29 M-parameter random-weight Llama GGUF, calibrates the planner with `p
 user-profile folder, starts llama-server -np 4, and at three request rates (0.3, 0.6 and 0.85 of the calibrated
 saturation rate) replays a seeded Poisson trace with an async streaming client and runs `plan serve --trace` on
 the same trace. A fixed llama-batched-bench run (the speed probe) before and after calibrating and before and after
-each rate tells how fast the machine was during each; `plan serve` predicts each rate for that speed (step times ×
-probe now / probe while calibrating). Prints measured vs predicted TTFT p50/p95 and generated tokens/s, the speed
-factors and the load average: the machine should be quiet, the client, the server and anything else share its
-cores.
+each rate tells how much the machine's speed moved (``--scale-by-probe`` also multiplies the prediction's step
+times by it). Prints measured vs predicted TTFT p50/p95 and generated tokens/s, the speed factors, the simulated
+prompt and decode phases against the server's own timings, and the load average: the machine should be quiet, the
+client, the server and anything else share its cores.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=60, help="requests per rate")
     ap.add_argument("--budget", type=float, default=60, help="plan calibrate --budget [s]")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--scale-by-probe", action="store_true",
+                    help="predict each rate for the speed the probes read (step times x probe / calibration probe)")
     ap.add_argument("--work", type=Path, default=None, help="folder for the model and the calibration")
     a = ap.parse_args()
     if BIN.is_dir():
@@ -49,7 +51,8 @@ def main() -> None:
     model = sc.build_model(work)
     log(f"model {model.name} built in {time.perf_counter() - t0:.0f} s; calibrating for {a.budget:g} s")
     chip, ram, cal_probe, cal_moved = sc.calibrate_probed(model, a.budget)
-    mu, rows = sc.compare(model, chip, ram, a.requests, a.seed, log=log, calibration_probe=cal_probe)
+    mu, rows = sc.compare(model, chip, ram, a.requests, a.seed, log=log, calibration_probe=cal_probe,
+                          scale_by_probe=a.scale_by_probe)
     print(f"plan serve vs llama-server -np {sc.SLOTS} (slots of {sc.SLOT_CONTEXT} tokens), {model.name} on {chip}; "
           f"prompt {sc.length_spec(sc.PROMPTS)}, answer {sc.length_spec(sc.GENS)} tokens; "
           f"calibrated saturation {mu:.2f} requests/s; seed {a.seed}")
