@@ -33,6 +33,7 @@ import numpy as np
 
 from calibration.errors import CalibrationError
 from calibration.hardware import physical_cores
+from calibration.runners.llama_cpp import batched_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 # The server and its calibration run on one CPU core of their own (-t 1, pinned), the client on the others: ggml's
@@ -314,7 +315,7 @@ def speed_probe(model: Path, reps: int = 3) -> float:
     argv = [exe, "-m", str(model), "-t", str(THREADS), "-fa", "on", "-c", "1024", "-npp", "192", "-ntg", "32",
             "-npl", ",".join(["4"] * (reps + 1)), "--output-format", "jsonl"]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=300, preexec_fn=_pin_server).stdout
-    rows = [json.loads(line) for line in out.splitlines() if line.startswith("{") and '"t_pp"' in line]
+    rows = batched_rows(out)
     if len(rows) < 2:
         raise CalibrationError(f"llama-batched-bench gave no timings: {out[-200:]!r}")
     return float(np.median([r["t_pp"] + r["t_tg"] for r in rows[1:]]))   # the first is the warm-up

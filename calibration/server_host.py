@@ -18,7 +18,6 @@ beside the server); otherwise where the OS puts it.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -28,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from calibration.errors import CalibrationError
+from calibration.runners.llama_cpp import batched_rows
 
 PROMPT, GEN = 48, 128
 BATCHES = (1, 4)
@@ -64,7 +64,7 @@ def bench_step(model: Path, threads: int, flash_attn: bool, batch: int) -> float
             "-c", str(batch * (PROMPT + GEN) + 256), "-npp", str(PROMPT), "-ntg", str(GEN),
             "-npl", f"{batch},{batch}", "--output-format", "jsonl"]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=600).stdout
-    rows = [json.loads(line) for line in out.splitlines() if line.startswith("{") and '"t_tg"' in line]
+    rows = batched_rows(out)
     if not rows:
         raise CalibrationError(f"llama-batched-bench gave no timings: {out[-200:]!r}")
     return float(rows[-1]["t_tg"]) / GEN

@@ -51,7 +51,8 @@ def cli_available() -> bool:
 SPARE_REPS = 2
 
 
-def _batched_rows(out: str) -> list[dict]:
+def batched_rows(out: str) -> list[dict]:
+    """The result rows of `llama-batched-bench --output-format jsonl` (one per -npl entry)."""
     rows = []
     for line in out.splitlines():
         line = line.strip()
@@ -202,7 +203,7 @@ class LlamaCppRunner:
         rows: list[dict] = []
         for _attempt in range(2):
             out = self._run(argv)
-            got = _batched_rows(out)
+            got = batched_rows(out)
             if len(got) > len(rows):
                 rows = got
             if len(rows) >= reps:
