@@ -371,9 +371,9 @@ def compare(model: Path, chip: str, ram: float, n_requests: int, seed: int = 0, 
     probes: their ratio to the calibration's is the ``speed`` column, and how far the two are apart tells a stretch
     in which the machine's speed moved. The prediction is `plan serve --trace` as a user runs it. With
     ``scale_by_probe`` its step times are multiplied by ``speed`` instead (:meth:`Trace.slowed`). That used to be
-    the default and is not: over 6 loads in 4 runs on this VM the probes read speeds of 0.85–1.28, but the
-    prompt phases of the unscaled simulation came within 14 % of the server's own timings (0.86–1.03); scaled,
-    they were up to 29 % off (0.73–1.29). The probe's own runs do not see the speed the server sees."""
+    the default and is not: over 6 loads in 4 runs on this VM the probes read speeds of 0.85–1.28; scaled by
+    them, the simulated prompt phases were 0.73–1.29 × the server's own timings, and 0.86–1.03 once divided by
+    the probes' speed again. The probe's own runs do not see the speed the server sees."""
     base = serve_args(model, chip, ram, SLOTS, SLOT_CONTEXT)
     mu = plan_serve([*base, "--prompt", length_spec(PROMPTS), "--gen", length_spec(GENS), "--rate", "1/s",
                      "--duration", "60s"])["saturation_rate_per_s"]
