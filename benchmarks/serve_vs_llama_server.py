@@ -1,12 +1,15 @@
 """Benchmark: `plan serve` against the real llama-server on this machine (calibration/serve_check.py).
 
-python benchmarks/serve_vs_llama_server.py [--requests 60] [--budget 60] [--seed 0] [--work DIR]
+python benchmarks/serve_vs_llama_server.py [--requests 40] [--rounds 3] [--budget 45] [--seed 0] [--work DIR]
 
 Builds a 29 M-parameter random-weight Llama GGUF, calibrates the planner with `plan calibrate` into a private
 user-profile folder, starts llama-server -np 4, and at three request rates (0.3, 0.6 and 0.85 of the calibrated
-saturation rate) replays a seeded Poisson trace with an async streaming client and runs `plan serve --trace` on
-the same trace. A fixed llama-batched-bench run (the speed probe) before and after calibrating and before and after
-each rate tells how much the machine's speed moved (``--scale-by-probe`` also multiplies the prediction's step
+saturation rate) replays a seeded Poisson trace with an async streaming client, ``--rounds`` times with the rates
+taking turns and fresh prompt ids each time (each round after the first starts with a fresh ``plan calibrate
+--replace`` and is predicted from it, unless ``--once``), and runs `plan serve --trace` on the same trace; each measured figure
+is the median over the replays. A fixed llama-batched-bench run (the speed probe) before and after calibrating and before and after
+each replay tells how much the machine's speed moved (a replay whose probes moved more than ``--max-drift`` is
+left out of the medians) (``--scale-by-probe`` also multiplies the prediction's step
 times by it). Prints measured vs predicted TTFT p50/p95 and generated tokens/s, the speed factors, the simulated
 prompt and decode phases against the server's own timings, and the load average: the machine should be quiet, the
 client, the server and anything else share its cores.
@@ -28,8 +31,13 @@ BIN = ROOT / ".cache" / "llama-build" / "bin"
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--requests", type=int, default=60, help="requests per rate")
-    ap.add_argument("--budget", type=float, default=60, help="plan calibrate --budget [s]")
+    ap.add_argument("--requests", type=int, default=40, help="requests per rate")
+    ap.add_argument("--rounds", type=int, default=3, help="replays of each rate's trace (the rates take turns)")
+    ap.add_argument("--max-drift", type=float, default=0.30,
+                    help="leave out a replay whose probes before and after it moved more than this")
+    ap.add_argument("--budget", type=float, default=45, help="plan calibrate --budget [s]")
+    ap.add_argument("--once", action="store_true",
+                    help="calibrate once for all rounds (default: a fresh plan calibrate --replace before each)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--scale-by-probe", action="store_true",
                     help="predict each rate for the speed the probes read (step times x probe / calibration probe)")
@@ -52,7 +60,8 @@ def main() -> None:
     log(f"model {model.name} built in {time.perf_counter() - t0:.0f} s; calibrating for {a.budget:g} s")
     chip, ram, cal_probe, cal_moved = sc.calibrate_probed(model, a.budget)
     mu, rows = sc.compare(model, chip, ram, a.requests, a.seed, log=log, calibration_probe=cal_probe,
-                          scale_by_probe=a.scale_by_probe)
+                          scale_by_probe=a.scale_by_probe, rounds=a.rounds, max_drift=a.max_drift,
+                          recalibrate=None if a.once else lambda: sc.calibrate_probed(model, a.budget, replace=True))
     print(f"plan serve vs llama-server -np {sc.SLOTS} (slots of {sc.SLOT_CONTEXT} tokens), {model.name} on {chip}; "
           f"prompt {sc.length_spec(sc.PROMPTS)}, answer {sc.length_spec(sc.GENS)} tokens; "
           f"calibrated saturation {mu:.2f} requests/s; seed {a.seed}")

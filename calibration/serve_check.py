@@ -279,14 +279,16 @@ def build_model(root: Path) -> Path:
     return quantize_gguf(build_gguf(hf, root / "serve-F16.gguf", "F16"), out, "Q4_K_M")
 
 
-def calibrate(model: Path, budget_s: float) -> tuple[str, float]:
+def calibrate(model: Path, budget_s: float, replace: bool = False) -> tuple[str, float]:
     """`plan calibrate --runtime llama.cpp --model MODEL --server` as a user runs it (the step model, then the
-    server's host work per token) -> (chip id, RAM [GB]) of this machine."""
+    server's host work per token; ``replace``: ``--replace``, a fresh fit that drops the earlier records) ->
+    (chip id, RAM [GB]) of this machine."""
     from planner import profiles
 
-    proc = subprocess.run([sys.executable, "-m", "cli.main", "calibrate", "--runtime", "llama.cpp", "--model",
-                           str(model), "--budget", f"{budget_s:g}", "--threads", str(THREADS), "--server"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=budget_s * 4 + 120, env=os.environ.copy(), preexec_fn=_pin_server)
+    argv = [sys.executable, "-m", "cli.main", "calibrate", "--runtime", "llama.cpp", "--model", str(model),
+            "--budget", f"{budget_s:g}", "--threads", str(THREADS), "--server", *(["--replace"] if replace else [])]
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=budget_s * 4 + 120,
+                          env=os.environ.copy(), preexec_fn=_pin_server)
     if proc.returncode != 0:
         raise CalibrationError(f"plan calibrate failed: {proc.stderr.strip()[-300:]}")
     chips = sorted((profiles.user_dir() / "chips").glob("custom-*.yaml"))
@@ -297,11 +299,11 @@ def calibrate(model: Path, budget_s: float) -> tuple[str, float]:
     return chip.id, float(max(chip.ram_options_gb))
 
 
-def calibrate_probed(model: Path, budget_s: float) -> tuple[str, float, float, float]:
+def calibrate_probed(model: Path, budget_s: float, replace: bool = False) -> tuple[str, float, float, float]:
     """:func:`calibrate` between two speed probes -> (chip id, RAM [GB], the probe time while calibrating (mean of
     the two) [s], how far the two probes are apart)."""
     before = speed_probe(model)
-    chip, ram = calibrate(model, budget_s)
+    chip, ram = calibrate(model, budget_s, replace)
     after = speed_probe(model)
     return chip, ram, (before + after) / 2, drift([before, after])
 
@@ -322,15 +324,62 @@ def speed_probe(model: Path, reps: int = 3) -> float:
 
 
 @dataclass(frozen=True)
+class Replay:
+    """One replay of a load's trace: the measured and predicted figures and the machine's speed around it."""
+
+    measured: dict
+    predicted: dict
+    speed: float = 1.0        # probe time around this replay / at calibration: > 1 when the machine ran slower
+    probe_drift: float = 0.0  # the probes just before and after it: how much the speed moved during it
+    phases: dict | None = None   # phase_ratios: where a miss is (prompt phase, decode phase)
+
+
+def _median(dicts: list[dict]) -> dict:
+    keys = set.intersection(*(set(d) for d in dicts)) if dicts else set()
+    return {k: float(np.median([d[k] for d in dicts])) for k in sorted(keys)}
+
+
+@dataclass(frozen=True)
 class Row:
+    """A load: its replays and, over those whose probes moved at most ``max_drift``, the median of each figure."""
+
     load: float
     rate_per_s: float
     n: int
-    measured: dict
-    predicted: dict
-    speed: float = 1.0        # probe time around this load / at calibration: > 1 when the machine ran slower
-    probe_drift: float = 0.0  # the probes just before and after this load: how much the speed moved during it
-    phases: dict | None = None   # phase_ratios: where a miss is (prompt phase, decode phase)
+    replays: tuple[Replay, ...]
+    max_drift: float | None = None
+
+    @property
+    def kept(self) -> tuple[Replay, ...]:
+        """The replays on a stretch whose speed held (all of them when none did: :attr:`probe_drift` says so)."""
+        ok = tuple(r for r in self.replays if self.max_drift is None or r.probe_drift <= self.max_drift)
+        return ok or self.replays
+
+    @property
+    def measured(self) -> dict:
+        return _median([r.measured for r in self.kept])
+
+    @property
+    def predicted(self) -> dict:
+        return _median([r.predicted for r in self.kept])
+
+    @property
+    def phases(self) -> dict:
+        return _median([r.phases for r in self.kept if r.phases])
+
+    @property
+    def speed(self) -> float:
+        return float(np.median([r.speed for r in self.kept]))
+
+    @property
+    def probe_drift(self) -> float:
+        return max(r.probe_drift for r in self.kept)
+
+    @property
+    def spread(self) -> float:
+        """Slowest / fastest measured TTFT p50 over the kept replays - 1: the server against itself."""
+        v = [r.measured["ttft_p50_s"] for r in self.kept]
+        return max(v) / min(v) - 1.0
 
     def error(self, key: str) -> float:
         """(predicted - measured) / measured."""
@@ -363,17 +412,27 @@ def drift(probes: list[float]) -> float:
 
 def compare(model: Path, chip: str, ram: float, n_requests: int, seed: int = 0, loads=LOADS,
             log=lambda s: None, calibration_probe: float | None = None,
-            scale_by_probe: bool = False) -> tuple[float, list[Row]]:
+            scale_by_probe: bool = False, rounds: int = 1, max_drift: float | None = None,
+            recalibrate=None) -> tuple[float, list[Row]]:
     """Saturation rate from `plan serve`, then at each load: the real server and `plan serve` on the same trace.
     -> (saturation rate [1/s], rows)
 
-    With ``calibration_probe`` (the speed probe's time while `plan calibrate` ran) each load is bracketed by two
-    probes: their ratio to the calibration's is the ``speed`` column, and how far the two are apart tells a stretch
-    in which the machine's speed moved. The prediction is `plan serve --trace` as a user runs it. With
-    ``scale_by_probe`` its step times are multiplied by ``speed`` instead (:meth:`Trace.slowed`). That used to be
-    the default and is not: over 6 loads in 4 runs on this VM the probes read speeds of 0.85–1.28; scaled by
-    them, the simulated prompt phases were 0.73–1.29 × the server's own timings, and 0.86–1.03 once divided by
-    the probes' speed again. The probe's own runs do not see the speed the server sees."""
+    Each load's trace is replayed ``rounds`` times, the loads taking turns (0.3, 0.6, 0.85, 0.3, ...), so a slow
+    or fast stretch of a shared machine falls on every load alike; every replay sends fresh random prompt ids, so
+    the server's prompt cache never hits. A row's figures are the medians over its replays whose probes moved at
+    most ``max_drift``. The prediction is `plan serve --trace` as a user runs it. With ``recalibrate`` (a callable
+    returning :func:`calibrate_probed`'s tuple) every round after the first starts with a fresh `plan calibrate`
+    and is predicted from it, so each round is a whole trial (calibrate, then serve the three loads) and a
+    calibration meets the server within minutes; the rates stay those of the first calibration, so every round
+    replays the same traces. A calibration whose probes moved more than ``max_drift`` voids its round.
+
+    With ``calibration_probe`` (the speed probe's time while `plan calibrate` ran) every replay is bracketed by
+    probes (one between two replays): their ratio to the calibration's is the ``speed`` column, and how far the two
+    are apart tells a stretch in which the machine's speed moved. With ``scale_by_probe`` the prediction's step
+    times are multiplied by ``speed`` (:meth:`Trace.slowed`). That used to be the default and is not: over 6 loads
+    in 4 runs on this VM the probes read speeds of 0.85–1.28; scaled by them, the simulated prompt phases were
+    0.73–1.29 × the server's own timings, and 0.86–1.03 once divided by the probes' speed again. The probe's own
+    runs do not see the speed the server sees."""
     base = serve_args(model, chip, ram, SLOTS, SLOT_CONTEXT)
     mu = plan_serve([*base, "--prompt", length_spec(PROMPTS), "--gen", length_spec(GENS), "--rate", "1/s",
                      "--duration", "60s"])["saturation_rate_per_s"]
@@ -381,35 +440,51 @@ def compare(model: Path, chip: str, ram: float, n_requests: int, seed: int = 0, 
     from planner.serve_plan import setup
     from sources import resolve_model
 
-    sim = setup(chip, None, ram, resolve_model(str(model), quant=None), None, "llama.cpp")
+    resolved = resolve_model(str(model), quant=None)
     vocab = int(MODEL["vocab"])
-    rows = []
+    traces = [poisson_trace(load * mu, n_requests, PROMPTS, GENS, seed + i) for i, load in enumerate(loads)]
+    replays: list[list[Replay]] = [[] for _ in loads]
     with tempfile.TemporaryDirectory(prefix="serve-check-") as tmp, LlamaServer(model, SLOTS, SLOT_CONTEXT) as srv:
-        warm_up(srv.url, vocab)
-        for i, load in enumerate(loads):
-            trace = poisson_trace(load * mu, n_requests, PROMPTS, GENS, seed + i)
-            before = speed_probe(model) if calibration_probe else None
-            m = drive(srv.url, trace, vocab, seed + i)
-            if np.any(m.tokens != trace.gen) or np.any(m.prompt_processed > trace.prompt):
-                raise CalibrationError("llama-server did not generate exactly the requested tokens")
-            speed, moved = 1.0, 0.0
-            if calibration_probe and before:
-                after = speed_probe(model)
-                speed, moved = (before + after) / 2 / calibration_probe, drift([before, after])
-            f = speed if scale_by_probe else 1.0
-            p = plan_serve([*base, "--trace", str(trace.slowed(f).write(Path(tmp) / f"trace-{i}.csv"))])
+
+        def predict(i: int, f: float) -> dict:
+            p = plan_serve([*base, "--trace", str(traces[i].slowed(f).write(Path(tmp) / f"trace-{i}.csv"))])
             pred = {k: p["ttft_s"][k.split("_")[1]] * f for k in ("ttft_p50_s", "ttft_p95_s")}
             pred["throughput_tok_s"] = p["throughput_tok_s"] / f
-            rows.append(Row(load, load * mu, n_requests, summary(m, trace), pred, speed, moved,
-                            phase_ratios(sim, trace, f, m)))
-            log(render([rows[-1]]).splitlines()[1])
-    return mu, rows
+            return pred
+
+        warm_up(srv.url, vocab)
+        cal_moved = 0.0
+        for r in range(rounds):
+            if r and recalibrate is not None:
+                chip, ram, calibration_probe, cal_moved = recalibrate()
+                base = serve_args(model, chip, ram, SLOTS, SLOT_CONTEXT)
+                log(f"round {r + 1}: recalibrated (probes moved {cal_moved:.0%})")
+            if r == 0 or recalibrate is not None:
+                sim = setup(chip, None, ram, resolved, None, "llama.cpp")
+                plain = [None if scale_by_probe else predict(i, 1.0) for i in range(len(loads))]
+                before = speed_probe(model) if calibration_probe else None
+            for i, load in enumerate(loads):
+                trace = traces[i]
+                m = drive(srv.url, trace, vocab, seed + i + 1000 * r)   # fresh prompt ids: no cache hit
+                if np.any(m.tokens != trace.gen) or np.any(m.prompt_processed > trace.prompt):
+                    raise CalibrationError("llama-server did not generate exactly the requested tokens")
+                speed, moved = 1.0, 0.0
+                if calibration_probe and before:
+                    after = speed_probe(model)
+                    speed, moved = (before + after) / 2 / calibration_probe, drift([before, after])
+                    before = after
+                f = speed if scale_by_probe else 1.0
+                replays[i].append(Replay(summary(m, trace), plain[i] or predict(i, f), speed,
+                                         max(moved, cal_moved), phase_ratios(sim, trace, f, m)))
+                one = Row(load, load * mu, n_requests, (replays[i][-1],))
+                log(f"round {r + 1}/{rounds}: " + render([one]).splitlines()[1])
+    return mu, [Row(load, load * mu, n_requests, tuple(replays[i]), max_drift) for i, load in enumerate(loads)]
 
 
 def render(rows: list[Row]) -> str:
     head = (f"{'load':>5} {'rate/s':>7} {'n':>4} | {'TTFT p50 meas':>13} {'pred':>7} {'err':>6} | "
             f"{'TTFT p95 meas':>13} {'pred':>7} {'err':>6} | {'tok/s meas':>10} {'pred':>7} {'err':>6} | "
-            f"{'lag p95':>7} | {'speed':>5} {'moved':>5} | {'prompt':>6} {'decode':>6}")
+            f"{'lag p95':>7} | {'speed':>5} {'moved':>5} | {'prompt':>6} {'decode':>6} | {'runs':>4} {'spread':>6}")
     out = [head]
     for r in rows:
         cells = [f"{r.load:>5.2f} {r.rate_per_s:>7.2f} {r.n:>4}"]
@@ -421,9 +496,11 @@ def render(rows: list[Row]) -> str:
         cells.append(f"{r.speed:>5.2f} {r.probe_drift:>5.0%}")
         ph = r.phases or {}
         cells.append(" ".join(f"{ph[k]:>6.2f}" if k in ph else f"{'':>6}" for k in ("prompt", "decode")))
+        cells.append(f"{len(r.kept)}/{len(r.replays)}".rjust(4) + f" {r.spread:>6.0%}")
         out.append(" | ".join(cells))
     return "\n".join(out) + ("\n(TTFT in ms; err = predicted / measured - 1; lag p95 [ms]: how late the client sent "
                              "its requests; speed: probe time around the load / at calibration; moved: the probes before "
                              "and after the load apart; prompt, decode: "
                              "the simulation's prompt and decode phases / the server's own timings, median over "
-                             "requests)")
+                             "requests; each figure the median over the replays kept (runs: kept / replayed) of the "
+                             "load's trace; spread: slowest / fastest measured TTFT p50 over them - 1)")

@@ -2,7 +2,9 @@
 
 A 29 M-parameter random-weight Llama is built, `plan calibrate` measures this machine with it, llama-server -np 4
 serves it, and a seeded Poisson trace at three rates (light, moderate, near the calibrated saturation rate) is
-replayed by an async streaming client; `plan serve --trace` simulates the same trace. The bounds are the ones
+replayed by an async streaming client; `plan serve --trace` simulates the same trace. That is done in three rounds,
+each a whole trial (a fresh `plan calibrate --replace`, then the three rates, with fresh prompt ids), and each
+figure is the median over the rounds. The bounds are the ones
 `plan serve` promises: TTFT p50 within 20 %, p95 within 30 %. Timings are compared with the planner's own
 prediction of the same run on the same machine, never with a fixed number.
 """
@@ -17,6 +19,7 @@ import pytest
 from calibration import serve_check as sc
 
 N_REQUESTS = 40   # per rate
+ROUNDS = 3        # trials (calibrate, then every rate): a median over them outlasts a slow or fast stretch
 MAX_DRIFT = 0.30  # a larger swing of the machine's speed within one stretch voids it (measured: 2-66 % within a minute)
 
 
@@ -94,17 +97,41 @@ def test_phase_ratios_read_the_simulation_against_the_servers_timings():
     assert sc.phase_ratios(s, t, 1.0, no_timings) == {}
 
 
+def test_a_row_is_the_median_of_the_replays_whose_speed_held():
+    """Three replays of one load: the one whose probes moved 40 % is left out at max_drift 0.3, the figures are
+    the medians of the other two (their mean, for two), spread is the slower p50 over the faster one; with every
+    replay drifted all are kept and probe_drift says so."""
+    def rep(p50, p95, pred50, moved, prompt):
+        return sc.Replay({"ttft_p50_s": p50, "ttft_p95_s": p95, "throughput_tok_s": 30.0, "client_lag_p95_s": 0.0},
+                         {"ttft_p50_s": pred50, "ttft_p95_s": 1.0, "throughput_tok_s": 30.0},
+                         speed=1.0 + moved, probe_drift=moved, phases={"prompt": prompt})
+
+    reps = (rep(0.20, 0.8, 0.25, 0.05, 0.9), rep(0.90, 2.0, 0.25, 0.40, 0.5), rep(0.30, 1.2, 0.25, 0.10, 1.1))
+    row = sc.Row(0.6, 1.0, 40, reps, max_drift=0.3)
+    assert len(row.kept) == 2 and row.probe_drift == pytest.approx(0.10)
+    assert row.measured["ttft_p50_s"] == pytest.approx(0.25) and row.measured["ttft_p95_s"] == pytest.approx(1.0)
+    assert row.error("ttft_p50_s") == pytest.approx(0.0) and row.phases == {"prompt": pytest.approx(1.0)}
+    assert row.spread == pytest.approx(0.30 / 0.20 - 1) and row.speed == pytest.approx(1.075)
+    everyone = sc.Row(0.6, 1.0, 40, reps, max_drift=None)
+    assert everyone.measured["ttft_p50_s"] == pytest.approx(0.30) and everyone.probe_drift == pytest.approx(0.40)
+    drifted = sc.Row(0.6, 1.0, 40, reps[1:2], max_drift=0.3)
+    assert drifted.kept == reps[1:2] and drifted.probe_drift > 0.3
+    assert "2/3" in sc.render([row]).splitlines()[1]
+
+
 @pytest.mark.slow
 @pytest.mark.requires_llama_cpp
 def test_plan_serve_predicts_the_real_llama_server(served_model, user_dir):
     chip, ram, cal_probe, cal_moved = sc.calibrate_probed(served_model, budget_s=45)
-    mu, rows = sc.compare(served_model, chip, ram, N_REQUESTS, seed=0, calibration_probe=cal_probe)
+    mu, rows = sc.compare(served_model, chip, ram, N_REQUESTS, seed=0, calibration_probe=cal_probe,
+                          rounds=ROUNDS, max_drift=MAX_DRIFT,
+                          recalibrate=lambda: sc.calibrate_probed(served_model, budget_s=45, replace=True))
     table = sc.render(rows) + f"\ncalibration: probe {cal_probe:.3f} s, moved {cal_moved:.0%}"
     print(table)
     moved = max([cal_moved] + [r.probe_drift for r in rows])
     if moved > MAX_DRIFT:
-        # the same fixed run got slower or faster while calibrating or while serving one load: no single speed
-        # describes that stretch, so the comparison says nothing about the simulation
+        # the same fixed run got slower or faster while calibrating, or during every replay of one load: no single
+        # speed describes that stretch, so the comparison says nothing about the simulation
         pytest.skip(f"machine speed moved {moved:.0%} within a stretch of the check; run it on a quiet machine\n"
                     f"{table}")
     assert mu > 0 and [r.load for r in rows] == list(sc.LOADS)
