@@ -61,7 +61,8 @@ def main() -> None:
     chip, ram, cal_probe, cal_moved = sc.calibrate_probed(model, a.budget)
     mu, rows = sc.compare(model, chip, ram, a.requests, a.seed, log=log, calibration_probe=cal_probe,
                           scale_by_probe=a.scale_by_probe, rounds=a.rounds, max_drift=a.max_drift,
-                          recalibrate=None if a.once else lambda: sc.calibrate_probed(model, a.budget, replace=True))
+                          recalibrate=None if a.once else lambda: sc.calibrate_probed(model, a.budget, replace=True),
+                          calibration_moved=cal_moved)
     print(f"plan serve vs llama-server -np {sc.SLOTS} (slots of {sc.SLOT_CONTEXT} tokens), {model.name} on {chip}; "
           f"prompt {sc.length_spec(sc.PROMPTS)}, answer {sc.length_spec(sc.GENS)} tokens; "
           f"calibrated saturation {mu:.2f} requests/s; seed {a.seed}")

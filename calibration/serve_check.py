@@ -413,7 +413,7 @@ def drift(probes: list[float]) -> float:
 def compare(model: Path, chip: str, ram: float, n_requests: int, seed: int = 0, loads=LOADS,
             log=lambda s: None, calibration_probe: float | None = None,
             scale_by_probe: bool = False, rounds: int = 1, max_drift: float | None = None,
-            recalibrate=None) -> tuple[float, list[Row]]:
+            recalibrate=None, calibration_moved: float = 0.0) -> tuple[float, list[Row]]:
     """Saturation rate from `plan serve`, then at each load: the real server and `plan serve` on the same trace.
     -> (saturation rate [1/s], rows)
 
@@ -424,7 +424,8 @@ def compare(model: Path, chip: str, ram: float, n_requests: int, seed: int = 0, 
     returning :func:`calibrate_probed`'s tuple) every round after the first starts with a fresh `plan calibrate`
     and is predicted from it, so each round is a whole trial (calibrate, then serve the three loads) and a
     calibration meets the server within minutes; the rates stay those of the first calibration, so every round
-    replays the same traces. A calibration whose probes moved more than ``max_drift`` voids its round.
+    replays the same traces. A calibration whose probes moved more than ``max_drift`` voids its round (the first
+    one's figure is ``calibration_moved``).
 
     With ``calibration_probe`` (the speed probe's time while `plan calibrate` ran) every replay is bracketed by
     probes (one between two replays): their ratio to the calibration's is the ``speed`` column, and how far the two
@@ -453,7 +454,7 @@ def compare(model: Path, chip: str, ram: float, n_requests: int, seed: int = 0, 
             return pred
 
         warm_up(srv.url, vocab)
-        cal_moved = 0.0
+        cal_moved = calibration_moved
         for r in range(rounds):
             if r and recalibrate is not None:
                 chip, ram, calibration_probe, cal_moved = recalibrate()

@@ -125,10 +125,11 @@ def test_plan_serve_predicts_the_real_llama_server(served_model, user_dir):
     chip, ram, cal_probe, cal_moved = sc.calibrate_probed(served_model, budget_s=45)
     mu, rows = sc.compare(served_model, chip, ram, N_REQUESTS, seed=0, calibration_probe=cal_probe,
                           rounds=ROUNDS, max_drift=MAX_DRIFT,
-                          recalibrate=lambda: sc.calibrate_probed(served_model, budget_s=45, replace=True))
+                          recalibrate=lambda: sc.calibrate_probed(served_model, budget_s=45, replace=True),
+                          calibration_moved=cal_moved)
     table = sc.render(rows) + f"\ncalibration: probe {cal_probe:.3f} s, moved {cal_moved:.0%}"
     print(table)
-    moved = max([cal_moved] + [r.probe_drift for r in rows])
+    moved = max(r.probe_drift for r in rows)   # over the replays kept: above MAX_DRIFT only when none held
     if moved > MAX_DRIFT:
         # the same fixed run got slower or faster while calibrating, or during every replay of one load: no single
         # speed describes that stretch, so the comparison says nothing about the simulation
@@ -141,9 +142,9 @@ def test_plan_serve_predicts_the_real_llama_server(served_model, user_dir):
               for k, b in (("ttft_p50_s", 0.20), ("ttft_p95_s", 0.30), ("throughput_tok_s", 0.10))
               if abs(r.error(k)) > b]
     if misses:
-        # Known and open: within the bounds on quiet stretches, but on this shared VM the same check has
-        # measured TTFTs from 0.5 to 1.4 × the prediction with probes that moved under 30 % (a CI run: -50 to -72 %
-        # with 8-26 % drift, another -14 to +29 %), and near saturation a server slower than calibrated falls
-        # behind (total rate up to +9 %). The scheduler itself is pinned by hand-derived goldens in
-        # tests/test_serve.py; here the misses are reported with their figures.
+        # Known and open: within the bounds on quiet stretches, but this shared VM's speed moves by 30-50 %
+        # within minutes. Replayed three times, one trace's measured TTFT p50 at 0.6 load came out 469-726 ms, and
+        # three calibrations 12 minutes apart predicted 383-631 ms for another: near the knee the queue turns a
+        # 10 % speed difference into tens of percent of TTFT. The scheduler itself is pinned by hand-derived
+        # goldens in tests/test_serve.py; here the misses are reported with their figures.
         pytest.xfail("outside the issue's bounds: " + "; ".join(misses) + "\n" + table)
