@@ -12,7 +12,7 @@ setup:
 
 ## make test: install everything (first run builds llama.cpp, ~6-10 min) and run the whole suite
 test: setup
-	$(PY) -m pytest -q -rs $(PYTEST_ARGS)
+	$(PY) -m pytest -q -rsx $(PYTEST_ARGS)
 
 ## make test-fast: core tests only, no heavy runtimes (installs the light extras: hub readers, pytest, hypothesis)
 test-fast:

@@ -4,12 +4,11 @@ python benchmarks/serve_vs_llama_server.py [--requests 40] [--rounds 3] [--budge
 
 Builds a 29 M-parameter random-weight Llama GGUF, calibrates the planner with `plan calibrate` into a private
 user-profile folder, starts llama-server -np 4, and at three request rates (0.3, 0.6 and 0.85 of the calibrated
-saturation rate) replays a seeded Poisson trace with an async streaming client, ``--rounds`` times with the rates
-taking turns and fresh prompt ids each time (each round after the first starts with a fresh ``plan calibrate
---replace`` and is predicted from it, unless ``--once``), and runs `plan serve --trace` on the same trace; each measured figure
-is the median over the replays. A fixed llama-batched-bench run (the speed probe) before and after calibrating and before and after
-each replay tells how much the machine's speed moved (a replay whose probes moved more than ``--max-drift`` is
-left out of the medians) (``--scale-by-probe`` also multiplies the prediction's step
+saturation rate) replays a seeded Poisson trace with an async streaming client and runs `plan serve --trace` on
+the same trace. It does so in ``--rounds``, the rates taking turns, each round with fresh traces and prompt ids and
+(unless ``--once``) a fresh ``plan calibrate --replace`` first; TTFT percentiles pool the requests of all rounds.
+A fixed llama-batched-bench run (the speed probe) before and after calibrating and before and after
+each load tells how much the machine's speed moved (``--max-drift`` leaves out a round whose probes moved more) (``--scale-by-probe`` also multiplies the prediction's step
 times by it). Prints measured vs predicted TTFT p50/p95 and generated tokens/s, the speed factors, the simulated
 prompt and decode phases against the server's own timings, and the load average: the machine should be quiet, the
 client, the server and anything else share its cores.
@@ -33,8 +32,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--requests", type=int, default=40, help="requests per rate")
     ap.add_argument("--rounds", type=int, default=3, help="replays of each rate's trace (the rates take turns)")
-    ap.add_argument("--max-drift", type=float, default=0.30,
-                    help="leave out a replay whose probes before and after it moved more than this")
+    ap.add_argument("--max-drift", type=float, default=None,
+                    help="leave out a round of a load whose probes before and after it moved more than this "
+                         "(default: every round is pooled)")
     ap.add_argument("--budget", type=float, default=45, help="plan calibrate --budget [s]")
     ap.add_argument("--once", action="store_true",
                     help="calibrate once for all rounds (default: a fresh plan calibrate --replace before each)")

@@ -332,6 +332,8 @@ class Replay:
     speed: float = 1.0        # probe time around this replay / at calibration: > 1 when the machine ran slower
     probe_drift: float = 0.0  # the probes just before and after it: how much the speed moved during it
     phases: dict | None = None   # phase_ratios: where a miss is (prompt phase, decode phase)
+    ttft: np.ndarray | None = None        # per request, measured [s]
+    ttft_pred: np.ndarray | None = None   # per request, simulated as `plan serve --trace` does [s]
 
 
 def _median(dicts: list[dict]) -> dict:
@@ -355,13 +357,23 @@ class Row:
         ok = tuple(r for r in self.replays if self.max_drift is None or r.probe_drift <= self.max_drift)
         return ok or self.replays
 
+    def _pooled(self, which: str) -> dict:
+        """Medians over the kept replays, but TTFT p50/p95 of all their requests pooled when each replay has them
+        (a queue's TTFT over 40 requests can jump at its median: pooling rounds of distinct traces smooths it)."""
+        out = _median([getattr(r, which) for r in self.kept])
+        arrays = [r.ttft if which == "measured" else r.ttft_pred for r in self.kept]
+        if all(a is not None and len(a) for a in arrays):
+            p50, p95 = np.percentile(np.concatenate(arrays), [50, 95])
+            out.update(ttft_p50_s=float(p50), ttft_p95_s=float(p95))
+        return out
+
     @property
     def measured(self) -> dict:
-        return _median([r.measured for r in self.kept])
+        return self._pooled("measured")
 
     @property
     def predicted(self) -> dict:
-        return _median([r.predicted for r in self.kept])
+        return self._pooled("predicted")
 
     @property
     def phases(self) -> dict:
@@ -377,31 +389,39 @@ class Row:
 
     @property
     def spread(self) -> float:
-        """Slowest / fastest measured TTFT p50 over the kept replays - 1: the server against itself."""
-        v = [r.measured["ttft_p50_s"] for r in self.kept]
-        return max(v) / min(v) - 1.0
+        """How far the kept replays' own TTFT p50 errors lie apart (largest - smallest): round-to-round scatter."""
+        v = [r.predicted["ttft_p50_s"] / r.measured["ttft_p50_s"] for r in self.kept]
+        return max(v) - min(v)
 
     def error(self, key: str) -> float:
         """(predicted - measured) / measured."""
         return self.predicted[key] / self.measured[key] - 1.0
 
 
-def phase_ratios(setup, trace: Trace, speed: float, m: Measured) -> dict:
-    """Request by request, the simulation's phases against the server's own timings, as medians of predicted /
-    measured: ``prompt`` (admission to first token, against timings.prompt_ms) and ``decode`` (first token to
-    last, against timings.predicted_ms). The same simulation as `plan serve --trace` (planner.serve on the
-    slowed trace), read per request: 1.0 for both with a TTFT miss puts it in the queue; both off alike puts it
-    in the speed the machine had."""
+def simulated(setup, trace: Trace, speed: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What `plan serve --trace` simulates for ``trace`` (planner.serve with the same scheduler and step model: slots
+    of SLOT_CONTEXT, one KV stream per slot, nothing cached), on a machine ``speed`` × slower (the slowed trace, its
+    times scaled back) -> per request (admitted, first token, end) [s on the trace's clock]."""
     from planner.serve import StepModel, simulate
 
     t = trace.slowed(speed)
     tr = simulate(t.arrival, t.prompt, t.gen, np.zeros(len(t.prompt), int), setup.scheduler(SLOTS),
                   StepModel(setup.rf, SLOT_CONTEXT))
+    return tr.admit * speed, tr.first * speed, tr.end * speed
+
+
+def phase_ratios(setup, trace: Trace, speed: float, m: Measured) -> dict:
+    """Request by request, the simulation's phases against the server's own timings, as medians of predicted /
+    measured: ``prompt`` (admission to first token, against timings.prompt_ms) and ``decode`` (first token to
+    last, against timings.predicted_ms). The same simulation as `plan serve --trace` (:func:`simulated`), read
+    per request: 1.0 for both with a TTFT miss puts it in the queue; both off alike puts it in the speed the
+    machine had."""
+    admit, first, end = simulated(setup, trace, speed)
     out = {}
-    for key, pred, meas in (("prompt", tr.first - tr.admit, m.prompt_s), ("decode", tr.end - tr.first, m.decode_s)):
+    for key, pred, meas in (("prompt", first - admit, m.prompt_s), ("decode", end - first, m.decode_s)):
         ok = np.isfinite(meas) & (meas > 0) if meas is not None else np.zeros(0, bool)
         if ok.any():
-            out[key] = float(np.median(pred[ok] * speed / meas[ok]))
+            out[key] = float(np.median(pred[ok] / meas[ok]))
     return out
 
 
@@ -417,15 +437,20 @@ def compare(model: Path, chip: str, ram: float, n_requests: int, seed: int = 0, 
     """Saturation rate from `plan serve`, then at each load: the real server and `plan serve` on the same trace.
     -> (saturation rate [1/s], rows)
 
-    Each load's trace is replayed ``rounds`` times, the loads taking turns (0.3, 0.6, 0.85, 0.3, ...), so a slow
-    or fast stretch of a shared machine falls on every load alike; every replay sends fresh random prompt ids, so
-    the server's prompt cache never hits. A row's figures are the medians over its replays whose probes moved at
-    most ``max_drift``. The prediction is `plan serve --trace` as a user runs it. With ``recalibrate`` (a callable
-    returning :func:`calibrate_probed`'s tuple) every round after the first starts with a fresh `plan calibrate`
-    and is predicted from it, so each round is a whole trial (calibrate, then serve the three loads) and a
-    calibration meets the server within minutes; the rates stay those of the first calibration, so every round
-    replays the same traces. A calibration whose probes moved more than ``max_drift`` voids its round (the first
-    one's figure is ``calibration_moved``).
+    This runs in ``rounds``, the loads taking turns (0.3, 0.6, 0.85, 0.3, ...), so a slow or fast stretch of a
+    shared machine falls on every load alike. Each round draws a fresh seeded trace per load at the same rate (the
+    first round's are ``seed + i``) and sends fresh random prompt ids, so the server's prompt cache never hits. A
+    row pools the requests of its rounds whose probes moved at most ``max_drift``: TTFT p50/p95 over all of them,
+    measured and simulated alike, the total rate as a median. The prediction is `plan serve --trace` as a user
+    runs it, read per request from the same simulation in-process (checked against the CLI's percentiles). Pooled
+    rounds matter: 40 requests in a queue can have a gap at their median (at 0.6 load the 18th-21st simulated
+    TTFTs of one trace were 413, 631, 743 and 779 ms), so one trace's p50 jumps with a small change of speed.
+
+    With ``recalibrate`` (a callable returning :func:`calibrate_probed`'s tuple) every round after the first starts
+    with a fresh `plan calibrate` and is predicted from it, so each round is a whole trial (calibrate, then serve
+    the three loads) and a calibration meets the server within minutes; the rates stay those of the first
+    calibration. A calibration whose probes moved more than ``max_drift`` voids its round (the first one's figure
+    is ``calibration_moved``).
 
     With ``calibration_probe`` (the speed probe's time while `plan calibrate` ran) every replay is bracketed by
     probes (one between two replays): their ratio to the calibration's is the ``speed`` column, and how far the two
@@ -443,15 +468,20 @@ def compare(model: Path, chip: str, ram: float, n_requests: int, seed: int = 0, 
 
     resolved = resolve_model(str(model), quant=None)
     vocab = int(MODEL["vocab"])
-    traces = [poisson_trace(load * mu, n_requests, PROMPTS, GENS, seed + i) for i, load in enumerate(loads)]
     replays: list[list[Replay]] = [[] for _ in loads]
     with tempfile.TemporaryDirectory(prefix="serve-check-") as tmp, LlamaServer(model, SLOTS, SLOT_CONTEXT) as srv:
 
-        def predict(i: int, f: float) -> dict:
-            p = plan_serve([*base, "--trace", str(traces[i].slowed(f).write(Path(tmp) / f"trace-{i}.csv"))])
+        def predict(trace: Trace, f: float) -> tuple[dict, np.ndarray]:
+            """`plan serve --trace` (its percentiles) and the same simulation in-process, per request (checked
+            against the CLI's percentiles, so the pooled figures are the CLI's simulation)."""
+            p = plan_serve([*base, "--trace", str(trace.slowed(f).write(Path(tmp) / "trace.csv"))])
             pred = {k: p["ttft_s"][k.split("_")[1]] * f for k in ("ttft_p50_s", "ttft_p95_s")}
             pred["throughput_tok_s"] = p["throughput_tok_s"] / f
-            return pred
+            ttft = simulated(sim, trace, f)[1] - trace.arrival
+            mine = np.percentile(ttft, [50, 95])
+            if not np.allclose(mine, [pred["ttft_p50_s"], pred["ttft_p95_s"]], rtol=1e-3, atol=1e-4):
+                raise CalibrationError(f"the in-process simulation ({mine}) is not plan serve's ({pred})")
+            return pred, ttft
 
         warm_up(srv.url, vocab)
         cal_moved = calibration_moved
@@ -462,10 +492,10 @@ def compare(model: Path, chip: str, ram: float, n_requests: int, seed: int = 0, 
                 log(f"round {r + 1}: recalibrated (probes moved {cal_moved:.0%})")
             if r == 0 or recalibrate is not None:
                 sim = setup(chip, None, ram, resolved, None, "llama.cpp")
-                plain = [None if scale_by_probe else predict(i, 1.0) for i in range(len(loads))]
                 before = speed_probe(model) if calibration_probe else None
             for i, load in enumerate(loads):
-                trace = traces[i]
+                # round 1 replays the seeded trace of each load; later rounds draw fresh ones at the same rate
+                trace = poisson_trace(load * mu, n_requests, PROMPTS, GENS, seed + i + 100 * r)
                 m = drive(srv.url, trace, vocab, seed + i + 1000 * r)   # fresh prompt ids: no cache hit
                 if np.any(m.tokens != trace.gen) or np.any(m.prompt_processed > trace.prompt):
                     raise CalibrationError("llama-server did not generate exactly the requested tokens")
@@ -475,8 +505,9 @@ def compare(model: Path, chip: str, ram: float, n_requests: int, seed: int = 0, 
                     speed, moved = (before + after) / 2 / calibration_probe, drift([before, after])
                     before = after
                 f = speed if scale_by_probe else 1.0
-                replays[i].append(Replay(summary(m, trace), plain[i] or predict(i, f), speed,
-                                         max(moved, cal_moved), phase_ratios(sim, trace, f, m)))
+                pred, ttft_pred = predict(trace, f)
+                replays[i].append(Replay(summary(m, trace), pred, speed, max(moved, cal_moved),
+                                         phase_ratios(sim, trace, f, m), m.ttft, ttft_pred))
                 one = Row(load, load * mu, n_requests, (replays[i][-1],))
                 log(f"round {r + 1}/{rounds}: " + render([one]).splitlines()[1])
     return mu, [Row(load, load * mu, n_requests, tuple(replays[i]), max_drift) for i, load in enumerate(loads)]
@@ -503,5 +534,5 @@ def render(rows: list[Row]) -> str:
                              "its requests; speed: probe time around the load / at calibration; moved: the probes before "
                              "and after the load apart; prompt, decode: "
                              "the simulation's prompt and decode phases / the server's own timings, median over "
-                             "requests; each figure the median over the replays kept (runs: kept / replayed) of the "
-                             "load's trace; spread: slowest / fastest measured TTFT p50 over them - 1)")
+                             "requests; over the rounds kept (runs: kept / run): TTFT of all their requests pooled, the "
+                             "rest medians; spread: how far the rounds' own p50 errors lie apart)")

@@ -3,8 +3,8 @@
 A 29 M-parameter random-weight Llama is built, `plan calibrate` measures this machine with it, llama-server -np 4
 serves it, and a seeded Poisson trace at three rates (light, moderate, near the calibrated saturation rate) is
 replayed by an async streaming client; `plan serve --trace` simulates the same trace. That is done in three rounds,
-each a whole trial (a fresh `plan calibrate --replace`, then the three rates, with fresh prompt ids), and each
-figure is the median over the rounds. The bounds are the ones
+each a whole trial (a fresh `plan calibrate --replace`, then a fresh trace at each rate), and the TTFT percentiles
+are over the requests of all rounds pooled. The bounds are the ones
 `plan serve` promises: TTFT p50 within 20 %, p95 within 30 %. Timings are compared with the planner's own
 prediction of the same run on the same machine, never with a fixed number.
 """
@@ -20,7 +20,6 @@ from calibration import serve_check as sc
 
 N_REQUESTS = 40   # per rate
 ROUNDS = 3        # trials (calibrate, then every rate): a median over them outlasts a slow or fast stretch
-MAX_DRIFT = 0.30  # a larger swing of the machine's speed within one stretch voids it (measured: 2-66 % within a minute)
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +98,7 @@ def test_phase_ratios_read_the_simulation_against_the_servers_timings():
 
 def test_a_row_is_the_median_of_the_replays_whose_speed_held():
     """Three replays of one load: the one whose probes moved 40 % is left out at max_drift 0.3, the figures are
-    the medians of the other two (their mean, for two), spread is the slower p50 over the faster one; with every
+    the medians of the other two (their mean, for two), spread is how far their own p50 errors lie apart; with every
     replay drifted all are kept and probe_drift says so."""
     def rep(p50, p95, pred50, moved, prompt):
         return sc.Replay({"ttft_p50_s": p50, "ttft_p95_s": p95, "throughput_tok_s": 30.0, "client_lag_p95_s": 0.0},
@@ -111,7 +110,7 @@ def test_a_row_is_the_median_of_the_replays_whose_speed_held():
     assert len(row.kept) == 2 and row.probe_drift == pytest.approx(0.10)
     assert row.measured["ttft_p50_s"] == pytest.approx(0.25) and row.measured["ttft_p95_s"] == pytest.approx(1.0)
     assert row.error("ttft_p50_s") == pytest.approx(0.0) and row.phases == {"prompt": pytest.approx(1.0)}
-    assert row.spread == pytest.approx(0.30 / 0.20 - 1) and row.speed == pytest.approx(1.075)
+    assert row.spread == pytest.approx(0.25 / 0.20 - 0.25 / 0.30) and row.speed == pytest.approx(1.075)
     everyone = sc.Row(0.6, 1.0, 40, reps, max_drift=None)
     assert everyone.measured["ttft_p50_s"] == pytest.approx(0.30) and everyone.probe_drift == pytest.approx(0.40)
     drifted = sc.Row(0.6, 1.0, 40, reps[1:2], max_drift=0.3)
@@ -119,22 +118,34 @@ def test_a_row_is_the_median_of_the_replays_whose_speed_held():
     assert "2/3" in sc.render([row]).splitlines()[1]
 
 
+def test_a_row_pools_the_requests_of_its_rounds():
+    """With per-request TTFTs the percentiles are over all kept requests, not medians of per-round percentiles:
+    rounds of [1, 2, 3] and [10, 20, 30] s pool to a p50 of (3 + 10) / 2 = 6.5 s (the per-round p50s 2 and 20
+    would give 11), and the p95 of the six values by linear interpolation: 20 + 0.75 * 10 = 27.5 s. The dropped
+    replay's requests are not pooled; the total rate stays a median."""
+    def rep(ttft, pred, moved):
+        a, b = np.array(ttft, float), np.array(pred, float)
+        return sc.Replay({"ttft_p50_s": float(np.median(a)), "ttft_p95_s": 0.0, "throughput_tok_s": 30.0},
+                         {"ttft_p50_s": float(np.median(b)), "ttft_p95_s": 0.0, "throughput_tok_s": 31.0},
+                         probe_drift=moved, ttft=a, ttft_pred=b)
+
+    row = sc.Row(0.85, 1.4, 3, (rep([1, 2, 3], [1, 2, 3], 0.0), rep([10, 20, 30], [5, 10, 15], 0.1),
+                                rep([100, 200, 300], [1, 1, 1], 0.9)), max_drift=0.3)
+    assert row.measured["ttft_p50_s"] == pytest.approx(6.5) and row.measured["ttft_p95_s"] == pytest.approx(27.5)
+    assert row.predicted["ttft_p50_s"] == pytest.approx(4.0)   # pooled [1, 2, 3, 5, 10, 15]
+    assert row.error("throughput_tok_s") == pytest.approx(31 / 30 - 1)
+
+
 @pytest.mark.slow
 @pytest.mark.requires_llama_cpp
 def test_plan_serve_predicts_the_real_llama_server(served_model, user_dir):
     chip, ram, cal_probe, cal_moved = sc.calibrate_probed(served_model, budget_s=45)
     mu, rows = sc.compare(served_model, chip, ram, N_REQUESTS, seed=0, calibration_probe=cal_probe,
-                          rounds=ROUNDS, max_drift=MAX_DRIFT,
+                          rounds=ROUNDS,
                           recalibrate=lambda: sc.calibrate_probed(served_model, budget_s=45, replace=True),
                           calibration_moved=cal_moved)
     table = sc.render(rows) + f"\ncalibration: probe {cal_probe:.3f} s, moved {cal_moved:.0%}"
     print(table)
-    moved = max(r.probe_drift for r in rows)   # over the replays kept: above MAX_DRIFT only when none held
-    if moved > MAX_DRIFT:
-        # the same fixed run got slower or faster while calibrating, or during every replay of one load: no single
-        # speed describes that stretch, so the comparison says nothing about the simulation
-        pytest.skip(f"machine speed moved {moved:.0%} within a stretch of the check; run it on a quiet machine\n"
-                    f"{table}")
     assert mu > 0 and [r.load for r in rows] == list(sc.LOADS)
     # the loads span light to near-saturation: measured TTFT p95 grows with the offered rate (queueing)
     assert rows[-1].measured["ttft_p95_s"] > rows[0].measured["ttft_p95_s"], table
@@ -144,7 +155,7 @@ def test_plan_serve_predicts_the_real_llama_server(served_model, user_dir):
     if misses:
         # Known and open: within the issue's bounds on quiet stretches, but this shared VM's speed moves by 30-50 %
         # within minutes. Replayed three times, one trace's measured TTFT p50 at 0.6 load came out 469-726 ms, and
-        # three calibrations 12 minutes apart predicted 383-631 ms for another: near the knee the queue turns a
+        # three calibrations 12 minutes apart predicted 383-631 ms for it: near the knee the queue turns a
         # 10 % speed difference into tens of percent of TTFT. The scheduler itself is pinned by hand-derived
         # goldens in tests/test_serve.py; here the misses are reported with their figures.
         pytest.xfail("outside the issue's bounds: " + "; ".join(misses) + "\n" + table)
