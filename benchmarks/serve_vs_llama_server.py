@@ -7,9 +7,9 @@ user-profile folder, starts llama-server -np 4, and at three request rates (0.3,
 saturation rate) replays a seeded Poisson trace with an async streaming client and runs `plan serve --trace` on
 the same trace. It does so in ``--rounds``, the rates taking turns, each round with fresh traces and prompt ids and
 (unless ``--once``) a fresh ``plan calibrate --replace`` first; TTFT percentiles pool the requests of all rounds.
-A fixed llama-batched-bench run (the speed probe) before and after calibrating and before and after
-each load tells how much the machine's speed moved (``--max-drift`` leaves out a round whose probes moved more) (``--scale-by-probe`` also multiplies the prediction's step
-times by it). Prints measured vs predicted TTFT p50/p95 and generated tokens/s, the speed factors, the simulated
+A fixed llama-batched-bench run (the speed probe) before and after calibrating and before and after each load
+tells how much the machine's speed moved; ``--max-drift`` leaves out a round whose probes moved more, and
+``--scale-by-probe`` multiplies the prediction's step times by it. Prints measured vs predicted TTFT p50/p95 and generated tokens/s, the speed factors, the simulated
 prompt and decode phases against the server's own timings, and the load average: the machine should be quiet, the
 client, the server and anything else share its cores.
 """
@@ -31,7 +31,7 @@ BIN = ROOT / ".cache" / "llama-build" / "bin"
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--requests", type=int, default=40, help="requests per rate")
-    ap.add_argument("--rounds", type=int, default=3, help="replays of each rate's trace (the rates take turns)")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds, each with a fresh trace per rate (the rates take turns)")
     ap.add_argument("--max-drift", type=float, default=None,
                     help="leave out a round of a load whose probes before and after it moved more than this "
                          "(default: every round is pooled)")

@@ -343,7 +343,8 @@ def _median(dicts: list[dict]) -> dict:
 
 @dataclass(frozen=True)
 class Row:
-    """A load: its replays and, over those whose probes moved at most ``max_drift``, the median of each figure."""
+    """A load: its replays and, over those whose probes moved at most ``max_drift``, its figures (TTFT percentiles
+    of all their requests pooled, the rest medians)."""
 
     load: float
     rate_per_s: float
@@ -410,13 +411,13 @@ def simulated(setup, trace: Trace, speed: float = 1.0) -> tuple[np.ndarray, np.n
     return tr.admit * speed, tr.first * speed, tr.end * speed
 
 
-def phase_ratios(setup, trace: Trace, speed: float, m: Measured) -> dict:
+def phase_ratios(times: tuple[np.ndarray, np.ndarray, np.ndarray], m: Measured) -> dict:
     """Request by request, the simulation's phases against the server's own timings, as medians of predicted /
     measured: ``prompt`` (admission to first token, against timings.prompt_ms) and ``decode`` (first token to
-    last, against timings.predicted_ms). The same simulation as `plan serve --trace` (:func:`simulated`), read
-    per request: 1.0 for both with a TTFT miss puts it in the queue; both off alike puts it in the speed the
-    machine had."""
-    admit, first, end = simulated(setup, trace, speed)
+    last, against timings.predicted_ms). ``times`` are :func:`simulated`'s (the simulation `plan serve --trace`
+    runs), read per request: 1.0 for both with a TTFT miss puts it in the queue; both off alike puts it in the
+    speed the machine had."""
+    admit, first, end = times
     out = {}
     for key, pred, meas in (("prompt", first - admit, m.prompt_s), ("decode", end - first, m.decode_s)):
         ok = np.isfinite(meas) & (meas > 0) if meas is not None else np.zeros(0, bool)
@@ -471,17 +472,17 @@ def compare(model: Path, chip: str, ram: float, n_requests: int, seed: int = 0, 
     replays: list[list[Replay]] = [[] for _ in loads]
     with tempfile.TemporaryDirectory(prefix="serve-check-") as tmp, LlamaServer(model, SLOTS, SLOT_CONTEXT) as srv:
 
-        def predict(trace: Trace, f: float) -> tuple[dict, np.ndarray]:
-            """`plan serve --trace` (its percentiles) and the same simulation in-process, per request (checked
-            against the CLI's percentiles, so the pooled figures are the CLI's simulation)."""
+        def predict(trace: Trace, f: float) -> tuple[dict, tuple]:
+            """`plan serve --trace` (its percentiles) and the same simulation in-process, per request (:func:`simulated`,
+            checked against the CLI's percentiles, so the pooled figures are the CLI's simulation)."""
             p = plan_serve([*base, "--trace", str(trace.slowed(f).write(Path(tmp) / "trace.csv"))])
             pred = {k: p["ttft_s"][k.split("_")[1]] * f for k in ("ttft_p50_s", "ttft_p95_s")}
             pred["throughput_tok_s"] = p["throughput_tok_s"] / f
-            ttft = simulated(sim, trace, f)[1] - trace.arrival
-            mine = np.percentile(ttft, [50, 95])
+            times = simulated(sim, trace, f)
+            mine = np.percentile(times[1] - trace.arrival, [50, 95])
             if not np.allclose(mine, [pred["ttft_p50_s"], pred["ttft_p95_s"]], rtol=1e-3, atol=1e-4):
                 raise CalibrationError(f"the in-process simulation ({mine}) is not plan serve's ({pred})")
-            return pred, ttft
+            return pred, times
 
         warm_up(srv.url, vocab)
         cal_moved = calibration_moved
@@ -505,9 +506,9 @@ def compare(model: Path, chip: str, ram: float, n_requests: int, seed: int = 0, 
                     speed, moved = (before + after) / 2 / calibration_probe, drift([before, after])
                     before = after
                 f = speed if scale_by_probe else 1.0
-                pred, ttft_pred = predict(trace, f)
+                pred, times = predict(trace, f)
                 replays[i].append(Replay(summary(m, trace), pred, speed, max(moved, cal_moved),
-                                         phase_ratios(sim, trace, f, m), m.ttft, ttft_pred))
+                                         phase_ratios(times, m), m.ttft, times[1] - trace.arrival))
                 one = Row(load, load * mu, n_requests, (replays[i][-1],))
                 log(f"round {r + 1}/{rounds}: " + render([one]).splitlines()[1])
     return mu, [Row(load, load * mu, n_requests, tuple(replays[i]), max_drift) for i, load in enumerate(loads)]

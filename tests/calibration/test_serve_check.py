@@ -89,11 +89,11 @@ def test_phase_ratios_read_the_simulation_against_the_servers_timings():
         prompt, decode = (tr.first - tr.admit) * speed, (tr.end - tr.first) * speed
         z = np.zeros(80)
         same = sc.Measured(z, z, z, z, z, prompt_s=prompt, decode_s=decode)
-        assert sc.phase_ratios(s, t, speed, same) == pytest.approx({"prompt": 1.0, "decode": 1.0})
+        assert sc.phase_ratios(sc.simulated(s, t, speed), same) == pytest.approx({"prompt": 1.0, "decode": 1.0})
         slower = sc.Measured(z, z, z, z, z, prompt_s=prompt, decode_s=2 * decode)
-        assert sc.phase_ratios(s, t, speed, slower) == pytest.approx({"prompt": 1.0, "decode": 0.5})
+        assert sc.phase_ratios(sc.simulated(s, t, speed), slower) == pytest.approx({"prompt": 1.0, "decode": 0.5})
     no_timings = sc.Measured(z, z, z, z, z)
-    assert sc.phase_ratios(s, t, 1.0, no_timings) == {}
+    assert sc.phase_ratios(sc.simulated(s, t, 1.0), no_timings) == {}
 
 
 def test_a_row_is_the_median_of_the_replays_whose_speed_held():
