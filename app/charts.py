@@ -329,7 +329,7 @@ def ttft_vs_prompt(plans: list[Plan], picks: list[FitOption], gen_tokens: int, u
 
 def serve_curve(r) -> go.Figure:
     """Latency against offered load (a ServeResult's curve): TTFT p50 and p95 per request rate, the saturation
-    rate as a vertical line, the requested rate marked."""
+    rate as a vertical line in its likely range (shaded), the requested rate marked."""
     xs = [p.rate_per_s * 60 for p in r.curve]
     fig = go.Figure()
     for name, ys, dash in (("TTFT p95", [p.ttft_p95_s for p in r.curve], "solid"),
@@ -339,6 +339,9 @@ def serve_curve(r) -> go.Figure:
                         hovertemplate="%{hovertext}<extra></extra>")
     fig.add_vline(x=r.saturation_rate_per_s * 60, line={"color": "#c0392b", "dash": "dash"},
                   annotation_text="queue grows without bound", annotation_position="top left")
+    if r.saturation_slow_per_s is not None:   # the saturation rate across the calibration's 80 % speed range
+        fig.add_vrect(x0=r.saturation_slow_per_s * 60, x1=r.saturation_fast_per_s * 60, fillcolor="#c0392b",
+                      opacity=0.08, line_width=0)
     fig.add_vline(x=r.rate_per_s * 60, line={"color": "#555", "dash": "dot"}, annotation_text="your rate",
                   annotation_position="bottom right")
     if r.target_ttft_p95_s:

@@ -496,6 +496,10 @@ def serve_reading(r) -> str:
              f"**{r.saturation_rate_per_s * 60:.1f} requests/min**; at {r.rate_per_s * 60:.1f}/min the server runs at "
              f"{r.utilisation:.0%} of that, and half the users wait {fmt_seconds(r.ttft_s.p50)} for the first token "
              f"(1 in 20 waits {fmt_seconds(r.ttft_s.p95)})."]
+    if r.ttft_s_slow is not None:
+        parts.append(f"Across the calibration's 80 % speed range the median first token takes "
+                     f"{fmt_seconds(r.ttft_s_fast.p50)}–{fmt_seconds(r.ttft_s_slow.p50)} and the queue grows without "
+                     f"bound above {r.saturation_slow_per_s * 60:.1f}–{r.saturation_fast_per_s * 60:.1f} requests/min.")
     if r.target_ttft_p95_s and r.max_rate_per_s:
         parts.append(f"Under TTFT p95 ≤ {r.target_ttft_p95_s:g} s it serves up to "
                      f"{r.max_rate_per_s * 60:.1f} requests/min; {r.best_slots} slots serve the most.")

@@ -609,7 +609,9 @@ def show_serve(model: str, mac: dict, wl) -> None:
     r = cached_serve(model, mac["chip"], mac["gpu_cores"], mac["ram_gb"], runtime, slots, per_min / 60,
                      wl.prompt_tokens.model_dump_json(), wl.gen_tokens.model_dump_json(), target or None, unified)
     m = st.columns(4)
-    m[0].metric("TTFT p50 / p95", f"{fmt_seconds(r.ttft_s.p50)} / {fmt_seconds(r.ttft_s.p95)}")
+    m[0].metric("TTFT p50 / p95", f"{fmt_seconds(r.ttft_s.p50)} / {fmt_seconds(r.ttft_s.p95)}",
+                f"p50 likely {fmt_seconds(r.ttft_s_fast.p50)}–{fmt_seconds(r.ttft_s_slow.p50)}"
+                if r.ttft_s_slow is not None else None, delta_color="off")
     m[1].metric("Per user (median / slowest 5 %)", f"{r.decode_tok_s_p50:.0f} / {r.decode_tok_s_p5:.0f} tok/s")
     m[2].metric("Saturation", f"{r.saturation_rate_per_s * 60:.1f} req/min",
                 f"{'stable' if r.stable else 'overloaded'} at {r.utilisation:.0%} load", delta_color="off")

@@ -265,6 +265,7 @@ PROMPTS = {48: 0.3, 192: 0.4, 512: 0.3}
 GENS = {16: 0.3, 32: 0.4, 96: 0.3}
 SLOTS, SLOT_CONTEXT = 4, 1024
 LOADS = (0.3, 0.6, 0.85)   # offered rate / the calibrated saturation rate: light, moderate, near saturation
+SENSITIVITY = 1.1            # the ±10 % speed of Row.sensitivity: step times / 1.1 and × 1.1
 
 
 def build_model(root: Path) -> Path:
@@ -334,6 +335,7 @@ class Replay:
     phases: dict | None = None   # phase_ratios: where a miss is (prompt phase, decode phase)
     ttft: np.ndarray | None = None        # per request, measured [s]
     ttft_pred: np.ndarray | None = None   # per request, simulated as `plan serve --trace` does [s]
+    ttft_band: tuple[np.ndarray, np.ndarray] | None = None   # the same, the machine 10 % faster / slower [s]
 
 
 def _median(dicts: list[dict]) -> dict:
@@ -393,6 +395,16 @@ class Row:
         """How far the kept replays' own TTFT p50 errors lie apart (largest - smallest): round-to-round scatter."""
         v = [r.predicted["ttft_p50_s"] / r.measured["ttft_p50_s"] for r in self.kept]
         return max(v) - min(v)
+
+    @property
+    def sensitivity(self) -> tuple[float, float] | None:
+        """Predicted pooled TTFT p50 with the machine 10 % faster and 10 % slower, / the predicted p50 - 1: how
+        far a speed error the size of this VM's drift moves the figure (the queue amplifies it near saturation)."""
+        bands = [r.ttft_band for r in self.kept]
+        if not all(b is not None for b in bands):
+            return None
+        p50 = self.predicted["ttft_p50_s"]
+        return tuple(float(np.percentile(np.concatenate([b[j] for b in bands]), 50)) / p50 - 1 for j in (0, 1))
 
     def error(self, key: str) -> float:
         """(predicted - measured) / measured."""
@@ -507,8 +519,9 @@ def compare(model: Path, chip: str, ram: float, n_requests: int, seed: int = 0, 
                     before = after
                 f = speed if scale_by_probe else 1.0
                 pred, times = predict(trace, f)
+                band = tuple(simulated(sim, trace, f * g)[1] - trace.arrival for g in (1 / SENSITIVITY, SENSITIVITY))
                 replays[i].append(Replay(summary(m, trace), pred, speed, max(moved, cal_moved),
-                                         phase_ratios(times, m), m.ttft, times[1] - trace.arrival))
+                                         phase_ratios(times, m), m.ttft, times[1] - trace.arrival, band))
                 one = Row(load, load * mu, n_requests, (replays[i][-1],))
                 log(f"round {r + 1}/{rounds}: " + render([one]).splitlines()[1])
     return mu, [Row(load, load * mu, n_requests, tuple(replays[i]), max_drift) for i, load in enumerate(loads)]
@@ -517,7 +530,8 @@ def compare(model: Path, chip: str, ram: float, n_requests: int, seed: int = 0, 
 def render(rows: list[Row]) -> str:
     head = (f"{'load':>5} {'rate/s':>7} {'n':>4} | {'TTFT p50 meas':>13} {'pred':>7} {'err':>6} | "
             f"{'TTFT p95 meas':>13} {'pred':>7} {'err':>6} | {'tok/s meas':>10} {'pred':>7} {'err':>6} | "
-            f"{'lag p95':>7} | {'speed':>5} {'moved':>5} | {'prompt':>6} {'decode':>6} | {'runs':>4} {'spread':>6}")
+            f"{'lag p95':>7} | {'speed':>5} {'moved':>5} | {'prompt':>6} {'decode':>6} | {'runs':>4} {'spread':>6} | "
+            f"{'±10 % speed':>11}")
     out = [head]
     for r in rows:
         cells = [f"{r.load:>5.2f} {r.rate_per_s:>7.2f} {r.n:>4}"]
@@ -530,10 +544,13 @@ def render(rows: list[Row]) -> str:
         ph = r.phases or {}
         cells.append(" ".join(f"{ph[k]:>6.2f}" if k in ph else f"{'':>6}" for k in ("prompt", "decode")))
         cells.append(f"{len(r.kept)}/{len(r.replays)}".rjust(4) + f" {r.spread:>6.0%}")
+        sens = r.sensitivity
+        cells.append(f"{sens[0]:+.0%}/{sens[1]:+.0%}".rjust(11) if sens else f"{'':>11}")
         out.append(" | ".join(cells))
     return "\n".join(out) + ("\n(TTFT in ms; err = predicted / measured - 1; lag p95 [ms]: how late the client sent "
                              "its requests; speed: probe time around the load / at calibration; moved: the probes before "
                              "and after the load apart; prompt, decode: "
                              "the simulation's prompt and decode phases / the server's own timings, median over "
                              "requests; over the rounds kept (runs: kept / run): TTFT of all their requests pooled, the "
-                             "rest medians; spread: how far the rounds' own p50 errors lie apart)")
+                             "rest medians; spread: how far the rounds' own p50 errors lie apart; ±10 % speed: the "
+                             "predicted p50 with the machine 10 % faster / slower, against the predicted)")

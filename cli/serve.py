@@ -75,6 +75,16 @@ def render(r) -> str:
         f"  memory        {fmt_bytes(r.memory_bytes)} of {fmt_bytes(r.wired_limit_bytes)} GPU limit: "
         f"{verdict_text(r.fit_verdict)}",
     ]
+    if r.ttft_s_slow is not None:
+        (ps, ds), (pf, df) = r.speed_range
+        lines.insert(3, f"  likely        TTFT p50 {fmt_seconds(r.ttft_s_fast.p50)}–{fmt_seconds(r.ttft_s_slow.p50)}   "
+                        f"p95 {fmt_seconds(r.ttft_s_fast.p95)}–{fmt_seconds(r.ttft_s_slow.p95)}; saturation "
+                        f"{r.saturation_slow_per_s * 60:.1f}–{per_min(r.saturation_fast_per_s)} (prefill ×{ps:.2f}–"
+                        f"{pf:.2f}, decode ×{ds:.2f}–{df:.2f}: the calibration's 80 % speed range)")
+    notes = list(r.notes)
+    if r.saturation_slow_per_s is not None and r.saturation_slow_per_s <= r.rate_per_s < r.saturation_fast_per_s:
+        notes.append("the offered rate is inside the likely range of the saturation rate: on a slower "
+                         "Mac of this kind the queue would grow without bound")
     if r.target_ttft_p95_s:
         lines.append(f"  under TTFT p95 ≤ {r.target_ttft_p95_s:g} s: at most {per_min(r.max_rate_per_s)} with "
                      f"{r.slots} slots")
@@ -90,7 +100,7 @@ def render(r) -> str:
     if r.host_s_per_token:
         lines.append(f"  host work: {r.host_s_per_token * 1e3:.2f} ms per sampled token (llama-server's sampling and "
                      "streaming, from plan calibrate --server)")
-    lines += [f"  note: {n}" for n in r.notes]
+    lines += [f"  note: {n}" for n in notes]
     return "\n".join(lines)
 
 

@@ -332,5 +332,12 @@ class ServeResult(BaseModel):
     binding: str | None = Field(None, description="Which target binds when no rate meets it, and by how much")
     host_s_per_token: float = Field(0.0, description="The server's host work per sampled token counted in every "
                                     "step (sampling, streaming; plan calibrate --server) [s]")
+    speed_range: tuple[tuple[float, float], tuple[float, float]] | None = Field(
+        None, description="(prefill, decode) speed factors at the slow and the fast end of the calibration's 80 % "
+                          "likely range; None when it has none")
+    ttft_s_slow: Percentiles | None = Field(None, description="TTFT on a Mac at the slow end of the speed range [s]")
+    ttft_s_fast: Percentiles | None = Field(None, description="TTFT on a Mac at the fast end of the speed range [s]")
+    saturation_slow_per_s: float | None = Field(None, description="Saturation rate at the slow end [1/s]")
+    saturation_fast_per_s: float | None = Field(None, description="Saturation rate at the fast end [1/s]")
     calibration: str = ""
     notes: list[str] = []

@@ -55,6 +55,8 @@ class StepModel:
 
     rf: Roofline
     ctx_max: int
+    prefill_scale: float = 1.0   # step-time multipliers of prompt and decode rows: 1 / a speed factor (the likely
+    decode_scale: float = 1.0    # range's ends, serve_plan.speed_range); the host work is not scaled
     _dec: dict = field(default_factory=dict)
     _memo: dict = field(default_factory=dict)
 
@@ -74,7 +76,7 @@ class StepModel:
         t = self._dec.get(batch)
         if t is None:
             xs = np.arange(0, self.ctx_max + 3 * GRID, GRID, dtype=float)
-            ys = np.array([self.rf.step_time(batch, x) for x in xs]) + batch * self.host
+            ys = np.array([self.rf.step_time(batch, x) for x in xs]) * self.decode_scale + batch * self.host
             cum = np.concatenate([[0.0], np.cumsum((ys[1:] + ys[:-1]) / 2 * GRID)])
             t = self._dec[batch] = (ys.tolist(), cum.tolist(), cum)
         return t
@@ -125,13 +127,16 @@ class StepModel:
         queries attend only to its own sequence (its cached depth and its own earlier tokens: the KQ mask of
         llama-graph.cpp blocks other sequences' cells, and the flash-attention kernels skip masked keys), and the
         decode tokens to their own caches (kv_time). The decode tokens and the ``sampled`` pieces (those that end
-        their prompt) each sample a token (:attr:`host`)."""
-        total = batch + sum(p for p, _ in pieces)
-        t = self._pf(total, 0) - self._attn(total, 0)
+        their prompt) each sample a token (:attr:`host`). With scales, each row's share of the weight matmuls takes
+        its phase's scale."""
+        prompt = sum(p for p, _ in pieces)
+        total = batch + prompt
+        ps, ds = self.prefill_scale, self.decode_scale
+        t = (self._pf(total, 0) - self._attn(total, 0)) * (batch * ds + prompt * ps) / max(total, 1)
         for p, d in pieces:
-            t += self._attn(p, d)
+            t += self._attn(p, d) * ps
         if batch:
-            t += self.rf.kv_time(batch, ctx)
+            t += self.rf.kv_time(batch, ctx) * ds
         return t + (batch + sampled) * self.host
 
     def _attn(self, tokens: int, depth: int) -> float:
@@ -143,7 +148,7 @@ class StepModel:
 
     def prompt_batch(self, chunk: int, depth: float, n: int) -> float:
         """mlx-lm: ``n`` prompts advanced by ``chunk`` tokens each (right-padded) at mean depth ``depth``."""
-        return self._pf(chunk, int(depth), n)
+        return self._pf(chunk, int(depth), n) * self.prefill_scale
 
 
 @dataclass

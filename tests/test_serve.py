@@ -317,3 +317,56 @@ def test_host_work_per_sampled_token_by_hand(unified):
     b = simulate(arr, pr, gn, z, sched, StepModel(_with_host(rf, h), 2048))
     np.testing.assert_allclose(b.first - a.first, [2 * h, 2 * h], rtol=1e-6)
     np.testing.assert_allclose(b.end - a.end, [2 * h + 39 * 2 * h] * 2, rtol=1e-6)
+
+
+# --------------------------------------------------------------------------- the likely range
+def test_a_uniformly_slower_machine_is_the_same_queue_on_a_slower_clock(qwen):
+    """Step times × 2 (both phases, no host work) on arrivals t is the 1× model on arrivals t / 2, its times × 2:
+    the scales reach every step the schedulers take (decode stretches, mixed batches, per-slot graphs)."""
+    rf = _with_host(qwen.rf, 0.0)
+    rng = np.random.default_rng(5)
+    n = 60
+    arr = np.cumsum(rng.exponential(4.0, n))
+    pr, gn, z = rng.integers(50, 3000, n), rng.integers(1, 400, n), np.zeros(n, int)
+    for sched in (Scheduler("llama.cpp", 4, 2048, 4), Scheduler("llama.cpp", 4, 2048, 4, kv_unified=True),
+                  Scheduler("mlx-lm", 4, 512, 2)):
+        slow = simulate(arr, pr, gn, z, sched, StepModel(rf, 4096, prefill_scale=2.0, decode_scale=2.0))
+        base = simulate(arr / 2, pr, gn, z, sched, StepModel(rf, 4096))
+        np.testing.assert_allclose(slow.first, 2 * base.first, rtol=1e-9)
+        np.testing.assert_allclose(slow.end, 2 * base.end, rtol=1e-9)
+
+
+def test_a_mixed_batch_scales_each_rows_share_of_the_weights_by_its_phase(qwen):
+    """A batch of 3 decode rows and a 500-token prompt piece on 1 000 cached tokens, prompt rows 2× slower: the
+    weight matmuls W (the 503-row prefill less its attention) cost W·(3·1 + 500·2)/503, the piece's attention
+    twice its own, the decode rows' KV reads once."""
+    rf = _with_host(qwen.rf, 0.0)
+    one, two = StepModel(rf, 4096), StepModel(rf, 4096, prefill_scale=2.0)
+    w = one._pf(503, 0) - one._attn(503, 0)
+    want = w * (3 + 1000) / 503 + 2 * one._attn(500, 1000) + rf.kv_time(3, 2000.0)
+    assert two.mixed(3, 2000.0, [(500, 1000)]) == pytest.approx(want, rel=1e-12)
+    assert two.decode(3, 2000.0) == one.decode(3, 2000.0)                 # decode rows keep their speed
+    assert two.prompt_batch(512, 100, 2) == pytest.approx(2 * one.prompt_batch(512, 100, 2))
+
+
+def test_speed_range_reads_each_phases_regime_from_the_calibration(qwen):
+    from planner.serve_plan import speed_range
+
+    k = qwen.rf.k
+    t = k.likely_range
+    (ps, ds), (pf, df) = speed_range(k, 1500, 4)
+    assert (ps, pf) == tuple(t["prefill"]) and (ds, df) == tuple(t["decode"])
+    (_, ds), (_, df) = speed_range(k, 1500, 16)                        # past the matrix-vector batch: batched
+    assert (ds, df) == tuple(t["decode_batched"])
+    assert speed_range(k.model_copy(update={"likely_range": None}), 1500, 4) is None
+
+
+def test_serve_brackets_its_figures_by_the_speed_range(qwen):
+    from planner.serve_plan import ServeRequest, serve
+    from planner.workload import Length
+
+    r = serve(qwen, ServeRequest(slots=4, rate=0.1, prompt=Length(p50=800, p90=2500), gen=Length(p50=150, p90=400),
+                                 duration=900.0, sweep=False))
+    assert r.ttft_s_fast.p50 < r.ttft_s.p50 < r.ttft_s_slow.p50
+    assert r.ttft_s_fast.p95 < r.ttft_s.p95 < r.ttft_s_slow.p95
+    assert r.saturation_slow_per_s < r.saturation_rate_per_s < r.saturation_fast_per_s

@@ -168,3 +168,16 @@ def test_host_work_from_a_calibration_is_counted_and_said(capsys, tmp_path, monk
         assert after.decode_tok_s_p50 >= 1 / (1 / before.decode_tok_s_p50 + 4 * 2e-3) * 0.99
     finally:
         profiles.clear_cache()
+
+
+def test_text_gives_the_likely_range_and_warns_near_saturation(capsys):
+    """At 85 % of the saturation rate the slow end of the speed range saturates: the answer says so."""
+    code, out, err = run(capsys, [*BASE, "--rate", "5/min", "--duration", "10min", "--no-sweep", "--json"])
+    r = ServeResult.model_validate_json(out)
+    near = r.saturation_rate_per_s * 0.85 * 60
+    code, out, err = run(capsys, [*BASE, "--rate", f"{near:.3f}/min", "--duration", "30min", "--no-sweep"])
+    assert code == 0, err
+    assert "likely        TTFT p50" in out and "80 % speed range" in out
+    assert "inside the likely range of the saturation rate" in out
+    code, out, err = run(capsys, [*BASE, "--rate", "1/min", "--duration", "30min", "--no-sweep"])
+    assert "likely        TTFT p50" in out and "inside the likely range" not in out

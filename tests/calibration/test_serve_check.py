@@ -136,6 +136,22 @@ def test_a_row_pools_the_requests_of_its_rounds():
     assert row.error("throughput_tok_s") == pytest.approx(31 / 30 - 1)
 
 
+def test_sensitivity_pools_the_rounds_at_the_faster_and_slower_speed():
+    """The predicted p50 [2, 4, 6, 8] s pools to 5; the faster bands pool to 4.5 (−10 %), the slower ones to 7.5
+    (+50 %: the queue amplifies the slow side); a replay without bands gives none."""
+    def rep(pred, fast, slow):
+        b = np.array(pred, float)
+        figures = {"ttft_p50_s": 1.0, "ttft_p95_s": 1.0, "throughput_tok_s": 30.0, "client_lag_p95_s": 0.0}
+        return sc.Replay(figures, {**figures, "ttft_p50_s": float(np.median(b))}, ttft=b, ttft_pred=b,
+                         ttft_band=(np.array(fast, float), np.array(slow, float)))
+
+    row = sc.Row(0.85, 1.0, 2, (rep([2, 4], [2, 4], [3, 6]), rep([6, 8], [5, 7], [9, 12])))
+    assert row.sensitivity == pytest.approx((4.5 / 5 - 1, 7.5 / 5 - 1))
+    assert sc.render([row]).splitlines()[1].endswith("-10%/+50%")
+    bare = sc.Row(0.3, 1.0, 2, (sc.Replay({"ttft_p50_s": 1.0}, {"ttft_p50_s": 1.0}),))
+    assert bare.sensitivity is None
+
+
 @pytest.mark.slow
 @pytest.mark.requires_llama_cpp
 def test_plan_serve_predicts_the_real_llama_server(served_model, user_dir):
