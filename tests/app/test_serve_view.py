@@ -56,6 +56,9 @@ def test_serve_view_simulates_one_kv_stream_when_asked():
         r = serve(s, ServeRequest(slots=slots, rate=0.2, prompt=wl.prompt_tokens, gen=wl.gen_tokens,
                                   duration=3600.0, kv_unified=unified))
         assert shown[unified]["TTFT p50 / p95"] == f"{fmt_seconds(r.ttft_s.p50)} / {fmt_seconds(r.ttft_s.p95)}"
+        ttft = next(m for m in at.metric if m.label == "TTFT p50 / p95") if unified else None
+        if ttft is not None:   # the last run shown is the unified one
+            assert ttft.delta == f"p50 likely {fmt_seconds(r.ttft_s_fast.p50)}–{fmt_seconds(r.ttft_s_slow.p50)}"
         assert shown[unified]["Per user (median / slowest 5 %)"] == \
             f"{r.decode_tok_s_p50:.0f} / {r.decode_tok_s_p5:.0f} tok/s"
     assert shown[False] != shown[True]   # 4 slots share batches: the per-slot split costs weight passes
@@ -75,3 +78,6 @@ def test_serve_curve_chart_marks_saturation_and_the_target():
     xs = [s.x0 for s in fig.layout.shapes if s.x0 is not None]
     assert any(x == pytest.approx(r.saturation_rate_per_s * 60) for x in xs)
     assert any(s.y0 == 5.0 for s in fig.layout.shapes)
+    band = [s for s in fig.layout.shapes if s.type == "rect"]          # the saturation rate's likely range
+    assert len(band) == 1 and (band[0].x0, band[0].x1) == pytest.approx(
+        (r.saturation_slow_per_s * 60, r.saturation_fast_per_s * 60))
