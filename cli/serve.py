@@ -54,6 +54,13 @@ def render(r) -> str:
     def per_min(x):
         return f"{x * 60:.1f}/min" if x is not None else "none"
 
+    likely = []
+    if r.ttft_s_slow is not None:
+        (ps, ds), (pf, df) = r.speed_range
+        likely.append(f"  likely        TTFT p50 {fmt_seconds(r.ttft_s_fast.p50)}–{fmt_seconds(r.ttft_s_slow.p50)}   "
+                      f"p95 {fmt_seconds(r.ttft_s_fast.p95)}–{fmt_seconds(r.ttft_s_slow.p95)}; saturation "
+                      f"{r.saturation_slow_per_s * 60:.1f}–{per_min(r.saturation_fast_per_s)} (prefill ×{ps:.2f}–"
+                      f"{pf:.2f}, decode ×{ds:.2f}–{df:.2f}: the calibration's 80 % speed range)")
     lines = [
         f"{r.model} {r.quant} on {r.chip} ({r.ram_gb:g} GB) with {r.runtime}: {r.slots} slots of {r.slot_context:,} "
         f"tokens, {per_min(r.rate_per_s)} for {fmt_seconds(r.duration_s)} ({r.n_requests} requests, seed {r.seed})",
@@ -63,6 +70,7 @@ def render(r) -> str:
             r.kv_unified],
         f"  TTFT          p50 {fmt_seconds(r.ttft_s.p50)}   p95 {fmt_seconds(r.ttft_s.p95)}   "
         f"p99 {fmt_seconds(r.ttft_s.p99)}   (queue wait p50 {fmt_seconds(r.queue_wait_s.p50)})",
+        *likely,
         f"  per user      {fmt_tok_s(r.decode_tok_s_p50)} tok/s median, {fmt_tok_s(r.decode_tok_s_p5)} tok/s for "
         f"the slowest 5 %",
         f"  request       p50 {fmt_seconds(r.e2e_s.p50)}   p95 {fmt_seconds(r.e2e_s.p95)}   "
@@ -75,16 +83,10 @@ def render(r) -> str:
         f"  memory        {fmt_bytes(r.memory_bytes)} of {fmt_bytes(r.wired_limit_bytes)} GPU limit: "
         f"{verdict_text(r.fit_verdict)}",
     ]
-    if r.ttft_s_slow is not None:
-        (ps, ds), (pf, df) = r.speed_range
-        lines.insert(3, f"  likely        TTFT p50 {fmt_seconds(r.ttft_s_fast.p50)}–{fmt_seconds(r.ttft_s_slow.p50)}   "
-                        f"p95 {fmt_seconds(r.ttft_s_fast.p95)}–{fmt_seconds(r.ttft_s_slow.p95)}; saturation "
-                        f"{r.saturation_slow_per_s * 60:.1f}–{per_min(r.saturation_fast_per_s)} (prefill ×{ps:.2f}–"
-                        f"{pf:.2f}, decode ×{ds:.2f}–{df:.2f}: the calibration's 80 % speed range)")
     notes = list(r.notes)
     if r.saturation_slow_per_s is not None and r.saturation_slow_per_s <= r.rate_per_s < r.saturation_fast_per_s:
-        notes.append("the offered rate is inside the likely range of the saturation rate: on a slower "
-                         "Mac of this kind the queue would grow without bound")
+        notes.append("the offered rate is inside the likely range of the saturation rate: on a slower Mac of this "
+                     "kind the queue would grow without bound")
     if r.target_ttft_p95_s:
         lines.append(f"  under TTFT p95 ≤ {r.target_ttft_p95_s:g} s: at most {per_min(r.max_rate_per_s)} with "
                      f"{r.slots} slots")

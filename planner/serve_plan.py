@@ -77,9 +77,14 @@ def make_requests(arrival, prompt, gen, share: float, slot_context: int) -> tupl
 
 
 # --------------------------------------------------------------------------- statistics
+def _ttft(rq: Requests, tr: Trace) -> np.ndarray:
+    """Arrival to first token of the requests that finished [s]."""
+    return (tr.first - rq.arrival)[~np.isnan(tr.end)]
+
+
 def summarise(rq: Requests, tr: Trace, slots: int, duration: float, points: int = 12) -> dict:
     ok = ~np.isnan(tr.end)
-    ttft = (tr.first - rq.arrival)[ok]
+    ttft = _ttft(rq, tr)
     e2e = (tr.end - rq.arrival)[ok]
     wait = (tr.admit - rq.arrival)[ok]
     multi = ok & (rq.gen > 1)
@@ -156,19 +161,16 @@ def speed_range(k, prompt: int, slots: int) -> tuple[tuple[float, float], tuple[
     for a typical ``prompt`` and ``slots`` sequences decoding. None when the calibration has no range."""
     if not k.likely_range:
         return None
-    ends = []
-    for end in (0, 1):
-        f = []
-        for phase, batch in (("prefill", 1), ("decode", slots)):
-            r = tp.likely_range(k, 1.0, phase, prompt, 0, batch)
-            f.append(r[end])
-        ends.append((f[0], f[1]))
-    return ends[0], ends[1]
+    pf = tp.likely_range(k, 1.0, "prefill", prompt, 0, 1)
+    dc = tp.likely_range(k, 1.0, "decode", prompt, 0, slots)
+    return (pf[0], dc[0]), (pf[1], dc[1])
 
 
 def at_speed(steps: StepModel, factors: tuple[float, float]) -> StepModel:
-    """The same step model on a machine whose prompt and decode rows run ``factors`` × as fast."""
-    return StepModel(steps.rf, steps.ctx_max, prefill_scale=1 / factors[0], decode_scale=1 / factors[1])
+    """The same step model on a machine whose prompt and decode rows run ``factors`` × as fast. It shares the
+    unscaled prefill memo; the decode tables hold scaled times and are rebuilt."""
+    return StepModel(steps.rf, steps.ctx_max, prefill_scale=1 / factors[0], decode_scale=1 / factors[1],
+                     _memo=steps._memo)
 
 
 # --------------------------------------------------------------------------- the plan
@@ -310,7 +312,7 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
     stats = summarise(rq, tr, slots, duration)
     search = _search_requests(r, ctx, np.random.default_rng(r.seed + 1))
     mu = saturation_rate(search, sched, steps)
-    spread = _spread(rq, search, sched, steps, speed_range(s.rf.k, int(np.median(rq.prompt)), slots))
+    likely = _likely(rq, search, sched, steps, speed_range(s.rf.k, int(np.median(rq.prompt)), slots))
     sweep, best, binding, top = _sweep(s, r, ctx, search, steps, slots, most)
     rate = len(rq.arrival) / duration if r.trace is not None else r.rate
     mem = s.memory(slots, ctx)
@@ -324,11 +326,11 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
         utilisation=rate / mu, stable=rate < mu, memory_bytes=mem,
         wired_limit_bytes=s.wired.effective_bytes, fit_verdict=fit.verdict, target_ttft_p95_s=r.max_ttft_p95,
         max_rate_per_s=top, sweep=sweep, curve=latency_curve(search, sched, steps, mu), best_slots=best, binding=binding, calibration=s.rf.calibration,
-        host_s_per_token=steps.host, **spread,
+        host_s_per_token=steps.host, **likely,
         notes=notes)
 
 
-def _spread(rq: Requests, search: Requests, sched: Scheduler, steps: StepModel, ends) -> dict:
+def _likely(rq: Requests, search: Requests, sched: Scheduler, steps: StepModel, ends) -> dict:
     """TTFT percentiles and the saturation rate at the slow and the fast end of the speed range (the same
     requests, so only the speed differs). Near saturation the queue amplifies a speed error: this is how much."""
     if ends is None:
@@ -336,9 +338,7 @@ def _spread(rq: Requests, search: Requests, sched: Scheduler, steps: StepModel, 
     out = {}
     for name, f in zip(("slow", "fast"), ends):
         st = at_speed(steps, f)
-        tr = simulate(rq.arrival, rq.prompt, rq.gen, rq.cached, sched, st)
-        ok = ~np.isnan(tr.end)
-        out[f"ttft_s_{name}"] = _pct((tr.first - rq.arrival)[ok])
+        out[f"ttft_s_{name}"] = _pct(_ttft(rq, simulate(rq.arrival, rq.prompt, rq.gen, rq.cached, sched, st)))
         out[f"saturation_{name}_per_s"] = saturation_rate(search, sched, st)
     out["speed_range"] = ends
     return out
