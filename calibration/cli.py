@@ -100,6 +100,7 @@ class CalibrationResult:
     records_path: Path
     warnings: list[str] = field(default_factory=list)
     host: Any = None                 # calibration.server_host.HostToken with --server
+    phases: Any = None               # calibration.server_host.PhaseFactors with --server
 
 
 def calibrate(runtime: str, model: str, budget_s: float | None = 60, *, quick: bool = False,
@@ -137,32 +138,18 @@ def calibrate(runtime: str, model: str, budget_s: float | None = 60, *, quick: b
     rec_path = store.save_records(chip.id, runtime, rep.records, root, replace=replace)
     fitted = store.load_records(chip.id, runtime, root, runtime_version=version)
     uf = fit_user(fitted, chip, runtime)
-    warnings = []
     if not uf.converged:
         raise CalibrationError(f"fit of {len(fitted)} {runtime} records did not converge ({uf.message}); "
                                "nothing written, the shipped constants stay in use")
-    from calibration.user_fit import free_params
-
-    for p in free_params():
-        ratio = getattr(uf.constants, p) / getattr(uf.prior, p)
-        if not 0.25 <= ratio <= 4:
-            warnings.append(f"{p} is ×{ratio:.2g} the shipped value: if the machine was busy (other jobs, "
-                            "thermal throttling), re-run on an idle machine with --replace")
-    host = None
+    warnings = _far_from_shipped(uf)
+    host = phases = None
     if server:
-        from calibration import server_host
-        from calibration.runners import inspect_model
-        from calibration.runners.llama_cpp import _threads_from_device
-
-        threads = runner_options.get("threads") or _threads_from_device(device)
-        host = server_host.measure(path, threads, runner_options.get("flash_attn", True),
-                                   vocab=inspect_model(path).vocab)
-        uf.constants = uf.constants.model_copy(update={"t_token_host_s": host.seconds})
+        host, phases = _server_work(uf, chip, path, device, runner_options)
     prof = build_profile(uf, fitted)
     if host is not None:
         pv = prof.provenance
         prof = prof.model_copy(update={"provenance": pv.model_copy(update={
-            "notes": f"{pv.notes}; {host.describe()} (calibration/server_host.py)"})})
+            "notes": f"{pv.notes}; {host.describe()}; {phases.describe()} (calibration/server_host.py)"})})
     prof_path = store.write_profile(prof, root)
     profiles.clear_cache()
     if rep.skipped:
@@ -172,7 +159,52 @@ def calibrate(runtime: str, model: str, budget_s: float | None = 60, *, quick: b
                              runtime_version=version, records=rep.records, fitted_records=fitted,
                              done=len(rep.done), skipped=len(rep.skipped), elapsed_s=elapsed, fit=uf,
                              profile=prof, profile_path=prof_path, records_path=rec_path, warnings=warnings,
-                             host=host)
+                             host=host, phases=phases)
+
+
+def _far_from_shipped(uf) -> list[str]:
+    """A note for each fitted constant more than 4× from its shipped value (one with none shipped is skipped)."""
+    from calibration.user_fit import value
+
+    out = []
+    for p in uf.free:
+        if not p.startswith("q_") and getattr(uf.prior, p) is None:   # no shipped value: nothing to be far from
+            continue
+        ratio = value(uf.constants, p) / value(uf.prior, p)
+        if not 0.25 <= ratio <= 4:
+            out.append(f"{p} is ×{ratio:.2g} the shipped value: if the machine was busy (other jobs, "
+                       "thermal throttling), re-run on an idle machine with --replace")
+    return out
+
+
+def _server_work(uf, chip, path: Path, device: dict[str, Any], runner_options: dict[str, Any]):
+    """--server: llama-server's host work per sampled token, then its phases against `plan serve`'s simulation
+    with the fitted steps and that host work, both put into ``uf.constants``. -> (HostToken, PhaseFactors)"""
+    from calibration import server_host
+    from calibration.runners import inspect_model
+    from calibration.runners.llama_cpp import _threads_from_device
+
+    threads = runner_options.get("threads") or _threads_from_device(device)
+    flash, vocab = runner_options.get("flash_attn", True), inspect_model(path).vocab
+    host = server_host.measure(path, threads, flash, vocab=vocab)
+    uf.constants = uf.constants.model_copy(update={"t_token_host_s": host.seconds})
+    phases = server_host.measure_phases(path, threads, flash, vocab, _serve_roofline(uf.constants, chip, path))
+    uf.constants = uf.constants.model_copy(update={"server_prefill_factor": phases.prefill,
+                                                   "server_decode_factor": phases.decode})
+    return host, phases
+
+
+def _serve_roofline(constants, chip, path: Path):
+    """The roofline `plan serve` steps llama-server's model ``path`` with on ``chip``, with ``constants`` (the
+    fitted steps and the host work, about to be written)."""
+    import dataclasses
+
+    from planner.serve_plan import setup
+    from sources import resolve_model
+
+    rf = setup(chip.id, None, float(max(chip.ram_options_gb)), resolve_model(str(path), quant=None), None,
+               "llama.cpp").rf
+    return dataclasses.replace(rf, k=constants)
 
 
 def _fmt(v: float) -> str:
@@ -180,7 +212,7 @@ def _fmt(v: float) -> str:
 
 
 def render_result(r: CalibrationResult) -> str:
-    from calibration.user_fit import free_params
+    from calibration.user_fit import value
     from planner.format import table
 
     dev = r.device
@@ -201,12 +233,13 @@ def render_result(r: CalibrationResult) -> str:
                  f"residual {res.get('mape', float('nan')):.1f}%"
                  + (f" (decode {res['decode_mape']:.1f}%" if "decode_mape" in res else " (")
                  + (f", prefill {res['prefill_mape']:.1f}%)" if "prefill_mape" in res else ")"))
-    rows = [[p, _fmt(getattr(uf.prior, p)), _fmt(getattr(uf.constants, p)),
-             f"×{getattr(uf.constants, p) / getattr(uf.prior, p):.2f}"] for p in
-            free_params()]
+    rows = [[p, _fmt(value(uf.prior, p)), _fmt(value(uf.constants, p)),
+             f"×{value(uf.constants, p) / value(uf.prior, p):.2f}"] for p in uf.free]
     lines.append(table(rows, ["constant", "shipped", "calibrated", "ratio"], "lrrr"))
     if r.host is not None:
         lines.append(f"server: {r.host.describe()}; `plan serve` adds it to every sampled token")
+    if r.phases is not None:
+        lines.append(f"server: {r.phases.describe()}; `plan serve` scales its prompt and decode steps by them")
     lines.append(f"wrote {r.profile_path}")
     lines.append(f"  and {r.records_path}")
     for w in r.warnings:

@@ -49,7 +49,7 @@ ERAS = ("2023-08", "2023-09", "2023-10", "2023-11", "2024", "current")
 # reported 2-3.7x M4 at similar bandwidth (geometric middle 2.7, a prior: no usable M5 row); t_layer ~ one Metal dispatch group per layer (~50 us).
 BASE_PRIORS: dict[str, tuple[float, float]] = {
     "eta_bw": (0.7, 1.0), "eta_c": (0.6, 1.0), "eta_attn": (0.3, 1.5), "eta_c_decode": (0.4, 1.5),
-    "eta_mv": (0.15, 1.5), "moe_bw_factor": (0.7, 1.0), "era_tl": (1.0, 1.0), "eta_kv": (0.8, 1.0),
+    "eta_mv": (0.15, 1.5), "eta_attn_decode": (1.0, 1.0), "moe_bw_factor": (0.7, 1.0), "era_tl": (1.0, 1.0), "eta_kv": (0.8, 1.0),
     "noflash_kv_factor": (2.0, 0.7),
     "t_layer_s": (5e-5, 2.0), "noflash_attn_factor": (2.0, 0.7), "matrix_unit_factor": (2.7, 0.35),
     "q_float": (1.0, 0.5), "q_legacy": (1.0, 0.5), "q_kquant": (0.85, 0.5), "q_iquant": (0.8, 0.5),
@@ -59,7 +59,7 @@ BASE_PRIORS: dict[str, tuple[float, float]] = {
 # benchmarks (2-5%) plus what the model does not capture; data residuals are divided by it so priors stay weak.
 NOISE_SIGMA = 0.05
 UPPER = {"eta_bw": 1.0, "eta_c": 1.0, "eta_attn": 1.0, "eta_c_decode": 1.0, "eta_mv": 1.0, "moe_bw_factor": 1.0,
-         "eta_kv": 1.0,
+         "eta_kv": 1.0, "eta_attn_decode": 1.0,
          "era_decode": 1.0}
 LOWER = {"noflash_attn_factor": 1.0, "noflash_kv_factor": 1.0}  # slowdowns, never speed-ups
 # Kernel regimes are code facts, not fits: ggml-metal-ops.cpp `ne11_mm_min = 8` (matrix-vector kernels up to a
@@ -236,6 +236,8 @@ def _param_names(records: list[FitRecord], spec: Spec) -> list[str]:
     for p in SHARED:
         if p in spec.free:
             names.append(p)
+    if "eta_attn_decode" in spec.free and any(r.phase == "decode" for r in records):
+        names.append("eta_attn_decode")   # a user fit's own (calibration/user_fit.py); the shipped fit keeps 1
     if "q" in spec.free:
         names += [f"q_{c}" for c in sorted({r.geo.quant_class for r in records if r.phase == "prefill"})
                   if c != "float"]
@@ -339,6 +341,7 @@ def _index(records, spec, names):
         "era": np.array([col(f"era:{r.era}") for r in records]),
         "era_decode": np.array([col("era_decode") if r.era != "current" else -1 for r in records]),
         "era_tl": np.array([col("era_tl") if r.era != "current" else -1 for r in records]),
+        "eta_attn_decode": np.full(len(records), col("eta_attn_decode")),
     }
     for p in SHARED:
         idx[p] = np.full(len(records), col(p))
@@ -357,6 +360,7 @@ def _fixed_values(records, spec, fixed: dict[str, float]):
         "era": np.ones(len(records)),
         "era_decode": np.ones(len(records)),
         "era_tl": np.ones(len(records)),
+        "eta_attn_decode": np.full(len(records), get("eta_attn_decode", 1.0)),
         **{p: np.full(len(records), get(p, BASE_PRIORS[p][0])) for p in SHARED},
     }
 
@@ -381,7 +385,7 @@ def _predict(theta: np.ndarray, A: _Arrays, idx, fixedv) -> np.ndarray:
     # 32-column tile achieves relative to a full prefill. 2023 llama.cpp builds had no small-batch matrix-vector
     # regime (mv_max_batch: every B > 1 on kernel_mul_mm), so η_mv is identified by current rows only
     kv_slow = np.where(A.fa_off, pick("noflash_kv_factor"), 1.0)
-    t_kv = np.maximum(A.dkv / (eta_bw * pick("eta_kv") * A.bw)[:, None], A.dattn / (pick("eta_attn") * F)[:, None])
+    t_kv = np.maximum(A.dkv / (eta_bw * pick("eta_kv") * A.bw)[:, None], A.dattn / (pick("eta_attn") * pick("eta_attn_decode") * F)[:, None])
     t_w = ((A.dw + A.dexp / moe) / (eta_bw * A.bw))[:, None]
     t_att = t_kv * kv_slow[:, None]
     eta_k = np.where(A.mv, pick("eta_mv"), pick("eta_c_decode") * eta_c)

@@ -9,7 +9,14 @@ weighted least squares on log rates) run on :func:`calibration.fit.records_from_
   dir), log-sigma :data:`PRIOR_SIGMA`, so a parameter the runs hardly see stays at the shipped value and a
   one-minute run cannot produce wild constants;
 - everything a single model cannot separate (dequantization factor per weight class, no-flash factor, matrix
-  unit factor) fixed at the shipped value.
+  unit factor) fixed at the shipped value, but for one thing off a Mac: on a device whose runtimes run on the CPU
+  (Chip.on_cpu) the ggml runtimes' dequantization factor of each weight class the prefill runs measured is freed
+  too (MLX's CPU matmuls are modelled by η_c alone, with the CPU-wide priors). The shipped
+  factors describe Metal's dequantizing matmul kernels; ggml-cpu multiplies quantized weights by int8-quantized
+  activations (ggml-cpu quants.c ``ggml_vec_dot_q4_K_q8_K``), which can outrun the fp32 GEMM the chip's peak is
+  measured with, so with η_c capped at 1 the shipped factor held every prefill 8-18 % slow on this repo's 2-vCPU VM;
+- ``eta_attn_decode``, the decode attention kernel's FLOP efficiency relative to prefill's (unset = 1 in the
+  shipped profiles): a decode point deep in the cache tells it from η_attn.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ PRIOR_SIGMA = 0.5
 #: mlx-lm per-column batch cost stayed so close to its Metal prior that batch 2 fitted 10 % off in-sample.
 CPU_PRIOR_SIGMA = 2.0
 # eta_kv: a depth point (decode at d512) tells the KV stream apart from the weight stream
-BASE_FREE = ("eta_bw", "eta_c", "eta_attn", "eta_c_decode", "t_layer_s", "eta_mv", "eta_kv")
+BASE_FREE = ("eta_bw", "eta_c", "eta_attn", "eta_c_decode", "t_layer_s", "eta_mv", "eta_kv", "eta_attn_decode")
 
 
 def free_params() -> tuple[str, ...]:
@@ -38,6 +45,15 @@ def free_params() -> tuple[str, ...]:
     from planner.schema import SpeedConstants
 
     return tuple(p for p in BASE_FREE if p in SpeedConstants.model_fields and p in F.BASE_PRIORS)
+
+
+def value(k, p: str) -> float:
+    """The value of fitted parameter ``p`` in constants ``k``: a field by name, ``q_<class>`` that weight class's
+    dequantization factor; an optional field that is unset at its neutral value (eta_attn_decode: 1)."""
+    if p.startswith("q_"):
+        return (k.quant_prefill_factor or {}).get(p[2:], 1.0)
+    v = getattr(k, p)
+    return 1.0 if v is None else v
 
 
 FREE = ("eta_bw", "eta_c", "eta_attn", "eta_c_decode", "t_layer_s")  # always free (kept for callers)
@@ -61,6 +77,7 @@ class UserFit:
     message: str
     rows: list[dict[str, Any]] = field(default_factory=list)  # label, phase, measured, predicted, ape
     prior_sigma: float = PRIOR_SIGMA     # log-sigma the priors had
+    free: tuple[str, ...] = ()           # the parameters the fit freed (free_params(), then q_<class> on a CPU)
 
     @property
     def converged(self) -> bool:
@@ -123,24 +140,31 @@ def fit_user(records, chip, runtime: str, prior=None, prior_sigma: float | None 
     else:
         prior_source = "given"
     k: SpeedConstants = prior
-    free = free_params()
+    fit_recs = F.records_from_runs(recs, chip)
+    # off a Mac, the dequantization factor of each weight class the prefill runs measured (module docstring)
+    classes = sorted({r.geo.quant_class for r in fit_recs if r.phase == "prefill"} - {"float"}) \
+        if chip.on_cpu and runtime != "mlx-lm" else []
+    free = free_params() + tuple(f"q_{c}" for c in classes)
     qf = k.quant_prefill_factor or {}
     # everything the fit does not free stays at the shipped value (every scalar of the schema, by name)
     fixed = {f"q_{c}": qf.get(c, 1.0 if c == "float" else F.BASE_PRIORS[f"q_{c}"][0]) for c in QUANT_CLASSES}
     fixed.update({n: v for n, v in k.model_dump().items() if isinstance(v, int | float) and v is not None})
     fixed.update({"eta_bw:*": k.eta_bw, "eta_c:*": k.eta_c})
-    priors = {p: (getattr(k, p), prior_sigma) for p in free}
-    spec = F.Spec(runtime, tier_eta_bw=False, gen_eta_c=False, free=set(free))
-    fit_recs = F.records_from_runs(recs, chip)
+    priors = {p: (value(k, p), prior_sigma) for p in free}
+    spec = F.Spec(runtime, tier_eta_bw=False, gen_eta_c=False, free=set(free_params()) | ({"q"} if classes else set()))
     params, diag = F.fit_efficiency_least_squares(fit_recs, spec, priors=priors, fixed=fixed)
-    fitted = {p: params.get(f"{p}:*", params.get(p)) for p in free}
+    fitted = {p: params.get(f"{p}:*", params.get(p)) for p in free_params()}
     consts = k.model_copy(update={p: (min(v, 1.0) if p.startswith("eta") else v)
                                   for p, v in fitted.items() if v is not None})
+    if classes:
+        consts = consts.model_copy(update={"quant_prefill_factor": {
+            **qf, **{c: params[f"q_{c}"] for c in classes if f"q_{c}" in params}}})
     consts = SpeedConstants.model_validate(consts.model_dump())
     rows = ape_rows(recs, chip, consts)
     return UserFit(runtime=runtime, chip_id=chip.id, constants=consts, prior=k, prior_source=prior_source,
                    params=params, residuals=residuals_of(rows), n_records=len(recs), status=int(diag["status"]),
-                   nfev=int(diag["nfev"]), message=str(diag["message"]), rows=rows, prior_sigma=prior_sigma)
+                   nfev=int(diag["nfev"]), message=str(diag["message"]), rows=rows, prior_sigma=prior_sigma,
+                   free=free)
 
 
 def build_profile(uf: UserFit, records, fitted_on: date | None = None):
@@ -150,8 +174,7 @@ def build_profile(uf: UserFit, records, fitted_on: date | None = None):
     versions = sorted({r.runtime_version for r in records})
     models = sorted({f"{r.model_id or r.model_path.rsplit('/', 1)[-1]} ({r.quant})" for r in records})
     tools = sorted({r.tool for r in records})
-    ratios = {p: round(getattr(uf.constants, p) / getattr(uf.prior, p), 3) for p in free_params()
-              if getattr(uf.prior, p)}
+    ratios = {p: round(value(uf.constants, p) / value(uf.prior, p), 3) for p in uf.free}
     return CalibrationProfile(
         id=f"{uf.chip_id}__{uf.runtime}", scope=uf.chip_id, runtime=uf.runtime, constants=uf.constants,
         provenance=Provenance(

@@ -581,7 +581,8 @@ class Provenance(BaseModel):
     notes: str = ""
 
 
-OPTIONAL_CONSTANTS = ("likely_range", "t_token_host_s")
+OPTIONAL_CONSTANTS = ("likely_range", "t_token_host_s", "eta_attn_decode", "server_prefill_factor",
+                      "server_decode_factor")
 
 
 class SpeedConstants(BaseModel):
@@ -591,6 +592,10 @@ class SpeedConstants(BaseModel):
     eta_bw: float | None = Field(None, gt=0, le=1, description="Achieved / peak memory bandwidth in decode [1]")
     eta_c: float | None = Field(None, gt=0, le=1, description="Achieved / peak FLOPS of prefill matmuls (float weights) [1]")
     eta_attn: float | None = Field(None, gt=0, le=1, description="Achieved / peak FLOPS of attention (flash) [1]")
+    eta_attn_decode: float | None = Field(
+        None, gt=0, le=1, description="Decode attention's FLOP efficiency relative to eta_attn (one query per sequence: "
+                                      "llama.cpp flash_attn_ext_vec / ggml-cpu's one-row flash attention, against "
+                                      "prefill's tiled kernel); unset = 1, as prefill's; fitted by plan calibrate [1]")
     eta_c_decode: float | None = Field(None, gt=0, le=1, description="Batched-decode matrix-matrix efficiency (B > mv_max_batch) relative to the prefill eta_c × "
                                         "quant_prefill_factor of the same chip and weight class (same kernel_mul_mm, one tile) [1]")
     eta_mv: float | None = Field(None, gt=0, le=1, description="Achieved / peak FLOPS of small-batch matrix-vector kernels [1]")
@@ -607,6 +612,12 @@ class SpeedConstants(BaseModel):
     t_token_host_s: float | None = Field(
         None, ge=0, le=0.1, description="A server's host work per sampled token of each sequence (sampling, "
                                         "streaming), beyond the benchmark's step; measured by plan calibrate [s]")
+    server_prefill_factor: float | None = Field(
+        None, ge=0.5, le=3, description="A server's prompt phase / the step model's, measured by plan calibrate --server "
+                                        "on a short burst of real requests (unset = 1) [1]")
+    server_decode_factor: float | None = Field(
+        None, ge=0.5, le=3, description="A server's decode phase / the step model's with the host work, measured with "
+                                        "the prompt factor (unset = 1) [1]")
     noflash_attn_factor: float | None = Field(None, ge=1, le=20, description="Attention slowdown without flash attention [1]")
     quant_prefill_factor: dict[str, float] | None = Field(
         None, description="Multiplier on eta_c by weight class (dequantization cost in matmuls) [1]")

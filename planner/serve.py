@@ -56,7 +56,8 @@ class StepModel:
     rf: Roofline
     ctx_max: int
     prefill_scale: float = 1.0   # step-time multipliers of prompt and decode rows: 1 / a speed factor (the likely
-    decode_scale: float = 1.0    # range's ends, serve_plan.speed_range); the host work is not scaled
+    decode_scale: float = 1.0    # range's ends, serve_plan.speed_range), on top of server_scales; the host work
+    #                              is not scaled
     _dec: dict = field(default_factory=dict)
     _memo: dict = field(default_factory=dict)
 
@@ -68,6 +69,14 @@ class StepModel:
         return self.rf.k.t_token_host_s or 0.0
 
     @property
+    def server_scales(self) -> tuple[float, float]:
+        """(prompt, decode) multipliers of the server's phases over the benchmark-fitted steps
+        (SpeedConstants.server_prefill_factor / server_decode_factor, 1 where unmeasured): what `plan calibrate
+        --server` measured on a burst of real requests beyond the host work per token."""
+        k = self.rf.k
+        return k.server_prefill_factor or 1.0, k.server_decode_factor or 1.0
+
+    @property
     def n_ubatch(self) -> int:
         """Tokens per physical batch (llama.cpp -ub): the roofline's prefill chunk."""
         return self.rf.chunk
@@ -76,7 +85,8 @@ class StepModel:
         t = self._dec.get(batch)
         if t is None:
             xs = np.arange(0, self.ctx_max + 3 * GRID, GRID, dtype=float)
-            ys = np.array([self.rf.step_time(batch, x) for x in xs]) * self.decode_scale + batch * self.host
+            ys = np.array([self.rf.step_time(batch, x) for x in xs]) * self.decode_scale * self.server_scales[1] \
+                + batch * self.host
             cum = np.concatenate([[0.0], np.cumsum((ys[1:] + ys[:-1]) / 2 * GRID)])
             t = self._dec[batch] = (ys.tolist(), cum.tolist(), cum)
         return t
@@ -131,7 +141,8 @@ class StepModel:
         its phase's scale."""
         prompt = sum(p for p, _ in pieces)
         total = batch + prompt
-        ps, ds = self.prefill_scale, self.decode_scale
+        sp, sd = self.server_scales
+        ps, ds = self.prefill_scale * sp, self.decode_scale * sd
         t = (self._pf(total, 0) - self._attn(total, 0)) * (batch * ds + prompt * ps) / max(total, 1)
         for p, d in pieces:
             t += self._attn(p, d) * ps
@@ -148,7 +159,7 @@ class StepModel:
 
     def prompt_batch(self, chunk: int, depth: float, n: int) -> float:
         """mlx-lm: ``n`` prompts advanced by ``chunk`` tokens each (right-padded) at mean depth ``depth``."""
-        return self._pf(chunk, int(depth), n) * self.prefill_scale
+        return self._pf(chunk, int(depth), n) * self.prefill_scale * self.server_scales[0]
 
 
 @dataclass

@@ -5,7 +5,7 @@ Decode step (B sequences at context c each), docs/model-facts.md §5.1-5.2, gguf
     bytes(B, c) = W_dense + W_experts · r(B) + B · (kv_full·c + kv_swa·min(c, W) + 2·state)
                   r(B) = B·k/E below mm_id_min_batch (kernel_mul_mv_id re-reads per token), else 1 − (1 − k/E)^B
     flops(B, c) = B · (2·N_active + 2·A_full·c + 2·A_swa·min(c, W))
-    t_attn      = max(B · kv(c) / (η_kv · η_bw · BW), 2·B·A(c) / (η_attn · F)) × (no flash attention: f_kv)
+    t_attn      = max(B · kv(c) / (η_kv · η_bw · BW), 2·B·A(c) / (η_ad · η_attn · F)) × (no flash attention: f_kv)
     t_step      = L · t_layer + weights / (η_bw · BW) + t_attn                              (B = 1)
                   L · t_layer + weights / (η_bw · BW) + t_attn + (B − 1) · flops_1 / (η_mv · F)  (2 ≤ B ≤ mv_max_batch)
                   L · t_layer + max(weights / (η_bw · BW), flops_w / (η_cd · η_c · q · F)) + t_attn   (larger B)
@@ -23,7 +23,8 @@ Prefill of P tokens per sequence on D cached tokens (§5.3)::
                  + flops_attn · fa / (η_attn · F)
                  (MLX on a CPU: unfused, every query of a chunk × every key up to its end, at η_c · F)
 
-with F the peak GPU FLOPS (× the matrix-unit factor on M5), q the weight-class dequantization factor, fa the
+with F the peak GPU FLOPS (× the matrix-unit factor on M5), q the weight-class dequantization factor, η_ad the decode
+attention kernel's FLOP efficiency relative to prefill's (eta_attn_decode, 1 unless a calibration fitted it), fa the
 no-flash-attention slowdown (llama.cpp -fa off) and n_chunks the number of physical batches (llama.cpp n_ubatch,
 mlx-lm prefill_step_size). η ≤ 1, so decode never beats BW / bytes per step (the hard physical bound).
 References: llama.cpp ggml/src/ggml-metal (mul_mv vs mul_mm kernels, flash_attn_ext), tools/batched-bench;
@@ -357,12 +358,15 @@ class Roofline:
         split the keys over simdgroups, then reduce across them with softmax bookkeeping per block), and it computes
         2·Σ H·(d_qk + d_v) FLOPs per key at the attention efficiency η_attn: for many query heads per KV head
         (absorbed MLA: 128 heads over one 576-wide latent, deepseek2.cpp / deepseek_v3.py) that compute, not the
-        read, sets the depth cost. Without flash attention (llama.cpp -fa off, Ollama's default) the step runs
+        read, sets the depth cost. A decode query runs alone (llama.cpp kernel_flash_attn_ext_vec on Metal; on a
+        CPU ggml-cpu ops.cpp ggml_compute_forward_flash_attn_ext_f16_one_chunk, a dot, an exp and a mad per key and
+        head), not in prefill's tiled kernel, so its FLOPs run at η_attn × eta_attn_decode (unset: 1). Without flash attention (llama.cpp -fa off, Ollama's default) the step runs
         separate KQ mul_mat, soft_max and KQV mul_mat over a transposed V cache (llama-graph.cpp build_attn_mha),
         writing and re-reading the score matrix: noflash_kv_factor × slower."""
         k, g = self.k, self.geo
         t_read = g.batch_kv_read(batch, context, self.shared_prefix) / (k.eta_bw * k.eta_kv * self.bw)
-        t_flops = 2 * batch * g.attn_keys(self.keys_per_query(batch, context)) / (k.eta_attn * self.flops)
+        t_flops = 2 * batch * g.attn_keys(self.keys_per_query(batch, context)) / (
+            k.eta_attn * (k.eta_attn_decode or 1.0) * self.flops)
         slow = 1.0 if self.flash_attn or self.runtime_family == "mlx-lm" else k.noflash_kv_factor
         return max(t_read, t_flops) * slow
 

@@ -3,6 +3,7 @@ real step model (stability, monotonicity in slots, percentiles)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -317,6 +318,25 @@ def test_host_work_per_sampled_token_by_hand(unified):
     b = simulate(arr, pr, gn, z, sched, StepModel(_with_host(rf, h), 2048))
     np.testing.assert_allclose(b.first - a.first, [2 * h, 2 * h], rtol=1e-6)
     np.testing.assert_allclose(b.end - a.end, [2 * h + 39 * 2 * h] * 2, rtol=1e-6)
+
+
+@pytest.mark.parametrize("unified", [True, False])
+def test_server_phase_factors_scale_each_phase_by_hand(unified):
+    """server_prefill_factor fp and server_decode_factor fd (plan calibrate --server): a lone request's prompt
+    phase is fp × the benchmark-fitted one, its decode phase fd × (with no host work, so nothing escapes the
+    scaling); the likely range's scales multiply on top (here 1 / 0.8 on the prompt rows)."""
+    rf = _with_host(setup("M4 Max", 40, 128, "qwen3-30b-a3b", None, "llama.cpp").rf, 0.0)
+    fp, fd = 1.25, 1.1
+    scaled = dataclasses.replace(rf, k=rf.k.model_copy(update={"server_prefill_factor": fp,
+                                                                "server_decode_factor": fd}))
+    sched = Scheduler("llama.cpp", 4, kv_unified=unified)
+    arr, pr, gn, z = np.array([0.0]), np.array([700]), np.array([50]), np.zeros(1, int)
+    a = simulate(arr, pr, gn, z, sched, StepModel(rf, 2048))
+    b = simulate(arr, pr, gn, z, sched, StepModel(scaled, 2048))
+    np.testing.assert_allclose(b.first, fp * a.first, rtol=1e-9)
+    np.testing.assert_allclose(b.end - b.first, fd * (a.end - a.first), rtol=1e-9)
+    c = simulate(arr, pr, gn, z, sched, StepModel(scaled, 2048, prefill_scale=1 / 0.8))
+    np.testing.assert_allclose(c.first, fp / 0.8 * a.first, rtol=1e-9)
 
 
 # --------------------------------------------------------------------------- the likely range

@@ -3,6 +3,7 @@ compute knee, and the hard bandwidth bound over every chip × runtime profile an
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -425,6 +426,22 @@ def test_decode_attention_is_max_of_kv_stream_and_flops():
     assert off.kv_time(1, 1000) == pytest.approx(2.4e-3, rel=1e-9)
     # mlx-lm has no no-flash path
     assert tp.roofline(geo, chip(), RES, "mlx-lm", flash_attn=False).kv_time(1, 1000) == pytest.approx(0.8e-3)
+
+
+def test_decode_attention_flops_run_at_their_own_efficiency():
+    """eta_attn_decode (a calibration's, unset = 1) divides only the decode attention FLOPs: at 0.2 the 0.8 ms of the
+    test above become 4 ms, the KV read (0.02 ms) does not move, prefill attention keeps η_attn, and at 1000 keys
+    of a cheap cache the read still wins: max(0.02 ms, 2 × 1000 × 1000 / (0.2 × 0.25 × 1e13) = 0.004 ms)."""
+    geo = tp.Geometry(n_layers=2, dense_bytes=1e9, expert_bytes=0.0, n_experts=0, top_k=0, matmul_params=0.5e9,
+                      head_params=0.0, kv_full=1000.0, kv_swa=0.0, window=None, state_bytes=0.0,
+                      attn_full=1e6, attn_swa=0.0)
+    slow = RES.model_copy(update={"constants": RES.constants.model_copy(update={"eta_attn_decode": 0.2})})
+    r, base = tp.roofline(geo, chip(), slow, "llama.cpp"), tp.roofline(geo, chip(), RES, "llama.cpp")
+    assert RES.constants.eta_attn_decode is None
+    assert r.kv_time(1, 1000) == pytest.approx(4e-3, rel=1e-9)
+    assert r.prefill_attn_time(512, 0) == base.prefill_attn_time(512, 0)
+    cheap = dataclasses.replace(geo, attn_full=1000.0)
+    assert tp.roofline(cheap, chip(), slow, "llama.cpp").kv_time(1, 1000) == pytest.approx(2e-5, rel=1e-9)
 
 
 def test_mlx_prefills_mla_with_decompressed_heads():

@@ -114,7 +114,7 @@ def test_threads_is_checked_before_any_run(user_dir, tmp_path, capsys, args):
 @pytest.mark.requires_llama_cpp
 def test_calibrate_server_times_llama_servers_host_work(user_dir, tiny_q4km, capsys):
     """--server: llama-server's decode step against llama-batched-bench's, stored as t_token_host_s in the profile
-    that `plan serve` reads. The host work is part of the server's step, so it is below the whole B = 1 step."""
+    that `plan serve` reads, and its prompt and decode phases on a burst against plan serve's simulation of it. The host work is part of the server's step, so it is below the whole B = 1 step."""
     from calibration.cli import calibrate
     from planner import profiles
     from planner.serve_plan import setup
@@ -130,11 +130,17 @@ def test_calibrate_server_times_llama_servers_host_work(user_dir, tiny_q4km, cap
     profiles.clear_cache()
     s = setup(cid, None, None, resolve_model(str(tiny_q4km), quant=None), None, "llama.cpp")
     assert s.rf.k.t_token_host_s == pytest.approx(h)
+    # and the server's phases over plan serve's on the burst, which plan serve multiplies its steps by
+    assert "scales its prompt and decode steps" in out and "phases over plan serve's" in prof.provenance.notes
+    fp, fd = prof.constants.server_prefill_factor, prof.constants.server_decode_factor
+    assert 0.5 <= fp <= 3 and 0.5 <= fd <= 3
+    assert (s.rf.k.server_prefill_factor, s.rf.k.server_decode_factor) == pytest.approx((fp, fd))
     # the measurement itself: both steps positive, and the server's B = 1 step holds the host work
     res = calibrate("llama.cpp", str(tiny_q4km), 5, quick=True, trials=1, server=True)
     ht = res.host
     assert all(v > 0 for v in [*ht.server_step_s.values(), *ht.bench_step_s.values()])
     assert ht.seconds < ht.server_step_s[1]
+    assert res.phases.bursts == 5 and res.profile.constants.server_prefill_factor == pytest.approx(res.phases.prefill)
 
 
 def test_server_needs_llama_cpp(user_dir, tmp_path, capsys):

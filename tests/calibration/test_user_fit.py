@@ -140,3 +140,34 @@ def test_wrong_runtime_records_rejected(chip):
 
     with pytest.raises(CalibrationError, match="no mlx-lm records"):
         fit_user(_plan("llama.cpp"), chip, "mlx-lm")
+
+
+def test_off_a_mac_the_fit_frees_the_weight_class_factor_and_the_decode_attention(chip):
+    """A CPU's quantized dot products can outrun the fp32 GEMM its peak is measured with, and its one-query decode
+    attention runs far below prefill's kernel: runs generated with η_c at its cap of 1, the kquant factor × 1.3 of the
+    shipped one (so η_c · q beyond what η_c alone may reach) and eta_attn_decode 0.05 (low enough that the attention
+    FLOPs, not the KV read, set this 7 B shape's depth cost) are fitted within 10 % and 2 % in-sample, and a deeper
+    decode within 3 %. On a Mac the factor stays the shipped one and is not among the freed parameters."""
+    from calibration.user_fit import value
+
+    cpu = chip.model_copy(update={"id": "custom-0000beef", "backend": "cpu"})
+    prior = shipped_constants(cpu, "llama.cpp").constants
+    qf = prior.quant_prefill_factor
+    truth = prior.model_copy(update={"eta_c": 1.0, "quant_prefill_factor": {**qf, "kquant": qf["kquant"] * 1.3},
+                                     "eta_attn_decode": 0.05})
+    recs = _measured(_plan("llama.cpp"), cpu, truth)
+    uf = fit_user(recs, cpu, "llama.cpp")
+    assert uf.converged and "q_kquant" in uf.free and "eta_attn_decode" in uf.free
+    k = uf.constants
+    assert k.eta_c * k.quant_prefill_factor["kquant"] == pytest.approx(qf["kquant"] * 1.3, rel=0.10)
+    # this shape's depth cost can be told by eta_attn_decode or by the KV stream (η_kv): what must hold is the
+    # prediction, here at twice the deepest fitted depth
+    deep = [_rec("llama.cpp", "decode", "decode", g=32, d=16384)]
+    assert predict_runs(deep, cpu, k)[0] == pytest.approx(predict_runs(deep, cpu, truth)[0], rel=0.03)
+    assert k.quant_prefill_factor["legacy"] == qf["legacy"]      # a class no run measured keeps the shipped factor
+    assert uf.residuals["mape"] < 2
+    ratios = build_profile(uf, recs).provenance.notes
+    assert f"'q_kquant': {round(value(k, 'q_kquant') / value(prior, 'q_kquant'), 3)}" in ratios
+    mac = fit_user(_measured(_plan("llama.cpp"), chip, prior), chip, "llama.cpp")
+    assert "q_kquant" not in mac.free
+    assert mac.constants.quant_prefill_factor == shipped_constants(chip, "llama.cpp").constants.quant_prefill_factor
