@@ -233,11 +233,17 @@ def warm_up(url: str, vocab: int) -> None:
 
 def summary(m: Measured, trace: Trace) -> dict:
     """p50/p95 TTFT [s] and total generated tokens/s over the run (from the first arrival's clock origin to the
-    last completion, as `plan serve` reports throughput_tok_s)."""
+    last completion, as `plan serve` reports throughput_tok_s); with the server's timings, the mean wait before a
+    slot took the request [s]: TTFT less the server's own prompt phase (timings.prompt_ms runs from the slot's
+    start), i.e. the time in llama-server's task queue plus HTTP and streaming."""
     p50, p95 = np.percentile(m.ttft, [50, 95])
     makespan = float(np.max(trace.arrival + m.end))
-    return dict(ttft_p50_s=float(p50), ttft_p95_s=float(p95), throughput_tok_s=float(m.tokens.sum() / makespan),
-                client_lag_p95_s=float(np.percentile(m.start_lag, 95)))
+    out = dict(ttft_p50_s=float(p50), ttft_p95_s=float(p95), throughput_tok_s=float(m.tokens.sum() / makespan),
+               client_lag_p95_s=float(np.percentile(m.start_lag, 95)))
+    ok = np.isfinite(m.prompt_s) if m.prompt_s is not None else np.zeros(0, bool)
+    if ok.any():
+        out["wait_mean_s"] = float(np.mean(m.ttft[ok] - m.prompt_s[ok]))
+    return out
 
 
 # --------------------------------------------------------------------------- the planner, as a user runs it

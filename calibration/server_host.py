@@ -15,7 +15,7 @@ speed swings, so it is a median of 5 pairs, and on a quiet Mac it is far steadie
 Beyond that per-token work, the server's phases run slower than the benchmarks' on the same core: on this VM,
 with the step model fitted to llama-bench within 2-3 %, the simulated prompt and decode phases of `plan serve` came
 out 0.90-0.95 × the server's own ``timings.prompt_ms`` and ``predicted_ms`` under load. :func:`measure_phases`
-measures that on a short burst of real requests, queued over the slots as in serving (:data:`BURST`), and returns
+measures that on a short burst of real requests, queued over the slots as in serving (:data:`BURST_PROMPTS`), and returns
 the factors by which the server's prompt and decode phases exceed what `plan serve` simulates for the same burst
 with the fitted steps and h (``server_prefill_factor``, ``server_decode_factor``; `plan serve` multiplies its
 prompt and decode steps by them).
@@ -164,5 +164,6 @@ def measure_phases(model: Path, threads: int, flash_attn: bool, vocab: int, rf, 
             if np.any(m.tokens != BURST_GEN) or m.prompt_s is None or not np.all(np.isfinite(m.prompt_s)):
                 raise CalibrationError("llama-server did not answer the burst with its timings")
             found.append(solve_factors(phases, float(np.sum(m.prompt_s)), float(np.sum(m.decode_s))))
-    fp, fd = (float(np.median([f[i] for f in found])) for i in (0, 1))
+    # within the schema's bounds (SpeedConstants.server_*_factor), so a wild burst cannot void the profile
+    fp, fd = (float(np.clip(np.median([f[i] for f in found]), 0.5, 3.0)) for i in (0, 1))
     return PhaseFactors(fp, fd, reps)

@@ -163,8 +163,12 @@ def test_plan_serve_predicts_the_real_llama_server(served_model, user_dir):
     table = sc.render(rows) + f"\ncalibration: probe {cal_probe:.3f} s, moved {cal_moved:.0%}"
     print(table)
     assert mu > 0 and [r.load for r in rows] == list(sc.LOADS)
-    # the loads span light to near-saturation: measured TTFT p95 grows with the offered rate (queueing)
-    assert rows[-1].measured["ttft_p95_s"] > rows[0].measured["ttft_p95_s"], table
+    # the loads span light to near-saturation: requests wait longer for a slot at the highest rate than at the
+    # lowest (queueing; the mean wait is TTFT less the server's own prompt phase). The p95 itself is no such
+    # check: on these traces the simulation puts the 0.85 load's p95 only 1.4x above the 0.3 load's, and a CI run
+    # measured 563 against 570 ms with every TTFT figure within the bounds
+    waits = [r.measured["wait_mean_s"] for r in rows]
+    assert waits[-1] > waits[0], f"mean wait for a slot by load: {waits}\n{table}"
     misses = [f"load {r.load:g}: {k} {r.error(k):+.0%} (bound ±{b:.0%})" for r in rows
               for k, b in (("ttft_p50_s", 0.20), ("ttft_p95_s", 0.30), ("throughput_tok_s", 0.10))
               if abs(r.error(k)) > b]
@@ -198,3 +202,14 @@ def test_the_burst_queues_over_the_slots():
     t = sh.burst_trace()
     assert len(t.prompt) == 2 * sh.BURST_SLOTS and np.all(np.diff(t.arrival) > 0)
     assert list(t.prompt) == list(sh.BURST_PROMPTS) and set(t.gen) == {sh.BURST_GEN}
+
+
+def test_the_wait_for_a_slot_is_ttft_less_the_servers_prompt_phase():
+    """summary's wait_mean_s: TTFTs of 0.5 and 2.0 s whose server prompt phases were 0.4 and 0.5 s waited 0.1 and
+    1.5 s, mean 0.8 s; a request without timings is left out, and a run with none has no wait."""
+    t = sc.Trace(np.array([0.0, 1.0, 2.0]), np.array([48, 48, 48]), np.array([4, 4, 4]))
+    z = np.zeros(3)
+    m = sc.Measured(np.array([0.5, 2.0, 9.0]), np.array([1.0, 3.0, 9.5]), np.full(3, 4.0), z, z,
+                    prompt_s=np.array([0.4, 0.5, np.nan]), decode_s=z)
+    assert sc.summary(m, t)["wait_mean_s"] == pytest.approx(0.8)
+    assert "wait_mean_s" not in sc.summary(sc.Measured(m.ttft, m.end, m.tokens, z, z), t)
