@@ -136,7 +136,7 @@ def solve_factors(simulate_phases, measured_prompt: float, measured_decode: floa
     return fp, fd
 
 
-def measure_phases(model: Path, threads: int, flash_attn: bool, vocab: int, rf, reps: int = 5) -> PhaseFactors:
+def measure_phases(model: Path, threads: int, flash_attn: bool, vocab: int, rf, reps: int = 7) -> PhaseFactors:
     """``reps`` bursts (:func:`burst_trace`) against llama-server -np 4, each against plan serve's simulation of
     it with the roofline ``rf`` (the fitted steps and h): -> the median over bursts of :func:`solve_factors` on the
     server's own timings (timings.prompt_ms, predicted_ms summed over the burst)."""

@@ -140,7 +140,7 @@ def test_calibrate_server_times_llama_servers_host_work(user_dir, tiny_q4km, cap
     ht = res.host
     assert all(v > 0 for v in [*ht.server_step_s.values(), *ht.bench_step_s.values()])
     assert ht.seconds < ht.server_step_s[1]
-    assert res.phases.bursts == 5 and res.profile.constants.server_prefill_factor == pytest.approx(res.phases.prefill)
+    assert res.phases.bursts == 7 and res.profile.constants.server_prefill_factor == pytest.approx(res.phases.prefill)
 
 
 def test_server_needs_llama_cpp(user_dir, tmp_path, capsys):
