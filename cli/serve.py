@@ -102,6 +102,9 @@ def render(r) -> str:
     if r.host_s_per_token:
         lines.append(f"  host work: {r.host_s_per_token * 1e3:.2f} ms per sampled token (llama-server's sampling and "
                      "streaming, from plan calibrate --server)")
+    if r.server_scales != (1.0, 1.0):
+        lines.append(f"  server phases: prompt ×{r.server_scales[0]:.2f}, decode ×{r.server_scales[1]:.2f} over the "
+                     "benchmark-fitted steps (llama-server measured by plan calibrate --server)")
     lines += [f"  note: {n}" for n in notes]
     return "\n".join(lines)
 

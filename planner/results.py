@@ -332,6 +332,8 @@ class ServeResult(BaseModel):
     binding: str | None = Field(None, description="Which target binds when no rate meets it, and by how much")
     host_s_per_token: float = Field(0.0, description="The server's host work per sampled token counted in every "
                                     "step (sampling, streaming; plan calibrate --server) [s]")
+    server_scales: tuple[float, float] = Field((1.0, 1.0), description="(prompt, decode) multipliers of the server's "
+                                               "phases over the benchmark-fitted steps (plan calibrate --server) [1]")
     speed_range: tuple[tuple[float, float], tuple[float, float]] | None = Field(
         None, description="(prefill, decode) speed factors at the slow and the fast end of the calibration's 80 % "
                           "likely range; None when it has none")

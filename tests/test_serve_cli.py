@@ -170,6 +170,38 @@ def test_host_work_from_a_calibration_is_counted_and_said(capsys, tmp_path, monk
         profiles.clear_cache()
 
 
+def test_server_phase_factors_from_a_calibration_are_counted_and_said(capsys, tmp_path, monkeypatch):
+    """A user calibration holding server_prefill_factor 1.2 and server_decode_factor 1.1 (plan calibrate --server)
+    is said in the text and --json, and with no host work every decode step is 1.1 x longer: the per-user p50 speed
+    is the uncalibrated one / 1.1 (the decode stretches are the same steps); TTFT grows."""
+    from datetime import date
+
+    from calibration import store
+    from planner import profiles
+    from planner.schema import CalibrationProfile, Provenance, SpeedConstants
+
+    args = [*BASE, "--rate", "1/min", "--duration", "30min", "--no-sweep", "--json"]
+    monkeypatch.setenv("MAC_LLM_PLANNER_USER_PROFILES", str(tmp_path / "user"))
+    profiles.clear_cache()
+    try:
+        before = ServeResult.model_validate_json(run(capsys, args)[1])
+        assert before.server_scales == (1.0, 1.0)
+        prof = CalibrationProfile(id="m4-max-40gpu__llama.cpp", scope="m4-max-40gpu", runtime="llama.cpp",
+                                  constants=SpeedConstants(server_prefill_factor=1.2, server_decode_factor=1.1),
+                                  provenance=Provenance(method="test", fitted_on=date.today(), rows=1))
+        store.write_profile(prof, tmp_path / "user")
+        profiles.clear_cache()
+        code, text, err = run(capsys, args[:-1])
+        assert code == 0, err
+        assert "server phases: prompt ×1.20, decode ×1.10" in text
+        after = ServeResult.model_validate_json(run(capsys, args)[1])
+        assert after.server_scales == pytest.approx((1.2, 1.1))
+        assert after.decode_tok_s_p50 == pytest.approx(before.decode_tok_s_p50 / 1.1, rel=0.02)
+        assert after.ttft_s.p50 > before.ttft_s.p50
+    finally:
+        profiles.clear_cache()
+
+
 def test_text_gives_the_likely_range_and_warns_near_saturation(capsys):
     """At 85 % of the saturation rate the slow end of the speed range saturates: the answer says so."""
     code, out, err = run(capsys, [*BASE, "--rate", "5/min", "--duration", "10min", "--no-sweep", "--json"])
