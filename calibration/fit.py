@@ -385,7 +385,8 @@ def _predict(theta: np.ndarray, A: _Arrays, idx, fixedv) -> np.ndarray:
     # 32-column tile achieves relative to a full prefill. 2023 llama.cpp builds had no small-batch matrix-vector
     # regime (mv_max_batch: every B > 1 on kernel_mul_mm), so η_mv is identified by current rows only
     kv_slow = np.where(A.fa_off, pick("noflash_kv_factor"), 1.0)
-    t_kv = np.maximum(A.dkv / (eta_bw * pick("eta_kv") * A.bw)[:, None], A.dattn / (pick("eta_attn") * pick("eta_attn_decode") * F)[:, None])
+    t_kv = np.maximum(A.dkv / (eta_bw * pick("eta_kv") * A.bw)[:, None],
+                      A.dattn / (pick("eta_attn") * pick("eta_attn_decode") * F)[:, None])
     t_w = ((A.dw + A.dexp / moe) / (eta_bw * A.bw))[:, None]
     t_att = t_kv * kv_slow[:, None]
     eta_k = np.where(A.mv, pick("eta_mv"), pick("eta_c_decode") * eta_c)

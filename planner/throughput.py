@@ -360,7 +360,8 @@ class Roofline:
         (absorbed MLA: 128 heads over one 576-wide latent, deepseek2.cpp / deepseek_v3.py) that compute, not the
         read, sets the depth cost. A decode query runs alone (llama.cpp kernel_flash_attn_ext_vec on Metal; on a
         CPU ggml-cpu ops.cpp ggml_compute_forward_flash_attn_ext_f16_one_chunk, a dot, an exp and a mad per key and
-        head), not in prefill's tiled kernel, so its FLOPs run at η_attn × eta_attn_decode (unset: 1). Without flash attention (llama.cpp -fa off, Ollama's default) the step runs
+        head), not in prefill's tiled kernel, so its FLOPs run at η_attn × eta_attn_decode (unset: 1). Without
+        flash attention (llama.cpp -fa off, Ollama's default) the step runs
         separate KQ mul_mat, soft_max and KQV mul_mat over a transposed V cache (llama-graph.cpp build_attn_mha),
         writing and re-reading the score matrix: noflash_kv_factor × slower."""
         k, g = self.k, self.geo
