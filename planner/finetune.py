@@ -40,6 +40,7 @@ from pydantic import BaseModel, Field
 from . import architecture as arch
 from . import capacity, profiles
 from ._model import Frozen
+from .deployment import resolve_mac
 from .errors import InputError, ProfileError
 from .memory import mlx_weights
 from .results import Fit, WiredLimit
@@ -267,10 +268,8 @@ def plan_finetune(req: FinetuneRequest) -> FinetunePlan:
     if layers > n_layers:
         raise InputError(f"--layers {req.layers}: {model.name} has {n_layers} layers; use at most {n_layers} or -1")
     fmt = profiles.load_quant(req.quant, "mlx")  # aliases: 4bit, 8bit, bf16, qlora, ...
-    chip = profiles.resolve_chip(req.chip, req.gpu_cores) if req.chip else None
-    ram = req.ram_gb or (float(max(chip.ram_options_gb)) if chip else None)
-    if ram is None:
-        raise InputError("give --ram (e.g. --ram 32) or --chip")
+    mac = resolve_mac(req.chip or None, req.gpu_cores, req.ram_gb)
+    chip, ram = mac.chip, mac.ram_gb
     rt = profiles.load_runtime("mlx-lm")
     wired = capacity.wired_limit(ram, profiles.load_macos(req.macos), req.wired_limit_mb)
     budget = capacity.safe_budget(wired, rt)

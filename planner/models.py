@@ -18,7 +18,8 @@ from collections import Counter
 
 from . import capacity, profiles
 from .advice import KV_RANK, QualityNote, _quality_loss, quality_of
-from .errors import InputError, PlannerError, UnknownProfileError
+from .deployment import resolve_bin
+from .errors import InputError, PlannerError
 from .memory import MemoryModel
 from .results import Fit, ModelRow, ModelsResult, WiredLimit
 from .schema import Chip, MlxRuntime, ModelProfile, QuantFormat, Runtime
@@ -209,19 +210,8 @@ def _choose(cands: list[_Cand], qy: Query) -> _Cand:
 
 # --------------------------------------------------------------------------- catalog selection
 def resolve_chip_for_ram(name: str, ram_gb: float | None, gpu_cores: int | None = None) -> Chip:
-    """--chip 'M4 Max' --ram 64: a binned chip name is ambiguous, but only one bin may offer that RAM."""
-    try:
-        return profiles.resolve_chip(name, gpu_cores)
-    except UnknownProfileError:
-        raise
-    except InputError:
-        if ram_gb is None or gpu_cores is not None:
-            raise
-        key = profiles.norm(name).removeprefix("apple-")
-        bins = [c for c in profiles.all_chips() if profiles.norm(c.name) == key and int(ram_gb) in c.ram_options_gb]
-        if len(bins) != 1:
-            raise
-        return bins[0]
+    """--chip 'M4 Max' --ram 64: the bin the deployment stage resolves (planner.deployment.resolve_bin)."""
+    return resolve_bin(name, gpu_cores, ram_gb)[0]
 
 
 def select(qy: Query) -> tuple[list[ModelProfile], dict[str, int]]:

@@ -7,7 +7,7 @@ import dataclasses
 from pydantic import BaseModel, Field, field_validator
 
 from . import architecture as arch
-from . import capacity, profiles
+from . import capacity, deployment, profiles
 from ._model import Frozen
 from .errors import InputError
 from .memory import MemoryModel, check_kv_type, kv_layout, memory_model
@@ -154,24 +154,12 @@ def describe_architecture(m: ModelProfile) -> str:
 
 
 def resolve_mac(req: PlanRequest) -> tuple[float, Chip | None, str]:
+    """-> (RAM, chip, note) through the one deployment stage (planner.deployment.resolve_mac)."""
     # `is not None`: --chip "" was silently treated as no chip
-    chip = profiles.resolve_chip(req.chip, req.gpu_cores) if req.chip is not None else None
-    if req.gpu_cores is not None and chip is None:
-        raise InputError("--gpu-cores needs --chip (e.g. --chip 'M3 Max' --gpu-cores 40)")
-    ram = req.ram_gb
-    if ram is None:
-        if chip is None:
-            raise InputError("give --ram (e.g. --ram 64) or --chip")
-        ram = float(max(chip.ram_options_gb))
-    if chip is not None:
-        if int(ram) != ram or int(ram) not in chip.ram_options_gb:
-            opts = ", ".join(map(str, chip.ram_options_gb))
-            raise InputError(f"--ram {ram:g}: the {chip.label} comes with {opts} GB")
-        note = ""
-    else:
-        profiles.ram_gb_valid(ram)
-        note = "memory answers only need RAM; name the chip for speed answers"
-    return ram, chip, note
+    mac = deployment.resolve_mac(req.chip, req.gpu_cores, req.ram_gb)
+    if mac.chip is None:
+        return mac.ram_gb, None, "memory answers only need RAM; name the chip for speed answers"
+    return mac.ram_gb, mac.chip, mac.bin_note or ""
 
 
 def _quants_for(req: PlanRequest, runtime, model: ModelProfile) -> list:

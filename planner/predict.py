@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from . import capacity, profiles
 from . import throughput as tp
+from .deployment import resolve_mac
 from .errors import InputError, UnknownProfileError
 from .memory import memory_model
 
@@ -12,10 +13,9 @@ def predict_result(chip: str, gpu_cores: int | None, ram: float | None, model: s
                    prompt: int, gen: int, depth: int, batch: int, macos: str = "15",
                    flash_attn: bool | None = None, ubatch: int | None = None, kv_type: str | None = None) -> dict:
     """The contract's JSON object (a plain dict: ThroughputEstimate fields + memory fit)."""
-    c, chip_note = resolve_bin(chip, gpu_cores, ram)
-    ram_gb = float(max(c.ram_options_gb)) if ram is None else ram
-    if int(ram_gb) != ram_gb or int(ram_gb) not in c.ram_options_gb:
-        raise InputError(f"--ram {ram_gb:g}: the {c.label} comes with {', '.join(map(str, c.ram_options_gb))} GB")
+    mac = resolve_mac(chip, gpu_cores, ram)
+    c, chip_note, ram_gb = mac.chip, mac.bin_note, mac.ram_gb
+    assert c is not None  # a chip name was given
     rt = profiles.load_runtime(runtime)
     m = profiles.load_model(model)
     q, quant_note = _quant(quant, rt)
@@ -41,36 +41,6 @@ def predict_result(chip: str, gpu_cores: int | None, ram: float | None, model: s
         "weights_bytes": mm.weights.total_bytes,
         "kv_cache_bytes": mem.kv_cache,
     }
-
-
-def resolve_bin(name: str, gpu_cores: int | None, ram: float | None):
-    """-> (chip, note). A binned chip without --gpu-cores is only ambiguous when the answer depends on the bin:
-    --ram often names one bin (an M4 Max with 64 GB is the 40-core one); bins with the same bandwidth and FLOPS
-    give the same speed; otherwise the answer is for the smaller bin (the conservative one) and the note says so."""
-    try:
-        return profiles.resolve_chip(name, gpu_cores), None
-    except InputError:
-        if gpu_cores is not None:
-            raise
-    key = profiles.norm(name).removeprefix("apple-")
-    bins = sorted((c for c in profiles.all_chips() if profiles.norm(c.name) == key), key=lambda c: c.gpu_cores)
-    if ram is not None:
-        fit = [c for c in bins if float(ram) in map(float, c.ram_options_gb)]
-        if not fit:
-            sold = "; ".join(f"{c.gpu_cores}-core GPU: {', '.join(map(str, c.ram_options_gb))} GB" for c in bins)
-            raise InputError(f"--ram {ram:g}: the {bins[0].name} comes with {sold}")
-        bins = fit
-    first = bins[0]
-    if len(bins) == 1:
-        return first, None
-    same = {(c.memory_bandwidth_gb_s, c.gpu_fp16_tflops) for c in bins}
-    if len(same) == 1:
-        return first, None
-    others = ", ".join(f"{c.gpu_cores}-core ({c.memory_bandwidth_gb_s:g} GB/s)" for c in bins[1:])
-    sold = " with this memory" if ram is not None else ""
-    return first, (f"{first.name} without --gpu-cores: answered for the {first.gpu_cores}-core GPU "
-                   f"({first.memory_bandwidth_gb_s:g} GB/s), the slowest bin sold{sold}; also sold as "
-                   f"{others}: add --gpu-cores for that one")
 
 
 _GGUF_BY_BITS = {2: "Q2_K", 3: "Q3_K_M", 4: "Q4_K_M", 5: "Q5_K_M", 6: "Q6_K", 8: "Q8_0", 16: "F16"}

@@ -14,9 +14,10 @@ import numpy as np
 
 from . import capacity, profiles
 from . import throughput as tp
+from .deployment import resolve_mac
 from .errors import InputError, PlannerError
 from .memory import MemoryModel, memory_model
-from .predict import _quant, resolve_bin
+from .predict import _quant
 from .results import CurvePoint, Percentiles, ServeResult, SlotOption
 from .serve import Scheduler, StepModel, Trace, simulate
 from .workload import Length
@@ -202,10 +203,9 @@ def setup(chip: str, gpu_cores: int | None, ram: float | None, model, quant: str
           macos: str = "15") -> Setup:
     """``model``: a catalog id, or a sources.ResolvedModel (duck-typed, as in planner.plan) read from a local GGUF
     or folder, whose exact weight bytes replace the estimate when its quant is the one served."""
-    c, chip_note = resolve_bin(chip, gpu_cores, ram)
-    ram_gb = float(max(c.ram_options_gb)) if ram is None else ram
-    if int(ram_gb) != ram_gb or int(ram_gb) not in c.ram_options_gb:
-        raise InputError(f"--ram {ram_gb:g}: the {c.label} comes with {', '.join(map(str, c.ram_options_gb))} GB")
+    mac = resolve_mac(chip, gpu_cores, ram)
+    c, chip_note, ram_gb = mac.chip, mac.bin_note, mac.ram_gb
+    assert c is not None  # a chip name was given
     rt = profiles.load_runtime(runtime)
     if rt.family not in ("llama.cpp", "mlx-lm"):
         raise InputError(f"--runtime {runtime}: plan serve simulates llama-server (llama.cpp) and mlx_lm.server "

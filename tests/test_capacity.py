@@ -161,8 +161,18 @@ def test_ram_chip_lacks(capsys):
                     "--ram 24", "48", "128")
 
 
-def test_ambiguous_chip_needs_gpu_cores(capsys):
-    _one_line_error(capsys, ["--model", "llama-3.3-70b", "--chip", "M3 Max"], "M3 Max", "30", "40", "--gpu-cores")
+def test_binned_chip_without_gpu_cores_is_answered_for_the_bin_its_ram_names(capsys):
+    # Apple sells the 36 GB M3 Max only with the 30-core GPU: the RAM names the bin, no note, no refusal
+    assert main(["--model", "llama-3.3-70b", "--chip", "M3 Max", "--ram", "36"]) == 0
+    out = capsys.readouterr().out
+    assert "M3 Max 30-core GPU, 36 GB" in out and "without --gpu-cores" not in out
+    # 64 GB is sold with the 40-core GPU only
+    assert main(["--model", "llama-3.3-70b", "--chip", "M3 Max", "--ram", "64"]) == 0
+    assert "M3 Max 40-core GPU, 64 GB" in capsys.readouterr().out
+    # no RAM: both bins are possible, so the slower one answers and the first lines say which and why
+    assert main(["--model", "llama-3.3-70b", "--chip", "M3 Max"]) == 0
+    head = "\n".join(capsys.readouterr().out.splitlines()[:3])
+    assert "30-core GPU" in head and "without --gpu-cores" in head and "40-core" in head
 
 
 @pytest.mark.parametrize("argv, needle", [

@@ -112,7 +112,7 @@ HAND: list[Case] = [
     Case(["--model", "llama-3.3-70b", "--ram", "64", "positional"], junk=True),
     Case(["--model", "llama-3.3-70b", "--ram", "64", "--json"]),
     Case(["--model", "llama-3.3-70b", "--ram", "64", "--users", "16", "--context", "131072", "--json"]),
-    Case(["--model", "llama-3.3-70b", "--chip", "M3 Max"]),           # ambiguous bin
+    Case(["--model", "llama-3.3-70b", "--chip", "M3 Max"]),           # binned chip: slower bin, with a note
     Case(["--model", "llama-3.3-70b", "--chip", "M3 Max", "--gpu-cores", "40", "--ram", "24"]),
     Case(["--model", "llama-3.3-70b", "--gpu-cores", "40", "--ram", "64"]),
     Case(["--model", "llama-3.3-70b", "--ram", "64", "--kv-type", "q4_0", "--no-flash-attn"]),

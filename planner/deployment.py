@@ -1,0 +1,69 @@
+"""The deployment stage: where a command's Mac is resolved, once, the same way for every command.
+
+A chip name with bins (M3 Max 30/40-core) is resolved without refusing: the RAM picks the bin where only one bin
+sells it (Apple sells the 36 GB M3 Max only with the 30-core GPU); bins that give the same speed need no choice;
+otherwise the slowest bin sold with that RAM (the base bin, the conservative answer) with a note naming the others.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from . import profiles
+from ._model import Frozen
+from .errors import InputError
+from .schema import Chip
+
+
+class Mac(BaseModel):
+    """A resolved Mac: chip bin (None when only the RAM is known), unified memory, and how the bin was chosen."""
+
+    model_config = Frozen
+    chip: Chip | None
+    ram_gb: float = Field(gt=0, description="Unified memory [GB]")
+    bin_note: str | None = Field(None, description="How a binned chip was resolved without its GPU core count")
+
+
+def resolve_bin(name: str, gpu_cores: int | None, ram: float | None) -> tuple[Chip, str | None]:
+    """-> (chip, note): the bin a chip name, GPU core count and RAM size name (see the module docstring)."""
+    try:
+        return profiles.resolve_chip(name, gpu_cores), None
+    except InputError:
+        if gpu_cores is not None:
+            raise
+    key = profiles.norm(name).removeprefix("apple-")
+    bins = sorted((c for c in profiles.all_chips() if profiles.norm(c.name) == key), key=lambda c: c.gpu_cores)
+    if ram is not None:
+        fit = [c for c in bins if float(ram) in map(float, c.ram_options_gb)]
+        if not fit:
+            sold = "; ".join(f"{c.gpu_cores}-core GPU: {', '.join(map(str, c.ram_options_gb))} GB" for c in bins)
+            raise InputError(f"--ram {ram:g}: the {bins[0].name} comes with {sold}")
+        bins = fit
+    first = bins[0]
+    if len(bins) == 1:
+        return first, None
+    same = {(c.memory_bandwidth_gb_s, c.gpu_fp16_tflops) for c in bins}
+    if len(same) == 1:
+        return first, None
+    others = ", ".join(f"{c.gpu_cores}-core ({c.memory_bandwidth_gb_s:g} GB/s)" for c in bins[1:])
+    sold = " with this memory" if ram is not None else ""
+    return first, (f"{first.name} without --gpu-cores: answered for the {first.gpu_cores}-core GPU "
+                   f"({first.memory_bandwidth_gb_s:g} GB/s), the slowest bin sold{sold}; also sold as "
+                   f"{others}: add --gpu-cores for that one")
+
+
+def resolve_mac(chip: str | None, gpu_cores: int | None, ram: float | None) -> Mac:
+    """Chip name + GPU cores + RAM -> Mac. Without a chip the RAM alone answers memory questions; without RAM the
+    chip's largest option is assumed. Every command enters here."""
+    if chip is None:
+        if gpu_cores is not None:
+            raise InputError("--gpu-cores needs --chip (e.g. --chip 'M3 Max' --gpu-cores 40)")
+        if ram is None:
+            raise InputError("give --ram (e.g. --ram 64) or --chip")
+        profiles.ram_gb_valid(ram)
+        return Mac(chip=None, ram_gb=ram)
+    c, note = resolve_bin(chip, gpu_cores, ram)
+    ram_gb = float(max(c.ram_options_gb)) if ram is None else ram
+    if int(ram_gb) != ram_gb or int(ram_gb) not in c.ram_options_gb:
+        raise InputError(f"--ram {ram_gb:g}: the {c.label} comes with {', '.join(map(str, c.ram_options_gb))} GB")
+    return Mac(chip=c, ram_gb=ram_gb, bin_note=note)
