@@ -30,7 +30,45 @@ def run_plan(given: dict[str, Any], file: str | None = None, json_out: bool = Fa
         quants = req.quants or []
         resolved = resolve_model(model, file=file, quant=quants[0] if len(quants) == 1 else None)
     result = plan(req, resolved)
-    return result.model_dump_json(indent=2) + "\n" if json_out else render_plan(result) + "\n"
+    rec = _recommendation(req) if resolved is None else None
+    if json_out:
+        if rec is not None:
+            from planner.advice import runtime_verdicts
+
+            top = rec.options[0] if rec.options else None
+            result = result.model_copy(update={"bottom_line": {
+                "workload": rec.workload.id, "targets_met": rec.targets_met,
+                "option": top.model_dump(mode="json") if top else None,
+                "runtime_verdicts": [v.model_dump(mode="json") for v in runtime_verdicts(rec)]}})
+        return result.model_dump_json(indent=2) + "\n"
+    head = ""
+    if rec is not None:
+        from .bottom_line import bottom_line
+
+        head = "\n".join(bottom_line(rec)) + "\n\n"
+    return head + render_plan(result) + "\n"
+
+
+def _recommendation(req: PlanRequest):
+    """The ranked answer `plan recommend` and the web form give for this model, Mac and the chat workload at the
+    request's users, context (and prompt/answer lengths when given); None when no chip is known or nothing fits."""
+    from planner.advice import recommend
+    from planner.errors import PlannerError
+    from planner.plan import resolve_mac
+    from planner.workload import custom_workload
+
+    ram, chip, _ = resolve_mac(req)
+    # the preset's own length distributions unless the request names other lengths than the defaults
+    fields = PlanRequest.model_fields
+    lengths = {k: str(getattr(req, f)) for k, f in (("prompt", "prompt_tokens"), ("gen", "gen_tokens"))
+               if getattr(req, f) != fields[f].default}
+    wl = custom_workload("chat", users=req.users, context=req.context, **lengths)
+    try:
+        return recommend(req.model, ram, wl, chip=chip, macos=req.macos, runtimes=list(req.runtimes),
+                         quants=list(req.quants) if req.quants else None, wired_limit_mb=req.wired_limit_mb,
+                         best_effort=True)
+    except PlannerError:
+        return None
 
 
 def catalog_id(spec: str) -> bool:

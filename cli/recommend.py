@@ -54,8 +54,10 @@ def recommend_cmd(
     if json_out:
         typer.echo(r.model_dump_json(indent=2))
         return
+    from .bottom_line import bottom_line
+
     mac = f"{chip_p.label}, {ram_gb:g} GB" if chip_p else f"{ram_gb:g} GB"
-    out = [f"{r.model} on {mac} · {r.macos} · GPU limit {fmt_bytes(r.wired.effective_bytes)}",
+    out = [*bottom_line(r)[:2], "", f"{r.model} on {mac} · {r.macos} · GPU limit {fmt_bytes(r.wired.effective_bytes)}",
            f"Workload {wl.summary()}",
            f"Searched {r.evaluated} configurations (runtime × quant × KV × slots); dropped: "
            + (", ".join(f"{v} {k}" for k, v in r.rejected.items()) or "none"),
@@ -82,7 +84,7 @@ def recommend_cmd(
     if r.why_not_higher_quality:
         out.append(f"Not a higher-quality option because {r.why_not_higher_quality}.")
     if not r.targets_met:
-        out.insert(4, "No configuration meets the targets: the closest are listed (see the note below)")
+        out.insert(out.index("") + 5, "No configuration meets the targets: the closest are listed (see the note below)")
     out += _router_lines(r.router)
     for n in r.notes:
         out.append(f"note: {n}")

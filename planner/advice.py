@@ -109,7 +109,7 @@ class ServingOption(BaseModel):
     fit: Fit
     speed: Speed | None = None
     meets_targets: bool
-    misses: list[str] = Field(default_factory=list)
+    misses: list[str] = Field([])
     bound: str = Field(description="prefill-bound / decode-bound (bandwidth|compute) / memory-only")
     quality: QualityNote
     reason: str
@@ -128,7 +128,7 @@ class RouterOption(BaseModel):
     fits: bool = Field(description="True when a pair fits together under the GPU limit")
     reason: str
     recipes: list[Recipe]
-    split: list[str] = Field(default_factory=list, description="Which prompt lengths go where, with their share")
+    split: list[str] = Field([], description="Which prompt lengths go where, with their share")
     pairs_searched: int = 0
     pairs_fitting: int = 0
     score: float | None = Field(None, description="Mean time per request [s] (latency) or requests/s (throughput)")
@@ -149,9 +149,12 @@ class Recommendation(BaseModel):
     evaluated: int
     router: RouterOption | None = None
     targets_met: bool = Field(True, description="False: no configuration meets the targets; the closest are listed")
-    notes: list[str] = Field(default_factory=list)
+    notes: list[str] = Field([])
     why_not_higher_quality: str | None = Field(None, description="Why the first option is not a lossless quant "
                                                "with a 16-bit KV cache (None when it is)")
+    best_per_runtime: list[ServingOption] = Field(
+        [], description="Each runtime's best option by the same ranking (its closest when none "
+        "of its options meets the targets), ranked list or not: the runtime comparison")
 
 
 # --------------------------------------------------------------------------- the search
@@ -309,7 +312,7 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
     return Recommendation(model=ctx.prof.id, chip=chip.id if chip else None, ram_gb=ram_gb,
                           macos=ctx.wired.macos, workload=workload, wired=ctx.wired, speed_source=src,
                           options=ranked, rejected=found.rejected, evaluated=found.evaluated, router=router,
-                          targets_met=met, notes=notes,
+                          targets_met=met, notes=notes, best_per_runtime=best_per_runtime(found, workload),
                           why_not_higher_quality=why_not_higher_quality(ranked[0], found.every, workload)
                           if met and ranked else None)
 
@@ -402,16 +405,29 @@ def shortfall(o: ServingOption, wl: WorkloadProfile) -> float:
 
 
 def _closest(found: Found, wl: WorkloadProfile) -> list[tuple[tuple, ServingOption]]:
-    """Options that miss a target, closest first: fewest misses, then the smallest shortfall on the worst-missed
-    target (in 5 % steps from the closest), then quality (a faster decode that does not help the binding target
-    is no reason for a lossier quant or KV), then fastest per user, then shortest TTFT."""
+    """Options that miss a target, closest first: a large quality cost last (it is never worth paying for a target
+    the option still misses), then fewest misses, then the smallest shortfall on the worst-missed target (in 5 %
+    steps from the closest), then quality (a faster decode that does not help the binding target is no reason for
+    a lossier quant or KV), then fastest per user, then shortest TTFT."""
     short = [(o, sp, shortfall(o, wl)) for o in found.every if (sp := o.speed) is not None]
     best: dict[int, float] = {}
     for o, _, f in short:
         best[len(o.misses)] = min(best.get(len(o.misses), math.inf), f)
     # steps of 5 % above the closest option with as many misses (0: within 5 % of it)
-    return [((len(o.misses), math.floor(math.log(f / best[len(o.misses)]) / math.log(SHORTFALL_STEP) + 1e-9),
+    return [((o.quality.tier == "large", len(o.misses), math.floor(math.log(f / best[len(o.misses)]) / math.log(SHORTFALL_STEP) + 1e-9),
               *quality_rank(o), -sp.decode_tok_s_per_user, sp.ttft_s), o) for o, sp, f in short]
+
+
+def best_per_runtime(found: Found, wl: WorkloadProfile) -> list[ServingOption]:
+    """Each runtime's first option by the ranking recommend uses: among its options that meet the targets, else
+    among its closest. ``rank`` is 0: the option may lie beyond the listed ones."""
+    out = []
+    for rt in dict.fromkeys(o.runtime for o in found.every):
+        pool = ([c for c in found.passing if c[1].runtime == rt]
+                or [c for c in _closest(found, wl) if c[1].runtime == rt])
+        if pool:
+            out.append(min(pool, key=lambda c: c[0])[1].model_copy(update={"rank": 0}))
+    return out
 
 
 def _rank(cands: list[tuple[tuple, ServingOption]], top: int) -> list[ServingOption]:
@@ -447,3 +463,42 @@ def _no_answer(ctx: Search, found: Found, best_effort: bool) -> str:
                      f"any runtime/quant searched: the smallest needs {(found.min_total or 0) / GiB:.1f} GiB against "
                      f"a {ctx.wired.max_raise_bytes / GiB:.0f} GiB maximum GPU limit; try fewer --users, a shorter "
                      f"context or `plan buy`")
+
+
+# --------------------------------------------------------------------------- the runtime comparison
+SAME_SPEED = 1.05  # within 5 %: the speed model cannot tell the runtimes apart (its ranges are wider than that)
+
+
+class RuntimeVerdict(BaseModel):
+    """mlx-lm or llama.cpp for this workload: the top option's runtime against each other runtime's best.
+    ``code``: faster (the top's runtime decodes more than SAME_SPEED x faster), same (within it: the choice rests
+    on quality and memory), slower (the top trades speed for quality or targets), only (no other runtime has an
+    option that fits)."""
+
+    model_config = Frozen
+    runtime: str
+    other: str | None = None
+    other_quant: str | None = None
+    code: Literal["faster", "same", "slower", "only"]
+    decode_ratio: float | None = Field(None, description="top / other decode tok/s per user [1]")
+    other_meets_targets: bool = False
+
+
+def runtime_verdicts(rec: Recommendation) -> list[RuntimeVerdict]:
+    """One verdict per other runtime that has an option, or one 'only' verdict when none has."""
+    if not rec.options:
+        return []
+    top = rec.options[0]
+    others = [o for o in rec.best_per_runtime if o.runtime != top.runtime]
+    if not others:
+        return [RuntimeVerdict(runtime=top.runtime, code="only")]
+    out = []
+    for o in others:
+        ratio = None
+        if top.speed is not None and o.speed is not None and o.speed.decode_tok_s_per_user > 0:
+            ratio = top.speed.decode_tok_s_per_user / o.speed.decode_tok_s_per_user
+        code = ("same" if ratio is None or 1 / SAME_SPEED <= ratio <= SAME_SPEED
+                else "faster" if ratio > SAME_SPEED else "slower")
+        out.append(RuntimeVerdict(runtime=top.runtime, other=o.runtime, other_quant=o.quant, code=code,
+                                  decode_ratio=ratio, other_meets_targets=o.meets_targets))
+    return out

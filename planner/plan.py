@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -130,6 +131,10 @@ class Plan(BaseModel):
     kv: list[KVRow]
     options: list[FitOption]
     notes: list[str] = []
+    # planner.advice imports this module (through planner.search), so the bottom line is kept as its JSON:
+    # {workload, targets_met, option (a ServingOption), runtime_verdicts (RuntimeVerdict list)}
+    bottom_line: dict[str, Any] | None = Field(None, description="The option to run for the chat workload and "
+                                               "mlx-lm vs llama.cpp, as plan recommend ranks them")
 
 
 def describe_architecture(m: ModelProfile) -> str:

@@ -111,7 +111,7 @@ class WorkloadProfile(BaseModel):
     mixed: bool = Field(False, description="Mix of long-prompt and long-output requests (router candidate)")
     cached_prefix_share: float = Field(0.0, ge=0, lt=1, description="Share of each prompt already in the server's "
                                        "prompt cache (a chat's history); only the rest is prefilled")
-    sources: list[str] = Field(default_factory=list)
+    sources: list[str] = Field([])
 
     # ---- derived
     @property

@@ -177,7 +177,7 @@ def test_unreachable_targets_best_effort_lists_the_closest_with_a_server_command
     """70B chat on a 64 GB M4 Max: a 2K-token prompt takes far longer than 3 s, so no option meets the targets;
     best effort still ranks the nearest options, each with what it misses and a server command, and no quality
     reason (nothing met the targets to choose quality over)."""
-    wl = custom_workload("chat")
+    wl = custom_workload("chat", min_tok_s=10, max_ttft=3)
     with pytest.raises(TargetsUnreachableError):
         recommend("llama-3.3-70b", 64, wl, chip=_m4max())
     r = recommend("llama-3.3-70b", 64, wl, chip=_m4max(), best_effort=True)
@@ -188,8 +188,8 @@ def test_unreachable_targets_best_effort_lists_the_closest_with_a_server_command
 
 @needs_speed
 @pytest.mark.parametrize("model,ram,wl", [
-    ("llama-3.3-70b", 64, custom_workload("chat", users=1, context=8192)),
-    ("llama-3.3-70b", 64, custom_workload("chat")),
+    ("llama-3.3-70b", 64, custom_workload("chat", users=1, context=8192, min_tok_s=10, max_ttft=3)),
+    ("llama-3.3-70b", 64, custom_workload("chat", min_tok_s=10, max_ttft=3)),
     ("qwen3-32b", 48, custom_workload("agent")),
 ])
 def test_closest_options_prefer_quality_among_equally_close(model, ram, wl):
@@ -208,3 +208,36 @@ def test_closest_options_prefer_quality_among_equally_close(model, ram, wl):
     # 70B, 1 × 8K chat: Q4_K_M (small loss, 16-bit KV) is within 5 % of the best TTFT (5.4 vs 5.2 s), so it leads
     if wl.targets.max_ttft_s and model == "llama-3.3-70b" and wl.users == 1:
         assert QUALITY_ORDER[top.quality.tier] <= QUALITY_ORDER["small"] and top.kv_type in ("f16", "bf16")
+
+
+@needs_speed
+def test_a_large_quality_cost_is_never_paid_for_a_target_still_missed():
+    """70B chat on a 64 GB M3 Max with a 3 s TTFT no option reaches: Q3_K_M (large quality cost) decodes faster
+    but misses the TTFT like the rest, so every option of a smaller cost ranks above it."""
+    chip = profiles.resolve_chip("m3-max-40gpu")
+    r = recommend("llama-3.3-70b", 64, custom_workload("chat", min_tok_s=10, max_ttft=3), chip=chip,
+                  best_effort=True, top=40)
+    assert not r.targets_met
+    tiers = [o.quality.tier for o in r.options]
+    assert "large" in tiers and tiers[0] != "large"
+    first_large = tiers.index("large")
+    assert all(t == "large" for t in tiers[first_large:]), tiers
+
+
+@needs_speed
+def test_runtime_verdicts_compare_the_top_with_each_runtimes_best():
+    """The comparison reads each runtime's best by the same ranking: the top option's own runtime is compared
+    with the other one's first option, and the code follows the decode ratio around the 5 % band."""
+    from planner.advice import SAME_SPEED, runtime_verdicts
+
+    r = recommend("llama-3.1-8b", 64, custom_workload("chat"), chip=_m4max(), best_effort=True)
+    top = r.options[0]
+    by_rt = {o.runtime: o for o in r.best_per_runtime}
+    assert set(by_rt) == {"llama.cpp", "mlx-lm"} and by_rt[top.runtime].quant == top.quant
+    (v,) = runtime_verdicts(r)
+    other = by_rt[v.other]
+    ratio = top.speed.decode_tok_s_per_user / other.speed.decode_tok_s_per_user
+    assert v.decode_ratio == pytest.approx(ratio)
+    assert v.code == ("same" if 1 / SAME_SPEED <= ratio <= SAME_SPEED else "faster" if ratio > 1 else "slower")
+    only = recommend("llama-3.1-8b", 64, custom_workload("chat"), chip=_m4max(), runtimes=["mlx-lm"])
+    assert [x.code for x in runtime_verdicts(only)] == ["only"]

@@ -1,0 +1,54 @@
+"""The first lines of every answer about one model on one Mac: the option to run, mlx-lm or llama.cpp, and the
+workload assumed. Worded here from planner.advice's structured facts (Recommendation, RuntimeVerdict), so `plan`
+and `plan recommend` say the same thing in the same words."""
+
+from __future__ import annotations
+
+from planner.advice import Recommendation, RuntimeVerdict, runtime_verdicts
+from planner.format import fmt_bytes, fmt_seconds, fmt_tok_s
+
+
+def option_text(o) -> str:
+    return f"{o.runtime} {o.quant} (KV cache {o.kv_type})"
+
+
+def _speed(o) -> str:
+    sp = o.speed
+    if sp is None:
+        return ""
+    return f"{fmt_tok_s(sp.decode_tok_s_per_user)} tok/s per user, first token in {fmt_seconds(sp.ttft_s)}, "
+
+
+def _versus(v: RuntimeVerdict) -> str:
+    if v.code == "only":
+        return f"{v.runtime}: no option of the other runtimes fits"
+    mark = "" if v.other_meets_targets else ", which misses the targets"
+    if v.code == "same":
+        return (f"either: {v.other}'s best ({v.other_quant}{mark}) decodes within 5 % of it, so quality and "
+                f"memory decide, in favour of {v.runtime}")
+    pct = abs((v.decode_ratio or 1) - 1) * 100
+    if v.code == "faster":
+        return f"{v.runtime}: it decodes {pct:.0f} % faster than {v.other}'s best ({v.other_quant}{mark})"
+    return (f"{v.runtime}, for quality or the targets: {v.other}'s best ({v.other_quant}{mark}) decodes "
+            f"{(1 - 1 / (v.decode_ratio or 1)) * 100:.0f} % faster")
+
+
+def bottom_line(r: Recommendation) -> list[str]:
+    """Two or three lines: the verdict, the runtime comparison, the workload it assumed."""
+    wl = r.workload
+    if not r.options:
+        return [f"Bottom line: {r.model} does not fit this Mac in any runtime or quantization searched."]
+    o = r.options[0]
+    use = (f"{_speed(o)}{fmt_bytes(o.memory_bytes)} of the {fmt_bytes(r.wired.effective_bytes)} GPU limit"
+           f"{' once it is raised' if o.fit.verdict == 'raise-limit' else ''}")
+    if r.targets_met:
+        head = f"Bottom line: run {option_text(o)}: {use}."
+    else:
+        head = (f"Bottom line: no option meets the {wl.name.lower()} targets ({wl.targets.describe()}); the closest "
+                f"is {option_text(o)}: {use}; it misses {'; '.join(o.misses)}.")
+    out = [head]
+    verdicts = runtime_verdicts(r)
+    if verdicts and o.speed is not None:
+        out.append("mlx-lm or llama.cpp? " + "; ".join(_versus(v) for v in verdicts) + ".")
+    out.append(f"Assumed workload {wl.summary()}.")
+    return out

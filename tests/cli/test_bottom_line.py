@@ -1,0 +1,48 @@
+"""The bottom line: `plan` opens with the option to run and mlx-lm vs llama.cpp, and names the option
+`plan recommend` ranks first for the same Mac, model and workload (the chat preset at the request's users and
+context)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cli.main import main
+from planner.search import speed_available
+
+needs_speed = pytest.mark.skipif(not speed_available(), reason="planner/throughput.py not available")
+MAC = ["--chip", "M3 Max", "--gpu-cores", "40", "--ram", "64"]
+
+
+def _run(capsys, argv):
+    assert main(argv) == 0
+    return capsys.readouterr().out
+
+
+@needs_speed
+@pytest.mark.parametrize("model", ["llama-3.3-70b", "qwen3-30b-a3b", "llama-3.1-8b"])
+def test_plan_opens_with_the_option_recommend_ranks_first(capsys, model):
+    doc = json.loads(_run(capsys, ["recommend", "--model", model, *MAC, "--json"]))
+    top = doc["options"][0]
+    lines = _run(capsys, ["--model", model, *MAC]).splitlines()
+    assert lines[0].startswith("Bottom line:")
+    assert f"{top['runtime']} {top['quant']} (KV cache {top['kv_type']})" in lines[0]
+    assert lines[1].startswith("mlx-lm or llama.cpp? ")
+    plan = json.loads(_run(capsys, ["--model", model, *MAC, "--json"]))["bottom_line"]
+    assert (plan["option"]["runtime"], plan["option"]["quant"], plan["option"]["kv_type"]) == (
+        top["runtime"], top["quant"], top["kv_type"])
+    # recommend's own first line is the same verdict
+    rec_first = _run(capsys, ["recommend", "--model", model, *MAC]).splitlines()[0]
+    assert rec_first == lines[0]
+
+
+@needs_speed
+def test_missed_targets_say_what_binds_and_the_closest(capsys):
+    out = _run(capsys, ["recommend", "--model", "llama-3.3-70b", *MAC, "--max-ttft", "1"]).splitlines()[0]
+    assert out.startswith("Bottom line: no option meets") and "the closest is" and "TTFT" in out
+
+
+def test_without_a_chip_the_bottom_line_is_about_memory(capsys):
+    lines = _run(capsys, ["--model", "llama-3.1-8b", "--ram", "16"]).splitlines()
+    assert lines[0].startswith("Bottom line: run ") and "GPU limit" in lines[0] and "tok/s" not in lines[0]
