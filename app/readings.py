@@ -162,7 +162,8 @@ def _an(mac: str) -> str:
     return "an" if mac.startswith(("M", "8", "18")) else "a"
 
 
-def answer(p: Plan, wl, top=None, met: bool = True, why: str | None = None) -> tuple[str, str]:
+def answer(p: Plan, wl, top=None, met: bool = True, why: str | None = None, versus: str | None = None
+           ) -> tuple[str, str]:
     """(level, markdown): the one answer at the top of the page, about one option. ``top`` is the recommended
     planner.advice.FitOption (or, when ``met`` is False, the one closest to the targets); None: no recommendation
     (a model outside the catalog), then the plan's highest-precision option that fits. ``why``: why that option is
@@ -200,6 +201,8 @@ def answer(p: Plan, wl, top=None, met: bool = True, why: str | None = None) -> t
         body += f" Not a higher-quality option because {why}."
     elif sp is not None:
         body += " Lossless weights and a 16-bit KV cache still meet your targets with room to spare."
+    if versus and sp is not None:
+        body += f" {versus}"
     if sp is None and p.mac.chip is None:
         body += " Pick a chip (Mac → “Chip and RAM”) for speed."
     return level, title + body + _raise_hint(top.fit)

@@ -374,7 +374,12 @@ def _option_of(p: Plan, o) -> int | None:
 
 
 def show_plan(p: Plan, ans: Answer, wl, upload_dir: str | None) -> None:
-    level, text = readings.answer(p, wl, ans.top, ans.met, ans.why and readings.for_web(ans.why))
+    from planner.advice import runtime_verdicts
+    from planner.format import versus_text
+
+    verdicts = runtime_verdicts(ans.rec) if ans.rec is not None else []
+    level, text = readings.answer(p, wl, ans.top, ans.met, ans.why and readings.for_web(ans.why),
+                                  versus_text(verdicts) if verdicts else None)
     with st.container(key="answer"):
         getattr(st, level)(readings.for_web(text, upload_dir))
     labels = [readings.option_name(o) for o in p.options]

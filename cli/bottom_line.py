@@ -4,8 +4,8 @@ and `plan recommend` say the same thing in the same words."""
 
 from __future__ import annotations
 
-from planner.advice import Recommendation, RuntimeVerdict, runtime_verdicts
-from planner.format import fmt_bytes, fmt_seconds, fmt_tok_s
+from planner.advice import Recommendation, runtime_verdicts
+from planner.format import fmt_bytes, fmt_seconds, fmt_tok_s, versus_text
 
 
 def option_text(o) -> str:
@@ -17,20 +17,6 @@ def _speed(o) -> str:
     if sp is None:
         return ""
     return f"{fmt_tok_s(sp.decode_tok_s_per_user)} tok/s per user, first token in {fmt_seconds(sp.ttft_s)}, "
-
-
-def _versus(v: RuntimeVerdict) -> str:
-    if v.code == "only":
-        return f"{v.runtime}: no option of the other runtimes fits"
-    mark = "" if v.other_meets_targets else ", which misses the targets"
-    if v.code == "same":
-        return (f"either: {v.other}'s best ({v.other_quant}{mark}) decodes within 5 % of it, so quality and "
-                f"memory decide, in favour of {v.runtime}")
-    pct = abs((v.decode_ratio or 1) - 1) * 100
-    if v.code == "faster":
-        return f"{v.runtime}: it decodes {pct:.0f} % faster than {v.other}'s best ({v.other_quant}{mark})"
-    return (f"{v.runtime}, for quality or the targets: {v.other}'s best ({v.other_quant}{mark}) decodes "
-            f"{(1 - 1 / (v.decode_ratio or 1)) * 100:.0f} % faster")
 
 
 def bottom_line(r: Recommendation) -> list[str]:
@@ -49,6 +35,6 @@ def bottom_line(r: Recommendation) -> list[str]:
     out = [head]
     verdicts = runtime_verdicts(r)
     if verdicts and o.speed is not None:
-        out.append("mlx-lm or llama.cpp? " + "; ".join(_versus(v) for v in verdicts) + ".")
+        out.append(versus_text(verdicts))
     out.append(f"Assumed workload {wl.summary()}.")
     return out

@@ -98,3 +98,22 @@ def table(rows: list[list[str]], header: list[str], align: str | None = None) ->
 
     sep = "  ".join("-" * w for w in widths)
     return "\n".join([line(header), sep, *(line(r) for r in rows)])
+
+
+def _versus(v) -> str:
+    if v.code == "only":
+        return f"{v.runtime}: no option of the other runtimes fits"
+    mark = "" if v.other_meets_targets else ", which misses the targets"
+    if v.code == "same":
+        return (f"either: {v.other}'s best ({v.other_quant}{mark}) decodes within 5 % of it, so quality and "
+                f"memory decide, in favour of {v.runtime}")
+    pct = abs((v.decode_ratio or 1) - 1) * 100
+    if v.code == "faster":
+        return f"{v.runtime}: it decodes {pct:.0f} % faster than {v.other}'s best ({v.other_quant}{mark})"
+    return (f"{v.runtime}, for quality or the targets: {v.other}'s best ({v.other_quant}{mark}) decodes "
+            f"{(1 - 1 / (v.decode_ratio or 1)) * 100:.0f} % faster")
+
+
+def versus_text(verdicts) -> str:
+    """'mlx-lm or llama.cpp? ...': planner.advice.runtime_verdicts in one sentence (CLI and web form alike)."""
+    return "mlx-lm or llama.cpp? " + "; ".join(_versus(v) for v in verdicts) + "."

@@ -270,6 +270,7 @@ def test_answer_names_one_option_and_reflects_the_targets():
     assert level == "success" and "runs your chat assistant workload" in text
     assert readings.option_name(r.options[0]) in text and fmt_tok_s_of(r.options[0].speed.decode_tok_s_per_user) in text
     p70 = plan(PlanRequest(model="llama-3.3-70b", chip="M4 Max", gpu_cores=40, ram_gb=64))
+    wl = custom_workload("chat", max_ttft=3)  # a 2K prompt of a 70B takes far longer than 3 s
     with pytest.raises(TargetsUnreachableError):
         recommend("llama-3.3-70b", 64, wl, chip=chip)
     r = recommend("llama-3.3-70b", 64, wl, chip=chip, best_effort=True)
@@ -277,6 +278,20 @@ def test_answer_names_one_option_and_reflects_the_targets():
     assert not r.targets_met
     level, text = readings.answer(p70, wl, top, r.targets_met)
     assert level == "warning" and "misses the speed targets" in text and top.misses[0] in text
+
+
+def test_answer_says_mlx_lm_or_llama_cpp_as_the_cli_does():
+    from planner import profiles
+    from planner.advice import recommend, runtime_verdicts
+    from planner.format import versus_text
+    from planner.workload import custom_workload
+
+    wl = custom_workload("chat")
+    p8 = plan(PlanRequest(model="llama-3.1-8b", chip="M4 Max", gpu_cores=40, ram_gb=64))
+    r = recommend("llama-3.1-8b", 64, wl, chip=profiles.resolve_chip("m4-max-40gpu"))
+    sentence = versus_text(runtime_verdicts(r))
+    _, text = readings.answer(p8, wl, r.options[0], True, r.why_not_higher_quality, sentence)
+    assert sentence.startswith("mlx-lm or llama.cpp? ") and sentence in text
 
 
 def test_model_line_shows_active_params_only_for_moe(p70):
