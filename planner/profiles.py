@@ -357,12 +357,31 @@ def _known_quant(q: str, kind: str) -> bool:
     return True
 
 
+def _repo_format(s: str, hf_tagged: bool) -> tuple[str | None, str | None, list[str], str | None]:
+    """(weight format, preset, notes, the model's name without the format suffix) of a repo name."""
+    repo, last = (s.rsplit("/", 1) if "/" in s else ("", s))
+    if _GGUF_SUFFIX.search(last) or hf_tagged:
+        return "gguf", None, [], _GGUF_SUFFIX.sub("", last)  # Ollama's hf.co form pulls GGUF files only
+    m = _MLX_SUFFIX.search(last)
+    # "-BF16" alone is a safetensors repo (nvidia/...-BF16), "-bnb-4bit" a bitsandbytes one: neither is MLX
+    if m is not None and "bnb" not in last.lower() and (m.group(2) or "mlx" in s.lower()):
+        ud, bits, named = m.groups()
+        quant = f"mlx-{bits}bit-g64" if bits else (
+            "mlx-bf16" if named.lower() in ("bf16", "fp16") else f"mlx-{named.lower()}")
+        quant = quant if _known_quant(quant, "mlx") else None
+        notes = [f"{last}: an unsloth dynamic MLX quant (mixed bit widths); sized as {quant}"] if ud else []
+        return "mlx", quant, notes, last[:m.start()]
+    if _MLX_FOLDER.search(last):
+        return "mlx", None, [], _MLX_FOLDER.sub("", last)
+    if repo.lower() == "mlx-community":  # mlx-community/gpt-oss-20b-MXFP4-Q8: MLX weights, a recipe of its own
+        return "mlx", None, [], None
+    return None, None, [], None
+
+
 def parse_name(name: str) -> NameSpec:
     """Split a typed model name into lookup spellings, a weight format and a preset. Pure string work plus the
     quant profiles; the model itself is found by :func:`load_model`."""
     s = name.strip()
-    fmt = quant = None
-    notes: list[str] = []
     hf = bool(_HF_PREFIX.match(s))
     s = _HF_PREFIX.sub("", s)
     if s.lower().startswith("ollama.com/library/"):
@@ -370,38 +389,20 @@ def parse_name(name: str) -> NameSpec:
     tag = None
     if ("/" in s or hf) and ":" in s.rsplit("/", 1)[-1]:
         s, tag = s.rsplit(":", 1)  # Ollama's hf.co/<org>/<repo>:<quant>, or <org>/<repo>-GGUF:<quant>
-    cands = [name.strip(), s] if s != name.strip() else [s]
-    repo, last = (s.rsplit("/", 1) if "/" in s else ("", s))
-    if _GGUF_SUFFIX.search(last) or (hf and tag is not None):
-        fmt = "gguf"  # Ollama's hf.co form pulls GGUF files only
-        cands.append(_GGUF_SUFFIX.sub("", last))
-    elif (m := _MLX_SUFFIX.search(last)) is not None and "bnb" not in last.lower() and (
-            m.group(2) or "mlx" in s.lower()):  # "-BF16" alone is a safetensors repo (nvidia/...-BF16), not MLX
-        fmt = "mlx"
-        ud, bits, named = m.groups()
-        quant = f"mlx-{bits}bit-g64" if bits else ("mlx-bf16" if named.lower() in ("bf16", "fp16") else f"mlx-{named.lower()}")
-        if not _known_quant(quant, "mlx"):
-            quant = None
-        if ud:
-            notes.append(f"{last}: an unsloth dynamic MLX quant (mixed bit widths); sized as {quant}")
-        cands.append(last[:m.start()])
-    elif _MLX_FOLDER.search(last):
-        fmt = "mlx"
-        cands.append(_MLX_FOLDER.sub("", last))
-    elif repo.lower() == "mlx-community":  # mlx-community/gpt-oss-20b-MXFP4-Q8: MLX weights, a recipe of its own
-        fmt = "mlx"
-    if tag is not None:
-        if fmt == "gguf":
-            quant, more = _gguf_tag(tag)
-            notes += more
-    elif "/" not in s and ":" in s and (m := _OLLAMA_QUANT.search(s)) is not None:
+    cands = [name.strip(), s]
+    fmt, quant, notes, bare = _repo_format(s, hf and tag is not None)
+    cands.append(bare or "")
+    if tag is not None and tag.lower() != "latest" and fmt == "gguf":  # Ollama's "latest" names no quant
+        quant, more = _gguf_tag(tag)
+        notes += more
+    elif tag is None and "/" not in s and ":" in s and (m := _OLLAMA_QUANT.search(s)) is not None:
         q, more = _gguf_tag(m.group(1))
         if q is not None:  # gemma3:27b-it-q4_K_M: the tag without its quant names the model
             fmt, quant = "gguf", q
             cands.append(s[:m.start()])
             notes += more
-    if "_" in last and repo:  # bartowski/Qwen_Qwen3-8B-GGUF: the repo name repeats the maker's org
-        cands += [c.split("_", 1)[1] for c in cands[1:] if "_" in c.rsplit("/", 1)[-1] and "/" not in c]
+    if "/" in s:  # bartowski/Qwen_Qwen3-8B-GGUF: the repo name repeats the maker's org
+        cands += [c.split("_", 1)[1] for c in cands[2:] if "_" in c and "/" not in c]
     return NameSpec(name=name, candidates=list(dict.fromkeys(c for c in cands if c)), weight_format=fmt,
                     quant=quant, notes=notes)
 

@@ -46,6 +46,16 @@ def test_unsloth_dynamic_quants_map_to_their_base_preset_with_a_note(tag, preset
     assert any("UD" in n and "larger" in n for n in spec.notes)  # the file is not exactly the preset's size
 
 
+def test_ollama_latest_tag_names_no_preset():
+    spec = P.parse_name("hf.co/unsloth/Qwen3-Coder-30B-A3B-Instruct-GGUF:latest")
+    assert (spec.weight_format, spec.quant, spec.notes) == ("gguf", None, [])
+
+
+def test_a_dated_ollama_tag_with_a_quant_lands_on_the_dated_profile():
+    assert P.load_model("qwen3:30b-a3b-instruct-2507-q4_K_M").id == "qwen3-30b-a3b-instruct-2507"
+    assert P.parse_name("qwen3:30b-a3b-instruct-2507-q4_K_M").quant == "Q4_K_M"
+
+
 def test_an_unknown_tag_keeps_the_format_but_no_preset():
     spec = P.parse_name("hf.co/unsloth/Qwen3-Coder-30B-A3B-Instruct-GGUF:Q9_Z")
     assert (spec.weight_format, spec.quant) == ("gguf", None)
