@@ -313,7 +313,8 @@ UD_NEAREST = {"Q2_K_XL": "Q2_K", "Q3_K_XL": "Q3_K_M", "Q4_K_XL": "Q4_K_M", "Q5_K
 # MLX repo suffixes (mlx-community/<Model>-4bit, lmstudio-community/<Model>-MLX-4bit, unsloth/<Model>-UD-MLX-4bit):
 # mlx_lm.convert writes affine weights with group size 64 unless told otherwise (mlx_lm/utils.py quantize_model,
 # defaults_for_mode: "affine": (64, 4)), so "-4bit" is the mlx-4bit-g64 preset.
-_MLX_SUFFIX = re.compile(r"[-_](?:(ud)[-_])?(?:mlx[-_])?(?:(\d)bit|(bf16|fp16|mxfp4|mxfp8|nvfp4))$", re.I)
+# "-8bit-gs32" / "-4bit-g32": the group size the repo was converted with (mlx_lm.convert --q-group-size)
+_MLX_SUFFIX = re.compile(r"[-_](?:(ud)[-_])?(?:mlx[-_])?(?:(\d)bit(?:[-_]gs?(\d+))?|(bf16|fp16|mxfp4|mxfp8|nvfp4))$", re.I)
 _MLX_FOLDER = re.compile(r"[-_](?:ud[-_])?mlx$", re.I)
 _GGUF_SUFFIX = re.compile(r"[-_.]gguf$", re.I)
 _HF_PREFIX = re.compile(r"^(?:https?://)?(?:www\.)?(?:hf\.co|huggingface\.co)/", re.I)
@@ -365,8 +366,8 @@ def _repo_format(s: str, hf_tagged: bool) -> tuple[str | None, str | None, list[
     m = _MLX_SUFFIX.search(last)
     # "-BF16" alone is a safetensors repo (nvidia/...-BF16), "-bnb-4bit" a bitsandbytes one: neither is MLX
     if m is not None and "bnb" not in last.lower() and (m.group(2) or "mlx" in s.lower()):
-        ud, bits, named = m.groups()
-        quant = f"mlx-{bits}bit-g64" if bits else (
+        ud, bits, group, named = m.groups()
+        quant = f"mlx-{bits}bit-g{group or 64}" if bits else (
             "mlx-bf16" if named.lower() in ("bf16", "fp16") else f"mlx-{named.lower()}")
         quant = quant if _known_quant(quant, "mlx") else None
         notes = [f"{last}: an unsloth dynamic MLX quant (mixed bit widths); sized as {quant}"] if ud else []

@@ -101,6 +101,12 @@ def test_mlx_community_suffix_is_the_mlx_preset(suffix, preset):
     assert P.load_model(spec.name).id == "qwen3-30b-a3b"
 
 
+def test_an_mlx_group_size_suffix_picks_that_group():
+    spec = P.parse_name("mlx-community/GLM-4.7-8bit-gs32")
+    assert (spec.weight_format, spec.quant) == ("mlx", "mlx-8bit-g32")
+    assert P.load_model(spec.name).id == "glm-4.7"
+
+
 def test_lmstudio_mlx_repo():
     spec = P.parse_name("lmstudio-community/Qwen3-Coder-30B-A3B-Instruct-MLX-4bit")
     assert (spec.weight_format, spec.quant) == ("mlx", "mlx-4bit-g64")
