@@ -361,8 +361,12 @@ def _known_quant(q: str, kind: str) -> bool:
 def _repo_format(s: str, hf_tagged: bool) -> tuple[str | None, str | None, list[str], str | None]:
     """(weight format, preset, notes, the model's name without the format suffix) of a repo name."""
     repo, last = (s.rsplit("/", 1) if "/" in s else ("", s))
-    if _GGUF_SUFFIX.search(last) or hf_tagged:
-        return "gguf", None, [], _GGUF_SUFFIX.sub("", last)  # Ollama's hf.co form pulls GGUF files only
+    if _GGUF_SUFFIX.search(last) or hf_tagged:  # Ollama's hf.co form pulls GGUF files only
+        bare = _GGUF_SUFFIX.sub("", last)
+        m = re.search(r"[-_.]((?:I?Q\d|BF16|F16)[A-Z0-9_]*)$", bare, re.I)  # ggml-org/<Model>-Q8_0-GGUF: one preset
+        if m is not None and _known_quant(m.group(1).upper(), "gguf"):
+            return "gguf", load_quant(m.group(1).upper(), "gguf").id, [], bare[:m.start()]
+        return "gguf", None, [], bare
     m = _MLX_SUFFIX.search(last)
     # "-BF16" alone is a safetensors repo (nvidia/...-BF16), "-bnb-4bit" a bitsandbytes one: neither is MLX
     if m is not None and "bnb" not in last.lower() and (m.group(2) or "mlx" in s.lower()):

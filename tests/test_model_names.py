@@ -75,6 +75,12 @@ def test_gguf_repo_with_or_without_a_tag(name, mid, quant):
     assert (spec.weight_format, spec.quant) == ("gguf", quant)
 
 
+def test_a_single_preset_gguf_repo_names_its_preset():
+    spec = P.parse_name("ggml-org/Qwen3-30B-A3B-Instruct-2507-Q8_0-GGUF")
+    assert (spec.weight_format, spec.quant) == ("gguf", "Q8_0")
+    assert P.load_model(spec.name).id == "qwen3-30b-a3b-instruct-2507"
+
+
 def test_an_ollama_library_tag_is_not_split_at_its_colon():
     spec = P.parse_name("qwen3:30b")
     assert spec.weight_format is None and spec.quant is None
