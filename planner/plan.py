@@ -226,6 +226,8 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
     req, runtimes, vision_notes = with_images(req, model)
     if not runtimes:
         raise InputError("--runtime: give at least one of llama.cpp, mlx-lm, ollama")
+    req, runtimes, name_notes = pinned_by_name(req, runtimes, resolved)
+    vision_notes = [*vision_notes, *name_notes]
     for q in req.quants or []:  # a --quant no format knows was silently dropped when another --quant was valid
         profiles.load_quant(q)  # UnknownProfileError with close matches
     if req.kv_type is not None and not any(_kv_applies(req.kv_type, rt) for rt in runtimes):  # was ignored
@@ -268,6 +270,30 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
                 contexts=contexts, user_counts=user_counts, kv=kv_rows, options=options, notes=notes)
 
 
+
+
+def pinned_by_name(req: PlanRequest, runtimes: list, resolved=None) -> tuple[PlanRequest, list, list[str]]:
+    """A catalog name that names a published repo of one format plans that format (and its preset, when the name
+    says which) instead of every runtime x quant: ``mlx-community/Qwen3-30B-A3B-4bit`` is mlx-lm at mlx-4bit-g64,
+    ``hf.co/unsloth/<Model>-GGUF:Q4_K_M`` the GGUF runtimes at Q4_K_M (profiles.parse_name). --quant wins over the
+    name's preset; runtimes that cannot load that format are dropped unless they are all that was asked for."""
+    if resolved is not None and getattr(resolved, "source", "catalog") != "catalog":
+        return req, runtimes, []  # files read from disk or the Hub pin format and quant themselves
+    spec = profiles.parse_name(req.model)
+    if spec.weight_format is None:
+        return req, runtimes, []
+    label = "GGUF" if spec.weight_format == "gguf" else "MLX"
+    keep = [rt for rt in runtimes if rt.weight_format == spec.weight_format]
+    if not keep:
+        return req, runtimes, [f"{req.model} holds {label} weights; planned for {', '.join(r.id for r in runtimes)} "
+                               "as asked (those runtimes load another format)"]
+    notes = list(spec.notes)
+    if len(keep) < len(runtimes):
+        notes.append(f"{req.model} holds {label} weights: planned for {', '.join(r.id for r in keep)} only")
+    if spec.quant and not req.quants:
+        req = req.model_copy(update={"quants": [spec.quant]})
+        notes.append(f"quant {spec.quant} from the name {req.model} (pass --quant to compare others)")
+    return req, keep, notes
 
 
 def launch_recipe(req: PlanRequest, o: FitOption, resolved=None) -> Recipe | None:

@@ -292,11 +292,124 @@ def _alias_map() -> dict[str, str]:
 
 
 def _strip_decorations(s: str) -> str:
+    """Drop what names add around a model: an org prefix, 'meta-', an instruct/chat suffix, a format or quant suffix.
+    A dated or versioned suffix (-2507, -2512, -0905) is never dropped: those checkpoints differ from the base
+    (Qwen3-30B-A3B-Instruct-2507 has 262,144 tokens of context, Qwen3-30B-A3B 40,960), so they resolve to their own
+    profile or not at all, never silently to the base."""
     s = norm(s.split("/")[-1])
     s = re.sub(r"^(meta-)", "", s)
-    s = re.sub(r"-(instruct|chat|it|base|hf)(-\d+)?$", "", s)
     s = re.sub(r"-(gguf|mlx|\d+bit|q\d.*)$", "", s)
+    s = re.sub(r"-(instruct|chat|it|base|hf)$", "", s)
     return s
+
+
+# --------------------------------------------------------------------------- names that pin a format and a quant
+# GGUF presets an unsloth "UD-" (dynamic) quant is sized like: unsloth keeps some tensors at higher precision than
+# the preset it is named after, so the published file is somewhat larger than the preset (unsloth's Dynamic 2.0
+# naming: UD-Q4_K_XL is a Q4_K_M recipe with selected layers upcast).
+UD_NEAREST = {"Q2_K_XL": "Q2_K", "Q3_K_XL": "Q3_K_M", "Q4_K_XL": "Q4_K_M", "Q5_K_XL": "Q5_K_M", "Q6_K_XL": "Q6_K",
+              "Q8_K_XL": "Q8_0", "IQ1_M": "IQ1_S", "IQ2_M": "IQ2_M", "IQ2_XXS": "IQ2_XXS", "IQ3_XXS": "IQ3_XXS",
+              "IQ4_XS": "IQ4_XS", "IQ4_NL": "IQ4_NL", "Q4_K_M": "Q4_K_M", "Q2_K": "Q2_K"}
+# MLX repo suffixes (mlx-community/<Model>-4bit, lmstudio-community/<Model>-MLX-4bit, unsloth/<Model>-UD-MLX-4bit):
+# mlx_lm.convert writes affine weights with group size 64 unless told otherwise (mlx_lm/utils.py quantize_model,
+# defaults_for_mode: "affine": (64, 4)), so "-4bit" is the mlx-4bit-g64 preset.
+# "-8bit-gs32" / "-4bit-g32": the group size the repo was converted with (mlx_lm.convert --q-group-size)
+_MLX_SUFFIX = re.compile(r"[-_](?:(ud)[-_])?(?:mlx[-_])?(?:(\d)bit(?:[-_]gs?(\d+))?|(bf16|fp16|mxfp4|mxfp8|nvfp4))$", re.I)
+_MLX_FOLDER = re.compile(r"[-_](?:ud[-_])?mlx$", re.I)
+_GGUF_SUFFIX = re.compile(r"[-_.]gguf$", re.I)
+_HF_PREFIX = re.compile(r"^(?:https?://)?(?:www\.)?(?:hf\.co|huggingface\.co)/", re.I)
+# an Ollama library tag's quant suffix: gemma3:27b-it-q4_K_M, qwen3:8b-fp16
+_OLLAMA_QUANT = re.compile(r"-((?:i?q\d[a-z0-9_]*)|fp16|bf16)$", re.I)
+
+
+class NameSpec(BaseModel):
+    """What a model name pins besides the model: the weight format of the repo it names and, when the name says,
+    the preset (``hf.co/unsloth/Qwen3-8B-GGUF:Q4_K_M`` -> gguf, Q4_K_M; ``mlx-community/Qwen3-8B-4bit`` -> mlx,
+    mlx-4bit-g64). ``candidates`` are the spellings to look the model up by, most specific first."""
+
+    model_config = {"frozen": True}
+    name: str
+    candidates: list[str]
+    weight_format: str | None = None
+    quant: str | None = None
+    notes: list[str] = []
+
+
+def _gguf_tag(tag: str) -> tuple[str | None, list[str]]:
+    """A GGUF file tag (Q4_K_M, q8_0, UD-Q4_K_XL, BF16) -> our preset id and notes."""
+    t = tag.strip().upper().replace("-", "_") if not tag.upper().startswith("UD-") else tag.strip().upper()
+    if t.startswith("UD-") or t.startswith("UD_"):
+        base = t[3:].replace("-", "_")
+        near = UD_NEAREST.get(base) or (base if _known_quant(base, "gguf") else None)
+        if near is None:
+            return None, [f"{tag}: an unsloth dynamic quant with no preset of that size; all GGUF presets shown"]
+        return near, [f"{tag} is an unsloth dynamic (UD) quant: sized as {near}, the preset it is built on; "
+                      "UD files keep some tensors at higher precision and are somewhat larger"]
+    if _known_quant(t, "gguf"):
+        return load_quant(t, "gguf").id, []
+    return None, [f"{tag}: not a GGUF preset the planner sizes; all GGUF presets shown"]
+
+
+def _known_quant(q: str, kind: str) -> bool:
+    try:
+        load_quant(q, kind)
+    except (InputError, KeyError):
+        return False
+    return True
+
+
+def _repo_format(s: str, hf_tagged: bool) -> tuple[str | None, str | None, list[str], str | None]:
+    """(weight format, preset, notes, the model's name without the format suffix) of a repo name."""
+    repo, last = (s.rsplit("/", 1) if "/" in s else ("", s))
+    if _GGUF_SUFFIX.search(last) or hf_tagged:  # Ollama's hf.co form pulls GGUF files only
+        bare = _GGUF_SUFFIX.sub("", last)
+        m = re.search(r"[-_.]((?:I?Q\d|BF16|F16)[A-Z0-9_]*)$", bare, re.I)  # ggml-org/<Model>-Q8_0-GGUF: one preset
+        if m is not None and _known_quant(m.group(1).upper(), "gguf"):
+            return "gguf", load_quant(m.group(1).upper(), "gguf").id, [], bare[:m.start()]
+        return "gguf", None, [], bare
+    m = _MLX_SUFFIX.search(last)
+    # "-BF16" alone is a safetensors repo (nvidia/...-BF16), "-bnb-4bit" a bitsandbytes one: neither is MLX
+    if m is not None and "bnb" not in last.lower() and (m.group(2) or "mlx" in s.lower()):
+        ud, bits, group, named = m.groups()
+        quant = f"mlx-{bits}bit-g{group or 64}" if bits else (
+            "mlx-bf16" if named.lower() in ("bf16", "fp16") else f"mlx-{named.lower()}")
+        quant = quant if _known_quant(quant, "mlx") else None
+        notes = [f"{last}: an unsloth dynamic MLX quant (mixed bit widths); sized as {quant}"] if ud else []
+        return "mlx", quant, notes, last[:m.start()]
+    if _MLX_FOLDER.search(last):
+        return "mlx", None, [], _MLX_FOLDER.sub("", last)
+    if repo.lower() == "mlx-community":  # mlx-community/gpt-oss-20b-MXFP4-Q8: MLX weights, a recipe of its own
+        return "mlx", None, [], None
+    return None, None, [], None
+
+
+def parse_name(name: str) -> NameSpec:
+    """Split a typed model name into lookup spellings, a weight format and a preset. Pure string work plus the
+    quant profiles; the model itself is found by :func:`load_model`."""
+    s = name.strip()
+    hf = bool(_HF_PREFIX.match(s))
+    s = _HF_PREFIX.sub("", s)
+    if s.lower().startswith("ollama.com/library/"):
+        s = s[len("ollama.com/library/"):]
+    tag = None
+    if ("/" in s or hf) and ":" in s.rsplit("/", 1)[-1]:
+        s, tag = s.rsplit(":", 1)  # Ollama's hf.co/<org>/<repo>:<quant>, or <org>/<repo>-GGUF:<quant>
+    cands = [name.strip(), s]
+    fmt, quant, notes, bare = _repo_format(s, hf and tag is not None)
+    cands.append(bare or "")
+    if tag is not None and tag.lower() != "latest" and fmt == "gguf":  # Ollama's "latest" names no quant
+        quant, more = _gguf_tag(tag)
+        notes += more
+    elif tag is None and "/" not in s and ":" in s and (m := _OLLAMA_QUANT.search(s)) is not None:
+        q, more = _gguf_tag(m.group(1))
+        if q is not None:  # gemma3:27b-it-q4_K_M: the tag without its quant names the model
+            fmt, quant = "gguf", q
+            cands.append(s[:m.start()])
+            notes += more
+    if "/" in s:  # bartowski/Qwen_Qwen3-8B-GGUF: the repo name repeats the maker's org
+        cands += [c.split("_", 1)[1] for c in cands[2:] if "_" in c and "/" not in c]
+    return NameSpec(name=name, candidates=list(dict.fromkeys(c for c in cands if c)), weight_format=fmt,
+                    quant=quant, notes=notes)
 
 
 def model_ids() -> list[str]:
@@ -304,7 +417,8 @@ def model_ids() -> list[str]:
 
 
 def load_model(name: str) -> ModelProfile:
-    """A catalog model by id, alias, HF repo id or Ollama tag (case-insensitive)."""
+    """A catalog model by id, alias, HF repo id or Ollama tag (case-insensitive), also inside the names that pin a
+    format or quant: ``hf.co/<org>/<repo>:<quant>``, ``<org>/<Model>-GGUF:<quant>``, ``mlx-community/<Model>-4bit``."""
     if not name or not name.strip():
         raise InputError("--model is empty; give a catalog id such as llama-3.1-8b (see `plan models`)")
     idx = _index("models")
@@ -312,7 +426,15 @@ def load_model(name: str) -> ModelProfile:
     if key in idx:
         return _load("models", key, "ModelProfile")
     amap = _alias_map()
-    for cand in (key, norm(name.split("/")[-1]), _strip_decorations(name)):
+    spec = parse_name(name)
+    for spelling in spec.candidates:
+        for cand in (norm(spelling), norm(spelling.split("/")[-1])):
+            if cand in idx:
+                return _load("models", cand, "ModelProfile")
+            if cand in amap:
+                return _load("models", amap[cand], "ModelProfile")
+    for spelling in spec.candidates:
+        cand = _strip_decorations(spelling)
         if cand in amap:
             return _load("models", amap[cand], "ModelProfile")
     raise UnknownProfileError("model", name, list(idx), flag="--model",

@@ -172,11 +172,22 @@ def resolve_model(spec: str, file: str | None = None, quant: str | None = None) 
     try:
         return ResolvedModel(profile=profiles.load_model(spec), source="catalog")
     except UnknownProfileError:
-        if not REPO_RE.match(spec):
+        repo, tag = hub_repo_of(spec)
+        if repo is None:
             raise
     from .hub import resolve_hub
 
-    return resolve_hub(spec, file=file, quant=quant)
+    return resolve_hub(repo, file=file, quant=quant or tag)
+
+
+def hub_repo_of(spec: str) -> tuple[str | None, str | None]:
+    """The HF repo id and file tag a name points at: ``org/name``, Ollama's ``hf.co/org/name:Q4_K_M`` (also
+    ``https://huggingface.co/org/name``) and ``org/name-GGUF:Q4_K_M``; (None, None) for anything else."""
+    s = re.sub(r"^(?:https?://)?(?:www\.)?(?:hf\.co|huggingface\.co)/", "", spec.strip(), flags=re.I)
+    tag = None
+    if "/" in s and ":" in s.rsplit("/", 1)[-1]:
+        s, tag = s.rsplit(":", 1)
+    return (s, tag or None) if REPO_RE.match(s) else (None, None)
 
 
 def _safe(check, p: Path) -> bool:
