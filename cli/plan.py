@@ -57,14 +57,20 @@ def _recommendation(req: PlanRequest):
     from planner.plan import resolve_mac
     from planner.workload import custom_workload
 
+    from planner import profiles
+    from planner.plan import pinned_by_name
+
     ram, chip, _ = resolve_mac(req)
+    # a name that pins a format and preset (mlx-community/<Model>-4bit) pins the recommendation too, as the plan
+    rts = [profiles.load_runtime(r) for r in profiles.expand_runtimes(list(req.runtimes))]
+    req, rts, _ = pinned_by_name(req, rts)
     # the preset's own length distributions unless the request names other lengths than the defaults
     fields = PlanRequest.model_fields
     lengths = {k: str(getattr(req, f)) for k, f in (("prompt", "prompt_tokens"), ("gen", "gen_tokens"))
                if getattr(req, f) != fields[f].default}
     wl = custom_workload("chat", users=req.users, context=req.context, **lengths)
     try:
-        return recommend(req.model, ram, wl, chip=chip, macos=req.macos, runtimes=list(req.runtimes),
+        return recommend(req.model, ram, wl, chip=chip, macos=req.macos, runtimes=[r.id for r in rts],
                          quants=list(req.quants) if req.quants else None, wired_limit_mb=req.wired_limit_mb,
                          best_effort=True)
     except PlannerError:

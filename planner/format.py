@@ -102,7 +102,7 @@ def table(rows: list[list[str]], header: list[str], align: str | None = None) ->
 
 def _versus(v) -> str:
     if v.code == "only":
-        return f"{v.runtime}: no option of the other runtimes fits"
+        return f"{v.runtime}, the only runtime asked for (or fitting) here"
     mark = "" if v.other_meets_targets else ", which misses the targets"
     if v.code == "same":
         return (f"either: {v.other}'s best ({v.other_quant}{mark}) decodes within 5 % of it, so quality and "

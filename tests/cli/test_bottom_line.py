@@ -46,3 +46,10 @@ def test_missed_targets_say_what_binds_and_the_closest(capsys):
 def test_without_a_chip_the_bottom_line_is_about_memory(capsys):
     lines = _run(capsys, ["--model", "llama-3.1-8b", "--ram", "16"]).splitlines()
     assert lines[0].startswith("Bottom line: run ") and "GPU limit" in lines[0] and "tok/s" not in lines[0]
+
+
+@needs_speed
+def test_a_name_that_pins_a_format_pins_the_bottom_line(capsys):
+    line = _run(capsys, ["--model", "mlx-community/Qwen3-30B-A3B-4bit", "--chip", "M4 Pro", "--gpu-cores", "20",
+                         "--ram", "48"]).splitlines()[0]
+    assert line.startswith("Bottom line: run mlx-lm mlx-4bit-g64 ")
