@@ -2,13 +2,16 @@
 ``--json`` prints. `plan mcp` (cli/mcp_server.py) and `plan api` (cli/http_api.py) both answer through
 :func:`answer`, so an agent, a script and the command line get the same answer to the same question.
 
+On a Mac, a question without chip and ram is answered for this Mac (:func:`with_this_mac`), as the CLI does.
 Every question's input schema is its request model's JSON schema (pydantic). Bad input raises
 :class:`QuestionError` with one line naming the field and a fix; nothing else escapes as a traceback.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -183,6 +186,52 @@ def _validation_line(e: ValidationError) -> str:
     return "; ".join(parts)
 
 
+# question -> its fields for (chip, ram, wired limit, macOS), as cli/thismac.py MAC_FLAGS for the commands
+MAC_FIELDS: dict[str, tuple[str, str, str | None, str]] = {
+    "plan": ("chip", "ram_gb", "wired_limit_mb", "macos"),
+    "recommend": ("chip", "ram", "wired_limit", "macos"),
+    "what_runs": ("chip", "ram", None, "macos"),
+    "serve": ("chip", "ram", None, "macos"),
+}
+
+
+@functools.lru_cache(maxsize=4)
+def _detected(path: str):
+    """This Mac, read once per PATH (a server answers many questions; system_profiler takes a second)."""
+    from sources import thismac
+
+    return thismac.detect()
+
+
+def with_this_mac(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """On a Mac, a question without chip and ram is asked for this Mac (sources/thismac.py), as on the command
+    line: the chip profile when known (else the RAM only), its wired limit and macOS unless given."""
+    from sources import thismac
+
+    fields = MAC_FIELDS.get(name)
+    if fields is None or not thismac.on_mac():
+        return arguments
+    chip_f, ram_f, wired_f, macos_f = fields
+    if arguments.get(chip_f) is not None or arguments.get(ram_f) is not None:
+        return arguments
+    try:
+        mac = _detected(os.environ.get("PATH", ""))
+    except thismac.CommandFailed:
+        return arguments
+    out = dict(arguments)
+    if arguments.get("gpu_cores") is not None and mac.chip_name is not None:
+        out[chip_f] = mac.chip_name
+    elif mac.chip_id is not None:
+        out[chip_f] = mac.chip_id
+    if mac.ram_gb is not None:
+        out[ram_f] = mac.ram_gb
+    if wired_f and mac.wired_limit_mb and arguments.get(wired_f) is None:
+        out[wired_f] = mac.wired_limit_mb
+    if mac.macos and macos_f not in arguments:
+        out[macos_f] = mac.macos
+    return out
+
+
 def answer(name: str, arguments: dict[str, Any] | None) -> Any:
     """The JSON answer (parsed) to question ``name`` with ``arguments``; QuestionError (one line) on bad input."""
     from planner.errors import PlannerError
@@ -198,6 +247,7 @@ def answer(name: str, arguments: dict[str, Any] | None) -> Any:
     if unknown:
         raise QuestionError(f"{name}: unknown argument(s) {', '.join(unknown)}; known: {', '.join(q.request.model_fields)}")
     try:
+        arguments = with_this_mac(name, arguments)
         req = q.request(**arguments)
         return q.call(req)
     except QuestionError:

@@ -198,3 +198,15 @@ def test_calibration_reads_the_mac_through_the_same_detector(on_path):
     assert (dev.cpu_cores_physical, dev.cpu_cores_performance) == (16, 12)
     assert "system_profiler SPDisplaysDataType -json" in calls.read_text()
     assert thismac.detect().chip_id == dev.chip_id
+
+
+def test_agents_questions_are_asked_for_this_mac_too(on_path):
+    from cli.questions import _detected, answer
+
+    on_path("m2-pro-19gpu-32gb-macos14")
+    _detected.cache_clear()
+    auto = answer("plan", {"model": "qwen3-8b"})
+    typed = answer("plan", {"model": "qwen3-8b", "chip": "M2 Pro", "gpu_cores": 19, "ram_gb": 32})
+    assert auto["mac"] == typed["mac"] and auto["options"] == typed["options"]
+    assert answer("what_runs", {})["chip"] == answer("what_runs", {"ram": 32, "chip": "M2 Pro", "gpu_cores": 19})["chip"]
+    _detected.cache_clear()
