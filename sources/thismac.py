@@ -123,6 +123,7 @@ class ThisMac(BaseModel):
     macos: str | None          # the macOS profile to answer with ("15" or "26"); None: unknown version
     wired_limit_mb: int | None  # the user's iogpu.wired_limit_mb when set (> 0), else None (macOS default)
     unknown: str | None = None  # why the chip is not mapped (one line), when chip_id is None
+    note: str | None = None     # a caveat on a mapped chip (its profile is pre-launch)
 
     def headline(self) -> str:
         """'This Mac: M4 Pro 20-core GPU, 48 GB, macOS 26.1' (+ the GPU limit when set, + why the chip is unknown)."""
@@ -136,8 +137,8 @@ class ThisMac(BaseModel):
         if self.wired_limit_mb:
             parts.append(f"GPU limit {self.wired_limit_mb:,} MB (iogpu.wired_limit_mb)")
         line = "This Mac: " + ", ".join(parts)
-        if self.unknown:
-            line += f" — {self.unknown}"
+        if self.unknown or self.note:
+            line += f" — {self.unknown or self.note}"
         return line
 
 
@@ -169,7 +170,7 @@ def map_to_profile(facts: MacFacts) -> ThisMac:
     name = facts.brand.removeprefix("Apple ").strip()
     update = "update mac-llm-planner for its speed, or name a known chip with --chip"
     known_names = {profiles.norm(c.name) for c in profiles.all_chips()}
-    unknown = None
+    unknown = note = None
     chip_id = None
     if not facts.brand.startswith("Apple "):
         unknown = "not an Apple silicon chip: the planner answers for Apple GPUs (memory answers only)"
@@ -184,6 +185,8 @@ def map_to_profile(facts: MacFacts) -> ThisMac:
         else:
             if mac.chip is not None and (facts.gpu_cores is not None or mac.bin_note is None):
                 chip_id = mac.chip.id
+                if mac.chip.status == "rumoured":   # this Mac exists; the profile's figures were announced ahead
+                    note = "its chip profile is from before launch (status rumoured): speeds are estimates"
             elif mac.chip is not None:
                 # GPU cores not read and the chip is sold in bins of different speed: name the chip and let the
                 # deployment stage say which bin it answered for (its note), instead of picking one silently
@@ -192,7 +195,7 @@ def map_to_profile(facts: MacFacts) -> ThisMac:
                            "give --gpu-cores for speed answers; memory answers only")
     chip_name = name if facts.brand.startswith("Apple ") and profiles.norm(name) in known_names else None
     return ThisMac(facts=facts, chip_id=chip_id, chip_name=chip_name, ram_gb=ram_gb, macos=macos,
-                   wired_limit_mb=wired, unknown=unknown)
+                   wired_limit_mb=wired, unknown=unknown, note=note)
 
 
 def detect(run: CommandRunner = run_command) -> ThisMac:

@@ -210,3 +210,15 @@ def test_agents_questions_are_asked_for_this_mac_too(on_path):
     assert auto["mac"] == typed["mac"] and auto["options"] == typed["options"]
     assert answer("what_runs", {})["chip"] == answer("what_runs", {"ram": 32, "chip": "M2 Pro", "gpu_cores": 19})["chip"]
     _detected.cache_clear()
+
+
+def test_a_rumoured_profile_is_used_and_said():
+    from planner import profiles
+
+    rumoured = [c for c in profiles.all_chips() if c.status == "rumoured"]
+    if not rumoured:
+        pytest.skip("no rumoured chip profile in this checkout")
+    c = rumoured[0]
+    m = thismac.map_to_profile(thismac.MacFacts(brand=f"Apple {c.name}", gpu_cores=c.gpu_cores,
+                                                ram_bytes=max(c.ram_options_gb) * 2**30, macos_version="26.2"))
+    assert m.chip_id == c.id and "rumoured" in m.headline() and m.unknown is None
