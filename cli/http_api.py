@@ -79,6 +79,12 @@ class Handler(BaseHTTPRequestHandler):
             return
         self._send(200, result)
 
+    def _not_allowed(self) -> None:
+        self.close_connection = True
+        self._error(405, f"{self.command} {self.path}: use GET /health, GET /questions or POST /<question>")
+
+    do_PUT = do_DELETE = do_PATCH = _not_allowed  # noqa: N815
+
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
         if not self.quiet:
             super().log_message(format, *args)
@@ -116,6 +122,8 @@ def api_cmd(
         raise InputError(f"--host {host} --port {port}: cannot listen there ({e.strerror or e}); "
                          "try another --port") from None
     h, p = str(server.server_address[0]), server.server_address[1]
+    if not h.startswith("127.") and h != "::1":
+        typer.echo(f"plan api: note: bound to {h}: other machines on the network can ask too", err=True)
     typer.echo(f"plan api: listening on http://{h}:{p} (POST /plan, /what_runs, /recommend, /buy, /serve; "
                "GET /health); Ctrl-C stops", err=True)
     try:

@@ -134,6 +134,8 @@ def test_http_health_and_the_cli_answer(api, cli_json):
     assert status == 200 and body["status"] == "ok" and set(body["questions"]) == set(QUESTIONS)
     status, body = _request(api, "POST", "/plan", QUESTION)
     assert status == 200 and body == cli_json
+    status, body = _request(api, "GET", "/questions")
+    assert status == 200 and body["plan"]["input_schema"] == QUESTIONS["plan"].input_schema()
 
 
 @pytest.mark.parametrize("path, body, raw, status", [
@@ -141,6 +143,7 @@ def test_http_health_and_the_cli_answer(api, cli_json):
     ("/plan", None, b"{not json", 400),
     ("/plan", None, b"[1, 2]", 400),
     ("/fly", {}, None, 404),
+    ("/plan", {"model": "llama-3.1-8b", "ram_gb": 64, "kv_type": "f16\nx"}, None, 400),
     ("/plan", None, b" " * (65 * 1024), 413),
 ])
 def test_http_bad_input_is_one_line(api, path, body, raw, status):
@@ -163,3 +166,8 @@ def test_every_question_answers_as_its_command(name, args, argv):
     out = subprocess.run([sys.executable, "-m", "cli.main", *argv, "--json"], capture_output=True, text=True,
                          env=_env(), cwd=ROOT, timeout=300, check=True)
     assert answer(name, args) == json.loads(out.stdout)
+
+
+def test_http_other_methods_are_405_json(api):
+    status, payload = _request(api, "DELETE", "/plan")
+    assert status == 405 and "\n" not in payload["error"]
