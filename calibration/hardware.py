@@ -1,7 +1,8 @@
 """Detect the machine a calibration run is measured on.
 
 - macOS: chip name (``sysctl machdep.cpu.brand_string``), GPU cores (``system_profiler
-  SPDisplaysDataType -json``), RAM (``hw.memsize``), ``iogpu.wired_limit_mb``, CPU cores, macOS version.
+  SPDisplaysDataType -json``), RAM (``hw.memsize``), ``iogpu.wired_limit_mb``, CPU cores, macOS version, read by
+  the one detector of this Mac, sources/thismac.py (the CLI's too).
 - Linux (and anything else): a ``custom`` device with CPU model, physical cores, RAM, plus a measured
   memory copy bandwidth and fp32 GEMM FLOP/s (numpy) so a roofline can be placed on it.
 
@@ -10,7 +11,6 @@ Every shell command goes through an injectable ``run(argv) -> str`` so tests can
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import re
@@ -73,63 +73,28 @@ def chip_id(chip: str, gpu_cores: int | None) -> str:
 # ----------------------------------------------------------------------------------------------
 
 
-def _sysctl(run: CommandRunner, key: str) -> str | None:
-    try:
-        return run(["sysctl", "-n", key]).strip() or None
-    except CalibrationError:
-        return None
-
-
-def _gpu_cores_from_profiler(text: str) -> int | None:
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return None
-    for item in data.get("SPDisplaysDataType", []):
-        cores = item.get("sppci_cores")
-        if cores is not None:
-            try:
-                return int(str(cores).strip())
-            except ValueError:
-                continue
-    return None
-
-
 def detect_macos(run: CommandRunner = run_command) -> DeviceInfo:
-    """Read macOS facts through ``run`` (no measurement: Metal bandwidth is taken from the chip profile)."""
-    brand = _sysctl(run, "machdep.cpu.brand_string")
-    if not brand:
-        raise CalibrationError("sysctl machdep.cpu.brand_string returned nothing; is this macOS?")
-    try:
-        gpu = _gpu_cores_from_profiler(run(["system_profiler", "SPDisplaysDataType", "-json"]))
-    except CalibrationError:
-        gpu = None
-    mem = _sysctl(run, "hw.memsize")
-    wired = _sysctl(run, "iogpu.wired_limit_mb")
-    phys = _sysctl(run, "hw.physicalcpu")
-    logical = _sysctl(run, "hw.logicalcpu")
-    perf = _sysctl(run, "hw.perflevel0.physicalcpu")
-    try:
-        version = run(["sw_vers", "-productVersion"]).strip()
-    except CalibrationError:
-        version = ""
+    """Read macOS facts through ``run`` with the one detector of this Mac (sources/thismac.py, also used by the
+    CLI); no measurement: Metal bandwidth is taken from the chip profile."""
+    from sources.thismac import CommandFailed, read_facts
 
-    def as_int(s: str | None) -> int | None:
-        return int(s) if s and s.strip().isdigit() else None
-
+    try:
+        f = read_facts(run)
+    except CommandFailed as e:
+        raise CalibrationError(f"{e}") from None
     return DeviceInfo(
         os="macos",
-        os_version=version,
-        backend="metal" if brand.startswith("Apple") else "cpu",
-        chip=brand,
-        chip_id=chip_id(brand, gpu),
-        cpu_model=brand,
-        cpu_cores_physical=as_int(phys),
-        cpu_cores_logical=as_int(logical),
-        cpu_cores_performance=as_int(perf),
-        gpu_cores=gpu,
-        ram_bytes=as_int(mem),
-        wired_limit_bytes=None if as_int(wired) is None else as_int(wired) * 2**20,
+        os_version=f.macos_version,
+        backend="metal" if f.brand.startswith("Apple") else "cpu",
+        chip=f.brand,
+        chip_id=chip_id(f.brand, f.gpu_cores),
+        cpu_model=f.brand,
+        cpu_cores_physical=f.cpu_cores_physical,
+        cpu_cores_logical=f.cpu_cores_logical,
+        cpu_cores_performance=f.cpu_cores_performance,
+        gpu_cores=f.gpu_cores,
+        ram_bytes=f.ram_bytes,
+        wired_limit_bytes=None if f.wired_limit_mb is None else f.wired_limit_mb * 2**20,
     )
 
 

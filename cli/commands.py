@@ -112,6 +112,12 @@ app.command("models")(models_cmd)
 from .finetune import finetune_cmd  # noqa: E402  (plan finetune: mlx_lm.lora memory, limits, speed, cli/finetune.py)
 
 app.command("finetune")(finetune_cmd)
+from .mcp_server import mcp_cmd  # noqa: E402  (plan mcp: the questions as MCP tools, cli/mcp_server.py)
+
+app.command("mcp")(mcp_cmd)
+from .http_api import api_cmd  # noqa: E402  (plan api: the questions as a local HTTP JSON API, cli/http_api.py)
+
+app.command("api")(api_cmd)
 
 
 def param_name(e) -> str:

@@ -169,6 +169,10 @@ def _typer(argv: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code. One line on stderr for any user error."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    if sys.platform == "darwin" or os.environ.get("MAC_LLM_PLANNER_FAKE_DARWIN") == "1":
+        from .thismac import fill  # on a Mac, no --chip/--ram: answer for this Mac (cli/thismac.py)
+
+        argv = fill(argv)
     given = fast_values(argv)
     if given is not None:
         return _core_errors(lambda: _fast(given))

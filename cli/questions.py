@@ -1,0 +1,260 @@
+"""The planner's questions, protocol-neutral: question name -> request model -> core call -> the JSON the CLI's
+``--json`` prints. `plan mcp` (cli/mcp_server.py) and `plan api` (cli/http_api.py) both answer through
+:func:`answer`, so an agent, a script and the command line get the same answer to the same question.
+
+On a Mac, a question without chip and ram is answered for this Mac (:func:`with_this_mac`), as the CLI does.
+Every question's input schema is its request model's JSON schema (pydantic). Bad input raises
+:class:`QuestionError` with one line naming the field and a fix; nothing else escapes as a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from planner._model import Frozen
+from planner.plan import PlanRequest
+from planner.requests import BuyRequest, RecommendRequest
+
+
+class QuestionError(ValueError):
+    """A question could not be answered: bad input or a planner error (one line)."""
+
+
+class WhatRunsRequest(BaseModel):
+    """`plan models --ram ...`: the catalog models that run on one Mac, best first."""
+
+    model_config = Frozen
+    ram: float = Field(gt=0, le=65_536, description="Unified memory [GB]: rank the models that run on it")
+    chip: str | None = Field(None, description="Apple chip, e.g. 'M4 Max' (for speed)")
+    gpu_cores: int | None = Field(None, gt=0, le=256, description="GPU cores of a binned chip")
+    task: str | None = Field(None, description="chat, code, reasoning, vision or embedding")
+    min_tok_s: float | None = Field(None, gt=0, le=1e6, description="Minimum decode tok/s per user")
+    context: int = Field(8192, gt=0, le=10_000_000, description="Context per user [tokens]")
+    users: int = Field(1, gt=0, le=4096, description="Concurrent users")
+    runtime: list[str] | None = Field(None, description="Runtimes (default llama.cpp, mlx-lm)")
+    max_params: float | None = Field(None, gt=0, description="Largest model [billions of parameters]")
+    family: str | None = Field(None, description="Model family, e.g. qwen, llama, gemma")
+    macos: str = Field("15", description="macOS major version (15 or 26)")
+
+
+class ServeQuestion(BaseModel):
+    """`plan serve`: latency under load of one server (a seeded simulation); the CLI's options, without --trace."""
+
+    model_config = Frozen
+    model: str = Field(description="Catalog id or alias (qwen3-30b-a3b), a .gguf file, a model folder or a HF repo")
+    chip: str = Field(description="Apple chip, e.g. 'M4 Max'")
+    gpu_cores: int | None = Field(None, gt=0, le=256, description="GPU cores (needed for binned chips)")
+    ram: float | None = Field(None, gt=0, le=65_536, description="Unified memory [GB]; default: the chip's largest")
+    runtime: str = Field("llama.cpp", description="llama.cpp (llama-server) or mlx-lm (mlx_lm.server)")
+    quant: str | None = Field(None, description="GGUF preset or MLX format; default Q4_K_M / 4bit")
+    slots: int = Field(4, ge=1, le=512, description="llama-server -np / mlx_lm.server --decode-concurrency")
+    rate: str = Field("20/min", description="Mean request rate: 20/min, 0.5/s, 300/h")
+    prompt: str = Field("p50=1500,p90=6000", description="Prompt tokens: 1500, p50=..,p90=.. or 512:0.5,4096:0.5")
+    gen: str = Field("p50=300,p90=900", description="Answer tokens, same forms as prompt")
+    duration: str = Field("1h", description="Simulated time: 1h, 30min, 600s")
+    max_ttft_p95: float | None = Field(None, gt=0, description="Target 95th-percentile TTFT [s]")
+    cached_prefix: float = Field(0.0, ge=0, lt=1, description="Share of each prompt in the prompt cache [0-1)")
+    slot_context: int | None = Field(None, ge=64, le=10_000_000, description="KV tokens per slot")
+    seed: int = Field(0, description="Seed of the arrival process and lengths")
+    sweep: bool = Field(True, description="Also try 1-32 slots for the best count")
+    kv_unified: bool = Field(False, description="llama-server --kv-unified: one KV stream for all slots")
+    macos: str = Field("15", description="macOS major version (default GPU limit)")
+
+
+# ------------------------------------------------------------------------------------------- core calls
+def _plan(req: PlanRequest) -> Any:
+    from .plan import run_plan
+
+    return json.loads(run_plan(req.model_dump(exclude_unset=True), json_out=True))
+
+
+def _what_runs(req: WhatRunsRequest) -> Any:
+    # as cli/models.py models_cmd with --ram --json
+    from planner.models import Query, resolve_chip_for_ram, what_runs
+
+    chip = resolve_chip_for_ram(req.chip, req.ram, req.gpu_cores) if req.chip is not None else None
+    if req.gpu_cores is not None and chip is None:
+        raise QuestionError("gpu_cores needs chip (e.g. chip 'M4 Max', gpu_cores 40)")
+    r = what_runs(Query(ram_gb=req.ram, chip=chip, task=req.task, min_tok_s=req.min_tok_s, context=req.context,
+                        users=req.users, runtimes=tuple(req.runtime or ()), max_params_b=req.max_params,
+                        family=req.family, macos=req.macos))
+    return r.model_dump(mode="json")
+
+
+def _recommend(req: RecommendRequest) -> Any:
+    # as cli/recommend.py recommend_cmd --json
+    from planner.advice import recommend
+    from planner.plan import resolve_mac
+    from planner.workload import custom_workload
+
+    from .bounds import check_options
+
+    check_options(gpu_cores=req.gpu_cores, ram=req.ram, users=req.users, prompt=req.prompt, gen=req.gen,
+                  context=req.context, min_tok_s=req.min_tok_s, max_ttft=req.max_ttft, max_request=req.max_request,
+                  wired_limit=req.wired_limit, top=req.top)
+    if req.chip is None and req.ram is None:
+        raise QuestionError("give chip (for speed) and/or ram, e.g. chip 'M4 Max', gpu_cores 40, ram 64")
+    wl = custom_workload(req.workload, prompt=req.prompt, gen=req.gen, users=req.users, context=req.context,
+                         min_tok_s=req.min_tok_s, max_ttft=req.max_ttft, max_request=req.max_request)
+    ram_gb, chip, _ = resolve_mac(PlanRequest(model=req.model, ram_gb=req.ram, chip=req.chip, gpu_cores=req.gpu_cores))
+    r = recommend(req.model, ram_gb, wl, chip=chip, macos=req.macos, runtimes=list(req.runtime) if req.runtime else None,
+                  quants=list(req.quant) if req.quant else None, wired_limit_mb=req.wired_limit, top=req.top,
+                  best_effort=True)
+    return r.model_dump(mode="json")
+
+
+def _buy(req: BuyRequest) -> Any:
+    # as cli/buy.py buy_cmd --json
+    from planner.buy import buy
+    from planner.workload import custom_workload
+
+    from .bounds import check_options
+    from .buy import user_prices
+
+    check_options(users=req.users, prompt=req.prompt, gen=req.gen, context=req.context, min_tok_s=req.min_tok_s,
+                  max_ttft=req.max_ttft, max_request=req.max_request, budget=req.budget)
+    wl = custom_workload(req.workload, prompt=req.prompt, gen=req.gen, users=req.users, context=req.context,
+                         min_tok_s=req.min_tok_s, max_ttft=req.max_ttft, max_request=req.max_request)
+    r = buy(list(req.model), wl, budget_usd=req.budget, include_rumoured=req.include_rumoured,
+            runtimes=list(req.runtime) if req.runtime else None, macos=req.macos,
+            max_quality_cost=req.max_quality_cost, include_discontinued=req.include_discontinued,
+            prices=user_prices(list(req.price or []), req.prices))
+    return r.model_dump(mode="json")
+
+
+def _serve(req: ServeQuestion) -> Any:
+    # as cli/serve.py serve_cmd --json (no --trace: a question carries no file)
+    from planner.serve_plan import ServeRequest, serve, setup
+    from planner.workload import parse_length
+
+    from .serve import _model, parse_duration, parse_rate
+
+    sr = ServeRequest(slots=req.slots, rate=parse_rate(req.rate), prompt=parse_length(req.prompt, "--prompt"),
+                      gen=parse_length(req.gen, "--gen"), duration=parse_duration(req.duration), seed=req.seed,
+                      cached_prefix_share=req.cached_prefix, slot_context=req.slot_context,
+                      max_ttft_p95=req.max_ttft_p95, sweep=req.sweep, trace=None, kv_unified=req.kv_unified)
+    r = serve(setup(req.chip, req.gpu_cores, req.ram, _model(req.model, req.quant), req.quant, req.runtime,
+                    req.macos), sr)
+    return r.model_dump(mode="json")
+
+
+@dataclass(frozen=True)
+class Question:
+    name: str
+    request: type[BaseModel]
+    call: Callable[[Any], Any]
+    description: str
+    cli: str   # the command line asking the same question
+
+    def input_schema(self) -> dict[str, Any]:
+        return self.request.model_json_schema()
+
+
+QUESTIONS: dict[str, Question] = {q.name: q for q in (
+    Question("plan", PlanRequest, _plan, "Memory fit (and speed, with chip) of one model on one Mac, for llama.cpp "
+             "and mlx-lm, with the recommended configuration.", "plan --model ... --json"),
+    Question("what_runs", WhatRunsRequest, _what_runs, "The catalog models that run on one Mac (ram, and chip for "
+             "speed), best first.", "plan models --ram ... --json"),
+    Question("recommend", RecommendRequest, _recommend, "Best runtime, quantization, KV type and slots for a "
+             "workload on one Mac, with launch recipes.", "plan recommend ... --json"),
+    Question("buy", BuyRequest, _buy, "Which Mac to buy for a model (or several resident together) and a workload: "
+             "cheapest that meets the targets, best value, fastest within budget.", "plan buy ... --json"),
+    Question("serve", ServeQuestion, _serve, "Latency under load of one llama-server or mlx_lm.server on one Mac: "
+             "TTFT percentiles, per-user speed, sustainable request rate.", "plan serve ... --json"),
+)}
+
+
+def one_line(msg: object) -> str:
+    return " ".join(str(msg).split()) or "(no message)"
+
+
+def _validation_line(e: ValidationError) -> str:
+    parts = []
+    for err in e.errors()[:3]:
+        loc = ".".join(str(x) for x in err.get("loc", ())) or "input"
+        value = err.get("input")
+        shown = f" {value!r}" if isinstance(value, int | float | str) and len(repr(value)) < 40 else ""
+        msg = str(err.get("msg", "")).removeprefix("Value error, ")
+        parts.append(f"{loc}{shown}: {msg}")
+    return "; ".join(parts)
+
+
+# question -> its fields for (chip, ram, wired limit, macOS), as cli/thismac.py MAC_FLAGS for the commands
+MAC_FIELDS: dict[str, tuple[str, str, str | None, str]] = {
+    "plan": ("chip", "ram_gb", "wired_limit_mb", "macos"),
+    "recommend": ("chip", "ram", "wired_limit", "macos"),
+    "what_runs": ("chip", "ram", None, "macos"),
+    "serve": ("chip", "ram", None, "macos"),
+}
+
+
+@functools.lru_cache(maxsize=4)
+def _detected(path: str):
+    """This Mac, read once per PATH (a server answers many questions; system_profiler takes a second)."""
+    from sources import thismac
+
+    return thismac.detect()
+
+
+def with_this_mac(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """On a Mac, a question without chip and ram is asked for this Mac (sources/thismac.py), as on the command
+    line: the chip profile when known (else the RAM only), its wired limit and macOS unless given."""
+    from sources import thismac
+
+    fields = MAC_FIELDS.get(name)
+    if fields is None or not thismac.on_mac():
+        return arguments
+    chip_f, ram_f, wired_f, macos_f = fields
+    if arguments.get(chip_f) is not None or arguments.get(ram_f) is not None:
+        return arguments
+    try:
+        mac = _detected(os.environ.get("PATH", ""))
+    except thismac.CommandFailed:
+        return arguments
+    out = dict(arguments)
+    if arguments.get("gpu_cores") is not None and mac.chip_name is not None:
+        out[chip_f] = mac.chip_name
+    elif mac.chip_id is not None:
+        out[chip_f] = mac.chip_id
+    if mac.ram_gb is not None:
+        out[ram_f] = mac.ram_gb
+    if wired_f and mac.wired_limit_mb and arguments.get(wired_f) is None:
+        out[wired_f] = mac.wired_limit_mb
+    if mac.macos and macos_f not in arguments:
+        out[macos_f] = mac.macos
+    return out
+
+
+def answer(name: str, arguments: dict[str, Any] | None) -> Any:
+    """The JSON answer (parsed) to question ``name`` with ``arguments``; QuestionError (one line) on bad input."""
+    from planner.errors import PlannerError
+
+    q = QUESTIONS.get(name)
+    if q is None:
+        raise QuestionError(f"unknown question {name!r}; ask one of {', '.join(QUESTIONS)}")
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise QuestionError(f"{name}: give the arguments as a JSON object, e.g. {{\"model\": \"qwen3-8b\"}}")
+    unknown = sorted(set(arguments) - set(q.request.model_fields))
+    if unknown:
+        raise QuestionError(f"{name}: unknown argument(s) {', '.join(unknown)}; known: {', '.join(q.request.model_fields)}")
+    try:
+        arguments = with_this_mac(name, arguments)
+        req = q.request(**arguments)
+        return q.call(req)
+    except QuestionError:
+        raise
+    except ValidationError as e:
+        raise QuestionError(f"{name}: {one_line(_validation_line(e))}") from None
+    except PlannerError as e:
+        raise QuestionError(f"{name}: {one_line(e)}") from None
+    except (ValueError, TypeError, OverflowError) as e:   # a malformed value the core did not name
+        raise QuestionError(f"{name}: {one_line(e)}") from None

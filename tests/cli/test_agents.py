@@ -1,0 +1,173 @@
+"""`plan mcp` and `plan api` answer the CLI's questions with the CLI's JSON (cli/questions.py).
+
+Rules pinned: a real MCP client (the SDK's ClientSession over stdio, launching `python -m cli.main mcp`) lists one
+tool per question with the request model as its input schema, and the `plan` tool's answer equals the parsed
+output of `plan --model llama-3.1-8b --ram 64 --json`; bad input is a tool error of one line. The HTTP API answers
+the same question with the same JSON, bad input is 400 {"error": one line}, an oversized body 413.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cli.questions import QUESTIONS, QuestionError, answer
+
+ROOT = Path(__file__).resolve().parents[2]
+QUESTION = {"model": "llama-3.1-8b", "ram_gb": 64}
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env.pop("MAC_LLM_PLANNER_FAKE_DARWIN", None)
+    return env
+
+
+@pytest.fixture(scope="module")
+def cli_json():
+    out = subprocess.run([sys.executable, "-m", "cli.main", "--model", "llama-3.1-8b", "--ram", "64", "--json"],
+                         capture_output=True, text=True, env=_env(), cwd=ROOT, timeout=300, check=True)
+    return json.loads(out.stdout)
+
+
+def test_questions_cover_the_five_and_schemas_are_the_request_models():
+    assert set(QUESTIONS) == {"plan", "what_runs", "recommend", "buy", "serve"}
+    for q in QUESTIONS.values():
+        schema = q.input_schema()
+        assert schema["type"] == "object"
+        assert set(schema["properties"]) == set(q.request.model_fields)
+    assert "model" in QUESTIONS["plan"].input_schema()["required"]
+
+
+@pytest.mark.parametrize("args, field", [({"model": "llama-3.1-8b", "ram_gb": -1}, "ram_gb"),
+                                         ({"model": "llama-3.1-8b", "ram_gb": 64, "colour": "red"}, "colour"),
+                                         ({"ram_gb": 64}, "model"),
+                                         ({"model": "llama-3.1-8b", "ram_gb": 64, "context": "long"}, "context")])
+def test_bad_input_is_one_line_naming_the_field(args, field):
+    with pytest.raises(QuestionError) as e:
+        answer("plan", args)
+    msg = str(e.value)
+    assert "\n" not in msg and field in msg and "Traceback" not in msg
+
+
+def test_unknown_question_and_non_object_arguments():
+    with pytest.raises(QuestionError, match="unknown question"):
+        answer("fly", {})
+    with pytest.raises(QuestionError, match="JSON object"):
+        answer("plan", ["llama-3.1-8b"])  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------------------------------------------- MCP
+def test_mcp_client_lists_tools_and_gets_the_cli_answer(cli_json):
+    pytest.importorskip("mcp")
+    import anyio
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "cli.main", "mcp"], env=_env(), cwd=ROOT)
+
+    async def talk():
+        with anyio.fail_after(240):
+            return await _talk()
+
+    async def _talk():
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            tools = (await session.list_tools()).tools
+            good = await session.call_tool("plan", QUESTION)
+            bad = await session.call_tool("plan", {"model": "llama-3.1-8b", "ram_gb": "sixty-four"})
+            unknown = await session.call_tool("plan", {"model": "no-such-model-anywhere", "ram_gb": 64})
+            return tools, good, bad, unknown
+
+    tools, good, bad, unknown = anyio.run(talk)
+    by_name = {t.name: t for t in tools}
+    assert set(by_name) == set(QUESTIONS)
+    assert by_name["plan"].input_schema["properties"].keys() == QUESTIONS["plan"].request.model_fields.keys()
+    assert not good.is_error
+    assert json.loads(good.content[0].text) == cli_json
+    assert good.structured_content == cli_json
+    for res, field in ((bad, "ram_gb"), (unknown, "no-such-model-anywhere")):
+        assert res.is_error
+        text = res.content[0].text
+        assert "\n" not in text and field in text and "Traceback" not in text
+
+
+# ---------------------------------------------------------------------------------------------------- HTTP
+@pytest.fixture(scope="module")
+def api():
+    from cli.http_api import serve_in_thread
+
+    server, thread = serve_in_thread("127.0.0.1", 0)
+    yield server.server_address[:2]
+    server.shutdown()
+    server.server_close()
+
+
+def _request(addr, method, path, body=None, raw: bytes | None = None):
+    conn = http.client.HTTPConnection(*addr, timeout=240)
+    data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+    conn.request(method, path, body=data, headers={"Content-Type": "application/json"})
+    r = conn.getresponse()
+    payload = json.loads(r.read())
+    conn.close()
+    return r.status, payload
+
+
+def test_http_binds_localhost_by_default():
+    from cli.http_api import make_server
+
+    s = make_server(port=0)
+    try:
+        assert s.server_address[0] == "127.0.0.1"
+    finally:
+        s.server_close()
+
+
+def test_http_health_and_the_cli_answer(api, cli_json):
+    status, body = _request(api, "GET", "/health")
+    assert status == 200 and body["status"] == "ok" and set(body["questions"]) == set(QUESTIONS)
+    status, body = _request(api, "POST", "/plan", QUESTION)
+    assert status == 200 and body == cli_json
+    status, body = _request(api, "GET", "/questions")
+    assert status == 200 and body["plan"]["input_schema"] == QUESTIONS["plan"].input_schema()
+
+
+@pytest.mark.parametrize("path, body, raw, status", [
+    ("/plan", {"model": "llama-3.1-8b", "ram_gb": 0}, None, 400),
+    ("/plan", None, b"{not json", 400),
+    ("/plan", None, b"[1, 2]", 400),
+    ("/fly", {}, None, 404),
+    ("/plan", {"model": "llama-3.1-8b", "ram_gb": 64, "kv_type": "f16\nx"}, None, 400),
+    ("/plan", None, b" " * (65 * 1024), 413),
+])
+def test_http_bad_input_is_one_line(api, path, body, raw, status):
+    got, payload = _request(api, "POST", path, body, raw)
+    assert got == status
+    assert set(payload) == {"error"} and "\n" not in payload["error"] and payload["error"]
+
+
+@pytest.mark.parametrize("name, args, argv", [
+    ("what_runs", {"ram": 16}, ["models", "--ram", "16"]),
+    ("recommend", {"model": "qwen3-8b", "chip": "M4 Pro", "gpu_cores": 20, "ram": 48},
+     ["recommend", "--model", "qwen3-8b", "--chip", "M4 Pro", "--gpu-cores", "20", "--ram", "48"]),
+    ("buy", {"model": ["qwen3-8b"], "budget": 3000}, ["buy", "--model", "qwen3-8b", "--budget", "3000"]),
+    ("serve", {"model": "qwen3-8b", "chip": "M4 Pro", "gpu_cores": 20, "ram": 48, "duration": "10min",
+               "sweep": False},
+     ["serve", "--model", "qwen3-8b", "--chip", "M4 Pro", "--gpu-cores", "20", "--ram", "48", "--duration", "10min",
+      "--no-sweep"]),
+])
+def test_every_question_answers_as_its_command(name, args, argv):
+    out = subprocess.run([sys.executable, "-m", "cli.main", *argv, "--json"], capture_output=True, text=True,
+                         env=_env(), cwd=ROOT, timeout=300, check=True)
+    assert answer(name, args) == json.loads(out.stdout)
+
+
+def test_http_other_methods_are_405_json(api):
+    status, payload = _request(api, "DELETE", "/plan")
+    assert status == 405 and "\n" not in payload["error"]
