@@ -32,6 +32,10 @@ SUPPORTED = {
     # llama.cpp src/models/smollm3.cpp, mlx_lm/models/smollm3.py
     "smollm3",
 }
+# --- Gemma 4, DSA indexer, MLA variants, encoders: layouts kept in their own modules (planner/arch_gemma4.py ...)
+_GEMMA4 = {"gemma4_text"}  # planner/arch_gemma4.py
+
+SUPPORTED |= _GEMMA4
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,8 @@ class CacheLayer:
     window: int | None = None
     state_f32_elems: int = 0  # recurrent state per sequence (llama.cpp n_embd_r + n_embd_s)
     mlx_state_bytes: int = 0  # mlx-lm ArraysCache per sequence
+    head_dim: int = 0         # per-head size of K and V on this layer (0: the config's head_dim)
+    owner: int | None = None  # KV-shared layer (Gemma 4): attends over layer ``owner``'s cache, holds none itself
 
 
 def check_supported(cfg: ModelConfig) -> None:
@@ -193,6 +199,9 @@ def tensor_summary(cfg: ModelConfig) -> tuple[tuple[str, int, bool, int], ...]:
 
 def _tensors(cfg: ModelConfig) -> tuple[Tensor, ...]:
     check_supported(cfg)
+    if cfg.model_type in _GEMMA4:
+        from . import arch_gemma4
+        return tuple(arch_gemma4.tensors(cfg))
     h, V = cfg.hidden_size, cfg.vocab_size
     out = [Tensor("token_embd", None, h, V, group="embedding")]
     for i in range(cfg.num_hidden_layers):
@@ -208,6 +217,9 @@ def _tensors(cfg: ModelConfig) -> tuple[Tensor, ...]:
 
 def _cache_layers(cfg: ModelConfig) -> tuple[CacheLayer, ...]:
     check_supported(cfg)
+    if cfg.model_type in _GEMMA4:
+        from . import arch_gemma4
+        return tuple(arch_gemma4.cache_layers(cfg))
     out = []
     Hkv, hd = cfg.num_key_value_heads, cfg.head_dim
     for i in range(cfg.num_hidden_layers):
@@ -250,6 +262,8 @@ def _active_params(cfg: ModelConfig) -> int:
     for t in tensors(cfg):
         if t.group == "embedding":
             total += t.n_elements if cfg.tie_word_embeddings else 0  # tied: read once as the head
+        elif t.group == "lookup":
+            continue  # a per-layer embedding table (Gemma 4 PLE): one row gathered per token, never multiplied
         elif t.group == "experts":
             total += t.ne0 * t.ne1 * min(cfg.num_experts_per_tok or 1, t.n)
         else:

@@ -18,6 +18,11 @@ from .units import MiB, pad_to
 
 
 # --------------------------------------------------------------------------- GGUF presets
+# llama-quant.cpp tensor_name_match_token_embd: the per-layer embedding table (Gemma 4 PLE) is quantized as the token
+# embedding, i.e. at the output type when the embeddings are tied (has_tied_embeddings)
+TOKEN_EMBD = ("token_embd", "per_layer_token_embd")
+
+
 def use_more_bits(i: int, n: int) -> bool:
     """src/llama-quant.cpp use_more_bits()."""
     return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
@@ -68,8 +73,10 @@ def gguf_tensor_type(t: arch.Tensor, preset: QuantFormat, model: ModelProfile, t
         return base
     if preset.expert_type and t.group == "experts":
         return preset.expert_type
+    if t.name == "per_layer_model_proj":
+        return "BF16"  # llama-quant.cpp tensor_allows_quantization: kept at the converted (bf16) type
     static = static if static is not None else _static_conditions(cfg)
-    name = "output" if (t.name == "token_embd" and cfg.tie_word_embeddings) else t.name
+    name = "output" if (t.name in TOKEN_EMBD and cfg.tie_word_embeddings) else t.name
     # per-name counters: attn_v counts attention layers that have V (i_attention_wv); ffn_down uses the layer index
     if name == "attn_v":
         i, n = counters["attn_v"], counters["n_attn_v"]
@@ -114,7 +121,7 @@ def gguf_weights(model: ModelProfile, preset: QuantFormat, table: GgmlTypeTable)
     by_type: dict[str, int] = {}
     for name, runs in _by_name(model.config):
         rules = [r for r in preset.rules if _matches(r.tensor, "output" if (
-            name == "token_embd" and model.config.tie_word_embeddings) else name)]
+            name in TOKEN_EMBD and model.config.tie_word_embeddings) else name)]
         if all(c.removeprefix("not_") in static for r in rules for c in r.when):
             # no layer-dependent rule: one type per distinct row shape, bytes for all such tensors at once
             items = [(t, rows) for t, rows in runs]
@@ -253,8 +260,20 @@ def _kv_layout(model: ModelProfile, runtime: Runtime, kv_type: str, table: GgmlT
     state = 0
     window = None
     rotating = runtime.family == "llama.cpp" or _mlx_rotating(model, runtime)
+    per_layer: list[float] = []
+    read_full = read_swa = 0.0  # KV-shared layers (Gemma 4) read their owner's cache again: decode reads, not stores
     for c in layers:
+        if c.owner is not None:
+            o = layers[c.owner]
+            per = per_layer[c.owner]
+            if o.kind == "sliding" and rotating:
+                read_swa += per
+            else:
+                read_full += per
+            per_layer.append(0.0)
+            continue
         if c.kind == "linear":
+            per_layer.append(0.0)
             state += c.state_f32_elems * 4 if runtime.family == "llama.cpp" else c.mlx_state_bytes
             continue
         per = c.k_elems * kv_element_bytes(kv_type, runtime, table, c.k_elems)
@@ -262,13 +281,18 @@ def _kv_layout(model: ModelProfile, runtime: Runtime, kv_type: str, table: GgmlT
             per += c.v_elems * kv_element_bytes(kv_type, runtime, table, c.v_elems)
         if c.kind == "mla" and runtime.family == "mlx-lm":
             per = c.k_elems * kv_element_bytes(kv_type, runtime, table, c.k_elems)
+        per_layer.append(per)
         if c.kind == "sliding" and rotating:
             swa += per
             window = c.window
         else:
             full += per
+    reads = {}
+    if read_full or read_swa:
+        reads = {"read_bytes_per_token": math.ceil(full + read_full),
+                 "swa_read_bytes_per_token": math.ceil(swa + read_swa)}
     return KVLayout(kv_type=kv_type, bytes_per_token=math.ceil(full), swa_bytes_per_token=math.ceil(swa),
-                    window=window, state_bytes_per_seq=state)
+                    window=window, state_bytes_per_seq=state, **reads)
 
 
 # --------------------------------------------------------------------------- whole estimate

@@ -1,0 +1,60 @@
+"""config.json normalisation of the 2026 attention families (Gemma 4, ...), called by sources/hfconfig.py.
+
+Defaults are the runtime's, read in its code: mlx_lm/models/gemma4_text.py ``ModelArgs`` (mlx-lm 0.32.2) for the
+keys a Gemma 4 config.json may leave out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .bounds import check_layers, check_pattern
+from .errors import SourceError
+
+# mlx_lm/models/gemma4_text.py ModelArgs defaults (head counts are not defaulted here: they must be in the file)
+GEMMA4_DEFAULTS = {
+    "head_dim": 256, "global_head_dim": 512, "vocab_size": 262144, "vocab_size_per_layer_input": 262144,
+    "num_kv_shared_layers": 20, "hidden_size_per_layer_input": 256, "sliding_window": 512,
+    "max_position_embeddings": 131072, "attention_k_eq_v": False, "use_double_wide_mlp": True,
+    "enable_moe_block": False, "tie_word_embeddings": True,
+}
+
+
+def normalise(d: dict[str, Any], outer: dict[str, Any], source: str) -> None:
+    """In place: the model_type-specific rules of the families this module covers."""
+    if d.get("model_type") == "gemma4_text":
+        _gemma4(d, outer, source)
+
+
+def _gemma4(d: dict[str, Any], outer: dict[str, Any], source: str) -> None:
+    # mlx_lm/models/gemma4.py ModelArgs.__post_init__: text_config["vocab_size"] = the outer vocab_size
+    if isinstance(outer.get("text_config"), dict) and isinstance(outer.get("vocab_size"), int):
+        d["vocab_size"] = outer["vocab_size"]
+    for k, v in GEMMA4_DEFAULTS.items():
+        if d.get(k) is None:
+            d[k] = v
+    n = d.get("num_hidden_layers")
+    if n is None:
+        return
+    n = check_layers(n, source)
+    if not d.get("layer_types"):
+        # gemma4_text.py: (["sliding"] * (pattern - 1) + ["full"]) repeated, pattern default 5
+        p = check_pattern(d.get("sliding_window_pattern") or 5, source)
+        d["layer_types"] = [("sliding_attention" if (i % p) < p - 1 else "full_attention") for i in range(n)]
+    shared = d.get("num_kv_shared_layers")
+    if isinstance(shared, int) and not isinstance(shared, bool) and shared > 0:
+        lt = d["layer_types"]
+        first = n - shared
+        if first < 1 or not isinstance(lt, list) or len(lt) != n or any(
+                t not in lt[:first] for t in set(lt[first:])):
+            raise SourceError(f"{source}: num_kv_shared_layers {shared} leaves no earlier layer of each attention "
+                              f"type to share the KV cache of ({n} layers); fix the config")
+    if d.get("enable_moe_block"):
+        # the router picks top_k_experts of num_experts; the dense MLP runs beside them on every layer, which the
+        # activations count as a shared expert of intermediate_size (gemma4_text.py DecoderLayer)
+        if d.get("num_experts_per_tok") is None and d.get("top_k_experts") is not None:
+            d["num_experts_per_tok"] = d["top_k_experts"]
+        if d.get("intermediate_size"):
+            d["shared_expert_intermediate_size"] = d["intermediate_size"]
+    else:
+        d.pop("num_experts", None)  # experts exist only with the MoE block (gemma4_text.py DecoderLayer)
