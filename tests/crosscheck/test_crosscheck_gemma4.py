@@ -1,0 +1,182 @@
+"""Gemma 4 against the real runtimes: a tiny random-weight gemma4_text with every new layer kind at once (sliding
+and global heads of different sizes and counts, K=V on global layers, KV sharing, per-layer embeddings, the
+double-wide MLP and the MoE block beside the dense MLP).
+
+- mlx-lm 0.32.2: mlx_lm/models/gemma4_text.py Model built from the config: its parameter count equals the
+  planner's, make_cache() holds caches for the owning layers only, and the K/V bytes per cached token of its
+  KVCache / RotatingKVCache (window = sliding_window) equal the planner's KV layout.
+- llama.cpp (the vendored build): a GGUF written from the planner's tensor list under llama.cpp's names loads
+  (so every tensor llama.cpp requires is listed with its shape, and none it does not expect: the loader refuses a
+  wrong tensor count), and the KV bytes and cells llama.cpp logs for its full and SWA caches equal the planner's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from planner import architecture as arch
+from planner import memory as M
+from planner import profiles as P
+from planner.units import MiB
+from sources import make_profile
+from sources.hfconfig import from_hf_config
+
+# 10 layers: pattern 3 -> globals at 2, 5, 8; the last 4 (6..9) share KV; vocab 1024 = the tiny tokenizer's
+TINY = {
+    "model_type": "gemma4_text", "hidden_size": 256, "num_hidden_layers": 10, "intermediate_size": 512,
+    "num_attention_heads": 4, "head_dim": 64, "global_head_dim": 128, "num_key_value_heads": 2,
+    "num_global_key_value_heads": 1, "attention_k_eq_v": True, "num_kv_shared_layers": 4,
+    "hidden_size_per_layer_input": 32, "vocab_size": 1024, "vocab_size_per_layer_input": 1024,
+    "sliding_window": 64, "sliding_window_pattern": 3, "use_double_wide_mlp": True, "enable_moe_block": True,
+    "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 256, "max_position_embeddings": 4096,
+}
+
+
+def _cfg():
+    return from_hf_config(dict(TINY))
+
+
+# --------------------------------------------------------------------------- mlx-lm
+@pytest.mark.requires_mlx
+def test_mlx_params_and_cache_layout():
+    mx = pytest.importorskip("mlx.core")
+    pytest.importorskip("mlx_lm")
+    from mlx.utils import tree_flatten
+    from mlx_lm.models import gemma4_text as g
+
+    model = g.Model(g.ModelArgs.from_dict(dict(TINY)))
+    cfg = _cfg()
+    # rope_freqs is a GGUF-only tensor (conversion/gemma.py generate_extra_tensors); mlx computes the frequencies
+    rope = sum(t.n_elements for t in arch.tensors(cfg) if t.name == "rope_freqs")
+    assert rope == TINY["global_head_dim"] // 2
+    assert sum(v.size for _, v in tree_flatten(model.parameters())) == arch.n_params(cfg) - rope
+    cache = model.make_cache()
+    owning = [c for c in arch.cache_layers(cfg) if c.owner is None]
+    assert len(cache) == len(owning) == 6
+    n = 100  # past the 64-token window
+    mx.eval(model(mx.array([[5 + i % 900 for i in range(n)]]), cache=cache))
+    for _ in range(3):
+        mx.eval(model(mx.array([[7]]), cache=cache))
+    full = swa = 0
+    for c in cache:
+        per = (c.keys.shape[1] * c.keys.shape[3] + c.values.shape[1] * c.values.shape[3]) * c.keys.dtype.size
+        if isinstance(c, g.RotatingKVCache):
+            assert c.max_size == TINY["sliding_window"]
+            swa += per
+        else:
+            full += per
+    rt = P.load_runtime("mlx-lm").model_copy(update={"activation_bytes": 4})
+    prof = make_profile(cfg, id_="tiny-gemma4", name="tiny-gemma4", source_url="test")
+    lay = M.kv_layout(prof, rt, "bf16", P.ggml_types())
+    assert (lay.bytes_per_token, lay.swa_bytes_per_token, lay.window) == (full, swa, 64)
+
+
+# --------------------------------------------------------------------------- llama.cpp
+# planner short names -> llama.cpp GGUF names (src/llama-arch.cpp LLM_TENSOR_NAMES)
+GGUF_NAME = {"attn_post_norm": "post_attention_norm", "ffn_post_norm": "post_ffw_norm",
+             "ffn_post_norm_1": "post_ffw_norm_1", "ffn_post_norm_2": "post_ffw_norm_2",
+             "ffn_pre_norm_2": "pre_ffw_norm_2", "per_layer_inp_gate": "inp_gate", "per_layer_proj": "proj",
+             "per_layer_post_norm": "post_norm"}
+SUFFIX = {"ffn_gate_inp_s": "ffn_gate_inp.scale", "ffn_down_exps_s": "ffn_down_exps.scale"}
+
+
+def _write_gguf(path, cfg, hf_tok_dir):
+    import gguf
+
+    from calibration.tinymodels import _gguf_vocab
+
+    a = "gemma4"
+    n = cfg.num_hidden_layers
+    swa = [t == "sliding_attention" for t in cfg.layer_types]
+    first = n - cfg.num_kv_shared_layers
+    w = gguf.GGUFWriter(str(path), a)
+    w.add_uint32(f"{a}.context_length", cfg.max_position_embeddings)
+    w.add_uint32(f"{a}.embedding_length", cfg.hidden_size)
+    w.add_uint32(f"{a}.block_count", n)
+    # conversion/gemma.py Gemma4Model.set_gguf_parameters
+    w.add_array(f"{a}.feed_forward_length", [cfg.intermediate_size * (2 if i >= first else 1) for i in range(n)])
+    w.add_uint32(f"{a}.attention.head_count", cfg.num_attention_heads)
+    w.add_array(f"{a}.attention.head_count_kv",
+                [cfg.num_key_value_heads if s else cfg.num_global_key_value_heads for s in swa])
+    w.add_uint32(f"{a}.attention.key_length", cfg.global_head_dim)
+    w.add_uint32(f"{a}.attention.value_length", cfg.global_head_dim)
+    w.add_uint32(f"{a}.attention.key_length_swa", cfg.head_dim)
+    w.add_uint32(f"{a}.attention.value_length_swa", cfg.head_dim)
+    w.add_uint32(f"{a}.attention.sliding_window", cfg.sliding_window)
+    w.add_array(f"{a}.attention.sliding_window_pattern", swa)
+    w.add_uint32(f"{a}.attention.shared_kv_layers", cfg.num_kv_shared_layers)
+    w.add_uint32(f"{a}.embedding_length_per_layer_input", cfg.hidden_size_per_layer_input)
+    w.add_float32(f"{a}.attention.layer_norm_rms_epsilon", 1e-6)
+    w.add_uint32(f"{a}.rope.dimension_count", cfg.global_head_dim)
+    w.add_uint32(f"{a}.rope.dimension_count_swa", cfg.head_dim)
+    w.add_float32(f"{a}.rope.freq_base", 1e6)
+    w.add_float32(f"{a}.rope.freq_base_swa", 1e4)
+    w.add_uint32(f"{a}.expert_count", cfg.n_experts)
+    w.add_uint32(f"{a}.expert_used_count", cfg.num_experts_per_tok)
+    w.add_uint32(f"{a}.expert_feed_forward_length", cfg.moe_intermediate_size)
+    w.add_uint32(f"{a}.vocab_size", cfg.vocab_size)
+    tokens, types, merges = _gguf_vocab(hf_tok_dir)
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("default")
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(merges)
+    w.add_bos_token_id(0)
+    w.add_eos_token_id(1)
+    rng = np.random.default_rng(0)
+    for t in arch.tensors(cfg):
+        base = SUFFIX.get(t.name) or (GGUF_NAME.get(t.name, t.name) + ".weight")
+        name = base if t.layer is None else f"blk.{t.layer}.{base}"
+        shape = (t.ne1, t.ne0) if t.n == 1 else (t.n, t.ne1, t.ne0)
+        if t.ne1 == 1 and t.n == 1:
+            shape = (t.ne0,)
+        w.add_tensor(name, (rng.standard_normal(shape) * 0.02).astype(np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+@pytest.mark.requires_llama_cpp
+@pytest.mark.parametrize("n_ctx", [512, 2048])
+def test_llama_cpp_loads_the_planned_tensors_and_allocates_the_planned_kv(xc_root, xc_hf, n_ctx):
+    pytest.importorskip("gguf")
+    from .test_crosscheck_llama_cpp import llama_accounting
+
+    cfg = _cfg()
+    path = xc_root / "tiny-gemma4.gguf"
+    if not path.exists():
+        _write_gguf(path, cfg, xc_hf)
+    real = llama_accounting(path, n_ctx, 1, True, False)
+    rt = P.load_runtime("llama.cpp")
+    prof = make_profile(cfg, id_="tiny-gemma4", name="tiny-gemma4", source_url="test")
+    mm = M.memory_model(prof, rt, P.load_quant("F16", "gguf"), P.ggml_types(), flash_attn=True, kv_unified=False)
+    est = mm.estimate(n_ctx, 1)
+    assert est.kv_cells == real["cells"]
+    assert est.kv_cache / MiB == pytest.approx(real["kv_mib"], abs=0.011)  # two caches, each logged to 2 decimals
+
+
+def test_gguf_reader_recovers_the_layout(xc_root, xc_hf):
+    """sources/ggufmeta.py on a gemma4 GGUF written as conversion/gemma.py writes one: the same config back
+    (per-layer heads, K=V from the missing attn_v, sharing, PLE, double-wide MLP, MoE), and exact weights keep
+    the PLE table out of what decode streams (group lookup)."""
+    pytest.importorskip("gguf")
+    from sources.ggufmeta import config_from_gguf, exact_weights, read_header
+
+    cfg = _cfg()
+    path = xc_root / "tiny-gemma4.gguf"
+    if not path.exists():
+        _write_gguf(path, cfg, xc_hf)
+    with open(path, "rb") as f:
+        kv, tensors = read_header(f, str(path))
+    back, _ = config_from_gguf(kv, tensors, str(path))
+    for k in ("head_dim", "global_head_dim", "num_key_value_heads", "num_global_key_value_heads", "attention_k_eq_v",
+              "num_kv_shared_layers", "hidden_size_per_layer_input", "vocab_size_per_layer_input",
+              "use_double_wide_mlp", "enable_moe_block", "num_experts_per_tok", "moe_intermediate_size",
+              "intermediate_size", "layer_types", "sliding_window"):
+        assert getattr(back, k) == getattr(cfg, k), k
+    assert back.n_experts == cfg.n_experts
+    assert arch.n_params(back) == arch.n_params(cfg) == sum(t.n_elements for t in tensors)
+    w = exact_weights(tensors)
+    assert w.by_group["lookup"] == cfg.vocab_size_per_layer_input * 10 * 32 * 4   # F32 table
