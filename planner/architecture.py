@@ -34,8 +34,7 @@ SUPPORTED = {
 }
 # --- Gemma 4, DSA indexer, MLA variants, encoders: layouts kept in their own modules (planner/arch_gemma4.py ...)
 _GEMMA4 = {"gemma4_text"}  # planner/arch_gemma4.py
-
-SUPPORTED |= _GEMMA4
+SUPPORTED |= _GEMMA4 | {"glm4_moe_lite", "deepseek_v32", "glm_moe_dsa"}  # MLA variants: planner/arch_attention.py
 
 
 @dataclass(frozen=True)
@@ -63,6 +62,7 @@ class CacheLayer:
     mlx_state_bytes: int = 0  # mlx-lm ArraysCache per sequence
     head_dim: int = 0         # per-head size of K and V on this layer (0: the config's head_dim)
     owner: int | None = None  # KV-shared layer (Gemma 4): attends over layer ``owner``'s cache, holds none itself
+    index_elems: int = 0      # DSA lightning-indexer key per token (one head of index_head_dim)
 
 
 def check_supported(cfg: ModelConfig) -> None:
@@ -118,6 +118,9 @@ def _attention(cfg: ModelConfig, i: int) -> list[Tensor]:
             Tensor("attn_kv_b", i, rank, H * ((cfg.qk_nope_head_dim or 128) + (cfg.v_head_dim or 128))),
             Tensor("attn_output", i, H * (cfg.v_head_dim or 128), h),
         ]
+        if cfg.index_head_dim:  # DSA lightning indexer (planner/arch_attention.py)
+            from .arch_attention import indexer_tensors
+            out += indexer_tensors(cfg, i)
         return out
     # Qwen3-Next full-attention layers gate their output: q_proj emits 2 x H x hd (mlx_lm/models/qwen3_next.py)
     q_mult = 2 if cfg.model_type == "qwen3_next" else 1
@@ -236,7 +239,8 @@ def _cache_layers(cfg: ModelConfig) -> tuple[CacheLayer, ...]:
             out.append(CacheLayer("linear", state_f32_elems=r + s, mlx_state_bytes=mlx))
         elif cfg.kv_lora_rank is not None:  # MLA (cfg.is_mla)
             # latent kv_lora_rank + decoupled rope key, no V (llama.cpp has_v = !is_mla)
-            out.append(CacheLayer("mla", k_elems=cfg.kv_lora_rank + (cfg.qk_rope_head_dim or 64)))
+            out.append(CacheLayer("mla", k_elems=cfg.kv_lora_rank + (cfg.qk_rope_head_dim or 64),
+                                  index_elems=cfg.index_head_dim or 0))  # DSA indexer keys: arch_attention.py
         elif kind == "sliding_attention":
             out.append(CacheLayer("sliding", Hkv * hd, Hkv * hd, window=cfg.sliding_window))
         elif kind == "chunked_attention":

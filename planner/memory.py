@@ -281,6 +281,10 @@ def _kv_layout(model: ModelProfile, runtime: Runtime, kv_type: str, table: GgmlT
             per += c.v_elems * kv_element_bytes(kv_type, runtime, table, c.v_elems)
         if c.kind == "mla" and runtime.family == "mlx-lm":
             per = c.k_elems * kv_element_bytes(kv_type, runtime, table, c.k_elems)
+        if c.index_elems:
+            # DSA indexer keys (planner/arch_attention.py): llama.cpp K only, in type_k; mlx keys + zero values
+            per += c.index_elems * kv_element_bytes(kv_type, runtime, table, c.index_elems) * (
+                2 if runtime.family == "mlx-lm" else 1)
         per_layer.append(per)
         if c.kind == "sliding" and rotating:
             swa += per

@@ -9,13 +9,33 @@ from __future__ import annotations
 from .errors import SourceError
 
 # GGUF general.architecture -> HF model_type, for the families below
-ARCHS = {"gemma4": "gemma4_text"}
+# (DSA archs read as deepseek_v3 first, so the generic MLA keys are read, then renamed in normalise)
+ARCHS = {"gemma4": "gemma4_text", "deepseek32": "deepseek_v3", "glm-dsa": "deepseek_v3"}
+DSA = {"deepseek32": "deepseek_v32", "glm-dsa": "glm_moe_dsa"}
 
 
 def normalise(arch: str, kv: dict, names: dict, d: dict, source: str) -> None:
     """In place: fill ``d`` (the HF-style dict ggufmeta built) with what the generic reader cannot."""
     if arch == "gemma4":
         _gemma4(arch, kv, names, d, source)
+    if arch in ("deepseek2", *DSA):
+        # the multi-token-prediction layers are counted in block_count but hold no KV in the main context
+        # (src/llama-hparams.cpp n_layer() = n_layer_all - n_layer_nextn; llama-model.cpp filter_mla)
+        nextn = kv.get(f"{arch}.nextn_predict_layers")
+        if isinstance(nextn, int) and not isinstance(nextn, bool) and 0 < nextn < d["num_hidden_layers"]:
+            d["num_hidden_layers"] -= nextn
+    if arch in DSA:
+        d["model_type"] = DSA[arch]
+        for k, key in (("index_head_dim", "key_length"), ("index_n_heads", "head_count")):
+            v = kv.get(f"{arch}.attention.indexer.{key}")
+            if v is None:
+                raise SourceError(f"{source}: {arch} GGUF without attention.indexer.{key}; re-download it")
+            d[k] = _ints(v, key, source)[0]
+        types = kv.get(f"{arch}.attention.indexer.types")
+        if isinstance(types, list) and not all(types):
+            from planner.errors import UnsupportedArchitectureError
+            raise UnsupportedArchitectureError(f"{source}: {arch} with shared indexer layers (attention.indexer.types) "
+                                               "is not supported yet: their indexer cache is not modelled")
 
 
 def _ints(v, key: str, source: str) -> list[int]:

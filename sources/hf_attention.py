@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from .bounds import check_layers, check_pattern
+from planner.errors import UnsupportedArchitectureError
+
 from .errors import SourceError
 
 # mlx_lm/models/gemma4_text.py ModelArgs defaults (head counts are not defaulted here: they must be in the file)
@@ -24,6 +26,19 @@ def normalise(d: dict[str, Any], outer: dict[str, Any], source: str) -> None:
     """In place: the model_type-specific rules of the families this module covers."""
     if d.get("model_type") == "gemma4_text":
         _gemma4(d, outer, source)
+    it = d.get("indexer_types")
+    if d.get("model_type") in ("deepseek_v32", "glm_moe_dsa") and isinstance(it, list) and any(t != "full" for t in it):
+        # GLM-5.2 "shared" indexer layers: llama.cpp skips their indexer cache (is_indexer_full), mlx-lm 0.32.2
+        # builds an indexer on every layer; neither layout is modelled here
+        raise UnsupportedArchitectureError(f"{source}: model_type {d['model_type']!r} with shared indexer layers "
+                                           "(indexer_types) is not supported yet: their indexer cache is not modelled")
+    if d.get("model_type") == "deepseek_v32":
+        for k, v in (("index_head_dim", 128), ("index_n_heads", 64)):  # mlx_lm/models/deepseek_v32.py ModelArgs
+            if d.get(k) is None:
+                d[k] = v
+    if d.get("model_type") == "glm_moe_dsa" and not (d.get("index_head_dim") and d.get("index_n_heads")):
+        raise SourceError(f"{source}: {d['model_type']} config without index_head_dim/index_n_heads (the DSA "
+                          "indexer); fix or re-download config.json")
 
 
 def _gemma4(d: dict[str, Any], outer: dict[str, Any], source: str) -> None:

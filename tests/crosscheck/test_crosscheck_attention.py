@@ -1,4 +1,8 @@
-"""Gemma 4 against the real runtimes: a tiny random-weight gemma4_text with every new layer kind at once (sliding
+"""The 2026 attention layouts against the real runtimes. MLA variants (deepseek_v32 / glm_moe_dsa with the DSA
+indexer, glm4_moe_lite): mlx-lm builds each from a tiny config; its parameter count and the bytes per token of
+its caches (MLA latent + rope key, the indexer's keys and zero values) equal the planner's.
+
+Gemma 4 against the real runtimes: a tiny random-weight gemma4_text with every new layer kind at once (sliding
 and global heads of different sizes and counts, K=V on global layers, KV sharing, per-layer embeddings, the
 double-wide MLP and the MoE block beside the dense MLP).
 
@@ -180,3 +184,52 @@ def test_gguf_reader_recovers_the_layout(xc_root, xc_hf):
     assert arch.n_params(back) == arch.n_params(cfg) == sum(t.n_elements for t in tensors)
     w = exact_weights(tensors)
     assert w.by_group["lookup"] == cfg.vocab_size_per_layer_input * 10 * 32 * 4   # F32 table
+
+
+# --------------------------------------------------------------------------- MLA variants and DSA (mlx-lm)
+DSA_TINY = {
+    "hidden_size": 256, "num_hidden_layers": 3, "intermediate_size": 512, "moe_intermediate_size": 128,
+    "num_attention_heads": 4, "num_key_value_heads": 4, "n_routed_experts": 4, "n_shared_experts": 1,
+    "num_experts_per_tok": 2, "first_k_dense_replace": 1, "moe_layer_freq": 1, "kv_lora_rank": 64,
+    "q_lora_rank": 96, "qk_rope_head_dim": 32, "qk_nope_head_dim": 64, "v_head_dim": 64, "vocab_size": 1024,
+    "index_head_dim": 64, "index_n_heads": 4, "index_topk": 16, "max_position_embeddings": 4096,
+}
+
+
+@pytest.mark.requires_mlx
+@pytest.mark.parametrize("model_type", ["deepseek_v32", "glm_moe_dsa", "glm4_moe_lite"])
+def test_mlx_mla_variants_params_and_cache(model_type):
+    mx = pytest.importorskip("mlx.core")
+    pytest.importorskip("mlx_lm")
+    import importlib
+
+    from mlx.utils import tree_flatten
+
+    raw = {**DSA_TINY, "model_type": model_type}
+    if model_type == "glm4_moe_lite":
+        raw = {k: v for k, v in raw.items() if not k.startswith("index_")}
+    if model_type == "glm_moe_dsa":  # glm_moe_dsa.py ModelArgs has no defaults for these
+        raw.update(routed_scaling_factor=1.0, topk_method="noaux_tc", scoring_func="sigmoid", norm_topk_prob=True,
+                   n_group=1, topk_group=1, rms_norm_eps=1e-5, rope_parameters={"rope_theta": 10000.0},
+                   attention_bias=False)
+    mod = importlib.import_module(f"mlx_lm.models.{model_type}")
+    model = mod.Model(mod.ModelArgs.from_dict(raw))
+    cfg = from_hf_config(dict(raw))
+    # the planner's DeepSeek MoE layout leaves out the router's e_score_correction_bias (n_routed_experts per MoE
+    # layer; llama.cpp exp_probs_b), a known few-element difference
+    bias = 4 * sum(cfg.is_moe_layer(i) for i in range(3))
+    assert sum(v.size for _, v in tree_flatten(model.parameters())) == arch.n_params(cfg) + bias
+    from mlx_lm.models.cache import make_prompt_cache
+
+    cache = make_prompt_cache(model)  # model.make_cache() where the model has one, else a KVCache per layer
+    n = 40
+    mx.eval(model(mx.array([[5 + i for i in range(n)]]), cache=cache))
+    per = 0
+    for c in cache:
+        parts = list(c.caches) if hasattr(c, "caches") else [c]
+        for p in parts:
+            for a in (p.keys, p.values):
+                per += a.shape[1] * a.shape[3] * a.dtype.size
+    rt = P.load_runtime("mlx-lm").model_copy(update={"activation_bytes": 4})
+    prof = make_profile(cfg, id_="t", name="t", source_url="test")
+    assert M.kv_layout(prof, rt, "bf16", P.ggml_types()).bytes_per_token == per

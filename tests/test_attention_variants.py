@@ -1,0 +1,83 @@
+"""MLA under other names (glm4_moe_lite) and the DSA lightning-indexer cache (deepseek_v32, glm_moe_dsa).
+
+Expected numbers are derived by hand from mlx_lm/models/{glm4_moe_lite,deepseek_v32}.py and llama.cpp
+src/llama-kv-cache-dsa.cpp (cited in planner/arch_attention.py), never from the code under test.
+GLM-4.7-Flash = mlx_lm/models/glm4_moe_lite.py ModelArgs defaults (read in the runtime's code); the DeepSeek-V3.2
+shape is a test fixture (the survey's third-party values), not a catalog profile.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from planner import architecture as arch
+from planner import memory as M
+from planner import profiles as P
+from planner.errors import UnsupportedArchitectureError
+from sources import make_profile
+from sources.errors import SourceError
+from sources.hfconfig import from_hf_config
+
+# mlx_lm/models/glm4_moe_lite.py ModelArgs defaults
+GLM47_FLASH = {
+    "model_type": "glm4_moe_lite", "vocab_size": 154880, "hidden_size": 2048, "intermediate_size": 10240,
+    "moe_intermediate_size": 1536, "num_hidden_layers": 47, "num_attention_heads": 20, "num_key_value_heads": 20,
+    "n_shared_experts": 1, "n_routed_experts": 64, "kv_lora_rank": 512, "q_lora_rank": 768,
+    "qk_rope_head_dim": 64, "qk_nope_head_dim": 192, "v_head_dim": 256, "num_experts_per_tok": 4,
+    "moe_layer_freq": 1, "first_k_dense_replace": 1, "max_position_embeddings": 202752,
+    "tie_word_embeddings": False, "num_nextn_predict_layers": 1,
+}
+DSV32 = {
+    "model_type": "deepseek_v32", "vocab_size": 129280, "hidden_size": 7168, "intermediate_size": 18432,
+    "moe_intermediate_size": 2048, "num_hidden_layers": 61, "num_attention_heads": 128, "num_key_value_heads": 128,
+    "n_shared_experts": 1, "n_routed_experts": 256, "num_experts_per_tok": 8, "first_k_dense_replace": 3,
+    "moe_layer_freq": 1, "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128,
+    "v_head_dim": 128, "index_head_dim": 128, "index_n_heads": 64, "index_topk": 2048,
+    "max_position_embeddings": 163840,
+}
+
+
+def kv(raw, runtime, kv_type):
+    p = make_profile(from_hf_config(dict(raw)), id_="t", name="t", source_url="test fixture")
+    return M.kv_layout(p, P.load_runtime(runtime), kv_type, P.ggml_types())
+
+
+def test_glm4_moe_lite_is_mla():
+    # llama.cpp: latent 512 + rope key 64 per layer, no V; mlx-lm: the same two arrays (kv_latent, k_pe)
+    assert kv(GLM47_FLASH, "llama.cpp", "f16").bytes_per_token == 47 * (512 + 64) * 2 == 54_144
+    assert kv(GLM47_FLASH, "mlx-lm", "bf16").bytes_per_token == 54_144
+    cfg = from_hf_config(dict(GLM47_FLASH))
+    assert {c.kind for c in arch.cache_layers(cfg)} == {"mla"}
+    assert sum(cfg.is_moe_layer(i) for i in range(47)) == 46
+
+
+def test_dsa_indexer_cache_per_token():
+    # llama.cpp: MLA (512 + 64) + the indexer key cache (one head of 128, K only, type_k) per layer
+    assert kv(DSV32, "llama.cpp", "f16").bytes_per_token == 61 * (512 + 64 + 128) * 2 == 85_888
+    # q8_0 keeps the same element count at 34 B per 32 values
+    assert kv(DSV32, "llama.cpp", "q8_0").bytes_per_token == 61 * (576 + 128) // 32 * 34
+    # mlx-lm: the indexer KVCache holds the keys and an equally large array of zeros as values
+    assert kv(DSV32, "mlx-lm", "bf16").bytes_per_token == 61 * (512 + 64 + 2 * 128) * 2 == 101_504
+
+
+def test_dsa_indexer_weights():
+    h, q, n, d = 7168, 1536, 64, 128
+    with_idx = arch.n_params(from_hf_config(dict(DSV32)))
+    no_idx = arch.n_params(from_hf_config({**DSV32, "model_type": "deepseek_v3", "index_head_dim": None,
+                                           "index_n_heads": None}))
+    assert with_idx - no_idx == 61 * (q * n * d + h * d + 2 * d + h * n)
+
+
+def test_glm5_shared_indexers_are_refused():
+    raw = {**DSV32, "model_type": "glm_moe_dsa", "indexer_types": ["full", "shared"] * 30 + ["full"]}
+    with pytest.raises(UnsupportedArchitectureError, match="shared indexer"):
+        from_hf_config(raw)
+
+
+def test_dsa_indexer_defaults_follow_mlx_lm():
+    # deepseek_v32.py ModelArgs: index_head_dim 128, index_n_heads 64; glm_moe_dsa.py has no defaults
+    cfg = from_hf_config({k: v for k, v in DSV32.items() if k not in ("index_head_dim", "index_n_heads")})
+    assert (cfg.index_head_dim, cfg.index_n_heads) == (128, 64)
+    raw = {k: v for k, v in DSV32.items() if k != "index_head_dim"}
+    with pytest.raises(SourceError, match="index_head_dim"):
+        from_hf_config({**raw, "model_type": "glm_moe_dsa"})
