@@ -35,6 +35,8 @@ SUPPORTED = {
 # --- Gemma 4, DSA indexer, MLA variants, encoders: layouts kept in their own modules (planner/arch_gemma4.py ...)
 _GEMMA4 = {"gemma4_text"}  # planner/arch_gemma4.py
 SUPPORTED |= _GEMMA4 | {"glm4_moe_lite", "deepseek_v32", "glm_moe_dsa"}  # MLA variants: planner/arch_attention.py
+# sliding-window text families with Llama / OLMo 2 tensors (sources/hf_attention.py TEXT_FAMILIES)
+SUPPORTED |= {"ministral3", "olmo3"}
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,10 @@ def normalise(arch: str, kv: dict, names: dict, d: dict, source: str) -> None:
     """In place: fill ``d`` (the HF-style dict ggufmeta built) with what the generic reader cannot."""
     if arch == "gemma4":
         _gemma4(arch, kv, names, d, source)
+    if arch == "olmo2" and d.get("sliding_window") and kv.get(f"{arch}.attention.sliding_window_pattern") is None:
+        # OLMo 3 GGUFs: src/models/olmo2.cpp load_swa_pattern(ml, 4): every 4th layer full when the key is absent
+        n = d["num_hidden_layers"]
+        d["layer_types"] = ["full_attention" if (i + 1) % 4 == 0 else "sliding_attention" for i in range(n)]
     if arch in ("deepseek2", *DSA):
         # the multi-token-prediction layers are counted in block_count but hold no KV in the main context
         # (src/llama-hparams.cpp n_layer() = n_layer_all - n_layer_nextn; llama-model.cpp filter_mla)

@@ -22,10 +22,36 @@ GEMMA4_DEFAULTS = {
 }
 
 
+# text families added here, each the tensors and cache of a known layout plus its own layer_types rule
+TEXT_FAMILIES = {
+    # Ministral 3 / Devstral Small 2 text (mlx_lm/models/ministral3.py): Llama tensors, layer_types default all
+    # full_attention, RotatingKVCache(sliding_window) on sliding layers (make_cache)
+    "ministral3",
+    # OLMo 3 (mlx_lm/models/olmo3.py): OLMo 2 tensors, layer_types default sliding except every 4th layer;
+    # llama.cpp runs it as arch olmo2 with SWA (src/models/olmo2.cpp load_swa_pattern(ml, 4))
+    "olmo3",
+}
+
+
+def unwrap(d: dict[str, Any], outer: dict[str, Any]) -> None:
+    """In place, right after a VLM wrapper's text_config is merged: the text model_type mlx-lm builds."""
+    ot = outer.get("model_type")
+    if ot == "kimi_k25":
+        # mlx_lm/models/kimi_k25.py: the language model is DeepseekV3 built from text_config, whatever it names
+        d["model_type"] = "deepseek_v3"
+    tc = outer.get("text_config")
+    if ot == "mistral3" and isinstance(tc, dict) and "tie_word_embeddings" not in tc:
+        d["tie_word_embeddings"] = False  # mlx_lm/models/mistral3.py ModelArgs.__post_init__
+
+
 def normalise(d: dict[str, Any], outer: dict[str, Any], source: str) -> None:
     """In place: the model_type-specific rules of the families this module covers."""
     if d.get("model_type") == "gemma4_text":
         _gemma4(d, outer, source)
+    n = d.get("num_hidden_layers")
+    if d.get("model_type") == "olmo3" and not d.get("layer_types") and d.get("sliding_window") and n is not None:
+        n = check_layers(n, source)
+        d["layer_types"] = ["full_attention" if (i + 1) % 4 == 0 else "sliding_attention" for i in range(n)]
     it = d.get("indexer_types")
     if d.get("model_type") in ("deepseek_v32", "glm_moe_dsa") and isinstance(it, list) and any(t != "full" for t in it):
         # GLM-5.2 "shared" indexer layers: llama.cpp skips their indexer cache (is_indexer_full), mlx-lm 0.32.2

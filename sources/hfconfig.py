@@ -71,6 +71,8 @@ def from_hf_config(raw: dict, source: str = "config.json") -> ModelConfig:
         elif tc.get("model_type") == "gemma3":
             merged["model_type"] = "gemma3_text"
         d = merged
+    if isinstance(tc, dict):
+        hf_attention.unwrap(d, raw)  # --- Gemma 4, DSA indexer, MLA variants, encoders
     if d.get("model_type") in TEXT_TYPES:
         d["model_type"] = TEXT_TYPES[d["model_type"]]
     for src, dst in KEY_ALIASES.items():

@@ -81,3 +81,41 @@ def test_dsa_indexer_defaults_follow_mlx_lm():
     raw = {k: v for k, v in DSV32.items() if k != "index_head_dim"}
     with pytest.raises(SourceError, match="index_head_dim"):
         from_hf_config({**raw, "model_type": "glm_moe_dsa"})
+
+
+# --------------------------------------------------------------------------- sliding-window text families
+MISTRAL3 = {  # a Ministral 3 wrapper shape (fixture): mlx_lm/models/mistral3.py builds ministral3 from text_config
+    "model_type": "mistral3",
+    "text_config": {"model_type": "ministral3", "hidden_size": 512, "num_hidden_layers": 8, "intermediate_size": 1024,
+                    "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 1000,
+                    "rms_norm_eps": 1e-5, "sliding_window": 256, "max_position_embeddings": 32768,
+                    "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention", "full_attention"] * 2},
+    "vision_config": {"hidden_size": 64},
+}
+
+
+def test_ministral3_text_in_its_wrapper():
+    cfg = from_hf_config(MISTRAL3)
+    assert cfg.model_type == "ministral3" and cfg.tie_word_embeddings is False  # mistral3.py default
+    lay = kv(MISTRAL3, "llama.cpp", "f16")
+    assert lay.bytes_per_token == 2 * 2 * 2 * 64 * 2          # 2 full layers x (K+V) x 2 heads x 64 x 2 B
+    assert lay.swa_bytes_per_token == 6 * 2 * 2 * 64 * 2 and lay.window == 256
+    assert kv(MISTRAL3, "mlx-lm", "bf16").swa_bytes_per_token == 6 * 2 * 2 * 64 * 2   # RotatingKVCache
+
+
+def test_olmo3_default_pattern_every_fourth_layer_full():
+    raw = {"model_type": "olmo3", "hidden_size": 512, "num_hidden_layers": 8, "intermediate_size": 1024,
+           "num_attention_heads": 8, "num_key_value_heads": 8, "vocab_size": 1000, "sliding_window": 4096,
+           "max_position_embeddings": 65536}
+    cfg = from_hf_config(raw)
+    assert [i for i, t in enumerate(cfg.layer_types) if t == "full_attention"] == [3, 7]   # olmo3.py
+    lay = kv(raw, "mlx-lm", "bf16")
+    assert lay.bytes_per_token == 2 * 2 * 512 * 2 and lay.swa_bytes_per_token == 6 * 2 * 512 * 2
+
+
+def test_kimi_k25_wrapper_is_deepseek_v3_text():
+    raw = {"model_type": "kimi_k25", "text_config": {k: v for k, v in GLM47_FLASH.items() if k != "model_type"},
+           "vision_config": {"hidden_size": 64}}
+    cfg = from_hf_config(raw)
+    assert cfg.model_type == "deepseek_v3" and cfg.is_mla
+    assert kv(raw, "llama.cpp", "f16").bytes_per_token == 47 * (512 + 64) * 2

@@ -233,3 +233,40 @@ def test_mlx_mla_variants_params_and_cache(model_type):
     rt = P.load_runtime("mlx-lm").model_copy(update={"activation_bytes": 4})
     prof = make_profile(cfg, id_="t", name="t", source_url="test")
     assert M.kv_layout(prof, rt, "bf16", P.ggml_types()).bytes_per_token == per
+
+
+# --------------------------------------------------------------------------- sliding-window families (mlx-lm)
+@pytest.mark.requires_mlx
+@pytest.mark.parametrize("model_type", ["ministral3", "olmo3"])
+def test_mlx_sliding_families_cache(model_type):
+    mx = pytest.importorskip("mlx.core")
+    pytest.importorskip("mlx_lm")
+    import importlib
+
+    from mlx_lm.models.cache import RotatingKVCache
+
+    raw = {"model_type": model_type, "hidden_size": 128, "num_hidden_layers": 8, "intermediate_size": 256,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32, "vocab_size": 1000,
+           "rms_norm_eps": 1e-5, "sliding_window": 16, "max_position_embeddings": 4096, "rope_theta": 10000.0,
+           "layer_types": (["sliding_attention"] * 3 + ["full_attention"]) * 2}
+    if model_type == "olmo3":
+        raw.pop("layer_types")  # olmo3.py's own default pattern
+    else:  # ministral3.py reads these three from rope_parameters
+        raw["rope_parameters"] = {"llama_4_scaling_beta": 0.1, "original_max_position_embeddings": 4096,
+                                  "rope_theta": 10000.0}
+    mod = importlib.import_module(f"mlx_lm.models.{model_type}")
+    model = mod.Model(mod.ModelArgs.from_dict(dict(raw)))
+    cache = model.make_cache()
+    mx.eval(model(mx.array([[5 + i for i in range(40)]]), cache=cache))
+    full = swa = 0
+    for c in cache:
+        per = (c.keys.shape[1] * c.keys.shape[3] + c.values.shape[1] * c.values.shape[3]) * c.keys.dtype.size
+        if isinstance(c, RotatingKVCache):
+            assert c.max_size == 16
+            swa += per
+        else:
+            full += per
+    rt = P.load_runtime("mlx-lm").model_copy(update={"activation_bytes": 4})
+    prof = make_profile(from_hf_config(dict(raw)), id_="t", name="t", source_url="test")
+    lay = M.kv_layout(prof, rt, "bf16", P.ggml_types())
+    assert (lay.bytes_per_token, lay.swa_bytes_per_token, lay.window) == (full, swa, 16)
