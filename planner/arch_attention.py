@@ -33,3 +33,32 @@ def indexer_tensors(cfg: ModelConfig, i: int) -> list[Tensor]:
         Tensor("indexer.k_norm", i, d, 2, group="norm", quantizable=False),  # LayerNorm weight + bias
         Tensor("indexer.proj", i, cfg.hidden_size, n),
     ]
+
+
+# Names people type for models whose architecture is refused (or not in the catalog), by prefix of the lower-cased
+# last path segment without an Ollama ":tag": one line naming what is missing instead of "unknown model".
+_ENCODER = ("an encoder (embedding) model: encoders are not modelled (no KV cache; their weights and batch "
+            "activations are not sized)")
+REFUSED_NAMES = (
+    ("llama3.2-vision", "Llama 3.2 Vision (mllama): its cross-attention layers to the image are not modelled"),
+    ("llama-3.2-11b-vision", "Llama 3.2 Vision (mllama): its cross-attention layers to the image are not modelled"),
+    ("llama-3.2-90b-vision", "Llama 3.2 Vision (mllama): its cross-attention layers to the image are not modelled"),
+    ("minicpm-v", "MiniCPM-V: its vision resampler is not modelled; pass a GGUF of its language model"),
+    ("gemma3n", "Gemma 3n: its AltUp, Laurel and per-layer-embedding layers are not modelled"),
+    ("gemma-3n-", "Gemma 3n: its AltUp, Laurel and per-layer-embedding layers are not modelled"),
+    ("deepseek-v4", "DeepSeek V4: its compressed CSA/HCA attention (llama.cpp llama-kv-cache-dsv4) is not modelled"),
+    ("nomic-embed-text", f"nomic-embed-text is {_ENCODER}"),
+    ("mxbai-embed-large", f"mxbai-embed-large is {_ENCODER}"),
+    ("bge-m3", f"bge-m3 is {_ENCODER}"),
+    ("llava", "LLaVA is not in the catalog: pass its config.json folder or GGUF (the Llama/Mistral language model "
+              "is laid out; the CLIP tower counts from its weights or mmproj)"),
+)
+
+
+def refused_name(name: str) -> str | None:
+    """Why a typed model name cannot be planned, or None when it is not one of REFUSED_NAMES."""
+    key = name.strip().lower().split("/")[-1].split(":")[0]
+    for prefix, why in REFUSED_NAMES:
+        if key.startswith(prefix):
+            return why
+    return None

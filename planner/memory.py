@@ -16,11 +16,13 @@ from .results import KVLayout, MemoryEstimate, WeightsEstimate
 from .schema import GgmlTypeTable, LlamaCppFamily, MlxRuntime, ModelProfile, QuantFormat, Runtime
 from .units import MiB, pad_to
 
-
 # --------------------------------------------------------------------------- GGUF presets
 # llama-quant.cpp tensor_name_match_token_embd: the per-layer embedding table (Gemma 4 PLE) is quantized as the token
 # embedding, i.e. at the output type when the embeddings are tied (has_tied_embeddings)
 TOKEN_EMBD = ("token_embd", "per_layer_token_embd")
+# llama-quant.cpp tensor_allows_quantization: tensors never quantized, kept at their converted type (Gemma 4's
+# per_layer_model_proj; bf16 from convert_hf_to_gguf --outtype auto on bf16 weights)
+KEPT_TYPE = {"per_layer_model_proj": "BF16"}
 
 
 def use_more_bits(i: int, n: int) -> bool:
@@ -66,15 +68,13 @@ def _static_conditions(cfg) -> dict:
 def gguf_tensor_type(t: arch.Tensor, preset: QuantFormat, model: ModelProfile, types: dict, counters: dict,
                      static: dict | None = None) -> str:
     cfg = model.config
-    if not t.quantizable or t.group == "norm":
-        return "F32"
+    if not t.quantizable or t.group == "norm" or t.name in KEPT_TYPE:
+        return KEPT_TYPE.get(t.name, "F32")
     base = preset.base_type
     if base in ("F32", "F16", "BF16"):
         return base
     if preset.expert_type and t.group == "experts":
         return preset.expert_type
-    if t.name == "per_layer_model_proj":
-        return "BF16"  # llama-quant.cpp tensor_allows_quantization: kept at the converted (bf16) type
     static = static if static is not None else _static_conditions(cfg)
     name = "output" if (t.name in TOKEN_EMBD and cfg.tie_word_embeddings) else t.name
     # per-name counters: attn_v counts attention layers that have V (i_attention_wv); ffn_down uses the layer index

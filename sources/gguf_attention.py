@@ -12,6 +12,18 @@ from .errors import SourceError
 # (DSA archs read as deepseek_v3 first, so the generic MLA keys are read, then renamed in normalise)
 ARCHS = {"gemma4": "gemma4_text", "deepseek32": "deepseek_v3", "glm-dsa": "deepseek_v3"}
 DSA = {"deepseek32": "deepseek_v32", "glm-dsa": "glm_moe_dsa"}
+# GGUF architectures refused with what is missing (sources/hf_attention.py REFUSED)
+REFUSED_ARCHS = {"deepseek4": "deepseek_v4", "gemma3n": "gemma3n", "bert": "bert", "nomic-bert": "nomic_bert",
+                 "nomic-bert-moe": "nomic_bert", "mllama": "mllama"}
+
+
+def refuse(arch: str, source: str) -> None:
+    from planner.errors import UnsupportedArchitectureError
+
+    from .hf_attention import REFUSED
+    if arch in REFUSED_ARCHS:
+        raise UnsupportedArchitectureError(
+            f"{source}: GGUF architecture {arch!r} is not supported yet: {REFUSED[REFUSED_ARCHS[arch]]}")
 
 
 def normalise(arch: str, kv: dict, names: dict, d: dict, source: str) -> None:

@@ -15,6 +15,7 @@ from planner.errors import UnsupportedArchitectureError
 from planner.results import WeightsEstimate
 from planner.schema import ModelConfig
 
+from . import gguf_attention
 from .bounds import (
     MAX_GGUF_ARRAY,
     MAX_GGUF_DIMS,
@@ -27,7 +28,6 @@ from .bounds import (
     check_layers,
     check_pattern,
 )
-from . import gguf_attention
 from .errors import SourceError
 from .hfconfig import from_hf_config, swa_layer_types
 
@@ -279,6 +279,8 @@ def config_from_gguf(kv: dict, tensors: list[TensorInfo], source: str) -> tuple[
         raise UnsupportedArchitectureError(
             f"{source}: GGUF architecture {arch!r} is not supported yet: recurrent/state-space (Mamba, RWKV) layers "
             "are not modelled")
+    if isinstance(arch, str):
+        gguf_attention.refuse(arch, source)
     if arch not in ARCH_TO_MODEL_TYPE:
         raise UnsupportedArchitectureError(
             f"{source}: GGUF architecture {arch!r} is not supported yet: its tensor and cache layout is not modelled "

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .bounds import check_layers, check_pattern
 from planner.errors import UnsupportedArchitectureError
 
+from .bounds import check_layers, check_pattern
 from .errors import SourceError
 
 # mlx_lm/models/gemma4_text.py ModelArgs defaults (head counts are not defaulted here: they must be in the file)
@@ -31,6 +31,32 @@ TEXT_FAMILIES = {
     # llama.cpp runs it as arch olmo2 with SWA (src/models/olmo2.cpp load_swa_pattern(ml, 4))
     "olmo3",
 }
+
+
+# architectures refused with what is missing (checked on the config's model_type and its text_config's)
+REFUSED = {
+    "deepseek_v4": "DeepSeek V4's compressed CSA/HCA attention (llama.cpp src/llama-kv-cache-dsv4.cpp: raw sliding "
+                   "cache + 1/4 and 1/128 compressed caches + compressor state) is not modelled",
+    "mllama": "Llama 3.2 Vision's cross-attention layers to the image (their own cross-attention states) are not "
+              "modelled",
+    "minicpmv": "MiniCPM-V's vision resampler and its language model are not laid out here; use a GGUF of its "
+                "language model (llama.cpp runs the vision part from a separate mmproj)",
+    "gemma3n": "Gemma 3n's AltUp, Laurel and per-layer-embedding layers are not modelled",
+    "gemma3n_text": "Gemma 3n's AltUp, Laurel and per-layer-embedding layers are not modelled",
+    "bert": "encoder (embedding) models are not modelled: no KV cache, their batch activations are not sized",
+    "nomic_bert": "encoder (embedding) models are not modelled: no KV cache, their batch activations are not sized",
+    "xlm-roberta": "encoder (embedding) models are not modelled: no KV cache, their batch activations are not sized",
+    "roberta": "encoder (embedding) models are not modelled: no KV cache, their batch activations are not sized",
+}
+REFUSED["mllama_text_model"] = REFUSED["mllama"]
+REFUSED["deepseek_v41"] = REFUSED["deepseek_v4"]
+
+
+def refuse(d: dict[str, Any], outer: dict[str, Any], source: str) -> None:
+    """One line naming what is missing, for the architectures in REFUSED (never a silent Llama)."""
+    for mt in (d.get("model_type"), outer.get("model_type")):
+        if isinstance(mt, str) and mt in REFUSED:
+            raise UnsupportedArchitectureError(f"{source}: model_type {mt!r} is not supported yet: {REFUSED[mt]}")
 
 
 def unwrap(d: dict[str, Any], outer: dict[str, Any]) -> None:

@@ -99,6 +99,7 @@ def from_hf_config(raw: dict, source: str = "config.json") -> ModelConfig:
         if unknown:
             raise UnsupportedArchitectureError(
                 f"{source}: model_type {mt!r} is not supported yet: layer types {', '.join(unknown)} are not modelled")
+    hf_attention.refuse(d, raw, source)
     if mt not in SUPPORTED:
         raise UnsupportedArchitectureError(
             f"{source}: model_type {mt!r} is not supported yet: its tensor and cache layout is not modelled "

@@ -119,3 +119,37 @@ def test_kimi_k25_wrapper_is_deepseek_v3_text():
     cfg = from_hf_config(raw)
     assert cfg.model_type == "deepseek_v3" and cfg.is_mla
     assert kv(raw, "llama.cpp", "f16").bytes_per_token == 47 * (512 + 64) * 2
+
+
+# --------------------------------------------------------------------------- refusals: one line naming what is missing
+@pytest.mark.parametrize(("model_type", "words"), [
+    ("deepseek_v4", "compressed CSA/HCA attention"), ("mllama", "cross-attention"), ("gemma3n", "AltUp"),
+    ("minicpmv", "resampler"), ("bert", "encoder"), ("nomic_bert", "encoder"), ("xlm-roberta", "encoder"),
+])
+def test_refused_architectures_say_why(model_type, words):
+    raw = {"model_type": model_type, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+           "intermediate_size": 128, "vocab_size": 100}
+    with pytest.raises(UnsupportedArchitectureError, match=words) as e:
+        from_hf_config(raw)
+    assert "\n" not in str(e.value)
+
+
+def test_refused_gguf_architectures_say_why():
+    from sources.ggufmeta import config_from_gguf
+
+    for a, words in (("deepseek4", "CSA/HCA"), ("nomic-bert", "encoder"), ("bert", "encoder"), ("gemma3n", "AltUp")):
+        with pytest.raises(UnsupportedArchitectureError, match=words):
+            config_from_gguf({"general.architecture": a}, [], "x.gguf")
+
+
+@pytest.mark.parametrize(("name", "words"), [
+    ("llama3.2-vision:11b", "cross-attention"), ("minicpm-v", "resampler"), ("gemma3n:e4b", "AltUp"),
+    ("nomic-embed-text", "encoder"), ("mxbai-embed-large:335m", "encoder"), ("BAAI/bge-m3", "encoder"),
+    ("llava:7b", "config.json folder or GGUF"),
+])
+def test_typed_names_of_refused_models_are_one_line(name, words, capsys):
+    from cli.main import main
+
+    code = main(["--model", name, "--ram", "32", "--chip", "M4 Pro", "--gpu-cores", "20"])
+    err = capsys.readouterr().err
+    assert code != 0 and words in err and err.count("\n") == 1
