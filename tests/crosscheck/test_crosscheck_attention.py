@@ -142,23 +142,51 @@ def _write_gguf(path, cfg, hf_tok_dir):
     w.close()
 
 
-@pytest.mark.requires_llama_cpp
-@pytest.mark.parametrize("n_ctx", [512, 2048])
-def test_llama_cpp_loads_the_planned_tensors_and_allocates_the_planned_kv(xc_root, xc_hf, n_ctx):
-    pytest.importorskip("gguf")
-    from .test_crosscheck_llama_cpp import llama_accounting
+def _llama_kv(path, n_ctx: int, n_seq: int, swa_full: bool) -> tuple[float, int, str]:
+    """(KV MiB, cells) llama.cpp logs for one context; swa_full as llama-server sets it (common.h: false; the C
+    API's llama_context_default_params says true)."""
+    from . import test_crosscheck_llama_cpp as X
+    from .conftest import llama_cpp_or_skip
 
+    llama_cpp = llama_cpp_or_skip()
+    X._install_log(llama_cpp)
+    model = llama_cpp.llama_model_load_from_file(str(path).encode(), llama_cpp.llama_model_default_params())
+    assert model, "llama.cpp refused the GGUF written from the planner's tensor list"
+    cp = llama_cpp.llama_context_default_params()
+    cp.n_ctx, cp.n_seq_max, cp.n_batch, cp.n_ubatch = n_ctx, n_seq, 512, 512
+    cp.kv_unified, cp.n_threads, cp.n_threads_batch, cp.swa_full = False, 2, 2, swa_full
+    cp.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED
+    X._LINES.clear()
+    ctx = llama_cpp.llama_init_from_model(model, cp)
+    try:
+        assert ctx
+        text = "".join(X._LINES)
+        kv = X.KV_RE.findall(text)
+        return sum(float(x) for x, _ in kv), sum(int(c) for _, c in kv), text
+    finally:
+        if ctx:
+            llama_cpp.llama_free(ctx)
+        llama_cpp.llama_model_free(model)
+
+
+@pytest.mark.requires_llama_cpp
+@pytest.mark.parametrize(("n_ctx", "n_seq", "swa_full"), [(512, 1, False), (2048, 1, False), (4096, 2, False),
+                                                          (2048, 1, True)])
+def test_llama_cpp_loads_the_planned_tensors_and_allocates_the_planned_kv(xc_root, xc_hf, n_ctx, n_seq, swa_full):
+    pytest.importorskip("gguf")
     cfg = _cfg()
     path = xc_root / "tiny-gemma4.gguf"
     if not path.exists():
         _write_gguf(path, cfg, xc_hf)
-    real = llama_accounting(path, n_ctx, 1, True, False)
-    rt = P.load_runtime("llama.cpp")
+    mib, cells, text = _llama_kv(path, n_ctx, n_seq, swa_full)
+    # the bytes below hold only if llama.cpp allocated no cache for the 4 KV-shared layers and K and V (same size)
+    # on the K=V global layers (src/llama-kv-cache.cpp skips !has_kv layers)
+    rt = P.load_runtime("llama.cpp").model_copy(update={"swa_full": swa_full})
     prof = make_profile(cfg, id_="tiny-gemma4", name="tiny-gemma4", source_url="test")
     mm = M.memory_model(prof, rt, P.load_quant("F16", "gguf"), P.ggml_types(), flash_attn=True, kv_unified=False)
-    est = mm.estimate(n_ctx, 1)
-    assert est.kv_cells == real["cells"]
-    assert est.kv_cache / MiB == pytest.approx(real["kv_mib"], abs=0.011)  # two caches, each logged to 2 decimals
+    est = mm.estimate(n_ctx // n_seq, n_seq)
+    assert est.kv_cells == cells * n_seq   # logged per stream
+    assert est.kv_cache / MiB == pytest.approx(mib, abs=0.011)  # two caches, each logged to 2 decimals
 
 
 def test_gguf_reader_recovers_the_layout(xc_root, xc_hf):
@@ -270,3 +298,83 @@ def test_mlx_sliding_families_cache(model_type):
     prof = make_profile(from_hf_config(dict(raw)), id_="t", name="t", source_url="test")
     lay = M.kv_layout(prof, rt, "bf16", P.ggml_types())
     assert (lay.bytes_per_token, lay.swa_bytes_per_token, lay.window) == (full, swa, 16)
+
+
+# --------------------------------------------------------------------------- DSA (llama.cpp deepseek32)
+def _write_dsa_gguf(path, cfg, hf_tok_dir):
+    """A deepseek32 GGUF from the planner's tensor list, with the keys conversion/deepseek.py writes; the planner's
+    attn_kv_b is written as llama.cpp's split attn_k_b {nope, rank, H} + attn_v_b {rank, v, H} (same elements)
+    and indexer.k_norm (weight + bias) as its two vectors."""
+    import gguf
+
+    from calibration.tinymodels import _gguf_vocab
+
+    a = "deepseek32"
+    H, rank, rope, nope, vd = (cfg.num_attention_heads, cfg.kv_lora_rank, cfg.qk_rope_head_dim,
+                               cfg.qk_nope_head_dim, cfg.v_head_dim)
+    w = gguf.GGUFWriter(str(path), a)
+    for k, v in (("context_length", cfg.max_position_embeddings), ("embedding_length", cfg.hidden_size),
+                 ("block_count", cfg.num_hidden_layers), ("feed_forward_length", cfg.intermediate_size),
+                 ("attention.head_count", H), ("attention.head_count_kv", 1),
+                 ("attention.key_length", rank + rope), ("attention.value_length", rank),
+                 ("attention.key_length_mla", nope + rope), ("attention.value_length_mla", vd),
+                 ("attention.q_lora_rank", cfg.q_lora_rank), ("attention.kv_lora_rank", rank),
+                 ("rope.dimension_count", rope), ("expert_count", cfg.n_experts),
+                 ("expert_used_count", cfg.num_experts_per_tok), ("expert_shared_count", cfg.n_shared_experts),
+                 ("leading_dense_block_count", cfg.first_k_dense_replace),
+                 ("expert_feed_forward_length", cfg.moe_intermediate_size), ("expert_gating_func", 2),
+                 ("attention.indexer.head_count", cfg.index_n_heads),
+                 ("attention.indexer.key_length", cfg.index_head_dim), ("attention.indexer.top_k", 16),
+                 ("vocab_size", cfg.vocab_size)):
+        w.add_uint32(f"{a}.{k}", v)
+    w.add_float32(f"{a}.attention.layer_norm_rms_epsilon", 1e-6)
+    w.add_float32(f"{a}.rope.freq_base", 1e4)
+    tokens, types, merges = _gguf_vocab(hf_tok_dir)
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("default")
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(merges)
+    w.add_bos_token_id(0)
+    w.add_eos_token_id(1)
+    rng = np.random.default_rng(0)
+
+    def put(name, shape):
+        w.add_tensor(name, (rng.standard_normal(shape) * 0.02).astype(np.float32))
+
+    for t in arch.tensors(cfg):
+        pre = "" if t.layer is None else f"blk.{t.layer}."
+        if t.name == "attn_kv_b":
+            put(pre + "attn_k_b.weight", (H, rank, nope))
+            put(pre + "attn_v_b.weight", (H, vd, rank))
+        elif t.name == "indexer.k_norm":
+            put(pre + "indexer.k_norm.weight", (t.ne0,))
+            put(pre + "indexer.k_norm.bias", (t.ne0,))
+        elif t.ne1 == 1 and t.n == 1:
+            put(pre + t.name + ".weight", (t.ne0,))
+        else:
+            put(pre + t.name + ".weight", (t.ne1, t.ne0) if t.n == 1 else (t.n, t.ne1, t.ne0))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+@pytest.mark.requires_llama_cpp
+@pytest.mark.parametrize(("n_ctx", "n_seq"), [(512, 1), (2048, 1), (2048, 2)])
+def test_llama_cpp_dsa_indexer_cache(xc_root, xc_hf, n_ctx, n_seq):
+    """llama_kv_cache_dsa: the MLA cache (latent + rope key, no V) and the indexer key cache (one f16 head of
+    index_head_dim, no V) both equal the planner's KV bytes."""
+    pytest.importorskip("gguf")
+    cfg = from_hf_config({**DSA_TINY, "model_type": "deepseek_v32"})
+    path = xc_root / "tiny-dsv32.gguf"
+    if not path.exists():
+        _write_dsa_gguf(path, cfg, xc_hf)
+    mib, cells, _ = _llama_kv(path, n_ctx, n_seq, False)
+    rt = P.load_runtime("llama.cpp")
+    prof = make_profile(cfg, id_="t", name="t", source_url="test")
+    mm = M.memory_model(prof, rt, P.load_quant("F16", "gguf"), P.ggml_types(), flash_attn=True, kv_unified=False)
+    est = mm.estimate(n_ctx // n_seq, n_seq)
+    # two caches (MLA, indexer) of the same cells: the planner counts each token once
+    assert est.kv_cells * 2 == cells * n_seq
+    assert est.kv_cache / MiB == pytest.approx(mib, abs=0.011)
