@@ -62,3 +62,24 @@ def refused_name(name: str) -> str | None:
         if key.startswith(prefix):
             return why
     return None
+
+
+def describe(cfg: ModelConfig) -> list[str]:
+    """Short phrases for the plan header: what the 2026 layouts add to the usual heads × size."""
+    from .architecture import cache_layers
+
+    out = []
+    if cfg.global_head_dim and cfg.model_type == "gemma4_text":
+        from .arch_gemma4 import layer_heads
+        g = [i for i in range(cfg.num_hidden_layers) if cfg.layer_type(i) == "full_attention"]
+        if g:
+            kvh, hd = layer_heads(cfg, g[0])
+            out.append(f"global layers {kvh} KV heads × {hd}" + (" (K = V)" if cfg.attention_k_eq_v else ""))
+    shared = sum(1 for c in cache_layers(cfg) if c.owner is not None)
+    if shared:
+        out.append(f"{cfg.num_hidden_layers - shared} of {cfg.num_hidden_layers} layers hold KV ({shared} share it)")
+    if cfg.hidden_size_per_layer_input:
+        out.append(f"per-layer embeddings {cfg.hidden_size_per_layer_input}/layer (a lookup, not streamed)")
+    if cfg.index_head_dim and cfg.is_mla:
+        out.append(f"DSA indexer keys {cfg.index_head_dim}/token/layer")
+    return out

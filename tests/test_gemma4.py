@@ -223,3 +223,4 @@ def test_plan_answers_for_a_gemma4_folder(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert code == 0, err
     assert "6.0 KiB + 12.0 KiB SWA (window 512)" in out
+    assert "global layers 1 KV heads × 512" in out and "15 of 35 layers hold KV (20 share it)" in out
