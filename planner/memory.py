@@ -291,12 +291,26 @@ def _kv_layout(model: ModelProfile, runtime: Runtime, kv_type: str, table: GgmlT
             window = c.window
         else:
             full += per
-    reads = {}
+    reads = _dsa_reads(model.config, layers, runtime, kv_type, table)
     if read_full or read_swa:
         reads = {"read_bytes_per_token": math.ceil(full + read_full),
                  "swa_read_bytes_per_token": math.ceil(swa + read_swa)}
     return KVLayout(kv_type=kv_type, bytes_per_token=math.ceil(full), swa_bytes_per_token=math.ceil(swa),
                     window=window, state_bytes_per_seq=state, **reads)
+
+
+def _dsa_reads(cfg, layers, runtime: Runtime, kv_type: str, table: GgmlTypeTable) -> dict:
+    """mlx-lm DSA decode (mlx_lm/models/deepseek_v32.py DeepseekV32Attention, L == 1): the indexer scores every
+    cached key (keys only; its zero values are never read), then attention gathers the top index_topk latents
+    (take_along_axis): per step idx_keys x context + latents x min(context, topk). llama.cpp applies the top-k as
+    a mask over the whole cache (src/llama-graph.cpp build_attn with top_k: kq_mask_top_k), so it reads what it
+    stores (no entry)."""
+    if runtime.family != "mlx-lm" or not cfg.index_topk or not any(c.index_elems for c in layers):
+        return {}
+    idx = sum(c.index_elems * kv_element_bytes(kv_type, runtime, table, c.index_elems) for c in layers)
+    lat = sum(c.k_elems * kv_element_bytes(kv_type, runtime, table, c.k_elems) for c in layers if c.kind == "mla")
+    return {"read_bytes_per_token": math.ceil(idx), "swa_read_bytes_per_token": math.ceil(lat),
+            "read_window": cfg.index_topk}
 
 
 # --------------------------------------------------------------------------- whole estimate

@@ -47,6 +47,8 @@ class KVLayout(BaseModel):
     read_bytes_per_token: int | None = Field(None, description="KV bytes a decode step reads per cached token on "
                                              "full-attention layers, when more than stored [bytes]")
     swa_read_bytes_per_token: int | None = Field(None, description="Same on sliding-window layers [bytes]")
+    read_window: int | None = Field(None, description="Tokens a decode step reads of the windowed part when that is "
+                                    "not a sliding window (mlx-lm DSA: the indexer's top-k latents) [tokens]")
 
 
 class MemoryEstimate(_RoundTrip):

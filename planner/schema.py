@@ -446,6 +446,7 @@ class ModelConfig(BaseModel):
     enable_moe_block: bool = False
     index_head_dim: int | None = Field(None, gt=0, le=MAX_DIM)   # DSA lightning indexer key size
     index_n_heads: int | None = Field(None, gt=0, le=MAX_DIM)
+    index_topk: int | None = Field(None, gt=0, le=MAX_CTX)       # latents each query attends to
 
     @model_validator(mode="before")
     @classmethod

@@ -153,3 +153,20 @@ def test_typed_names_of_refused_models_are_one_line(name, words, capsys):
     code = main(["--model", name, "--ram", "32", "--chip", "M4 Pro", "--gpu-cores", "20"])
     err = capsys.readouterr().err
     assert code != 0 and words in err and err.count("\n") == 1
+
+
+def test_dsa_decode_reads_in_mlx_and_llama_cpp():
+    """mlx-lm gathers the top index_topk latents at decode and reads only the indexer's keys; llama.cpp masks
+    the whole cache (reads what it stores)."""
+    from planner import throughput as T
+
+    p = make_profile(from_hf_config(dict(DSV32)), id_="t", name="t", source_url="test fixture")
+    mlx = P.load_runtime("mlx-lm")
+    mm = M.memory_model(p, mlx, P.load_quant("mlx-4bit-g64", "mlx"), P.ggml_types())
+    geo = T.geometry(mm, "mlx", "affine")
+    c = 131072
+    # 61 layers x (indexer keys 128 x 2 B) x c + 61 x (512 + 64) x 2 B x 2048
+    assert geo.kv_read(c) == 61 * 128 * 2 * c + 61 * 576 * 2 * 2048
+    llama = P.load_runtime("llama.cpp")
+    mm = M.memory_model(p, llama, P.load_quant("Q4_K_M", "gguf"), P.ggml_types())
+    assert T.geometry(mm).kv_read(c) == 61 * (576 + 128) * 2 * c
