@@ -135,7 +135,12 @@ def _write_gguf(path, cfg, hf_tok_dir):
         shape = (t.ne1, t.ne0) if t.n == 1 else (t.n, t.ne1, t.ne0)
         if t.ne1 == 1 and t.n == 1:
             shape = (t.ne0,)
-        w.add_tensor(name, (rng.standard_normal(shape) * 0.02).astype(np.float32))
+        arr = (rng.standard_normal(shape) * 0.02).astype(np.float32)
+        if t.name == "per_layer_model_proj":  # convert_hf_to_gguf writes bf16 weights as BF16; quantize keeps it
+            w.add_tensor(name, gguf.quants.quantize(arr, gguf.GGMLQuantizationType.BF16),
+                         raw_dtype=gguf.GGMLQuantizationType.BF16)
+        else:
+            w.add_tensor(name, arr)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -378,3 +383,31 @@ def test_llama_cpp_dsa_indexer_cache(xc_root, xc_hf, n_ctx, n_seq):
     # two caches (MLA, indexer) of the same cells: the planner counts each token once
     assert est.kv_cells * 2 == cells * n_seq
     assert est.kv_cache / MiB == pytest.approx(mib, abs=0.011)
+
+
+@pytest.mark.requires_llama_cpp
+@pytest.mark.parametrize("preset", ["Q4_K_M", "Q8_0", "Q6_K", "Q3_K_M"])
+def test_llama_quantize_gemma4_file_bytes(xc_root, xc_hf, preset):
+    """llama-quantize on the Gemma 4 GGUF: the planner's preset bytes equal the file's tensor bytes (the PLE
+    table at the output type as a tied TOKEN_EMBD tensor, per_layer_model_proj kept, rows of 32 and 320 values
+    falling back from K-quants)."""
+    import shutil
+
+    pytest.importorskip("gguf")
+    if not shutil.which("llama-quantize"):
+        from .conftest import llama_cpp_or_skip
+        llama_cpp_or_skip()
+    from gguf import GGUFReader
+
+    from calibration.tinymodels import quantize_gguf
+
+    cfg = _cfg()
+    path = xc_root / "tiny-gemma4.gguf"
+    if not path.exists():
+        _write_gguf(path, cfg, xc_hf)
+    out = quantize_gguf(path, xc_root / f"tiny-gemma4-{preset}.gguf", preset)
+    real = {t.name: (t.tensor_type.name, int(t.n_bytes)) for t in GGUFReader(str(out)).tensors}
+    prof = make_profile(cfg, id_="tiny-gemma4", name="tiny-gemma4", source_url="test")
+    est = M.gguf_weights(prof, P.load_quant(preset, "gguf"), P.ggml_types())
+    assert est.total_bytes == sum(b for _, b in real.values()), {k: v for k, v in real.items() if "blk.0." in k
+                                                                 or "." not in k.split(".weight")[0]}
