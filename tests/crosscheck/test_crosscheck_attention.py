@@ -411,3 +411,28 @@ def test_llama_quantize_gemma4_file_bytes(xc_root, xc_hf, preset):
     est = M.gguf_weights(prof, P.load_quant(preset, "gguf"), P.ggml_types())
     assert est.total_bytes == sum(b for _, b in real.values()), {k: v for k, v in real.items() if "blk.0." in k
                                                                  or "." not in k.split(".weight")[0]}
+
+
+@pytest.mark.requires_mlx
+@pytest.mark.parametrize("quant", ["mlx-4bit-g64", "mlx-8bit-g64"])
+def test_mlx_quantized_gemma4_weight_bytes(quant):
+    """mlx_lm.utils.quantize_model with gemma4_text's quant_predicate (router at 8 bits): the quantized model's
+    array bytes equal the planner's MLX weights (the PLE table quantized as an embedding, rows not a multiple of
+    the group left in the activation dtype). Float32 model: activation_bytes 4."""
+    pytest.importorskip("mlx.core")
+    pytest.importorskip("mlx_lm")
+    from mlx.utils import tree_flatten
+    from mlx_lm.models import gemma4_text as g
+    from mlx_lm.utils import quantize_model
+
+    q = P.load_quant(quant, "mlx")
+    model = g.Model(g.ModelArgs.from_dict(dict(TINY)))
+    quantize_model(model, dict(TINY), q.group_size, q.bits, quant_predicate=model.quant_predicate)
+    got = sum(v.nbytes for _, v in tree_flatten(model.parameters()))
+    cfg = _cfg()
+    rt = P.load_runtime("mlx-lm").model_copy(update={"activation_bytes": 4})
+    prof = make_profile(cfg, id_="t", name="t", source_url="test")
+    # a float32 model keeps its scales and biases in float32
+    est = M.mlx_weights(prof, q.model_copy(update={"scale_bytes": 4, "bias_bytes": 4}), rt)
+    rope = 4 * sum(t.n_elements for t in arch.tensors(cfg) if t.name == "rope_freqs")  # GGUF-only tensor
+    assert est.total_bytes - rope == got
