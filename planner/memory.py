@@ -23,6 +23,7 @@ TOKEN_EMBD = ("token_embd", "per_layer_token_embd")
 # llama-quant.cpp tensor_allows_quantization: tensors never quantized, kept at their converted type (Gemma 4's
 # per_layer_model_proj; bf16 from convert_hf_to_gguf --outtype auto on bf16 weights)
 KEPT_TYPE = {"per_layer_model_proj": "BF16"}
+LAZY_MIN_BYTES = 4 * 1024**3  # llama-model-loader.cpp lazy_read::add auto_min_size
 
 
 def use_more_bits(i: int, n: int) -> bool:
@@ -354,14 +355,24 @@ class MemoryModel:
             raise InputError("context and users must be positive")
         p = self._parts(context, users, prompt_chunk)
         return MemoryEstimate(
-            weights=self.weights.total_bytes, kv_cache=p[0], recurrent_state=p[1], compute_buffer=p[2],
+            weights=self.resident_weights, kv_cache=p[0], recurrent_state=p[1], compute_buffer=p[2],
             output_buffer=p[3], runtime_overhead=p[4], vision=self.vision_bytes, context=context,
             users=users, kv_cells=p[5])
 
     def total(self, context: int, users: int = 1) -> int:
         """Same sum as ``estimate(...).total`` without building the model (used by capacity searches). [bytes]"""
         p = self._parts(context, users, None)
-        return self.weights.total_bytes + self.vision_bytes + sum(p[:5])
+        return self.resident_weights + self.vision_bytes + sum(p[:5])
+
+    @property
+    def resident_weights(self) -> int:
+        """Weight bytes held in memory: all of them, except that llama.cpp reads a per-layer embedding table
+        (Gemma 4 PLE, group lookup) of over 4 GiB lazily from the mmap, only the rows a batch needs
+        (llama-model-loader.cpp lazy_read::add, default LLAMA_LAZY_MODE_AUTO; TENSOR_READ_LAZY in gemma4.cpp)."""
+        lazy = self.weights.by_group.get("lookup", 0)
+        if self.runtime.family == "llama.cpp" and lazy > LAZY_MIN_BYTES:
+            return self.weights.total_bytes - lazy
+        return self.weights.total_bytes
 
     @property
     def vision_bytes(self) -> int:

@@ -116,6 +116,10 @@ def _gemma4(d: dict[str, Any], outer: dict[str, Any], source: str) -> None:
                 t not in lt[:first] for t in set(lt[first:])):
             raise SourceError(f"{source}: num_kv_shared_layers {shared} leaves no earlier layer of each attention "
                               f"type to share the KV cache of ({n} layers); fix the config")
+    if d.get("use_double_wide_mlp") and (d.get("num_kv_shared_layers") or 0) > 0 and d.get("intermediate_size"):
+        # the widest FFN a token passes through (activations): 2 x intermediate_size on the KV-shared layers;
+        # planner/arch_gemma4.py lays the weights out from intermediate_size itself
+        d["intermediate_size_mlp"] = 2 * d["intermediate_size"]
     if d.get("enable_moe_block"):
         # the router picks top_k_experts of num_experts; the dense MLP runs beside them on every layer, which the
         # activations count as a shared expert of intermediate_size (gemma4_text.py DecoderLayer)

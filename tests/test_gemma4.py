@@ -224,3 +224,20 @@ def test_plan_answers_for_a_gemma4_folder(tmp_path, capsys):
     assert code == 0, err
     assert "6.0 KiB + 12.0 KiB SWA (window 512)" in out
     assert "global layers 1 KV heads × 512" in out and "15 of 35 layers hold KV (20 share it)" in out
+
+
+def test_llama_cpp_reads_a_ple_table_over_4_gib_lazily():
+    """llama-model-loader.cpp lazy_read::add: a TENSOR_READ_LAZY table over 4 GiB is read on demand from the mmap.
+    E2B's table: 262144 x 35 x 256 values = 4.70 GB in BF16 (lazy), 2.50 GB in Q8_0 (loaded); mlx keeps it."""
+    p = prof(E2B_RAW)
+    table = 262144 * 35 * 256
+    for runtime, quant, kind, lazy in (("llama.cpp", "BF16", "gguf", table * 2), ("llama.cpp", "Q8_0", "gguf", 0),
+                                       ("mlx-lm", "mlx-bf16", "mlx", 0)):
+        mm = M.memory_model(p, P.load_runtime(runtime), P.load_quant(quant, kind), P.ggml_types())
+        assert mm.weights.by_group["lookup"] == (table * 2 if quant.endswith("bf16") or quant == "BF16"
+                                                 else table // 32 * 34)
+        assert mm.estimate(4096, 1).weights == mm.weights.total_bytes - lazy
+
+
+def test_activations_see_the_double_wide_mlp():
+    assert from_hf_config(E2B_RAW).ffn_width == 2 * 6144
