@@ -49,7 +49,7 @@ REFUSED = {
     "roberta": "encoder (embedding) models are not modelled: no KV cache, their batch activations are not sized",
 }
 REFUSED["mllama_text_model"] = REFUSED["mllama"]
-REFUSED["deepseek_v41"] = REFUSED["deepseek_v4"]
+REFUSED["deepseek_v41"] = REFUSED["deepseek_v41_text"] = REFUSED["deepseek_v4"]
 
 
 def refuse(d: dict[str, Any], outer: dict[str, Any], source: str) -> None:
@@ -62,6 +62,9 @@ def refuse(d: dict[str, Any], outer: dict[str, Any], source: str) -> None:
 def unwrap(d: dict[str, Any], outer: dict[str, Any]) -> None:
     """In place, right after a VLM wrapper's text_config is merged: the text model_type mlx-lm builds."""
     ot = outer.get("model_type")
+    if ot in ("gemma4", "gemma4_unified"):
+        # mlx_lm/utils.py MODEL_REMAPPING gemma4_unified -> gemma4; gemma4.py builds gemma4_text from text_config
+        d["model_type"] = "gemma4_text"
     if ot == "kimi_k25":
         # mlx_lm/models/kimi_k25.py: the language model is DeepseekV3 built from text_config, whatever it names
         d["model_type"] = "deepseek_v3"

@@ -66,6 +66,13 @@ def test_wrapper_unwraps_to_gemma4_text_with_mlx_defaults():
     assert cfg.max_position_embeddings == 131072 and cfg.tie_word_embeddings
 
 
+def test_unified_wrapper_is_gemma4_text():
+    raw = json.loads(json.dumps(E2B_RAW))
+    raw["model_type"] = "gemma4_unified"            # mlx_lm/utils.py MODEL_REMAPPING -> gemma4
+    raw["text_config"]["model_type"] = "gemma4_unified_text"
+    assert from_hf_config(raw).model_type == "gemma4_text"
+
+
 def test_outer_vocab_wins_as_in_mlx_lm():
     raw = json.loads(json.dumps(E2B_RAW))
     raw["vocab_size"] = 1000
