@@ -248,3 +248,17 @@ def test_llama_cpp_reads_a_ple_table_over_4_gib_lazily():
 
 def test_activations_see_the_double_wide_mlp():
     assert from_hf_config(E2B_RAW).ffn_width == 2 * 6144
+
+
+def test_cluster_layout_keeps_every_gemma4_weight():
+    """planner.cluster.layout spreads the weights over layers, the embedding host and the head: with the PLE table
+    (on the input host) and per_layer_model_proj (a layer-less tensor), nothing is dropped."""
+    from planner import cluster
+
+    p = prof(E2B_RAW)
+    mm = M.memory_model(p, P.load_runtime("llama.cpp"), P.load_quant("Q4_K_M", "gguf"), P.ggml_types())
+    lay = cluster.layout(mm)
+    g = mm.weights.by_group
+    tied_head = g["embedding"]   # tied: the embedding is also counted as the head
+    assert sum(lay.layer_bytes) + lay.embed_bytes + lay.head_bytes - tied_head == pytest.approx(
+        mm.weights.total_bytes)
