@@ -20,6 +20,9 @@ from .architecture import Tensor
 from .schema import ModelConfig
 
 MLA_VARIANTS = {"glm4_moe_lite", "deepseek_v32", "glm_moe_dsa"}
+# model_types whose sliding layers llama.cpp caches in full: src/models/mistral3.cpp builds build_attn_inp_kv()
+# (no iSWA cache) and loads no sliding window, so every layer keeps n_ctx cells (mlx-lm ministral3.py rotates)
+LLAMA_CPP_NO_SWA = {"ministral3"}
 
 
 def indexer_tensors(cfg: ModelConfig, i: int) -> list[Tensor]:

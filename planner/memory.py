@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 from . import architecture as arch
+from .arch_attention import LLAMA_CPP_NO_SWA
 from .errors import InputError
 from .results import KVLayout, MemoryEstimate, WeightsEstimate
 from .schema import GgmlTypeTable, LlamaCppFamily, MlxRuntime, ModelProfile, QuantFormat, Runtime
@@ -260,7 +261,8 @@ def _kv_layout(model: ModelProfile, runtime: Runtime, kv_type: str, table: GgmlT
     full = swa = 0.0
     state = 0
     window = None
-    rotating = runtime.family == "llama.cpp" or _mlx_rotating(model, runtime)
+    rotating = (runtime.family == "llama.cpp" and model.config.model_type not in LLAMA_CPP_NO_SWA) or _mlx_rotating(
+        model, runtime)
     per_layer: list[float] = []
     read_full = read_swa = 0.0  # KV-shared layers (Gemma 4) read their owner's cache again: decode reads, not stores
     for c in layers:

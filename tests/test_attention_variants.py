@@ -97,10 +97,13 @@ MISTRAL3 = {  # a Ministral 3 wrapper shape (fixture): mlx_lm/models/mistral3.py
 def test_ministral3_text_in_its_wrapper():
     cfg = from_hf_config(MISTRAL3)
     assert cfg.model_type == "ministral3" and cfg.tie_word_embeddings is False  # mistral3.py default
+    # llama.cpp src/models/mistral3.cpp: no iSWA cache, all 8 layers full
     lay = kv(MISTRAL3, "llama.cpp", "f16")
+    assert lay.bytes_per_token == 8 * 2 * 2 * 64 * 2 and lay.swa_bytes_per_token == 0
+    # mlx-lm ministral3.py: RotatingKVCache(sliding_window) on the 6 sliding layers
+    lay = kv(MISTRAL3, "mlx-lm", "bf16")
     assert lay.bytes_per_token == 2 * 2 * 2 * 64 * 2          # 2 full layers x (K+V) x 2 heads x 64 x 2 B
     assert lay.swa_bytes_per_token == 6 * 2 * 2 * 64 * 2 and lay.window == 256
-    assert kv(MISTRAL3, "mlx-lm", "bf16").swa_bytes_per_token == 6 * 2 * 2 * 64 * 2   # RotatingKVCache
 
 
 def test_olmo3_default_pattern_every_fourth_layer_full():
