@@ -279,8 +279,7 @@ def config_from_gguf(kv: dict, tensors: list[TensorInfo], source: str) -> tuple[
         raise UnsupportedArchitectureError(
             f"{source}: GGUF architecture {arch!r} is not supported yet: recurrent/state-space (Mamba, RWKV) layers "
             "are not modelled")
-    if isinstance(arch, str):
-        gguf_attention.refuse(arch, source)
+    gguf_attention.refuse(arch, source)  # DeepSeek V4, Gemma 3n, BERT family: one line saying what is missing
     if arch not in ARCH_TO_MODEL_TYPE:
         raise UnsupportedArchitectureError(
             f"{source}: GGUF architecture {arch!r} is not supported yet: its tensor and cache layout is not modelled "
