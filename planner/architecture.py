@@ -32,6 +32,11 @@ SUPPORTED = {
     # llama.cpp src/models/smollm3.cpp, mlx_lm/models/smollm3.py
     "smollm3",
 }
+# --- Gemma 4, DSA indexer, MLA variants, encoders: layouts kept in their own modules (planner/arch_gemma4.py ...)
+_GEMMA4 = {"gemma4_text"}  # planner/arch_gemma4.py
+SUPPORTED |= _GEMMA4 | {"glm4_moe_lite", "deepseek_v32", "glm_moe_dsa"}  # MLA variants: planner/arch_attention.py
+# sliding-window text families with Llama / OLMo 2 tensors (sources/hf_attention.py TEXT_FAMILIES)
+SUPPORTED |= {"ministral3", "olmo3"}
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,9 @@ class CacheLayer:
     window: int | None = None
     state_f32_elems: int = 0  # recurrent state per sequence (llama.cpp n_embd_r + n_embd_s)
     mlx_state_bytes: int = 0  # mlx-lm ArraysCache per sequence
+    head_dim: int = 0         # per-head size of K and V on this layer (0: the config's head_dim)
+    owner: int | None = None  # KV-shared layer (Gemma 4): attends over layer ``owner``'s cache, holds none itself
+    index_elems: int = 0      # DSA lightning-indexer key per token (one head of index_head_dim)
 
 
 def check_supported(cfg: ModelConfig) -> None:
@@ -112,6 +120,9 @@ def _attention(cfg: ModelConfig, i: int) -> list[Tensor]:
             Tensor("attn_kv_b", i, rank, H * ((cfg.qk_nope_head_dim or 128) + (cfg.v_head_dim or 128))),
             Tensor("attn_output", i, H * (cfg.v_head_dim or 128), h),
         ]
+        if cfg.index_head_dim:  # DSA lightning indexer (planner/arch_attention.py)
+            from .arch_attention import indexer_tensors
+            out += indexer_tensors(cfg, i)
         return out
     # Qwen3-Next full-attention layers gate their output: q_proj emits 2 x H x hd (mlx_lm/models/qwen3_next.py)
     q_mult = 2 if cfg.model_type == "qwen3_next" else 1
@@ -193,6 +204,9 @@ def tensor_summary(cfg: ModelConfig) -> tuple[tuple[str, int, bool, int], ...]:
 
 def _tensors(cfg: ModelConfig) -> tuple[Tensor, ...]:
     check_supported(cfg)
+    if cfg.model_type in _GEMMA4:
+        from . import arch_gemma4
+        return tuple(arch_gemma4.tensors(cfg))
     h, V = cfg.hidden_size, cfg.vocab_size
     out = [Tensor("token_embd", None, h, V, group="embedding")]
     for i in range(cfg.num_hidden_layers):
@@ -208,6 +222,9 @@ def _tensors(cfg: ModelConfig) -> tuple[Tensor, ...]:
 
 def _cache_layers(cfg: ModelConfig) -> tuple[CacheLayer, ...]:
     check_supported(cfg)
+    if cfg.model_type in _GEMMA4:
+        from . import arch_gemma4
+        return tuple(arch_gemma4.cache_layers(cfg))
     out = []
     Hkv, hd = cfg.num_key_value_heads, cfg.head_dim
     for i in range(cfg.num_hidden_layers):
@@ -224,7 +241,8 @@ def _cache_layers(cfg: ModelConfig) -> tuple[CacheLayer, ...]:
             out.append(CacheLayer("linear", state_f32_elems=r + s, mlx_state_bytes=mlx))
         elif cfg.kv_lora_rank is not None:  # MLA (cfg.is_mla)
             # latent kv_lora_rank + decoupled rope key, no V (llama.cpp has_v = !is_mla)
-            out.append(CacheLayer("mla", k_elems=cfg.kv_lora_rank + (cfg.qk_rope_head_dim or 64)))
+            out.append(CacheLayer("mla", k_elems=cfg.kv_lora_rank + (cfg.qk_rope_head_dim or 64),
+                                  index_elems=cfg.index_head_dim or 0))  # DSA indexer keys: arch_attention.py
         elif kind == "sliding_attention":
             out.append(CacheLayer("sliding", Hkv * hd, Hkv * hd, window=cfg.sliding_window))
         elif kind == "chunked_attention":
@@ -250,6 +268,8 @@ def _active_params(cfg: ModelConfig) -> int:
     for t in tensors(cfg):
         if t.group == "embedding":
             total += t.n_elements if cfg.tie_word_embeddings else 0  # tied: read once as the head
+        elif t.group == "lookup":
+            continue  # a per-layer embedding table (Gemma 4 PLE): one row gathered per token, never multiplied
         elif t.group == "experts":
             total += t.ne0 * t.ne1 * min(cfg.num_experts_per_tok or 1, t.n)
         else:

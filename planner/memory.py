@@ -11,13 +11,22 @@ import math
 from dataclasses import dataclass
 
 from . import architecture as arch
+from .arch_attention import LLAMA_CPP_NO_SWA
 from .errors import InputError
 from .results import KVLayout, MemoryEstimate, WeightsEstimate
 from .schema import GgmlTypeTable, LlamaCppFamily, MlxRuntime, ModelProfile, QuantFormat, Runtime
 from .units import MiB, pad_to
 
-
 # --------------------------------------------------------------------------- GGUF presets
+# llama-quant.cpp tensor_name_match_token_embd: the per-layer embedding table (Gemma 4 PLE) is quantized as the token
+# embedding, i.e. at the output type when the embeddings are tied (has_tied_embeddings)
+TOKEN_EMBD = ("token_embd", "per_layer_token_embd")
+# llama-quant.cpp tensor_allows_quantization: tensors never quantized, kept at their converted type (Gemma 4's
+# per_layer_model_proj; bf16 from convert_hf_to_gguf --outtype auto on bf16 weights)
+KEPT_TYPE = {"per_layer_model_proj": "BF16"}
+LAZY_MIN_BYTES = 4 * 1024**3  # llama-model-loader.cpp lazy_read::add auto_min_size
+
+
 def use_more_bits(i: int, n: int) -> bool:
     """src/llama-quant.cpp use_more_bits()."""
     return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
@@ -61,15 +70,15 @@ def _static_conditions(cfg) -> dict:
 def gguf_tensor_type(t: arch.Tensor, preset: QuantFormat, model: ModelProfile, types: dict, counters: dict,
                      static: dict | None = None) -> str:
     cfg = model.config
-    if not t.quantizable or t.group == "norm":
-        return "F32"
+    if not t.quantizable or t.group == "norm" or t.name in KEPT_TYPE:
+        return KEPT_TYPE.get(t.name, "F32")
     base = preset.base_type
     if base in ("F32", "F16", "BF16"):
         return base
     if preset.expert_type and t.group == "experts":
         return preset.expert_type
     static = static if static is not None else _static_conditions(cfg)
-    name = "output" if (t.name == "token_embd" and cfg.tie_word_embeddings) else t.name
+    name = "output" if (t.name in TOKEN_EMBD and cfg.tie_word_embeddings) else t.name
     # per-name counters: attn_v counts attention layers that have V (i_attention_wv); ffn_down uses the layer index
     if name == "attn_v":
         i, n = counters["attn_v"], counters["n_attn_v"]
@@ -114,7 +123,7 @@ def gguf_weights(model: ModelProfile, preset: QuantFormat, table: GgmlTypeTable)
     by_type: dict[str, int] = {}
     for name, runs in _by_name(model.config):
         rules = [r for r in preset.rules if _matches(r.tensor, "output" if (
-            name == "token_embd" and model.config.tie_word_embeddings) else name)]
+            name in TOKEN_EMBD and model.config.tie_word_embeddings) else name)]
         if all(c.removeprefix("not_") in static for r in rules for c in r.when):
             # no layer-dependent rule: one type per distinct row shape, bytes for all such tensors at once
             items = [(t, rows) for t, rows in runs]
@@ -252,9 +261,22 @@ def _kv_layout(model: ModelProfile, runtime: Runtime, kv_type: str, table: GgmlT
     full = swa = 0.0
     state = 0
     window = None
-    rotating = runtime.family == "llama.cpp" or _mlx_rotating(model, runtime)
+    rotating = (runtime.family == "llama.cpp" and model.config.model_type not in LLAMA_CPP_NO_SWA) or _mlx_rotating(
+        model, runtime)
+    per_layer: list[float] = []
+    read_full = read_swa = 0.0  # KV-shared layers (Gemma 4) read their owner's cache again: decode reads, not stores
     for c in layers:
+        if c.owner is not None:
+            o = layers[c.owner]
+            per = per_layer[c.owner]
+            if o.kind == "sliding" and rotating:
+                read_swa += per
+            else:
+                read_full += per
+            per_layer.append(0.0)
+            continue
         if c.kind == "linear":
+            per_layer.append(0.0)
             state += c.state_f32_elems * 4 if runtime.family == "llama.cpp" else c.mlx_state_bytes
             continue
         per = c.k_elems * kv_element_bytes(kv_type, runtime, table, c.k_elems)
@@ -262,13 +284,36 @@ def _kv_layout(model: ModelProfile, runtime: Runtime, kv_type: str, table: GgmlT
             per += c.v_elems * kv_element_bytes(kv_type, runtime, table, c.v_elems)
         if c.kind == "mla" and runtime.family == "mlx-lm":
             per = c.k_elems * kv_element_bytes(kv_type, runtime, table, c.k_elems)
+        if c.index_elems:
+            # DSA indexer keys (planner/arch_attention.py): llama.cpp K only, in type_k; mlx keys + zero values
+            per += c.index_elems * kv_element_bytes(kv_type, runtime, table, c.index_elems) * (
+                2 if runtime.family == "mlx-lm" else 1)
+        per_layer.append(per)
         if c.kind == "sliding" and rotating:
             swa += per
             window = c.window
         else:
             full += per
+    reads = _dsa_reads(model.config, layers, runtime, kv_type, table)
+    if read_full or read_swa:
+        reads = {"read_bytes_per_token": math.ceil(full + read_full),
+                 "swa_read_bytes_per_token": math.ceil(swa + read_swa)}
     return KVLayout(kv_type=kv_type, bytes_per_token=math.ceil(full), swa_bytes_per_token=math.ceil(swa),
-                    window=window, state_bytes_per_seq=state)
+                    window=window, state_bytes_per_seq=state, **reads)
+
+
+def _dsa_reads(cfg, layers, runtime: Runtime, kv_type: str, table: GgmlTypeTable) -> dict:
+    """mlx-lm DSA decode (mlx_lm/models/deepseek_v32.py DeepseekV32Attention, L == 1): the indexer scores every
+    cached key (keys only; its zero values are never read), then attention gathers the top index_topk latents
+    (take_along_axis): per step idx_keys x context + latents x min(context, topk). llama.cpp applies the top-k as
+    a mask over the whole cache (src/llama-graph.cpp build_attn with top_k: kq_mask_top_k), so it reads what it
+    stores (no entry)."""
+    if runtime.family != "mlx-lm" or not cfg.index_topk or not any(c.index_elems for c in layers):
+        return {}
+    idx = sum(c.index_elems * kv_element_bytes(kv_type, runtime, table, c.index_elems) for c in layers)
+    lat = sum(c.k_elems * kv_element_bytes(kv_type, runtime, table, c.k_elems) for c in layers if c.kind == "mla")
+    return {"read_bytes_per_token": math.ceil(idx), "swa_read_bytes_per_token": math.ceil(lat),
+            "read_window": cfg.index_topk}
 
 
 # --------------------------------------------------------------------------- whole estimate
@@ -312,14 +357,24 @@ class MemoryModel:
             raise InputError("context and users must be positive")
         p = self._parts(context, users, prompt_chunk)
         return MemoryEstimate(
-            weights=self.weights.total_bytes, kv_cache=p[0], recurrent_state=p[1], compute_buffer=p[2],
+            weights=self.resident_weights, kv_cache=p[0], recurrent_state=p[1], compute_buffer=p[2],
             output_buffer=p[3], runtime_overhead=p[4], vision=self.vision_bytes, context=context,
             users=users, kv_cells=p[5])
 
     def total(self, context: int, users: int = 1) -> int:
         """Same sum as ``estimate(...).total`` without building the model (used by capacity searches). [bytes]"""
         p = self._parts(context, users, None)
-        return self.weights.total_bytes + self.vision_bytes + sum(p[:5])
+        return self.resident_weights + self.vision_bytes + sum(p[:5])
+
+    @property
+    def resident_weights(self) -> int:
+        """Weight bytes held in memory: all of them, except that llama.cpp reads a per-layer embedding table
+        (Gemma 4 PLE, group lookup) of over 4 GiB lazily from the mmap, only the rows a batch needs
+        (llama-model-loader.cpp lazy_read::add, default LLAMA_LAZY_MODE_AUTO; TENSOR_READ_LAZY in gemma4.cpp)."""
+        lazy = self.weights.by_group.get("lookup", 0)
+        if self.runtime.family == "llama.cpp" and lazy > LAZY_MIN_BYTES:
+            return self.weights.total_bytes - lazy
+        return self.weights.total_bytes
 
     @property
     def vision_bytes(self) -> int:

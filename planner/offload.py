@@ -19,7 +19,7 @@ def layer_split(mm: MemoryModel, context: int, users: int, ngl: int) -> tuple[in
     est = mm.estimate(context, users)
     L = mm.model.config.num_hidden_layers
     w = mm.weights
-    emb = w.by_group.get("embedding", 0)
+    emb = w.by_group.get("embedding", 0) + w.by_group.get("lookup", 0)  # input tensors stay on the CPU (PLE too)
     out = w.by_group.get("output", 0)
     rep = w.total_bytes - emb - out
     n = min(ngl, L)

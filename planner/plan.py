@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field, field_validator
 from . import architecture as arch
 from . import capacity, deployment, profiles
 from ._model import Frozen
+from .arch_attention import describe as arch_notes
 from .errors import InputError
 from .memory import MemoryModel, check_kv_type, kv_layout, memory_model
 from .recipes import Recipe, recipe
@@ -148,6 +149,7 @@ def describe_architecture(m: ModelProfile) -> str:
     else:
         kind = "MHA" if c.num_key_value_heads == c.num_attention_heads else "GQA"
         parts.append(f"{kind} {c.num_attention_heads}/{c.num_key_value_heads} heads × {c.head_dim}")
+    parts += arch_notes(c)  # Gemma 4 global heads, KV sharing, PLE, DSA indexer (planner/arch_attention.py)
     if "sliding" in kinds:
         if c.attention_chunk_size and "chunked_attention" in (c.layer_types or []):
             parts.append(f"{kinds.count('sliding')} of {len(kinds)} layers chunked attention ({c.attention_chunk_size})")

@@ -19,7 +19,13 @@ from typing import TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from .errors import InputError, ProfileError, UnknownProfileError, render_validation_error
+from .errors import (
+    InputError,
+    ProfileError,
+    UnknownProfileError,
+    UnsupportedArchitectureError,
+    render_validation_error,
+)
 from .schema import (
     Chip,
     CpuMemory,
@@ -437,6 +443,10 @@ def load_model(name: str) -> ModelProfile:
         cand = _strip_decorations(spelling)
         if cand in amap:
             return _load("models", amap[cand], "ModelProfile")
+    from .arch_attention import refused_name  # architectures refused by name (llama3.2-vision, bge-m3, ...)
+    why = refused_name(name)
+    if why:
+        raise UnsupportedArchitectureError(f"--model {name[:80]!r} is not supported yet: {why}")
     raise UnknownProfileError("model", name, list(idx), flag="--model",
                               hint="see `plan models`, or pass a local .gguf / MLX folder path")
 

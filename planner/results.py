@@ -43,6 +43,12 @@ class KVLayout(BaseModel):
     swa_bytes_per_token: int = Field(0, description="KV bytes per token on sliding-window layers [bytes]")
     window: int | None = None
     state_bytes_per_seq: int = Field(0, description="Recurrent/linear-attention state per sequence [bytes]")
+    # KV-shared layers (Gemma 4) attend over another layer's cache: a decode step reads more than the cache holds
+    read_bytes_per_token: int | None = Field(None, description="KV bytes a decode step reads per cached token on "
+                                             "full-attention layers, when more than stored [bytes]")
+    swa_read_bytes_per_token: int | None = Field(None, description="Same on sliding-window layers [bytes]")
+    read_window: int | None = Field(None, description="Tokens a decode step reads of the windowed part when that is "
+                                    "not a sliding window (mlx-lm DSA: the indexer's top-k latents) [tokens]")
 
 
 class MemoryEstimate(_RoundTrip):

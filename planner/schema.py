@@ -435,6 +435,18 @@ class ModelConfig(BaseModel):
     linear_key_head_dim: int | None = Field(None, gt=0, le=MAX_DIM)
     linear_value_head_dim: int | None = Field(None, gt=0, le=MAX_DIM)
     linear_conv_kernel_dim: int | None = Field(None, gt=0, le=MAX_DIM)
+    # --- Gemma 4, DSA indexer, MLA variants, encoders (planner/arch_gemma4.py, planner/arch_attention.py)
+    global_head_dim: int | None = Field(None, gt=0, le=MAX_DIM)
+    num_global_key_value_heads: int | None = Field(None, gt=0, le=MAX_DIM)
+    attention_k_eq_v: bool = False
+    num_kv_shared_layers: int | None = Field(None, ge=0, le=MAX_LAYERS)
+    hidden_size_per_layer_input: int | None = Field(None, ge=0, le=MAX_DIM)
+    vocab_size_per_layer_input: int | None = Field(None, gt=0, le=MAX_DIM)
+    use_double_wide_mlp: bool = False
+    enable_moe_block: bool = False
+    index_head_dim: int | None = Field(None, gt=0, le=MAX_DIM)   # DSA lightning indexer key size
+    index_n_heads: int | None = Field(None, gt=0, le=MAX_DIM)
+    index_topk: int | None = Field(None, gt=0, le=MAX_CTX)       # latents each query attends to
 
     @model_validator(mode="before")
     @classmethod

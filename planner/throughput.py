@@ -187,7 +187,7 @@ def _attention_dims(cfg: ModelConfig, runtime_family: str) -> tuple[float, float
             # (llama.cpp src/models/deepseek2.cpp, mlx_lm/models/deepseek_v3.py; docs/model-facts.md §5.3)
             per = H * (c.k_elems + cfg.kv_lora_rank)
         else:
-            per = H * 2 * cfg.head_dim
+            per = H * 2 * (c.head_dim or cfg.head_dim)  # per-layer head size (Gemma 4: global_head_dim on full layers)
         if c.kind == "sliding" and c.window:
             swa += per
         else:
@@ -203,7 +203,8 @@ def geometry(mm: MemoryModel, quant_kind: str = "gguf", quant_mode: str | None =
     embed = g.get("embedding", 0)
     experts = g.get("experts", 0)
     # dense: everything but the embedding gather (one row); tied models read the embedding once as the head
-    dense = sum(v for k, v in g.items() if k not in ("embedding", "experts")) + (embed if tied else 0)
+    # a per-layer embedding table (group lookup, Gemma 4 PLE) is gathered one row per token like the embedding
+    dense = sum(v for k, v in g.items() if k not in ("embedding", "experts", "lookup")) + (embed if tied else 0)
     head = 0
     matmul = expert_mm = 0
     k = cfg.num_experts_per_tok or 1
@@ -214,18 +215,23 @@ def geometry(mm: MemoryModel, quant_kind: str = "gguf", quant_mode: str | None =
         elif t.group == "experts":
             matmul += t.ne0 * t.ne1 * min(k, t.n)
             expert_mm += t.ne0 * t.ne1 * min(k, t.n)
-        elif t.group != "norm":
+        elif t.group not in ("norm", "lookup"):
             matmul += t.n_elements
     kv = mm.kv
     kv_swa_window = kv.window if kv.swa_bytes_per_token else None
+    if kv.read_window:  # mlx-lm DSA decode reads only the top-k latents (KVLayout.read_window)
+        kv_swa_window = kv.read_window
     full, swa = _attention_dims(cfg, mm.runtime.family)
     if not kv.swa_bytes_per_token:
         full, swa = full + swa, 0.0  # mlx-lm keeps a full cache for models without a rotating cache
     return Geometry(
         n_layers=cfg.num_hidden_layers, dense_bytes=float(dense), expert_bytes=float(experts),
         n_experts=cfg.n_experts if cfg.is_moe else 0, top_k=k if cfg.is_moe else 0,
-        matmul_params=float(matmul), head_params=float(head), kv_full=float(kv.bytes_per_token),
-        kv_swa=float(kv.swa_bytes_per_token), window=kv_swa_window, state_bytes=float(kv.state_bytes_per_seq),
+        matmul_params=float(matmul), head_params=float(head),
+        # KV-shared layers (Gemma 4) re-read their owner's cache: the read, not the store, per decode step
+        kv_full=float(kv.read_bytes_per_token if kv.read_bytes_per_token is not None else kv.bytes_per_token),
+        kv_swa=float(kv.swa_read_bytes_per_token if kv.swa_read_bytes_per_token is not None
+                     else kv.swa_bytes_per_token), window=kv_swa_window, state_bytes=float(kv.state_bytes_per_seq),
         attn_full=full, attn_swa=swa, quant_class=quant_class(mm.quant_id, quant_kind, quant_mode),
         expert_matmul_params=float(expert_mm) if cfg.is_moe else 0.0,
         prefill_attn_full=_mlx_mla_prefill_dims(cfg) if mm.runtime.family == "mlx-lm" else None)

@@ -15,6 +15,7 @@ from planner.errors import UnsupportedArchitectureError
 from planner.results import WeightsEstimate
 from planner.schema import ModelConfig
 
+from . import gguf_attention
 from .bounds import (
     MAX_GGUF_ARRAY,
     MAX_GGUF_DIMS,
@@ -49,6 +50,7 @@ ARCH_TO_MODEL_TYPE = {
     "phi3": "phi3", "deepseek2": "deepseek_v3", "gpt-oss": "gpt_oss", "granite": "granite", "olmo2": "olmo2",
     "starcoder2": "starcoder2", "command-r": "cohere", "internlm3": "internlm3", "exaone": "exaone",
 }
+ARCH_TO_MODEL_TYPE.update(gguf_attention.ARCHS)  # --- Gemma 4, DSA indexer, MLA variants, encoders
 # recurrent / state-space architectures we refuse explicitly
 SSM_ARCHS = {"mamba", "mamba2", "jamba", "granitehybrid", "nemotron_h", "falcon-h1", "plamo2", "lfm2", "rwkv6",
              "rwkv7", "arwkv7", "rwkv6qwen2"}
@@ -277,6 +279,7 @@ def config_from_gguf(kv: dict, tensors: list[TensorInfo], source: str) -> tuple[
         raise UnsupportedArchitectureError(
             f"{source}: GGUF architecture {arch!r} is not supported yet: recurrent/state-space (Mamba, RWKV) layers "
             "are not modelled")
+    gguf_attention.refuse(arch, source)  # DeepSeek V4, Gemma 3n, BERT family: one line saying what is missing
     if arch not in ARCH_TO_MODEL_TYPE:
         raise UnsupportedArchitectureError(
             f"{source}: GGUF architecture {arch!r} is not supported yet: its tensor and cache layout is not modelled "
@@ -383,6 +386,7 @@ def config_from_gguf(kv: dict, tensors: list[TensorInfo], source: str) -> tuple[
             raise UnsupportedArchitectureError(f"{source}: qwen3next GGUF without ssm.* keys is not supported yet: "
                                                "linear-attention sizes missing")
         d["linear_value_head_dim"] = inner // d["linear_num_value_heads"]
+    gguf_attention.normalise(arch, kv, names, d, source)
     return from_hf_config({k: v for k, v in d.items() if v is not None}, source), notes
 
 
@@ -393,6 +397,8 @@ def gguf_group(name: str) -> str:
     short = parts[2] if parts[0] == "blk" and len(parts) > 2 else parts[0]
     if short == "token_embd":
         return "embedding"
+    if short == "per_layer_token_embd":
+        return "lookup"  # Gemma 4 per-layer embedding table: gathered, not multiplied (planner/arch_gemma4.py)
     if short == "output":
         return "output"
     if short.startswith("ffn_gate_inp") or short == "exp_probs_b":

@@ -14,6 +14,7 @@ from planner.architecture import SUPPORTED
 from planner.errors import UnsupportedArchitectureError, render_validation_error
 from planner.schema import MAX_LAYERS, ModelConfig
 
+from . import hf_attention
 from .bounds import check_layers, check_pattern
 from .errors import SourceError
 
@@ -70,6 +71,8 @@ def from_hf_config(raw: dict, source: str = "config.json") -> ModelConfig:
         elif tc.get("model_type") == "gemma3":
             merged["model_type"] = "gemma3_text"
         d = merged
+    if isinstance(tc, dict):
+        hf_attention.unwrap(d, raw)  # --- Gemma 4, DSA indexer, MLA variants, encoders
     if d.get("model_type") in TEXT_TYPES:
         d["model_type"] = TEXT_TYPES[d["model_type"]]
     for src, dst in KEY_ALIASES.items():
@@ -96,10 +99,12 @@ def from_hf_config(raw: dict, source: str = "config.json") -> ModelConfig:
         if unknown:
             raise UnsupportedArchitectureError(
                 f"{source}: model_type {mt!r} is not supported yet: layer types {', '.join(unknown)} are not modelled")
+    hf_attention.refuse(d, raw, source)
     if mt not in SUPPORTED:
         raise UnsupportedArchitectureError(
             f"{source}: model_type {mt!r} is not supported yet: its tensor and cache layout is not modelled "
             f"(supported: {', '.join(sorted(SUPPORTED))})")
+    hf_attention.normalise(d, raw, source)  # --- Gemma 4, DSA indexer, MLA variants, encoders
     # --- transformers config-class defaults that published configs omit (Gemma3TextConfig, Gemma2Config)
     for k, v in MODEL_DEFAULTS.get(mt, {}).items():
         d.setdefault(k, v)
@@ -170,6 +175,10 @@ def check_consistency(cfg: ModelConfig, source: str) -> ModelConfig:
     if not cfg.head_dim:
         raise SourceError(f"{source}: head_dim is 0 (hidden_size {cfg.hidden_size} / {h} heads); "
                           "set head_dim or fix hidden_size")
+    gkv = cfg.num_global_key_value_heads
+    if gkv and h % gkv:
+        raise SourceError(f"{source}: num_attention_heads {h} is not a multiple of num_global_key_value_heads {gkv}; "
+                          "fix or re-download config.json")
     k = cfg.num_experts_per_tok or 0
     if cfg.n_experts and k > cfg.n_experts:
         raise SourceError(f"{source}: {k} active experts of {cfg.n_experts} (num_experts_per_tok > experts); "

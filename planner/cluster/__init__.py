@@ -69,8 +69,8 @@ def layout(mm: MemoryModel) -> Layout:
     other = 0.0
     for t in ts:
         b = t.n_elements * bpe.get(t.group, 0)
-        if t.layer is None:
-            other += b if t.group == "norm" else 0.0
+        if t.layer is None:  # final norm, Gemma 4's rope_freqs / per_layer_model_proj: with the head
+            other += b if t.group not in ("embedding", "output", "lookup") else 0.0
             continue
         lb[t.layer] += b
         if t.group == "experts":
@@ -79,12 +79,13 @@ def layout(mm: MemoryModel) -> Layout:
         elif t.group != "norm":
             ld[t.layer] += b
             la[t.layer] += t.n_elements
-    embed = float(mm.weights.by_group.get("embedding", 0))
+    # the per-layer embedding table (Gemma 4 PLE) is gathered on the input host with the token embedding
+    embed = float(mm.weights.by_group.get("embedding", 0) + mm.weights.by_group.get("lookup", 0))
     head = float(mm.weights.by_group.get("output", 0)) + other
     if cfg.tie_word_embeddings:
-        head += embed
+        head += float(mm.weights.by_group.get("embedding", 0))
     cl = arch.cache_layers(cfg)
-    kv = [float(c.k_elems + c.v_elems + c.state_f32_elems + c.mlx_state_bytes) for c in cl]
+    kv = [float(c.k_elems + c.v_elems + c.index_elems + c.state_f32_elems + c.mlx_state_bytes) for c in cl]
     return Layout(lb, ld, le, la, kv, [c.kind for c in cl], embed, head)
 
 
