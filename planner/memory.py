@@ -63,6 +63,12 @@ def gguf_tensor_type(t: arch.Tensor, preset: QuantFormat, model: ModelProfile, t
     cfg = model.config
     if not t.quantizable or t.group == "norm":
         return "F32"
+    nq = model.native_quant
+    if nq is not None and t.group in nq.groups:
+        # already quantized in the checkpoint: conversion/gpt_oss.py writes gpt-oss experts as MXFP4 for any
+        # --outtype, and src/llama-quant.cpp llama_model_quantize_impl copies a tensor whose target is its own
+        # type and refuses to requantize one ('requantizing from type %s is disabled'), so every preset keeps it
+        return nq.gguf_type
     base = preset.base_type
     if base in ("F32", "F16", "BF16"):
         return base

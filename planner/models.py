@@ -73,7 +73,7 @@ class _Cand:
 def ordered_quants(model_id: str, runtime_id: str) -> tuple[tuple[QuantFormat, QualityNote], ...]:
     """The runtime's quants for a model, highest measured quality first; unmeasured formats last."""
     model, rt = profiles.load_model(model_id), profiles.load_runtime(runtime_id)
-    qs = [(q, quality_of(q)) for q in quants_for(model, rt)]
+    qs = [(q, quality_of(q, model)) for q in quants_for(model, rt)]
     return tuple(sorted(qs, key=lambda x: (TIER_ORDER[x[1].tier], _quality_loss(x[1]), -_nominal_bits(x[0]))))
 
 
