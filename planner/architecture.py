@@ -115,12 +115,17 @@ def _attention(cfg: ModelConfig, i: int) -> list[Tensor]:
         return out
     # Qwen3-Next full-attention layers gate their output: q_proj emits 2 x H x hd (mlx_lm/models/qwen3_next.py)
     q_mult = 2 if cfg.model_type == "qwen3_next" else 1
-    out = [
-        Tensor("attn_q", i, h, q_mult * H * hd),
-        Tensor("attn_k", i, h, Hkv * hd),
-        Tensor("attn_v", i, h, Hkv * hd),
-        Tensor("attn_output", i, H * hd, h),
-    ]
+    if cfg.model_type == "phi3":
+        # Phi-3/Phi-4 keep qkv_proj fused: llama.cpp blk.N.attn_qkv (src/models/phi3.cpp create_tensor_qkv;
+        # conversion/phi.py Phi3MiniModel does not split it), which llama-quantize treats as attn_v
+        out = [Tensor("attn_qkv", i, h, (H + 2 * Hkv) * hd), Tensor("attn_output", i, H * hd, h)]
+    else:
+        out = [
+            Tensor("attn_q", i, h, q_mult * H * hd),
+            Tensor("attn_k", i, h, Hkv * hd),
+            Tensor("attn_v", i, h, Hkv * hd),
+            Tensor("attn_output", i, H * hd, h),
+        ]
     if cfg.attention_bias:
         out.append(Tensor("attn_qkv_bias", i, (H + 2 * Hkv) * hd, 1, group="norm", quantizable=False))
     return out

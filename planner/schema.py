@@ -103,9 +103,30 @@ class GgmlType(BaseModel):
     fallback: str | None = Field(None, description="Type used when a row is not a multiple of block_size")
 
 
+class KeptTensor(BaseModel):
+    """A tensor llama-quantize never quantizes (src/llama-quant.cpp tensor_allows_quantization): it keeps the type
+    the converter wrote (convert_hf_to_gguf: F32 for the names it forces to F32, else the --outtype)."""
+
+    model_config = Frozen
+    name: str = Field(description="Substring of the llama.cpp tensor name (llama.cpp matches with name.find)")
+    type: str = Field(description="Its type in every preset")
+
+
+class QuantizeClasses(BaseModel):
+    """Tensor classes of llama-quantize that hold for every preset and architecture (src/llama-quant.cpp)."""
+
+    model_config = Frozen
+    attn_v_like: list[str] = Field([], description="tensor_get_category + category_is_attn_v: these take attn_v's "
+                                   "rules and share its counter (i_attention_wv / n_attention_wv)")
+    token_embd_like: list[str] = Field([], description="tensor_name_match_token_embd: token-embedding rules (the "
+                                       "output rules when the model has no output.weight)")
+    kept: list[KeptTensor] = []
+
+
 class GgmlTypeTable(_Profile):
     id: str
     types: list[GgmlType]
+    llama_quantize: QuantizeClasses = QuantizeClasses()
 
 
 class PresetRule(BaseModel):
