@@ -41,3 +41,37 @@ def test_llama_quantize_files(xc_root, xc_gguf, xc_hf, preset):
 
     out = quantize_gguf(xc_gguf["F32"], xc_root / f"tiny-{preset}.gguf", preset)
     assert _planner_bytes(xc_hf, preset) == _file_tensor_bytes(out)
+
+
+# --------------------------------------------------------------------------- Phi-3 layout: fused attn_qkv
+PHI3_PRESETS = ["Q4_K_M", "Q5_K_M", "Q4_K_S", "Q3_K_M", "Q3_K_L", "Q2_K", "Q6_K", "IQ4_XS"]
+
+
+@pytest.fixture(scope="module")
+def xc_phi3(xc_root, xc_hf):
+    """The tiny Llama's weights in Phi-3's layout (attn_qkv, fused gate/up in ffn_up), written as a phi3 GGUF."""
+    pytest.importorskip("gguf")
+    from calibration.tinymodels import build_gguf
+
+    prof = tiny_profile(xc_hf, "tiny-phi3")
+    prof = prof.model_copy(update={"config": prof.config.model_copy(update={"model_type": "phi3"})})
+    return build_gguf(xc_hf, xc_root / "tiny-phi3-F32.gguf", "F32", arch="phi3"), prof
+
+
+def test_phi3_gguf_py_file(xc_phi3):
+    path, prof = xc_phi3
+    assert M.gguf_weights(prof, P.load_quant("F32", "gguf"), P.ggml_types()).total_bytes == _file_tensor_bytes(path)
+
+
+@pytest.mark.parametrize("preset", PHI3_PRESETS)
+def test_llama_quantize_fused_qkv_is_attn_v(xc_root, xc_phi3, preset):
+    """llama-quantize gives blk.N.attn_qkv attn_v's rules and counter (src/llama-quant.cpp category_is_attn_v):
+    the planner's bytes equal the real file's for every preset."""
+    if not shutil.which("llama-quantize"):
+        from .conftest import llama_cpp_or_skip
+        llama_cpp_or_skip()
+    from calibration.tinymodels import quantize_gguf
+
+    path, prof = xc_phi3
+    out = quantize_gguf(path, xc_root / f"tiny-phi3-{preset}.gguf", preset)
+    assert M.gguf_weights(prof, P.load_quant(preset, "gguf"), P.ggml_types()).total_bytes == _file_tensor_bytes(out)
