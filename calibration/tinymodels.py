@@ -329,13 +329,14 @@ def _gguf_vocab(hf_dir: Path) -> tuple[list[str], list[int], list[str]]:
 
 
 def build_gguf(hf_dir: str | os.PathLike[str], out_path: str | os.PathLike[str], ftype: str = "F32",
-               arch: str = "llama") -> Path:
+               arch: str = "llama", ffn_type: str | None = None) -> Path:
     """Write the HF folder's weights as a llama-arch GGUF (gpt2 BPE vocab, ``pre=default``).
 
     ``ftype``: "F32", "F16", "Q8_0" or "Q4_0" (2-D weights; norms stay F32). Use :func:`quantize_gguf`
     on the F32 file for K-quants. ``arch="phi3"`` writes the same weights in Phi-3's layout: q/k/v fused into
     blk.N.attn_qkv and gate/up into blk.N.ffn_up (llama.cpp src/models/phi3.cpp; conversion/phi.py keeps HF
-    Phi-3's qkv_proj and gate_up_proj fused).
+    Phi-3's qkv_proj and gate_up_proj fused). ``ffn_type="MXFP4"`` writes the FFN weights already quantized,
+    as a checkpoint published in MXFP4 is converted (conversion/gpt_oss.py repack_mxfp4, raw_dtype MXFP4).
     """
     import gguf
     from safetensors.numpy import load_file
@@ -404,7 +405,10 @@ def build_gguf(hf_dir: str | os.PathLike[str], out_path: str | os.PathLike[str],
             arr = _permute_qk(arr, spec.heads)
         elif name.endswith("attn_k.weight"):
             arr = _permute_qk(arr, spec.kv_heads)
-        if arr.ndim == 1 or qtype == gguf.GGMLQuantizationType.F32:
+        if ffn_type is not None and ".ffn_" in name and arr.ndim == 2:
+            native = gguf.GGMLQuantizationType[ffn_type]
+            w.add_tensor(name, gguf.quants.quantize(arr, native), raw_dtype=native)
+        elif arr.ndim == 1 or qtype == gguf.GGMLQuantizationType.F32:
             w.add_tensor(name, np.ascontiguousarray(arr))
         elif qtype == gguf.GGMLQuantizationType.F16:
             w.add_tensor(name, arr.astype(np.float16))

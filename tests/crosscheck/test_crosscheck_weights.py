@@ -4,6 +4,7 @@ written by gguf-py (F32/F16) and by llama.cpp's own quantizer (every preset belo
 from __future__ import annotations
 
 import shutil
+import subprocess
 
 import pytest
 
@@ -74,4 +75,44 @@ def test_llama_quantize_fused_qkv_is_attn_v(xc_root, xc_phi3, preset):
 
     path, prof = xc_phi3
     out = quantize_gguf(path, xc_root / f"tiny-phi3-{preset}.gguf", preset)
+    assert M.gguf_weights(prof, P.load_quant(preset, "gguf"), P.ggml_types()).total_bytes == _file_tensor_bytes(out)
+
+
+# --------------------------------------------------------------------------- tensors already in MXFP4 (gpt-oss)
+@pytest.fixture(scope="module")
+def xc_mxfp4(xc_root, xc_hf):
+    """The tiny Llama converted as gpt-oss is: FFN weights already MXFP4, the rest F32."""
+    pytest.importorskip("gguf")
+    from calibration.tinymodels import build_gguf
+
+    return build_gguf(xc_hf, xc_root / "tiny-mxfp4-ffn.gguf", "F32", ffn_type="MXFP4")
+
+
+def _llama_quantize(*args) -> subprocess.CompletedProcess:
+    exe = shutil.which("llama-quantize")
+    if not exe:
+        pytest.skip("llama-quantize not on PATH")
+    return subprocess.run([exe, *map(str, args)], capture_output=True, text=True, check=False)
+
+
+def test_llama_quantize_refuses_to_requantize_mxfp4(xc_root, xc_mxfp4):
+    """src/llama-quant.cpp llama_model_quantize_impl: a quantized tensor whose target differs from its type is
+    'requantizing from type mxfp4 is disabled' (no --allow-requantize): no preset turns the MXFP4 FFN into
+    Q8_0 / Q4_K behind the user's back."""
+    p = _llama_quantize(xc_mxfp4, xc_root / "tiny-mxfp4-Q8_0.gguf", "Q8_0")
+    assert p.returncode != 0 and "requantizing from type mxfp4 is disabled" in (p.stdout + p.stderr)
+
+
+@pytest.mark.parametrize("preset", ["Q8_0", "Q6_K", "Q4_K_M", "Q3_K_M"])
+def test_mxfp4_ffn_kept_at_every_preset(xc_root, xc_hf, xc_mxfp4, preset):
+    """The published gpt-oss presets keep the MXFP4 FFN (bartowski: 'Q6_K with all FFN kept at MXFP4_MOE'): with
+    the FFN targeted at its own type, llama-quantize copies it (cur_type == new_type) and quantizes the rest by
+    the preset. The planner's native_quant path gives the same bytes."""
+    from planner.schema import NativeQuant
+
+    out = xc_root / f"tiny-mxfp4-{preset}.gguf"
+    p = _llama_quantize("--tensor-type", "ffn_=mxfp4", xc_mxfp4, out, preset)
+    assert p.returncode == 0, (p.stdout + p.stderr)[-500:]
+    prof = tiny_profile(xc_hf, "tiny-mxfp4")
+    prof = prof.model_copy(update={"native_quant": NativeQuant(groups=["ffn"], gguf_type="MXFP4", source="test")})
     assert M.gguf_weights(prof, P.load_quant(preset, "gguf"), P.ggml_types()).total_bytes == _file_tensor_bytes(out)
