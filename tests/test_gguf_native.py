@@ -108,3 +108,25 @@ def test_recommend_gpt_oss_120b_on_192gb_is_not_an_8bit_up_cast():
     assert mlx and all(o.quant == "mlx-mxfp4" for o in mlx)
     # every option holds ~59 GiB of weights, not the 124 GB of a Q8_0 / 8-bit up-cast
     assert all(o.memory_bytes < 70 * GiB for o in rec.options)
+
+
+def test_a_gpt_oss_folder_in_mxfp4_gets_the_native_format(tmp_path):
+    """A local gpt-oss config.json (e.g. a fine-tune) with quantization_config.quant_method mxfp4 resolves with the
+    same native format as the catalog entry, so its GGUF presets keep the MXFP4 experts too; without it (a bf16
+    fine-tune) the experts follow the preset."""
+    import json
+
+    from sources import resolve_folder
+
+    cfg = P.load_model("gpt-oss-20b").config.model_dump(exclude_none=True)
+    for quantized in (True, False):
+        d = tmp_path / f"oss-{quantized}"
+        d.mkdir()
+        raw = {**cfg, "architectures": ["GptOssForCausalLM"]}
+        if quantized:
+            raw["quantization_config"] = {"quant_method": "mxfp4"}
+        (d / "config.json").write_text(json.dumps(raw))
+        prof = resolve_folder(d).profile
+        w = gguf_weights(prof, P.load_quant("Q8_0", "gguf"), P.ggml_types())
+        assert (prof.native_quant is not None) == quantized
+        assert ("MXFP4" in w.by_type) == quantized
