@@ -128,6 +128,10 @@ def _attention(cfg: ModelConfig, i: int) -> list[Tensor]:
         ]
     if cfg.attention_bias:
         out.append(Tensor("attn_qkv_bias", i, (H + 2 * Hkv) * hd, 1, group="norm", quantizable=False))
+    if cfg.model_type == "gpt_oss":
+        # o_proj bias and per-head attention sinks (llama.cpp src/models/openai-moe.cpp wo_b, attn_sinks; mlx_lm gpt_oss.py)
+        out += [Tensor("attn_output_bias", i, h, 1, group="norm", quantizable=False),
+                Tensor("attn_sinks", i, H, 1, group="norm", quantizable=False)]
     return out
 
 
@@ -141,6 +145,13 @@ def _ffn(cfg: ModelConfig, i: int) -> list[Tensor]:
             Tensor("ffn_up_exps", i, h, f, E, group="experts"),
             Tensor("ffn_down_exps", i, f, h, E, group="experts"),
         ]
+        if cfg.model_type == "gpt_oss":
+            # router and expert biases, F32 in the GGUF (names end in .bias: never quantized, converter F32):
+            # llama.cpp src/models/openai-moe.cpp (ffn_gate_inp_b, ffn_{gate,up,down}_exps_b), mlx_lm gpt_oss.py
+            out += [Tensor("ffn_gate_inp_bias", i, E, 1, group="router", quantizable=False),
+                    Tensor("ffn_gate_exps_bias", i, f, 1, E, group="experts", quantizable=False),
+                    Tensor("ffn_up_exps_bias", i, f, 1, E, group="experts", quantizable=False),
+                    Tensor("ffn_down_exps_bias", i, h, 1, E, group="experts", quantizable=False)]
         sf = cfg.shared_ffn
         if sf:
             out += [

@@ -157,7 +157,8 @@ def quantize_counters(cfg, ts, classes: QuantizeClasses) -> dict:
                       "attn_v_index": _file_order(ts, lambda t: t.name in classes.attn_v_like)}
     ffn: dict = {}
     for c in _FFN_CATEGORIES:
-        ffn.update({(c, *k): j for k, j in _file_order(ts, lambda t, c=c: _ffn_category(t.name) == c).items()})
+        ffn.update({(c, *k): j for k, j in _file_order(
+            ts, lambda t, c=c: t.quantizable and _ffn_category(t.name) == c).items()})
     counters["ffn_index"] = ffn
     return counters
 
