@@ -80,8 +80,8 @@ def kept_type(name: str, base: str, classes: QuantizeClasses) -> str | None:
     """Type of a tensor llama-quantize never quantizes (tensor_allows_quantization), None for the others."""
     for k in classes.kept:
         if k.name in name:
-            # a 16-bit --outtype tensor is as wide as the file's floats in an F32 or BF16 file
-            return base if k.type == "F16" and base in ("F32", "BF16") else k.type
+            # an --outtype tensor (BF16 from a bf16 checkpoint) takes the file's float type in an F32 or F16 file
+            return base if k.type == "BF16" and base in ("F32", "F16") else k.type
     return None
 
 

@@ -66,13 +66,14 @@ def test_per_layer_token_embd_is_a_token_embedding(model, preset, want):
 # --------------------------------------------------------------------------- never quantized
 @pytest.mark.parametrize("name,preset,want", [
     ("ssm_conv1d", "Q4_K_M", "F32"), ("ssm_conv1d", "F16", "F32"),
-    ("per_layer_model_proj", "Q4_K_M", "F16"), ("per_layer_model_proj", "BF16", "BF16"),
-    ("per_layer_model_proj", "F32", "F32"), ("altup_proj", "Q4_K_M", "F16"),
-    ("altup_correct_coef", "Q4_K_M", "F32"), ("laurel_l", "Q2_K", "F16"), ("ffn_gate_inp", "Q4_K_M", "F32"),
+    ("per_layer_model_proj", "Q4_K_M", "BF16"), ("per_layer_model_proj", "F16", "F16"),
+    ("per_layer_model_proj", "F32", "F32"), ("altup_proj", "Q4_K_M", "BF16"),
+    ("altup_correct_coef", "Q4_K_M", "F32"), ("laurel_l", "Q2_K", "BF16"), ("ffn_gate_inp", "Q4_K_M", "F32"),
 ])
 def test_tensors_llama_quantize_never_quantizes(name, preset, want):
     """tensor_allows_quantization: these keep the converter's type (F32 where conversion/base.py forces it, the
-    16-bit --outtype otherwise), even when MLX would quantize them (Tensor.quantizable is MLX's too)."""
+    --outtype otherwise: BF16 from a bf16 checkpoint), even when MLX would quantize them (Tensor.quantizable is
+    MLX's too)."""
     assert _type(Tensor(name, 3, 2560, 8960, group="attention"), "gemma-3-4b", preset) == want
 
 
