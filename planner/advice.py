@@ -91,7 +91,10 @@ def quality_of(q: QuantFormat, model: ModelProfile | None = None) -> QualityNote
     (ModelProfile.native_quant, e.g. gpt-oss in MXFP4) loses nothing against the weights as published."""
     nq = model.native_quant if model is not None else None
     if nq is not None and q.id in (nq.gguf_preset, nq.mlx_quant):
-        return QualityNote(quant=q.id, tier="lossless", approximate=False,
+        # zero by definition: these are the published weights (so it sorts first among lossless formats)
+        gguf = q.kind == "gguf"
+        return QualityNote(quant=q.id, tier="lossless", approximate=False, ppl_delta_pct=0.0 if gguf else None,
+                           mmlu_pro_delta=None if gguf else 0.0,
                            source=f"the format {model.id} is published in (its profile's native_quant)")
     qq = q.quality
     if qq is None:
