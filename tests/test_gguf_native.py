@@ -137,3 +137,15 @@ def test_a_gpt_oss_folder_in_mxfp4_gets_the_native_format(tmp_path):
         w = gguf_weights(prof, P.load_quant("Q8_0", "gguf"), P.ggml_types())
         assert (prof.native_quant is not None) == quantized
         assert ("MXFP4" in w.by_type) == quantized
+
+
+def test_plan_models_on_36gb_runs_gpt_oss_20b_in_its_own_format():
+    """Issue 31: plan models on a 36 GB Mac listed gpt-oss-20b as 'Q8_0, 21.5 GiB'. Its Q8_0 and MXFP4_MOE files
+    are the same 12.1 GB (experts MXFP4 in both), and the native format sorts first: on llama.cpp the row is
+    MXFP4_MOE at < 12 GiB of weights + KV + buffers at 8K; on MLX it is mlx-mxfp4, never an 8-bit up-cast."""
+    from planner import models as M
+
+    rows = {rt: next(r for r in M.what_runs(M.Query(ram_gb=36, runtimes=(rt,))).rows if r.model == "gpt-oss-20b")
+            for rt in ("llama.cpp", "mlx-lm")}
+    assert rows["llama.cpp"].quant == "MXFP4_MOE" and rows["llama.cpp"].memory_bytes < 13 * GiB
+    assert rows["mlx-lm"].quant == "mlx-mxfp4" and rows["mlx-lm"].memory_bytes < 13 * GiB
