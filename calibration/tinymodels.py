@@ -328,11 +328,15 @@ def _gguf_vocab(hf_dir: Path) -> tuple[list[str], list[int], list[str]]:
     return tokens, [int(t) for t in types], merges
 
 
-def build_gguf(hf_dir: str | os.PathLike[str], out_path: str | os.PathLike[str], ftype: str = "F32") -> Path:
+def build_gguf(hf_dir: str | os.PathLike[str], out_path: str | os.PathLike[str], ftype: str = "F32",
+               arch: str = "llama", ffn_type: str | None = None) -> Path:
     """Write the HF folder's weights as a llama-arch GGUF (gpt2 BPE vocab, ``pre=default``).
 
     ``ftype``: "F32", "F16", "Q8_0" or "Q4_0" (2-D weights; norms stay F32). Use :func:`quantize_gguf`
-    on the F32 file for K-quants.
+    on the F32 file for K-quants. ``arch="phi3"`` writes the same weights in Phi-3's layout: q/k/v fused into
+    blk.N.attn_qkv and gate/up into blk.N.ffn_up (llama.cpp src/models/phi3.cpp; conversion/phi.py keeps HF
+    Phi-3's qkv_proj and gate_up_proj fused). ``ffn_type="MXFP4"`` writes the FFN weights already quantized,
+    as a checkpoint published in MXFP4 is converted (conversion/gpt_oss.py repack_mxfp4, raw_dtype MXFP4).
     """
     import gguf
     from safetensors.numpy import load_file
@@ -349,8 +353,10 @@ def build_gguf(hf_dir: str | os.PathLike[str], out_path: str | os.PathLike[str],
 
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    w = gguf.GGUFWriter(str(out), "llama")
-    w.add_name(f"tinymodels-llama-{spec.n_params}")
+    if arch not in ("llama", "phi3"):
+        raise CalibrationError(f"arch={arch!r} not supported by build_gguf; use llama or phi3")
+    w = gguf.GGUFWriter(str(out), arch)
+    w.add_name(f"tinymodels-{arch}-{spec.n_params}")
     w.add_context_length(spec.ctx)
     w.add_embedding_length(spec.hidden)
     w.add_block_count(spec.layers)
@@ -379,6 +385,15 @@ def build_gguf(hf_dir: str | os.PathLike[str], out_path: str | os.PathLike[str],
            "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
            "post_attention_layernorm": "ffn_norm", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
            "mlp.down_proj": "ffn_down"}
+    if arch == "phi3":
+        weights = dict(weights)
+        for i in range(spec.layers):
+            p = f"model.layers.{i}."
+            weights[p + "self_attn.qkv_proj.weight"] = np.concatenate(
+                [weights.pop(p + f"self_attn.{k}_proj.weight") for k in "qkv"])
+            weights[p + "mlp.gate_up_proj.weight"] = np.concatenate(
+                [weights.pop(p + "mlp.gate_proj.weight"), weights.pop(p + "mlp.up_proj.weight")])
+        sub = {**sub, "self_attn.qkv_proj": "attn_qkv", "mlp.gate_up_proj": "ffn_up"}
     for hf_name, arr in weights.items():
         if hf_name in names:
             name = names[hf_name]
@@ -390,7 +405,10 @@ def build_gguf(hf_dir: str | os.PathLike[str], out_path: str | os.PathLike[str],
             arr = _permute_qk(arr, spec.heads)
         elif name.endswith("attn_k.weight"):
             arr = _permute_qk(arr, spec.kv_heads)
-        if arr.ndim == 1 or qtype == gguf.GGMLQuantizationType.F32:
+        if ffn_type is not None and ".ffn_" in name and arr.ndim == 2:
+            native = gguf.GGMLQuantizationType[ffn_type]
+            w.add_tensor(name, gguf.quants.quantize(arr, native), raw_dtype=native)
+        elif arr.ndim == 1 or qtype == gguf.GGMLQuantizationType.F32:
             w.add_tensor(name, np.ascontiguousarray(arr))
         elif qtype == gguf.GGMLQuantizationType.F16:
             w.add_tensor(name, arr.astype(np.float16))

@@ -85,9 +85,17 @@ def _quality_loss(qn: QualityNote) -> float:
     return 1e9
 
 
-def quality_of(q: QuantFormat) -> QualityNote:
+def quality_of(q: QuantFormat, model: ModelProfile | None = None) -> QualityNote:
     """Quality cost of a format, from the profile's published measurement (llama.cpp perplexity scoreboard for
-    GGUF, mlx-lm MMLU-Pro deltas for MLX); 'unknown' where nothing is published."""
+    GGUF, mlx-lm MMLU-Pro deltas for MLX); 'unknown' where nothing is published. The model's own checkpoint format
+    (ModelProfile.native_quant, e.g. gpt-oss in MXFP4) loses nothing against the weights as published."""
+    nq = model.native_quant if model is not None else None
+    if nq is not None and q.id in (nq.gguf_preset, nq.mlx_quant):
+        # zero by definition: these are the published weights (so it sorts first among lossless formats)
+        gguf = q.kind == "gguf"
+        return QualityNote(quant=q.id, tier="lossless", approximate=False, ppl_delta_pct=0.0 if gguf else None,
+                           mmlu_pro_delta=None if gguf else 0.0,
+                           source=f"the format {model.id} is published in (its profile's native_quant)")
     qq = q.quality
     if qq is None:
         return QualityNote(quant=q.id, tier="unknown", source="no published measurement")
@@ -375,7 +383,7 @@ def _evaluate(ctx: Search, mm, q: QuantFormat, slots: int, rf, found: Found) -> 
     sp = (speed_at(rf, ctx.prompt, ctx.gen, slots, ctx.wl.users, ctx.staggered, ctx.wl.cached_tokens(ctx.prompt, rt))
           if rf is not None else None)
     miss = _targets_check(ctx.wl, sp)
-    qn = quality_of(q)
+    qn = quality_of(q, ctx.prof)
     return ServingOption(runtime=rt.id, quant=q.id, kv_type=mm.kv.kv_type, slots=slots, context=need, max_context=maxc,
                   memory_bytes=total, fit=fit, speed=sp, meets_targets=not miss, misses=miss, bound=_bound_text(sp),
                   quality=qn, reason=_reason(sp, fit, qn, ctx.wl, slots, maxc), recipe=recipe(mm, q, need, slots, fit))

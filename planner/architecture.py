@@ -126,14 +126,23 @@ def _attention(cfg: ModelConfig, i: int) -> list[Tensor]:
         return out
     # Qwen3-Next full-attention layers gate their output: q_proj emits 2 x H x hd (mlx_lm/models/qwen3_next.py)
     q_mult = 2 if cfg.model_type == "qwen3_next" else 1
-    out = [
-        Tensor("attn_q", i, h, q_mult * H * hd),
-        Tensor("attn_k", i, h, Hkv * hd),
-        Tensor("attn_v", i, h, Hkv * hd),
-        Tensor("attn_output", i, H * hd, h),
-    ]
+    if cfg.model_type == "phi3":
+        # Phi-3/Phi-4 keep qkv_proj fused: llama.cpp blk.N.attn_qkv (src/models/phi3.cpp create_tensor_qkv;
+        # conversion/phi.py Phi3MiniModel does not split it), which llama-quantize treats as attn_v
+        out = [Tensor("attn_qkv", i, h, (H + 2 * Hkv) * hd), Tensor("attn_output", i, H * hd, h)]
+    else:
+        out = [
+            Tensor("attn_q", i, h, q_mult * H * hd),
+            Tensor("attn_k", i, h, Hkv * hd),
+            Tensor("attn_v", i, h, Hkv * hd),
+            Tensor("attn_output", i, H * hd, h),
+        ]
     if cfg.attention_bias:
         out.append(Tensor("attn_qkv_bias", i, (H + 2 * Hkv) * hd, 1, group="norm", quantizable=False))
+    if cfg.model_type == "gpt_oss":
+        # o_proj bias and per-head attention sinks (llama.cpp src/models/openai-moe.cpp wo_b, attn_sinks; mlx_lm gpt_oss.py)
+        out += [Tensor("attn_output_bias", i, h, 1, group="norm", quantizable=False),
+                Tensor("attn_sinks", i, H, 1, group="norm", quantizable=False)]
     return out
 
 
@@ -147,6 +156,13 @@ def _ffn(cfg: ModelConfig, i: int) -> list[Tensor]:
             Tensor("ffn_up_exps", i, h, f, E, group="experts"),
             Tensor("ffn_down_exps", i, f, h, E, group="experts"),
         ]
+        if cfg.model_type == "gpt_oss":
+            # router and expert biases, F32 in the GGUF (names end in .bias: never quantized, converter F32):
+            # llama.cpp src/models/openai-moe.cpp (ffn_gate_inp_b, ffn_{gate,up,down}_exps_b), mlx_lm gpt_oss.py
+            out += [Tensor("ffn_gate_inp_bias", i, E, 1, group="router", quantizable=False),
+                    Tensor("ffn_gate_exps_bias", i, f, 1, E, group="experts", quantizable=False),
+                    Tensor("ffn_up_exps_bias", i, f, 1, E, group="experts", quantizable=False),
+                    Tensor("ffn_down_exps_bias", i, h, 1, E, group="experts", quantizable=False)]
         sf = cfg.shared_ffn
         if sf:
             out += [

@@ -249,8 +249,9 @@ def _configs(profs: list[ModelProfile], workload: WorkloadProfile, pt: _Point, r
     out = []
     for rt_id in runtimes or ["llama.cpp", "mlx-lm"]:
         rt = profiles.load_runtime(rt_id)
-        for q in quants_for(max(profs, key=lambda p: p.params_b), rt):
-            qn = quality_of(q)
+        biggest = max(profs, key=lambda p: p.params_b)
+        for q in quants_for(biggest, rt):
+            qn = quality_of(q, biggest)
             if _TIER_NUM[qn.tier] > QUALITY_MAX[max_quality_cost]:
                 continue
             for kv in (k for k in rt.advised_kv_types if k not in KV_RANK):

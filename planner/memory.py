@@ -14,16 +14,11 @@ from . import architecture as arch
 from .arch_attention import LLAMA_CPP_NO_SWA
 from .errors import InputError
 from .results import KVLayout, MemoryEstimate, WeightsEstimate
-from .schema import GgmlTypeTable, LlamaCppFamily, MlxRuntime, ModelProfile, QuantFormat, Runtime
+from .schema import GgmlTypeTable, LlamaCppFamily, MlxRuntime, ModelProfile, QuantFormat, QuantizeClasses, Runtime
 from .units import MiB, pad_to
 
 # --------------------------------------------------------------------------- GGUF presets
-# llama-quant.cpp tensor_name_match_token_embd: the per-layer embedding table (Gemma 4 PLE) is quantized as the token
-# embedding, i.e. at the output type when the embeddings are tied (has_tied_embeddings)
-TOKEN_EMBD = ("token_embd", "per_layer_token_embd")
-# llama-quant.cpp tensor_allows_quantization: tensors never quantized, kept at their converted type (Gemma 4's
-# per_layer_model_proj; bf16 from convert_hf_to_gguf --outtype auto on bf16 weights)
-KEPT_TYPE = {"per_layer_model_proj": "BF16"}
+# (the per-layer embedding table and the tensors never quantized: profiles/quants/ggml-types.yaml llama_quantize)
 LAZY_MIN_BYTES = 4 * 1024**3  # llama-model-loader.cpp lazy_read::add auto_min_size
 
 
@@ -67,24 +62,66 @@ def _static_conditions(cfg) -> dict:
             "n_expert_8": cfg.n_experts == 8}
 
 
+_FFN_CATEGORIES = ("ffn_up", "ffn_gate", "ffn_down")  # tensor_get_category: name.find order up, gate, down
+
+
+def _ffn_category(name: str) -> str | None:
+    return next((c for c in _FFN_CATEGORIES if c in name), None)
+
+
+def rule_name(name: str, cfg, classes: QuantizeClasses) -> str:
+    """The name llama-quantize's rules see: attn_qkv / attn_kv_b take attn_v's rules (category_is_attn_v),
+    per_layer_token_embd takes token_embd's, and a token embedding shared with the output (no output.weight,
+    qs.has_tied_embeddings) takes the output's (src/llama-quant.cpp tensor_get_category, llama_tensor_get_type_impl)."""
+    if name in classes.attn_v_like:
+        return "attn_v"
+    if name in classes.token_embd_like:
+        return "output" if cfg.tie_word_embeddings else "token_embd"
+    return name
+
+
+def kept_type(name: str, base: str, classes: QuantizeClasses) -> str | None:
+    """Type of a tensor llama-quantize never quantizes (tensor_allows_quantization), None for the others."""
+    for k in classes.kept:
+        if k.name in name:
+            # an --outtype tensor (BF16 from a bf16 checkpoint) takes the file's float type in an F32 or F16 file
+            return base if k.type == "BF16" and base in ("F32", "F16") else k.type
+    return None
+
+
 def gguf_tensor_type(t: arch.Tensor, preset: QuantFormat, model: ModelProfile, types: dict, counters: dict,
-                     static: dict | None = None) -> str:
+                     static: dict | None = None, classes: QuantizeClasses | None = None) -> str:
     cfg = model.config
-    if not t.quantizable or t.group == "norm" or t.name in KEPT_TYPE:
-        return KEPT_TYPE.get(t.name, "F32")
+    classes = classes or QuantizeClasses()
+    if not t.quantizable or t.group == "norm":
+        return "F32"
+    nq = model.native_quant
+    if nq is not None and t.group in nq.groups:
+        # already quantized in the checkpoint: conversion/gpt_oss.py writes gpt-oss experts as MXFP4 for any
+        # --outtype, and src/llama-quant.cpp llama_model_quantize_impl copies a tensor whose target is its own
+        # type and refuses to requantize one ('requantizing from type %s is disabled'), so every preset keeps it
+        return nq.gguf_type
     base = preset.base_type
+    kept = kept_type(t.name, base, classes)
+    if kept is not None:
+        return kept
     if base in ("F32", "F16", "BF16"):
         return base
     if preset.expert_type and t.group == "experts":
         return preset.expert_type
     static = static if static is not None else _static_conditions(cfg)
-    name = "output" if (t.name in TOKEN_EMBD and cfg.tie_word_embeddings) else t.name
-    # per-name counters: attn_v counts attention layers that have V (i_attention_wv); ffn_down uses the layer index
+    name = rule_name(t.name, cfg, classes)
+    n_layer = counters.get("n_layer_all", cfg.num_hidden_layers)
+    # the layer index the rules see (src/llama-quant.cpp): attn_v-like tensors count in file order
+    # (i_attention_wv of n_attention_wv); FFN tensors use the layer in the name when n_expert > 1, else their
+    # own counter i_ffn_down/i_ffn_gate/i_ffn_up (layer_info), of n_layer_all
+    cat = _ffn_category(name)
     if name == "attn_v":
-        i, n = counters["attn_v"], counters["n_attn_v"]
-        counters["attn_v"] += 1
+        i, n = counters.get("attn_v_index", {}).get((t.layer, t.name), t.layer), counters["n_attn_v"]
+    elif cat is not None and cfg.n_experts <= 1 and t.layer is not None:
+        i, n = counters.get("ffn_index", {}).get((cat, t.layer, t.name), t.layer), n_layer
     else:
-        i, n = t.layer, cfg.num_hidden_layers
+        i, n = t.layer, n_layer
     rules = counters.get(("rules", name))
     if rules is None:  # not setdefault: that would rebuild the list for every tensor
         rules = counters[("rules", name)] = [r for r in preset.rules if _matches(r.tensor, name)]
@@ -108,6 +145,28 @@ def gguf_tensor_type(t: arch.Tensor, preset: QuantFormat, model: ModelProfile, t
     return typ
 
 
+def _file_order(ts, pick) -> dict:
+    """Position of each picked tensor in llama-quantize's order: by layer, then by name
+    (llama-model-loader.h weight_name_comparer), keyed (layer, name)."""
+    chosen = sorted({(t.layer, t.name) for t in ts if t.layer is not None and pick(t)})
+    return {k: j for j, k in enumerate(chosen)}
+
+
+def quantize_counters(cfg, ts, classes: QuantizeClasses) -> dict:
+    """The per-file counts llama-quantize keeps (init_quantize_state_counters): n_attention_wv over the attn_v-like
+    tensors, n_ffn_* = n_layer_all (every block in the file, MTP blocks included), and each counted tensor's index."""
+    layers = [t.layer for t in ts if t.layer is not None]
+    counters: dict = {"n_attn_v": sum(t.name in classes.attn_v_like for t in ts),
+                      "n_layer_all": max(layers) + 1 if layers else cfg.num_hidden_layers,
+                      "attn_v_index": _file_order(ts, lambda t: t.name in classes.attn_v_like)}
+    ffn: dict = {}
+    for c in _FFN_CATEGORIES:
+        ffn.update({(c, *k): j for k, j in _file_order(
+            ts, lambda t, c=c: t.quantizable and _ffn_category(t.name) == c).items()})
+    counters["ffn_index"] = ffn
+    return counters
+
+
 def row_bytes(types: dict, typ: str, ne0: int) -> int:
     """ggml_row_size(type, ne0)."""
     tt = types[typ]
@@ -116,21 +175,21 @@ def row_bytes(types: dict, typ: str, ne0: int) -> int:
 
 def gguf_weights(model: ModelProfile, preset: QuantFormat, table: GgmlTypeTable) -> WeightsEstimate:
     types = {t.name: t for t in table.types}
+    classes = table.llama_quantize
     ts = arch.tensors(model.config)
-    counters = {"attn_v": 0, "n_attn_v": sum(t.name == "attn_v" for t in ts)}
+    counters = quantize_counters(model.config, ts, classes)
     static = _static_conditions(model.config)
     by_group: dict[str, int] = {}
     by_type: dict[str, int] = {}
     for name, runs in _by_name(model.config):
-        rules = [r for r in preset.rules if _matches(r.tensor, "output" if (
-            name in TOKEN_EMBD and model.config.tie_word_embeddings) else name)]
+        rules = [r for r in preset.rules if _matches(r.tensor, rule_name(name, model.config, classes))]
         if all(c.removeprefix("not_") in static for r in rules for c in r.when):
             # no layer-dependent rule: one type per distinct row shape, bytes for all such tensors at once
             items = [(t, rows) for t, rows in runs]
         else:
             items = [(t, t.ne1 * t.n) for t in _tensors_named(ts, name)]
         for t, rows in items:
-            typ = gguf_tensor_type(t, preset, model, types, counters, static)
+            typ = gguf_tensor_type(t, preset, model, types, counters, static, classes)
             b = row_bytes(types, typ, t.ne0) * rows
             by_group[t.group] = by_group.get(t.group, 0) + b
             by_type[typ] = by_type.get(typ, 0) + b

@@ -74,7 +74,7 @@ class _Cand:
 def ordered_quants(model_id: str, runtime_id: str) -> tuple[tuple[QuantFormat, QualityNote], ...]:
     """The runtime's quants for a model, highest measured quality first; unmeasured formats last."""
     model, rt = profiles.load_model(model_id), profiles.load_runtime(runtime_id)
-    qs = [(q, quality_of(q)) for q in quants_for(model, rt)]
+    qs = [(q, quality_of(q, model)) for q in quants_for(model, rt)]
     return tuple(sorted(qs, key=lambda x: (TIER_ORDER[x[1].tier], _quality_loss(x[1]), -_nominal_bits(x[0]))))
 
 
@@ -131,7 +131,18 @@ def weights_floor(model_id: str, runtime_id: str, quant_id: str) -> int:
     """A lower bound on the weight bytes: every parameter at the cheapest storage type the format can assign
     (GGUF: base, expert and rule types of the preset; MLX: its bits plus the per-group scale/bias). [bytes]
     Lets the sweep skip formats that cannot fit without walking their tensors."""
-    return int(_n_params(model_id)[0] * floor_bits_per_weight(runtime_id, quant_id) / 8)
+    return int(_n_params(model_id)[0] * _model_floor_bits(model_id, runtime_id, quant_id) / 8)
+
+
+def _model_floor_bits(model_id: str, runtime_id: str, quant_id: str) -> float:
+    """floor_bits_per_weight, also counting the type a model's checkpoint keeps in every GGUF preset
+    (ModelProfile.native_quant: gpt-oss's MXFP4 experts, 4.25 bits, under a Q4_K_M's 4.5)."""
+    bits = floor_bits_per_weight(runtime_id, quant_id)
+    nq = profiles.load_model(model_id).native_quant
+    if nq is not None and profiles.load_runtime(runtime_id).weight_format == "gguf":
+        tt = next(t for t in profiles.ggml_types().types if t.name == nq.gguf_type)
+        bits = min(bits, 8 * tt.bytes_per_block / tt.block_size)
+    return bits
 
 
 @functools.lru_cache(maxsize=256)
@@ -159,7 +170,7 @@ def decode_ceiling(model_id: str, runtime_id: str, quant_id: str, chip: Chip) ->
     active parameters at the format's cheapest type, no KV). [tok/s] Skips formats too slow for --min-tok-s."""
     from .throughput import bandwidth
 
-    active = _n_params(model_id)[1] * floor_bits_per_weight(runtime_id, quant_id) / 8
+    active = _n_params(model_id)[1] * _model_floor_bits(model_id, runtime_id, quant_id) / 8
     return bandwidth(chip) / active if active > 0 else float("inf")
 
 

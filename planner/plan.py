@@ -25,7 +25,7 @@ from .results import (
     WeightsEstimate,
     WiredLimit,
 )
-from .schema import Chip, ModelProfile
+from .schema import Chip, ModelProfile, QuantFormat
 from .setups import judge_offloads, with_draft, with_images, with_offload, with_serving
 
 DEFAULT_QUANTS = {
@@ -177,10 +177,30 @@ def _quants_for(req: PlanRequest, runtime, model: ModelProfile) -> list:
             if fmt is not None:
                 out.append(fmt)
         return out
-    ids = list(DEFAULT_QUANTS[runtime.weight_format])
-    if model.config.model_type == "gpt_oss" and runtime.weight_format == "gguf":
-        ids.insert(0, "MXFP4_MOE")
-    return [profiles.load_quant(i, runtime.weight_format) for i in ids]
+    return default_quants(model, runtime.weight_format)
+
+
+def mlx_bits_per_weight(q: QuantFormat) -> float:
+    """Stored bits per quantized weight of an MLX format: bits + 8·(scale + bias bytes)/group
+    (mlx/primitives.h quantize; mlx_lm/utils.py quantize_model)."""
+    return (q.bits or 16) + 8 * ((q.scale_bytes or 0) + (q.bias_bytes or 0)) / (q.group_size or 1)
+
+
+def default_quants(model: ModelProfile, weight_format: str) -> list[QuantFormat]:
+    """The formats plans and searches try. A checkpoint that ships quantized (ModelProfile.native_quant, e.g.
+    gpt-oss's MXFP4 experts) is tried in its own format first, and no MLX format storing more bits per weight than
+    that one is tried: converting it up (mlx_lm.convert -q --q-bits 8 of the dequantized MXFP4) doubles the memory
+    and cannot restore what the checkpoint never held."""
+    ids = list(DEFAULT_QUANTS[weight_format])
+    nq = model.native_quant
+    if nq is not None:
+        native = nq.gguf_preset if weight_format == "gguf" else nq.mlx_quant
+        if native is not None:
+            ids = [native] + [i for i in ids if i != native]
+            if weight_format == "mlx":
+                cap = mlx_bits_per_weight(profiles.load_quant(native, "mlx"))
+                ids = [i for i in ids if mlx_bits_per_weight(profiles.load_quant(i, "mlx")) <= cap]
+    return [profiles.load_quant(i, weight_format) for i in ids]
 
 
 def _known(q: str, kind: str) -> bool:

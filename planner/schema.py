@@ -103,9 +103,30 @@ class GgmlType(BaseModel):
     fallback: str | None = Field(None, description="Type used when a row is not a multiple of block_size")
 
 
+class KeptTensor(BaseModel):
+    """A tensor llama-quantize never quantizes (src/llama-quant.cpp tensor_allows_quantization): it keeps the type
+    the converter wrote (convert_hf_to_gguf: F32 for the names it forces to F32, else the --outtype)."""
+
+    model_config = Frozen
+    name: str = Field(description="Substring of the llama.cpp tensor name (llama.cpp matches with name.find)")
+    type: str = Field(description="Its type in every preset")
+
+
+class QuantizeClasses(BaseModel):
+    """Tensor classes of llama-quantize that hold for every preset and architecture (src/llama-quant.cpp)."""
+
+    model_config = Frozen
+    attn_v_like: list[str] = Field([], description="tensor_get_category + category_is_attn_v: these take attn_v's "
+                                   "rules and share its counter (i_attention_wv / n_attention_wv)")
+    token_embd_like: list[str] = Field([], description="tensor_name_match_token_embd: token-embedding rules (the "
+                                       "output rules when the model has no output.weight)")
+    kept: list[KeptTensor] = []
+
+
 class GgmlTypeTable(_Profile):
     id: str
     types: list[GgmlType]
+    llama_quantize: QuantizeClasses = QuantizeClasses()
 
 
 class PresetRule(BaseModel):
@@ -550,6 +571,27 @@ class ModelQuality(BaseModel):
         "than the maker, on the base (not instruct) model, or with another scoring protocol")
 
 
+class NativeQuant(BaseModel):
+    """Tensors the original checkpoint already stores quantized, and the formats that keep them as published.
+
+    gpt-oss ships its MoE experts in MXFP4 (config.json ``quantization_config.quant_method: mxfp4``). llama.cpp's
+    converter writes them as ggml MXFP4 whatever --outtype says (conversion/gpt_oss.py GptOssModel.dequant_model
+    skips the dequantization, repack_mxfp4 adds them with raw_dtype MXFP4), and llama-quantize does not turn an
+    already-quantized tensor into another type (src/llama-quant.cpp llama_model_quantize_impl: 'requantizing from
+    type ... is disabled' without --allow-requantize; a tensor whose target equals its type is copied), so every
+    published GGUF preset of the model keeps them in that type."""
+
+    model_config = Frozen
+    groups: list[str] = Field(["experts"], min_length=1, description="Tensor groups (planner.architecture) stored "
+                              "quantized in the checkpoint")
+    gguf_type: str = Field(description="ggml type of those tensors in every GGUF of the model (e.g. MXFP4)")
+    gguf_preset: str | None = Field(None, description="The llama-quantize preset that matches the checkpoint "
+                                    "(e.g. MXFP4_MOE), searched first")
+    mlx_quant: str | None = Field(None, description="The MLX format id that holds the checkpoint without an up-cast "
+                                  "(e.g. mlx-mxfp4); MLX formats with more bits per weight are not searched")
+    source: str = Field(min_length=1, description="Where the native format was read")
+
+
 class ModelProfile(_Profile):
     id: str
     name: str
@@ -563,6 +605,7 @@ class ModelProfile(_Profile):
     vision_params_b: float | None = Field(None, ge=0, le=1e6, description="Vision tower + projector [billions]")
     gated: bool = False
     notes: str = ""
+    native_quant: NativeQuant | None = Field(None, description="Tensors the checkpoint ships already quantized")
     config: ModelConfig
 
 

@@ -17,7 +17,7 @@ from . import profiles
 from ._model import Frozen
 from .errors import InputError, PlannerError
 from .memory import MemoryModel, check_kv_type, kv_layout, memory_model
-from .plan import DEFAULT_QUANTS
+from .plan import default_quants
 from .schema import Chip, ModelProfile, QuantFormat, Runtime
 
 SLOT_CHOICES = [1, 2, 4, 8, 16, 32, 64]
@@ -138,13 +138,12 @@ def quants_for(model: ModelProfile, rt: Runtime, only: list[str] | None = None) 
             except PlannerError:
                 continue
         return out
-    ids = list(DEFAULT_QUANTS[rt.weight_format])
-    if model.config.model_type == "gpt_oss" and rt.weight_format == "gguf":
-        ids.insert(0, "MXFP4_MOE")
+    out = default_quants(model, rt.weight_format)
     if model.config.is_moe and model.params_b > 300:
         # 600B+ MoEs only fit at 1-3 bits per weight on a Mac (e.g. unsloth dynamic IQ1/IQ2 GGUFs)
-        ids = (["IQ1_S", "IQ2_XXS", "IQ2_M", "Q2_K"] if rt.weight_format == "gguf" else ["mlx-2bit-g64", "mlx-3bit-g64"]) + ids
-    return [profiles.load_quant(i, rt.weight_format) for i in ids]
+        low = ["IQ1_S", "IQ2_XXS", "IQ2_M", "Q2_K"] if rt.weight_format == "gguf" else ["mlx-2bit-g64", "mlx-3bit-g64"]
+        out = [profiles.load_quant(i, rt.weight_format) for i in low if i not in {q.id for q in out}] + out
+    return out
 
 
 def slot_choices(rt: Runtime, mm: MemoryModel, users: int) -> list[int]:

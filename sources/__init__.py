@@ -17,7 +17,7 @@ from planner import architecture as arch
 from planner import profiles
 from planner.errors import PlannerError, UnknownProfileError
 from planner.results import WeightsEstimate
-from planner.schema import ModelConfig, ModelProfile
+from planner.schema import ModelConfig, ModelProfile, NativeQuant
 
 from .errors import HubError, SourceError
 from .hfconfig import from_hf_config
@@ -48,6 +48,16 @@ def make_profile(cfg: ModelConfig, *, id_: str, name: str, source_url: str, hf_r
         id=id_, name=name, hf_repo=hf_repo, params_b=n / 1e9, active_params_b=active / 1e9 if active else None,
         vision_params_b=(vision_bytes / vision_elem_bytes) / 1e9 if vision_bytes else None,
         sources=[source_url], verified=date.today(), config=cfg)
+
+
+def native_quant_of(raw: dict, cfg: ModelConfig, url: str) -> NativeQuant | None:
+    """A gpt-oss checkpoint published in MXFP4 (config.json quantization_config.quant_method: mxfp4): llama.cpp's
+    converter writes its experts as MXFP4 (conversion/gpt_oss.py) and every GGUF preset keeps them."""
+    q = raw.get("quantization_config")
+    if cfg.model_type == "gpt_oss" and isinstance(q, dict) and q.get("quant_method") == "mxfp4":
+        return NativeQuant(groups=["experts"], gguf_type="MXFP4", gguf_preset="MXFP4_MOE", mlx_quant="mlx-mxfp4",
+                           source=f"{url}: quantization_config.quant_method mxfp4")
+    return None
 
 
 def mlx_quant_id(raw: dict) -> tuple[str | None, list[str]]:
@@ -126,6 +136,9 @@ def _from_config_and_tensors(raw, cfg, entries, *, source, id_, name, url, hf_re
             qid = "mlx-bf16"  # unquantized checkpoint: mlx-lm loads it as is
     vision = w.vision_bytes if w else 0
     prof = make_profile(cfg, id_=id_, name=name, source_url=url, hf_repo=hf_repo, vision_bytes=vision)
+    native = native_quant_of(raw, cfg, url)
+    if native is not None:
+        prof = prof.model_copy(update={"native_quant": native})
     return ResolvedModel(profile=prof, source=source, exact_weights=w, quant_id=qid, runtime_hint=hint,
                          vision_bytes=vision, notes=notes)
 
