@@ -14,7 +14,15 @@ from . import architecture as arch
 from .arch_attention import LLAMA_CPP_NO_SWA
 from .errors import InputError
 from .results import KVLayout, MemoryEstimate, WeightsEstimate
-from .schema import GgmlTypeTable, LlamaCppFamily, MlxRuntime, ModelProfile, QuantFormat, QuantizeClasses, Runtime
+from .schema import (
+    GgmlTypeTable,
+    LlamaCppFamily,
+    MlxRuntime,
+    ModelProfile,
+    QuantFormat,
+    QuantizeClasses,
+    Runtime,
+)
 from .units import MiB, pad_to
 
 # --------------------------------------------------------------------------- GGUF presets
@@ -89,10 +97,8 @@ def kept_type(name: str, base: str, classes: QuantizeClasses) -> str | None:
     return None
 
 
-def gguf_tensor_type(t: arch.Tensor, preset: QuantFormat, model: ModelProfile, types: dict, counters: dict,
-                     static: dict | None = None, classes: QuantizeClasses | None = None) -> str:
-    cfg = model.config
-    classes = classes or QuantizeClasses()
+def _fixed_type(t: arch.Tensor, preset: QuantFormat, model: ModelProfile, classes: QuantizeClasses) -> str | None:
+    """The type a tensor gets before any preset rule applies, None when the rules decide."""
     if not t.quantizable or t.group == "norm":
         return "F32"
     nq = model.native_quant
@@ -109,6 +115,17 @@ def gguf_tensor_type(t: arch.Tensor, preset: QuantFormat, model: ModelProfile, t
         return base
     if preset.expert_type and t.group == "experts":
         return preset.expert_type
+    return None
+
+
+def gguf_tensor_type(t: arch.Tensor, preset: QuantFormat, model: ModelProfile, types: dict, counters: dict,
+                     static: dict | None = None, classes: QuantizeClasses | None = None) -> str:
+    cfg = model.config
+    classes = classes or QuantizeClasses()
+    fixed = _fixed_type(t, preset, model, classes)
+    if fixed is not None:
+        return fixed
+    base = preset.base_type
     static = static if static is not None else _static_conditions(cfg)
     name = rule_name(t.name, cfg, classes)
     n_layer = counters.get("n_layer_all", cfg.num_hidden_layers)

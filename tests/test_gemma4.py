@@ -196,8 +196,11 @@ def test_ple_table_takes_the_output_type_when_tied_in_gguf():
     q = P.load_quant("Q4_K_M", "gguf")
     types = {t.name: t for t in P.ggml_types().types}
     by = {t.name: t for t in arch.tensors(p.config)}
-    assert M.gguf_tensor_type(by["per_layer_token_embd"], q, p, types, {"attn_v": 0, "n_attn_v": 15}) == "Q6_K"
-    assert M.gguf_tensor_type(by["per_layer_model_proj"], q, p, types, {"attn_v": 0, "n_attn_v": 15}) == "BF16"
+    cls = P.ggml_types().llama_quantize
+    assert M.gguf_tensor_type(by["per_layer_token_embd"], q, p, types, {"attn_v": 0, "n_attn_v": 15},
+                              classes=cls) == "Q6_K"
+    assert M.gguf_tensor_type(by["per_layer_model_proj"], q, p, types, {"attn_v": 0, "n_attn_v": 15},
+                              classes=cls) == "BF16"
 
 
 def test_attention_flops_use_each_layers_head_size():
