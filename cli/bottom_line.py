@@ -38,3 +38,13 @@ def bottom_line(r: Recommendation) -> list[str]:
         out.append(versus_text(verdicts))
     out.append(f"Assumed workload {wl.summary()}.")
     return out
+
+
+def no_fit_line(p) -> str:
+    """The bottom line of a plan (planner.plan.Plan) none of whose options fits, even with the limit raised: the
+    smallest need against the most the GPU may have, and what would change it."""
+    small = min(p.options, key=lambda o: o.memory.total)
+    return (f"Bottom line: {p.model.name} does not fit this Mac: the smallest option ({small.runtime} {small.quant}) "
+            f"needs {fmt_bytes(small.memory.total)} against at most {fmt_bytes(p.wired.max_raise_bytes)} for the GPU "
+            f"with the limit raised; a smaller model or quantization, fewer users or a shorter context, or a Mac with "
+            f"more memory (`plan buy`) would change that.")

@@ -46,6 +46,10 @@ def run_plan(given: dict[str, Any], file: str | None = None, json_out: bool = Fa
         from .bottom_line import bottom_line
 
         head = "\n".join(bottom_line(rec)) + "\n\n"
+    elif result.options and all(o.fit.verdict == "no-fit" for o in result.options):
+        from .bottom_line import no_fit_line
+
+        head = no_fit_line(result) + "\n\n"
     return head + render_plan(result) + "\n"
 
 

@@ -53,3 +53,8 @@ def test_a_name_that_pins_a_format_pins_the_bottom_line(capsys):
     line = _run(capsys, ["--model", "mlx-community/Qwen3-30B-A3B-4bit", "--chip", "M4 Pro", "--gpu-cores", "20",
                          "--ram", "48"]).splitlines()[0]
     assert line.startswith("Bottom line: run mlx-lm mlx-4bit-g64 ")
+
+
+def test_a_model_that_fits_nowhere_gets_a_bottom_line_with_what_would_change_it(capsys):
+    line = _run(capsys, ["--model", "deepseek-v3", "--ram", "64"]).splitlines()[0]
+    assert line.startswith("Bottom line: ") and "does not fit this Mac" in line and "plan buy" in line
