@@ -621,7 +621,10 @@ def load_measurements(path: str | Path | None = None) -> list[Measurement]:
                     f"{p}:{line_no}: wrong number of fields (row_id {row.get('row_id')!r}); "
                     f"check quoting of that line"
                 )
-            m = _normalize(row, p)
+            try:
+                m = _normalize(row, p)
+            except DatasetError as e:  # name the file and line: several CSVs feed the fit (calibration.fit)
+                raise DatasetError(f"{p.name}:{line_no}: {e}") from None
             if m.row_id in seen:
                 raise DatasetError(f"{p}:{line_no}: duplicate row_id {m.row_id}; row ids must be unique")
             seen.add(m.row_id)

@@ -182,3 +182,13 @@ def test_rows_of_other_files_are_labelled_with_their_file(tmp_path):
     data, _ = F.load_training_records([p])
     labels = [r.label for recs in data.values() for r in recs]
     assert labels and all(lbl.startswith("measured_benchmarks_extra row ") for lbl in labels)
+
+
+def test_a_bad_row_in_a_new_file_names_the_file_and_line(tmp_path):
+    from calibration.dataset import DatasetError, load_measurements
+
+    src = F.TRAIN_FILES[0].read_text(encoding="utf-8").splitlines()
+    p = tmp_path / "measured_benchmarks_new.csv"
+    p.write_text(src[0] + "\n" + src[1] + "\nx" + src[2] + "\n", encoding="utf-8")
+    with pytest.raises(DatasetError, match=r"^measured_benchmarks_new\.csv:3: .*row_id"):
+        load_measurements(p)
