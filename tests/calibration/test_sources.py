@@ -192,3 +192,23 @@ def test_a_bad_row_in_a_new_file_names_the_file_and_line(tmp_path):
     p.write_text(src[0] + "\n" + src[1] + "\nx" + src[2] + "\n", encoding="utf-8")
     with pytest.raises(DatasetError, match=r"^measured_benchmarks_new\.csv:3: .*row_id"):
         load_measurements(p)
+
+
+def test_report_counts_each_held_out_source_once_and_signs_its_bias():
+    """Held-out llama.cpp decode rows, predicted / measured: source a 1.1, 1.1, 1.1; source b 0.8. Signed biases
+    (median of predicted / measured − 1): a +10 %, b −20 %; the runtime's bias is their median, −5 %. MAPE with
+    each source once: (10 + 20) / 2 = 15 %; by rows: (3 · 10 + 20) / 4 = 12.5 %. Coverage: 3 of a's rows inside
+    their range, b's row outside -> 75 %."""
+    from calibration import report as R
+
+    held = [("llama.cpp", _rec(1.0, "a"), 1.1) for _ in range(3)] + [("llama.cpp", _rec(1.0, "b"), 0.8)]
+    bias = R.source_bias(held)
+    assert bias[("llama.cpp", "decode", "a")] == pytest.approx((3, 10.0, 10.0))
+    assert bias[("llama.cpp", "decode", "b")] == pytest.approx((1, 20.0, -20.0))
+    cov = {("llama.cpp", "decode", "a"): (3, 3), ("llama.cpp", "decode", "b"): (0, 1)}
+    s = R.source_summary(held, cov)[("llama.cpp", "all decode")]
+    assert s["sources"] == 2 and s["rows"] == 4
+    assert s["bias"] == pytest.approx(-5.0) and s["mape_sources"] == pytest.approx(15.0)
+    assert s["mape_rows"] == pytest.approx(12.5) and s["coverage"] == pytest.approx(75.0)
+    lines = R.source_lines(held, cov)
+    assert any("llama.cpp" in ln and "MAPE src  15.0% (<= 10%: MISS)" in ln for ln in lines)
