@@ -103,10 +103,13 @@ KERNELS = {"llama.cpp": _LC_KERNELS, "mlx-lm": dict(_LC_KERNELS), "ollama": dict
 # Wrappers (profiles/runtimes: kind wrapper / mlx-wrapper, ``wraps``): the engine's roofline with the wrapper's own
 # defaults (flash attention, n_ubatch...) and a measured overhead factor per phase (fit_wrapper_factors).
 WRAPPERS = {"ollama": "llama.cpp", "lmstudio-llama.cpp": "llama.cpp", "lmstudio-mlx": "mlx-lm"}
-# Generations whose llama.cpp decode gets its own eta_bw instead of the tier's (gen-<M> scope): M1's GPU reaches
-# less of its nominal bandwidth than later generations (llama.cpp PR #1642: M1 Max GPU 317.6 of 409.6 GB/s
-# attainable; PR #2188: "GPUs of M1 Max / M2 Max can sustain 340 GB/s" with the Q4_0 kernel then at 275 GB/s),
-# and M1 (MTLGPUFamilyApple7) lacks bfloat, so ggml-metal skips its bf16 kernels ("has bfloat = false").
+# Generations whose llama.cpp decode gets its own eta_bw instead of the tier's (gen-<M> scope), fitted on their own
+# sources. M1: its GPU reaches 78-85 % of nominal bandwidth (llama.cpp PR #1642: M1 Max GPU 317.6 of 409.6 GB/s
+# attainable; PR #2188: "GPUs of M1 Max / M2 Max can sustain 340 GB/s", llama.cpp's Q4_0 kernel then 275 GB/s).
+# Current ggml-metal has no M1-only kernel path (ggml-metal-device.m: simdgroup mm/reduction from
+# MTLGPUFamilyApple7, which M1 is; bfloat from Apple6), and an expert engine decodes as fast on M1 Ultra as on M2
+# Ultra (antirez/ds4 PR #706: 23.5 vs 23.2 tok/s, prefill half): the rest of M1's gap on users' Macs is their
+# setups, which a gen-M1 eta_bw fitted source-weighted on M1 sources carries.
 GEN_ETA_BW = ("M1",)
 def mv_max_batch(runtime: str, era: str) -> int:
     """Largest decode batch on the matrix-vector kernels for a build era. llama.cpp builds of 2023 and 2024 sent
@@ -867,10 +870,10 @@ def build_profiles(data, fits, ranges: dict[str, dict] | None = None) -> list[Ca
                 if eras:
                     notes += f" Nuisance build-era factors fitted and not shipped: {eras}."
             if scope.startswith("gen-") and consts.eta_bw is not None:
-                notes = (f"eta_bw of {scope[4:]} chips, fitted in place of their tier's: the M1 GPU reaches less of "
-                         "its nominal bandwidth (llama.cpp PR #1642: M1 Max GPU 317.6 of 409.6 GB/s attainable; PR "
-                         "#2188: 340 GB/s sustained on M1 / M2 Max, llama.cpp's Q4_0 kernel then 275 GB/s) and "
-                         "MTLGPUFamilyApple7 has no bfloat (ggml-metal skips its bf16 kernels).")
+                notes = (f"eta_bw of {scope[4:]} chips, fitted on their own source-weighted rows in place of their "
+                         "tier's (calibration.fit.GEN_ETA_BW): the M1 GPU reaches 78-85 % of its nominal bandwidth "
+                         "(llama.cpp PR #1642: M1 Max GPU 317.6 of 409.6 GB/s attainable; PR #2188: 340 GB/s "
+                         "sustained, llama.cpp's Q4_0 kernel then 275 GB/s); ggml-metal has no M1-only kernel path.")
             if runtime in WRAPPERS:
                 engine = WRAPPERS[runtime]
                 method = ("fit: measured overhead over the engine's fitted constants, each source group's mean "
