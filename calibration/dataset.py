@@ -273,6 +273,13 @@ def _llama_cpp_build(version: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def is_lm_studio(runtime: str) -> bool:
+    """LM Studio's engines ('llama.cpp (LM Studio, ...)', 'mlx (LM Studio MLX engine)', 'LM Studio 0.3 (MLX)'): the
+    planner models them as wrappers (profiles/runtimes/lmstudio-*.yaml), fitted on their own rows."""
+    r = runtime.lower()
+    return "lm studio" in r or "lmstudio" in r
+
+
 def _runtime_family(runtime: str) -> str:
     r = runtime.lower()
     if r.startswith(("ds4", "rapid-mlx", "turboquant")):
@@ -283,6 +290,8 @@ def _runtime_family(runtime: str) -> str:
         return "llama.cpp"  # includes llama-server and LM Studio's bundled llama.cpp engine
     if r.startswith("mlx-lm"):
         return "mlx-lm"
+    if r.startswith(("lm studio", "lmstudio")):  # the app named first: its MLX engine, else its llama.cpp engine
+        return "other-mlx" if "mlx" in r else "llama.cpp"
     if "mlx" in r:  # mlx-vlm, mlx-swift-lm, vllm-mlx, 'mlx (LM Studio MLX engine)'
         return "other-mlx"
     raise DatasetError(f"unknown runtime {runtime!r}; add it to calibration.dataset._runtime_family")
@@ -612,7 +621,10 @@ def load_measurements(path: str | Path | None = None) -> list[Measurement]:
                     f"{p}:{line_no}: wrong number of fields (row_id {row.get('row_id')!r}); "
                     f"check quoting of that line"
                 )
-            m = _normalize(row, p)
+            try:
+                m = _normalize(row, p)
+            except DatasetError as e:  # name the file and line: several CSVs feed the fit (calibration.fit)
+                raise DatasetError(f"{p.name}:{line_no}: {e}") from None
             if m.row_id in seen:
                 raise DatasetError(f"{p}:{line_no}: duplicate row_id {m.row_id}; row ids must be unique")
             seen.add(m.row_id)

@@ -1,15 +1,22 @@
 """Fit the roofline efficiencies of planner/throughput.py to measurements, and write profiles/calibration/*.yaml.
 
-``python -m calibration.fit`` regenerates the shipped profiles deterministically from
-calibration/data/measured_benchmarks_train.csv (filtered by ``calibration.dataset.usable_for_efficiency``).
+``python -m calibration.fit`` regenerates the shipped profiles deterministically from every measured-benchmark CSV
+under calibration/data (:func:`training_files`: measured_benchmarks_train.csv, measured_benchmarks_mlx.csv and any new
+file with the same columns), filtered by ``calibration.dataset.usable_for_efficiency``.
+
+Sources, not rows: every ``source_group`` counts once per phase (:func:`source_weights`), so the fit's centre is the
+typical source, not the expert source that posted most rows; the likely ranges are source-weighted percentiles of
+out-of-source residuals (:func:`loso_ranges`), the scatter between sources.
 
 Grouping (docs/dataset-notes.md, "Recommendation for grouping efficiencies"):
 
-- llama.cpp: η_bw per tier (base/pro/max/ultra), η_c per generation (M1-M4), shared t_layer, η_attn, η_c_decode,
+- llama.cpp: η_bw per tier (base/pro/max/ultra; M1 chips their own, :data:`GEN_ETA_BW`), η_c per generation
+  (M1-M4), shared t_layer, η_attn, η_c_decode,
   no-flash factor and dequantization factors per weight class; nuisance build-era factors (old llama.cpp builds
   prefilled up to 2x slower) are fitted and dropped: the shipped profiles describe current builds.
 - mlx-lm: one η_bw and one η_c (18 usable rows); the rest from llama.cpp as priors.
-- ollama: η_bw per tier on top of llama.cpp's constants.
+- wrappers (Ollama, LM Studio's llama.cpp and MLX engines): the engine's constants with the wrapper's own defaults
+  (profiles/runtimes) and a measured overhead factor per phase (:func:`fit_wrapper_factors`).
 
 Every fit works on :class:`FitRecord`, a common form both CSV rows (:func:`records_from_measurements`) and local
 runs (:func:`records_from_runs`, calibration.records.RunRecord) convert into. Priors (a value and a log-sigma per
@@ -37,9 +44,32 @@ from planner.schema import CalibrationProfile, Chip, LlamaCppFamily, Provenance,
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 OUT_DIR = REPO_ROOT / "profiles" / "calibration"
-TRAIN_FILES = (REPO_ROOT / "calibration" / "data" / "measured_benchmarks_train.csv",
-               REPO_ROOT / "calibration" / "data" / "measured_benchmarks_mlx.csv")
-FIT_DATE = date(2026, 11, 29)  # pinned so regeneration is byte-identical; bump when the data changes
+DATA_DIR = REPO_ROOT / "calibration" / "data"
+TRAIN_FILES = (DATA_DIR / "measured_benchmarks_train.csv", DATA_DIR / "measured_benchmarks_mlx.csv")
+
+
+NOT_SINGLE_MAC = {"cluster_measurements.csv": "runs split over several Macs (calibration.cluster_report)"}
+
+
+def training_files(data_dir: Path = DATA_DIR) -> list[Path]:
+    """Every CSV under ``data_dir`` whose header has the measured-benchmark columns (calibration.dataset
+    REQUIRED_COLUMNS), by name: a new file of public measurements with the same columns joins the fit as it is.
+    The product and SKU tables (apple_skus.csv, mac_products.csv...) have other headers and are left out, and so are
+    the files of :data:`NOT_SINGLE_MAC` (same columns, other measurements)."""
+    import csv
+
+    from calibration.dataset import REQUIRED_COLUMNS
+
+    out = []
+    for p in sorted(Path(data_dir).glob("*.csv")):
+        if p.name in NOT_SINGLE_MAC:
+            continue
+        with p.open(newline="", encoding="utf-8") as fh:
+            header = next(csv.reader(fh), [])
+        if all(c in header for c in REQUIRED_COLUMNS):
+            out.append(p)
+    return out
+FIT_DATE = date(2026, 12, 5)  # pinned so regeneration is byte-identical; bump when the data changes
 TIERS = ("base", "pro", "max", "ultra")
 GENERATIONS = ("M1", "M2", "M3", "M4", "M5")
 ERAS = ("2023-08", "2023-09", "2023-10", "2023-11", "2024", "current")
@@ -68,7 +98,19 @@ LOWER = {"noflash_attn_factor": 1.0, "noflash_kv_factor": 1.0}  # slowdowns, nev
 # else kernel_mul_mv_id per (token, expert) pair). mlx-lm (switch_layers.py SwitchGLU sorts the indices from 64
 # routed rows on, gather_qmm; below, per-row gather_qmv) has no batched MoE rows: llama.cpp's value is assumed.
 _LC_KERNELS = {"mv_max_batch": 8, "mm_tile": 32, "mm_id_min_batch": 32}
-KERNELS = {"llama.cpp": _LC_KERNELS, "mlx-lm": dict(_LC_KERNELS), "ollama": dict(_LC_KERNELS)}
+KERNELS = {"llama.cpp": _LC_KERNELS, "mlx-lm": dict(_LC_KERNELS), "ollama": dict(_LC_KERNELS),
+           "lmstudio-llama.cpp": dict(_LC_KERNELS), "lmstudio-mlx": dict(_LC_KERNELS)}
+# Wrappers (profiles/runtimes: kind wrapper / mlx-wrapper, ``wraps``): the engine's roofline with the wrapper's own
+# defaults (flash attention, n_ubatch...) and a measured overhead factor per phase (fit_wrapper_factors).
+WRAPPERS = {"ollama": "llama.cpp", "lmstudio-llama.cpp": "llama.cpp", "lmstudio-mlx": "mlx-lm"}
+# Generations whose llama.cpp decode gets its own eta_bw instead of the tier's (gen-<M> scope), fitted on their own
+# sources. M1: its GPU reaches 78-85 % of nominal bandwidth (llama.cpp PR #1642: M1 Max GPU 317.6 of 409.6 GB/s
+# attainable; PR #2188: "GPUs of M1 Max / M2 Max can sustain 340 GB/s", llama.cpp's Q4_0 kernel then 275 GB/s).
+# Current ggml-metal has no M1-only kernel path (ggml-metal-device.m: simdgroup mm/reduction from
+# MTLGPUFamilyApple7, which M1 is; bfloat from Apple6), and an expert engine decodes as fast on M1 Ultra as on M2
+# Ultra (antirez/ds4 PR #706: 23.5 vs 23.2 tok/s, prefill half): the rest of M1's gap on users' Macs is their
+# setups, which a gen-M1 eta_bw fitted source-weighted on M1 sources carries.
+GEN_ETA_BW = ("M1",)
 def mv_max_batch(runtime: str, era: str) -> int:
     """Largest decode batch on the matrix-vector kernels for a build era. llama.cpp builds of 2023 and 2024 sent
     every batch above one token to kernel_mul_mm (ggml-metal.m GGML_OP_MUL_MAT: ``int ne11_mm_min = 1;``, the
@@ -105,6 +147,11 @@ class FitRecord:
     shared_prefix: int = 0       # decode: leading cached tokens all sequences share (llama-batched-bench -pps)
 
     @property
+    def engine(self) -> str:
+        """The engine whose roofline this runtime runs (a wrapper's ``wraps``)."""
+        return WRAPPERS.get(self.runtime, self.runtime)
+
+    @property
     def unified_kv(self) -> bool:
         """llama.cpp builds before 2025 had one unified cache (Roofline.keys_per_query)."""
         return self.runtime == "llama.cpp" and self.era != "current"
@@ -139,7 +186,17 @@ def geometry_for(model_id: str, runtime: str, quant_id: str, flash_attn: bool | 
     return _GEO_CACHE[key]
 
 
-def records_from_measurements(ms) -> tuple[list[FitRecord], Counter]:
+def planner_runtime(m) -> str | None:
+    """The planner runtime id a Measurement ran on: llama.cpp, mlx-lm, ollama, lmstudio-llama.cpp, lmstudio-mlx
+    (LM Studio's engines, calibration.dataset.is_lm_studio), None for other MLX front ends and custom engines."""
+    from calibration.dataset import is_lm_studio
+
+    if m.runtime_family in ("llama.cpp", "other-mlx") and is_lm_studio(m.runtime):
+        return "lmstudio-llama.cpp" if m.runtime_family == "llama.cpp" else "lmstudio-mlx"
+    return {"llama.cpp": "llama.cpp", "mlx-lm": "mlx-lm", "ollama": "ollama"}.get(m.runtime_family)
+
+
+def records_from_measurements(ms, label_prefix: str = "") -> tuple[list[FitRecord], Counter]:
     """CSV Measurements (already filtered) -> FitRecords; returns the records and a Counter of skip reasons.
 
     Rows whose model is not in the catalog are skipped: without the architecture neither the KV bytes nor the
@@ -151,7 +208,7 @@ def records_from_measurements(ms) -> tuple[list[FitRecord], Counter]:
         if m.model_id is None:
             skipped["model not in the catalog"] += 1
             continue
-        runtime = {"llama.cpp": "llama.cpp", "mlx-lm": "mlx-lm", "ollama": "ollama"}.get(m.runtime_family)
+        runtime = planner_runtime(m)
         if runtime is None:
             skipped[f"family {m.runtime_family}"] += 1
             continue
@@ -164,7 +221,7 @@ def records_from_measurements(ms) -> tuple[list[FitRecord], Counter]:
             continue
         chip = profiles.resolve_chip(m.chip_id)
         rt = profiles.load_runtime(runtime)
-        chunk = m.n_ubatch if m.n_ubatch and runtime != "mlx-lm" else rt.prefill_chunk
+        chunk = m.n_ubatch if m.n_ubatch and WRAPPERS.get(runtime, runtime) != "mlx-lm" else rt.prefill_chunk
         prefill = m.metric in PREFILL_METRICS
         batch, shared = m.batch, 0
         if prefill:
@@ -182,7 +239,8 @@ def records_from_measurements(ms) -> tuple[list[FitRecord], Counter]:
         out.append(FitRecord(runtime=runtime, chip=chip, geo=geo, phase="prefill" if prefill else "decode",
                              prompt=P, gen=G, depth=D, batch=batch, value=m.value, flash_attn=bool(fa),
                              chunk=chunk, prefill_batch=rt.prefill_batch, era=_era(m.year_month, runtime),
-                             label=f"row {m.row_id}", source=m.source_group, shared_prefix=shared))
+                             label=f"{label_prefix}row {m.row_id}", source=m.source_group,
+                             shared_prefix=shared))
     return out, skipped
 
 
@@ -218,6 +276,7 @@ class Spec:
 
     runtime: str
     tier_eta_bw: bool = True          # η_bw per tier (else one)
+    gen_eta_bw: tuple[str, ...] = ()  # generations with their own η_bw (replacing the tier's): GEN_ETA_BW
     gen_eta_c: bool = True            # η_c per generation (else one)
     free: set[str] = field(default_factory=lambda: {"eta_bw", "eta_c", "eta_attn", "eta_c_decode", "eta_mv",
                                                     "moe_bw_factor", "t_layer_s", "noflash_attn_factor",
@@ -228,8 +287,10 @@ class Spec:
 def _param_names(records: list[FitRecord], spec: Spec) -> list[str]:
     names = []
     if "eta_bw" in spec.free:
-        names += [f"eta_bw:{t}" for t in TIERS if any(r.chip.tier == t for r in records)] if spec.tier_eta_bw \
+        rest = [r for r in records if r.chip.generation not in spec.gen_eta_bw]
+        names += [f"eta_bw:{t}" for t in TIERS if any(r.chip.tier == t for r in rest)] if spec.tier_eta_bw \
             else ["eta_bw:*"]
+        names += [f"eta_bw:{g}" for g in spec.gen_eta_bw if any(r.chip.generation == g for r in records)]
     if "eta_c" in spec.free:
         names += [f"eta_c:{g}" for g in GENERATIONS if any(r.chip.generation == g and r.phase == "prefill"
                                                             for r in records)] if spec.gen_eta_c else ["eta_c:*"]
@@ -288,7 +349,7 @@ class _Arrays:
         self.attn = np.zeros(n)
         self.attn_mm = np.zeros(n)         # unfused prefill attention (MLX on a CPU): FLOPs at the matmul η_c
         self.head = np.zeros(n)
-        self.fa_off = np.array([(not r.flash_attn) and r.runtime != "mlx-lm" for r in records])
+        self.fa_off = np.array([(not r.flash_attn) and r.engine != "mlx-lm" for r in records])
         self.tokens = np.zeros(n)
         for i, r in enumerate(records):
             g = r.geo
@@ -313,7 +374,7 @@ class _Arrays:
                     self.eflops[i] = 2 * g.expert_matmul_params / g.top_k * rf.expert_rows(r.batch)
             else:
                 tokens = r.prompt * r.batch
-                nch = tp.prefill_steps(r.runtime, r.prompt, r.batch, r.chunk, r.prefill_batch)
+                nch = tp.prefill_steps(r.engine, r.prompt, r.batch, r.chunk, r.prefill_batch)
                 self.tokens[i] = tokens
                 self.n_chunks[i] = nch
                 per_expert = g.expert_matmul_params / g.top_k if g.top_k else 0.0
@@ -322,7 +383,7 @@ class _Arrays:
                 self.rd[i] = nch * g.dense_bytes
                 self.rd_exp[i] = nch * g.expert_bytes * g.expert_reads(int(math.ceil(tokens / nch)),
                                                                        kern["mm_id_min_batch"])
-                if tp.unfused_attention(r.runtime, r.chip):  # Roofline.prefill_attn_time: plain matmuls at η_c
+                if tp.unfused_attention(r.engine, r.chip):  # Roofline.prefill_attn_time: plain matmuls at η_c
                     self.attn_mm[i] = rf.unfused_attn_flops(r.prompt, r.depth, r.batch)
                 else:
                     self.attn[i] = rf.prefill_attn_flops(r.prompt, r.depth, r.batch)
@@ -335,7 +396,8 @@ def _index(records, spec, names):
     def col(key):
         return pos.get(key, -1)
     idx = {
-        "eta_bw": np.array([col(f"eta_bw:{r.chip.tier}") if spec.tier_eta_bw else col("eta_bw:*") for r in records]),
+        "eta_bw": np.array([col(f"eta_bw:{r.chip.generation}") if r.chip.generation in spec.gen_eta_bw else
+                            col(f"eta_bw:{r.chip.tier}") if spec.tier_eta_bw else col("eta_bw:*") for r in records]),
         "eta_c": np.array([col(f"eta_c:{r.chip.generation}") if spec.gen_eta_c else col("eta_c:*") for r in records]),
         "q": np.array([col(f"q_{r.geo.quant_class}") for r in records]),
         "era": np.array([col(f"era:{r.era}") for r in records]),
@@ -353,7 +415,8 @@ def _fixed_values(records, spec, fixed: dict[str, float]):
     def get(key, default):
         return fixed.get(key, default)
     return {
-        "eta_bw": np.array([get(f"eta_bw:{r.chip.tier}", get("eta_bw:*", BASE_PRIORS["eta_bw"][0])) for r in records]),
+        "eta_bw": np.array([get(f"eta_bw:{r.chip.generation}", get(f"eta_bw:{r.chip.tier}",
+                                get("eta_bw:*", BASE_PRIORS["eta_bw"][0]))) for r in records]),
         "eta_c": np.array([get(f"eta_c:{r.chip.generation}", get("eta_c:*", BASE_PRIORS["eta_c"][0])) for r in records]),
         "q": np.array([get(f"q_{r.geo.quant_class}", 1.0 if r.geo.quant_class == "float" else
                            BASE_PRIORS[f"q_{r.geo.quant_class}"][0]) for r in records]),
@@ -458,7 +521,8 @@ def constants_from_params(params: dict[str, float], fixed: dict[str, float] | No
     bw = {k.split(":")[1]: v for k, v in params.items() if k.startswith("eta_bw:")}
     ec = {k.split(":")[1]: v for k, v in params.items() if k.startswith("eta_c:")}
     for t, v in bw.items():
-        out["default" if t == "*" else f"tier-{t}"]["eta_bw"] = v
+        out["default" if t == "*" else f"gen-{t}" if t in GENERATIONS else f"tier-{t}"]["eta_bw"] = v
+    bw = {t: v for t, v in bw.items() if t not in GENERATIONS}  # the default: a mean over tiers
     for g, v in ec.items():
         out["default" if g == "*" else f"gen-{g}"]["eta_c"] = v
     if bw and "*" not in bw:
@@ -494,7 +558,10 @@ def full_constants(params: dict[str, float], fixed: dict[str, float], chip: Chip
     k.update(KERNELS[runtime])
     bw = {p.split(":")[1]: v for p, v in allp.items() if p.startswith("eta_bw:")}
     ec = {p.split(":")[1]: v for p, v in allp.items() if p.startswith("eta_c:")}
-    k["eta_bw"] = bw.get(chip.tier) or bw.get("*") or float(np.exp(np.mean(np.log([v for v in bw.values()]))))
+    tiers = [v for t, v in bw.items() if t not in GENERATIONS]
+    # the planner's chain: default -> tier -> generation (gen-M1 eta_bw wins over the tier's) -> chip
+    k["eta_bw"] = (bw.get(chip.generation) or bw.get(chip.tier) or bw.get("*")
+                   or float(np.exp(np.mean(np.log(tiers)))))
     older = [g for g in ec if g != "*" and g <= chip.generation]
     k["eta_c"] = ec.get("*") or (ec[max(older)] if older else float(np.exp(np.mean(np.log(list(ec.values()))))))
     k["quant_prefill_factor"] = {c: allp.get(f"q_{c}", 1.0 if c == "float" else BASE_PRIORS[f"q_{c}"][0])
@@ -507,10 +574,10 @@ def predict_record(r: FitRecord, consts: SpeedConstants) -> float:
     rf = tp.Roofline(geo=r.geo, bw=tp.bandwidth(r.chip),
                      flops=tp.peak_flops(r.chip, profiles.all_chips())[0]
                      * (consts.matrix_unit_factor if r.chip.gpu_matrix_units else 1.0),
-                     k=consts, runtime_family="mlx-lm" if r.runtime == "mlx-lm" else "llama.cpp",
+                     k=consts, runtime_family="mlx-lm" if r.engine == "mlx-lm" else "llama.cpp",
                      flash_attn=r.flash_attn, chunk=r.chunk, prefill_batch=r.prefill_batch,
                      shared_prefix=r.shared_prefix, unified_kv=r.unified_kv,
-                     attn_unfused=tp.unfused_attention(r.runtime, r.chip))
+                     attn_unfused=tp.unfused_attention(r.engine, r.chip))
     if r.phase == "prefill":
         t, _ = rf.prefill_time(r.prompt, r.depth, r.batch)
         return r.prompt * r.batch / t
@@ -518,36 +585,85 @@ def predict_record(r: FitRecord, consts: SpeedConstants) -> float:
 
 
 # --------------------------------------------------------------------------- the shipped fit
-def _balance(records: list[FitRecord]) -> list[FitRecord]:
-    """Weight rows so each chip × phase counts about equally (M2 Ultra alone has 388 llama.cpp rows):
-    w = 1 / sqrt(rows of that chip and phase)."""
-    n = Counter((r.chip_id, r.phase) for r in records)
-    return [replace(r, weight=1.0 / math.sqrt(n[(r.chip_id, r.phase)])) for r in records]
+def source_weights(records: list[FitRecord]) -> list[FitRecord]:
+    """Every source group counts once per phase: a row of group g weighs N / (G · n_g), with n_g the group's rows
+    of that phase, G the groups and N the rows of the phase (so the weights still sum to N and the priors keep their
+    strength). Two groups of 1 and 9 rows weigh 5 and 5/9 per row: 5 each in all. A source is one benchmark
+    table, thread or script with its own build, settings and machine: the fit's centre is the typical source, not
+    the source that posted most rows (issue 33: the maintainer's M2 Ultra benches and the best runs of llama.cpp
+    discussion #4167 made the model as fast as an expert's idle, tuned Mac)."""
+    n = Counter((r.source, r.phase) for r in records)
+    rows = Counter(r.phase for r in records)
+    groups = Counter(ph for _, ph in n)
+    return [replace(r, weight=rows[r.phase] / (groups[r.phase] * n[(r.source, r.phase)])) for r in records]
 
 
 def load_training_records(paths=None) -> tuple[dict[str, list[FitRecord]], Counter]:
-    """Usable rows of the training CSVs (default: :data:`TRAIN_FILES`) as FitRecords by runtime, balanced."""
+    """Usable rows of the training CSVs (default: every measured-benchmark CSV under calibration/data,
+    :func:`training_files`) as FitRecords by runtime, each source group weighted once (:func:`source_weights`).
+    Rows of files other than measured_benchmarks_train.csv are labelled ``<file stem> row <id>``."""
     from calibration.dataset import load_measurements, usable_for_efficiency
 
-    paths = [paths] if isinstance(paths, (str, Path)) else (paths or TRAIN_FILES)
-    ms = [m for p in paths for m in load_measurements(p) if usable_for_efficiency(m)]
-    recs, skipped = records_from_measurements(ms)
+    paths = [paths] if isinstance(paths, (str, Path)) else (paths or training_files())
+    recs, skipped = [], Counter()
+    for p in paths:
+        ms = [m for m in load_measurements(p) if usable_for_efficiency(m)]
+        prefix = "" if Path(p).name == TRAIN_FILES[0].name else f"{Path(p).stem} "
+        r, s = records_from_measurements(ms, prefix)
+        recs += r
+        skipped += s
     by_rt: dict[str, list[FitRecord]] = defaultdict(list)
     for r in recs:
         by_rt[r.runtime].append(r)
-    return {k: _balance(v) for k, v in by_rt.items()}, skipped
+    return {k: source_weights(v) for k, v in by_rt.items()}, skipped
+
+
+# A wrapper's overhead factor per phase (fit_wrapper_factors): each source group's mean log(measured / engine
+# prediction) m_g, pooled as a random effect: log f = Σ m_g / (G + (σ_s / σ_p)²). σ_s is the scatter of one source
+# around the typical one (the per-source LOSO biases of llama.cpp spread about ±15 %), σ_p the prior on a
+# wrapper's log overhead around 1 (no overhead, the engine's speed).
+WRAPPER_SOURCE_SIGMA = 0.15
+WRAPPER_PRIOR_SIGMA = 0.3
+
+
+def fit_wrapper_factors(records: list[FitRecord], predicted) -> dict[str, float]:
+    """{"decode_factor": f, "prefill_factor": f} of a wrapper from its rows and the engine's predictions for them
+    (phases without rows are left out, i.e. 1). Sources count once (the mean of each group, then over groups),
+    shrunk toward 1 by the prior; a factor above 1 is clipped to 1 (a wrapper adds work to its engine's step: a
+    faster source is the between-source scatter, which the likely range carries)."""
+    out = {}
+    lam = (WRAPPER_SOURCE_SIGMA / WRAPPER_PRIOR_SIGMA) ** 2
+    for phase in ("decode", "prefill"):
+        by_src: dict[str, list[float]] = defaultdict(list)
+        for r, p in zip(records, predicted):
+            if r.phase == phase:
+                by_src[r.source].append(math.log(r.value / p))
+        if by_src:
+            m = [float(np.mean(v)) for v in by_src.values()]
+            out[f"{phase}_factor"] = min(1.0, math.exp(sum(m) / (len(m) + lam)))
+    return out
+
+
+def engine_constants(fits, runtime: str, r: FitRecord) -> SpeedConstants:
+    """The engine's constants for one record (a wrapper: the engine it wraps), its build era applied. An engine the
+    refit has no rows for falls back to the priors (mlx-lm) the way the planner's defaults would."""
+    engine = WRAPPERS.get(runtime, runtime)
+    params, fixed = (fits[engine][0], fits[engine][1]) if engine in fits else ({}, {})
+    k = full_constants(params, fixed, r.chip, engine)
+    return era_adjusted(k, params, r.era)
 
 
 def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None,
             exclude_source: str | None = None) -> dict[str, tuple[dict, dict, dict]]:
     """Fit every runtime; returns {runtime: (params, fixed, diagnostics)}. ``exclude_chip`` drops one chip (LOCO),
-    ``exclude_source`` one source_group (LOSO)."""
+    ``exclude_source`` one source_group (LOSO); the rows left are re-weighted so each remaining source counts once.
+    Wrappers (:data:`WRAPPERS`) get their params as {"decode_factor", "prefill_factor"} over the engine's fit."""
     def keep(rs):
-        return [r for r in rs if r.chip_id != exclude_chip and r.source != exclude_source]
+        return source_weights([r for r in rs if r.chip_id != exclude_chip and r.source != exclude_source])
 
     out = {}
     lc = keep(data.get("llama.cpp", []))
-    p_lc, d_lc = fit_efficiency_least_squares(lc, Spec("llama.cpp"))
+    p_lc, d_lc = fit_efficiency_least_squares(lc, Spec("llama.cpp", gen_eta_bw=GEN_ETA_BW))
     out["llama.cpp"] = (p_lc, {}, d_lc)
     # mlx-lm: too few rows for groups; llama.cpp's shared constants become priors (sigma 0.5 in log)
     # t_layer is not borrowed: mlx-lm encodes one lazily built graph per step (mlx_lm/generate.py generate_step,
@@ -560,26 +676,26 @@ def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None,
                           "matrix_unit_factor", "q", "eta_kv"})
         p_mx, d_mx = fit_efficiency_least_squares(mx, spec, priors=shared)
         out["mlx-lm"] = (p_mx, {}, d_mx)
-    ol = keep(data.get("ollama", []))
-    if ol:
-        fixed = {k: v for k, v in p_lc.items() if not k.startswith("era")}
-        p_ol, d_ol = fit_efficiency_least_squares(ol, Spec("ollama", free={"eta_bw"}),
-                                                  priors={k: (v, 0.3) for k, v in p_lc.items()
-                                                          if k.startswith("eta_bw:")}, fixed=fixed)
-        out["ollama"] = (p_ol, fixed, d_ol)
+    for rt in WRAPPERS:
+        recs = keep(data.get(rt, []))
+        if not recs:
+            continue
+        base = [predict_record(r, engine_constants(out, rt, r)) for r in recs]
+        factors = fit_wrapper_factors(recs, base)
+        pred = np.array([b * factors.get(f"{r.phase}_factor", 1.0) for r, b in zip(recs, base)])
+        value = np.array([r.value for r in recs])
+        out[rt] = (factors, {}, {"predicted": pred, "ape": np.abs(pred / value - 1) * 100, "n_records": len(recs),
+                                 "cost": 0.0, "sources": len({r.source for r in recs})})
     return out
 
 
 def held_out_constants(fits, runtime: str, r: FitRecord) -> SpeedConstants:
-    """Constants a refit gives one held-out record, with its build era applied. A runtime the refit has no rows
-    for falls back the way the planner does: ollama to llama.cpp's constants, mlx-lm to its priors."""
-    if runtime in fits:
-        params, fixed, _ = fits[runtime]
-    else:
-        params, fixed = (fits["llama.cpp"][0], {}) if runtime == "ollama" else ({}, {})
-    k = full_constants(params, fixed, r.chip, runtime)
-    return era_adjusted(k, fits["llama.cpp"][0] if runtime != "mlx-lm" else params, r.era)
-
+    """Constants a refit gives one held-out record, with its build era applied: the engine's, and a wrapper's
+    measured factors on top (none when the refit has no rows of that wrapper: the engine's speed)."""
+    k = engine_constants(fits, runtime, r)
+    if runtime in WRAPPERS and runtime in fits:
+        k = k.model_copy(update=fits[runtime][0])
+    return k
 
 def era_adjusted(k: SpeedConstants, params: dict, era: str) -> SpeedConstants:
     """Constants of an old llama.cpp build: the nuisance build-era factors applied (current builds: unchanged)."""
@@ -611,7 +727,26 @@ MIN_RANGE_ROWS = 8              # residuals a group needs to give its own spread
 MIN_RANGE_SOURCES = 2           # source groups those residuals must come from (one source's scatter is its habits)
 MIN_CENTER_ROWS = 5             # residuals a group needs to give its own centre (median)
 REGIMES = {"decode": ("decode", "decode_deep", "decode_batched"), "prefill": ("prefill", "prefill_deep")}
-RUNTIMES = ("llama.cpp", "mlx-lm", "ollama")
+RUNTIMES = ("llama.cpp", "mlx-lm", *WRAPPERS)
+
+
+def weighted_percentiles(x, w, qs) -> np.ndarray:
+    """Percentiles ``qs`` (0-100) of ``x`` with weights ``w``: each sorted value sits at the middle of its share of
+    the total weight, (S_i − w_i / 2) / S_n (S the running sum), interpolated linearly between them and flat beyond
+    the first and last. Equal weights give (i + 1/2) / n, the Hazen percentile; two sources of one row each put the
+    median half-way between them whatever the rows of a third."""
+    x, w = np.asarray(x, float), np.asarray(w, float)
+    order = np.argsort(x, kind="stable")
+    x, w = x[order], w[order]
+    s = np.cumsum(w)
+    pos = (s - w / 2) / s[-1]
+    return np.interp(np.asarray(qs, float) / 100.0, pos, x)
+
+
+def per_source_weights(sources) -> np.ndarray:
+    """1 / (rows of the same source) for each entry: every source group's rows sum to one."""
+    n = Counter(sources)
+    return np.array([1.0 / n[s] for s in sources])
 
 
 def regime_of(r: FitRecord) -> str:
@@ -622,6 +757,9 @@ def loso_ranges(held: list[tuple[str, FitRecord, float]]) -> dict[str, dict[str,
     """{runtime: {regime or phase: (low, high) factor on the prediction}} from out-of-source residuals
     r = log(measured / predicted), the shipped likely ranges.
 
+    Every source group counts once (each row weighs 1 / its group's rows in the group of residuals,
+    weighted_percentiles): the centre is the typical source's offset and the spread the scatter between sources,
+    not the habits of the source that posted most rows.
     Centre and spread are taken apart, each from the most specific group that has enough residuals:
     - centre: the median of r in (runtime, regime) when two or more source groups show it, else (runtime, phase),
       else (all runtimes, phase) (MIN_CENTER_ROWS); a runtime's offset is its own, the pooled rows would carry
@@ -643,16 +781,16 @@ def loso_ranges(held: list[tuple[str, FitRecord, float]]) -> dict[str, dict[str,
             # a regime's own offset needs two sources (one source's regime offset is its own habit); the
             # runtime's offset over a phase may rest on one (mlx-lm, Ollama: the runtime differs, not the source)
             if len(g) >= MIN_CENTER_ROWS and (i > 0 or k[1] in REGIMES or len({s for _, s in g}) >= 2):
-                return float(np.median([x for x, _ in g]))
+                return float(weighted_percentiles([x for x, _ in g], per_source_weights([s for _, s in g]), [50])[0])
         return 0.0
 
     def spread(keys):
         for k in keys:
             g = groups.get(k, [])
             if len(g) >= MIN_RANGE_ROWS and len({s for _, s in g}) >= MIN_RANGE_SOURCES:
-                v = np.array([x for x, _ in g])
-                lo, hi = np.percentile(v, RANGE_QUANTILES) - np.median(v)
-                return float(lo), float(hi)
+                lo, med, hi = weighted_percentiles([x for x, _ in g], per_source_weights([s for _, s in g]),
+                                                   [RANGE_QUANTILES[0], 50, RANGE_QUANTILES[1]])
+                return float(lo - med), float(hi - med)
         return 0.0, 0.0
 
     out: dict[str, dict[str, tuple[float, float]]] = {}
@@ -671,7 +809,7 @@ def _rows_by_scope(records: list[FitRecord], scope: str) -> int:
     if scope.startswith("tier-"):
         return sum(r.chip.tier == scope[5:] and r.phase == "decode" for r in records)
     if scope.startswith("gen-"):
-        return sum(r.chip.generation == scope[4:] and r.phase == "prefill" for r in records)
+        return sum(r.chip.generation == scope[4:] for r in records)
     return len(records)
 
 
@@ -695,15 +833,25 @@ def range_table(records: list[FitRecord], predicted) -> dict[str, tuple[float, f
     return out
 
 
+def _data_note(files=None) -> str:
+    names = [Path(p).name for p in (files or training_files())]
+    return ("calibration/data/" + " + ".join(names) + " (usable_for_efficiency, catalog models; every source group "
+            "weighted once, calibration.fit.source_weights)")
+
+
 def build_profiles(data, fits, ranges: dict[str, dict] | None = None) -> list[CalibrationProfile]:
     """Profiles for every runtime; ``ranges`` ({runtime: range_table}) go into the default scope (in-sample
-    residuals when not given)."""
+    residuals when not given). A wrapper's profile holds its measured factors and range only: the rest is its
+    engine's chain (planner.profiles.load_speed_constants)."""
     out = []
+    data_note = _data_note()
     for runtime, (params, fixed, diag) in fits.items():
         recs = data[runtime]
-        # ollama's own files only carry what it fits (η_bw); the rest comes from llama.cpp's chain
-        scoped = constants_from_params(params, None if runtime == "ollama" else fixed, runtime)
         rt_range = (ranges or {}).get(runtime) or range_table(recs, diag["predicted"])
+        if runtime in WRAPPERS:
+            scoped = {"default": SpeedConstants(**params)}
+        else:
+            scoped = constants_from_params(params, fixed, runtime)
         scoped["default"] = scoped.get("default", SpeedConstants()).model_copy(update={"likely_range": rt_range})
         dec = diag["ape"][[r.phase == "decode" for r in recs]]
         pre = diag["ape"][[r.phase == "prefill" for r in recs]]
@@ -713,6 +861,7 @@ def build_profiles(data, fits, ranges: dict[str, dict] | None = None) -> list[Ca
         if len(pre):
             resid["prefill_mape"] = round(float(pre.mean()), 2)
         eras = {k: round(v, 4) for k, v in params.items() if k.startswith("era")}
+        method = "fit: weighted least squares on log rates (calibration.fit.fit_efficiency_least_squares)"
         for scope, consts in sorted(scoped.items()):
             notes = ""
             if scope == "default":
@@ -720,16 +869,24 @@ def build_profiles(data, fits, ranges: dict[str, dict] | None = None) -> list[Ca
                          "chips of a tier/generation with no data.")
                 if eras:
                     notes += f" Nuisance build-era factors fitted and not shipped: {eras}."
-                if runtime == "ollama":
-                    notes = "ollama decode efficiency on top of llama.cpp's constants (depth-unknown server rows)."
+            if scope.startswith("gen-") and consts.eta_bw is not None:
+                notes = (f"eta_bw of {scope[4:]} chips, fitted on their own source-weighted rows in place of their "
+                         "tier's (calibration.fit.GEN_ETA_BW): the M1 GPU reaches 78-85 % of its nominal bandwidth "
+                         "(llama.cpp PR #1642: M1 Max GPU 317.6 of 409.6 GB/s attainable; PR #2188: 340 GB/s "
+                         "sustained, llama.cpp's Q4_0 kernel then 275 GB/s); ggml-metal has no M1-only kernel path.")
+            if runtime in WRAPPERS:
+                engine = WRAPPERS[runtime]
+                method = ("fit: measured overhead over the engine's fitted constants, each source group's mean "
+                          "log(measured / predicted) pooled as a random effect and shrunk toward 1 "
+                          "(calibration.fit.fit_wrapper_factors)")
+                notes = (f"{runtime} runs {engine} with its own defaults (profiles/runtimes/{runtime}.yaml: flash "
+                         f"attention, batch sizes, parallel slots) and its own overhead: decode/prefill_factor = its "
+                         f"measured rate / {engine}'s predicted one, from {diag['n_records']} rows of "
+                         f"{diag['sources']} source group(s); a phase without rows keeps {engine}'s speed.")
             out.append(CalibrationProfile(
                 id=f"{scope}__{runtime}", scope=scope, runtime=runtime, constants=consts,
-                provenance=Provenance(
-                    method="fit: weighted least squares on log rates (calibration.fit.fit_efficiency_least_squares)",
-                    fitted_on=FIT_DATE, rows=_rows_by_scope(recs, scope),
-                    data="calibration/data/measured_benchmarks_train.csv + measured_benchmarks_mlx.csv "
-                         "(usable_for_efficiency, catalog models)",
-                    residuals=resid, notes=notes)))
+                provenance=Provenance(method=method, fitted_on=FIT_DATE, rows=_rows_by_scope(recs, scope),
+                                      data=data_note, residuals=resid, notes=notes)))
     return out
 
 

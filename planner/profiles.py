@@ -622,7 +622,7 @@ def _calibration_files(root: Path | None) -> dict[str, Path]:
 
 def load_speed_constants(chip: Chip, runtime: str, include_user: bool = True):
     """Merged calibration constants for (chip, runtime), generic to specific:
-    runtime default -> generation (or the newest earlier one) -> tier -> chip id -> user calibration dir
+    runtime default -> tier -> generation (or the newest earlier one) -> chip id -> user calibration dir
     (``user_dir()/calibration``). ollama starts from llama.cpp's chain and applies its own files on top.
     A user calibration file that does not load (corrupt, another schema, another chip or runtime) is skipped
     with a note in the source string: the shipped constants are used. ``include_user=False``: shipped only.
@@ -683,7 +683,9 @@ def _speed_constants(chip_id: str, generation: str, tier: str, matrix_units: boo
     notes: list[str] = []
     for r in chain:
         gen_scope = _generation_scope(builtin, r, generation, notes)
-        for scope in ("default", gen_scope, f"tier-{tier}", chip_id):
+        # tier before generation: a generation's own bandwidth efficiency (gen-M1 eta_bw, calibration.fit) refines
+        # its tier's; today's gen files otherwise carry eta_c only and tier files eta_bw only
+        for scope in ("default", f"tier-{tier}", gen_scope, chip_id):
             for files, origin in ((builtin, "shipped"), (user, "user")):
                 p = files.get(f"{scope}__{r}")
                 prof = None if p is None else _calibration_profile(p, scope, r, origin, notes)

@@ -637,7 +637,7 @@ class Provenance(BaseModel):
 
 
 OPTIONAL_CONSTANTS = ("likely_range", "t_token_host_s", "eta_attn_decode", "server_prefill_factor",
-                      "server_decode_factor")
+                      "server_decode_factor", "decode_factor", "prefill_factor")
 
 
 class SpeedConstants(BaseModel):
@@ -674,6 +674,12 @@ class SpeedConstants(BaseModel):
         None, ge=0.5, le=3, description="A server's decode phase / the step model's with the host work, measured with "
                                         "the prompt factor (unset = 1) [1]")
     noflash_attn_factor: float | None = Field(None, ge=1, le=20, description="Attention slowdown without flash attention [1]")
+    decode_factor: float | None = Field(
+        None, gt=0, le=1, description="A wrapper's (Ollama, LM Studio) measured decode rate / its engine's predicted "
+                                      "one: its own defaults and overhead beyond the engine's step; a wrapper adds "
+                                      "work, never removes it (unset = 1) [1]")
+    prefill_factor: float | None = Field(
+        None, gt=0, le=1, description="The same for prefill (unset = 1) [1]")
     quant_prefill_factor: dict[str, float] | None = Field(
         None, description="Multiplier on eta_c by weight class (dequantization cost in matmuls) [1]")
     matrix_unit_factor: float | None = Field(None, ge=1, le=10, description="Compute speed-up from GPU matrix units (M5) [1]")
@@ -703,7 +709,7 @@ class CalibrationProfile(BaseModel):
     model_config = Frozen
     id: str = Field(description="<scope>__<runtime>, equal to the file name")
     scope: str = Field(description="default | gen-<M1..M5> | tier-<base|pro|max|ultra> | <chip id>")
-    runtime: Literal["llama.cpp", "mlx-lm", "ollama"]
+    runtime: Literal["llama.cpp", "mlx-lm", "ollama", "lmstudio-llama.cpp", "lmstudio-mlx"]
     constants: SpeedConstants
     provenance: Provenance
 

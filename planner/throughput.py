@@ -395,8 +395,10 @@ class Roofline:
         return self.k.eta_c * (self.k.quant_prefill_factor or {}).get(self.geo.quant_class, 1.0)
 
     def step_time(self, batch: int, context: float) -> float:
+        """One decode step; a wrapper's measured decode_factor (calibration.fit.fit_wrapper_factors: its rate /
+        the engine's) stretches the engine's step."""
         fixed, t_mem, t_cmp = self.step_parts(batch, context)
-        return fixed + max(t_mem, t_cmp)
+        return (fixed + max(t_mem, t_cmp)) / (self.k.decode_factor or 1.0)
 
     def decode_time(self, batch: int, start: float, gen: int) -> float:
         """Time to generate ``gen`` tokens per sequence from ``start`` cached tokens (Simpson over depth). [s]"""
@@ -438,8 +440,8 @@ class Roofline:
                            ) / (k.eta_bw * self.bw)
         head = 2 * g.head_params * batch / (k.eta_c * self.flops)  # logits of the last position only
         bound = "compute" if t_mm >= t_rd else "bandwidth"
-        return n_chunks * g.n_layers * k.t_layer_s + max(t_mm, t_rd) + self.prefill_attn_time(prompt, depth, batch) \
-            + head, bound
+        t = n_chunks * g.n_layers * k.t_layer_s + max(t_mm, t_rd) + self.prefill_attn_time(prompt, depth, batch) + head
+        return t / (k.prefill_factor or 1.0), bound  # a wrapper's measured prefill_factor (as step_time)
 
     def prefill_attn_time(self, prompt: int, depth: int = 0, batch: int = 1) -> float:
         """The causal attention part of prefill_time: prefill_attn_flops at η_attn (× the no-flash slowdown). [s]

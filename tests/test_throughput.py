@@ -246,7 +246,8 @@ def test_bound_models_quants_property(model, rt_id, gi, c, batch, depth, gen):
 def test_lookup_chip_scopes_and_generation_fallback():
     m3 = profiles.resolve_chip("m3-max-40gpu")
     res = profiles.load_speed_constants(m3, "llama.cpp")
-    assert res.scopes == ["default__llama.cpp", "gen-M3__llama.cpp", "tier-max__llama.cpp"]
+    # generic to specific: default -> tier -> generation (a generation's own eta_bw, gen-M1, refines its tier's)
+    assert res.scopes == ["default__llama.cpp", "tier-max__llama.cpp", "gen-M3__llama.cpp"]
     m5 = profiles.resolve_chip("m5-max-40gpu")
     res5 = profiles.load_speed_constants(m5, "llama.cpp")
     assert "gen-M4__llama.cpp" in res5.scopes and "derived from generation M4" in res5.source

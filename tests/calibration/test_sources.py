@@ -1,0 +1,214 @@
+"""Issue 33, sources not rows: every source group counts once in the fit and in the likely range, a group held out
+is absent from its own refit, wrappers get a measured overhead factor, M1 its own bandwidth efficiency, and new CSVs
+with the measured-benchmark columns join the fit. Every number below is derived by hand in its docstring."""
+
+from __future__ import annotations
+
+import math
+import shutil
+
+import pytest
+
+pytest.importorskip("scipy", reason="the speed fit needs scipy (calibration extra; make test installs it)")
+pytestmark = pytest.mark.requires_scipy
+
+from calibration import fit as F  # noqa: E402
+from planner import profiles  # noqa: E402
+from planner import throughput as tp  # noqa: E402
+from planner.schema import SpeedConstants  # noqa: E402
+
+
+
+def _geo(layers=32, hidden=4096):
+    params = 12 * layers * hidden * hidden  # attention 4h² + MLP 8h² per layer (as test_fit)
+    return tp.Geometry(n_layers=layers, dense_bytes=params * 2.0, expert_bytes=0.0, n_experts=0, top_k=0,
+                       matmul_params=float(params), head_params=32000.0 * hidden, kv_full=2.0 * layers * hidden * 2,
+                       kv_swa=0.0, window=None, state_bytes=0.0, attn_full=float(layers * 2 * hidden), attn_swa=0.0)
+
+CHIP = "m2-max-38gpu"
+
+
+def _rec(value=1.0, source="a", phase="decode", runtime="llama.cpp", chip=CHIP, depth=0, batch=1):
+    return F.FitRecord(runtime=runtime, chip=profiles.resolve_chip(chip), geo=_geo(), phase=phase,
+                       prompt=512 if phase == "prefill" else 0, gen=0 if phase == "prefill" else 32, depth=depth,
+                       batch=batch, value=value, source=source)
+
+
+# ------------------------------------------------------------------------------------------- fit weights
+def test_two_sources_of_1_and_9_rows_weigh_the_same_in_all():
+    """10 decode rows in 2 groups: w = N / (G · n_g) = 10 / (2 · 1) = 5 for the lone row, 10 / (2 · 9) = 5/9 for
+    each of the nine: 5 and 9 · 5/9 = 5 in all; the weights still sum to the 10 rows."""
+    recs = F.source_weights([_rec(source="one")] + [_rec(source="nine") for _ in range(9)])
+    assert recs[0].weight == pytest.approx(5.0)
+    assert all(r.weight == pytest.approx(5 / 9) for r in recs[1:])
+    assert sum(r.weight for r in recs if r.source == "nine") == pytest.approx(5.0)
+    assert sum(r.weight for r in recs) == pytest.approx(10.0)
+
+
+def test_each_phase_weighs_its_sources_on_its_own():
+    """Source a: 1 decode + 3 prefill rows; source b: 3 decode + 1 prefill. Decode: N 4, G 2 -> a 4/2 = 2,
+    b 4/(2·3) = 2/3 each; prefill the mirror image."""
+    recs = F.source_weights([_rec(source="a"), *[_rec(source="a", phase="prefill")] * 3,
+                             *[_rec(source="b")] * 3, _rec(source="b", phase="prefill")])
+    w = {(r.source, r.phase): r.weight for r in recs}
+    assert w[("a", "decode")] == pytest.approx(2.0) and w[("b", "decode")] == pytest.approx(2 / 3)
+    assert w[("a", "prefill")] == pytest.approx(2 / 3) and w[("b", "prefill")] == pytest.approx(2.0)
+
+
+def test_a_group_held_out_is_absent_from_its_own_fit(monkeypatch):
+    """fit_all(exclude_source="b") hands the optimizer no row of b, and re-weights the rest: a and c, 2 and 1 rows,
+    weigh 3 / (2 · 2) = 0.75 and 3 / (2 · 1) = 1.5 per row (1.5 each in all)."""
+    seen = []
+
+    def fake(records, spec, priors=None, fixed=None, **kw):
+        seen.append(list(records))
+        return {"eta_bw:max": 0.7}, {"predicted": [1.0] * len(records), "ape": [0.0] * len(records)}
+
+    monkeypatch.setattr(F, "fit_efficiency_least_squares", fake)
+    data = {"llama.cpp": [_rec(source="a"), _rec(source="a"), _rec(source="b"), _rec(source="c")]}
+    F.fit_all(data, exclude_source="b")
+    assert {r.source for r in seen[0]} == {"a", "c"}
+    assert sorted(r.weight for r in seen[0]) == pytest.approx([0.75, 0.75, 1.5])
+
+
+# ------------------------------------------------------------------------------------------- likely range
+def test_weighted_percentiles_put_each_source_at_its_share_of_the_weight():
+    """Equal weights: Hazen positions (i + 1/2) / n, so [0, 1, 2, 3]'s median is 1.5. Source a's 9 rows at 0
+    (weights 1/9) and source b's 1 row at 0.3 (weight 1): b sits at (2 − 1/2) / 2 = 0.75, a's last row at
+    (1 − 1/18) / 2 = 17/36; the median 0.5 lies (0.5 − 17/36) / (0.75 − 17/36) = 0.1 of the way: 0.03."""
+    assert F.weighted_percentiles([3, 1, 0, 2], [1, 1, 1, 1], [50])[0] == pytest.approx(1.5)
+    x = [0.0] * 9 + [0.3]
+    w = F.per_source_weights(["a"] * 9 + ["b"])
+    assert list(w) == pytest.approx([1 / 9] * 9 + [1.0])
+    assert F.weighted_percentiles(x, w, [50])[0] == pytest.approx(0.03)
+
+
+def test_the_likely_range_is_the_spread_between_sources_not_rows():
+    """Held-out llama.cpp decode residuals (predicted = 1): source a 6 rows at 1.0, b one at 1.2, c one at 1.44
+    (logs 0, L, 2L with L = ln 1.2). Weights 1/6, 1, 1 (total 3): a's rows at (k − 1/2)/18 ≤ 11/36, b at
+    1.5/3 = 0.5, c at 2.5/3 = 5/6. Centre (median) = L; 10th percentile 0; 90th beyond 5/6: 2L. The range is
+    exp(0) = 1.0 to exp(2L) = 1.44. Counted by rows (numpy, index 6.3 of 8) its top would be exp(1.3 L) = 1.268."""
+    held = [("llama.cpp", _rec(1.0, "a"), 1.0) for _ in range(6)]
+    held += [("llama.cpp", _rec(1.2, "b"), 1.0), ("llama.cpp", _rec(1.44, "c"), 1.0)]
+    lo, hi = F.loso_ranges(held)["llama.cpp"]["decode"]
+    assert lo == pytest.approx(1.0, abs=1e-3) and hi == pytest.approx(1.44, abs=1e-3)
+
+
+# ------------------------------------------------------------------------------------------- wrappers
+def test_wrapper_factor_pools_sources_and_shrinks_toward_one():
+    """Source s1: two rows at 0.8 × the engine's prediction, s2 one at 0.9. Per source m = ln 0.8, ln 0.9;
+    λ = (σ_s / σ_p)² = (0.15 / 0.3)² = 0.25; ln f = (ln 0.8 + ln 0.9) / (2 + 0.25) = −0.32850 / 2.25 → f = 0.8642.
+    A wrapper measured faster (1.2: ln f = ln 1.2 / 1.25 > 0) is clipped to 1; no prefill rows, no prefill factor."""
+    recs = [_rec(0.8, "s1", runtime="ollama"), _rec(0.8, "s1", runtime="ollama"), _rec(0.9, "s2", runtime="ollama")]
+    f = F.fit_wrapper_factors(recs, [1.0, 1.0, 1.0])
+    assert f == {"decode_factor": pytest.approx(math.exp((math.log(0.8) + math.log(0.9)) / 2.25))}
+    assert f["decode_factor"] == pytest.approx(0.8642, abs=1e-4)
+    assert F.fit_wrapper_factors([_rec(1.2, "s", runtime="ollama")], [1.0]) == {"decode_factor": 1.0}
+
+
+def test_wrapper_records_run_their_engines_roofline():
+    assert _rec(runtime="lmstudio-mlx").engine == "mlx-lm" and _rec(runtime="ollama").engine == "llama.cpp"
+    assert _rec(runtime="llama.cpp").engine == "llama.cpp"
+
+
+def test_a_wrapper_factor_stretches_the_engines_step_and_prefill():
+    """decode_factor 0.5: each decode step takes twice as long (rate halves); prefill_factor 0.8: prefill time / 0.8."""
+    k = SpeedConstants(eta_bw=0.8, eta_c=0.6, eta_attn=0.3, eta_c_decode=0.4, eta_mv=0.2, eta_kv=0.8,
+                       moe_bw_factor=0.7, t_layer_s=5e-5, noflash_attn_factor=2.0, noflash_kv_factor=2.0,
+                       mv_max_batch=8, mm_tile=32, mm_id_min_batch=32, matrix_unit_factor=1.0)
+    base = tp.Roofline(geo=_geo(), bw=400e9, flops=13e12, k=k)
+    slow = tp.Roofline(geo=_geo(), bw=400e9, flops=13e12, k=k.model_copy(update={"decode_factor": 0.5,
+                                                                                 "prefill_factor": 0.8}))
+    assert slow.step_time(1, 1000) == pytest.approx(2 * base.step_time(1, 1000))
+    assert slow.prefill_time(512)[0] == pytest.approx(base.prefill_time(512)[0] / 0.8)
+
+
+def test_lm_studio_rows_are_fitted_as_lm_studio():
+    from calibration.dataset import _runtime_family
+
+    class M:
+        def __init__(self, runtime):
+            self.runtime, self.runtime_family = runtime, _runtime_family(runtime)
+
+    assert F.planner_runtime(M("llama.cpp (LM Studio, flash attention on)")) == "lmstudio-llama.cpp"
+    assert F.planner_runtime(M("mlx (LM Studio MLX engine)")) == "lmstudio-mlx"
+    assert F.planner_runtime(M("LM Studio 0.3.9 (MLX engine)")) == "lmstudio-mlx"
+    assert F.planner_runtime(M("LM Studio (llama.cpp engine, Metal)")) == "lmstudio-llama.cpp"
+    assert F.planner_runtime(M("llama.cpp (llama-bench, Metal)")) == "llama.cpp"
+    assert F.planner_runtime(M("ollama")) == "ollama"
+    assert F.planner_runtime(M("mlx-vlm (MLX)")) is None
+
+
+# ------------------------------------------------------------------------------------------- M1
+def test_m1_chips_get_their_own_bandwidth_efficiency():
+    """With GEN_ETA_BW the M1 rows free eta_bw:M1 instead of their tier's: an M1 Max row uses it, an M2 Max row
+    eta_bw:max; the gen-M1 scope carries it and the planner's chain (default -> tier -> gen) lets it win."""
+    recs = [_rec(chip="m1-max-32gpu"), _rec(chip="m2-max-38gpu")]
+    spec = F.Spec("llama.cpp", gen_eta_bw=("M1",), free={"eta_bw"})
+    assert F._param_names(recs, spec) == ["eta_bw:max", "eta_bw:M1"]
+    params = {"eta_bw:max": 0.8, "eta_bw:M1": 0.6, "eta_c:M2": 0.6}
+    assert F.full_constants(params, {}, profiles.resolve_chip("m1-max-32gpu")).eta_bw == 0.6
+    assert F.full_constants(params, {}, profiles.resolve_chip("m2-max-38gpu")).eta_bw == 0.8
+    scoped = F.constants_from_params(params, fixed={})
+    assert scoped["gen-M1"].eta_bw == 0.6 and scoped["tier-max"].eta_bw == 0.8
+    assert scoped["default"].eta_bw == 0.8  # the default is a mean over tiers only
+
+
+def test_shipped_gen_m1_bandwidth_wins_over_the_tier():
+    m1 = profiles.resolve_chip("m1-max-32gpu")
+    res = profiles.load_speed_constants(m1, "llama.cpp", include_user=False)
+    assert res.scopes[:3] == ["default__llama.cpp", "tier-max__llama.cpp", "gen-M1__llama.cpp"]
+    from planner.schema import CalibrationProfile
+
+    gen = profiles.load_file(F.OUT_DIR / "gen-M1__llama.cpp.yaml", CalibrationProfile)
+    assert gen.constants.eta_bw is not None and res.constants.eta_bw == gen.constants.eta_bw
+
+
+# ------------------------------------------------------------------------------------------- new data files
+def test_new_csvs_with_the_measured_columns_join_the_fit(tmp_path):
+    """A new file with the training CSV's header is picked up; a table with other columns and the multi-Mac
+    cluster file (same columns, other measurements) are not."""
+    shutil.copy(F.TRAIN_FILES[0], tmp_path / "measured_benchmarks_new_sources.csv")
+    shutil.copy(F.TRAIN_FILES[0], tmp_path / "cluster_measurements.csv")
+    (tmp_path / "mac_products.csv").write_text("product,chip\nMac mini,M4\n", encoding="utf-8")
+    assert [p.name for p in F.training_files(tmp_path)] == ["measured_benchmarks_new_sources.csv"]
+
+
+def test_rows_of_other_files_are_labelled_with_their_file(tmp_path):
+    src = F.TRAIN_FILES[0].read_text(encoding="utf-8").splitlines()
+    header, row = src[0], next(line for line in src[1:] if "llama.cpp benches/mac-m2-ultra" in line)
+    p = tmp_path / "measured_benchmarks_extra.csv"
+    p.write_text(header + "\n" + row + "\n", encoding="utf-8")
+    data, _ = F.load_training_records([p])
+    labels = [r.label for recs in data.values() for r in recs]
+    assert labels and all(lbl.startswith("measured_benchmarks_extra row ") for lbl in labels)
+
+
+def test_a_bad_row_in_a_new_file_names_the_file_and_line(tmp_path):
+    from calibration.dataset import DatasetError, load_measurements
+
+    src = F.TRAIN_FILES[0].read_text(encoding="utf-8").splitlines()
+    p = tmp_path / "measured_benchmarks_new.csv"
+    p.write_text(src[0] + "\n" + src[1] + "\nx" + src[2] + "\n", encoding="utf-8")
+    with pytest.raises(DatasetError, match=r"^measured_benchmarks_new\.csv:3: .*row_id"):
+        load_measurements(p)
+
+
+def test_report_counts_each_held_out_source_once_and_signs_its_bias():
+    """Held-out llama.cpp decode rows, predicted / measured: source a 1.1, 1.1, 1.1; source b 0.8. Signed biases
+    (median of predicted / measured − 1): a +10 %, b −20 %; the runtime's bias is their median, −5 %. MAPE with
+    each source once: (10 + 20) / 2 = 15 %; by rows: (3 · 10 + 20) / 4 = 12.5 %. Coverage: 3 of a's rows inside
+    their range, b's row outside -> 75 %."""
+    from calibration import report as R
+
+    held = [("llama.cpp", _rec(1.0, "a"), 1.1) for _ in range(3)] + [("llama.cpp", _rec(1.0, "b"), 0.8)]
+    bias = R.source_bias(held)
+    assert bias[("llama.cpp", "decode", "a")] == pytest.approx((3, 10.0, 10.0))
+    assert bias[("llama.cpp", "decode", "b")] == pytest.approx((1, 20.0, -20.0))
+    cov = {("llama.cpp", "decode", "a"): (3, 3), ("llama.cpp", "decode", "b"): (0, 1)}
+    s = R.source_summary(held, cov)[("llama.cpp", "all decode")]
+    assert s["sources"] == 2 and s["rows"] == 4
+    assert s["bias"] == pytest.approx(-5.0) and s["mape_sources"] == pytest.approx(15.0)
+    assert s["mape_rows"] == pytest.approx(12.5) and s["coverage"] == pytest.approx(75.0)
+    lines = R.source_lines(held, cov)
+    assert any("llama.cpp" in ln and "MAPE src  15.0% (<= 10%: MISS)" in ln for ln in lines)
