@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import hybrid
 from .errors import UnsupportedArchitectureError
 from .schema import ModelConfig
 
@@ -32,6 +33,8 @@ SUPPORTED = {
     # llama.cpp src/models/smollm3.cpp, mlx_lm/models/smollm3.py
     "smollm3",
 }
+# recurrent / linear-attention hybrids (Qwen3.5 gated delta net, Mamba-2, short conv): planner/hybrid.py
+SUPPORTED |= hybrid.MODEL_TYPES
 
 
 @dataclass(frozen=True)
@@ -193,6 +196,8 @@ def tensor_summary(cfg: ModelConfig) -> tuple[tuple[str, int, bool, int], ...]:
 
 def _tensors(cfg: ModelConfig) -> tuple[Tensor, ...]:
     check_supported(cfg)
+    if hybrid.handles(cfg):
+        return tuple(hybrid.tensors(cfg))
     h, V = cfg.hidden_size, cfg.vocab_size
     out = [Tensor("token_embd", None, h, V, group="embedding")]
     for i in range(cfg.num_hidden_layers):
@@ -208,6 +213,8 @@ def _tensors(cfg: ModelConfig) -> tuple[Tensor, ...]:
 
 def _cache_layers(cfg: ModelConfig) -> tuple[CacheLayer, ...]:
     check_supported(cfg)
+    if hybrid.handles(cfg):
+        return tuple(hybrid.cache_layers(cfg))
     out = []
     Hkv, hd = cfg.num_key_value_heads, cfg.head_dim
     for i in range(cfg.num_hidden_layers):

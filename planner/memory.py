@@ -45,6 +45,15 @@ def _cond(c: str, i: int | None, n: int, static: dict) -> bool:
     return v != neg
 
 
+# llama-quant.cpp category_is_attn_v: a fused attn_qkv (the gated-delta-net in_proj_qkv of Qwen3.5) takes the attn_v
+# rules and shares the attn_v counter i_attention_wv (counted in layer order)
+ATTN_V_LIKE = ("attn_v", "attn_qkv")
+
+
+def _rule_name(name: str) -> str:
+    return "attn_v" if name in ATTN_V_LIKE else name
+
+
 def _matches(rule_tensor: str, name: str) -> bool:
     # llama.cpp matches with name.find(): ffn_down also hits ffn_down_exps / ffn_down_shexp
     return name == rule_tensor or (rule_tensor.startswith("ffn_") and name.startswith(rule_tensor))
@@ -69,13 +78,13 @@ def gguf_tensor_type(t: arch.Tensor, preset: QuantFormat, model: ModelProfile, t
     if preset.expert_type and t.group == "experts":
         return preset.expert_type
     static = static if static is not None else _static_conditions(cfg)
-    name = "output" if (t.name == "token_embd" and cfg.tie_word_embeddings) else t.name
+    name = "output" if (t.name == "token_embd" and cfg.tie_word_embeddings) else _rule_name(t.name)
     # per-name counters: attn_v counts attention layers that have V (i_attention_wv); ffn_down uses the layer index
     if name == "attn_v":
-        i, n = counters["attn_v"], counters["n_attn_v"]
+        i, n = counters.get("attn_v_rank", {}).get(t.layer, counters["attn_v"]), counters["n_attn_v"]
         counters["attn_v"] += 1
-    else:
-        i, n = t.layer, cfg.num_hidden_layers
+    else:  # llama-quant.cpp n_ffn_down = n_layer_all: MTP blocks in the file count (converter default keeps them)
+        i, n = t.layer, cfg.num_hidden_layers + (cfg.mtp_num_hidden_layers or 0)
     rules = counters.get(("rules", name))
     if rules is None:  # not setdefault: that would rebuild the list for every tensor
         rules = counters[("rules", name)] = [r for r in preset.rules if _matches(r.tensor, name)]
@@ -108,13 +117,16 @@ def row_bytes(types: dict, typ: str, ne0: int) -> int:
 def gguf_weights(model: ModelProfile, preset: QuantFormat, table: GgmlTypeTable) -> WeightsEstimate:
     types = {t.name: t for t in table.types}
     ts = arch.tensors(model.config)
-    counters = {"attn_v": 0, "n_attn_v": sum(t.name == "attn_v" for t in ts)}
+    attn_v_layers = [t.layer for t in ts if t.name in ATTN_V_LIKE]
+    # an MTP block is a full-attention layer with its own attn_v, quantized with the rest (llama-quant.cpp loads it)
+    counters = {"attn_v": 0, "n_attn_v": len(attn_v_layers) + (model.config.mtp_num_hidden_layers or 0),
+                "attn_v_rank": {layer: k for k, layer in enumerate(attn_v_layers)}}
     static = _static_conditions(model.config)
     by_group: dict[str, int] = {}
     by_type: dict[str, int] = {}
     for name, runs in _by_name(model.config):
         rules = [r for r in preset.rules if _matches(r.tensor, "output" if (
-            name == "token_embd" and model.config.tie_word_embeddings) else name)]
+            name == "token_embd" and model.config.tie_word_embeddings) else _rule_name(name))]
         if all(c.removeprefix("not_") in static for r in rules for c in r.when):
             # no layer-dependent rule: one type per distinct row shape, bytes for all such tensors at once
             items = [(t, rows) for t, rows in runs]

@@ -11,6 +11,7 @@ import re
 import struct
 from dataclasses import dataclass
 
+from planner import hybrid
 from planner.errors import UnsupportedArchitectureError
 from planner.results import WeightsEstimate
 from planner.schema import ModelConfig
@@ -48,6 +49,7 @@ ARCH_TO_MODEL_TYPE = {
     "qwen3moe": "qwen3_moe", "qwen3next": "qwen3_next", "gemma": "gemma", "gemma2": "gemma2", "gemma3": "gemma3_text",
     "phi3": "phi3", "deepseek2": "deepseek_v3", "gpt-oss": "gpt_oss", "granite": "granite", "olmo2": "olmo2",
     "starcoder2": "starcoder2", "command-r": "cohere", "internlm3": "internlm3", "exaone": "exaone",
+    **hybrid.GGUF_ARCHS,  # recurrent hybrids (planner/hybrid.py), read by _recurrent_keys below
 }
 # recurrent / state-space architectures we refuse explicitly
 SSM_ARCHS = {"mamba", "mamba2", "jamba", "granitehybrid", "nemotron_h", "falcon-h1", "plamo2", "lfm2", "rwkv6",
@@ -371,6 +373,8 @@ def config_from_gguf(kv: dict, tensors: list[TensorInfo], source: str) -> tuple[
             d["layer_types"] = swa_layer_types(n_layers, pat)
         else:
             d["layer_types"] = ["sliding_attention"] * n_layers
+    if arch in hybrid.GGUF_ARCHS:
+        _recurrent_keys(arch, kv, g, d, source, notes)
     if mt == "qwen3_next":
         interval = g("full_attention_interval") or 4
         d["full_attention_interval"] = interval
@@ -384,6 +388,39 @@ def config_from_gguf(kv: dict, tensors: list[TensorInfo], source: str) -> tuple[
                                                "linear-attention sizes missing")
         d["linear_value_head_dim"] = inner // d["linear_num_value_heads"]
     return from_hf_config({k: v for k, v in d.items() if v is not None}, source), notes
+
+
+def _recurrent_keys(arch: str, kv: dict, g, d: dict, source: str, notes: list[str]) -> None:
+    """llama.cpp metadata of the recurrent hybrids -> HF keys (the converters' mapping in reverse: llama.cpp
+    conversion/qwen.py Qwen3NextModel.set_gguf_parameters and _QwenMtpMixin)."""
+    n_all = d["num_hidden_layers"]
+    if arch in ("qwen35", "qwen35moe"):
+        # block_count = num_hidden_layers + the MTP layers (nextn_predict_layers), which llama.cpp skips unless
+        # --spec-type draft-mtp (src/models/qwen35.cpp load_arch_tensors)
+        nextn = g("nextn_predict_layers") or 0
+        n = n_all - nextn
+        if n <= 0:
+            raise SourceError(f"{source}: {arch}.nextn_predict_layers {nextn} >= block_count {n_all}: an MTP-only "
+                              "GGUF holds no model to plan; pass the main GGUF")
+        d["num_hidden_layers"], d["mtp_num_hidden_layers"] = n, nextn
+        if nextn:
+            notes.append(f"{nextn} MTP layer(s) in the file are not counted: llama.cpp loads them only for "
+                         "--spec-type draft-mtp")
+        d["linear_conv_kernel_dim"] = g("ssm.conv_kernel")
+        d["linear_key_head_dim"] = g("ssm.state_size")
+        d["linear_num_key_heads"] = g("ssm.group_count")
+        d["linear_num_value_heads"] = g("ssm.time_step_rank")
+        inner = g("ssm.inner_size")
+        if not all((d["linear_key_head_dim"], d["linear_num_key_heads"], d["linear_num_value_heads"], inner)):
+            raise UnsupportedArchitectureError(f"{source}: {arch} GGUF without ssm.* keys is not supported: "
+                                               "gated-delta-net sizes missing")
+        d["linear_value_head_dim"] = inner // d["linear_num_value_heads"]
+        rec = kv.get(f"{arch}.attention.recurrent_layers")
+        if isinstance(rec, list) and len(rec) >= n:
+            d["layer_types"] = ["linear_attention" if r else "full_attention" for r in rec[:n]]
+        else:  # qwen35.cpp: recurrent iff (i + 1) % full_attention_interval != 0 (default 4)
+            d["full_attention_interval"] = check_pattern(g("full_attention_interval") or 4, source,
+                                                         f"{arch}.full_attention_interval")
 
 
 # --------------------------------------------------------------------------- tensors -> exact weights
@@ -412,10 +449,15 @@ def gguf_group(name: str) -> str:
     return "other"
 
 
-def exact_weights(tensors: list[TensorInfo], vision_bytes: int = 0) -> WeightsEstimate:
+def exact_weights(tensors: list[TensorInfo], vision_bytes: int = 0, n_layers: int | None = None) -> WeightsEstimate:
+    """Bytes of the tensors llama.cpp loads; with ``n_layers`` (a model with MTP layers, mtp_num_hidden_layers) the
+    blocks from n_layers on are left out: llama.cpp skips them unless --spec-type draft-mtp (qwen35.cpp
+    ``mtp_flags = TENSOR_SKIP``)."""
     by_group: dict[str, int] = {}
     by_type: dict[str, int] = {}
     for t in tensors:
+        if n_layers is not None and _layer_of(t.name) >= n_layers:
+            continue
         grp = gguf_group(t.name)
         by_group[grp] = by_group.get(grp, 0) + t.n_bytes
         by_type[t.type_name] = by_type.get(t.type_name, 0) + t.n_bytes
@@ -423,6 +465,16 @@ def exact_weights(tensors: list[TensorInfo], vision_bytes: int = 0) -> WeightsEs
     n = sum(t.n_elements for t in tensors)
     return WeightsEstimate(total_bytes=total, n_params=n, bits_per_weight=8 * total / n if n else 0.0,
                            by_group=by_group, by_type=by_type, vision_bytes=vision_bytes, exact=True)
+
+
+def _layer_of(name: str) -> int:
+    parts = name.split(".")
+    return int(parts[1]) if parts[0] == "blk" and len(parts) > 2 and parts[1].isdigit() else -1
+
+
+def mtp_layers(cfg: ModelConfig) -> int | None:
+    """num_hidden_layers when the file carries MTP blocks after them (exact_weights n_layers), else None."""
+    return cfg.num_hidden_layers if cfg.mtp_num_hidden_layers else None
 
 
 _QUANT_RE = re.compile(r"(?<![A-Za-z0-9])(I?Q\d_[A-Z0-9_]+?|Q\d_\d|MXFP4_MOE|BF16|F16|F32)(?=[-.]|$)", re.IGNORECASE)

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from planner import hybrid
 from planner.architecture import SUPPORTED
 from planner.errors import UnsupportedArchitectureError, render_validation_error
 from planner.schema import MAX_LAYERS, ModelConfig
@@ -39,7 +40,8 @@ VLM_FLAT_TYPES = {"qwen2_vl": "qwen2", "qwen2_5_vl": "qwen2"}
 # text_config model_types whose tensors and KV cache are those of a known text model: Llama 4's own layout;
 # Qwen3-VL's decoders are Qwen3 / Qwen3-MoE with interleaved M-RoPE and DeepStack features added to the hidden
 # states (positions and activations, no extra weights): transformers modeling_qwen3_vl.py / modeling_qwen3_vl_moe.py
-TEXT_TYPES = {"llama4_text": "llama4", "qwen3_vl_text": "qwen3", "qwen3_vl_moe_text": "qwen3_moe"}
+TEXT_TYPES = {"llama4_text": "llama4", "qwen3_vl_text": "qwen3", "qwen3_vl_moe_text": "qwen3_moe",
+              **hybrid.TEXT_TYPES}  # recurrent hybrids: Qwen3.5 qwen3_5_text / qwen3_5_moe_text (planner/hybrid.py)
 # key spellings of configs written before the transformers names settled (EXAONE 3.x configuration_exaone.py)
 KEY_ALIASES = {"num_layers": "num_hidden_layers"}
 

@@ -1,0 +1,134 @@
+"""planner.hybrid: tensors, cache layers and state FLOPs of the recurrent hybrids, numbers derived by hand.
+
+Configs: the transformers 5.25 config classes' defaults (configuration_qwen3_5.py / configuration_qwen3_5_moe.py),
+which are the published Qwen3.5-9B-class and Qwen3.5-35B-A3B text configs, written out here so the test does not
+depend on the library. Formulas: llama.cpp src/llama-hparams.cpp n_embd_r / n_embd_s, src/llama-memory-recurrent.cpp;
+mlx-lm mlx_lm/models/qwen3_5.py make_cache + gated_delta.py.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from planner import architecture as arch
+from planner import hybrid
+from planner import memory as M
+from planner import profiles as P
+from planner.schema import ModelConfig, ModelProfile
+from sources.hfconfig import from_hf_config
+
+MiB = 2**20
+LT40 = ["full_attention" if (i + 1) % 4 == 0 else "linear_attention" for i in range(40)]
+# Qwen3_5MoeConfig().to_dict() (transformers 5.25): the VLM wrapper with the LM under text_config
+QWEN35_MOE_RAW = {
+    "model_type": "qwen3_5_moe", "tie_word_embeddings": False,
+    "vision_config": {"depth": 27, "hidden_size": 1152},
+    "text_config": {
+        "model_type": "qwen3_5_moe_text", "vocab_size": 248320, "hidden_size": 2048, "num_hidden_layers": 40,
+        "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256, "max_position_embeddings": 32768,
+        "tie_word_embeddings": False, "attention_bias": False, "linear_conv_kernel_dim": 4,
+        "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_num_key_heads": 16,
+        "linear_num_value_heads": 32, "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512,
+        "num_experts_per_tok": 8, "num_experts": 256, "layer_types": LT40, "mtp_num_hidden_layers": 1,
+        "rope_parameters": {"rope_theta": 10000.0, "partial_rotary_factor": 0.25, "rope_type": "default"},
+    },
+}
+# Qwen3_5Config().to_dict()["text_config"] (dense): 32 layers, 8 full
+QWEN35_DENSE_RAW = {
+    "model_type": "qwen3_5_text", "vocab_size": 248320, "hidden_size": 4096, "intermediate_size": 12288,
+    "num_hidden_layers": 32, "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 256,
+    "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+    "linear_num_key_heads": 16, "linear_num_value_heads": 32, "tie_word_embeddings": False,
+    "layer_types": ["full_attention" if (i + 1) % 4 == 0 else "linear_attention" for i in range(32)],
+}
+
+
+def profile(cfg: ModelConfig, mid: str = "tiny") -> ModelProfile:
+    return ModelProfile(id=mid, name=mid, params_b=1.0, sources=["test"], verified=dt.date(2026, 12, 5), config=cfg)
+
+
+def test_qwen35_moe_reader_unwraps_text_config():
+    cfg = from_hf_config(QWEN35_MOE_RAW)
+    assert cfg.model_type == "qwen3_5_moe"
+    assert cfg.num_hidden_layers == 40 and cfg.mtp_num_hidden_layers == 1
+    assert cfg.layer_types.count("full_attention") == 10
+    assert cfg.intermediate_size == 512  # no dense FFN in the file: the expert width stands in
+
+
+def test_qwen35_moe_kv_only_on_full_layers():
+    cfg = from_hf_config(QWEN35_MOE_RAW)
+    cl = arch.cache_layers(cfg)
+    full = [c for c in cl if c.kind == "full"]
+    lin = [c for c in cl if c.kind == "linear"]
+    assert len(full) == 10 and len(lin) == 30
+    # f16 KV: 10 full layers x 2 (K, V) x 2 kv heads x 256 x 2 B = 20 KiB/token
+    assert sum(c.k_elems + c.v_elems for c in full) * 2 == 10 * 2 * 2 * 256 * 2 == 20_480
+    # llama.cpp: n_embd_r = (4-1) x (32x128 + 2 x 16 x 128) = 3 x 8192, n_embd_s = 128 x 4096, F32, per layer
+    assert sum(c.state_f32_elems for c in lin) * 4 == 30 * (3 * (4096 + 2 * 16 * 128) + 128 * 4096) * 4
+    assert sum(c.state_f32_elems for c in lin) * 4 / MiB == pytest.approx(62.8125)
+    # mlx-lm: conv (3, 2x2048 + 4096) bf16 + state (32, 128, 128) f32
+    assert sum(c.mlx_state_bytes for c in lin) == 30 * (3 * 8192 * 2 + 32 * 128 * 128 * 4)
+
+
+def test_qwen35_moe_memory_per_user():
+    cfg = from_hf_config(QWEN35_MOE_RAW)
+    m = M.memory_model(profile(cfg), P.load_runtime("llama.cpp"), P.load_quant("Q4_K_M"), P.ggml_types(),
+                       kv_type="f16")
+    assert m.kv.bytes_per_token == 20_480
+    assert m.kv.state_bytes_per_seq == 30 * (3 * 8192 + 128 * 4096) * 4
+    e1, e4 = m.estimate(8192, 1), m.estimate(8192, 4)
+    assert e4.recurrent_state == 4 * e1.recurrent_state  # one state per sequence, constant in context
+    assert m.estimate(65536, 1).recurrent_state == e1.recurrent_state
+
+
+def test_qwen35_moe_tensors():
+    cfg = from_hf_config(QWEN35_MOE_RAW)
+    h, V, E, f, sf = 2048, 248320, 256, 512, 512
+    kd, vd, Hv = 16 * 128, 32 * 128, 32
+    lin = h * (2 * kd + vd) + h * vd + 2 * h * Hv + 4 * (2 * kd + vd) + 2 * Hv + 128 + vd * h
+    full = h * 2 * 16 * 256 + 2 * h * 2 * 256 + 16 * 256 * h + 2 * 256        # q (x2 gate), k, v, o, q/k norm
+    moe = h * E + 3 * E * h * f + 3 * h * sf + h                               # router, experts, shared, shexp gate
+    norms = 2 * h
+    expected = 2 * V * h + h + 30 * lin + 10 * full + 40 * (moe + norms)
+    assert arch.n_params(cfg) == expected
+    names = {t.name for t in arch.tensors(cfg) if t.layer == 0}
+    assert {"attn_qkv", "attn_gate", "ssm_beta", "ssm_alpha", "ssm_conv1d", "ssm_out"} <= names
+    assert "attn_q" in {t.name for t in arch.tensors(cfg) if t.layer == 3}
+    assert max(t.layer or 0 for t in arch.tensors(cfg)) == 39  # the MTP block (layer 40) is not loaded
+
+
+def test_qwen35_dense_layout():
+    cfg = from_hf_config(QWEN35_DENSE_RAW)
+    assert cfg.model_type == "qwen3_5" and not cfg.is_moe
+    ffn = [t for t in arch.tensors(cfg) if t.group == "ffn"]
+    assert len(ffn) == 3 * 32 and all(max(t.ne0, t.ne1) == 12288 for t in ffn)
+    cl = arch.cache_layers(cfg)
+    # 8 full layers x 2 x 4 kv x 256 x 2 B = 32 KiB/token; 24 linear layers' state
+    assert sum(c.k_elems + c.v_elems for c in cl) * 2 == 8 * 2 * 4 * 256 * 2
+    assert sum(c.state_f32_elems for c in cl) == 24 * (3 * (4096 + 4096) + 128 * 4096)
+
+
+def test_qwen35_q4_k_m_treats_attn_qkv_as_attn_v():
+    # llama-quant.cpp category_is_attn_v: attn_qkv counts with attn_v; Q4_K_M gives Q6_K where
+    # use_more_bits(i, n): i < n/8 or i >= 7n/8 or (i - n/8) % 3 == 2, with n = 41 attn_v-like tensors (one a
+    # layer, plus the MTP block's attn_v, which the converter writes and llama-quantize counts: n_layer_all = 41)
+    cfg = from_hf_config(QWEN35_MOE_RAW)
+    w = M.gguf_weights(profile(cfg), P.load_quant("Q4_K_M"), P.ggml_types())
+    n = 41
+    more = [i for i in range(40) if M.use_more_bits(i, n)]
+    types = {t.name: t for t in P.ggml_types().types}
+    qkv = 2048 * (2 * 2048 + 4096)
+    v = 2048 * 2 * 256
+    want_q6 = sum(qkv if (i + 1) % 4 else v for i in more)
+    got_q6 = w.by_type["Q6_K"] - 2048 * 248320 * types["Q6_K"].bytes_per_block // 256  # less the output head
+    # ffn_down (routed 256 x and shared, 2048 rows of 512) is Q6_K on the same use_more_bits(i, n_layer_all = 41)
+    down = sum(2048 * 512 * (256 + 1) for i in more)
+    assert got_q6 == (want_q6 + down) * types["Q6_K"].bytes_per_block // 256
+
+
+def test_state_flops_gated_delta_rule():
+    cfg = from_hf_config(QWEN35_MOE_RAW)
+    # per linear layer: 7 x Hv x Dv x Dk (decay, k-read, rank-1 update, q-read) + conv 2 x 4 x (2kd + vd)
+    assert hybrid.state_flops(cfg) == 30 * (7 * 32 * 128 * 128 + 2 * 4 * 8192)
