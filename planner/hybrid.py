@@ -20,7 +20,11 @@ from .schema import ModelConfig
 
 # Gated DeltaNet (Qwen3.5 / 3.6 / 3.8): llama.cpp src/models/qwen35.cpp, qwen35moe.cpp; mlx_lm/models/qwen3_5.py
 QWEN35 = {"qwen3_5", "qwen3_5_moe"}
-MODEL_TYPES = QWEN35
+# Mamba-2 hybrids whose layers are listed one block type each (layers_block_type: mamba | attention | moe | mlp):
+# Nemotron-H / Nemotron 3 (llama.cpp src/models/nemotron-h.cpp, mlx_lm/models/nemotron_h.py) and Granite 4.0-H
+# (llama.cpp src/models/granite-hybrid.cpp, mlx_lm/models/granitemoehybrid.py)
+MAMBA2 = {"nemotron_h", "granitemoehybrid"}
+MODEL_TYPES = QWEN35 | MAMBA2
 # text_config model_types -> the model_type laid out here (sources/hfconfig.py)
 TEXT_TYPES = {"qwen3_5_text": "qwen3_5", "qwen3_5_moe_text": "qwen3_5_moe"}
 # GGUF general.architecture -> model_type (sources/ggufmeta.py)
@@ -113,6 +117,134 @@ def _gdn_flops(cfg: ModelConfig) -> float:
     return 7.0 * n_vh * vhd * khd + 2.0 * k * (2 * n_kh * khd + n_vh * vhd)
 
 
+# --------------------------------------------------------------------------- Mamba-2 (Nemotron-H, Granite 4.0-H)
+def _mamba2_dims(cfg: ModelConfig) -> tuple[int, int, int, int, int]:
+    """(heads H, head dim P, state N, groups G, conv kernel k); d_inner = H * P."""
+    H, P, N, G = cfg.mamba_num_heads, cfg.mamba_head_dim, cfg.ssm_state_size, cfg.n_groups
+    if not (H and P and N and G):
+        raise UnsupportedArchitectureError(
+            f"model_type {cfg.model_type!r}: Mamba-2 layers need mamba_num_heads, mamba_head_dim, ssm_state_size and "
+            "n_groups (Granite: mamba_n_heads, mamba_d_head, mamba_d_state, mamba_n_groups) in config.json")
+    return H, P, N, G, cfg.conv_kernel or 4
+
+
+def _mamba2_mixer(cfg: ModelConfig, i: int) -> list:
+    """llama.cpp nemotron-h.cpp / granite-hybrid.cpp (is_recr): ssm_in {n_embd, 2*d_inner + 2*G*N + H} (z, xBC, dt),
+    depthwise conv over d_inner + 2*G*N channels, per-head dt bias, A, D, a grouped RMS norm, ssm_out;
+    mlx-lm NemotronHMamba2Mixer / GraniteMoeHybridMamba2Mixer (in_proj, conv1d, dt_bias, A_log, D, norm, out_proj)."""
+    from .architecture import Tensor
+
+    h = cfg.hidden_size
+    H, P, N, G, k = _mamba2_dims(cfg)
+    d_inner, conv = H * P, H * P + 2 * G * N
+    out = [Tensor("ssm_in", i, h, 2 * d_inner + 2 * G * N + H),
+           Tensor("ssm_conv1d", i, k, conv, group="ssm", quantizable=False)]
+    if cfg.use_conv_bias:
+        out.append(Tensor("ssm_conv1d_b", i, conv, 1, group="norm", quantizable=False))
+    out += [Tensor("ssm_dt", i, H, 1, group="norm", quantizable=False),
+            Tensor("ssm_a", i, H, 1, group="norm", quantizable=False),
+            Tensor("ssm_d", i, H, 1, group="norm", quantizable=False),
+            Tensor("ssm_norm", i, d_inner, 1, group="norm", quantizable=False),
+            Tensor("ssm_out", i, d_inner, h)]
+    if cfg.mamba_proj_bias:
+        out.append(Tensor("ssm_proj_b", i, 2 * d_inner + 2 * G * N + H + h, 1, group="norm", quantizable=False))
+    return out
+
+
+def _attn_plain(cfg: ModelConfig, i: int) -> list:
+    from .architecture import Tensor
+
+    h, H, Hkv, hd = cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
+    out = [Tensor("attn_q", i, h, H * hd), Tensor("attn_k", i, h, Hkv * hd), Tensor("attn_v", i, h, Hkv * hd),
+           Tensor("attn_output", i, H * hd, h)]
+    if cfg.attention_bias:
+        out.append(Tensor("attn_qkv_bias", i, (H + 2 * Hkv) * hd + h, 1, group="norm", quantizable=False))
+    return out
+
+
+def _block_types(cfg: ModelConfig) -> list[str]:
+    bt = cfg.layers_block_type
+    if not bt or len(bt) != cfg.num_hidden_layers:
+        raise UnsupportedArchitectureError(
+            f"model_type {cfg.model_type!r}: needs one block type per layer (hybrid_override_pattern or "
+            "layers_block_type) in config.json")
+    return list(bt)
+
+
+def _nemotron_layer(cfg: ModelConfig, i: int, kind: str) -> list:
+    """Nemotron-H: one norm and one mixer per layer (mlx_lm nemotron_h.py NemotronHBlock): M Mamba-2, * attention,
+    - a squared-ReLU MLP (up, down; no gate), E routed experts (up, down; relu2) + router with a score-correction
+    bias + a shared expert (up, down), llama.cpp nemotron-h.cpp load_arch_tensors."""
+    from .architecture import Tensor
+
+    h = cfg.hidden_size
+    out = [Tensor("attn_norm", i, h, 1, group="norm", quantizable=False)]
+    if kind == "mamba":
+        return out + _mamba2_mixer(cfg, i)
+    if kind == "attention":
+        return out + _attn_plain(cfg, i)
+    if kind == "mlp":
+        f = cfg.intermediate_size
+        return out + [Tensor("ffn_up", i, h, f, group="ffn"), Tensor("ffn_down", i, f, h, group="ffn")]
+    E, fe = cfg.n_experts, cfg.expert_ffn
+    out += [Tensor("ffn_gate_inp", i, h, E, group="router", quantizable=False),
+            Tensor("exp_probs_b", i, E, 1, group="norm", quantizable=False),
+            Tensor("ffn_up_exps", i, h, fe, E, group="experts"),
+            Tensor("ffn_down_exps", i, fe, h, E, group="experts")]
+    fs = cfg.moe_shared_expert_intermediate_size or 0
+    if cfg.n_shared_experts and fs:
+        out += [Tensor("ffn_up_shexp", i, h, fs, group="shared_experts"),
+                Tensor("ffn_down_shexp", i, fs, h, group="shared_experts")]
+    return out
+
+
+def _granite_layer(cfg: ModelConfig, i: int, kind: str) -> list:
+    """Granite 4.0-H: attn_norm, a Mamba-2 or attention mixer, ffn_norm, then routed SwiGLU experts + a shared SwiGLU
+    MLP (shared_intermediate_size), or a dense SwiGLU MLP without experts (granite-hybrid.cpp; mlx-lm
+    GraniteMoeHybridLayer)."""
+    from .architecture import Tensor
+
+    h = cfg.hidden_size
+    out = [Tensor("attn_norm", i, h, 1, group="norm", quantizable=False)]
+    out += _mamba2_mixer(cfg, i) if kind == "mamba" else _attn_plain(cfg, i)
+    out.append(Tensor("ffn_norm", i, h, 1, group="norm", quantizable=False))
+    if cfg.is_moe:
+        E, f = cfg.n_experts, cfg.intermediate_size
+        out += [Tensor("ffn_gate_inp", i, h, E, group="router", quantizable=False),
+                Tensor("ffn_gate_exps", i, h, f, E, group="experts"),
+                Tensor("ffn_up_exps", i, h, f, E, group="experts"),
+                Tensor("ffn_down_exps", i, f, h, E, group="experts")]
+        fs = cfg.shared_expert_intermediate_size or 0
+        if fs:
+            out += [Tensor("ffn_gate_shexp", i, h, fs, group="shared_experts"),
+                    Tensor("ffn_up_shexp", i, h, fs, group="shared_experts"),
+                    Tensor("ffn_down_shexp", i, fs, h, group="shared_experts")]
+        return out
+    f = cfg.intermediate_size
+    return out + [Tensor("ffn_gate", i, h, f, group="ffn"), Tensor("ffn_up", i, h, f, group="ffn"),
+                  Tensor("ffn_down", i, f, h, group="ffn")]
+
+
+def _mamba2_cache(cfg: ModelConfig):
+    from .architecture import CacheLayer
+
+    H, P, N, G, k = _mamba2_dims(cfg)
+    d_inner, conv = H * P, H * P + 2 * G * N
+    # llama.cpp: n_embd_r = (k-1)(d_inner + 2*G*N), n_embd_s = N * d_inner (llama-hparams.cpp), F32
+    # mlx-lm ArraysCache(size=2): conv (B, k-1, conv) in the input dtype + ssm state (B, H, P, N) float32
+    # (mlx_lm/models/ssm.py ssm_attn: dt is cast to float32, so the state it builds is float32)
+    return CacheLayer("linear", state_f32_elems=(k - 1) * conv + N * d_inner,
+                      mlx_state_bytes=(k - 1) * conv * MLX_CONV_BYTES + H * P * N * F32)
+
+
+def _mamba2_flops(cfg: ModelConfig) -> float:
+    """FLOPs per token of one Mamba-2 layer's scan: per head the P x N state is decayed by exp(dt*A), takes the
+    dt*x B outer product and is read against C, 6 FLOPs per state element (llama.cpp ggml_ssm_scan,
+    ggml-metal kernel_ssm_scan; mlx_lm/models/ssm.py ssm_update_kernel), plus the depthwise conv, 2*k per channel."""
+    H, P, N, G, k = _mamba2_dims(cfg)
+    return 6.0 * H * P * N + 2.0 * k * (H * P + 2 * G * N)
+
+
 # --------------------------------------------------------------------------- dispatch
 def tensors(cfg: ModelConfig) -> list:
     """Every weight tensor of a hybrid text model, in llama.cpp naming (the MTP block excluded: llama.cpp skips it
@@ -122,8 +254,13 @@ def tensors(cfg: ModelConfig) -> list:
 
     h, V = cfg.hidden_size, cfg.vocab_size
     out = [Tensor("token_embd", None, h, V, group="embedding")]
-    for i in range(cfg.num_hidden_layers):
-        out += _qwen35_layer(cfg, i)
+    if cfg.model_type in QWEN35:
+        for i in range(cfg.num_hidden_layers):
+            out += _qwen35_layer(cfg, i)
+    else:
+        layer = _nemotron_layer if cfg.model_type == "nemotron_h" else _granite_layer
+        for i, kind in enumerate(_block_types(cfg)):
+            out += layer(cfg, i, kind)
     out.append(Tensor("output_norm", None, h, 1, group="norm", quantizable=False))
     if not cfg.tie_word_embeddings:
         out.append(Tensor("output", None, h, V, group="output"))
@@ -138,6 +275,16 @@ def cache_layers(cfg: ModelConfig) -> list:
 
     Hkv, hd = cfg.num_key_value_heads, cfg.head_dim
     out = []
+    if cfg.model_type in MAMBA2:
+        # nemotron_h: filter_attn = !is_recr && n_ff == 0, filter_recr = is_recr && n_ff == 0 (create_memory): the
+        # MLP and MoE layers hold no cache; granitehybrid: default filters (is_recr = head_count_kv == 0).
+        # mlx-lm make_cache: ArraysCache(2) for mamba, KVCache for attention, nothing for E / - blocks
+        for kind in _block_types(cfg):
+            if kind == "mamba":
+                out.append(_mamba2_cache(cfg))
+            elif kind == "attention":
+                out.append(CacheLayer("full", Hkv * hd, Hkv * hd))
+        return out
     for i in range(cfg.num_hidden_layers):
         if cfg.layer_type(i) == "linear_attention":
             out.append(_gdn_cache(cfg))
@@ -149,5 +296,7 @@ def cache_layers(cfg: ModelConfig) -> list:
 def state_flops(cfg: ModelConfig) -> float:
     """FLOPs per token (one sequence) of every recurrent layer's state update: decode does it once per step,
     prefill once per prompt token. [FLOP]"""
+    if cfg.model_type in MAMBA2:
+        return sum(_mamba2_flops(cfg) for kind in _block_types(cfg) if kind == "mamba")
     # Qwen3-Next's linear layers (planner/architecture.py) run the same gated delta rule
     return sum(_gdn_flops(cfg) for i in range(cfg.num_hidden_layers) if cfg.layer_type(i) == "linear_attention")

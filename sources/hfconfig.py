@@ -82,9 +82,12 @@ def from_hf_config(raw: dict, source: str = "config.json") -> ModelConfig:
     mt = d.get("model_type")
     if not mt:
         raise SourceError(f"{source}: no model_type; is this a transformers config.json?")
-    if any(d.get(k) is not None for k in SSM_KEYS):
+    if mt in hybrid.MAMBA2:
+        _mamba2_blocks(d, mt, source)
+    elif any(d.get(k) is not None for k in SSM_KEYS):
         raise UnsupportedArchitectureError(
-            f"{source}: model_type {mt!r} is not supported yet: Mamba/state-space layers are not modelled")
+            f"{source}: model_type {mt!r} is not supported yet: its Mamba/state-space layers are not laid out "
+            f"(supported recurrent hybrids: {', '.join(sorted(hybrid.MODEL_TYPES))})")
     atl = d.get("attn_type_list")
     if isinstance(atl, list) and 0 in atl:
         # MiniMax-Text-01 / M1: attn_type 0 = lightning (linear) attention, 1 = softmax (configuration_minimax.py)
@@ -177,6 +180,44 @@ def check_consistency(cfg: ModelConfig, source: str) -> ModelConfig:
         raise SourceError(f"{source}: {k} active experts of {cfg.n_experts} (num_experts_per_tok > experts); "
                           "fix or re-download config.json")
     return cfg
+
+
+# block names -> planner layers_block_type: Nemotron-H pattern characters, transformers 5 names (layers_block_type /
+# layer_types: linear_attention = Mamba-2 there) and the older mamba / attention spellings
+_BLOCK = {"M": "mamba", "*": "attention", "E": "moe", "-": "mlp", "mamba": "mamba", "linear_attention": "mamba",
+          "attention": "attention", "full_attention": "attention", "moe": "moe", "mlp": "mlp"}
+# Granite 4.0-H (configuration_granitemoehybrid.py) spellings of the Mamba-2 sizes -> Nemotron-H's
+_GRANITE_KEYS = {"mamba_n_heads": "mamba_num_heads", "mamba_d_head": "mamba_head_dim", "mamba_d_state": "ssm_state_size",
+                 "mamba_n_groups": "n_groups", "mamba_d_conv": "conv_kernel", "mamba_conv_bias": "use_conv_bias",
+                 "shared_intermediate_size": "shared_expert_intermediate_size"}
+
+
+def _mamba2_blocks(d: dict[str, Any], mt: str, source: str) -> None:
+    """One block type per layer (planner/hybrid.py): Nemotron-H ``hybrid_override_pattern`` ("M*E-" string) or
+    ``layers_block_type``; Granite 4.0-H ``layer_types`` (mlx_lm/models/nemotron_h.py ModelArgs.__post_init__,
+    granitemoehybrid.py)."""
+    pat = d.get("hybrid_override_pattern")
+    raw = list(pat) if isinstance(pat, str) else d.get("layers_block_type") or d.get("layer_types")
+    if not isinstance(raw, list) or not raw:
+        raise SourceError(f"{source}: model_type {mt!r} needs hybrid_override_pattern or layers_block_type "
+                          "(one block type per layer); fix or re-download config.json")
+    if len(raw) > MAX_LAYERS:
+        raise SourceError(f"{source}: {len(raw)} block types, over {MAX_LAYERS}; fix the config")
+    unknown = sorted({str(t) for t in raw if _BLOCK.get(t) is None})
+    if unknown:
+        raise UnsupportedArchitectureError(f"{source}: model_type {mt!r}: block types {', '.join(unknown)} are not "
+                                           "supported yet")
+    d["layers_block_type"] = [_BLOCK[t] for t in raw]
+    d["num_hidden_layers"] = len(raw)
+    d.pop("hybrid_override_pattern", None)
+    d.pop("layer_types", None)
+    if mt == "granitemoehybrid":
+        for src, dst in _GRANITE_KEYS.items():
+            if d.get(src) is not None:
+                d[dst] = d[src]
+    if d.get("moe_latent_size"):
+        raise UnsupportedArchitectureError(f"{source}: model_type {mt!r} with moe_latent_size (latent expert "
+                                           "projections, Nemotron 3 Super) is not supported yet")
 
 
 def _llama4(d: dict[str, Any], source: str) -> None:

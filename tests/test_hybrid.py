@@ -132,3 +132,88 @@ def test_state_flops_gated_delta_rule():
     cfg = from_hf_config(QWEN35_MOE_RAW)
     # per linear layer: 7 x Hv x Dv x Dk (decay, k-read, rank-1 update, q-read) + conv 2 x 4 x (2kd + vd)
     assert hybrid.state_flops(cfg) == 30 * (7 * 32 * 128 * 128 + 2 * 4 * 8192)
+
+
+# Nemotron 3 Nano 30B-A3B cache shape (pattern, hidden, attention and Mamba sizes: the 2026 survey's [3p] copy of
+# nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B config.json); the FFN / expert widths and vocab below are round test sizes,
+# not the model's (a fixture for the formulas, not a catalog profile)
+NANO_PATTERN = "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME"
+NEMOTRON_NANO_RAW = {
+    "model_type": "nemotron_h", "vocab_size": 1000, "hidden_size": 2688, "intermediate_size": 1024,
+    "num_attention_heads": 32, "num_key_value_heads": 2, "head_dim": 128, "max_position_embeddings": 4096,
+    "mamba_num_heads": 64, "mamba_head_dim": 64, "ssm_state_size": 128, "n_groups": 8, "conv_kernel": 4,
+    "use_conv_bias": True, "mamba_proj_bias": False, "hybrid_override_pattern": NANO_PATTERN,
+    "n_routed_experts": 128, "n_shared_experts": 1, "moe_intermediate_size": 1024,
+    "moe_shared_expert_intermediate_size": 2048, "num_experts_per_tok": 4, "tie_word_embeddings": False,
+}
+
+
+def test_nemotron_h_pattern_and_cache():
+    cfg = from_hf_config(NEMOTRON_NANO_RAW)
+    assert cfg.num_hidden_layers == 52
+    bt = cfg.layers_block_type
+    assert (bt.count("mamba"), bt.count("moe"), bt.count("attention")) == (23, 23, 6)
+    cl = arch.cache_layers(cfg)
+    assert len(cl) == 29  # MoE layers hold no cache (llama.cpp filter n_ff == 0; mlx-lm make_cache skips E)
+    # f16 KV: 6 attention layers x 2 x 2 kv x 128 x 2 B = 6 KiB/token
+    assert sum(c.k_elems + c.v_elems for c in cl) * 2 == 6 * 2 * 2 * 128 * 2 == 6144
+    # llama.cpp F32: (k-1)(d_inner + 2 G N) + N d_inner per Mamba layer, d_inner = 64 x 64
+    per = 3 * (4096 + 2 * 8 * 128) + 128 * 4096
+    assert sum(c.state_f32_elems for c in cl) * 4 == 23 * per * 4
+    assert 23 * per * 4 / MiB == pytest.approx(47.6, abs=0.05)
+    # mlx-lm: conv bf16 + state (64, 64, 128) f32
+    assert sum(c.mlx_state_bytes for c in cl) == 23 * (3 * 6144 * 2 + 64 * 64 * 128 * 4)
+
+
+def test_nemotron_h_tensors():
+    cfg = from_hf_config(NEMOTRON_NANO_RAW)
+    h, V, E, fe, fs = 2688, 1000, 128, 1024, 2048
+    d_in, conv, H = 4096, 4096 + 2 * 8 * 128, 64
+    mamba = h * (2 * d_in + 2 * 8 * 128 + H) + 4 * conv + conv + 3 * H + d_in + d_in * h
+    attn = h * 32 * 128 + 2 * h * 2 * 128 + 32 * 128 * h
+    moe = h * E + E + 2 * E * h * fe + 2 * h * fs
+    expected = 2 * V * h + h + 52 * h + 23 * mamba + 6 * attn + 23 * moe
+    assert arch.n_params(cfg) == expected
+    # active: 4 of 128 routed experts per MoE layer, the rest whole (embedding gather excluded, head included)
+    assert arch.active_params(cfg) == expected - V * h - 23 * 124 * 2 * h * fe
+
+
+def test_layers_block_type_list_equals_pattern():
+    raw = dict(NEMOTRON_NANO_RAW, hybrid_override_pattern=None,
+               layers_block_type=[{"M": "mamba", "E": "moe", "*": "attention"}[c] for c in NANO_PATTERN])
+    assert from_hf_config(raw).layers_block_type == from_hf_config(NEMOTRON_NANO_RAW).layers_block_type
+
+
+def test_granite_h_spellings_and_state():
+    raw = {"model_type": "granitemoehybrid", "vocab_size": 1000, "hidden_size": 1536, "intermediate_size": 512,
+           "num_attention_heads": 12, "num_key_value_heads": 4, "layer_types": ["mamba"] * 3 + ["attention"],
+           "mamba_n_heads": 48, "mamba_d_head": 64, "mamba_d_state": 128, "mamba_n_groups": 1, "mamba_d_conv": 4,
+           "num_local_experts": 8, "num_experts_per_tok": 2, "shared_intermediate_size": 1024}
+    cfg = from_hf_config(raw)
+    cl = arch.cache_layers(cfg)
+    assert [c.kind for c in cl] == ["linear"] * 3 + ["full"]
+    assert cl[0].state_f32_elems == 3 * (48 * 64 + 2 * 128) + 128 * 48 * 64
+    assert cl[3].k_elems == 4 * 128
+
+
+def test_state_flops_mamba2():
+    cfg = from_hf_config(NEMOTRON_NANO_RAW)
+    assert hybrid.state_flops(cfg) == 23 * (6 * 64 * 64 * 128 + 2 * 4 * 6144)
+
+
+@pytest.mark.parametrize("mt", ["falcon_h1", "jamba"])
+def test_other_mamba_hybrids_refused_in_one_line(mt):
+    from planner.errors import UnsupportedArchitectureError
+    raw = {"model_type": mt, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+           "vocab_size": 100, "intermediate_size": 128, "mamba_d_state": 16}
+    with pytest.raises(UnsupportedArchitectureError, match="Mamba/state-space layers are not laid out"):
+        from_hf_config(raw)
+
+
+@pytest.mark.parametrize("mt", ["nemotron_h", "granitemoehybrid"])
+def test_mamba2_without_block_types_is_refused(mt):
+    from planner.errors import UnsupportedArchitectureError
+    cfg = ModelConfig(model_type=mt, hidden_size=1024, num_hidden_layers=4, num_attention_heads=8,
+                      intermediate_size=2048, vocab_size=1000)
+    with pytest.raises(UnsupportedArchitectureError, match="one block type per layer"):
+        arch.cache_layers(cfg)

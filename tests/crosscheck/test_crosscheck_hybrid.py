@@ -83,3 +83,49 @@ def test_mlx_qwen35_cache_and_params(raw):
                                                + tc["linear_num_value_heads"] * tc["linear_value_head_dim"])
     n_lin = sum(c.kind == "linear" for c in layers)
     assert state == sum(c.mlx_state_bytes for c in layers) + n_lin * conv * 2
+
+
+# tiny Nemotron-H (Nemotron 3 Nano layout: Mamba-2, attention, routed + shared relu2 experts, a dense relu2 MLP)
+NEMOTRON_H = {
+    "model_type": "nemotron_h", "vocab_size": 256, "hidden_size": 64, "intermediate_size": 96,
+    "max_position_embeddings": 4096, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+    "attention_bias": False, "mamba_num_heads": 4, "mamba_head_dim": 16, "mamba_proj_bias": False,
+    "ssm_state_size": 16, "conv_kernel": 4, "n_groups": 2, "mlp_bias": False, "layer_norm_epsilon": 1e-5,
+    "use_bias": False, "use_conv_bias": True, "hybrid_override_pattern": "M*EM-E", "n_routed_experts": 4,
+    "n_shared_experts": 1, "moe_intermediate_size": 32, "moe_shared_expert_intermediate_size": 48,
+    "num_experts_per_tok": 2, "n_group": 1, "topk_group": 1, "norm_topk_prob": True, "routed_scaling_factor": 1.0,
+    "tie_word_embeddings": False,
+}
+# tiny Granite 4.0-H (granitemoehybrid): Mamba-2 + attention mixers, routed SwiGLU experts + shared MLP every layer
+GRANITE_H = {
+    "model_type": "granitemoehybrid", "vocab_size": 256, "hidden_size": 64, "intermediate_size": 32,
+    "num_hidden_layers": 4, "max_position_embeddings": 4096, "num_attention_heads": 4, "num_key_value_heads": 2,
+    "attention_bias": False, "embedding_multiplier": 1.0, "attention_multiplier": 1.0, "logits_scaling": 1.0,
+    "residual_multiplier": 1.0, "layer_types": ["mamba", "mamba", "attention", "mamba"], "rms_norm_eps": 1e-6,
+    "num_local_experts": 4, "num_experts_per_tok": 2, "shared_intermediate_size": 48, "mamba_n_heads": 4,
+    "mamba_d_head": 16, "mamba_proj_bias": False, "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_n_groups": 1,
+    "mamba_conv_bias": True, "tie_word_embeddings": True,
+}
+
+
+@pytest.mark.requires_mlx
+@pytest.mark.parametrize("raw", [NEMOTRON_H, GRANITE_H], ids=["nemotron_h", "granitemoehybrid"])
+def test_mlx_mamba2_cache_and_params(raw):
+    import mlx.core as mx
+    from mlx.utils import tree_flatten
+
+    model = _mlx_model(raw)
+    cfg = from_hf_config(raw)
+    assert sum(v.size for _, v in tree_flatten(model.parameters())) == arch.n_params(cfg)
+    cache = model.make_cache()
+    model(mx.array([[5 + i % 200 for i in range(PROMPT)]]), cache=cache)
+    mx.eval([c.state for c in cache])
+    kv = sum(c.nbytes for c in cache if hasattr(c, "keys"))
+    state = sum(a.nbytes for c in cache if not hasattr(c, "keys") for a in c.cache if a is not None)
+    layers = arch.cache_layers(cfg)
+    assert len(cache) == len(layers)  # no cache for the E / - blocks
+    assert kv == sum(c.k_elems + c.v_elems for c in layers) * 4 * 256  # float32, one 256-token KVCache step
+    H, P, N, G = cfg.mamba_num_heads, cfg.mamba_head_dim, cfg.ssm_state_size, cfg.n_groups
+    n_m = sum(c.kind == "linear" for c in layers)
+    conv = (cfg.conv_kernel - 1) * (H * P + 2 * G * N)
+    assert state == sum(c.mlx_state_bytes for c in layers) + n_m * conv * 2  # conv at 4 B here, 2 B planned
