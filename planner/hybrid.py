@@ -28,7 +28,8 @@ MODEL_TYPES = QWEN35 | MAMBA2
 # text_config model_types -> the model_type laid out here (sources/hfconfig.py)
 TEXT_TYPES = {"qwen3_5_text": "qwen3_5", "qwen3_5_moe_text": "qwen3_5_moe"}
 # GGUF general.architecture -> model_type (sources/ggufmeta.py)
-GGUF_ARCHS = {"qwen35": "qwen3_5", "qwen35moe": "qwen3_5_moe"}
+GGUF_ARCHS = {"qwen35": "qwen3_5", "qwen35moe": "qwen3_5_moe", "nemotron_h": "nemotron_h",
+              "nemotron_h_moe": "nemotron_h", "granitehybrid": "granitemoehybrid"}
 
 MLX_CONV_BYTES = 2  # mlx-lm conv state: the activation dtype (bf16) of the input it is sliced from
 F32 = 4
@@ -83,7 +84,7 @@ def _qwen35_layer(cfg: ModelConfig, i: int) -> list:
             Tensor("attn_q_norm", i, hd, 1, group="norm", quantizable=False),
             Tensor("attn_k_norm", i, hd, 1, group="norm", quantizable=False),
         ]
-    out.append(Tensor("attn_post_norm", i, h, 1, group="norm", quantizable=False))
+    out.append(Tensor("post_attention_norm", i, h, 1, group="norm", quantizable=False))
     out += _ffn(cfg, i)
     if cfg.is_moe_layer(i) and cfg.shared_ffn:
         # shared-expert gate: llama.cpp ffn_gate_inp_shexp {n_embd} (1-D, F32); mlx-lm shared_expert_gate

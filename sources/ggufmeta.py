@@ -52,8 +52,8 @@ ARCH_TO_MODEL_TYPE = {
     **hybrid.GGUF_ARCHS,  # recurrent hybrids (planner/hybrid.py), read by _recurrent_keys below
 }
 # recurrent / state-space architectures we refuse explicitly
-SSM_ARCHS = {"mamba", "mamba2", "jamba", "granitehybrid", "nemotron_h", "falcon-h1", "plamo2", "lfm2", "rwkv6",
-             "rwkv7", "arwkv7", "rwkv6qwen2"}
+SSM_ARCHS = {"mamba", "mamba2", "jamba", "falcon-h1", "plamo2", "lfm2", "lfm2moe", "kimi-linear", "rwkv6",
+             "rwkv7", "arwkv7", "rwkv6qwen2"} - set(hybrid.GGUF_ARCHS)
 
 
 # --------------------------------------------------------------------------- header parser (local and hub)
@@ -421,6 +421,33 @@ def _recurrent_keys(arch: str, kv: dict, g, d: dict, source: str, notes: list[st
         else:  # qwen35.cpp: recurrent iff (i + 1) % full_attention_interval != 0 (default 4)
             d["full_attention_interval"] = check_pattern(g("full_attention_interval") or 4, source,
                                                          f"{arch}.full_attention_interval")
+        return
+    # Mamba-2 hybrids: per-layer head_count_kv and feed_forward_length arrays say what each block is
+    # (nemotron-h.cpp: recurrent iff head_count_kv(i) == 0 and n_ff(i) == 0, attention iff n_ff(i) == 0;
+    # granite-hybrid.cpp: recurrent iff head_count_kv(i) == 0)
+    d_inner, heads = g("ssm.inner_size"), g("ssm.time_step_rank")
+    if not (d_inner and heads and g("ssm.state_size") and g("ssm.group_count")):
+        raise UnsupportedArchitectureError(f"{source}: {arch} GGUF without ssm.* keys is not supported: Mamba-2 "
+                                           "sizes missing")
+    d.update(mamba_num_heads=heads, mamba_head_dim=d_inner // heads, ssm_state_size=g("ssm.state_size"),
+             n_groups=g("ssm.group_count"), conv_kernel=g("ssm.conv_kernel") or 4)
+    kvh, ff = kv.get(f"{arch}.attention.head_count_kv"), kv.get(f"{arch}.feed_forward_length")
+    kvh = kvh if isinstance(kvh, list) else [kvh or 0] * n_all
+    ff = ff if isinstance(ff, list) else [ff or 0] * n_all
+    if len(kvh) < n_all or len(ff) < n_all:
+        raise SourceError(f"{source}: {arch} per-layer head_count_kv / feed_forward_length shorter than "
+                          "block_count; re-download it")
+    if arch == "granitehybrid":
+        d["layers_block_type"] = ["attention" if kvh[i] else "mamba" for i in range(n_all)]
+        return
+    ffn_kind = "moe" if arch == "nemotron_h_moe" else "mlp"
+    d["layers_block_type"] = ["attention" if kvh[i] else ffn_kind if ff[i] else "mamba" for i in range(n_all)]
+    sh = g("expert_shared_feed_forward_length")
+    if arch == "nemotron_h_moe":
+        d["n_routed_experts"], d["num_experts"] = d.pop("num_experts", None), None
+        d["moe_shared_expert_intermediate_size"] = sh
+        d["n_shared_experts"] = g("expert_shared_count") or (1 if sh else None)
+        d.pop("shared_expert_intermediate_size", None)
 
 
 # --------------------------------------------------------------------------- tensors -> exact weights

@@ -12,6 +12,9 @@ sizes from ``llama_memory_breakdown`` / its log against the planner.
 from __future__ import annotations
 
 import datetime as dt
+import re
+import shutil
+import subprocess
 
 import pytest
 
@@ -96,14 +99,15 @@ NEMOTRON_H = {
     "num_experts_per_tok": 2, "n_group": 1, "topk_group": 1, "norm_topk_prob": True, "routed_scaling_factor": 1.0,
     "tie_word_embeddings": False,
 }
-# tiny Granite 4.0-H (granitemoehybrid): Mamba-2 + attention mixers, routed SwiGLU experts + shared MLP every layer
+# tiny Granite 4.0-H (granitemoehybrid): Mamba-2 + attention mixers, routed SwiGLU experts + shared MLP every layer;
+# d_inner = 4 x 32 = 2 x hidden, which llama.cpp granite-hybrid.cpp asserts
 GRANITE_H = {
     "model_type": "granitemoehybrid", "vocab_size": 256, "hidden_size": 64, "intermediate_size": 32,
     "num_hidden_layers": 4, "max_position_embeddings": 4096, "num_attention_heads": 4, "num_key_value_heads": 2,
     "attention_bias": False, "embedding_multiplier": 1.0, "attention_multiplier": 1.0, "logits_scaling": 1.0,
     "residual_multiplier": 1.0, "layer_types": ["mamba", "mamba", "attention", "mamba"], "rms_norm_eps": 1e-6,
     "num_local_experts": 4, "num_experts_per_tok": 2, "shared_intermediate_size": 48, "mamba_n_heads": 4,
-    "mamba_d_head": 16, "mamba_proj_bias": False, "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_n_groups": 1,
+    "mamba_d_head": 32, "mamba_proj_bias": False, "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_n_groups": 1,
     "mamba_conv_bias": True, "tie_word_embeddings": True,
 }
 
@@ -129,3 +133,61 @@ def test_mlx_mamba2_cache_and_params(raw):
     n_m = sum(c.kind == "linear" for c in layers)
     conv = (cfg.conv_kernel - 1) * (H * P + 2 * G * N)
     assert state == sum(c.mlx_state_bytes for c in layers) + n_m * conv * 2  # conv at 4 B here, 2 B planned
+
+
+# llama.cpp: nemotron_h_moe turns every FFN block into experts (nemotron-h.cpp: n_expert != 0), so its tiny model
+# has no dense "-" block; the dense arch gets one
+LLAMA_CASES = [
+    (Q35_MOE, "qwen35moe"),
+    (Q35_DENSE, "qwen35"),
+    (dict(NEMOTRON_H, hybrid_override_pattern="M*EMEE"), "nemotron_h_moe"),
+    (dict(NEMOTRON_H, hybrid_override_pattern="M*M-", n_routed_experts=None, n_shared_experts=None,
+          num_experts_per_tok=None), "nemotron_h"),
+    (GRANITE_H, "granitehybrid"),
+]
+# "(256 cells, 2 layers, 8/8 seqs)": cells per stream, one stream per sequence (not unified)
+KV_LOG = re.compile(r"llama_kv_cache: size =\s*([\d.]+) MiB \(\s*(\d+) cells,\s*\d+ layers,\s*(\d+)/\d+ seqs")
+RS_LOG = re.compile(r"llama_memory_recurrent: size =\s*[\d.]+ MiB \(\s*\d+ cells,\s*\d+ layers,\s*(\d+) seqs.*"
+                    r"R \(f32\):\s*([\d.]+) MiB, S \(f32\):\s*([\d.]+) MiB")
+MODEL_LOG = re.compile(r"CPU_Mapped model buffer size =\s*([\d.]+) MiB")
+
+
+@pytest.mark.requires_llama_cpp
+@pytest.mark.parametrize(("raw", "gguf_arch"), LLAMA_CASES, ids=[a for _, a in LLAMA_CASES])
+def test_llama_cpp_loads_planner_tensors_and_allocates_its_state(raw, gguf_arch, tmp_path):
+    """The GGUF holds exactly the planner's tensors (llama.cpp loads it: no missing, extra or misshapen tensor);
+    the KV buffer, the recurrent R and S buffers and the model buffer it logs equal the planner's bytes to the
+    log's 0.01 MiB. llama-batched-bench -npl 8 sizes the context for 8 sequences (n_seq_max = 8)."""
+    exe = shutil.which("llama-batched-bench")
+    if exe is None:
+        pytest.skip("llama-batched-bench not built (scripts/bootstrap.sh)")
+    from sources.ggufmeta import config_from_gguf, read_header
+
+    from .hybrid_gguf import write
+
+    cfg = from_hf_config(raw)
+    path = tmp_path / f"{gguf_arch}.gguf"
+    nbytes = write(cfg, gguf_arch, path)
+    with open(path, "rb") as f:  # the planner's own GGUF reader gives back the same layout
+        kv, ts = read_header(f, str(path))
+    back, _ = config_from_gguf(kv, ts, str(path))
+    assert arch.cache_layers(back) == arch.cache_layers(cfg) and arch.n_params(back) == arch.n_params(cfg)
+    seqs = 8
+    run = subprocess.run([exe, "-m", str(path), "-c", "2048", "-b", "64", "-ub", "64", "-npp", "4", "-ntg", "1",
+                          "-npl", str(seqs), "-t", "2", "-lv", "4"], capture_output=True, text=True, timeout=300)
+    log = run.stdout + run.stderr
+    assert run.returncode == 0, log[-2000:]
+    layers = arch.cache_layers(cfg)
+    mib = 2**20
+    kv_m = KV_LOG.search(log)
+    per_tok = sum(c.k_elems + c.v_elems for c in layers) * 2  # f16 K and V
+    cells = int(kv_m.group(2)) * int(kv_m.group(3))
+    assert cells == 2048
+    assert abs(float(kv_m.group(1)) - cells * per_tok / mib) <= 0.0051
+    rs = RS_LOG.search(log)
+    assert int(rs.group(1)) == seqs
+    r = sum(c.state_f32_elems for c in layers) * 4 * seqs  # planner: r + s per sequence, F32
+    assert abs(float(rs.group(2)) + float(rs.group(3)) - r / mib) <= 0.011
+    w = float(MODEL_LOG.search(log).group(1))
+    assert nbytes == arch.n_params(cfg) * 4
+    assert abs(w - nbytes / mib) <= 0.0051 + len(ts) * 32 / mib  # tensor data aligned to 32 B

@@ -1,0 +1,97 @@
+"""A GGUF of a recurrent hybrid written from the planner's own tensor list (planner/hybrid.py), F32, data region
+sparse (zeros): llama.cpp refuses a file with a missing, extra or wrongly shaped tensor ("wrong number of tensors",
+"tensor has wrong shape"), so loading it checks the planner's tensors against src/models/<arch>.cpp.
+
+GGUF shapes the planner keeps only as element counts: ssm_a / ssm_d of Mamba-2 are {1, H} (nemotron-h.cpp,
+granite-hybrid.cpp), ssm_norm of Mamba-2 {d_inner / G, G}; 1-D vectors ({n}) for biases and norms.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gguf import GGMLQuantizationType
+
+from planner import architecture as arch
+from planner.schema import ModelConfig
+from tests.sources.gguf_gen import write_gguf
+
+F32 = GGMLQuantizationType.F32
+SUFFIX = {"ssm_dt": ("ssm_dt", "bias"), "ssm_a": ("ssm_a", None), "ssm_d": ("ssm_d", None),
+          "ssm_conv1d_b": ("ssm_conv1d", "bias"), "exp_probs_b": ("exp_probs_b", "bias")}
+
+
+def tensors(cfg: ModelConfig) -> list[tuple[str, tuple[int, ...], GGMLQuantizationType]]:
+    mamba2 = cfg.model_type in ("nemotron_h", "granitemoehybrid")
+    out = []
+    for t in arch.tensors(cfg):
+        short, suffix = SUFFIX.get(t.name, (t.name, "weight"))
+        name = short if t.layer is None else f"blk.{t.layer}.{short}"
+        name = f"{name}.{suffix}" if suffix else name
+        if t.n > 1:
+            ne = (t.ne0, t.ne1, t.n)
+        elif mamba2 and t.name in ("ssm_a", "ssm_d"):
+            ne = (1, t.ne0)
+        elif mamba2 and t.name == "ssm_norm":
+            ne = (t.ne0 // cfg.n_groups, cfg.n_groups)
+        elif t.ne1 == 1:
+            ne = (t.ne0,)
+        else:
+            ne = (t.ne0, t.ne1)
+        out.append((name, ne, F32))
+    return out
+
+
+def _vocab(n: int) -> dict:
+    toks = ["<unk>", "<s>", "</s>"] + [f"t{i}" for i in range(n - 3)]
+    return {"tokenizer.ggml.model": "llama", "tokenizer.ggml.tokens": toks,
+            "tokenizer.ggml.scores": [0.0] * n, "tokenizer.ggml.token_type": [2, 3, 3] + [1] * (n - 3),
+            "tokenizer.ggml.bos_token_id": 1, "tokenizer.ggml.eos_token_id": 2,
+            "tokenizer.ggml.unknown_token_id": 0}
+
+
+def metadata(cfg: ModelConfig, gguf_arch: str) -> dict:
+    n = cfg.num_hidden_layers
+    kv = {"context_length": cfg.max_position_embeddings, "embedding_length": cfg.hidden_size, "block_count": n,
+          "attention.head_count": cfg.num_attention_heads, "attention.key_length": cfg.head_dim,
+          "attention.value_length": cfg.head_dim, "attention.layer_norm_rms_epsilon": 1e-6,
+          "vocab_size": cfg.vocab_size, **_vocab(cfg.vocab_size)}
+    if gguf_arch in ("qwen35", "qwen35moe"):
+        kh, kd, vh, vd = (cfg.linear_num_key_heads, cfg.linear_key_head_dim, cfg.linear_num_value_heads,
+                          cfg.linear_value_head_dim)
+        kv.update({"attention.head_count_kv": cfg.num_key_value_heads, "feed_forward_length": cfg.intermediate_size,
+                   "rope.dimension_count": cfg.head_dim // 4, "rope.dimension_sections": [2, 1, 1, 0],
+                   "rope.freq_base": 10000.0, "ssm.conv_kernel": cfg.linear_conv_kernel_dim,
+                   "ssm.inner_size": vh * vd, "ssm.state_size": kd, "ssm.time_step_rank": vh,
+                   "ssm.group_count": kh, "full_attention_interval": 4,
+                   "attention.recurrent_layers": [t == "linear_attention" for t in cfg.layer_types]})
+        if cfg.is_moe:
+            kv.update({"expert_count": cfg.n_experts, "expert_used_count": cfg.num_experts_per_tok,
+                       "expert_feed_forward_length": cfg.expert_ffn,
+                       "expert_shared_feed_forward_length": cfg.shared_ffn})
+        return kv
+    bt = cfg.layers_block_type
+    kv.update({"ssm.conv_kernel": cfg.conv_kernel, "ssm.inner_size": cfg.mamba_num_heads * cfg.mamba_head_dim,
+               "ssm.state_size": cfg.ssm_state_size, "ssm.time_step_rank": cfg.mamba_num_heads,
+               "ssm.group_count": cfg.n_groups, "rope.dimension_count": cfg.head_dim, "rope.freq_base": 10000.0,
+               "attention.head_count_kv": [cfg.num_key_value_heads if b == "attention" else 0 for b in bt]})
+    if gguf_arch == "granitehybrid":
+        kv["feed_forward_length"] = cfg.intermediate_size
+        if cfg.is_moe:
+            kv.update({"expert_count": cfg.n_experts, "expert_used_count": cfg.num_experts_per_tok,
+                       "expert_shared_feed_forward_length": cfg.shared_expert_intermediate_size or 0})
+        return kv
+    kv["attention.layer_norm_epsilon"] = 1e-5
+    kv["feed_forward_length"] = [cfg.expert_ffn if b == "moe" else cfg.intermediate_size if b == "mlp" else 0
+                                 for b in bt]
+    if cfg.is_moe:
+        kv.update({"expert_count": cfg.n_experts, "expert_used_count": cfg.num_experts_per_tok,
+                   "expert_feed_forward_length": cfg.expert_ffn, "expert_shared_count": cfg.n_shared_experts or 0,
+                   "expert_shared_feed_forward_length": cfg.moe_shared_expert_intermediate_size or 0,
+                   "expert_weights_norm": True, "expert_weights_scale": 1.0})
+    return kv
+
+
+def write(cfg: ModelConfig, gguf_arch: str, path: Path) -> int:
+    """Write the GGUF; returns the tensor bytes (all F32)."""
+    return write_gguf(path, gguf_arch, metadata(cfg, gguf_arch), tensors(cfg), file_type=0)
