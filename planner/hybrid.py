@@ -24,12 +24,15 @@ QWEN35 = {"qwen3_5", "qwen3_5_moe"}
 # Nemotron-H / Nemotron 3 (llama.cpp src/models/nemotron-h.cpp, mlx_lm/models/nemotron_h.py) and Granite 4.0-H
 # (llama.cpp src/models/granite-hybrid.cpp, mlx_lm/models/granitemoehybrid.py)
 MAMBA2 = {"nemotron_h", "granitemoehybrid"}
-MODEL_TYPES = QWEN35 | MAMBA2
+# Falcon-H1: every layer runs attention and a Mamba-2 mixer side by side, then a SwiGLU MLP (llama.cpp
+# src/models/falcon-h1.cpp; mlx_lm/models/falcon_h1.py), so every layer holds both a KV cache and a state
+FALCON_H1 = {"falcon_h1"}
+MODEL_TYPES = QWEN35 | MAMBA2 | FALCON_H1
 # text_config model_types -> the model_type laid out here (sources/hfconfig.py)
 TEXT_TYPES = {"qwen3_5_text": "qwen3_5", "qwen3_5_moe_text": "qwen3_5_moe"}
 # GGUF general.architecture -> model_type (sources/ggufmeta.py)
 GGUF_ARCHS = {"qwen35": "qwen3_5", "qwen35moe": "qwen3_5_moe", "nemotron_h": "nemotron_h",
-              "nemotron_h_moe": "nemotron_h", "granitehybrid": "granitemoehybrid"}
+              "nemotron_h_moe": "nemotron_h", "granitehybrid": "granitemoehybrid", "falcon-h1": "falcon_h1"}
 
 MLX_CONV_BYTES = 2  # mlx-lm conv state: the activation dtype (bf16) of the input it is sliced from
 F32 = 4
@@ -120,8 +123,11 @@ def _gdn_flops(cfg: ModelConfig) -> float:
 
 # --------------------------------------------------------------------------- Mamba-2 (Nemotron-H, Granite 4.0-H)
 def _mamba2_dims(cfg: ModelConfig) -> tuple[int, int, int, int, int]:
-    """(heads H, head dim P, state N, groups G, conv kernel k); d_inner = H * P."""
+    """(heads H, head dim P, state N, groups G, conv kernel k); d_inner = H * P (Falcon-H1 gives it as
+    mamba_d_ssm, read into mamba_d_inner; then P = d_inner / H)."""
     H, P, N, G = cfg.mamba_num_heads, cfg.mamba_head_dim, cfg.ssm_state_size, cfg.n_groups
+    if cfg.mamba_d_inner and H:
+        P = cfg.mamba_d_inner // H
     if not (H and P and N and G):
         raise UnsupportedArchitectureError(
             f"model_type {cfg.model_type!r}: Mamba-2 layers need mamba_num_heads, mamba_head_dim, ssm_state_size and "
@@ -144,9 +150,10 @@ def _mamba2_mixer(cfg: ModelConfig, i: int) -> list:
         out.append(Tensor("ssm_conv1d_b", i, conv, 1, group="norm", quantizable=False))
     out += [Tensor("ssm_dt", i, H, 1, group="norm", quantizable=False),
             Tensor("ssm_a", i, H, 1, group="norm", quantizable=False),
-            Tensor("ssm_d", i, H, 1, group="norm", quantizable=False),
-            Tensor("ssm_norm", i, d_inner, 1, group="norm", quantizable=False),
-            Tensor("ssm_out", i, d_inner, h)]
+            Tensor("ssm_d", i, H, 1, group="norm", quantizable=False)]
+    if cfg.mamba_rms_norm:
+        out.append(Tensor("ssm_norm", i, d_inner, 1, group="norm", quantizable=False))
+    out += [Tensor("ssm_out", i, d_inner, h)]
     if cfg.mamba_proj_bias:
         out.append(Tensor("ssm_proj_b", i, 2 * d_inner + 2 * G * N + H + h, 1, group="norm", quantizable=False))
     return out
@@ -226,6 +233,18 @@ def _granite_layer(cfg: ModelConfig, i: int, kind: str) -> list:
                   Tensor("ffn_down", i, f, h, group="ffn")]
 
 
+def _falcon_h1_layer(cfg: ModelConfig, i: int) -> list:
+    """Falcon-H1 (falcon-h1.cpp load_arch_tensors): attn_norm, the Mamba-2 mixer and attention in parallel on the
+    same input, ffn_norm, a SwiGLU MLP of intermediate_size (mlx-lm FalconH1DecoderLayer)."""
+    from .architecture import Tensor
+
+    h, f = cfg.hidden_size, cfg.intermediate_size
+    return ([Tensor("attn_norm", i, h, 1, group="norm", quantizable=False)] + _mamba2_mixer(cfg, i)
+            + _attn_plain(cfg, i) + [Tensor("ffn_norm", i, h, 1, group="norm", quantizable=False),
+                                     Tensor("ffn_gate", i, h, f, group="ffn"), Tensor("ffn_up", i, h, f, group="ffn"),
+                                     Tensor("ffn_down", i, f, h, group="ffn")])
+
+
 def _mamba2_cache(cfg: ModelConfig):
     from .architecture import CacheLayer
 
@@ -258,6 +277,9 @@ def tensors(cfg: ModelConfig) -> list:
     if cfg.model_type in QWEN35:
         for i in range(cfg.num_hidden_layers):
             out += _qwen35_layer(cfg, i)
+    elif cfg.model_type in FALCON_H1:
+        for i in range(cfg.num_hidden_layers):
+            out += _falcon_h1_layer(cfg, i)
     else:
         layer = _nemotron_layer if cfg.model_type == "nemotron_h" else _granite_layer
         for i, kind in enumerate(_block_types(cfg)):
@@ -286,6 +308,12 @@ def cache_layers(cfg: ModelConfig) -> list:
             elif kind == "attention":
                 out.append(CacheLayer("full", Hkv * hd, Hkv * hd))
         return out
+    if cfg.model_type in FALCON_H1:
+        # falcon-h1: filter_attn and filter_recr both true (create_memory); mlx-lm make_cache:
+        # CacheList(ArraysCache(size=2), KVCache()) per layer
+        for _ in range(cfg.num_hidden_layers):
+            out += [_mamba2_cache(cfg), CacheLayer("full", Hkv * hd, Hkv * hd)]
+        return out
     for i in range(cfg.num_hidden_layers):
         if cfg.layer_type(i) == "linear_attention":
             out.append(_gdn_cache(cfg))
@@ -299,5 +327,7 @@ def state_flops(cfg: ModelConfig) -> float:
     prefill once per prompt token. [FLOP]"""
     if cfg.model_type in MAMBA2:
         return sum(_mamba2_flops(cfg) for kind in _block_types(cfg) if kind == "mamba")
+    if cfg.model_type in FALCON_H1:
+        return cfg.num_hidden_layers * _mamba2_flops(cfg)
     # Qwen3-Next's linear layers (planner/architecture.py) run the same gated delta rule
     return sum(_gdn_flops(cfg) for i in range(cfg.num_hidden_layers) if cfg.layer_type(i) == "linear_attention")

@@ -449,6 +449,7 @@ class ModelConfig(BaseModel):
     mamba_d_inner: int | None = Field(None, gt=0, le=MAX_DIM)   # Mamba-1 (Jamba): expand x hidden
     mamba_dt_rank: int | None = Field(None, gt=0, le=MAX_DIM)   # Mamba-1 (Jamba) x_proj rank
     mamba_proj_bias: bool = False
+    mamba_rms_norm: bool = True  # Falcon-H1 writes false: no gated norm before out_proj (the others always have one)
     use_conv_bias: bool = True
     moe_shared_expert_intermediate_size: int | None = Field(None, gt=0, le=MAX_DIM)
     # LFM2 short convolution

@@ -374,7 +374,7 @@ def config_from_gguf(kv: dict, tensors: list[TensorInfo], source: str) -> tuple[
         else:
             d["layer_types"] = ["sliding_attention"] * n_layers
     if arch in hybrid.GGUF_ARCHS:
-        _recurrent_keys(arch, kv, g, d, source, notes)
+        _recurrent_keys(arch, kv, g, d, source, notes, names)
     if mt == "qwen3_next":
         interval = g("full_attention_interval") or 4
         d["full_attention_interval"] = interval
@@ -390,7 +390,7 @@ def config_from_gguf(kv: dict, tensors: list[TensorInfo], source: str) -> tuple[
     return from_hf_config({k: v for k, v in d.items() if v is not None}, source), notes
 
 
-def _recurrent_keys(arch: str, kv: dict, g, d: dict, source: str, notes: list[str]) -> None:
+def _recurrent_keys(arch: str, kv: dict, g, d: dict, source: str, notes: list[str], names: dict) -> None:
     """llama.cpp metadata of the recurrent hybrids -> HF keys (the converters' mapping in reverse: llama.cpp
     conversion/qwen.py Qwen3NextModel.set_gguf_parameters and _QwenMtpMixin)."""
     n_all = d["num_hidden_layers"]
@@ -430,7 +430,11 @@ def _recurrent_keys(arch: str, kv: dict, g, d: dict, source: str, notes: list[st
         raise UnsupportedArchitectureError(f"{source}: {arch} GGUF without ssm.* keys is not supported: Mamba-2 "
                                            "sizes missing")
     d.update(mamba_num_heads=heads, mamba_head_dim=d_inner // heads, ssm_state_size=g("ssm.state_size"),
-             n_groups=g("ssm.group_count"), conv_kernel=g("ssm.conv_kernel") or 4)
+             n_groups=g("ssm.group_count"), conv_kernel=g("ssm.conv_kernel") or 4,
+             use_conv_bias="blk.0.ssm_conv1d.bias" in names, mamba_rms_norm="blk.0.ssm_norm.weight" in names)
+    if arch == "falcon-h1":  # every layer attention + Mamba-2 (falcon-h1.cpp); d_inner = ssm.inner_size
+        d["mamba_d_inner"] = d_inner
+        return
     kvh, ff = kv.get(f"{arch}.attention.head_count_kv"), kv.get(f"{arch}.feed_forward_length")
     kvh = kvh if isinstance(kvh, list) else [kvh or 0] * n_all
     ff = ff if isinstance(ff, list) else [ff or 0] * n_all

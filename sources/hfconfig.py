@@ -32,6 +32,7 @@ MODEL_DEFAULTS = {
     "gemma": {"tie_word_embeddings": True},
     # transformers modeling_qwen2.py: q/k/v projections always carry a bias (the config has no key for it)
     "qwen2": {"attention_bias": True},
+    "falcon_h1": {"mamba_rms_norm": False},  # configuration_falcon_h1.py default
 }
 VLM_TEXT_TYPES = {"gemma3": "gemma3_text", "mistral3": "mistral", "llava": "llama"}
 # VLMs whose language model is a known text architecture with only M-RoPE positions changed (same tensors and
@@ -84,6 +85,8 @@ def from_hf_config(raw: dict, source: str = "config.json") -> ModelConfig:
         raise SourceError(f"{source}: no model_type; is this a transformers config.json?")
     if mt in hybrid.MAMBA2:
         _mamba2_blocks(d, mt, source)
+    elif mt in hybrid.FALCON_H1:
+        _mamba_keys(d)
     elif any(d.get(k) is not None for k in SSM_KEYS):
         raise UnsupportedArchitectureError(
             f"{source}: model_type {mt!r} is not supported yet: its Mamba/state-space layers are not laid out "
@@ -186,10 +189,17 @@ def check_consistency(cfg: ModelConfig, source: str) -> ModelConfig:
 # layer_types: linear_attention = Mamba-2 there) and the older mamba / attention spellings
 _BLOCK = {"M": "mamba", "*": "attention", "E": "moe", "-": "mlp", "mamba": "mamba", "linear_attention": "mamba",
           "attention": "attention", "full_attention": "attention", "moe": "moe", "mlp": "mlp"}
-# Granite 4.0-H (configuration_granitemoehybrid.py) spellings of the Mamba-2 sizes -> Nemotron-H's
-_GRANITE_KEYS = {"mamba_n_heads": "mamba_num_heads", "mamba_d_head": "mamba_head_dim", "mamba_d_state": "ssm_state_size",
-                 "mamba_n_groups": "n_groups", "mamba_d_conv": "conv_kernel", "mamba_conv_bias": "use_conv_bias",
-                 "shared_intermediate_size": "shared_expert_intermediate_size"}
+# Granite 4.0-H and Falcon-H1 (configuration_granitemoehybrid.py, configuration_falcon_h1.py) spellings of the
+# Mamba-2 sizes -> Nemotron-H's
+_MAMBA_KEYS = {"mamba_n_heads": "mamba_num_heads", "mamba_d_head": "mamba_head_dim", "mamba_d_state": "ssm_state_size",
+               "mamba_n_groups": "n_groups", "mamba_d_conv": "conv_kernel", "mamba_conv_bias": "use_conv_bias",
+               "shared_intermediate_size": "shared_expert_intermediate_size", "mamba_d_ssm": "mamba_d_inner"}
+
+
+def _mamba_keys(d: dict[str, Any]) -> None:
+    for src, dst in _MAMBA_KEYS.items():
+        if d.get(src) is not None:
+            d[dst] = d[src]
 
 
 def _mamba2_blocks(d: dict[str, Any], mt: str, source: str) -> None:
@@ -212,9 +222,7 @@ def _mamba2_blocks(d: dict[str, Any], mt: str, source: str) -> None:
     d.pop("hybrid_override_pattern", None)
     d.pop("layer_types", None)
     if mt == "granitemoehybrid":
-        for src, dst in _GRANITE_KEYS.items():
-            if d.get(src) is not None:
-                d[dst] = d[src]
+        _mamba_keys(d)
     if d.get("moe_latent_size"):
         raise UnsupportedArchitectureError(f"{source}: model_type {mt!r} with moe_latent_size (latent expert "
                                            "projections, Nemotron 3 Super) is not supported yet")

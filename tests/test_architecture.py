@@ -85,7 +85,6 @@ def test_llama4_chunked_layers_cache_one_chunk():
     "model_type",
     [
         "jamba",             # AI21 Jamba: Mamba + attention
-        "falcon_h1",         # TII Falcon-H1: parallel Mamba-2 heads
         "minimax_m1",        # MiniMax-M1: lightning (linear) attention hybrid
         "gemma3n",           # Gemma 3n: per-layer embeddings, AltUp, KV sharing
     ],

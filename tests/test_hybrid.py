@@ -201,7 +201,30 @@ def test_state_flops_mamba2():
     assert hybrid.state_flops(cfg) == 23 * (6 * 64 * 64 * 128 + 2 * 4 * 6144)
 
 
-@pytest.mark.parametrize("mt", ["falcon_h1", "jamba"])
+def test_falcon_h1_parallel_layers_hold_kv_and_state():
+    # transformers FalconH1Config defaults (configuration_falcon_h1.py): 32 layers, hidden 4096, 32 q / 8 kv heads
+    # (head_dim 128), mamba_d_ssm 1024, 128 heads x 8, 1 group, state 256, conv 4, no mamba RMS norm
+    raw = {"model_type": "falcon_h1", "vocab_size": 128000, "hidden_size": 4096, "intermediate_size": 14336,
+           "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "mamba_d_ssm": 1024,
+           "mamba_n_heads": 128, "mamba_d_head": 8, "mamba_n_groups": 1, "mamba_d_state": 256, "mamba_d_conv": 4,
+           "mamba_conv_bias": True, "mamba_proj_bias": False}
+    cfg = from_hf_config(raw)
+    assert cfg.mamba_rms_norm is False  # the transformers default when the file leaves it out
+    cl = arch.cache_layers(cfg)
+    assert [c.kind for c in cl] == ["linear", "full"] * 32  # llama.cpp filter_attn and filter_recr both true
+    assert sum(c.k_elems + c.v_elems for c in cl) * 2 == 32 * 2 * 8 * 128 * 2  # f16 KV per token
+    # llama.cpp: (k-1)(d_inner + 2 G N) + N d_inner, d_inner = mamba_d_ssm = 1024
+    assert sum(c.state_f32_elems for c in cl) == 32 * (3 * (1024 + 2 * 256) + 256 * 1024)
+    # mlx-lm: conv bf16 + state (128 heads, 8, 256) f32
+    assert sum(c.mlx_state_bytes for c in cl) == 32 * (3 * 1536 * 2 + 128 * 8 * 256 * 4)
+    h = 4096
+    mamba = h * (2 * 1024 + 2 * 256 + 128) + 4 * 1536 + 1536 + 3 * 128 + 1024 * h
+    attn = h * 4096 + 2 * h * 1024 + 4096 * h
+    mlp = 3 * h * 14336
+    assert arch.n_params(cfg) == 2 * 128000 * h + h + 32 * (2 * h + mamba + attn + mlp)
+
+
+@pytest.mark.parametrize("mt", ["jamba"])
 def test_other_mamba_hybrids_refused_in_one_line(mt):
     from planner.errors import UnsupportedArchitectureError
     raw = {"model_type": mt, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,

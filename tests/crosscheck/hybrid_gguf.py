@@ -22,10 +22,13 @@ SUFFIX = {"ssm_dt": ("ssm_dt", "bias"), "ssm_a": ("ssm_a", None), "ssm_d": ("ssm
 
 
 def tensors(cfg: ModelConfig) -> list[tuple[str, tuple[int, ...], GGMLQuantizationType]]:
-    mamba2 = cfg.model_type in ("nemotron_h", "granitemoehybrid")
+    mamba2 = cfg.model_type in ("nemotron_h", "granitemoehybrid", "falcon_h1")
     out = []
     for t in arch.tensors(cfg):
         short, suffix = SUFFIX.get(t.name, (t.name, "weight"))
+        if cfg.model_type == "falcon_h1" and t.name == "ffn_norm":
+            suffix = None  # falcon-h1.cpp: tn(LLM_TENSOR_FFN_NORM, i), "blk.N.ffn_norm" (the converter maps
+            # pre_ff_layernorm.weight whole, gguf-py tensor_mapping.py)
         name = short if t.layer is None else f"blk.{t.layer}.{short}"
         name = f"{name}.{suffix}" if suffix else name
         if t.n > 1:
@@ -70,11 +73,15 @@ def metadata(cfg: ModelConfig, gguf_arch: str) -> dict:
                        "expert_feed_forward_length": cfg.expert_ffn,
                        "expert_shared_feed_forward_length": cfg.shared_ffn})
         return kv
-    bt = cfg.layers_block_type
+    bt = cfg.layers_block_type or ["attention"] * n
     kv.update({"ssm.conv_kernel": cfg.conv_kernel, "ssm.inner_size": cfg.mamba_num_heads * cfg.mamba_head_dim,
                "ssm.state_size": cfg.ssm_state_size, "ssm.time_step_rank": cfg.mamba_num_heads,
                "ssm.group_count": cfg.n_groups, "rope.dimension_count": cfg.head_dim, "rope.freq_base": 10000.0,
                "attention.head_count_kv": [cfg.num_key_value_heads if b == "attention" else 0 for b in bt]})
+    if gguf_arch == "falcon-h1":
+        kv.update({"attention.head_count_kv": cfg.num_key_value_heads, "feed_forward_length": cfg.intermediate_size,
+                   "ssm.inner_size": cfg.mamba_d_inner or cfg.mamba_num_heads * cfg.mamba_head_dim})
+        return kv
     if gguf_arch == "granitehybrid":
         kv["feed_forward_length"] = cfg.intermediate_size
         if cfg.is_moe:

@@ -112,8 +112,19 @@ GRANITE_H = {
 }
 
 
+# tiny Falcon-H1: attention and Mamba-2 side by side in every layer (mamba_d_ssm = heads x head dim)
+FALCON_H1 = {
+    "model_type": "falcon_h1", "vocab_size": 256, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 3,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "max_position_embeddings": 4096,
+    "attention_bias": False, "mamba_d_ssm": 128, "mamba_n_heads": 4, "mamba_d_head": 32, "mamba_n_groups": 1,
+    "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_conv_bias": True, "mamba_proj_bias": False,
+    "mamba_rms_norm": True, "mamba_norm_before_gate": False, "rms_norm_eps": 1e-5, "tie_word_embeddings": False,
+    "projectors_bias": False, "mlp_bias": False,
+}
+
+
 @pytest.mark.requires_mlx
-@pytest.mark.parametrize("raw", [NEMOTRON_H, GRANITE_H], ids=["nemotron_h", "granitemoehybrid"])
+@pytest.mark.parametrize("raw", [NEMOTRON_H, GRANITE_H, FALCON_H1], ids=["nemotron_h", "granitemoehybrid", "falcon_h1"])
 def test_mlx_mamba2_cache_and_params(raw):
     import mlx.core as mx
     from mlx.utils import tree_flatten
@@ -124,14 +135,15 @@ def test_mlx_mamba2_cache_and_params(raw):
     cache = model.make_cache()
     model(mx.array([[5 + i % 200 for i in range(PROMPT)]]), cache=cache)
     mx.eval([c.state for c in cache])
-    kv = sum(c.nbytes for c in cache if hasattr(c, "keys"))
-    state = sum(a.nbytes for c in cache if not hasattr(c, "keys") for a in c.cache if a is not None)
+    flat = [x for c in cache for x in (c.caches if hasattr(c, "caches") else [c])]  # Falcon-H1: CacheList
+    kv = sum(c.nbytes for c in flat if hasattr(c, "keys"))
+    state = sum(a.nbytes for c in flat if not hasattr(c, "keys") for a in c.cache if a is not None)
     layers = arch.cache_layers(cfg)
-    assert len(cache) == len(layers)  # no cache for the E / - blocks
+    assert len(flat) == len(layers)  # no cache for the E / - blocks; two for a Falcon-H1 layer
     assert kv == sum(c.k_elems + c.v_elems for c in layers) * 4 * 256  # float32, one 256-token KVCache step
     H, P, N, G = cfg.mamba_num_heads, cfg.mamba_head_dim, cfg.ssm_state_size, cfg.n_groups
     n_m = sum(c.kind == "linear" for c in layers)
-    conv = (cfg.conv_kernel - 1) * (H * P + 2 * G * N)
+    conv = (cfg.conv_kernel - 1) * ((cfg.mamba_d_inner or H * P) + 2 * G * N)
     assert state == sum(c.mlx_state_bytes for c in layers) + n_m * conv * 2  # conv at 4 B here, 2 B planned
 
 
@@ -144,6 +156,7 @@ LLAMA_CASES = [
     (dict(NEMOTRON_H, hybrid_override_pattern="M*M-", n_routed_experts=None, n_shared_experts=None,
           num_experts_per_tok=None), "nemotron_h"),
     (GRANITE_H, "granitehybrid"),
+    (FALCON_H1, "falcon-h1"),
 ]
 # "(256 cells, 2 layers, 8/8 seqs)": cells per stream, one stream per sequence (not unified)
 KV_LOG = re.compile(r"llama_kv_cache: size =\s*([\d.]+) MiB \(\s*(\d+) cells,\s*\d+ layers,\s*(\d+)/\d+ seqs")
