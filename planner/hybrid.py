@@ -27,12 +27,16 @@ MAMBA2 = {"nemotron_h", "granitemoehybrid"}
 # Falcon-H1: every layer runs attention and a Mamba-2 mixer side by side, then a SwiGLU MLP (llama.cpp
 # src/models/falcon-h1.cpp; mlx_lm/models/falcon_h1.py), so every layer holds both a KV cache and a state
 FALCON_H1 = {"falcon_h1"}
-MODEL_TYPES = QWEN35 | MAMBA2 | FALCON_H1
+# LFM2 / LFM2-MoE: short-convolution blocks (gated depthwise conv of conv_L_cache taps) and GQA attention
+# (llama.cpp src/models/lfm2.cpp, lfm2moe.cpp; mlx_lm/models/lfm2.py, lfm2_moe.py); layers_block_type conv | attention
+LFM2 = {"lfm2", "lfm2_moe"}
+MODEL_TYPES = QWEN35 | MAMBA2 | FALCON_H1 | LFM2
 # text_config model_types -> the model_type laid out here (sources/hfconfig.py)
 TEXT_TYPES = {"qwen3_5_text": "qwen3_5", "qwen3_5_moe_text": "qwen3_5_moe"}
 # GGUF general.architecture -> model_type (sources/ggufmeta.py)
 GGUF_ARCHS = {"qwen35": "qwen3_5", "qwen35moe": "qwen3_5_moe", "nemotron_h": "nemotron_h",
-              "nemotron_h_moe": "nemotron_h", "granitehybrid": "granitemoehybrid", "falcon-h1": "falcon_h1"}
+              "nemotron_h_moe": "nemotron_h", "granitehybrid": "granitemoehybrid", "falcon-h1": "falcon_h1",
+              "lfm2": "lfm2", "lfm2moe": "lfm2_moe"}
 
 MLX_CONV_BYTES = 2  # mlx-lm conv state: the activation dtype (bf16) of the input it is sliced from
 F32 = 4
@@ -245,6 +249,40 @@ def _falcon_h1_layer(cfg: ModelConfig, i: int) -> list:
                                      Tensor("ffn_down", i, f, h, group="ffn")])
 
 
+def _lfm2_layer(cfg: ModelConfig, i: int, kind: str) -> list:
+    """LFM2 (lfm2.cpp / lfm2moe.cpp load_arch_tensors; mlx-lm Lfm2DecoderLayer): operator norm (attn_norm), either
+    attention with q/k RMS norms or a short conv (in_proj h -> 3h for B, C, x; depthwise conv of conv_L_cache taps;
+    out_proj), ffn_norm, a SwiGLU MLP (LFM2-MoE: dense for the first num_dense_layers, then routed experts with a
+    router bias)."""
+    from .architecture import Tensor, _ffn
+
+    h, H, Hkv, hd = cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
+    out = [Tensor("attn_norm", i, h, 1, group="norm", quantizable=False)]
+    if kind == "attention":
+        out += [Tensor("attn_q_norm", i, hd, 1, group="norm", quantizable=False),
+                Tensor("attn_k_norm", i, hd, 1, group="norm", quantizable=False),
+                Tensor("attn_q", i, h, H * hd), Tensor("attn_k", i, h, Hkv * hd), Tensor("attn_v", i, h, Hkv * hd),
+                Tensor("attn_output", i, H * hd, h)]
+    else:
+        L = _conv_taps(cfg)
+        out += [Tensor("shortconv.conv", i, L, h, group="ssm", quantizable=False),
+                Tensor("shortconv.in_proj", i, h, 3 * h), Tensor("shortconv.out_proj", i, h, h)]
+        if cfg.conv_bias:  # mlx-lm ShortConv bias=conv_bias on conv, in_proj and out_proj
+            out.append(Tensor("shortconv_b", i, h + 3 * h + h, 1, group="norm", quantizable=False))
+    out.append(Tensor("ffn_norm", i, h, 1, group="norm", quantizable=False))
+    out += _ffn(cfg, i)
+    if cfg.is_moe_layer(i) and cfg.use_expert_bias:
+        out.append(Tensor("exp_probs_b", i, cfg.n_experts, 1, group="norm", quantizable=False))
+    return out
+
+
+def _conv_taps(cfg: ModelConfig) -> int:
+    if not cfg.conv_L_cache:
+        raise UnsupportedArchitectureError(f"model_type {cfg.model_type!r}: short-conv layers need conv_L_cache in "
+                                           "config.json")
+    return cfg.conv_L_cache
+
+
 def _mamba2_cache(cfg: ModelConfig):
     from .architecture import CacheLayer
 
@@ -280,11 +318,16 @@ def tensors(cfg: ModelConfig) -> list:
     elif cfg.model_type in FALCON_H1:
         for i in range(cfg.num_hidden_layers):
             out += _falcon_h1_layer(cfg, i)
+    elif cfg.model_type in LFM2:
+        for i, kind in enumerate(_block_types(cfg)):
+            out += _lfm2_layer(cfg, i, kind)
     else:
         layer = _nemotron_layer if cfg.model_type == "nemotron_h" else _granite_layer
         for i, kind in enumerate(_block_types(cfg)):
             out += layer(cfg, i, kind)
-    out.append(Tensor("output_norm", None, h, 1, group="norm", quantizable=False))
+    # LFM2's final norm is llama.cpp LLM_TENSOR_OUTPUT_NORM_LFM2 "token_embd_norm" (llama-arch.cpp)
+    out.append(Tensor("token_embd_norm" if cfg.model_type in LFM2 else "output_norm", None, h, 1, group="norm",
+                      quantizable=False))
     if not cfg.tie_word_embeddings:
         out.append(Tensor("output", None, h, V, group="output"))
     return out
@@ -308,6 +351,16 @@ def cache_layers(cfg: ModelConfig) -> list:
             elif kind == "attention":
                 out.append(CacheLayer("full", Hkv * hd, Hkv * hd))
         return out
+    if cfg.model_type in LFM2:
+        # llama.cpp n_embd_r = n_embd * (n_shortconv_l_cache - 1), n_embd_s = 0 (llama-hparams.cpp); mlx-lm
+        # ArraysCache(size=1): the last L-1 rows of B*x, (B, L-1, hidden) in the activation dtype (lfm2.py ShortConv)
+        for kind in _block_types(cfg):
+            if kind == "conv":
+                r = (_conv_taps(cfg) - 1) * cfg.hidden_size
+                out.append(CacheLayer("linear", state_f32_elems=r, mlx_state_bytes=r * MLX_CONV_BYTES))
+            else:
+                out.append(CacheLayer("full", Hkv * hd, Hkv * hd))
+        return out
     if cfg.model_type in FALCON_H1:
         # falcon-h1: filter_attn and filter_recr both true (create_memory); mlx-lm make_cache:
         # CacheList(ArraysCache(size=2), KVCache()) per layer
@@ -329,5 +382,7 @@ def state_flops(cfg: ModelConfig) -> float:
         return sum(_mamba2_flops(cfg) for kind in _block_types(cfg) if kind == "mamba")
     if cfg.model_type in FALCON_H1:
         return cfg.num_hidden_layers * _mamba2_flops(cfg)
+    if cfg.model_type in LFM2:  # depthwise conv (2 L per channel) + the B*x and C*y gates (lfm2.py ShortConv)
+        return sum(2.0 * (_conv_taps(cfg) + 2) * cfg.hidden_size for k in _block_types(cfg) if k == "conv")
     # Qwen3-Next's linear layers (planner/architecture.py) run the same gated delta rule
     return sum(_gdn_flops(cfg) for i in range(cfg.num_hidden_layers) if cfg.layer_type(i) == "linear_attention")

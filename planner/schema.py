@@ -452,8 +452,10 @@ class ModelConfig(BaseModel):
     mamba_rms_norm: bool = True  # Falcon-H1 writes false: no gated norm before out_proj (the others always have one)
     use_conv_bias: bool = True
     moe_shared_expert_intermediate_size: int | None = Field(None, gt=0, le=MAX_DIM)
-    # LFM2 short convolution
+    # LFM2 short convolution (conv_L_cache taps, depthwise over hidden_size) and LFM2-MoE's expert bias
     conv_L_cache: int | None = Field(None, gt=0, le=MAX_DIM)
+    conv_bias: bool = False
+    use_expert_bias: bool = False
 
     @model_validator(mode="before")
     @classmethod

@@ -422,6 +422,17 @@ def _recurrent_keys(arch: str, kv: dict, g, d: dict, source: str, notes: list[st
             d["full_attention_interval"] = check_pattern(g("full_attention_interval") or 4, source,
                                                          f"{arch}.full_attention_interval")
         return
+    kvh = kv.get(f"{arch}.attention.head_count_kv")
+    if arch in ("lfm2", "lfm2moe"):
+        # lfm2.cpp / lfm2moe.cpp: a layer is a short conv iff head_count_kv(i) == 0; leading dense layers
+        if not isinstance(kvh, list) or len(kvh) < n_all:
+            raise SourceError(f"{source}: {arch} without a per-layer attention.head_count_kv; re-download it")
+        d["layer_types"] = ["full_attention" if kvh[i] else "conv" for i in range(n_all)]
+        d["conv_L_cache"] = g("shortconv.l_cache")
+        if arch == "lfm2moe":
+            d["num_dense_layers"] = g("leading_dense_block_count") or 0
+            d["use_expert_bias"] = True  # lfm2moe.cpp: ffn_exp_probs_b is required
+        return
     # Mamba-2 hybrids: per-layer head_count_kv and feed_forward_length arrays say what each block is
     # (nemotron-h.cpp: recurrent iff head_count_kv(i) == 0 and n_ff(i) == 0, attention iff n_ff(i) == 0;
     # granite-hybrid.cpp: recurrent iff head_count_kv(i) == 0)
@@ -435,7 +446,7 @@ def _recurrent_keys(arch: str, kv: dict, g, d: dict, source: str, notes: list[st
     if arch == "falcon-h1":  # every layer attention + Mamba-2 (falcon-h1.cpp); d_inner = ssm.inner_size
         d["mamba_d_inner"] = d_inner
         return
-    kvh, ff = kv.get(f"{arch}.attention.head_count_kv"), kv.get(f"{arch}.feed_forward_length")
+    ff = kv.get(f"{arch}.feed_forward_length")
     kvh = kvh if isinstance(kvh, list) else [kvh or 0] * n_all
     ff = ff if isinstance(ff, list) else [ff or 0] * n_all
     if len(kvh) < n_all or len(ff) < n_all:

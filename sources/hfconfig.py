@@ -87,6 +87,8 @@ def from_hf_config(raw: dict, source: str = "config.json") -> ModelConfig:
         _mamba2_blocks(d, mt, source)
     elif mt in hybrid.FALCON_H1:
         _mamba_keys(d)
+    elif mt in hybrid.LFM2:
+        _lfm2(d, mt, source)
     elif any(d.get(k) is not None for k in SSM_KEYS):
         raise UnsupportedArchitectureError(
             f"{source}: model_type {mt!r} is not supported yet: its Mamba/state-space layers are not laid out "
@@ -226,6 +228,39 @@ def _mamba2_blocks(d: dict[str, Any], mt: str, source: str) -> None:
     if d.get("moe_latent_size"):
         raise UnsupportedArchitectureError(f"{source}: model_type {mt!r} with moe_latent_size (latent expert "
                                            "projections, Nemotron 3 Super) is not supported yet")
+
+
+def _lfm2(d: dict[str, Any], mt: str, source: str) -> None:
+    """LFM2: conv / full_attention layer_types (or full_attn_idxs) -> layers_block_type; the dense FFN width as
+    llama.cpp conversion/lfm2.py _add_feed_forward_length and mlx_lm/models/lfm2.py MLP compute it (2/3 of
+    block_ff_dim, times block_ffn_dim_multiplier, rounded up to block_multiple_of); LFM2-MoE keeps
+    intermediate_size for its num_dense_layers leading dense layers (lfm2_moe.py); both tie the head to the
+    embedding (mlx-lm embed_tokens.as_linear)."""
+    n = d.get("num_hidden_layers")
+    lt, idxs = d.get("layer_types"), d.get("full_attn_idxs")
+    if not isinstance(lt, list) and isinstance(idxs, list) and isinstance(n, int):
+        lt = ["full_attention" if i in idxs else "conv" for i in range(check_layers(n, source))]
+    if not isinstance(lt, list) or not lt or len(lt) > MAX_LAYERS:
+        raise SourceError(f"{source}: model_type {mt!r} needs layer_types or full_attn_idxs; fix or re-download "
+                          "config.json")
+    bad = sorted({str(t) for t in lt} - {"conv", "full_attention"})
+    if bad:
+        raise UnsupportedArchitectureError(f"{source}: model_type {mt!r}: layer types {', '.join(bad)} are not "
+                                           "supported yet")
+    d["layers_block_type"] = ["attention" if t == "full_attention" else "conv" for t in lt]
+    d.pop("layer_types", None)
+    d["tie_word_embeddings"] = True
+    if mt == "lfm2":
+        ff = d.get("block_ff_dim") or d.get("intermediate_size")
+        if isinstance(ff, int) and d.get("block_auto_adjust_ff_dim"):
+            ff = int(2 * ff / 3)
+            if d.get("block_ffn_dim_multiplier") is not None:
+                ff = int(d["block_ffn_dim_multiplier"] * ff)
+            m = d.get("block_multiple_of") or 1
+            ff = m * ((ff + m - 1) // m)
+        d["intermediate_size"] = ff
+    else:
+        d["first_k_dense_replace"] = d.get("num_dense_layers") or 0
 
 
 def _llama4(d: dict[str, Any], source: str) -> None:

@@ -240,3 +240,38 @@ def test_mamba2_without_block_types_is_refused(mt):
                       intermediate_size=2048, vocab_size=1000)
     with pytest.raises(UnsupportedArchitectureError, match="one block type per layer"):
         arch.cache_layers(cfg)
+
+
+def test_lfm2_conv_state_and_ffn_width():
+    # transformers Lfm2Config defaults (configuration_lfm2.py): hidden 2560, intermediate 12288, auto-adjusted FFN
+    # (multiple_of 256, multiplier 1.0), conv_L_cache 3, 32 q / 8 kv heads; here 10 conv + 6 attention layers
+    lt = ["conv", "conv", "full_attention"] * 5 + ["conv"]
+    raw = {"model_type": "lfm2", "vocab_size": 65536, "hidden_size": 2560, "intermediate_size": 12288,
+           "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8, "conv_bias": False,
+           "conv_L_cache": 3, "block_multiple_of": 256, "block_ffn_dim_multiplier": 1.0,
+           "block_auto_adjust_ff_dim": True, "layer_types": lt}
+    cfg = from_hf_config(raw)
+    assert cfg.intermediate_size == 8192  # int(2 x 12288 / 3) = 8192, already a multiple of 256
+    assert cfg.tie_word_embeddings
+    cl = arch.cache_layers(cfg)
+    assert [c.kind for c in cl].count("linear") == 11 and [c.kind for c in cl].count("full") == 5
+    # llama.cpp n_embd_r = 2560 x (3 - 1), F32; mlx-lm (B, 2, 2560) bf16
+    assert sum(c.state_f32_elems for c in cl) * 4 == 11 * 2 * 2560 * 4
+    assert sum(c.mlx_state_bytes for c in cl) == 11 * 2 * 2560 * 2
+    assert sum(c.k_elems + c.v_elems for c in cl) * 2 == 5 * 2 * 8 * 80 * 2  # head_dim 2560 / 32 = 80
+    h = 2560
+    conv = 3 * h + 3 * h * h + h * h
+    attn = 2 * 80 + h * h + 2 * h * 8 * 80 + h * h
+    assert arch.n_params(cfg) == 65536 * h + h + 16 * (2 * h + 3 * h * 8192) + 11 * conv + 5 * attn
+
+
+def test_lfm2_moe_leading_dense_layers():
+    raw = {"model_type": "lfm2_moe", "vocab_size": 65536, "hidden_size": 2048, "intermediate_size": 7168,
+           "moe_intermediate_size": 1792, "num_hidden_layers": 4, "num_attention_heads": 32, "num_key_value_heads": 8,
+           "num_experts": 32, "num_experts_per_tok": 4, "use_expert_bias": True, "num_dense_layers": 2,
+           "conv_L_cache": 3, "layer_types": ["conv", "conv", "full_attention", "conv"]}
+    cfg = from_hf_config(raw)
+    assert [cfg.is_moe_layer(i) for i in range(4)] == [False, False, True, True]
+    ts = arch.tensors(cfg)
+    assert {t.layer for t in ts if t.name == "ffn_gate" and t.ne1 == 7168} == {0, 1}  # dense, no 2/3 adjustment
+    assert {t.layer for t in ts if t.name == "exp_probs_b"} == {2, 3}

@@ -17,7 +17,7 @@ from planner.schema import ModelConfig
 from tests.sources.gguf_gen import write_gguf
 
 F32 = GGMLQuantizationType.F32
-SUFFIX = {"ssm_dt": ("ssm_dt", "bias"), "ssm_a": ("ssm_a", None), "ssm_d": ("ssm_d", None),
+SUFFIX = {"shortconv_b": ("shortconv_b", None), "ssm_dt": ("ssm_dt", "bias"), "ssm_a": ("ssm_a", None), "ssm_d": ("ssm_d", None),
           "ssm_conv1d_b": ("ssm_conv1d", "bias"), "exp_probs_b": ("exp_probs_b", "bias")}
 
 
@@ -72,6 +72,16 @@ def metadata(cfg: ModelConfig, gguf_arch: str) -> dict:
             kv.update({"expert_count": cfg.n_experts, "expert_used_count": cfg.num_experts_per_tok,
                        "expert_feed_forward_length": cfg.expert_ffn,
                        "expert_shared_feed_forward_length": cfg.shared_ffn})
+        return kv
+    if gguf_arch in ("lfm2", "lfm2moe"):
+        bt = cfg.layers_block_type
+        kv.update({"attention.head_count_kv": [cfg.num_key_value_heads if b == "attention" else 0 for b in bt],
+                   "feed_forward_length": cfg.intermediate_size, "shortconv.l_cache": cfg.conv_L_cache,
+                   "rope.dimension_count": cfg.head_dim, "rope.freq_base": 10000.0})
+        if cfg.is_moe:
+            kv.update({"expert_count": cfg.n_experts, "expert_used_count": cfg.num_experts_per_tok,
+                       "expert_feed_forward_length": cfg.expert_ffn,
+                       "leading_dense_block_count": cfg.first_k_dense_replace or 0, "expert_gating_func": 2})
         return kv
     bt = cfg.layers_block_type or ["attention"] * n
     kv.update({"ssm.conv_kernel": cfg.conv_kernel, "ssm.inner_size": cfg.mamba_num_heads * cfg.mamba_head_dim,

@@ -123,8 +123,26 @@ FALCON_H1 = {
 }
 
 
+# tiny LFM2 (conv, conv, attention, conv; FFN 2/3 x 192 = 128, a multiple of 64) and LFM2-MoE (1 dense layer)
+LFM2 = {
+    "model_type": "lfm2", "vocab_size": 256, "hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "max_position_embeddings": 4096, "norm_eps": 1e-5, "conv_bias": False,
+    "conv_L_cache": 3, "block_dim": 64, "block_multiple_of": 64, "block_ffn_dim_multiplier": 1.0,
+    "block_auto_adjust_ff_dim": True, "block_ff_dim": 192,
+    "layer_types": ["conv", "conv", "full_attention", "conv"], "tie_word_embeddings": True,
+}
+LFM2_MOE = {
+    "model_type": "lfm2_moe", "vocab_size": 256, "hidden_size": 64, "intermediate_size": 96,
+    "moe_intermediate_size": 32, "num_hidden_layers": 4, "num_experts": 4, "num_experts_per_tok": 2,
+    "norm_topk_prob": True, "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 4096,
+    "use_expert_bias": True, "num_dense_layers": 1, "norm_eps": 1e-5, "conv_bias": False, "conv_L_cache": 3,
+    "layer_types": ["conv", "full_attention", "conv", "conv"], "tie_word_embeddings": True,
+}
+
+
 @pytest.mark.requires_mlx
-@pytest.mark.parametrize("raw", [NEMOTRON_H, GRANITE_H, FALCON_H1], ids=["nemotron_h", "granitemoehybrid", "falcon_h1"])
+@pytest.mark.parametrize("raw", [NEMOTRON_H, GRANITE_H, FALCON_H1, LFM2, LFM2_MOE],
+                         ids=["nemotron_h", "granitemoehybrid", "falcon_h1", "lfm2", "lfm2_moe"])
 def test_mlx_mamba2_cache_and_params(raw):
     import mlx.core as mx
     from mlx.utils import tree_flatten
@@ -141,9 +159,12 @@ def test_mlx_mamba2_cache_and_params(raw):
     layers = arch.cache_layers(cfg)
     assert len(flat) == len(layers)  # no cache for the E / - blocks; two for a Falcon-H1 layer
     assert kv == sum(c.k_elems + c.v_elems for c in layers) * 4 * 256  # float32, one 256-token KVCache step
-    H, P, N, G = cfg.mamba_num_heads, cfg.mamba_head_dim, cfg.ssm_state_size, cfg.n_groups
     n_m = sum(c.kind == "linear" for c in layers)
-    conv = (cfg.conv_kernel - 1) * ((cfg.mamba_d_inner or H * P) + 2 * G * N)
+    if cfg.conv_L_cache:  # LFM2: the whole state is the conv rows
+        conv = (cfg.conv_L_cache - 1) * cfg.hidden_size
+    else:
+        H, P, N, G = cfg.mamba_num_heads, cfg.mamba_head_dim, cfg.ssm_state_size, cfg.n_groups
+        conv = (cfg.conv_kernel - 1) * ((cfg.mamba_d_inner or H * P) + 2 * G * N)
     assert state == sum(c.mlx_state_bytes for c in layers) + n_m * conv * 2  # conv at 4 B here, 2 B planned
 
 
@@ -157,6 +178,8 @@ LLAMA_CASES = [
           num_experts_per_tok=None), "nemotron_h"),
     (GRANITE_H, "granitehybrid"),
     (FALCON_H1, "falcon-h1"),
+    (LFM2, "lfm2"),
+    (LFM2_MOE, "lfm2moe"),
 ]
 # "(256 cells, 2 layers, 8/8 seqs)": cells per stream, one stream per sequence (not unified)
 KV_LOG = re.compile(r"llama_kv_cache: size =\s*([\d.]+) MiB \(\s*(\d+) cells,\s*\d+ layers,\s*(\d+)/\d+ seqs")
