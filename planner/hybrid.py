@@ -375,6 +375,15 @@ def cache_layers(cfg: ModelConfig) -> list:
     return out
 
 
+def recurrent_kind(cfg: ModelConfig) -> str:
+    """What the recurrent layers are, for the model summary line."""
+    if cfg.model_type in MAMBA2 | FALCON_H1:
+        return "Mamba-2"
+    if cfg.model_type in LFM2:
+        return "short-conv"
+    return "linear-attention"  # gated DeltaNet (Qwen3-Next, Qwen3.5)
+
+
 def state_flops(cfg: ModelConfig) -> float:
     """FLOPs per token (one sequence) of every recurrent layer's state update: decode does it once per step,
     prefill once per prompt token. [FLOP]"""

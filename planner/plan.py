@@ -7,6 +7,7 @@ import dataclasses
 from pydantic import BaseModel, Field, field_validator
 
 from . import architecture as arch
+from . import hybrid
 from . import capacity, profiles
 from ._model import Frozen
 from .errors import InputError
@@ -139,7 +140,8 @@ def describe_architecture(m: ModelProfile) -> str:
     if c.is_mla:
         parts.append(f"MLA (latent {c.kv_lora_rank}+{c.qk_rope_head_dim})")
     elif "linear" in kinds:
-        parts.append(f"hybrid: {kinds.count('linear')} linear-attention + {kinds.count('full')} full-attention layers")
+        parts.append(f"hybrid: {kinds.count('linear')} {hybrid.recurrent_kind(c)} + {kinds.count('full')} "
+                     "full-attention layers")
     else:
         kind = "MHA" if c.num_key_value_heads == c.num_attention_heads else "GQA"
         parts.append(f"{kind} {c.num_attention_heads}/{c.num_key_value_heads} heads × {c.head_dim}")
