@@ -30,13 +30,16 @@ FALCON_H1 = {"falcon_h1"}
 # LFM2 / LFM2-MoE: short-convolution blocks (gated depthwise conv of conv_L_cache taps) and GQA attention
 # (llama.cpp src/models/lfm2.cpp, lfm2moe.cpp; mlx_lm/models/lfm2.py, lfm2_moe.py); layers_block_type conv | attention
 LFM2 = {"lfm2", "lfm2_moe"}
-MODEL_TYPES = QWEN35 | MAMBA2 | FALCON_H1 | LFM2
+# Jamba: Mamba-1 mixers (selective scan, no heads or groups) with attention every attn_layer_period-th layer and
+# routed experts on every expert_layer_period-th (llama.cpp src/models/jamba.cpp, mlx_lm/models/jamba.py)
+JAMBA = {"jamba"}
+MODEL_TYPES = QWEN35 | MAMBA2 | FALCON_H1 | LFM2 | JAMBA
 # text_config model_types -> the model_type laid out here (sources/hfconfig.py)
 TEXT_TYPES = {"qwen3_5_text": "qwen3_5", "qwen3_5_moe_text": "qwen3_5_moe"}
 # GGUF general.architecture -> model_type (sources/ggufmeta.py)
 GGUF_ARCHS = {"qwen35": "qwen3_5", "qwen35moe": "qwen3_5_moe", "nemotron_h": "nemotron_h",
               "nemotron_h_moe": "nemotron_h", "granitehybrid": "granitemoehybrid", "falcon-h1": "falcon_h1",
-              "lfm2": "lfm2", "lfm2moe": "lfm2_moe"}
+              "lfm2": "lfm2", "lfm2moe": "lfm2_moe", "jamba": "jamba"}
 
 MLX_CONV_BYTES = 2  # mlx-lm conv state: the activation dtype (bf16) of the input it is sliced from
 F32 = 4
@@ -276,6 +279,40 @@ def _lfm2_layer(cfg: ModelConfig, i: int, kind: str) -> list:
     return out
 
 
+def _mamba1_dims(cfg: ModelConfig) -> tuple[int, int, int, int]:
+    """(d_inner, state N, dt rank R, conv kernel k) of a Mamba-1 mixer."""
+    d, N, R = cfg.mamba_d_inner, cfg.ssm_state_size, cfg.mamba_dt_rank
+    if not (d and N and R):
+        raise UnsupportedArchitectureError(f"model_type {cfg.model_type!r}: Mamba layers need mamba_expand (or "
+                                           "d_inner), mamba_d_state and mamba_dt_rank in config.json")
+    return d, N, R, cfg.conv_kernel or 4
+
+
+def _jamba_layer(cfg: ModelConfig, i: int, kind: str) -> list:
+    """Jamba (jamba.cpp load_arch_tensors; mlx-lm JambaMambaMixer / JambaAttention): attn_norm, a Mamba-1 mixer
+    (in_proj h -> 2 d_inner, conv over d_inner with bias, x_proj d_inner -> R + 2N, dt_proj R -> d_inner with bias,
+    RMS norms on dt, B, C, A {N, d_inner}, D, out_proj) or attention, ffn_norm, routed SwiGLU experts or a dense
+    SwiGLU MLP."""
+    from .architecture import Tensor, _ffn
+
+    h = cfg.hidden_size
+    out = [Tensor("attn_norm", i, h, 1, group="norm", quantizable=False)]
+    if kind == "mamba":
+        d, N, R, k = _mamba1_dims(cfg)
+        out += [Tensor("ssm_in", i, h, 2 * d), Tensor("ssm_conv1d", i, k, d, group="ssm", quantizable=False),
+                Tensor("ssm_conv1d_b", i, d, 1, group="norm", quantizable=False), Tensor("ssm_x", i, d, R + 2 * N),
+                Tensor("ssm_dt_norm", i, R, 1, group="norm", quantizable=False), Tensor("ssm_dt_w", i, R, d),
+                Tensor("ssm_dt", i, d, 1, group="norm", quantizable=False),
+                Tensor("ssm_b_norm", i, N, 1, group="norm", quantizable=False),
+                Tensor("ssm_c_norm", i, N, 1, group="norm", quantizable=False),
+                Tensor("ssm_a", i, N, d, group="ssm", quantizable=False),
+                Tensor("ssm_d", i, d, 1, group="norm", quantizable=False), Tensor("ssm_out", i, d, h)]
+    else:
+        out += _attn_plain(cfg, i)
+    out.append(Tensor("ffn_norm", i, h, 1, group="norm", quantizable=False))
+    return out + _ffn(cfg, i)
+
+
 def _conv_taps(cfg: ModelConfig) -> int:
     if not cfg.conv_L_cache:
         raise UnsupportedArchitectureError(f"model_type {cfg.model_type!r}: short-conv layers need conv_L_cache in "
@@ -321,6 +358,9 @@ def tensors(cfg: ModelConfig) -> list:
     elif cfg.model_type in LFM2:
         for i, kind in enumerate(_block_types(cfg)):
             out += _lfm2_layer(cfg, i, kind)
+    elif cfg.model_type in JAMBA:
+        for i, kind in enumerate(_block_types(cfg)):
+            out += _jamba_layer(cfg, i, kind)
     else:
         layer = _nemotron_layer if cfg.model_type == "nemotron_h" else _granite_layer
         for i, kind in enumerate(_block_types(cfg)):
@@ -351,6 +391,18 @@ def cache_layers(cfg: ModelConfig) -> list:
             elif kind == "attention":
                 out.append(CacheLayer("full", Hkv * hd, Hkv * hd))
         return out
+    if cfg.model_type in JAMBA:
+        # llama.cpp (n_group 0): n_embd_r = (k-1) d_inner, n_embd_s = N d_inner, F32. mlx-lm ArraysCache(size=2):
+        # conv rows (B, k-1, d_inner) and the scan state (B, d_inner, N), both in the activation dtype (jamba.py
+        # ssm_step builds the state from delta * x * B without a float32 cast)
+        for kind in _block_types(cfg):
+            if kind == "mamba":
+                d, N, R, k = _mamba1_dims(cfg)
+                out.append(CacheLayer("linear", state_f32_elems=(k - 1) * d + N * d,
+                                      mlx_state_bytes=((k - 1) * d + N * d) * MLX_CONV_BYTES))
+            else:
+                out.append(CacheLayer("full", Hkv * hd, Hkv * hd))
+        return out
     if cfg.model_type in LFM2:
         # llama.cpp n_embd_r = n_embd * (n_shortconv_l_cache - 1), n_embd_s = 0 (llama-hparams.cpp); mlx-lm
         # ArraysCache(size=1): the last L-1 rows of B*x, (B, L-1, hidden) in the activation dtype (lfm2.py ShortConv)
@@ -379,6 +431,8 @@ def recurrent_kind(cfg: ModelConfig) -> str:
     """What the recurrent layers are, for the model summary line."""
     if cfg.model_type in MAMBA2 | FALCON_H1:
         return "Mamba-2"
+    if cfg.model_type in JAMBA:
+        return "Mamba"
     if cfg.model_type in LFM2:
         return "short-conv"
     return "linear-attention"  # gated DeltaNet (Qwen3-Next, Qwen3.5)
@@ -391,6 +445,9 @@ def state_flops(cfg: ModelConfig) -> float:
         return sum(_mamba2_flops(cfg) for kind in _block_types(cfg) if kind == "mamba")
     if cfg.model_type in FALCON_H1:
         return cfg.num_hidden_layers * _mamba2_flops(cfg)
+    if cfg.model_type in JAMBA:  # selective scan: decay, dt*x*B, C readout per state element + conv
+        return sum(6.0 * _mamba1_dims(cfg)[0] * _mamba1_dims(cfg)[1] + 2.0 * _mamba1_dims(cfg)[3] * _mamba1_dims(cfg)[0]
+                   for k in _block_types(cfg) if k == "mamba")
     if cfg.model_type in LFM2:  # depthwise conv (2 L per channel) + the B*x and C*y gates (lfm2.py ShortConv)
         return sum(2.0 * (_conv_taps(cfg) + 2) * cfg.hidden_size for k in _block_types(cfg) if k == "conv")
     # Qwen3-Next's linear layers (planner/architecture.py) run the same gated delta rule

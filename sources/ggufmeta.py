@@ -433,6 +433,21 @@ def _recurrent_keys(arch: str, kv: dict, g, d: dict, source: str, notes: list[st
             d["num_dense_layers"] = g("leading_dense_block_count") or 0
             d["use_expert_bias"] = True  # lfm2moe.cpp: ffn_exp_probs_b is required
         return
+    if arch == "jamba":
+        # jamba.cpp: recurrent iff head_count_kv(i) == 0; a layer with ffn_gate_inp is MoE
+        if not isinstance(kvh, list) or len(kvh) < n_all:
+            raise SourceError(f"{source}: jamba without a per-layer attention.head_count_kv; re-download it")
+        d["layers_block_type"] = ["attention" if kvh[i] else "mamba" for i in range(n_all)]
+        d.update(mamba_d_inner=g("ssm.inner_size"), ssm_state_size=g("ssm.state_size"),
+                 mamba_dt_rank=g("ssm.time_step_rank"), conv_kernel=g("ssm.conv_kernel") or 4)
+        moe = [i for i in range(n_all) if f"blk.{i}.ffn_gate_inp.weight" in names]
+        if moe:
+            step = moe[0] + 1
+            if moe != [i for i in range(n_all) if (i + 1) % step == 0]:
+                raise UnsupportedArchitectureError(f"{source}: jamba experts on layers {moe[:4]}... are not every "
+                                                   f"{step}-th layer; not supported")
+            d["decoder_sparse_step"] = step
+        return
     # Mamba-2 hybrids: per-layer head_count_kv and feed_forward_length arrays say what each block is
     # (nemotron-h.cpp: recurrent iff head_count_kv(i) == 0 and n_ff(i) == 0, attention iff n_ff(i) == 0;
     # granite-hybrid.cpp: recurrent iff head_count_kv(i) == 0)

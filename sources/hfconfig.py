@@ -89,6 +89,8 @@ def from_hf_config(raw: dict, source: str = "config.json") -> ModelConfig:
         _mamba_keys(d)
     elif mt in hybrid.LFM2:
         _lfm2(d, mt, source)
+    elif mt in hybrid.JAMBA:
+        _jamba(d, source)
     elif any(d.get(k) is not None for k in SSM_KEYS):
         raise UnsupportedArchitectureError(
             f"{source}: model_type {mt!r} is not supported yet: its Mamba/state-space layers are not laid out "
@@ -228,6 +230,38 @@ def _mamba2_blocks(d: dict[str, Any], mt: str, source: str) -> None:
     if d.get("moe_latent_size"):
         raise UnsupportedArchitectureError(f"{source}: model_type {mt!r} with moe_latent_size (latent expert "
                                            "projections, Nemotron 3 Super) is not supported yet")
+
+
+def _jamba(d: dict[str, Any], source: str) -> None:
+    """transformers configuration_jamba.py: layer i is attention iff i % attn_layer_period == attn_layer_offset,
+    MoE iff i % expert_layer_period == expert_layer_offset; d_inner = mamba_expand x hidden, mamba_dt_rank "auto" =
+    ceil(hidden / 16) (mlx_lm/models/jamba.py ModelArgs.__post_init__)."""
+    n, h = d.get("num_hidden_layers"), d.get("hidden_size")
+    if not isinstance(n, int) or not isinstance(h, int):
+        return  # the missing-key check below names them
+    n = check_layers(n, source)
+    ap, ao = d.get("attn_layer_period") or 8, d.get("attn_layer_offset") or 4
+    ep, eo = d.get("expert_layer_period") or 2, d.get("expert_layer_offset") or 1
+    if not all(isinstance(v, int) and v >= 0 for v in (ap, ao, ep, eo)) or ap < 1 or ep < 1:
+        raise SourceError(f"{source}: jamba layer periods/offsets must be non-negative integers; fix config.json")
+    if (d.get("num_experts") or 1) > 1 and eo != ep - 1:
+        # mlx-lm jamba.py puts experts where (i + offset) % period == 0, transformers where i % period == offset:
+        # they agree only for offset = period - 1 (every published Jamba: period 2, offset 1)
+        raise UnsupportedArchitectureError(f"{source}: jamba with expert_layer_offset {eo} != period - 1 is not "
+                                           "supported (the runtimes place its experts differently)")
+    if not d.get("layers_block_type"):  # a GGUF gives the list itself (sources/ggufmeta.py)
+        d["layers_block_type"] = ["attention" if i % ap == ao else "mamba" for i in range(n)]
+    if (d.get("num_experts") or 1) > 1:
+        d.setdefault("decoder_sparse_step", ep)
+    else:
+        d.pop("num_experts", None)
+    d["mamba_d_inner"] = d.get("mamba_d_inner") or (d.get("mamba_expand") or 2) * h
+    rank = d.get("mamba_dt_rank")
+    d["mamba_dt_rank"] = -(-h // 16) if rank in (None, "auto") else rank
+    for src, dst in (("mamba_d_state", "ssm_state_size"), ("mamba_d_conv", "conv_kernel"),
+                     ("mamba_conv_bias", "use_conv_bias")):
+        if d.get(src) is not None:
+            d[dst] = d[src]
 
 
 def _lfm2(d: dict[str, Any], mt: str, source: str) -> None:

@@ -84,7 +84,6 @@ def test_llama4_chunked_layers_cache_one_chunk():
 @pytest.mark.parametrize(
     "model_type",
     [
-        "jamba",             # AI21 Jamba: Mamba + attention
         "minimax_m1",        # MiniMax-M1: lightning (linear) attention hybrid
         "gemma3n",           # Gemma 3n: per-layer embeddings, AltUp, KV sharing
     ],

@@ -224,12 +224,37 @@ def test_falcon_h1_parallel_layers_hold_kv_and_state():
     assert arch.n_params(cfg) == 2 * 128000 * h + h + 32 * (2 * h + mamba + attn + mlp)
 
 
-@pytest.mark.parametrize("mt", ["jamba"])
-def test_other_mamba_hybrids_refused_in_one_line(mt):
+def test_jamba_mamba1_layout():
+    # transformers JambaConfig defaults (configuration_jamba.py): 32 layers, hidden 4096, 32 q / 8 kv heads,
+    # attention at i % 8 == 4, experts (16, top 2) at i % 2 == 1, d_state 16, conv 4, expand 2, dt_rank 256
+    raw = {"model_type": "jamba", "vocab_size": 65536, "hidden_size": 4096, "intermediate_size": 14336,
+           "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "num_experts": 16,
+           "num_experts_per_tok": 2, "expert_layer_period": 2, "expert_layer_offset": 1, "attn_layer_period": 8,
+           "attn_layer_offset": 4, "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_expand": 2, "mamba_dt_rank": 256,
+           "mamba_conv_bias": True}
+    cfg = from_hf_config(raw)
+    assert [i for i, b in enumerate(cfg.layers_block_type) if b == "attention"] == [4, 12, 20, 28]
+    assert [i for i in range(32) if cfg.is_moe_layer(i)] == list(range(1, 32, 2))
+    cl = arch.cache_layers(cfg)
+    d = 8192
+    # llama.cpp: (k-1) d_inner + N d_inner per Mamba layer (no groups), F32; mlx-lm both in bf16
+    assert sum(c.state_f32_elems for c in cl) == 28 * (3 * d + 16 * d)
+    assert sum(c.mlx_state_bytes for c in cl) == 28 * (3 * d + 16 * d) * 2
+    assert sum(c.k_elems + c.v_elems for c in cl) * 2 == 4 * 2 * 8 * 128 * 2
+    h = 4096
+    mamba = h * 2 * d + 4 * d + d + d * (256 + 32) + 256 + 256 * d + d + 2 * 16 + 16 * d + d + d * h
+    attn = h * h + 2 * h * 1024 + h * h
+    moe = h * 16 + 3 * 16 * h * 14336
+    dense = 3 * h * 14336
+    assert arch.n_params(cfg) == 2 * 65536 * h + h + 32 * 2 * h + 28 * mamba + 4 * attn + 16 * moe + 16 * dense
+
+
+def test_jamba_expert_offset_the_runtimes_disagree_on_is_refused():
     from planner.errors import UnsupportedArchitectureError
-    raw = {"model_type": mt, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-           "vocab_size": 100, "intermediate_size": 128, "mamba_d_state": 16}
-    with pytest.raises(UnsupportedArchitectureError, match="Mamba/state-space layers are not laid out"):
+    raw = {"model_type": "jamba", "hidden_size": 64, "num_hidden_layers": 8, "num_attention_heads": 4,
+           "vocab_size": 100, "intermediate_size": 128, "mamba_d_state": 16, "num_experts": 4,
+           "num_experts_per_tok": 2, "expert_layer_period": 4, "expert_layer_offset": 1}
+    with pytest.raises(UnsupportedArchitectureError, match="expert_layer_offset 1"):
         from_hf_config(raw)
 
 

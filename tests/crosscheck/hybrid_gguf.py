@@ -17,7 +17,7 @@ from planner.schema import ModelConfig
 from tests.sources.gguf_gen import write_gguf
 
 F32 = GGMLQuantizationType.F32
-SUFFIX = {"shortconv_b": ("shortconv_b", None), "ssm_dt": ("ssm_dt", "bias"), "ssm_a": ("ssm_a", None), "ssm_d": ("ssm_d", None),
+SUFFIX = {"shortconv_b": ("shortconv_b", None), "ssm_dt_w": ("ssm_dt", "weight"), "ssm_dt": ("ssm_dt", "bias"), "ssm_a": ("ssm_a", None), "ssm_d": ("ssm_d", None),
           "ssm_conv1d_b": ("ssm_conv1d", "bias"), "exp_probs_b": ("exp_probs_b", "bias")}
 
 
@@ -82,6 +82,15 @@ def metadata(cfg: ModelConfig, gguf_arch: str) -> dict:
             kv.update({"expert_count": cfg.n_experts, "expert_used_count": cfg.num_experts_per_tok,
                        "expert_feed_forward_length": cfg.expert_ffn,
                        "leading_dense_block_count": cfg.first_k_dense_replace or 0, "expert_gating_func": 2})
+        return kv
+    if gguf_arch == "jamba":
+        bt = cfg.layers_block_type
+        kv.update({"attention.head_count_kv": [cfg.num_key_value_heads if b == "attention" else 0 for b in bt],
+                   "feed_forward_length": cfg.intermediate_size, "ssm.conv_kernel": cfg.conv_kernel,
+                   "ssm.inner_size": cfg.mamba_d_inner, "ssm.state_size": cfg.ssm_state_size,
+                   "ssm.time_step_rank": cfg.mamba_dt_rank})
+        if cfg.is_moe:
+            kv.update({"expert_count": cfg.n_experts, "expert_used_count": cfg.num_experts_per_tok})
         return kv
     bt = cfg.layers_block_type or ["attention"] * n
     kv.update({"ssm.conv_kernel": cfg.conv_kernel, "ssm.inner_size": cfg.mamba_num_heads * cfg.mamba_head_dim,

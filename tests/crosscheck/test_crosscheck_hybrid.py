@@ -139,10 +139,19 @@ LFM2_MOE = {
     "layer_types": ["conv", "full_attention", "conv", "conv"], "tie_word_embeddings": True,
 }
 
+# tiny Jamba: attention every 4th layer from layer 2, experts on odd layers (Mamba-1 mixers elsewhere)
+JAMBA = {
+    "model_type": "jamba", "vocab_size": 256, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 4,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 4096, "rms_norm_eps": 1e-6,
+    "attn_layer_offset": 2, "attn_layer_period": 4, "expert_layer_offset": 1, "expert_layer_period": 2,
+    "num_experts": 4, "num_experts_per_tok": 2, "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_expand": 2,
+    "mamba_dt_rank": 8, "mamba_conv_bias": True, "mamba_proj_bias": False, "tie_word_embeddings": False,
+}
+
 
 @pytest.mark.requires_mlx
-@pytest.mark.parametrize("raw", [NEMOTRON_H, GRANITE_H, FALCON_H1, LFM2, LFM2_MOE],
-                         ids=["nemotron_h", "granitemoehybrid", "falcon_h1", "lfm2", "lfm2_moe"])
+@pytest.mark.parametrize("raw", [NEMOTRON_H, GRANITE_H, FALCON_H1, LFM2, LFM2_MOE, JAMBA],
+                         ids=["nemotron_h", "granitemoehybrid", "falcon_h1", "lfm2", "lfm2_moe", "jamba"])
 def test_mlx_mamba2_cache_and_params(raw):
     import mlx.core as mx
     from mlx.utils import tree_flatten
@@ -162,6 +171,8 @@ def test_mlx_mamba2_cache_and_params(raw):
     n_m = sum(c.kind == "linear" for c in layers)
     if cfg.conv_L_cache:  # LFM2: the whole state is the conv rows
         conv = (cfg.conv_L_cache - 1) * cfg.hidden_size
+    elif cfg.model_type == "jamba":  # conv rows and scan state both in the activation dtype: 4 B here, 2 planned
+        conv = (cfg.conv_kernel - 1) * cfg.mamba_d_inner + cfg.ssm_state_size * cfg.mamba_d_inner
     else:
         H, P, N, G = cfg.mamba_num_heads, cfg.mamba_head_dim, cfg.ssm_state_size, cfg.n_groups
         conv = (cfg.conv_kernel - 1) * ((cfg.mamba_d_inner or H * P) + 2 * G * N)
@@ -180,6 +191,7 @@ LLAMA_CASES = [
     (FALCON_H1, "falcon-h1"),
     (LFM2, "lfm2"),
     (LFM2_MOE, "lfm2moe"),
+    (JAMBA, "jamba"),
 ]
 # "(256 cells, 2 layers, 8/8 seqs)": cells per stream, one stream per sequence (not unified)
 KV_LOG = re.compile(r"llama_kv_cache: size =\s*([\d.]+) MiB \(\s*(\d+) cells,\s*\d+ layers,\s*(\d+)/\d+ seqs")
