@@ -33,13 +33,17 @@ LFM2 = {"lfm2", "lfm2_moe"}
 # Jamba: Mamba-1 mixers (selective scan, no heads or groups) with attention every attn_layer_period-th layer and
 # routed experts on every expert_layer_period-th (llama.cpp src/models/jamba.cpp, mlx_lm/models/jamba.py)
 JAMBA = {"jamba"}
-MODEL_TYPES = QWEN35 | MAMBA2 | FALCON_H1 | LFM2 | JAMBA
+# Kimi Linear: KDA (Kimi delta attention: per-channel gated delta rule, short convs on q, k, v) on the layers of
+# linear_attn_config.kda_layers, MLA on the rest, DeepSeek-style MoE (llama.cpp src/models/kimi-linear.cpp,
+# mlx_lm/models/kimi_linear.py); the KDA sizes are read into the linear_* fields, one head count for q, k and v
+KIMI_LINEAR = {"kimi_linear"}
+MODEL_TYPES = QWEN35 | MAMBA2 | FALCON_H1 | LFM2 | JAMBA | KIMI_LINEAR
 # text_config model_types -> the model_type laid out here (sources/hfconfig.py)
 TEXT_TYPES = {"qwen3_5_text": "qwen3_5", "qwen3_5_moe_text": "qwen3_5_moe"}
 # GGUF general.architecture -> model_type (sources/ggufmeta.py)
 GGUF_ARCHS = {"qwen35": "qwen3_5", "qwen35moe": "qwen3_5_moe", "nemotron_h": "nemotron_h",
               "nemotron_h_moe": "nemotron_h", "granitehybrid": "granitemoehybrid", "falcon-h1": "falcon_h1",
-              "lfm2": "lfm2", "lfm2moe": "lfm2_moe", "jamba": "jamba"}
+              "lfm2": "lfm2", "lfm2moe": "lfm2_moe", "jamba": "jamba", "kimi-linear": "kimi_linear"}
 
 MLX_CONV_BYTES = 2  # mlx-lm conv state: the activation dtype (bf16) of the input it is sliced from
 F32 = 4
@@ -313,6 +317,49 @@ def _jamba_layer(cfg: ModelConfig, i: int, kind: str) -> list:
     return out + _ffn(cfg, i)
 
 
+def _kimi_layer(cfg: ModelConfig, i: int) -> list:
+    """Kimi Linear (kimi-linear.cpp load_arch_tensors; mlx-lm KimiDeltaAttention / KimiMLAAttention): attn_norm;
+    KDA = q, k, v projections, a depthwise conv on each (no bias), the decay's low-rank f_a (h -> d), f_b (d -> H d),
+    beta (h -> H), A (H), dt bias (H d), the output gate's g_a, g_b, a head norm (d), o_proj; or MLA (planner/
+    architecture.py); ffn_norm; dense SwiGLU for the first first_k_dense_replace layers, then routed + shared
+    experts with a score-correction bias (exp_probs_b)."""
+    from .architecture import Tensor, _attention, _ffn
+
+    h = cfg.hidden_size
+    out = [Tensor("attn_norm", i, h, 1, group="norm", quantizable=False)]
+    if cfg.layer_type(i) == "linear_attention":
+        H, d, _, _ = _gdn_dims(cfg)
+        k, p = cfg.linear_conv_kernel_dim or 4, H * d
+        out += [Tensor("attn_q", i, h, p), Tensor("attn_k", i, h, p), Tensor("attn_v", i, h, p),
+                Tensor("ssm_conv1d_q", i, k, p, group="ssm", quantizable=False),
+                Tensor("ssm_conv1d_k", i, k, p, group="ssm", quantizable=False),
+                Tensor("ssm_conv1d_v", i, k, p, group="ssm", quantizable=False),
+                Tensor("ssm_f_a", i, h, d), Tensor("ssm_f_b", i, d, p), Tensor("ssm_beta", i, h, H),
+                Tensor("ssm_a", i, H, 1, group="norm", quantizable=False),
+                Tensor("ssm_dt", i, p, 1, group="norm", quantizable=False),
+                Tensor("ssm_g_a", i, h, d), Tensor("ssm_g_b", i, d, p),
+                Tensor("ssm_norm", i, d, 1, group="norm", quantizable=False), Tensor("attn_output", i, p, h)]
+    else:
+        out += _attention(cfg, i)
+    out.append(Tensor("ffn_norm", i, h, 1, group="norm", quantizable=False))
+    out += _ffn(cfg, i)
+    if cfg.is_moe_layer(i):
+        out.append(Tensor("exp_probs_b", i, cfg.n_experts, 1, group="norm", quantizable=False))
+    return out
+
+
+def _kda_cache(cfg: ModelConfig):
+    from .architecture import CacheLayer
+
+    H, d, _, _ = _gdn_dims(cfg)
+    k = cfg.linear_conv_kernel_dim or 4
+    # llama.cpp n_embd_r = 3 (k-1) n_head d, n_embd_s = d d n_head (llama-hparams.cpp, the KDA branches; n_head is
+    # the attention head count, equal to the KDA heads: checked by the reader); mlx-lm ArraysCache(size=4): q, k, v
+    # conv rows (B, k-1, H d) in the input dtype + the delta state (B, H, d, d) float32 (gated_delta.py)
+    return CacheLayer("linear", state_f32_elems=3 * (k - 1) * H * d + H * d * d,
+                      mlx_state_bytes=3 * (k - 1) * H * d * MLX_CONV_BYTES + H * d * d * F32)
+
+
 def _conv_taps(cfg: ModelConfig) -> int:
     if not cfg.conv_L_cache:
         raise UnsupportedArchitectureError(f"model_type {cfg.model_type!r}: short-conv layers need conv_L_cache in "
@@ -361,6 +408,9 @@ def tensors(cfg: ModelConfig) -> list:
     elif cfg.model_type in JAMBA:
         for i, kind in enumerate(_block_types(cfg)):
             out += _jamba_layer(cfg, i, kind)
+    elif cfg.model_type in KIMI_LINEAR:
+        for i in range(cfg.num_hidden_layers):
+            out += _kimi_layer(cfg, i)
     else:
         layer = _nemotron_layer if cfg.model_type == "nemotron_h" else _granite_layer
         for i, kind in enumerate(_block_types(cfg)):
@@ -390,6 +440,14 @@ def cache_layers(cfg: ModelConfig) -> list:
                 out.append(_mamba2_cache(cfg))
             elif kind == "attention":
                 out.append(CacheLayer("full", Hkv * hd, Hkv * hd))
+        return out
+    if cfg.model_type in KIMI_LINEAR:
+        # kimi-linear.cpp: recurrent iff head_count_kv(i) == 0; the MLA layers cache the latent + rope key, no V
+        for i in range(cfg.num_hidden_layers):
+            if cfg.layer_type(i) == "linear_attention":
+                out.append(_kda_cache(cfg))
+            else:
+                out.append(CacheLayer("mla", k_elems=(cfg.kv_lora_rank or 0) + (cfg.qk_rope_head_dim or 0)))
         return out
     if cfg.model_type in JAMBA:
         # llama.cpp (n_group 0): n_embd_r = (k-1) d_inner, n_embd_s = N d_inner, F32. mlx-lm ArraysCache(size=2):
@@ -435,6 +493,8 @@ def recurrent_kind(cfg: ModelConfig) -> str:
         return "Mamba"
     if cfg.model_type in LFM2:
         return "short-conv"
+    if cfg.model_type in KIMI_LINEAR:
+        return "KDA"
     return "linear-attention"  # gated DeltaNet (Qwen3-Next, Qwen3.5)
 
 
@@ -445,6 +505,11 @@ def state_flops(cfg: ModelConfig) -> float:
         return sum(_mamba2_flops(cfg) for kind in _block_types(cfg) if kind == "mamba")
     if cfg.model_type in FALCON_H1:
         return cfg.num_hidden_layers * _mamba2_flops(cfg)
+    if cfg.model_type in KIMI_LINEAR:  # the gated delta rule with a per-channel decay (same kernel, G = d)
+        H, d, _, _ = _gdn_dims(cfg)
+        k = cfg.linear_conv_kernel_dim or 4
+        n = sum(cfg.layer_type(i) == "linear_attention" for i in range(cfg.num_hidden_layers))
+        return n * (7.0 * H * d * d + 2.0 * k * 3 * H * d)
     if cfg.model_type in JAMBA:  # selective scan: decay, dt*x*B, C readout per state element + conv
         return sum(6.0 * _mamba1_dims(cfg)[0] * _mamba1_dims(cfg)[1] + 2.0 * _mamba1_dims(cfg)[3] * _mamba1_dims(cfg)[0]
                    for k in _block_types(cfg) if k == "mamba")

@@ -335,7 +335,7 @@ def config_from_gguf(kv: dict, tensors: list[TensorInfo], source: str) -> tuple[
                 d["shared_expert_intermediate_size"] = sh
     d["intermediate_size"] = ffn or d.get("moe_intermediate_size")
     kl, vl = g("attention.key_length"), g("attention.value_length")
-    if kl and mt != "deepseek_v3":
+    if kl and mt not in ("deepseek_v3", "kimi_linear"):  # MLA: key_length is the latent + rope
         d["head_dim"] = kl
         if vl and vl != kl:
             raise UnsupportedArchitectureError(
@@ -432,6 +432,23 @@ def _recurrent_keys(arch: str, kv: dict, g, d: dict, source: str, notes: list[st
         if arch == "lfm2moe":
             d["num_dense_layers"] = g("leading_dense_block_count") or 0
             d["use_expert_bias"] = True  # lfm2moe.cpp: ffn_exp_probs_b is required
+        return
+    if arch == "kimi-linear":
+        # conversion/kimi_linear.py: head_count_kv 0 on KDA layers, 1 on MLA layers (MQA over the latent);
+        # kimi-linear.cpp load_arch_hparams reads kda.head_dim, ssm.conv_kernel and the MLA lengths
+        if not isinstance(kvh, list) or len(kvh) < n_all:
+            raise SourceError(f"{source}: kimi-linear without a per-layer attention.head_count_kv; re-download it")
+        rope, kmla, vmla = g("rope.dimension_count") or 0, g("attention.key_length_mla"), g("attention.value_length_mla")
+        if not (kmla and vmla and g("attention.kv_lora_rank") and g("kda.head_dim")):
+            raise UnsupportedArchitectureError(f"{source}: kimi-linear GGUF without MLA lengths / kda.head_dim is "
+                                               "not supported")
+        d.update(layer_types=["full_attention" if kvh[i] else "linear_attention" for i in range(n_all)],
+                 linear_num_heads=d["num_attention_heads"], linear_head_dim=g("kda.head_dim"),
+                 linear_conv_kernel_dim=g("ssm.conv_kernel") or 4, kv_lora_rank=g("attention.kv_lora_rank"),
+                 q_lora_rank=g("attention.q_lora_rank") or None, qk_rope_head_dim=rope,
+                 qk_nope_head_dim=kmla - rope, v_head_dim=vmla, num_key_value_heads=d["num_attention_heads"],
+                 first_k_dense_replace=g("leading_dense_block_count") or 0,
+                 num_shared_experts=g("expert_shared_count") or 0)
         return
     if arch == "jamba":
         # jamba.cpp: recurrent iff head_count_kv(i) == 0; a layer with ffn_gate_inp is MoE

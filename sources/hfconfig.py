@@ -91,6 +91,8 @@ def from_hf_config(raw: dict, source: str = "config.json") -> ModelConfig:
         _lfm2(d, mt, source)
     elif mt in hybrid.JAMBA:
         _jamba(d, source)
+    elif mt in hybrid.KIMI_LINEAR:
+        _kimi_linear(d, source)
     elif any(d.get(k) is not None for k in SSM_KEYS):
         raise UnsupportedArchitectureError(
             f"{source}: model_type {mt!r} is not supported yet: its Mamba/state-space layers are not laid out "
@@ -230,6 +232,41 @@ def _mamba2_blocks(d: dict[str, Any], mt: str, source: str) -> None:
     if d.get("moe_latent_size"):
         raise UnsupportedArchitectureError(f"{source}: model_type {mt!r} with moe_latent_size (latent expert "
                                            "projections, Nemotron 3 Super) is not supported yet")
+
+
+def _kimi_linear(d: dict[str, Any], source: str) -> None:
+    """Kimi Linear: the published config's linear_attn_config {kda_layers (1-based), num_heads, head_dim,
+    short_conv_kernel_size} (mlx_lm/models/kimi_linear.py) or transformers 5's flat linear_num_heads /
+    linear_head_dim / linear_conv_kernel_dim + layer_types + mlp_layer_types (configuration_kimi_linear.py) ->
+    linear_* fields and layer_types; num_experts_per_token / num_shared_experts -> the DeepSeek names."""
+    n = d.get("num_hidden_layers")
+    lac = d.get("linear_attn_config")
+    if isinstance(lac, dict) and isinstance(n, int):
+        kda = lac.get("kda_layers") or []
+        d["layer_types"] = ["linear_attention" if i + 1 in kda else "full_attention" for i in range(check_layers(n, source))]
+        heads, dim, conv = lac.get("num_heads"), lac.get("head_dim"), lac.get("short_conv_kernel_size", 4)
+    else:
+        heads, dim, conv = d.get("linear_num_heads"), d.get("linear_head_dim"), d.get("linear_conv_kernel_dim", 4)
+    d.update(linear_num_key_heads=heads, linear_num_value_heads=heads, linear_key_head_dim=dim,
+             linear_value_head_dim=dim, linear_conv_kernel_dim=conv)
+    if heads is not None and heads != d.get("num_attention_heads"):
+        # llama.cpp llama-hparams.cpp sizes the KDA state with n_head() (the attention head count)
+        raise UnsupportedArchitectureError(f"{source}: kimi_linear with {heads} KDA heads != num_attention_heads "
+                                           f"{d.get('num_attention_heads')} is not supported (llama.cpp sizes KDA by "
+                                           "the attention head count)")
+    if d.get("num_experts_per_tok") is None:
+        d["num_experts_per_tok"] = d.get("num_experts_per_token")
+    d["n_routed_experts"], d["num_experts"] = d.get("num_experts"), None
+    d["n_shared_experts"] = d.get("num_shared_experts")
+    mlt = d.get("mlp_layer_types")
+    if isinstance(mlt, list) and "sparse" in mlt and d.get("first_k_dense_replace") is None:
+        first = mlt.index("sparse")
+        if any(t != "sparse" for t in mlt[first:]):
+            raise UnsupportedArchitectureError(f"{source}: kimi_linear with dense layers after the first sparse one "
+                                               "is not supported yet")
+        d["first_k_dense_replace"] = first
+    d.setdefault("moe_layer_freq", 1)
+    d.setdefault("first_k_dense_replace", 0)
 
 
 def _jamba(d: dict[str, Any], source: str) -> None:

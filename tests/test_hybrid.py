@@ -300,3 +300,43 @@ def test_lfm2_moe_leading_dense_layers():
     ts = arch.tensors(cfg)
     assert {t.layer for t in ts if t.name == "ffn_gate" and t.ne1 == 7168} == {0, 1}  # dense, no 2/3 adjustment
     assert {t.layer for t in ts if t.name == "exp_probs_b"} == {2, 3}
+
+
+def test_kimi_linear_kda_state_and_mla_cache():
+    # transformers KimiLinearConfig defaults (configuration_kimi_linear.py, the Kimi-Linear-48B-A3B shape): 27 layers,
+    # 6 MLA (layer_types), hidden 2304, 32 heads, KDA 32 heads x 128, conv 4, kv_lora_rank 512, rope 64, nope 128,
+    # v 128, 256 experts top 8 + 1 shared (moe 1024), layer 0 dense (mlp_layer_types)
+    lt = ["full_attention" if i % 4 == 3 else "linear_attention" for i in range(27)]  # one full every 4th here
+    raw = {"model_type": "kimi_linear", "vocab_size": 163840, "hidden_size": 2304, "intermediate_size": 9216,
+           "moe_intermediate_size": 1024, "num_hidden_layers": 27, "num_attention_heads": 32,
+           "num_key_value_heads": 32, "num_shared_experts": 1, "kv_lora_rank": 512, "q_lora_rank": None,
+           "qk_rope_head_dim": 64, "v_head_dim": 128, "qk_nope_head_dim": 128, "num_experts_per_token": 8,
+           "num_experts": 256, "mlp_layer_types": ["dense"] + ["sparse"] * 26, "layer_types": lt,
+           "linear_head_dim": 128, "linear_num_heads": 32, "linear_conv_kernel_dim": 4}
+    cfg = from_hf_config(raw)
+    assert cfg.first_k_dense_replace == 1 and cfg.n_shared_experts == 1
+    cl = arch.cache_layers(cfg)
+    n_full = lt.count("full_attention")
+    assert [c.kind for c in cl].count("mla") == n_full == 6
+    # MLA: latent 512 + rope key 64 per token per layer, no V (llama.cpp is_mla; mlx-lm caches both parts)
+    assert sum(c.k_elems for c in cl) == 6 * 576 and sum(c.v_elems for c in cl) == 0
+    # KDA, llama.cpp: 3 (k-1) H d + d d H per layer, F32; mlx-lm: three conv rows bf16 + (H, d, d) f32
+    assert sum(c.state_f32_elems for c in cl) == 21 * (3 * 3 * 4096 + 128 * 128 * 32)
+    assert sum(c.mlx_state_bytes for c in cl) == 21 * (3 * 3 * 4096 * 2 + 32 * 128 * 128 * 4)
+    assert hybrid.state_flops(cfg) == 21 * (7 * 32 * 128 * 128 + 2 * 4 * 3 * 4096)
+
+
+def test_kimi_linear_published_form_equals_flat_form():
+    # moonshotai's config.json nests the KDA sizes (linear_attn_config, kda_layers 1-based), mlx-lm reads that form
+    base = {"model_type": "kimi_linear", "vocab_size": 1000, "hidden_size": 256, "intermediate_size": 512,
+            "moe_intermediate_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 4,
+            "num_experts": 8, "num_experts_per_token": 2, "num_shared_experts": 1, "kv_lora_rank": 64,
+            "qk_rope_head_dim": 16, "qk_nope_head_dim": 32, "v_head_dim": 32}
+    nested = dict(base, first_k_dense_replace=1, moe_layer_freq=1,
+                  linear_attn_config={"kda_layers": [1, 2, 4], "full_attn_layers": [3], "num_heads": 4,
+                                      "head_dim": 64, "short_conv_kernel_size": 4})
+    flat = dict(base, mlp_layer_types=["dense", "sparse", "sparse", "sparse"], linear_num_heads=4, linear_head_dim=64,
+                linear_conv_kernel_dim=4,
+                layer_types=["linear_attention", "linear_attention", "full_attention", "linear_attention"])
+    a, b = from_hf_config(nested), from_hf_config(flat)
+    assert arch.cache_layers(a) == arch.cache_layers(b) and arch.n_params(a) == arch.n_params(b)

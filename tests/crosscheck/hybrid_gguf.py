@@ -17,7 +17,7 @@ from planner.schema import ModelConfig
 from tests.sources.gguf_gen import write_gguf
 
 F32 = GGMLQuantizationType.F32
-SUFFIX = {"shortconv_b": ("shortconv_b", None), "ssm_dt_w": ("ssm_dt", "weight"), "ssm_dt": ("ssm_dt", "bias"), "ssm_a": ("ssm_a", None), "ssm_d": ("ssm_d", None),
+SUFFIX = {"shortconv_b": ("shortconv_b", None), "ssm_a_kimi": ("ssm_a", None), "ssm_dt_w": ("ssm_dt", "weight"), "ssm_dt": ("ssm_dt", "bias"), "ssm_a": ("ssm_a", None), "ssm_d": ("ssm_d", None),
           "ssm_conv1d_b": ("ssm_conv1d", "bias"), "exp_probs_b": ("exp_probs_b", "bias")}
 
 
@@ -31,8 +31,17 @@ def tensors(cfg: ModelConfig) -> list[tuple[str, tuple[int, ...], GGMLQuantizati
             # pre_ff_layernorm.weight whole, gguf-py tensor_mapping.py)
         name = short if t.layer is None else f"blk.{t.layer}.{short}"
         name = f"{name}.{suffix}" if suffix else name
+        if t.name == "attn_kv_b":  # kimi-linear.cpp: the MLA cache path wants k_b {nope, rank, H}, v_b {rank, v, H}
+            H, nope, v = cfg.num_attention_heads, cfg.qk_nope_head_dim, cfg.v_head_dim
+            out += [(f"blk.{t.layer}.attn_k_b.weight", (nope, t.ne0, H), F32),
+                    (f"blk.{t.layer}.attn_v_b.weight", (t.ne0, v, H), F32)]
+            continue
         if t.n > 1:
             ne = (t.ne0, t.ne1, t.n)
+        elif t.name.startswith("ssm_conv1d_"):  # Kimi KDA: {k, 1, channels}
+            ne = (t.ne0, 1, t.ne1)
+        elif cfg.model_type == "kimi_linear" and t.name == "ssm_a":
+            ne = (1, t.ne0)
         elif mamba2 and t.name in ("ssm_a", "ssm_d"):
             ne = (1, t.ne0)
         elif mamba2 and t.name == "ssm_norm":
@@ -82,6 +91,18 @@ def metadata(cfg: ModelConfig, gguf_arch: str) -> dict:
             kv.update({"expert_count": cfg.n_experts, "expert_used_count": cfg.num_experts_per_tok,
                        "expert_feed_forward_length": cfg.expert_ffn,
                        "leading_dense_block_count": cfg.first_k_dense_replace or 0, "expert_gating_func": 2})
+        return kv
+    if gguf_arch == "kimi-linear":
+        rank, rope = cfg.kv_lora_rank, cfg.qk_rope_head_dim
+        kv.update({"attention.head_count_kv": [1 if t == "full_attention" else 0 for t in cfg.layer_types],
+                   "attention.key_length": rank + rope, "attention.value_length": rank,
+                   "attention.key_length_mla": cfg.qk_nope_head_dim + rope, "attention.value_length_mla": cfg.v_head_dim,
+                   "attention.kv_lora_rank": rank, "rope.dimension_count": rope, "rope.freq_base": 10000.0,
+                   "ssm.conv_kernel": cfg.linear_conv_kernel_dim, "kda.head_dim": cfg.linear_key_head_dim,
+                   "feed_forward_length": cfg.intermediate_size, "expert_count": cfg.n_experts,
+                   "expert_used_count": cfg.num_experts_per_tok, "expert_feed_forward_length": cfg.expert_ffn,
+                   "expert_shared_count": cfg.n_shared_experts or 0,
+                   "leading_dense_block_count": cfg.first_k_dense_replace or 0, "expert_gating_func": 2})
         return kv
     if gguf_arch == "jamba":
         bt = cfg.layers_block_type

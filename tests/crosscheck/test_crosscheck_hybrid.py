@@ -148,10 +148,24 @@ JAMBA = {
     "mamba_dt_rank": 8, "mamba_conv_bias": True, "mamba_proj_bias": False, "tie_word_embeddings": False,
 }
 
+# tiny Kimi Linear in the published config's form (linear_attn_config; mlx-lm reads it): KDA on layers 1, 2, 4
+# (1-based), MLA on layer 3, a dense first layer, then routed + shared experts
+KIMI_LINEAR = {
+    "model_type": "kimi_linear", "vocab_size": 256, "hidden_size": 64, "num_hidden_layers": 4,
+    "num_attention_heads": 4, "num_key_value_heads": 4, "intermediate_size": 96, "head_dim": 32,
+    "rope_theta": 10000.0, "rms_norm_eps": 1e-5, "model_max_length": 4096, "num_experts": 4,
+    "moe_intermediate_size": 32, "num_experts_per_token": 2, "num_shared_experts": 1, "first_k_dense_replace": 1,
+    "moe_layer_freq": 1, "kv_lora_rank": 32, "q_lora_rank": None, "qk_nope_head_dim": 32, "qk_rope_head_dim": 16,
+    "v_head_dim": 32, "tie_word_embeddings": False,
+    "linear_attn_config": {"kda_layers": [1, 2, 4], "full_attn_layers": [3], "num_heads": 4, "head_dim": 32,
+                           "short_conv_kernel_size": 4},
+}
+
 
 @pytest.mark.requires_mlx
-@pytest.mark.parametrize("raw", [NEMOTRON_H, GRANITE_H, FALCON_H1, LFM2, LFM2_MOE, JAMBA],
-                         ids=["nemotron_h", "granitemoehybrid", "falcon_h1", "lfm2", "lfm2_moe", "jamba"])
+@pytest.mark.parametrize("raw", [NEMOTRON_H, GRANITE_H, FALCON_H1, LFM2, LFM2_MOE, JAMBA, KIMI_LINEAR],
+                         ids=["nemotron_h", "granitemoehybrid", "falcon_h1", "lfm2", "lfm2_moe", "jamba",
+                              "kimi_linear"])
 def test_mlx_mamba2_cache_and_params(raw):
     import mlx.core as mx
     from mlx.utils import tree_flatten
@@ -167,10 +181,13 @@ def test_mlx_mamba2_cache_and_params(raw):
     state = sum(a.nbytes for c in flat if not hasattr(c, "keys") for a in c.cache if a is not None)
     layers = arch.cache_layers(cfg)
     assert len(flat) == len(layers)  # no cache for the E / - blocks; two for a Falcon-H1 layer
-    assert kv == sum(c.k_elems + c.v_elems for c in layers) * 4 * 256  # float32, one 256-token KVCache step
+    # float32, one 256-token KVCache step (MLA: the latent and the rope key, k_elems)
+    assert kv == sum(c.k_elems + c.v_elems for c in layers) * 4 * 256
     n_m = sum(c.kind == "linear" for c in layers)
     if cfg.conv_L_cache:  # LFM2: the whole state is the conv rows
         conv = (cfg.conv_L_cache - 1) * cfg.hidden_size
+    elif cfg.model_type == "kimi_linear":  # q, k, v conv rows
+        conv = 3 * (cfg.linear_conv_kernel_dim - 1) * cfg.linear_num_value_heads * cfg.linear_value_head_dim
     elif cfg.model_type == "jamba":  # conv rows and scan state both in the activation dtype: 4 B here, 2 planned
         conv = (cfg.conv_kernel - 1) * cfg.mamba_d_inner + cfg.ssm_state_size * cfg.mamba_d_inner
     else:
@@ -192,6 +209,7 @@ LLAMA_CASES = [
     (LFM2, "lfm2"),
     (LFM2_MOE, "lfm2moe"),
     (JAMBA, "jamba"),
+    (KIMI_LINEAR, "kimi-linear"),
 ]
 # "(256 cells, 2 layers, 8/8 seqs)": cells per stream, one stream per sequence (not unified)
 KV_LOG = re.compile(r"llama_kv_cache: size =\s*([\d.]+) MiB \(\s*(\d+) cells,\s*\d+ layers,\s*(\d+)/\d+ seqs")
