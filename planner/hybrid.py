@@ -45,6 +45,10 @@ GGUF_ARCHS = {"qwen35": "qwen3_5", "qwen35moe": "qwen3_5_moe", "nemotron_h": "ne
               "nemotron_h_moe": "nemotron_h", "granitehybrid": "granitemoehybrid", "falcon-h1": "falcon_h1",
               "lfm2": "lfm2", "lfm2moe": "lfm2_moe", "jamba": "jamba", "kimi-linear": "kimi_linear"}
 
+# llama-server keeps up to this many context checkpoints per slot in host memory (common/common.h
+# n_ctx_checkpoints = 32, --ctx-checkpoints); a hybrid's checkpoint is its sequence's recurrent state only
+# (llama-memory-hybrid.cpp state_write with LLAMA_STATE_SEQ_FLAGS_PARTIAL_ONLY skips the attention KV)
+LLAMA_SERVER_CTX_CHECKPOINTS = 32
 MLX_CONV_BYTES = 2  # mlx-lm conv state: the activation dtype (bf16) of the input it is sliced from
 F32 = 4
 
@@ -483,6 +487,16 @@ def cache_layers(cfg: ModelConfig) -> list:
         else:
             out.append(CacheLayer("full", Hkv * hd, Hkv * hd))
     return out
+
+
+def checkpoint_note(state_bytes_per_seq: int, runtime_id: str) -> str:
+    """The host memory llama-server may add for a hybrid: up to 32 recurrent-state checkpoints per slot, outside
+    the GPU buffers (unified memory on a Mac: it comes out of the same RAM, not out of the wired GPU limit)."""
+    mib = state_bytes_per_seq / 2**20
+    top = LLAMA_SERVER_CTX_CHECKPOINTS * state_bytes_per_seq / 2**30
+    return (f"{runtime_id}: llama-server keeps up to {LLAMA_SERVER_CTX_CHECKPOINTS} context checkpoints of the "
+            f"recurrent state per slot in host memory ({mib:,.1f} MiB each, up to {top:,.2f} GiB per slot, not in "
+            "the GPU total above; --ctx-checkpoints N lowers it)")
 
 
 def recurrent_kind(cfg: ModelConfig) -> str:

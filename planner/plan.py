@@ -265,6 +265,8 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
                 *opt.notes, "weights: exact bytes read from the model files"]}))
         if first is not None:
             kv_rows += _kv_rows(first, rt, model, table, req, contexts)
+            if getattr(rt, "kind", "") == "llama.cpp" and first.kv.state_bytes_per_seq:  # llama-server itself
+                notes.append(hybrid.checkpoint_note(first.kv.state_bytes_per_seq, rt.id))
     options = judge_offloads(options)
     if req.quants and not options:
         raise InputError(f"--quant {', '.join(req.quants)}: not a format of {', '.join(r.id for r in runtimes)} "

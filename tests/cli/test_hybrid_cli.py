@@ -18,3 +18,5 @@ def test_plan_local_qwen35_moe_folder(tmp_path, capsys):
     assert "20.0 KiB + 62.8 MiB/seq state" in out
     # mlx-lm: 30 x (3 x 8192 x 2 + 32 x 128 x 128 x 4) B = 61.4 MiB
     assert "20.0 KiB + 61.4 MiB/seq state" in out
+    # llama-server: up to 32 checkpoints of that state per slot in host memory: 32 x 62.8125 MiB = 1.96 GiB
+    assert "up to 32 context checkpoints of the recurrent state per slot" in out and "1.96 GiB per slot" in out
