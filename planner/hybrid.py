@@ -512,6 +512,23 @@ def recurrent_kind(cfg: ModelConfig) -> str:
     return "linear-attention"  # gated DeltaNet (Qwen3-Next, Qwen3.5)
 
 
+def mlx_prefill_transient(cfg: ModelConfig, S: int, act: int) -> int:
+    """Extra transient bytes of one recurrent layer in an mlx-lm prefill chunk of S tokens. [bytes]
+
+    Jamba: JambaMambaMixer.ssm_step materialises the per-token states of the whole chunk, new_state and dtA, each
+    (B, S, d_inner, N) in the activation dtype (mlx_lm/models/jamba.py; its "TODO, speed up prefill with chunked
+    scan"). Mamba-2: mlx_lm/models/ssm.py ssm_attn works in 256-token steps, holding CB, the decay and the masked
+    surrogate attention, (B, H, 256, 256) each, in float32. The gated delta rule (qwen3_5, kimi_linear) and the
+    short convs keep only their state."""
+    if cfg.model_type in JAMBA:
+        d, N, _, _ = _mamba1_dims(cfg)
+        return 2 * S * d * N * act
+    if cfg.model_type in MAMBA2 | FALCON_H1:
+        step = min(S, 256)
+        return 3 * cfg.mamba_num_heads * step * step * F32
+    return 0
+
+
 def state_flops(cfg: ModelConfig) -> float:
     """FLOPs per token (one sequence) of every recurrent layer's state update: decode does it once per step,
     prefill once per prompt token. [FLOP]"""

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 from . import architecture as arch
+from . import hybrid
 from .errors import InputError
 from .results import KVLayout, MemoryEstimate, WeightsEstimate
 from .schema import GgmlTypeTable, LlamaCppFamily, MlxRuntime, ModelProfile, QuantFormat, Runtime
@@ -382,6 +383,7 @@ class MemoryModel:
         if m.head_dim not in rt.fused_sdpa_head_dims or m.is_mla or self.kv.kv_type != "bf16":
             per_chunk += (2 if m.is_mla else 1) * m.num_attention_heads * S * L * act + S * L
         per_chunk += self.kv.bytes_per_token * max(L - S, 0) // m.num_hidden_layers
+        per_chunk += hybrid.mlx_prefill_transient(m, S, act)  # recurrent layers' scan buffers (planner/hybrid.py)
         logits = m.vocab_size * 4
         return min(users, rt.prefill_batch_size) * per_chunk + logits
 

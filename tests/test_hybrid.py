@@ -340,3 +340,13 @@ def test_kimi_linear_published_form_equals_flat_form():
                 layer_types=["linear_attention", "linear_attention", "full_attention", "linear_attention"])
     a, b = from_hf_config(nested), from_hf_config(flat)
     assert arch.cache_layers(a) == arch.cache_layers(b) and arch.n_params(a) == arch.n_params(b)
+
+
+def test_mlx_jamba_prefill_holds_the_chunk_states():
+    # jamba.py ssm_step: new_state and dtA, (S, d_inner, N) each in the activation dtype, for the whole chunk
+    raw = {"model_type": "jamba", "vocab_size": 1000, "hidden_size": 4096, "intermediate_size": 14336,
+           "num_hidden_layers": 8, "num_attention_heads": 32, "num_key_value_heads": 8, "num_experts": 16,
+           "num_experts_per_tok": 2, "mamba_d_state": 16, "mamba_expand": 2, "mamba_dt_rank": 256}
+    cfg = from_hf_config(raw)
+    assert hybrid.mlx_prefill_transient(cfg, 2048, 2) == 2 * 2048 * 8192 * 16 * 2  # 1 GiB
+    assert hybrid.mlx_prefill_transient(from_hf_config(QWEN35_MOE_RAW), 2048, 2) == 0
