@@ -210,7 +210,9 @@ def _nemotron_layer(cfg: ModelConfig, i: int, kind: str) -> list:
         f = cfg.intermediate_size
         return out + [Tensor("ffn_up", i, h, f, group="ffn"), Tensor("ffn_down", i, f, h, group="ffn")]
     E, fe = cfg.n_experts, cfg.expert_ffn
-    out += [Tensor("ffn_gate_inp", i, h, E, group="router", quantizable=False),
+    # the router is a bare (E, h) array in mlx-lm (nemotron_h.py MoEGate.weight), not a Linear: never quantized, so
+    # it stays in the activation dtype like a norm (group "norm"); llama-quant.cpp keeps ffn_gate_inp unquantized too
+    out += [Tensor("ffn_gate_inp", i, h, E, group="norm", quantizable=False),
             Tensor("exp_probs_b", i, E, 1, group="norm", quantizable=False),
             Tensor("ffn_up_exps", i, h, fe, E, group="experts"),
             Tensor("ffn_down_exps", i, fe, h, E, group="experts")]

@@ -350,3 +350,14 @@ def test_mlx_jamba_prefill_holds_the_chunk_states():
     cfg = from_hf_config(raw)
     assert hybrid.mlx_prefill_transient(cfg, 2048, 2) == 2 * 2048 * 8192 * 16 * 2  # 1 GiB
     assert hybrid.mlx_prefill_transient(from_hf_config(QWEN35_MOE_RAW), 2048, 2) == 0
+
+
+def test_mlx_keeps_the_nemotron_router_unquantized():
+    # nemotron_h.py MoEGate.weight is an mx.array, not an nn.Linear: mlx_lm.utils.quantize_model leaves it in bf16;
+    # qwen3_5_moe quantizes its router Linear at 8 bits (quant_predicate)
+    rt = P.load_runtime("mlx-lm")
+    q4 = P.load_quant("mlx-4bit-g64", "mlx")
+    nem = M.mlx_weights(profile(from_hf_config(NEMOTRON_NANO_RAW)), q4, rt)
+    assert "router" not in nem.by_group
+    q35 = M.mlx_weights(profile(from_hf_config(QWEN35_MOE_RAW)), q4, rt)
+    assert q35.by_group["router"] == 40 * ((2048 * 256 + 2048) + (2048 * 256 + 2048) // 64 * 4)  # 8 bit + 2 x 2 B / 64
