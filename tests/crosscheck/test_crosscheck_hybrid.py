@@ -257,3 +257,26 @@ def test_llama_cpp_loads_planner_tensors_and_allocates_its_state(raw, gguf_arch,
     w = float(MODEL_LOG.search(log).group(1))
     assert nbytes == arch.n_params(cfg) * 4
     assert abs(w - nbytes / mib) <= 0.0051 + len(ts) * 32 / mib  # tensor data aligned to 32 B
+
+
+@pytest.mark.requires_mlx
+@pytest.mark.parametrize("raw", [Q35_MOE, NEMOTRON_H, GRANITE_H, FALCON_H1, LFM2, LFM2_MOE, JAMBA, KIMI_LINEAR],
+                         ids=["qwen3_5_moe", "nemotron_h", "granitemoehybrid", "falcon_h1", "lfm2", "lfm2_moe", "jamba",
+                              "kimi_linear"])
+def test_mlx_quantized_weight_bytes(raw):
+    """mlx_lm.utils.quantize_model at 4 bits, group 32 (the model's own quant_predicate: 8-bit routers) on the float32
+    tiny model: the bytes of every parameter against planner.memory.mlx_weights (activation_bytes 4 here)."""
+    from mlx.utils import tree_flatten
+    from mlx_lm.utils import quantize_model
+
+    from planner import memory as M
+    from planner import profiles as P
+
+    model = _mlx_model(raw)
+    quantize_model(model, {}, group_size=32, bits=4)
+    got = sum(v.nbytes for _, v in tree_flatten(model.parameters()))
+    rt = P.load_runtime("mlx-lm").model_copy(update={"activation_bytes": 4})
+    # float32 model: the scales and biases are float32 too (4 B each per group, bf16 checkpoints: 2)
+    q4 = P.load_quant("mlx-4bit-g32", "mlx").model_copy(update={"scale_bytes": 4, "bias_bytes": 4})
+    want = M.mlx_weights(_profile(from_hf_config(raw)), q4, rt).total_bytes
+    assert got == want
