@@ -139,6 +139,24 @@ def metadata(cfg: ModelConfig, gguf_arch: str) -> dict:
     return kv
 
 
-def write(cfg: ModelConfig, gguf_arch: str, path: Path) -> int:
-    """Write the GGUF; returns the tensor bytes (all F32)."""
-    return write_gguf(path, gguf_arch, metadata(cfg, gguf_arch), tensors(cfg), file_type=0)
+def mtp_block(cfg: ModelConfig, src_layer: int) -> list[tuple[str, tuple[int, ...], GGMLQuantizationType]]:
+    """Qwen3.5's MTP block as the converter writes it after the last layer (conversion/qwen.py _QwenMtpMixin;
+    qwen35moe.cpp load_block_mtp): a full-attention decoder layer (copied from ``src_layer``) + nextn eh_proj
+    {2 n_embd, n_embd}, enorm, hnorm."""
+    n, h = cfg.num_hidden_layers, cfg.hidden_size
+    out = [(name.replace(f"blk.{src_layer}.", f"blk.{n}.", 1), ne, typ) for name, ne, typ in tensors(cfg)
+           if name.startswith(f"blk.{src_layer}.")]
+    return out + [(f"blk.{n}.nextn.eh_proj.weight", (2 * h, h), F32), (f"blk.{n}.nextn.enorm.weight", (h,), F32),
+                  (f"blk.{n}.nextn.hnorm.weight", (h,), F32)]
+
+
+def write(cfg: ModelConfig, gguf_arch: str, path: Path, mtp_from: int | None = None) -> int:
+    """Write the GGUF (with one MTP block after the layers when ``mtp_from`` names a full-attention layer to copy);
+    returns the tensor bytes (all F32)."""
+    kv, ts = metadata(cfg, gguf_arch), tensors(cfg)
+    if mtp_from is not None:
+        ts += mtp_block(cfg, mtp_from)
+        kv["block_count"] = cfg.num_hidden_layers + 1
+        kv["nextn_predict_layers"] = 1
+        kv["attention.recurrent_layers"] = kv["attention.recurrent_layers"] + [False]
+    return write_gguf(path, gguf_arch, kv, ts, file_type=0)

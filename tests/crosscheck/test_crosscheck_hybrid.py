@@ -280,3 +280,45 @@ def test_mlx_quantized_weight_bytes(raw):
     q4 = P.load_quant("mlx-4bit-g32", "mlx").model_copy(update={"scale_bytes": 4, "bias_bytes": 4})
     want = M.mlx_weights(_profile(from_hf_config(raw)), q4, rt).total_bytes
     assert got == want
+
+
+# K-quant rows need 256-wide inputs: Qwen3.5-MoE at hidden 256, 2 q heads / 1 kv head x 128, 2 + 2 linear heads x 128,
+# experts of 256, 16 experts (8 would trigger llama-quant.cpp's n_expert == 8 branches, also modelled)
+Q35_MOE_256 = dict(Q35_MOE, text_config=dict(
+    Q35_MOE["text_config"], hidden_size=256, num_attention_heads=2, num_key_value_heads=1, head_dim=128,
+    linear_key_head_dim=128, linear_value_head_dim=128, linear_num_key_heads=2, linear_num_value_heads=2,
+    moe_intermediate_size=256, shared_expert_intermediate_size=256, num_experts=16))
+
+
+@pytest.mark.requires_llama_cpp
+@pytest.mark.parametrize("mtp", [False, True], ids=["no-mtp", "mtp"])
+@pytest.mark.parametrize("preset", ["Q4_K_M", "Q3_K_M", "Q2_K", "IQ4_XS"])
+def test_llama_quantize_presets_of_qwen35(preset, mtp, tmp_path):
+    """llama-quantize of a GGUF holding the planner's tensors: every tensor's type and the total bytes equal
+    planner.memory.gguf_weights, i.e. the gated-delta-net attn_qkv takes the attn_v rules and counter
+    (llama-quant.cpp category_is_attn_v) and, with an MTP block in the file, the counters run over
+    n_layer_all = layers + 1 and the MTP attn_v, whose bytes the plan leaves out (llama.cpp does not load it)."""
+    exe = shutil.which("llama-quantize")
+    if exe is None:
+        pytest.skip("llama-quantize not built (scripts/bootstrap.sh)")
+    from planner import memory as M
+    from planner import profiles as P
+    from sources.ggufmeta import config_from_gguf, exact_weights, mtp_layers, read_header
+
+    from .hybrid_gguf import write
+
+    raw = Q35_MOE_256
+    if mtp:
+        raw = dict(raw, text_config=dict(raw["text_config"], mtp_num_hidden_layers=1))
+    cfg = from_hf_config(raw)
+    src, dst = tmp_path / "f32.gguf", tmp_path / f"{preset}.gguf"
+    write(cfg, "qwen35moe", src, mtp_from=3 if mtp else None)
+    run = subprocess.run([exe, str(src), str(dst), preset, "2"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    with open(dst, "rb") as f:
+        kv, ts = read_header(f, str(dst))
+    back, _ = config_from_gguf(kv, ts, str(dst))
+    assert (back.mtp_num_hidden_layers or 0) == (1 if mtp else 0) and back.num_hidden_layers == 8
+    got = exact_weights(ts, n_layers=mtp_layers(back))
+    want = M.gguf_weights(_profile(cfg), P.load_quant(preset), P.ggml_types())
+    assert got.by_type == want.by_type and got.total_bytes == want.total_bytes
