@@ -322,3 +322,26 @@ def test_llama_quantize_presets_of_qwen35(preset, mtp, tmp_path):
     got = exact_weights(ts, n_layers=mtp_layers(back))
     want = M.gguf_weights(_profile(cfg), P.load_quant(preset), P.ggml_types())
     assert got.by_type == want.by_type and got.total_bytes == want.total_bytes
+
+
+@pytest.mark.requires_llama_cpp
+def test_llama_cpp_skips_the_qwen35_mtp_block(tmp_path):
+    """A Qwen3.5 GGUF with its MTP block (as the converter writes it by default): llama.cpp maps only the trunk
+    (qwen35moe.cpp mtp_flags = TENSOR_SKIP without --spec-type draft-mtp) and gives the MTP layer no KV cache
+    (create_memory filter_attn: il < n_layer()), so the model buffer is the planner's weights, not the file's."""
+    exe = shutil.which("llama-batched-bench")
+    if exe is None:
+        pytest.skip("llama-batched-bench not built (scripts/bootstrap.sh)")
+    from .hybrid_gguf import write
+
+    raw = dict(Q35_MOE_256, text_config=dict(Q35_MOE_256["text_config"], mtp_num_hidden_layers=1))
+    cfg = from_hf_config(raw)
+    path = tmp_path / "mtp.gguf"
+    file_bytes = write(cfg, "qwen35moe", path, mtp_from=3)
+    run = subprocess.run([exe, "-m", str(path), "-c", "512", "-b", "64", "-ub", "64", "-npp", "4", "-ntg", "1",
+                          "-npl", "2", "-t", "2", "-lv", "4"], capture_output=True, text=True, timeout=300)
+    log = run.stdout + run.stderr
+    assert run.returncode == 0, log[-2000:]
+    w = float(MODEL_LOG.search(log).group(1))
+    assert abs(w - arch.n_params(cfg) * 4 / 2**20) <= 0.01 < (file_bytes - arch.n_params(cfg) * 4) / 2**20
+    assert re.search(r"llama_kv_cache: size =.*\(\s*\d+ cells,\s*2 layers", log)  # the 2 trunk full-attention layers
