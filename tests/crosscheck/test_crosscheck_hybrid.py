@@ -345,3 +345,45 @@ def test_llama_cpp_skips_the_qwen35_mtp_block(tmp_path):
     w = float(MODEL_LOG.search(log).group(1))
     assert abs(w - arch.n_params(cfg) * 4 / 2**20) <= 0.01 < (file_bytes - arch.n_params(cfg) * 4) / 2**20
     assert re.search(r"llama_kv_cache: size =.*\(\s*\d+ cells,\s*2 layers", log)  # the 2 trunk full-attention layers
+
+
+# 256-wide variants (K-quant rows) of the other hybrids, for llama-quantize
+WIDE = [
+    (dict(NEMOTRON_H, hidden_size=256, num_attention_heads=2, num_key_value_heads=1, head_dim=128,
+          mamba_head_dim=64, intermediate_size=256, moe_intermediate_size=256,
+          moe_shared_expert_intermediate_size=256, hybrid_override_pattern="M*EMEE"), "nemotron_h_moe"),
+    (dict(GRANITE_H, hidden_size=256, num_attention_heads=2, num_key_value_heads=1, mamba_d_head=128,
+          intermediate_size=256, shared_intermediate_size=256), "granitehybrid"),
+    (dict(FALCON_H1, hidden_size=256, num_attention_heads=2, num_key_value_heads=1, head_dim=128, mamba_d_ssm=256,
+          mamba_d_head=64, intermediate_size=256), "falcon-h1"),
+    (dict(LFM2, hidden_size=256, num_attention_heads=2, num_key_value_heads=1, block_dim=256, block_multiple_of=256,
+          block_ff_dim=384), "lfm2"),
+    (dict(JAMBA, hidden_size=256, num_attention_heads=2, num_key_value_heads=1, intermediate_size=256,
+          mamba_dt_rank=256), "jamba"),
+]
+
+
+@pytest.mark.requires_llama_cpp
+@pytest.mark.parametrize(("raw", "gguf_arch"), WIDE, ids=[a for _, a in WIDE])
+def test_llama_quantize_q4_k_m_of_other_hybrids(raw, gguf_arch, tmp_path):
+    """Q4_K_M by llama-quantize vs planner.memory.gguf_weights, type by type (the SSM / short-conv projections are
+    llama-quant.cpp category OTHER: the base type; conv kernels and norms stay F32)."""
+    exe = shutil.which("llama-quantize")
+    if exe is None:
+        pytest.skip("llama-quantize not built (scripts/bootstrap.sh)")
+    from planner import memory as M
+    from planner import profiles as P
+    from sources.ggufmeta import exact_weights, read_header
+
+    from .hybrid_gguf import write
+
+    cfg = from_hf_config(raw)
+    src, dst = tmp_path / "f32.gguf", tmp_path / "q.gguf"
+    write(cfg, gguf_arch, src)
+    run = subprocess.run([exe, str(src), str(dst), "Q4_K_M", "2"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    with open(dst, "rb") as f:
+        _, ts = read_header(f, str(dst))
+    got = exact_weights(ts)
+    want = M.gguf_weights(_profile(cfg), P.load_quant("Q4_K_M"), P.ggml_types())
+    assert got.by_type == want.by_type and got.total_bytes == want.total_bytes
