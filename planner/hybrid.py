@@ -394,6 +394,33 @@ def _mamba2_flops(cfg: ModelConfig) -> float:
 
 
 # --------------------------------------------------------------------------- dispatch
+RECURRENT_KINDS = ("linear", "mamba", "conv", "both")  # layers holding a recurrent state ("both": Falcon-H1)
+ATTENTION_KINDS = ("attention", "both")                # layers holding a KV cache
+
+
+def _kinds(cfg: ModelConfig) -> list[str]:
+    """One kind per layer: linear | attention (gated delta net, KDA), both (Falcon-H1: Mamba-2 and attention side by
+    side), or the block list (mamba | attention | moe | mlp | conv)."""
+    if cfg.model_type in FALCON_H1:
+        return ["both"] * cfg.num_hidden_layers
+    if cfg.model_type in QWEN35 | KIMI_LINEAR or cfg.model_type not in MODEL_TYPES:
+        return ["linear" if cfg.layer_type(i) == "linear_attention" else "attention"
+                for i in range(cfg.num_hidden_layers)]
+    return _block_types(cfg)
+
+
+def _layer_builder(cfg: ModelConfig):
+    """(cfg, i, kind) -> the tensors of layer i."""
+    if cfg.model_type in QWEN35:
+        return lambda c, i, k: _qwen35_layer(c, i)
+    if cfg.model_type in FALCON_H1:
+        return lambda c, i, k: _falcon_h1_layer(c, i)
+    if cfg.model_type in KIMI_LINEAR:
+        return lambda c, i, k: _kimi_layer(c, i)
+    return {"lfm2": _lfm2_layer, "lfm2_moe": _lfm2_layer, "jamba": _jamba_layer, "nemotron_h": _nemotron_layer,
+            "granitemoehybrid": _granite_layer}[cfg.model_type]
+
+
 def tensors(cfg: ModelConfig) -> list:
     """Every weight tensor of a hybrid text model, in llama.cpp naming (the MTP block excluded: llama.cpp skips it
     unless --spec-type draft-mtp loads it, qwen35.cpp ``mtp_flags = TENSOR_SKIP``; mlx-lm drops ``mtp.*`` in
@@ -402,25 +429,9 @@ def tensors(cfg: ModelConfig) -> list:
 
     h, V = cfg.hidden_size, cfg.vocab_size
     out = [Tensor("token_embd", None, h, V, group="embedding")]
-    if cfg.model_type in QWEN35:
-        for i in range(cfg.num_hidden_layers):
-            out += _qwen35_layer(cfg, i)
-    elif cfg.model_type in FALCON_H1:
-        for i in range(cfg.num_hidden_layers):
-            out += _falcon_h1_layer(cfg, i)
-    elif cfg.model_type in LFM2:
-        for i, kind in enumerate(_block_types(cfg)):
-            out += _lfm2_layer(cfg, i, kind)
-    elif cfg.model_type in JAMBA:
-        for i, kind in enumerate(_block_types(cfg)):
-            out += _jamba_layer(cfg, i, kind)
-    elif cfg.model_type in KIMI_LINEAR:
-        for i in range(cfg.num_hidden_layers):
-            out += _kimi_layer(cfg, i)
-    else:
-        layer = _nemotron_layer if cfg.model_type == "nemotron_h" else _granite_layer
-        for i, kind in enumerate(_block_types(cfg)):
-            out += layer(cfg, i, kind)
+    layer = _layer_builder(cfg)
+    for i, kind in enumerate(_kinds(cfg)):
+        out += layer(cfg, i, kind)
     # LFM2's final norm is llama.cpp LLM_TENSOR_OUTPUT_NORM_LFM2 "token_embd_norm" (llama-arch.cpp)
     out.append(Tensor("token_embd_norm" if cfg.model_type in LFM2 else "output_norm", None, h, 1, group="norm",
                       quantizable=False))
@@ -429,65 +440,58 @@ def tensors(cfg: ModelConfig) -> list:
     return out
 
 
+def _jamba_cache(cfg: ModelConfig):
+    """llama.cpp (n_group 0): n_embd_r = (k-1) d_inner, n_embd_s = N d_inner, F32. mlx-lm ArraysCache(size=2):
+    conv rows (B, k-1, d_inner) and the scan state (B, d_inner, N), both in the activation dtype (jamba.py ssm_step
+    builds the state from delta * x * B without a float32 cast)."""
+    from .architecture import CacheLayer
+
+    d, N, _, k = _mamba1_dims(cfg)
+    return CacheLayer("linear", state_f32_elems=(k - 1) * d + N * d, mlx_state_bytes=((k - 1) * d + N * d) * MLX_CONV_BYTES)
+
+
+def _conv_cache(cfg: ModelConfig):
+    """llama.cpp n_embd_r = n_embd * (n_shortconv_l_cache - 1), n_embd_s = 0 (llama-hparams.cpp); mlx-lm
+    ArraysCache(size=1): the last L-1 rows of B*x, (B, L-1, hidden) in the activation dtype (lfm2.py ShortConv)."""
+    from .architecture import CacheLayer
+
+    r = (_conv_taps(cfg) - 1) * cfg.hidden_size
+    return CacheLayer("linear", state_f32_elems=r, mlx_state_bytes=r * MLX_CONV_BYTES)
+
+
+def _recurrent_cache(cfg: ModelConfig):
+    if cfg.model_type in MAMBA2 | FALCON_H1:
+        return _mamba2_cache(cfg)
+    if cfg.model_type in JAMBA:
+        return _jamba_cache(cfg)
+    if cfg.model_type in LFM2:
+        return _conv_cache(cfg)
+    if cfg.model_type in KIMI_LINEAR:
+        return _kda_cache(cfg)
+    return _gdn_cache(cfg)
+
+
 def cache_layers(cfg: ModelConfig) -> list:
-    """Cache entries in layer order: a full-attention layer holds K and V per token, a recurrent layer a state per
-    sequence (llama.cpp qwen35: llama_memory_hybrid with filter_attn = !is_recr, filter_recr = is_recr,
-    src/llama-model.cpp create_memory)."""
+    """Cache entries in layer order: an attention layer holds K and V per token (Kimi Linear's MLA: the latent + rope
+    key, no V), a recurrent layer a state per sequence, a Falcon-H1 layer both, MoE / MLP blocks nothing.
+    llama.cpp src/llama-model.cpp create_memory: llama_memory_hybrid with filter_attn = !is_recr and filter_recr =
+    is_recr (nemotron_h: && n_ff == 0; falcon-h1: both true); mlx-lm make_cache: ArraysCache for the recurrent
+    layers, KVCache for attention (Falcon-H1: CacheList of both), nothing for Nemotron-H E / - blocks."""
     from .architecture import CacheLayer
 
     Hkv, hd = cfg.num_key_value_heads, cfg.head_dim
-    out = []
-    if cfg.model_type in MAMBA2:
-        # nemotron_h: filter_attn = !is_recr && n_ff == 0, filter_recr = is_recr && n_ff == 0 (create_memory): the
-        # MLP and MoE layers hold no cache; granitehybrid: default filters (is_recr = head_count_kv == 0).
-        # mlx-lm make_cache: ArraysCache(2) for mamba, KVCache for attention, nothing for E / - blocks
-        for kind in _block_types(cfg):
-            if kind == "mamba":
-                out.append(_mamba2_cache(cfg))
-            elif kind == "attention":
-                out.append(CacheLayer("full", Hkv * hd, Hkv * hd))
-        return out
     if cfg.model_type in KIMI_LINEAR:
-        # kimi-linear.cpp: recurrent iff head_count_kv(i) == 0; the MLA layers cache the latent + rope key, no V
-        for i in range(cfg.num_hidden_layers):
-            if cfg.layer_type(i) == "linear_attention":
-                out.append(_kda_cache(cfg))
-            else:
-                out.append(CacheLayer("mla", k_elems=(cfg.kv_lora_rank or 0) + (cfg.qk_rope_head_dim or 0)))
-        return out
-    if cfg.model_type in JAMBA:
-        # llama.cpp (n_group 0): n_embd_r = (k-1) d_inner, n_embd_s = N d_inner, F32. mlx-lm ArraysCache(size=2):
-        # conv rows (B, k-1, d_inner) and the scan state (B, d_inner, N), both in the activation dtype (jamba.py
-        # ssm_step builds the state from delta * x * B without a float32 cast)
-        for kind in _block_types(cfg):
-            if kind == "mamba":
-                d, N, R, k = _mamba1_dims(cfg)
-                out.append(CacheLayer("linear", state_f32_elems=(k - 1) * d + N * d,
-                                      mlx_state_bytes=((k - 1) * d + N * d) * MLX_CONV_BYTES))
-            else:
-                out.append(CacheLayer("full", Hkv * hd, Hkv * hd))
-        return out
-    if cfg.model_type in LFM2:
-        # llama.cpp n_embd_r = n_embd * (n_shortconv_l_cache - 1), n_embd_s = 0 (llama-hparams.cpp); mlx-lm
-        # ArraysCache(size=1): the last L-1 rows of B*x, (B, L-1, hidden) in the activation dtype (lfm2.py ShortConv)
-        for kind in _block_types(cfg):
-            if kind == "conv":
-                r = (_conv_taps(cfg) - 1) * cfg.hidden_size
-                out.append(CacheLayer("linear", state_f32_elems=r, mlx_state_bytes=r * MLX_CONV_BYTES))
-            else:
-                out.append(CacheLayer("full", Hkv * hd, Hkv * hd))
-        return out
-    if cfg.model_type in FALCON_H1:
-        # falcon-h1: filter_attn and filter_recr both true (create_memory); mlx-lm make_cache:
-        # CacheList(ArraysCache(size=2), KVCache()) per layer
-        for _ in range(cfg.num_hidden_layers):
-            out += [_mamba2_cache(cfg), CacheLayer("full", Hkv * hd, Hkv * hd)]
-        return out
-    for i in range(cfg.num_hidden_layers):
-        if cfg.layer_type(i) == "linear_attention":
-            out.append(_gdn_cache(cfg))
-        else:
-            out.append(CacheLayer("full", Hkv * hd, Hkv * hd))
+        attn = CacheLayer("mla", k_elems=(cfg.kv_lora_rank or 0) + (cfg.qk_rope_head_dim or 0))
+    else:
+        attn = CacheLayer("full", Hkv * hd, Hkv * hd)
+    kinds = _kinds(cfg)
+    rec = _recurrent_cache(cfg) if any(k in RECURRENT_KINDS for k in kinds) else None
+    out = []
+    for kind in kinds:
+        if kind in RECURRENT_KINDS:
+            out.append(rec)
+        if kind in ATTENTION_KINDS:
+            out.append(attn)
     return out
 
 
@@ -527,26 +531,25 @@ def mlx_prefill_transient(cfg: ModelConfig, S: int, act: int) -> int:
         return 2 * S * d * N * act
     if cfg.model_type in MAMBA2 | FALCON_H1:
         step = min(S, 256)
-        return 3 * cfg.mamba_num_heads * step * step * F32
+        return 3 * _mamba2_dims(cfg)[0] * step * step * F32
     return 0
 
 
 def state_flops(cfg: ModelConfig) -> float:
     """FLOPs per token (one sequence) of every recurrent layer's state update: decode does it once per step,
     prefill once per prompt token. [FLOP]"""
-    if cfg.model_type in MAMBA2:
-        return sum(_mamba2_flops(cfg) for kind in _block_types(cfg) if kind == "mamba")
-    if cfg.model_type in FALCON_H1:
-        return cfg.num_hidden_layers * _mamba2_flops(cfg)
+    n = sum(k in RECURRENT_KINDS for k in _kinds(cfg))
+    if not n:
+        return 0.0
+    if cfg.model_type in MAMBA2 | FALCON_H1:
+        return n * _mamba2_flops(cfg)
     if cfg.model_type in KIMI_LINEAR:  # the gated delta rule with a per-channel decay (same kernel, G = d)
         H, d, _, _ = _gdn_dims(cfg)
-        k = cfg.linear_conv_kernel_dim or 4
-        n = sum(cfg.layer_type(i) == "linear_attention" for i in range(cfg.num_hidden_layers))
-        return n * (7.0 * H * d * d + 2.0 * k * 3 * H * d)
+        return n * (7.0 * H * d * d + 2.0 * (cfg.linear_conv_kernel_dim or 4) * 3 * H * d)
     if cfg.model_type in JAMBA:  # selective scan: decay, dt*x*B, C readout per state element + conv
-        return sum(6.0 * _mamba1_dims(cfg)[0] * _mamba1_dims(cfg)[1] + 2.0 * _mamba1_dims(cfg)[3] * _mamba1_dims(cfg)[0]
-                   for k in _block_types(cfg) if k == "mamba")
+        d, N, _, k = _mamba1_dims(cfg)
+        return n * (6.0 * d * N + 2.0 * k * d)
     if cfg.model_type in LFM2:  # depthwise conv (2 L per channel) + the B*x and C*y gates (lfm2.py ShortConv)
-        return sum(2.0 * (_conv_taps(cfg) + 2) * cfg.hidden_size for k in _block_types(cfg) if k == "conv")
-    # Qwen3-Next's linear layers (planner/architecture.py) run the same gated delta rule
-    return sum(_gdn_flops(cfg) for i in range(cfg.num_hidden_layers) if cfg.layer_type(i) == "linear_attention")
+        return n * 2.0 * (_conv_taps(cfg) + 2) * cfg.hidden_size
+    # Qwen3.5, and Qwen3-Next's linear layers (planner/architecture.py): the same gated delta rule
+    return n * _gdn_flops(cfg)

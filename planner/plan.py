@@ -7,8 +7,7 @@ import dataclasses
 from pydantic import BaseModel, Field, field_validator
 
 from . import architecture as arch
-from . import hybrid
-from . import capacity, profiles
+from . import capacity, hybrid, profiles
 from ._model import Frozen
 from .errors import InputError
 from .memory import MemoryModel, check_kv_type, kv_layout, memory_model

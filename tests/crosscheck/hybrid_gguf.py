@@ -40,9 +40,7 @@ def tensors(cfg: ModelConfig) -> list[tuple[str, tuple[int, ...], GGMLQuantizati
             ne = (t.ne0, t.ne1, t.n)
         elif t.name.startswith("ssm_conv1d_"):  # Kimi KDA: {k, 1, channels}
             ne = (t.ne0, 1, t.ne1)
-        elif cfg.model_type == "kimi_linear" and t.name == "ssm_a":
-            ne = (1, t.ne0)
-        elif mamba2 and t.name in ("ssm_a", "ssm_d"):
+        elif (cfg.model_type == "kimi_linear" and t.name == "ssm_a") or (mamba2 and t.name in ("ssm_a", "ssm_d")):
             ne = (1, t.ne0)
         elif mamba2 and t.name == "ssm_norm":
             ne = (t.ne0 // cfg.n_groups, cfg.n_groups)
