@@ -507,8 +507,10 @@ def checkpoint_note(state_bytes_per_seq: int, runtime_id: str) -> str:
 
 def recurrent_kind(cfg: ModelConfig) -> str:
     """What the recurrent layers are, for the model summary line."""
-    if cfg.model_type in MAMBA2 | FALCON_H1:
+    if cfg.model_type in MAMBA2:
         return "Mamba-2"
+    if cfg.model_type in FALCON_H1:
+        return "Mamba-2 (each beside an attention)"
     if cfg.model_type in JAMBA:
         return "Mamba"
     if cfg.model_type in LFM2:

@@ -136,11 +136,12 @@ def describe_architecture(m: ModelProfile) -> str:
     c = m.config
     kinds = [cl.kind for cl in arch.cache_layers(c)]
     parts = []
-    if c.is_mla:
+    if "linear" in kinds:
+        mla = f" (MLA, latent {c.kv_lora_rank}+{c.qk_rope_head_dim})" if c.is_mla else ""
+        parts.append(f"hybrid: {kinds.count('linear')} {hybrid.recurrent_kind(c)} + "
+                     f"{kinds.count('full') + kinds.count('mla')} full-attention layers{mla}")
+    elif c.is_mla:
         parts.append(f"MLA (latent {c.kv_lora_rank}+{c.qk_rope_head_dim})")
-    elif "linear" in kinds:
-        parts.append(f"hybrid: {kinds.count('linear')} {hybrid.recurrent_kind(c)} + {kinds.count('full')} "
-                     "full-attention layers")
     else:
         kind = "MHA" if c.num_key_value_heads == c.num_attention_heads else "GQA"
         parts.append(f"{kind} {c.num_attention_heads}/{c.num_key_value_heads} heads × {c.head_dim}")
