@@ -361,3 +361,30 @@ def test_mlx_keeps_the_nemotron_router_unquantized():
     assert "router" not in nem.by_group
     q35 = M.mlx_weights(profile(from_hf_config(QWEN35_MOE_RAW)), q4, rt)
     assert q35.by_group["router"] == 40 * ((2048 * 256 + 2048) + (2048 * 256 + 2048) // 64 * 4)  # 8 bit + 2 x 2 B / 64
+
+
+def _tiny_cases():
+    from tests.crosscheck import test_crosscheck_hybrid as X
+    return [(X.Q35_MOE, "qwen35moe"), (X.Q35_DENSE, "qwen35"), (dict(X.NEMOTRON_H, hybrid_override_pattern="M*EMEE"),
+            "nemotron_h_moe"), (X.GRANITE_H, "granitehybrid"), (X.FALCON_H1, "falcon-h1"), (X.LFM2, "lfm2"),
+            (X.LFM2_MOE, "lfm2moe"), (X.JAMBA, "jamba"), (X.KIMI_LINEAR, "kimi-linear")]
+
+
+@pytest.mark.parametrize("case", range(9))
+def test_gguf_reader_round_trip(case, tmp_path):
+    """sources/ggufmeta.py reads back, from llama.cpp metadata keys alone, the layout the GGUF was written from
+    (the writer follows llama.cpp's converters: conversion/qwen.py, nemotron, granite, falcon_h1, lfm2, jamba,
+    kimi_linear)."""
+    from sources.ggufmeta import config_from_gguf, read_header
+    from tests.crosscheck.hybrid_gguf import write
+
+    raw, gguf_arch = _tiny_cases()[case]
+    cfg = from_hf_config(raw)
+    path = tmp_path / "m.gguf"
+    write(cfg, gguf_arch, path)
+    with open(path, "rb") as f:
+        kv, ts = read_header(f, str(path))
+    back, _ = config_from_gguf(kv, ts, str(path))
+    assert back.model_type == cfg.model_type
+    assert arch.cache_layers(back) == arch.cache_layers(cfg)
+    assert [(t.name, t.n_elements) for t in arch.tensors(back)] == [(t.name, t.n_elements) for t in arch.tensors(cfg)]
