@@ -393,19 +393,19 @@ def config_from_gguf(kv: dict, tensors: list[TensorInfo], source: str) -> tuple[
 def _recurrent_keys(arch: str, kv: dict, g, d: dict, source: str, notes: list[str], names: dict) -> None:
     """llama.cpp metadata of the recurrent hybrids -> HF keys (the converters' mapping in reverse: llama.cpp
     conversion/qwen.py Qwen3NextModel.set_gguf_parameters and _QwenMtpMixin)."""
-    n_all = d["num_hidden_layers"]
+    # block_count = the trunk + the MTP layers (nextn_predict_layers: Qwen3.5, Nemotron 3), which llama.cpp skips
+    # unless --spec-type draft-mtp (src/models/qwen35.cpp, nemotron-h.cpp load_arch_tensors: mtp_flags)
+    nextn = g("nextn_predict_layers") or 0
+    n_all = d["num_hidden_layers"] - nextn
+    if n_all <= 0:
+        raise SourceError(f"{source}: {arch}.nextn_predict_layers {nextn} >= block_count {d['num_hidden_layers']}: "
+                          "an MTP-only GGUF holds no model to plan; pass the main GGUF")
+    d["num_hidden_layers"], d["mtp_num_hidden_layers"] = n_all, nextn
+    if nextn:
+        notes.append(f"{nextn} MTP layer(s) in the file are not counted: llama.cpp loads them only for "
+                     "--spec-type draft-mtp")
     if arch in ("qwen35", "qwen35moe"):
-        # block_count = num_hidden_layers + the MTP layers (nextn_predict_layers), which llama.cpp skips unless
-        # --spec-type draft-mtp (src/models/qwen35.cpp load_arch_tensors)
-        nextn = g("nextn_predict_layers") or 0
-        n = n_all - nextn
-        if n <= 0:
-            raise SourceError(f"{source}: {arch}.nextn_predict_layers {nextn} >= block_count {n_all}: an MTP-only "
-                              "GGUF holds no model to plan; pass the main GGUF")
-        d["num_hidden_layers"], d["mtp_num_hidden_layers"] = n, nextn
-        if nextn:
-            notes.append(f"{nextn} MTP layer(s) in the file are not counted: llama.cpp loads them only for "
-                         "--spec-type draft-mtp")
+        n = n_all
         d["linear_conv_kernel_dim"] = g("ssm.conv_kernel")
         d["linear_key_head_dim"] = g("ssm.state_size")
         d["linear_num_key_heads"] = g("ssm.group_count")
