@@ -346,7 +346,14 @@ def _kimi_layer(cfg: ModelConfig, i: int) -> list:
                 Tensor("ssm_g_a", i, h, d), Tensor("ssm_g_b", i, d, p),
                 Tensor("ssm_norm", i, d, 1, group="norm", quantizable=False), Tensor("attn_output", i, p, h)]
     else:
-        out += _attention(cfg, i)
+        # MLA (planner/architecture.py), with kv_b split per head the way kimi-linear.cpp loads it for the latent
+        # cache: attn_k_b {nope, rank, H} and attn_v_b {rank, v, H} (conversion/kimi_linear.py), other row lengths
+        # for the GGUF presets; mlx-lm's embed_q / unembed_out MultiLinear hold the same elements
+        H, rank = cfg.num_attention_heads, cfg.kv_lora_rank or 0
+        nope, v = cfg.qk_nope_head_dim or 128, cfg.v_head_dim or 128
+        for t in _attention(cfg, i):
+            out += [Tensor("attn_k_b", i, nope, rank * H), Tensor("attn_v_b", i, rank, v * H)] \
+                if t.name == "attn_kv_b" else [t]
     out.append(Tensor("ffn_norm", i, h, 1, group="norm", quantizable=False))
     out += _ffn(cfg, i)
     if cfg.is_moe_layer(i):

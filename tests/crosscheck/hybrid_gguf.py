@@ -31,10 +31,9 @@ def tensors(cfg: ModelConfig) -> list[tuple[str, tuple[int, ...], GGMLQuantizati
             # pre_ff_layernorm.weight whole, gguf-py tensor_mapping.py)
         name = short if t.layer is None else f"blk.{t.layer}.{short}"
         name = f"{name}.{suffix}" if suffix else name
-        if t.name == "attn_kv_b":  # kimi-linear.cpp: the MLA cache path wants k_b {nope, rank, H}, v_b {rank, v, H}
-            H, nope, v = cfg.num_attention_heads, cfg.qk_nope_head_dim, cfg.v_head_dim
-            out += [(f"blk.{t.layer}.attn_k_b.weight", (nope, t.ne0, H), F32),
-                    (f"blk.{t.layer}.attn_v_b.weight", (t.ne0, v, H), F32)]
+        if t.name in ("attn_k_b", "attn_v_b"):  # kimi-linear.cpp: {nope, rank, H} and {rank, v, H}
+            H = cfg.num_attention_heads
+            out.append((f"{name}", (t.ne0, t.ne1 // H, H), F32))
             continue
         if t.n > 1:
             ne = (t.ne0, t.ne1, t.n)

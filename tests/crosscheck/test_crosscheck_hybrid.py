@@ -360,6 +360,10 @@ WIDE = [
           block_ff_dim=384), "lfm2"),
     (dict(JAMBA, hidden_size=256, num_attention_heads=2, num_key_value_heads=1, intermediate_size=256,
           mamba_dt_rank=256), "jamba"),
+    # KDA head dim 128 and MLA nope 128 rows fall back from Q4_K (llama-quant.cpp tensor_type_fallback)
+    (dict(KIMI_LINEAR, hidden_size=256, num_attention_heads=2, num_key_value_heads=2, intermediate_size=256,
+          moe_intermediate_size=256, kv_lora_rank=256, qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128,
+          linear_attn_config=dict(KIMI_LINEAR["linear_attn_config"], num_heads=2, head_dim=128)), "kimi-linear"),
 ]
 
 
