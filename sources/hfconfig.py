@@ -33,6 +33,8 @@ MODEL_DEFAULTS = {
     # transformers modeling_qwen2.py: q/k/v projections always carry a bias (the config has no key for it)
     "qwen2": {"attention_bias": True},
     "falcon_h1": {"mamba_rms_norm": False},  # configuration_falcon_h1.py default
+    # mlx_lm/models/qwen3_5.py TextModelArgs: full_attention_interval 4 when layer_types is left out
+    "qwen3_5": {"full_attention_interval": 4}, "qwen3_5_moe": {"full_attention_interval": 4},
 }
 VLM_TEXT_TYPES = {"gemma3": "gemma3_text", "mistral3": "mistral", "llava": "llama"}
 # VLMs whose language model is a known text architecture with only M-RoPE positions changed (same tensors and

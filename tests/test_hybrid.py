@@ -388,3 +388,10 @@ def test_gguf_reader_round_trip(case, tmp_path):
     assert back.model_type == cfg.model_type
     assert arch.cache_layers(back) == arch.cache_layers(cfg)
     assert [(t.name, t.n_elements) for t in arch.tensors(back)] == [(t.name, t.n_elements) for t in arch.tensors(cfg)]
+
+
+def test_qwen35_without_layer_types_takes_the_interval_of_4():
+    # mlx_lm/models/qwen3_5.py: layer i is linear iff (i + 1) % full_attention_interval != 0, default 4
+    raw = {k: v for k, v in QWEN35_DENSE_RAW.items() if k != "layer_types"}
+    cfg = from_hf_config(raw)
+    assert [i for i in range(32) if cfg.layer_type(i) == "full_attention"] == list(range(3, 32, 4))
