@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import hybrid
 from .errors import UnsupportedArchitectureError
 from .schema import ModelConfig
 
@@ -37,6 +38,8 @@ _GEMMA4 = {"gemma4_text"}  # planner/arch_gemma4.py
 SUPPORTED |= _GEMMA4 | {"glm4_moe_lite", "deepseek_v32", "glm_moe_dsa"}  # MLA variants: planner/arch_attention.py
 # sliding-window text families with Llama / OLMo 2 tensors (sources/hf_attention.py TEXT_FAMILIES)
 SUPPORTED |= {"ministral3", "olmo3"}
+# recurrent / linear-attention hybrids (Qwen3.5 gated delta net, Mamba-2, short conv): planner/hybrid.py
+SUPPORTED |= hybrid.MODEL_TYPES
 
 
 @dataclass(frozen=True)
@@ -223,6 +226,8 @@ def _tensors(cfg: ModelConfig) -> tuple[Tensor, ...]:
     if cfg.model_type in _GEMMA4:
         from . import arch_gemma4
         return tuple(arch_gemma4.tensors(cfg))
+    if hybrid.handles(cfg):
+        return tuple(hybrid.tensors(cfg))
     h, V = cfg.hidden_size, cfg.vocab_size
     out = [Tensor("token_embd", None, h, V, group="embedding")]
     for i in range(cfg.num_hidden_layers):
@@ -241,6 +246,8 @@ def _cache_layers(cfg: ModelConfig) -> tuple[CacheLayer, ...]:
     if cfg.model_type in _GEMMA4:
         from . import arch_gemma4
         return tuple(arch_gemma4.cache_layers(cfg))
+    if hybrid.handles(cfg):
+        return tuple(hybrid.cache_layers(cfg))
     out = []
     Hkv, hd = cfg.num_key_value_heads, cfg.head_dim
     for i in range(cfg.num_hidden_layers):

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 from . import architecture as arch
+from . import hybrid
 from .arch_attention import LLAMA_CPP_NO_SWA
 from .errors import InputError
 from .results import KVLayout, MemoryEstimate, WeightsEstimate
@@ -173,8 +174,11 @@ def quantize_counters(cfg, ts, classes: QuantizeClasses) -> dict:
     """The per-file counts llama-quantize keeps (init_quantize_state_counters): n_attention_wv over the attn_v-like
     tensors, n_ffn_* = n_layer_all (every block in the file, MTP blocks included), and each counted tensor's index."""
     layers = [t.layer for t in ts if t.layer is not None]
-    counters: dict = {"n_attn_v": sum(t.name in classes.attn_v_like for t in ts),
-                      "n_layer_all": max(layers) + 1 if layers else cfg.num_hidden_layers,
+    # an MTP block (Qwen3.5 mtp_num_hidden_layers) is in the file after the last layer, with its own attn_v: the
+    # converter keeps it and llama-quantize counts it, though the layout (and llama.cpp's loader) leave it out
+    mtp = cfg.mtp_num_hidden_layers or 0
+    counters: dict = {"n_attn_v": sum(t.name in classes.attn_v_like for t in ts) + mtp,
+                      "n_layer_all": (max(layers) + 1 if layers else cfg.num_hidden_layers) + mtp,
                       "attn_v_index": _file_order(ts, lambda t: t.name in classes.attn_v_like)}
     ffn: dict = {}
     for c in _FFN_CATEGORIES:
@@ -501,6 +505,7 @@ class MemoryModel:
         if m.head_dim not in rt.fused_sdpa_head_dims or m.is_mla or self.kv.kv_type != "bf16":
             per_chunk += (2 if m.is_mla else 1) * m.num_attention_heads * S * L * act + S * L
         per_chunk += self.kv.bytes_per_token * max(L - S, 0) // m.num_hidden_layers
+        per_chunk += hybrid.mlx_prefill_transient(m, S, act)  # recurrent layers' scan buffers (planner/hybrid.py)
         logits = m.vocab_size * 4
         return min(users, rt.prefill_batch_size) * per_chunk + logits
 

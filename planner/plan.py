@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator
 
 from . import architecture as arch
-from . import capacity, deployment, profiles
+from . import capacity, deployment, hybrid, profiles
 from ._model import Frozen
 from .arch_attention import describe as arch_notes
 from .errors import InputError
@@ -142,10 +142,12 @@ def describe_architecture(m: ModelProfile) -> str:
     c = m.config
     kinds = [cl.kind for cl in arch.cache_layers(c)]
     parts = []
-    if c.is_mla:
+    if "linear" in kinds:
+        mla = f" (MLA, latent {c.kv_lora_rank}+{c.qk_rope_head_dim})" if c.is_mla else ""
+        parts.append(f"hybrid: {kinds.count('linear')} {hybrid.recurrent_kind(c)} + "
+                     f"{kinds.count('full') + kinds.count('mla')} full-attention layers{mla}")
+    elif c.is_mla:
         parts.append(f"MLA (latent {c.kv_lora_rank}+{c.qk_rope_head_dim})")
-    elif "linear" in kinds:
-        parts.append(f"hybrid: {kinds.count('linear')} linear-attention + {kinds.count('full')} full-attention layers")
     else:
         kind = "MHA" if c.num_key_value_heads == c.num_attention_heads else "GQA"
         parts.append(f"{kind} {c.num_attention_heads}/{c.num_key_value_heads} heads × {c.head_dim}")
@@ -280,6 +282,8 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
                 *opt.notes, "weights: exact bytes read from the model files"]}))
         if first is not None:
             kv_rows += _kv_rows(first, rt, model, table, req, contexts)
+            if getattr(rt, "kind", "") == "llama.cpp" and first.kv.state_bytes_per_seq:  # llama-server itself
+                notes.append(hybrid.checkpoint_note(first.kv.state_bytes_per_seq, rt.id))
     options = judge_offloads(options)
     if req.quants and not options:
         raise InputError(f"--quant {', '.join(req.quants)}: not a format of {', '.join(r.id for r in runtimes)} "

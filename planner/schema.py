@@ -468,6 +468,27 @@ class ModelConfig(BaseModel):
     index_head_dim: int | None = Field(None, gt=0, le=MAX_DIM)   # DSA lightning indexer key size
     index_n_heads: int | None = Field(None, gt=0, le=MAX_DIM)
     index_topk: int | None = Field(None, gt=0, le=MAX_CTX)       # latents each query attends to
+    # --- recurrent hybrids (Mamba-2, gated delta net, short conv, KDA): planner/hybrid.py lays them out
+    # Qwen3.5/3.6: MTP block after the last layer (not in num_hidden_layers; neither runtime loads it by default)
+    mtp_num_hidden_layers: int | None = Field(None, ge=0, le=MAX_LAYERS)
+    # Mamba-2 / Mamba-1 mixers, Nemotron-H key names (sources/hfconfig.py maps Granite, Falcon-H1, Jamba spellings)
+    hybrid_override_pattern: str | None = Field(None, max_length=MAX_LAYERS)  # Nemotron-H: M mamba, * attn, E moe, - mlp
+    layers_block_type: list[Literal["mamba", "attention", "moe", "mlp", "conv"]] | None = None
+    mamba_num_heads: int | None = Field(None, gt=0, le=MAX_DIM)
+    mamba_head_dim: int | None = Field(None, gt=0, le=MAX_DIM)
+    ssm_state_size: int | None = Field(None, gt=0, le=MAX_DIM)
+    n_groups: int | None = Field(None, ge=0, le=MAX_DIM)
+    conv_kernel: int | None = Field(None, gt=0, le=MAX_DIM)
+    mamba_d_inner: int | None = Field(None, gt=0, le=MAX_DIM)   # Mamba-1 (Jamba): expand x hidden
+    mamba_dt_rank: int | None = Field(None, gt=0, le=MAX_DIM)   # Mamba-1 (Jamba) x_proj rank
+    mamba_proj_bias: bool = False
+    mamba_rms_norm: bool = True  # Falcon-H1 writes false: no gated norm before out_proj (the others always have one)
+    use_conv_bias: bool = True
+    moe_shared_expert_intermediate_size: int | None = Field(None, gt=0, le=MAX_DIM)
+    # LFM2 short convolution (conv_L_cache taps, depthwise over hidden_size) and LFM2-MoE's expert bias
+    conv_L_cache: int | None = Field(None, gt=0, le=MAX_DIM)
+    conv_bias: bool = False
+    use_expert_bias: bool = False
 
     @model_validator(mode="before")
     @classmethod

@@ -19,6 +19,8 @@ Prefill of P tokens per sequence on D cached tokens (§5.3)::
     flops_mm   = 2 · (N_dense · B·P + N_expert · rows_e)   (lm_head only for the last position; rows_e: each expert's
                  routed rows per chunk padded to the 32-row tile, E · 32 · E[ceil(n/32)], n ~ Poisson(T·k/E))
     flops_attn = 2 · A · Σ_i min(D + i, W)             (causal; A = Σ_layers H·(d_qk + d_v))
+                 + S · B·P                                (recurrent layers: S state-update FLOPs per token,
+                                                            planner/hybrid.py state_flops; decode adds B · S too)
     t_prefill  = n_chunks · L · t_layer + max(flops_mm / (η_c·q·F), n_chunks · W_read / (η_bw·BW))
                  + flops_attn · fa / (η_attn · F)
                  (MLX on a CPU: unfused, every query of a chunk × every key up to its end, at η_c · F)
@@ -37,6 +39,7 @@ import math
 from dataclasses import dataclass
 
 from . import architecture as arch
+from . import hybrid
 from .errors import InputError
 from .memory import MemoryModel
 from .results import ThroughputEstimate
@@ -67,6 +70,7 @@ class Geometry:
     quant_class: str = "float"
     expert_matmul_params: float = 0.0  # routed-expert params per token (top_k × one expert), within matmul_params [1]
     prefill_attn_full: float | None = None  # attn_full as prefill computes it, when it differs (mlx-lm MLA) [1]
+    state_flops: float = 0.0  # recurrent-state update per token per sequence, all layers (planner/hybrid.py) [FLOP]
 
     def expert_union(self, tokens: int) -> float:
         """Expected fraction of routed experts touched by ``tokens`` tokens, uniform routing: 1 − (1 − k/E)^n."""
@@ -234,7 +238,8 @@ def geometry(mm: MemoryModel, quant_kind: str = "gguf", quant_mode: str | None =
                      else kv.swa_bytes_per_token), window=kv_swa_window, state_bytes=float(kv.state_bytes_per_seq),
         attn_full=full, attn_swa=swa, quant_class=quant_class(mm.quant_id, quant_kind, quant_mode),
         expert_matmul_params=float(expert_mm) if cfg.is_moe else 0.0,
-        prefill_attn_full=_mlx_mla_prefill_dims(cfg) if mm.runtime.family == "mlx-lm" else None)
+        prefill_attn_full=_mlx_mla_prefill_dims(cfg) if mm.runtime.family == "mlx-lm" else None,
+        state_flops=hybrid.state_flops(cfg))
 
 
 # --------------------------------------------------------------------------- chip peaks
@@ -372,7 +377,8 @@ class Roofline:
         writing and re-reading the score matrix: noflash_kv_factor × slower."""
         k, g = self.k, self.geo
         t_read = g.batch_kv_read(batch, context, self.shared_prefix) / (k.eta_bw * k.eta_kv * self.bw)
-        t_flops = 2 * batch * g.attn_keys(self.keys_per_query(batch, context)) / (
+        # + the recurrent layers' state update, one per sequence per step (hybrid.state_flops)
+        t_flops = (2 * batch * g.attn_keys(self.keys_per_query(batch, context)) + batch * g.state_flops) / (
             k.eta_attn * (k.eta_attn_decode or 1.0) * self.flops)
         slow = 1.0 if self.flash_attn or self.runtime_family == "mlx-lm" else k.noflash_kv_factor
         return max(t_read, t_flops) * slow
@@ -453,9 +459,17 @@ class Roofline:
         a fused attention kernel's η_attn (unfused_attn_flops)."""
         k = self.k
         if self.attn_unfused:
-            return self.unfused_attn_flops(prompt, depth, batch) / (k.eta_c * self.flops)
+            return (self.unfused_attn_flops(prompt, depth, batch) + self.prefill_state_flops(prompt, batch)) / (
+                k.eta_c * self.flops)
         fa = 1.0 if self.flash_attn or self.runtime_family == "mlx-lm" else k.noflash_attn_factor
-        return self.prefill_attn_flops(prompt, depth, batch) * fa / (k.eta_attn * self.flops)
+        return (self.prefill_attn_flops(prompt, depth, batch) * fa + self.prefill_state_flops(prompt, batch)) / (
+            k.eta_attn * self.flops)
+
+    def prefill_state_flops(self, prompt: int, batch: int) -> float:
+        """Recurrent layers in prefill: the scan / delta rule updates each sequence's state once per prompt token,
+        linear in the prompt (llama.cpp ggml_gated_delta_net / ggml_ssm_scan, mlx gated_delta_kernel /
+        ssm_update), at the attention kernels' efficiency. [FLOP]"""
+        return self.geo.state_flops * prompt * batch
 
     def unfused_attn_flops(self, prompt: int, depth: int, batch: int) -> float:
         """Attention FLOPs of an unfused prefill: each chunk of ``chunk`` queries times all D + end-of-chunk keys

@@ -11,6 +11,7 @@ import re
 import struct
 from dataclasses import dataclass
 
+from planner import hybrid
 from planner.errors import UnsupportedArchitectureError
 from planner.results import WeightsEstimate
 from planner.schema import ModelConfig
@@ -49,11 +50,12 @@ ARCH_TO_MODEL_TYPE = {
     "qwen3moe": "qwen3_moe", "qwen3next": "qwen3_next", "gemma": "gemma", "gemma2": "gemma2", "gemma3": "gemma3_text",
     "phi3": "phi3", "deepseek2": "deepseek_v3", "gpt-oss": "gpt_oss", "granite": "granite", "olmo2": "olmo2",
     "starcoder2": "starcoder2", "command-r": "cohere", "internlm3": "internlm3", "exaone": "exaone",
+    **hybrid.GGUF_ARCHS,  # recurrent hybrids (planner/hybrid.py), read by _recurrent_keys below
 }
 ARCH_TO_MODEL_TYPE.update(gguf_attention.ARCHS)  # --- Gemma 4, DSA indexer, MLA variants, encoders
 # recurrent / state-space architectures we refuse explicitly
-SSM_ARCHS = {"mamba", "mamba2", "jamba", "granitehybrid", "nemotron_h", "falcon-h1", "plamo2", "lfm2", "rwkv6",
-             "rwkv7", "arwkv7", "rwkv6qwen2"}
+SSM_ARCHS = {"mamba", "mamba2", "jamba", "falcon-h1", "plamo2", "lfm2", "lfm2moe", "kimi-linear", "rwkv6",
+             "rwkv7", "arwkv7", "rwkv6qwen2"} - set(hybrid.GGUF_ARCHS)
 
 
 # --------------------------------------------------------------------------- header parser (local and hub)
@@ -336,7 +338,7 @@ def config_from_gguf(kv: dict, tensors: list[TensorInfo], source: str) -> tuple[
                 d["shared_expert_intermediate_size"] = sh
     d["intermediate_size"] = ffn or d.get("moe_intermediate_size")
     kl, vl = g("attention.key_length"), g("attention.value_length")
-    if kl and mt != "deepseek_v3":
+    if kl and mt not in ("deepseek_v3", "kimi_linear"):  # MLA: key_length is the latent + rope
         d["head_dim"] = kl
         if vl and vl != kl:
             raise UnsupportedArchitectureError(
@@ -374,6 +376,8 @@ def config_from_gguf(kv: dict, tensors: list[TensorInfo], source: str) -> tuple[
             d["layer_types"] = swa_layer_types(n_layers, pat)
         else:
             d["layer_types"] = ["sliding_attention"] * n_layers
+    if arch in hybrid.GGUF_ARCHS:
+        _recurrent_keys(arch, kv, g, d, source, notes, names)
     if mt == "qwen3_next":
         interval = g("full_attention_interval") or 4
         d["full_attention_interval"] = interval
@@ -388,6 +392,113 @@ def config_from_gguf(kv: dict, tensors: list[TensorInfo], source: str) -> tuple[
         d["linear_value_head_dim"] = inner // d["linear_num_value_heads"]
     gguf_attention.normalise(arch, kv, names, d, source)
     return from_hf_config({k: v for k, v in d.items() if v is not None}, source), notes
+
+
+def _recurrent_keys(arch: str, kv: dict, g, d: dict, source: str, notes: list[str], names: dict) -> None:
+    """llama.cpp metadata of the recurrent hybrids -> HF keys (the converters' mapping in reverse: llama.cpp
+    conversion/qwen.py Qwen3NextModel.set_gguf_parameters and _QwenMtpMixin)."""
+    # block_count = the trunk + the MTP layers (nextn_predict_layers: Qwen3.5, Nemotron 3), which llama.cpp skips
+    # unless --spec-type draft-mtp (src/models/qwen35.cpp, nemotron-h.cpp load_arch_tensors: mtp_flags)
+    nextn = g("nextn_predict_layers") or 0
+    n_all = d["num_hidden_layers"] - nextn
+    if n_all <= 0:
+        raise SourceError(f"{source}: {arch}.nextn_predict_layers {nextn} >= block_count {d['num_hidden_layers']}: "
+                          "an MTP-only GGUF holds no model to plan; pass the main GGUF")
+    d["num_hidden_layers"], d["mtp_num_hidden_layers"] = n_all, nextn
+    if nextn:
+        notes.append(f"{nextn} MTP layer(s) in the file are not counted: llama.cpp loads them only for "
+                     "--spec-type draft-mtp")
+    if arch in ("qwen35", "qwen35moe"):
+        n = n_all
+        d["linear_conv_kernel_dim"] = g("ssm.conv_kernel")
+        d["linear_key_head_dim"] = g("ssm.state_size")
+        d["linear_num_key_heads"] = g("ssm.group_count")
+        d["linear_num_value_heads"] = g("ssm.time_step_rank")
+        inner = g("ssm.inner_size")
+        if not all((d["linear_key_head_dim"], d["linear_num_key_heads"], d["linear_num_value_heads"], inner)):
+            raise UnsupportedArchitectureError(f"{source}: {arch} GGUF without ssm.* keys is not supported: "
+                                               "gated-delta-net sizes missing")
+        d["linear_value_head_dim"] = inner // d["linear_num_value_heads"]
+        rec = kv.get(f"{arch}.attention.recurrent_layers")
+        if isinstance(rec, list) and len(rec) >= n:
+            d["layer_types"] = ["linear_attention" if r else "full_attention" for r in rec[:n]]
+        else:  # qwen35.cpp: recurrent iff (i + 1) % full_attention_interval != 0 (default 4)
+            d["full_attention_interval"] = check_pattern(g("full_attention_interval") or 4, source,
+                                                         f"{arch}.full_attention_interval")
+        return
+    kvh = kv.get(f"{arch}.attention.head_count_kv")
+    if arch in ("lfm2", "lfm2moe"):
+        # lfm2.cpp / lfm2moe.cpp: a layer is a short conv iff head_count_kv(i) == 0; leading dense layers
+        if not isinstance(kvh, list) or len(kvh) < n_all:
+            raise SourceError(f"{source}: {arch} without a per-layer attention.head_count_kv; re-download it")
+        d["layer_types"] = ["full_attention" if kvh[i] else "conv" for i in range(n_all)]
+        d["conv_L_cache"] = g("shortconv.l_cache")
+        if arch == "lfm2moe":
+            d["num_dense_layers"] = g("leading_dense_block_count") or 0
+            d["use_expert_bias"] = True  # lfm2moe.cpp: ffn_exp_probs_b is required
+        return
+    if arch == "kimi-linear":
+        # conversion/kimi_linear.py: head_count_kv 0 on KDA layers, 1 on MLA layers (MQA over the latent);
+        # kimi-linear.cpp load_arch_hparams reads kda.head_dim, ssm.conv_kernel and the MLA lengths
+        if not isinstance(kvh, list) or len(kvh) < n_all:
+            raise SourceError(f"{source}: kimi-linear without a per-layer attention.head_count_kv; re-download it")
+        rope, kmla, vmla = g("rope.dimension_count") or 0, g("attention.key_length_mla"), g("attention.value_length_mla")
+        if not (kmla and vmla and g("attention.kv_lora_rank") and g("kda.head_dim")):
+            raise UnsupportedArchitectureError(f"{source}: kimi-linear GGUF without MLA lengths / kda.head_dim is "
+                                               "not supported")
+        d.update(layer_types=["full_attention" if kvh[i] else "linear_attention" for i in range(n_all)],
+                 linear_num_heads=d["num_attention_heads"], linear_head_dim=g("kda.head_dim"),
+                 linear_conv_kernel_dim=g("ssm.conv_kernel") or 4, kv_lora_rank=g("attention.kv_lora_rank"),
+                 q_lora_rank=g("attention.q_lora_rank") or None, qk_rope_head_dim=rope,
+                 qk_nope_head_dim=kmla - rope, v_head_dim=vmla, num_key_value_heads=d["num_attention_heads"],
+                 first_k_dense_replace=g("leading_dense_block_count") or 0,
+                 num_shared_experts=g("expert_shared_count") or 0)
+        return
+    if arch == "jamba":
+        # jamba.cpp: recurrent iff head_count_kv(i) == 0; a layer with ffn_gate_inp is MoE
+        if not isinstance(kvh, list) or len(kvh) < n_all:
+            raise SourceError(f"{source}: jamba without a per-layer attention.head_count_kv; re-download it")
+        d["layers_block_type"] = ["attention" if kvh[i] else "mamba" for i in range(n_all)]
+        d.update(mamba_d_inner=g("ssm.inner_size"), ssm_state_size=g("ssm.state_size"),
+                 mamba_dt_rank=g("ssm.time_step_rank"), conv_kernel=g("ssm.conv_kernel") or 4)
+        moe = [i for i in range(n_all) if f"blk.{i}.ffn_gate_inp.weight" in names]
+        if moe:
+            step = moe[0] + 1
+            if moe != [i for i in range(n_all) if (i + 1) % step == 0]:
+                raise UnsupportedArchitectureError(f"{source}: jamba experts on layers {moe[:4]}... are not every "
+                                                   f"{step}-th layer; not supported")
+            d["decoder_sparse_step"] = step
+        return
+    # Mamba-2 hybrids: per-layer head_count_kv and feed_forward_length arrays say what each block is
+    # (nemotron-h.cpp: recurrent iff head_count_kv(i) == 0 and n_ff(i) == 0, attention iff n_ff(i) == 0;
+    # granite-hybrid.cpp: recurrent iff head_count_kv(i) == 0)
+    d_inner, heads = g("ssm.inner_size"), g("ssm.time_step_rank")
+    if not (d_inner and heads and g("ssm.state_size") and g("ssm.group_count")):
+        raise UnsupportedArchitectureError(f"{source}: {arch} GGUF without ssm.* keys is not supported: Mamba-2 "
+                                           "sizes missing")
+    d.update(mamba_num_heads=heads, mamba_head_dim=d_inner // heads, ssm_state_size=g("ssm.state_size"),
+             n_groups=g("ssm.group_count"), conv_kernel=g("ssm.conv_kernel") or 4,
+             use_conv_bias="blk.0.ssm_conv1d.bias" in names, mamba_rms_norm="blk.0.ssm_norm.weight" in names)
+    if arch == "falcon-h1":  # every layer attention + Mamba-2 (falcon-h1.cpp); d_inner = ssm.inner_size
+        d["mamba_d_inner"] = d_inner
+        return
+    ff = kv.get(f"{arch}.feed_forward_length")
+    kvh = kvh if isinstance(kvh, list) else [kvh or 0] * n_all
+    ff = ff if isinstance(ff, list) else [ff or 0] * n_all
+    if len(kvh) < n_all or len(ff) < n_all:
+        raise SourceError(f"{source}: {arch} per-layer head_count_kv / feed_forward_length shorter than "
+                          "block_count; re-download it")
+    if arch == "granitehybrid":
+        d["layers_block_type"] = ["attention" if kvh[i] else "mamba" for i in range(n_all)]
+        return
+    ffn_kind = "moe" if arch == "nemotron_h_moe" else "mlp"
+    d["layers_block_type"] = ["attention" if kvh[i] else ffn_kind if ff[i] else "mamba" for i in range(n_all)]
+    sh = g("expert_shared_feed_forward_length")
+    if arch == "nemotron_h_moe":
+        d["n_routed_experts"], d["num_experts"] = d.pop("num_experts", None), None
+        d["moe_shared_expert_intermediate_size"] = sh
+        d["n_shared_experts"] = g("expert_shared_count") or (1 if sh else None)
+        d.pop("shared_expert_intermediate_size", None)
 
 
 # --------------------------------------------------------------------------- tensors -> exact weights
@@ -418,10 +529,15 @@ def gguf_group(name: str) -> str:
     return "other"
 
 
-def exact_weights(tensors: list[TensorInfo], vision_bytes: int = 0) -> WeightsEstimate:
+def exact_weights(tensors: list[TensorInfo], vision_bytes: int = 0, n_layers: int | None = None) -> WeightsEstimate:
+    """Bytes of the tensors llama.cpp loads; with ``n_layers`` (a model with MTP layers, mtp_num_hidden_layers) the
+    blocks from n_layers on are left out: llama.cpp skips them unless --spec-type draft-mtp (qwen35.cpp
+    ``mtp_flags = TENSOR_SKIP``)."""
     by_group: dict[str, int] = {}
     by_type: dict[str, int] = {}
     for t in tensors:
+        if n_layers is not None and _layer_of(t.name) >= n_layers:
+            continue
         grp = gguf_group(t.name)
         by_group[grp] = by_group.get(grp, 0) + t.n_bytes
         by_type[t.type_name] = by_type.get(t.type_name, 0) + t.n_bytes
@@ -429,6 +545,16 @@ def exact_weights(tensors: list[TensorInfo], vision_bytes: int = 0) -> WeightsEs
     n = sum(t.n_elements for t in tensors)
     return WeightsEstimate(total_bytes=total, n_params=n, bits_per_weight=8 * total / n if n else 0.0,
                            by_group=by_group, by_type=by_type, vision_bytes=vision_bytes, exact=True)
+
+
+def _layer_of(name: str) -> int:
+    parts = name.split(".")
+    return int(parts[1]) if parts[0] == "blk" and len(parts) > 2 and parts[1].isdigit() else -1
+
+
+def mtp_layers(cfg: ModelConfig) -> int | None:
+    """num_hidden_layers when the file carries MTP blocks after them (exact_weights n_layers), else None."""
+    return cfg.num_hidden_layers if cfg.mtp_num_hidden_layers else None
 
 
 _QUANT_RE = re.compile(r"(?<![A-Za-z0-9])(I?Q\d_[A-Z0-9_]+?|Q\d_\d|MXFP4_MOE|BF16|F16|F32)(?=[-.]|$)", re.IGNORECASE)

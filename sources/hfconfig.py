@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from planner import hybrid
 from planner.architecture import SUPPORTED
 from planner.errors import UnsupportedArchitectureError, render_validation_error
 from planner.schema import MAX_LAYERS, ModelConfig
@@ -32,6 +33,9 @@ MODEL_DEFAULTS = {
     "gemma": {"tie_word_embeddings": True},
     # transformers modeling_qwen2.py: q/k/v projections always carry a bias (the config has no key for it)
     "qwen2": {"attention_bias": True},
+    "falcon_h1": {"mamba_rms_norm": False},  # configuration_falcon_h1.py default
+    # mlx_lm/models/qwen3_5.py TextModelArgs: full_attention_interval 4 when layer_types is left out
+    "qwen3_5": {"full_attention_interval": 4}, "qwen3_5_moe": {"full_attention_interval": 4},
 }
 VLM_TEXT_TYPES = {"gemma3": "gemma3_text", "mistral3": "mistral", "llava": "llama"}
 # VLMs whose language model is a known text architecture with only M-RoPE positions changed (same tensors and
@@ -40,7 +44,8 @@ VLM_FLAT_TYPES = {"qwen2_vl": "qwen2", "qwen2_5_vl": "qwen2"}
 # text_config model_types whose tensors and KV cache are those of a known text model: Llama 4's own layout;
 # Qwen3-VL's decoders are Qwen3 / Qwen3-MoE with interleaved M-RoPE and DeepStack features added to the hidden
 # states (positions and activations, no extra weights): transformers modeling_qwen3_vl.py / modeling_qwen3_vl_moe.py
-TEXT_TYPES = {"llama4_text": "llama4", "qwen3_vl_text": "qwen3", "qwen3_vl_moe_text": "qwen3_moe"}
+TEXT_TYPES = {"llama4_text": "llama4", "qwen3_vl_text": "qwen3", "qwen3_vl_moe_text": "qwen3_moe",
+              **hybrid.TEXT_TYPES}  # recurrent hybrids: Qwen3.5 qwen3_5_text / qwen3_5_moe_text (planner/hybrid.py)
 # key spellings of configs written before the transformers names settled (EXAONE 3.x configuration_exaone.py)
 KEY_ALIASES = {"num_layers": "num_hidden_layers"}
 
@@ -83,9 +88,20 @@ def from_hf_config(raw: dict, source: str = "config.json") -> ModelConfig:
     mt = d.get("model_type")
     if not mt:
         raise SourceError(f"{source}: no model_type; is this a transformers config.json?")
-    if any(d.get(k) is not None for k in SSM_KEYS):
+    if mt in hybrid.MAMBA2:
+        _mamba2_blocks(d, mt, source)
+    elif mt in hybrid.FALCON_H1:
+        _mamba_keys(d)
+    elif mt in hybrid.LFM2:
+        _lfm2(d, mt, source)
+    elif mt in hybrid.JAMBA:
+        _jamba(d, source)
+    elif mt in hybrid.KIMI_LINEAR:
+        _kimi_linear(d, source)
+    elif any(d.get(k) is not None for k in SSM_KEYS):
         raise UnsupportedArchitectureError(
-            f"{source}: model_type {mt!r} is not supported yet: Mamba/state-space layers are not modelled")
+            f"{source}: model_type {mt!r} is not supported yet: its Mamba/state-space layers are not laid out "
+            f"(supported recurrent hybrids: {', '.join(sorted(hybrid.MODEL_TYPES))})")
     atl = d.get("attn_type_list")
     if isinstance(atl, list) and 0 in atl:
         # MiniMax-Text-01 / M1: attn_type 0 = lightning (linear) attention, 1 = softmax (configuration_minimax.py)
@@ -184,6 +200,149 @@ def check_consistency(cfg: ModelConfig, source: str) -> ModelConfig:
         raise SourceError(f"{source}: {k} active experts of {cfg.n_experts} (num_experts_per_tok > experts); "
                           "fix or re-download config.json")
     return cfg
+
+
+# block names -> planner layers_block_type: Nemotron-H pattern characters, transformers 5 names (layers_block_type /
+# layer_types: linear_attention = Mamba-2 there) and the older mamba / attention spellings
+_BLOCK = {"M": "mamba", "*": "attention", "E": "moe", "-": "mlp", "mamba": "mamba", "linear_attention": "mamba",
+          "attention": "attention", "full_attention": "attention", "moe": "moe", "mlp": "mlp"}
+# Granite 4.0-H and Falcon-H1 (configuration_granitemoehybrid.py, configuration_falcon_h1.py) spellings of the
+# Mamba-2 sizes -> Nemotron-H's
+_MAMBA_KEYS = {"mamba_n_heads": "mamba_num_heads", "mamba_d_head": "mamba_head_dim", "mamba_d_state": "ssm_state_size",
+               "mamba_n_groups": "n_groups", "mamba_d_conv": "conv_kernel", "mamba_conv_bias": "use_conv_bias",
+               "shared_intermediate_size": "shared_expert_intermediate_size", "mamba_d_ssm": "mamba_d_inner"}
+
+
+def _mamba_keys(d: dict[str, Any]) -> None:
+    for src, dst in _MAMBA_KEYS.items():
+        if d.get(src) is not None:
+            d[dst] = d[src]
+
+
+def _mamba2_blocks(d: dict[str, Any], mt: str, source: str) -> None:
+    """One block type per layer (planner/hybrid.py): Nemotron-H ``hybrid_override_pattern`` ("M*E-" string) or
+    ``layers_block_type``; Granite 4.0-H ``layer_types`` (mlx_lm/models/nemotron_h.py ModelArgs.__post_init__,
+    granitemoehybrid.py)."""
+    pat = d.get("hybrid_override_pattern")
+    raw = list(pat) if isinstance(pat, str) else d.get("layers_block_type") or d.get("layer_types")
+    if not isinstance(raw, list) or not raw:
+        raise SourceError(f"{source}: model_type {mt!r} needs hybrid_override_pattern or layers_block_type "
+                          "(one block type per layer); fix or re-download config.json")
+    if len(raw) > MAX_LAYERS:
+        raise SourceError(f"{source}: {len(raw)} block types, over {MAX_LAYERS}; fix the config")
+    unknown = sorted({str(t) for t in raw if _BLOCK.get(t) is None})
+    if unknown:
+        raise UnsupportedArchitectureError(f"{source}: model_type {mt!r}: block types {', '.join(unknown)} are not "
+                                           "supported yet")
+    d["layers_block_type"] = [_BLOCK[t] for t in raw]
+    d["num_hidden_layers"] = len(raw)
+    d.pop("hybrid_override_pattern", None)
+    d.pop("layer_types", None)
+    if mt == "granitemoehybrid":
+        _mamba_keys(d)
+    if d.get("moe_latent_size"):
+        raise UnsupportedArchitectureError(f"{source}: model_type {mt!r} with moe_latent_size (latent expert "
+                                           "projections, Nemotron 3 Super) is not supported yet")
+
+
+def _kimi_linear(d: dict[str, Any], source: str) -> None:
+    """Kimi Linear: the published config's linear_attn_config {kda_layers (1-based), num_heads, head_dim,
+    short_conv_kernel_size} (mlx_lm/models/kimi_linear.py) or transformers 5's flat linear_num_heads /
+    linear_head_dim / linear_conv_kernel_dim + layer_types + mlp_layer_types (configuration_kimi_linear.py) ->
+    linear_* fields and layer_types; num_experts_per_token / num_shared_experts -> the DeepSeek names."""
+    n = d.get("num_hidden_layers")
+    lac = d.get("linear_attn_config")
+    if isinstance(lac, dict) and isinstance(n, int):
+        kda = lac.get("kda_layers") or []
+        d["layer_types"] = ["linear_attention" if i + 1 in kda else "full_attention" for i in range(check_layers(n, source))]
+        heads, dim, conv = lac.get("num_heads"), lac.get("head_dim"), lac.get("short_conv_kernel_size", 4)
+    else:
+        heads, dim, conv = d.get("linear_num_heads"), d.get("linear_head_dim"), d.get("linear_conv_kernel_dim", 4)
+    d.update(linear_num_key_heads=heads, linear_num_value_heads=heads, linear_key_head_dim=dim,
+             linear_value_head_dim=dim, linear_conv_kernel_dim=conv)
+    if heads is not None and heads != d.get("num_attention_heads"):
+        # llama.cpp llama-hparams.cpp sizes the KDA state with n_head() (the attention head count)
+        raise UnsupportedArchitectureError(f"{source}: kimi_linear with {heads} KDA heads != num_attention_heads "
+                                           f"{d.get('num_attention_heads')} is not supported (llama.cpp sizes KDA by "
+                                           "the attention head count)")
+    if d.get("num_experts_per_tok") is None:
+        d["num_experts_per_tok"] = d.get("num_experts_per_token")
+    d["n_routed_experts"], d["num_experts"] = d.get("num_experts"), None
+    d["n_shared_experts"] = d.get("num_shared_experts")
+    mlt = d.get("mlp_layer_types")
+    if isinstance(mlt, list) and "sparse" in mlt and d.get("first_k_dense_replace") is None:
+        first = mlt.index("sparse")
+        if any(t != "sparse" for t in mlt[first:]):
+            raise UnsupportedArchitectureError(f"{source}: kimi_linear with dense layers after the first sparse one "
+                                               "is not supported yet")
+        d["first_k_dense_replace"] = first
+    d.setdefault("moe_layer_freq", 1)
+    d.setdefault("first_k_dense_replace", 0)
+
+
+def _jamba(d: dict[str, Any], source: str) -> None:
+    """transformers configuration_jamba.py: layer i is attention iff i % attn_layer_period == attn_layer_offset,
+    MoE iff i % expert_layer_period == expert_layer_offset; d_inner = mamba_expand x hidden, mamba_dt_rank "auto" =
+    ceil(hidden / 16) (mlx_lm/models/jamba.py ModelArgs.__post_init__)."""
+    n, h = d.get("num_hidden_layers"), d.get("hidden_size")
+    if not isinstance(n, int) or not isinstance(h, int):
+        return  # the missing-key check below names them
+    n = check_layers(n, source)
+    ap, ao = d.get("attn_layer_period") or 8, d.get("attn_layer_offset") or 4
+    ep, eo = d.get("expert_layer_period") or 2, d.get("expert_layer_offset") or 1
+    if not all(isinstance(v, int) and v >= 0 for v in (ap, ao, ep, eo)) or ap < 1 or ep < 1:
+        raise SourceError(f"{source}: jamba layer periods/offsets must be non-negative integers; fix config.json")
+    if (d.get("num_experts") or 1) > 1 and eo != ep - 1:
+        # mlx-lm jamba.py puts experts where (i + offset) % period == 0, transformers where i % period == offset:
+        # they agree only for offset = period - 1 (every published Jamba: period 2, offset 1)
+        raise UnsupportedArchitectureError(f"{source}: jamba with expert_layer_offset {eo} != period - 1 is not "
+                                           "supported (the runtimes place its experts differently)")
+    if not d.get("layers_block_type"):  # a GGUF gives the list itself (sources/ggufmeta.py)
+        d["layers_block_type"] = ["attention" if i % ap == ao else "mamba" for i in range(n)]
+    if (d.get("num_experts") or 1) > 1:
+        d.setdefault("decoder_sparse_step", ep)
+    else:
+        d.pop("num_experts", None)
+    d["mamba_d_inner"] = d.get("mamba_d_inner") or (d.get("mamba_expand") or 2) * h
+    rank = d.get("mamba_dt_rank")
+    d["mamba_dt_rank"] = -(-h // 16) if rank in (None, "auto") else rank
+    for src, dst in (("mamba_d_state", "ssm_state_size"), ("mamba_d_conv", "conv_kernel"),
+                     ("mamba_conv_bias", "use_conv_bias")):
+        if d.get(src) is not None:
+            d[dst] = d[src]
+
+
+def _lfm2(d: dict[str, Any], mt: str, source: str) -> None:
+    """LFM2: conv / full_attention layer_types (or full_attn_idxs) -> layers_block_type; the dense FFN width as
+    llama.cpp conversion/lfm2.py _add_feed_forward_length and mlx_lm/models/lfm2.py MLP compute it (2/3 of
+    block_ff_dim, times block_ffn_dim_multiplier, rounded up to block_multiple_of); LFM2-MoE keeps
+    intermediate_size for its num_dense_layers leading dense layers (lfm2_moe.py); both tie the head to the
+    embedding (mlx-lm embed_tokens.as_linear)."""
+    n = d.get("num_hidden_layers")
+    lt, idxs = d.get("layer_types"), d.get("full_attn_idxs")
+    if not isinstance(lt, list) and isinstance(idxs, list) and isinstance(n, int):
+        lt = ["full_attention" if i in idxs else "conv" for i in range(check_layers(n, source))]
+    if not isinstance(lt, list) or not lt or len(lt) > MAX_LAYERS:
+        raise SourceError(f"{source}: model_type {mt!r} needs layer_types or full_attn_idxs; fix or re-download "
+                          "config.json")
+    bad = sorted({str(t) for t in lt} - {"conv", "full_attention"})
+    if bad:
+        raise UnsupportedArchitectureError(f"{source}: model_type {mt!r}: layer types {', '.join(bad)} are not "
+                                           "supported yet")
+    d["layers_block_type"] = ["attention" if t == "full_attention" else "conv" for t in lt]
+    d.pop("layer_types", None)
+    d["tie_word_embeddings"] = True
+    if mt == "lfm2":
+        ff = d.get("block_ff_dim") or d.get("intermediate_size")
+        if isinstance(ff, int) and d.get("block_auto_adjust_ff_dim"):
+            ff = int(2 * ff / 3)
+            if d.get("block_ffn_dim_multiplier") is not None:
+                ff = int(d["block_ffn_dim_multiplier"] * ff)
+            m = d.get("block_multiple_of") or 1
+            ff = m * ((ff + m - 1) // m)
+        d["intermediate_size"] = ff
+    else:
+        d["first_k_dense_replace"] = d.get("num_dense_layers") or 0
 
 
 def _llama4(d: dict[str, Any], source: str) -> None:

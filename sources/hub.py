@@ -330,7 +330,7 @@ def _st_header(repo: str, fname: str, sha: str | None) -> dict:
 def _fetch_gguf(api, repo: str, sha: str | None, siblings: dict, ggufs: list[str], file: str | None,
                 quant: str | None):
     from . import ResolvedModel, _known_quant, _pick_gguf, make_profile
-    from .ggufmeta import config_from_gguf, exact_weights, quant_from_gguf
+    from .ggufmeta import config_from_gguf, exact_weights, mtp_layers, quant_from_gguf
     from .local import SPLIT_RE
 
     pick = _pick_gguf(ggufs, file, quant, repo)
@@ -358,7 +358,7 @@ def _fetch_gguf(api, repo: str, sha: str | None, siblings: dict, ggufs: list[str
         vision = int(siblings.get(proj) or 0)
         if vision:
             notes.append(f"vision projector {proj} counted ({vision / 2**20:,.0f} MiB, file size)")
-    w = exact_weights(tensors, vision)
+    w = exact_weights(tensors, vision, mtp_layers(cfg))
     qid = quant_from_gguf(kv, pick)
     known = _known_quant(qid, "gguf")
     if qid and not known:

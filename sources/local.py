@@ -19,7 +19,7 @@ from .bounds import (
     read_capped,
 )
 from .errors import SourceError, missing_part
-from .ggufmeta import TensorInfo, config_from_gguf, exact_weights, quant_from_gguf, read_header
+from .ggufmeta import TensorInfo, config_from_gguf, exact_weights, mtp_layers, quant_from_gguf, read_header
 
 SPLIT_RE = re.compile(r"^(?P<prefix>.*)-(?P<i>\d{5})-of-(?P<n>\d{5})\.gguf$", re.IGNORECASE)
 
@@ -81,7 +81,7 @@ def load_gguf(path: Path):
         vision = sum(t.n_bytes for t in read_gguf(mm)[1])
         notes.append(f"vision projector {mm.name} counted ({vision / 2**20:,.0f} MiB)")
         files.append(str(mm))
-    w = exact_weights(tensors, vision)
+    w = exact_weights(tensors, vision, mtp_layers(cfg))
     return cfg, w, quant_from_gguf(kv, path.name), notes, files
 
 

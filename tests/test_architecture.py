@@ -84,10 +84,6 @@ def test_llama4_chunked_layers_cache_one_chunk():
 @pytest.mark.parametrize(
     "model_type",
     [
-        "granitemoehybrid",  # IBM Granite 4.0-H: Mamba-2 + attention
-        "jamba",             # AI21 Jamba: Mamba + attention
-        "falcon_h1",         # TII Falcon-H1: parallel Mamba-2 heads
-        "nemotron_h",        # NVIDIA Nemotron-H: Mamba-2 hybrid
         "minimax_m1",        # MiniMax-M1: lightning (linear) attention hybrid
         "gemma3n",           # Gemma 3n: per-layer embeddings, AltUp, KV sharing
     ],

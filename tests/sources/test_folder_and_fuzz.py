@@ -62,7 +62,7 @@ def test_hf_folder_unquantized_keeps_all_options(tmp_path):
     (b"[1, 2]", "expected a JSON object"),
     (json.dumps({"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, "vocab_size": 1000,
                  "intermediate_size": 100}).encode(), "missing num_attention_heads"),
-    (json.dumps({"model_type": "jamba", "mamba_d_state": 16}).encode(), "not supported yet"),
+    (json.dumps({"model_type": "mamba2", "ssm_state_size": 16}).encode(), "not supported yet"),
     (json.dumps({"model_type": "gemma3n_text"}).encode(), "not supported yet"),
     (json.dumps({"model_type": "llama4_text"}).encode(), "missing hidden_size"),
     (json.dumps({"model_type": "mamba"}).encode(), "not supported yet"),
