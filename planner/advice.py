@@ -17,7 +17,8 @@ from pydantic import BaseModel, Field
 
 from . import capacity, profiles
 from ._model import Frozen
-from .errors import InputError, PlannerError
+from .deployment import check_ram
+from .errors import PlannerError
 from .recipes import Recipe, recipe
 from .results import Fit, WiredLimit
 from .schema import Chip, ModelProfile, QuantFormat, Runtime
@@ -329,11 +330,10 @@ def _setup(model: str, ram_gb: float, wl: WorkloadProfile, chip: Chip | None, ma
            wired_limit_mb: int | None) -> tuple[Search, list[str]]:
     prof = profiles.load_model(model)
     mac_os = profiles.load_macos(macos)
-    if chip is not None and int(ram_gb) not in chip.ram_options_gb:
-        raise InputError(f"--ram {ram_gb:g}: the {chip.label} comes with {', '.join(map(str, chip.ram_options_gb))} GB")
+    unsold = check_ram(chip, ram_gb) if chip is not None else None
     wired = capacity.wired_limit(ram_gb, mac_os, wired_limit_mb)
     raised = capacity.wired_limit(ram_gb, mac_os, wired.max_raise_bytes // (1024 * 1024))
-    max_pos, notes, need = prof.config.max_position_embeddings, [], wl.context
+    max_pos, notes, need = prof.config.max_position_embeddings, [unsold] if unsold else [], wl.context
     if need > max_pos:
         notes.append(f"context {need:,} capped at the model's {max_pos:,} tokens")
         need = max_pos

@@ -3,6 +3,8 @@
 A chip name with bins (M3 Max 30/40-core) is resolved without refusing: the RAM picks the bin where only one bin
 sells it (Apple sells the 36 GB M3 Max only with the 30-core GPU); bins that give the same speed need no choice;
 otherwise the slowest bin sold with that RAM (the base bin, the conservative answer) with a note naming the others.
+A RAM size Apple does not sell for the chip but inside its range (a 32 GB M4 Pro) is answered as given, with a note;
+one outside it (an 8 GB M3 Max, a 512 GB M4) is refused.
 """
 
 from __future__ import annotations
@@ -36,8 +38,11 @@ def resolve_bin(name: str, gpu_cores: int | None, ram: float | None) -> tuple[Ch
     if ram is not None:
         fit = [c for c in bins if float(ram) in map(float, c.ram_options_gb)]
         if not fit:
-            sold = "; ".join(f"{c.gpu_cores}-core GPU: {', '.join(map(str, c.ram_options_gb))} GB" for c in bins)
-            raise InputError(f"--ram {ram:g}: the {bins[0].name} comes with {sold}")
+            # a size between the chip's smallest and largest (M4 Pro 32 GB) is answered as given, with a note
+            fit = [c for c in bins if min(c.ram_options_gb) <= ram <= max(c.ram_options_gb)]
+            if not fit:
+                sold = "; ".join(f"{c.gpu_cores}-core GPU: {', '.join(map(str, c.ram_options_gb))} GB" for c in bins)
+                raise InputError(f"--ram {ram:g}: the {bins[0].name} comes with {sold}")
         bins = fit
     first = bins[0]
     if len(bins) == 1:
@@ -64,6 +69,18 @@ def resolve_mac(chip: str | None, gpu_cores: int | None, ram: float | None) -> M
         return Mac(chip=None, ram_gb=ram)
     c, note = resolve_bin(chip, gpu_cores, ram)
     ram_gb = float(max(c.ram_options_gb)) if ram is None else ram
-    if int(ram_gb) != ram_gb or int(ram_gb) not in c.ram_options_gb:
-        raise InputError(f"--ram {ram_gb:g}: the {c.label} comes with {', '.join(map(str, c.ram_options_gb))} GB")
+    unsold = check_ram(c, ram_gb)
+    if unsold:
+        note = f"{note}; {unsold}" if note else unsold
     return Mac(chip=c, ram_gb=ram_gb, bin_note=note)
+
+
+def check_ram(chip: Chip, ram_gb: float) -> str | None:
+    """The one RAM rule for a known chip: a size Apple sells -> None; a size inside the chip's range that Apple does
+    not sell (a 32 GB M4 Pro) -> the note that says so (answered as given, best effort); outside it -> InputError."""
+    sold = ", ".join(map(str, chip.ram_options_gb))
+    if int(ram_gb) == ram_gb and int(ram_gb) in chip.ram_options_gb:
+        return None
+    if not min(chip.ram_options_gb) <= ram_gb <= max(chip.ram_options_gb):
+        raise InputError(f"--ram {ram_gb:g}: the {chip.label} comes with {sold} GB")
+    return f"Apple does not sell the {chip.label} with {ram_gb:g} GB (it comes with {sold} GB); answered as given"

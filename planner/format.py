@@ -111,7 +111,7 @@ def _versus(v) -> str:
     if v.code == "faster":
         return f"{v.runtime}: it decodes {pct:.0f} % faster than {v.other}'s best ({v.other_quant}{mark})"
     return (f"{v.runtime}, for quality or the targets: {v.other}'s best ({v.other_quant}{mark}) decodes "
-            f"{(1 - 1 / (v.decode_ratio or 1)) * 100:.0f} % faster")
+            f"{(1 / (v.decode_ratio or 1) - 1) * 100:.0f} % faster")
 
 
 def versus_text(verdicts) -> str:

@@ -18,7 +18,7 @@ from collections import Counter
 
 from . import capacity, profiles
 from .advice import KV_RANK, QualityNote, _quality_loss, quality_of
-from .deployment import resolve_bin
+from .deployment import check_ram, resolve_bin
 from .errors import InputError, PlannerError
 from .memory import MemoryModel
 from .results import Fit, ModelRow, ModelsResult, WiredLimit
@@ -308,9 +308,8 @@ def what_runs(qy: Query) -> ModelsResult:
 
 def _check(qy: Query) -> None:
     profiles.ram_gb_valid(qy.ram_gb)
-    if qy.chip is not None and int(qy.ram_gb) not in qy.chip.ram_options_gb:
-        raise InputError(f"--ram {qy.ram_gb:g}: the {qy.chip.label} comes with "
-                         f"{', '.join(map(str, qy.chip.ram_options_gb))} GB")
+    if qy.chip is not None:
+        check_ram(qy.chip, qy.ram_gb)  # refuses sizes outside the chip's range; the rest are answered as given
     if not 0 < qy.context <= 10_000_000:
         raise InputError(f"--context {qy.context}: give tokens per user between 1 and 10,000,000, e.g. --context 8192")
     if not 0 < qy.users <= capacity.MAX_USERS:

@@ -56,3 +56,18 @@ def test_without_ram_the_chip_bins_largest_option():
     chip = _bins("M4 Max")[-1]
     mac = resolve_mac("M4 Max", chip.gpu_cores, None)
     assert mac.ram_gb == max(chip.ram_options_gb)
+
+
+def test_ram_inside_the_chips_range_that_apple_does_not_sell_is_answered_with_a_note():
+    from planner.deployment import check_ram
+
+    chip = next(c for c in _bins("M4 Pro") if c.gpu_cores == 20)
+    sold = chip.ram_options_gb
+    gap = next(r for r in range(min(sold), max(sold)) if r not in sold)
+    mac = resolve_mac("M4 Pro", 20, gap)
+    assert mac.ram_gb == gap and "does not sell" in mac.bin_note and str(sold[0]) in mac.bin_note
+    assert check_ram(chip, sold[0]) is None
+    with pytest.raises(InputError, match=f"--ram {max(sold) * 2}"):
+        check_ram(chip, max(sold) * 2)
+    with pytest.raises(InputError):
+        check_ram(chip, min(sold) - 1)

@@ -58,3 +58,14 @@ def test_a_name_that_pins_a_format_pins_the_bottom_line(capsys):
 def test_a_model_that_fits_nowhere_gets_a_bottom_line_with_what_would_change_it(capsys):
     line = _run(capsys, ["--model", "deepseek-v3", "--ram", "64"]).splitlines()[0]
     assert line.startswith("Bottom line: ") and "does not fit this Mac" in line and "plan buy" in line
+
+
+def test_versus_words_follow_the_ratio_both_ways():
+    from planner.advice import RuntimeVerdict
+    from planner.format import versus_text
+
+    fast = RuntimeVerdict(runtime="llama.cpp", other="mlx-lm", other_quant="4bit", code="faster", decode_ratio=1.25,
+                          other_meets_targets=True)
+    slow = fast.model_copy(update={"code": "slower", "decode_ratio": 0.8})
+    assert "decodes 25 % faster than mlx-lm" in versus_text([fast])
+    assert "mlx-lm's best (4bit) decodes 25 % faster" in versus_text([slow])
