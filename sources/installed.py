@@ -361,7 +361,13 @@ def _snapshot(repo: Path, budget: _Budget) -> Path | None:
             return repo / "snapshots" / rev
     except SourceError:
         pass
-    return max(snaps, key=lambda p: p.stat().st_mtime)
+    def mtime(p: Path) -> float:
+        try:
+            return p.stat().st_mtime
+        except OSError:
+            return 0.0
+
+    return max(snaps, key=mtime)
 
 
 # --------------------------------------------------------------------------- all

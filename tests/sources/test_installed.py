@@ -204,3 +204,42 @@ def test_missing_dir_is_one_line(home, capsys):
     rc = main(["models", "--installed", "--dir", "/nonexistent/models"])
     err = capsys.readouterr().err
     assert rc != 0 and "--dir /nonexistent/models: no such folder" in err and "Traceback" not in err
+
+
+def test_on_a_stand_in_mac_the_installed_models_are_judged_for_it(tmp_path):
+    """No --chip/--ram on a (stand-in) Mac: the first line names it and the verdicts are the typed Mac's."""
+    from test_thismac import plan, standins
+
+    env, _ = standins(tmp_path, "m2-pro-19gpu-32gb-macos14")
+    home = tmp_path / "home"
+    home.mkdir()
+    for k in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", "LLAMA_CACHE"):
+        env.pop(k, None)
+    env.update(HOME=str(home), OLLAMA_MODELS=str(tmp_path / "om"))
+    ollama_tree(tmp_path / "om", tmp_path)
+    auto = plan(env, "models", "--installed", "--json")
+    assert auto.returncode == 0, auto.stderr
+    assert auto.stderr.startswith("This Mac: M2 Pro 19-core GPU, 32 GB")
+    typed = plan(env, "models", "--installed", "--json", "--chip", "M2 Pro",
+                 "--gpu-cores", "19", "--ram", "32", "--macos", "15")
+    a, b = json.loads(auto.stdout), json.loads(typed.stdout)
+    assert a["mac"] == b["mac"] == "M2 Pro 19-core GPU, 32 GB"
+    assert a["models"] == b["models"] and a["models"][0]["verdict"] == "fits"
+
+
+def test_the_walk_is_bounded_and_skips_fifos_and_link_loops(home, tmp_path, monkeypatch):
+    """A FIFO named *.gguf is never opened (reading it would block), a folder link loop is not followed, and a
+    tree larger than the entry budget stops with one note naming the folder."""
+    import sources.installed as inst
+
+    d = tmp_path / "d"
+    tiny_gguf(d / "a" / "ok.gguf")
+    os.mkfifo(d / "a" / "fifo.gguf")
+    os.symlink(d, d / "a" / "loop")
+    s = scan([str(d)], include_default=False)
+    assert [m.name for m in s.models] == ["a/ok.gguf"] and not s.notes
+    for i in range(30):
+        (d / f"empty{i:02d}").mkdir()
+    monkeypatch.setattr(inst, "MAX_ENTRIES", 10)
+    s = scan([str(d)], include_default=False)
+    assert s.notes == [f"{d}: stopped after 10 entries; name a smaller folder with --dir"]
