@@ -13,10 +13,10 @@ import streamlit as st
 from pydantic import ValidationError
 
 try:
-    from app import finetune_page, models_page, readings, uploads
+    from app import finetune_page, installed_page, models_page, readings, uploads
 except ImportError:  # `streamlit run app/streamlit_app.py` from a checkout puts app/, not the repo, on sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from app import finetune_page, models_page, readings, uploads
+    from app import finetune_page, installed_page, models_page, readings, uploads
 
 
 from planner import profiles
@@ -644,7 +644,11 @@ def prepare_workload(mode: str, model: str, workload: dict, wl_args: tuple):
 def main() -> None:
     st.set_page_config(page_title="Mac LLM planner", page_icon="🖥️", layout="wide")
     # the "What can I run?" page (app/models_page.py, = `plan models`) has its own inputs
-    page = st.sidebar.radio("Page", [PAGE_PLAN, models_page.PAGE_TITLE, finetune_page.PAGE_TITLE], key="page")
+    page = st.sidebar.radio("Page", [PAGE_PLAN, models_page.PAGE_TITLE, finetune_page.PAGE_TITLE,
+                                     installed_page.PAGE_TITLE], key="page")
+    if page == installed_page.PAGE_TITLE:  # app/installed_page.py, = `plan models --installed`
+        installed_page.page()
+        return
     if page == models_page.PAGE_TITLE:
         models_page.page()
         return

@@ -118,6 +118,9 @@ app.command("mcp")(mcp_cmd)
 from .http_api import api_cmd  # noqa: E402  (plan api: the questions as a local HTTP JSON API, cli/http_api.py)
 
 app.command("api")(api_cmd)
+from .running import running_cmd  # noqa: E402  (plan running: the servers on this machine, cli/running.py)
+
+app.command("running")(running_cmd)
 
 
 def param_name(e) -> str:

@@ -21,10 +21,18 @@ def models_cmd(
     macos: str = typer.Option("15", "--macos", help="macOS major version (15 or 26)"),
     top: int = typer.Option(0, "--top", help="Rows to print (0: all)"),
     json_out: bool = typer.Option(False, "--json", help="Print as JSON"),
+    installed: bool = typer.Option(False, "--installed", help="The models on disk (Ollama, LM Studio, HF cache, "
+                                   "llama.cpp cache, --dir): exact bytes, fit, speed, run command"),
+    dirs: list[str] | None = typer.Option(None, "--dir", help="A folder of models to read too (repeatable)"),
 ):
     """Without --ram: the built-in catalog. With --ram (and --chip for speed): what can I run on this Mac?"""
     from planner.errors import InputError
 
+    if installed or dirs:   # cli/installed.py
+        from .installed import installed_cmd
+
+        return installed_cmd(dirs, ram=ram, chip=chip, gpu_cores=gpu_cores, context=context, users=users,
+                             macos=macos, json_out=json_out)
     if ram is None:
         if chip is not None or task or min_tok_s or max_params or family or runtime:
             raise InputError("give --ram to rank the models for a Mac, e.g. plan models --ram 64 --chip 'M4 Max'")

@@ -19,6 +19,7 @@ MAC_FLAGS: dict[str | None, tuple[str, ...]] = {
     "predict": ("--chip", "--ram", "--macos"),
     "serve": ("--chip", "--ram", "--macos"),
     "models": ("--chip", "--ram", "--macos"),
+    "running": ("--chip", "--ram", "--wired-limit", "--macos"),
 }
 # a user who names either asks about a Mac of their choosing: nothing is detected (--gpu-cores alone names the
 # bin of this Mac's chip, e.g. when system_profiler could not be read)
