@@ -81,3 +81,42 @@ def with_energy(opt: Option, chip: Chip | None, ram_gb: float) -> Option:
     else:
         e = power.energy_per_token(pm, opt.speed.decode_tok_s_per_seq[one], opt.speed.prefill_tok_s, wh)
     return opt.model_copy(update={"energy": e.model_copy(update={"battery_product": product})})
+
+
+# --------------------------------------------------------------------------- running cost (plan serve, plan buy)
+def _chip(chip_id: str) -> Chip:
+    return next(c for c in profiles.all_chips() if c.id == chip_id)
+
+
+def serve_energy(chip_id: str, utilisation: float, throughput_tok_s: float,
+                 kwh_price: float = power.DEFAULT_KWH_PRICE_USD) -> power.ServeEnergy:
+    """The GPU is busy the offered/saturation share of the time (1 when the queue grows without bound)."""
+    c = _chip(chip_id)
+    d = power.daily_cost(power.power_model(profiles.power_table(), c.id, c.gpu_cores), utilisation, kwh_price)
+    tokens = throughput_tok_s * 86400
+    return power.ServeEnergy(daily=d, j_per_generated_token=d.kwh_per_day * 3.6e6 / tokens if tokens else None,
+                       usd_per_million_tokens=d.usd_per_day / tokens * 1e6 if tokens else None)
+
+
+def running_costs(rows: list, busy_hours: float, kwh_price: float = power.DEFAULT_KWH_PRICE_USD,
+                  years: float | None = None) -> list[power.RunningCost]:
+    """Per buy row (planner.buy.BuyRow): kWh and USD per day with the GPU busy ``busy_hours`` a day; ranked by
+    total cost of ownership when ``years`` is given, else by cost per day."""
+    macs = {m.id: m for m in profiles.all_macs()}
+    table = profiles.power_table()
+    out = []
+    for r in rows:
+        m = macs.get(r.mac)
+        if m is None:
+            continue
+        c = _chip(m.chip)
+        pm = power.power_model(table, c.id, c.gpu_cores)
+        d = power.daily_cost(pm, busy_hours / 24, kwh_price)
+        wh = power.battery_wh(table, m.product, c.generation, c.tier) if m.form_factor == "laptop" else None
+        out.append(power.RunningCost(
+            mac=r.mac, label=r.label, price_usd=r.price_usd, kwh_per_day=d.kwh_per_day,
+            kwh_per_day_range=d.kwh_per_day_range, usd_per_day=d.usd_per_day,
+            j_per_token=pm.decode_w / r.decode_tok_s_per_user if r.decode_tok_s_per_user else None,
+            battery_hours=wh / pm.decode_w if wh else None, years=years,
+            tco_usd=power.total_cost(r.price_usd, d.kwh_per_day, years, kwh_price) if years else None))
+    return sorted(out, key=lambda x: (x.tco_usd if years else x.usd_per_day, x.price_usd))

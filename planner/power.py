@@ -173,6 +173,32 @@ def daily_cost(pm: PowerModel, busy_share: float, kwh_price: float = DEFAULT_KWH
                      usd_per_day=k * kwh_price, kwh_price_usd=kwh_price, power=pm)
 
 
+class ServeEnergy(BaseModel):
+    """Energy and money per day of one server at the simulated load, the rate running all day."""
+
+    model_config = Frozen
+    daily: DailyCost
+    j_per_generated_token: float | None = Field(None, description="Energy of the day / tokens generated in it "
+                                                                  "(idle included) [J/token]")
+    usd_per_million_tokens: float | None = None
+
+
+class RunningCost(BaseModel):
+    """One Mac of `plan buy`: energy per day at the workload's busy hours, and price + energy over the years."""
+
+    model_config = Frozen
+    mac: str
+    label: str
+    price_usd: float
+    kwh_per_day: float
+    kwh_per_day_range: tuple[float, float]
+    usd_per_day: float
+    j_per_token: float | None = Field(None, description="Decode energy at the row's per-user speed [J/token]")
+    battery_hours: float | None = Field(None, description="Hours of generation on a full battery (laptops)")
+    years: float | None = None
+    tco_usd: float | None = Field(None, description="Price + energy over `years` [USD]")
+
+
 def total_cost(price_usd: float, kwh_per_day: float, years: float, kwh_price: float = DEFAULT_KWH_PRICE_USD) -> float:
     """Price + energy over ``years`` (365.25 days a year) [USD]."""
     return price_usd + kwh_per_day * 365.25 * years * kwh_price
