@@ -17,9 +17,9 @@ if TYPE_CHECKING:
 
 def default_storage_gb(chip: Chip, ram_gb: float) -> int:
     """The smallest SSD sold with this chip and RAM (profiles/macs), else the smallest with this chip, else 512."""
-    macs = [m for m in profiles.all_macs() if m.chip == chip.id and m.storage_gb]
-    same = [m.storage_gb for m in macs if m.ram_gb == int(ram_gb)]
-    sizes = same or [m.storage_gb for m in macs]
+    macs = [(m.ram_gb, m.storage_gb) for m in profiles.all_macs() if m.chip == chip.id and m.storage_gb]
+    same = [s for r, s in macs if r == int(ram_gb)]
+    sizes = same or [s for _, s in macs]
     return min(sizes) if sizes else 512
 
 

@@ -14,6 +14,7 @@ from .arch_attention import describe as arch_notes
 from .beyond import with_energy, with_streaming
 from .errors import InputError
 from .memory import MemoryModel, check_kv_type, kv_layout, memory_model
+from .power import EnergyPerToken
 from .recipes import Recipe, recipe
 from .results import (
     DraftEstimate,
@@ -27,9 +28,8 @@ from .results import (
     WiredLimit,
 )
 from .schema import Chip, ModelProfile, QuantFormat
-from .streaming import StreamingEstimate
-from .power import EnergyPerToken
 from .setups import judge_offloads, with_draft, with_images, with_offload, with_serving
+from .streaming import StreamingEstimate
 
 DEFAULT_QUANTS = {
     "gguf": ["Q3_K_M", "IQ4_XS", "Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0"],

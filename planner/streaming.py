@@ -35,7 +35,6 @@ from pydantic import BaseModel, Field, field_validator
 from ._model import Frozen
 
 
-
 # --------------------------------------------------------------------------- the SSD table (profiles/hardware/ssd-read.yaml)
 class SSDRead(BaseModel):
     """One public sequential-read measurement of a Mac's internal SSD."""
