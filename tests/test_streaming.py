@@ -128,3 +128,10 @@ def test_plan_says_streamed_from_ssd_with_recipe(run_cli=None):
     assert "reads only" in text and "-ngl 99" in text and "--load-mode" in text
     p, _ = _option("qwen3-235b-a22b", "M4 Max", 40, 64, "Q4_K_M", context=40960, users=16)
     assert "would swap" in render_plan(p)
+
+
+def test_mlx_lm_larger_than_ram_is_said_to_swap_not_streamed():
+    p = plan(PlanRequest(model="qwen3-235b-a22b", chip="M4 Max", gpu_cores=40, ram_gb=64, runtimes=["mlx-lm"],
+                         quants=["mlx-4bit-g64"]))
+    o = p.options[0]
+    assert o.streaming is None and any("would swap" in n for n in o.notes)
