@@ -392,6 +392,10 @@ def show_plan(p: Plan, ans: Answer, wl, upload_dir: str | None) -> None:
                                 f"{p.mac.chip.id if p.mac.chip else ''}_{'-'.join(p.request.runtimes)}_{labels[idx]}")
     chosen = p.options[labels.index(chosen_label)]
     show_recipe(p, chosen, ans, upload_dir)
+    if chosen.streaming is not None:  # larger than RAM: streamed from the SSD (planner/streaming.py)
+        from cli.beyond import streaming_lines
+
+        st.info("\n\n".join(streaming_lines(chosen.runtime, chosen.quant, chosen.streaming)))
     w = p.wired
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("Mac", readings.mac_short(p), help=readings.mac_label(p))
@@ -487,6 +491,10 @@ def show_speed(p: Plan, chosen, ans: Answer) -> None:
              for n in prompts]
     section("Speed: waiting for the first token", charts.ttft_vs_prompt(plans, picks, r.gen_tokens, r.users),
             readings.ttft_reading(p, picks), "chart_ttft")
+    if chosen.energy is not None:  # joules per token (planner/power.py)
+        from cli.beyond import energy_line
+
+        st.caption("Energy: " + energy_line(chosen.runtime, chosen.quant, chosen.energy).strip())
 
 
 def show_recommend(ans: Answer, wl, upload_dir: str | None) -> None:
@@ -623,6 +631,10 @@ def show_serve(model: str, mac: dict, wl) -> None:
     m[3].metric("Recommended slots", str(r.best_slots))
     section("Latency against request rate", charts.serve_curve(r), readings.serve_reading(r), "chart_serve")
     st.dataframe(readings.serve_rows(r), hide_index=True, width="stretch", key="serve_table")
+    from cli.serve import energy_text
+    from planner.beyond import serve_energy
+
+    st.caption(energy_text(serve_energy(r.chip, min(r.utilisation, 1.0), r.throughput_tok_s)).strip())
     for n in r.notes:
         st.caption(f"Note: {n}")
 

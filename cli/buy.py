@@ -40,6 +40,9 @@ def buy_cmd(
     all_rows: bool = opt(R, "all_rows", "--all"),
     clusters: bool = opt(R, "clusters", "--clusters"),
     link: str = opt(R, "link", "--link"),
+    kwh_price: float = opt(R, "kwh_price", "--kwh-price"),
+    busy_hours: float = opt(R, "busy_hours", "--busy-hours"),
+    years: float | None = opt(R, "years", "--years"),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON"),
 ):
     """Cheapest Mac that meets the targets, best value, fastest within budget, and the price/speed Pareto front;
@@ -57,14 +60,34 @@ def buy_cmd(
     r = buy(list(model), wl, budget_usd=budget, include_rumoured=include_rumoured,
             runtimes=list(runtime) if runtime else None, macos=macos, max_quality_cost=max_quality_cost,
             include_discontinued=include_discontinued, prices=user_prices(list(price or []), prices))
+    from planner.beyond import running_costs
+
+    costs = running_costs(r.per_mac, busy_hours, kwh_price, years)
+    r = r.model_copy(update={"running_costs": costs})
     if json_out:
         typer.echo(r.model_dump_json(indent=2))
         return
     out = _header(r, wl) + _verdict_lines(r) + (_table_lines(r, all_rows) if r.per_mac else [])
+    out += cost_lines(costs, busy_hours, kwh_price, years)
     if clusters:
         out += _cluster_lines(model[0], wl, link, budget)
     out += [f"note: {n}" for n in r.notes]
     typer.echo("\n".join(out))
+
+
+def cost_lines(costs, busy_hours: float, kwh_price: float, years: float | None, n: int = 8) -> list[str]:
+    """Running cost per Mac (planner.beyond.running_costs): by total cost of ownership with --years."""
+    if not costs:
+        return []
+    by = f"by price + energy over {years:g} years" if years else "by energy cost per day (--years N ranks by TCO)"
+    cells = [[c.label, f"${c.price_usd:,.0f}", f"{c.kwh_per_day:.2f}", f"${c.usd_per_day:.2f}",
+              f"{c.j_per_token:.2f}" if c.j_per_token else "–",
+              f"{c.battery_hours:.1f} h" if c.battery_hours else "–"]
+             + ([f"${c.tco_usd:,.0f}"] if years else []) for c in costs[:n]]
+    hdr = ["Mac", "price", "kWh/day", "$/day", "J/token", "battery"] + (["TCO"] if years else [])
+    return ["", f"Running cost ({busy_hours:g} h/day generating, ${kwh_price:g}/kWh; wall power from full-load "
+            f"readings, leans high; sources in docs/model-facts.md), {by}:",
+            table(cells, hdr, "lrrrrr" + ("r" if years else ""))]
 
 
 def user_prices(specs: list[str], path: Path | None) -> dict[str, float]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from planner.format import VERDICT_MARK, fmt_bytes, fmt_ctx, fmt_gb, fmt_params, table, verdict_text
 from planner.plan import FitOption, Plan
 
+from .beyond import render_energy, render_streaming
+
 
 def render_plan(p: Plan) -> str:
     m, w, req = p.model, p.wired, p.request
@@ -35,7 +37,8 @@ def render_plan(p: Plan) -> str:
         rows.append([o.runtime, o.quant, f"{o.weights.bits_per_weight:.2f}", fmt_bytes(o.weights.total_bytes),
                      fmt_gb(o.weights.total_bytes),
                      fmt_bytes(mem.kv_cache), fmt_bytes(buffers), fmt_bytes(mem.total),
-                     f"{VERDICT_MARK[o.fit.verdict]} {verdict_text(o.fit.verdict)}"])
+                     f"{VERDICT_MARK[o.fit.verdict]} {verdict_text(o.fit.verdict)}"
+                     + (" → streamed from SSD" if o.streaming is not None else "")])
     out.append(table(rows, ["runtime", "quant", "bpw", "weights", "(file)", "KV", "buffers", "total", "verdict"],
                      "llrrrrrrl"))
     out.append("")
@@ -51,9 +54,11 @@ def render_plan(p: Plan) -> str:
     for o in p.options:
         out += _limit_lines(o)
     out += render_offload(p)
+    out += render_streaming(p)
     out += render_draft(p)
     out += render_serving(p)
     out += render_speed(p)
+    out += render_energy(p)
     for o in p.options:
         for n in o.notes:
             out.append(f"note: {o.runtime} {o.quant}: {n}")

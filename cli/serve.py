@@ -142,6 +142,8 @@ def serve_cmd(
     kv_unified: bool = typer.Option(False, "--kv-unified", help="llama-server --kv-unified (the default of -np auto): "
                                     "one KV stream, so a batch is not split by slot"),
     macos: str = typer.Option("15", "--macos", help="macOS major version (default GPU limit)"),
+    kwh_price: float = typer.Option(0.16, "--kwh-price", help="Electricity price [USD/kWh] for the daily cost "
+                                    "(default: the 2023 US residential average, 16 ¢/kWh, EIA)"),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON"),
 ):
     """Latency under load: TTFT percentiles, per-user speed and the sustainable request rate of one server."""
@@ -160,5 +162,21 @@ def serve_cmd(
                        gen=parse_length(gen, "--gen"), duration=parse_duration(duration), seed=seed,
                        cached_prefix_share=cached_prefix, slot_context=slot_context, max_ttft_p95=max_ttft_p95,
                        sweep=sweep, trace=read_trace(trace) if trace else None, kv_unified=kv_unified)
+    if not 0 < kwh_price < 100:
+        raise InputError(f"--kwh-price {kwh_price:g}: give the price of a kWh in USD, e.g. 0.16")
     r = serve(setup(chip, gpu_cores, ram, _model(model, quant), quant, runtime, macos), req)
-    typer.echo(r.model_dump_json(indent=2) if json_out else render(r))
+    from planner.beyond import serve_energy
+
+    r = r.model_copy(update={"energy": serve_energy(r.chip, min(r.utilisation, 1.0), r.throughput_tok_s, kwh_price)})
+    typer.echo(r.model_dump_json(indent=2) if json_out else render(r) + "\n" + energy_text(r.energy))
+
+
+def energy_text(e) -> str:
+    """Words for planner.beyond.ServeEnergy: kWh and money per day at this load, the rate running all day."""
+    d, pm = e.daily, e.daily.power
+    lean = "; from full-load readings, leans high" if pm.decode_basis == "load" else ""
+    per = (f"; {e.j_per_generated_token:.2f} J per generated token, ${e.usd_per_million_tokens:.3f} per million"
+           if e.usd_per_million_tokens is not None else "")
+    return (f"  energy        {d.kwh_per_day:.2f} kWh/day (likely {d.kwh_per_day_range[0]:.2f}–"
+            f"{d.kwh_per_day_range[1]:.2f}) = ${d.usd_per_day:.2f}/day at ${d.kwh_price_usd:g}/kWh: GPU busy "
+            f"{d.busy_share:.0%} of the day at {pm.decode_w:.0f} W, idle {pm.idle_w:.1f} W{lean}{per}")

@@ -23,6 +23,7 @@ from . import capacity, profiles
 from ._model import Frozen
 from .advice import KV_RANK, TIER_RANK, QualityNote, quality_of
 from .errors import InputError, PlannerError
+from .power import RunningCost
 from .schema import Chip, MacProduct, ModelProfile, QuantFormat, Runtime
 from .search import (
     SLOT_CHOICES,
@@ -129,6 +130,8 @@ class BuyResult(BaseModel):
     evaluated: int = Field(description="Mac × runtime × quant × KV × slots configurations evaluated")
     excluded_macs: dict[str, int] = Field(description="Macs dropped before the sweep, by reason")
     notes: list[str] = Field(default_factory=list)
+    running_costs: list[RunningCost] = Field(default_factory=list, description="Energy per day and total cost of "
+                                             "ownership per Mac (plan buy --kwh-price --busy-hours --years)")
 
     def speed(self, row: BuyRow) -> float | None:
         return getattr(row, self.speed_axis)

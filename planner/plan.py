@@ -11,8 +11,10 @@ from . import architecture as arch
 from . import capacity, deployment, hybrid, profiles
 from ._model import Frozen
 from .arch_attention import describe as arch_notes
+from .beyond import with_energy, with_streaming
 from .errors import InputError
 from .memory import MemoryModel, check_kv_type, kv_layout, memory_model
+from .power import EnergyPerToken
 from .recipes import Recipe, recipe
 from .results import (
     DraftEstimate,
@@ -27,6 +29,7 @@ from .results import (
 )
 from .schema import Chip, ModelProfile, QuantFormat
 from .setups import judge_offloads, with_draft, with_images, with_offload, with_serving
+from .streaming import StreamingEstimate
 
 DEFAULT_QUANTS = {
     "gguf": ["Q3_K_M", "IQ4_XS", "Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0"],
@@ -67,6 +70,8 @@ class PlanRequest(BaseModel):
     app_version: str | None = Field(None, description="Ollama / LM Studio version, for its defaults (default: current)")
     guardrail: str | None = Field(None, description="LM Studio model-loading guardrail: off, relaxed, balanced, "
                                   "strict or custom:<GB>")
+    ssd_gb: int | None = Field(None, gt=0, le=16384, description="Internal SSD capacity [GB], for models streamed "
+                               "from the SSD (default: the smallest SSD sold with this chip and RAM)")
 
     @field_validator("ram_gb")
     @classmethod
@@ -101,6 +106,9 @@ class FitOption(BaseModel):
     offload: OffloadEstimate | None = Field(None, description="llama.cpp partial offload when the whole model does not fit")
     serving: ServingDefaults | None = Field(None, description="Wrapper app (Ollama, LM Studio): its defaults and guardrail")
     recipe: Recipe | None = Field(None, description="Launch command of a wrapper app at the requested context and users")
+    streaming: StreamingEstimate | None = Field(None, description="llama.cpp paging the weights from the SSD when "
+                                                "they do not fit in RAM (needs --chip)")
+    energy: EnergyPerToken | None = Field(None, description="Joules per token and battery hours (needs --chip)")
 
 
 class ModelSummary(BaseModel):
@@ -278,6 +286,8 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
             opt = with_serving(opt, mm, q, wired, req)
             opt = with_offload(opt, mm, q, chip, wired, req)
             opt = with_draft(opt, mm, q, chip, wired, req)
+            opt = with_streaming(opt, mm, chip, wired, req.ssd_gb)
+            opt = with_energy(opt, chip, ram)
             options.append(opt if label is None else opt.model_copy(update={"quant": label, "notes": [
                 *opt.notes, "weights: exact bytes read from the model files"]}))
         if first is not None:

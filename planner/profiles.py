@@ -740,3 +740,19 @@ def _finetune(runtime: str, include_user: bool, _builtin_env: str | None, _user_
         return FinetuneConstants.model_validate(_read_yaml(path))
     except ValidationError as e:
         raise ProfileError(render_validation_error(str(path), e)) from None
+
+
+@functools.cache
+def ssd_speeds():
+    """Measured SSD read speeds by chip and capacity (profiles/hardware/ssd-read.yaml; planner/streaming.py)."""
+    from .streaming import SSDTable
+
+    return _validate_file(_index("hardware")["ssd-read"], SSDTable)
+
+
+@functools.cache
+def power_table():
+    """Measured wall power under LLM load, batteries (profiles/hardware/power.yaml; planner/power.py)."""
+    from .power import PowerTable
+
+    return _validate_file(_index("hardware")["power"], PowerTable)

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, computed_field, model_validator
 
 from ._model import Frozen
+from .power import ServeEnergy
 
 
 class _RoundTrip(BaseModel):
@@ -349,3 +350,4 @@ class ServeResult(BaseModel):
     saturation_fast_per_s: float | None = Field(None, description="Saturation rate at the fast end [1/s]")
     calibration: str = ""
     notes: list[str] = []
+    energy: ServeEnergy | None = Field(None, description="kWh and money per day at this load (planner/power.py)")

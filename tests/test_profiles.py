@@ -50,6 +50,14 @@ except ImportError:  # pragma: no cover
 def _cls(path: Path):
     if path.name == "ggml-types.yaml":
         return GgmlTypeTable
+    if path.name == "ssd-read.yaml":  # planner/streaming.py
+        from planner.streaming import SSDTable
+
+        return SSDTable
+    if path.name == "power.yaml":  # planner/power.py
+        from planner.power import PowerTable
+
+        return PowerTable
     return CLASSES.get(path.relative_to(PROFILES).parts[0])
 
 
