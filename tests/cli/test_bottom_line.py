@@ -69,3 +69,10 @@ def test_versus_words_follow_the_ratio_both_ways():
     slow = fast.model_copy(update={"code": "slower", "decode_ratio": 0.8})
     assert "decodes 25 % faster than mlx-lm" in versus_text([fast])
     assert "mlx-lm's best (4bit) decodes 25 % faster" in versus_text([slow])
+
+
+@needs_speed
+def test_a_model_larger_than_memory_says_it_can_run_streamed(capsys):
+    line = _run(capsys, ["--model", "qwen3-235b-a22b", "--chip", "M4 Max", "--gpu-cores", "40", "--ram", "64",
+                         "-r", "llama.cpp"]).splitlines()[0]
+    assert "does not fit this Mac" in line and "streamed from the SSD" in line and "tok/s" in line
