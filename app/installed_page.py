@@ -31,9 +31,9 @@ def _this_mac():
 def page() -> None:
     import streamlit as st
 
-    from cli.installed import installed
     from planner import profiles
     from planner.errors import PlannerError
+    from sources.installed_fit import installed
 
     st.title(PAGE_TITLE)
     st.caption("Every model in Ollama's, LM Studio's, the Hugging Face cache's and llama.cpp's folders (and the "

@@ -393,7 +393,7 @@ def show_plan(p: Plan, ans: Answer, wl, upload_dir: str | None) -> None:
     chosen = p.options[labels.index(chosen_label)]
     show_recipe(p, chosen, ans, upload_dir)
     if chosen.streaming is not None:  # larger than RAM: streamed from the SSD (planner/streaming.py)
-        from cli.beyond import streaming_lines
+        from planner.format import streaming_lines
 
         st.info("\n\n".join(streaming_lines(chosen.runtime, chosen.quant, chosen.streaming)))
     w = p.wired
@@ -492,7 +492,7 @@ def show_speed(p: Plan, chosen, ans: Answer) -> None:
     section("Speed: waiting for the first token", charts.ttft_vs_prompt(plans, picks, r.gen_tokens, r.users),
             readings.ttft_reading(p, picks), "chart_ttft")
     if chosen.energy is not None:  # joules per token (planner/power.py)
-        from cli.beyond import energy_line
+        from planner.format import energy_line
 
         st.caption("Energy: " + energy_line(chosen.runtime, chosen.quant, chosen.energy).strip())
 
@@ -631,8 +631,8 @@ def show_serve(model: str, mac: dict, wl) -> None:
     m[3].metric("Recommended slots", str(r.best_slots))
     section("Latency against request rate", charts.serve_curve(r), readings.serve_reading(r), "chart_serve")
     st.dataframe(readings.serve_rows(r), hide_index=True, width="stretch", key="serve_table")
-    from cli.serve import energy_text
     from planner.beyond import serve_energy
+    from planner.format import energy_text
 
     st.caption(energy_text(serve_energy(r.chip, min(r.utilisation, 1.0), r.throughput_tok_s)).strip())
     for n in r.notes:

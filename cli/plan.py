@@ -56,13 +56,11 @@ def run_plan(given: dict[str, Any], file: str | None = None, json_out: bool = Fa
 def _recommendation(req: PlanRequest):
     """The ranked answer `plan recommend` and the web form give for this model, Mac and the chat workload at the
     request's users, context (and prompt/answer lengths when given); None when no chip is known or nothing fits."""
+    from planner import profiles
     from planner.advice import recommend
     from planner.errors import PlannerError
-    from planner.plan import resolve_mac
+    from planner.plan import pinned_by_name, resolve_mac
     from planner.workload import custom_workload
-
-    from planner import profiles
-    from planner.plan import pinned_by_name
 
     ram, chip, _ = resolve_mac(req)
     # a name that pins a format and preset (mlx-community/<Model>-4bit) pins the recommendation too, as the plan

@@ -12,6 +12,7 @@ import re
 import typer
 
 from planner.errors import InputError
+from planner.format import energy_text
 
 _PER = {"s": 1.0, "sec": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0, "hour": 3600.0}
 
@@ -171,12 +172,3 @@ def serve_cmd(
     typer.echo(r.model_dump_json(indent=2) if json_out else render(r) + "\n" + energy_text(r.energy))
 
 
-def energy_text(e) -> str:
-    """Words for planner.beyond.ServeEnergy: kWh and money per day at this load, the rate running all day."""
-    d, pm = e.daily, e.daily.power
-    lean = "; from full-load readings, leans high" if pm.decode_basis == "load" else ""
-    per = (f"; {e.j_per_generated_token:.2f} J per generated token, ${e.usd_per_million_tokens:.3f} per million"
-           if e.usd_per_million_tokens is not None else "")
-    return (f"  energy        {d.kwh_per_day:.2f} kWh/day (likely {d.kwh_per_day_range[0]:.2f}–"
-            f"{d.kwh_per_day_range[1]:.2f}) = ${d.usd_per_day:.2f}/day at ${d.kwh_price_usd:g}/kWh: GPU busy "
-            f"{d.busy_share:.0%} of the day at {pm.decode_w:.0f} W, idle {pm.idle_w:.1f} W{lean}{per}")

@@ -243,6 +243,20 @@ def build_option(mm: MemoryModel, req: PlanRequest, wired: WiredLimit, raised: W
         notes=notes)
 
 
+def _option(mm: MemoryModel, q, req: PlanRequest, chip: Chip | None, ram: float, limits: tuple[WiredLimit, WiredLimit],
+            contexts: list[int], user_counts: list[int], max_ctx: int) -> FitOption:
+    """One runtime x quant: the fit, then each optional part from its own module (speed, wrapper app, partial
+    offload, draft model, streaming from the SSD, energy)."""
+    wired, raised = limits
+    opt = build_option(mm, req, wired, raised, contexts, user_counts, max_ctx)
+    opt = with_speed(opt, mm, q, chip, req, user_counts)
+    opt = with_serving(opt, mm, q, wired, req)
+    opt = with_offload(opt, mm, q, chip, wired, req)
+    opt = with_draft(opt, mm, q, chip, wired, req)
+    opt = with_streaming(opt, mm, chip, wired, req.ssd_gb)
+    return with_energy(opt, chip, ram)
+
+
 def plan(req: PlanRequest, resolved=None) -> Plan:
     """``resolved``: a sources.ResolvedModel (duck-typed: the core does not import the edge); its profile
     replaces the catalog lookup and its exact weight bytes replace the estimate for the matching runtime x quant."""
@@ -281,13 +295,7 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
             mm, label = _apply_exact(mm, q, rt, resolved)
             mm = dataclasses.replace(mm, images=req.images)
             first = first or mm
-            opt = build_option(mm, req, wired, raised, contexts, user_counts, max_ctx)
-            opt = with_speed(opt, mm, q, chip, req, user_counts)
-            opt = with_serving(opt, mm, q, wired, req)
-            opt = with_offload(opt, mm, q, chip, wired, req)
-            opt = with_draft(opt, mm, q, chip, wired, req)
-            opt = with_streaming(opt, mm, chip, wired, req.ssd_gb)
-            opt = with_energy(opt, chip, ram)
+            opt = _option(mm, q, req, chip, ram, (wired, raised), contexts, user_counts, max_ctx)
             options.append(opt if label is None else opt.model_copy(update={"quant": label, "notes": [
                 *opt.notes, "weights: exact bytes read from the model files"]}))
         if first is not None:

@@ -18,7 +18,6 @@ from planner import throughput as tp  # noqa: E402
 from planner.schema import SpeedConstants  # noqa: E402
 
 
-
 def _geo(layers=32, hidden=4096):
     params = 12 * layers * hidden * hidden  # attention 4h² + MLP 8h² per layer (as test_fit)
     return tp.Geometry(n_layers=layers, dense_bytes=params * 2.0, expert_bytes=0.0, n_experts=0, top_k=0,
