@@ -44,7 +44,9 @@ def cluster_cmd(
     p = plan_cluster(model, nodes, link, engine, mode, quant, context, users, prompt, gen, macos, rdma=not no_rdma)
     r = recipe(p, profiles.load_model(model).hf_repo)
     if json_out:
-        typer.echo(json.dumps({"plan": p.model_dump(mode="json"), "recipe": r.model_dump(mode="json")}, indent=2))
+        from .contract import dumps
+
+        typer.echo(dumps({"plan": p.model_dump(mode="json"), "recipe": r.model_dump(mode="json")}))
         return
     tr = p.transport
     out = [(f"{p.model} · {p.quant} · {p.engine} {p.mode} over {tr.link} ({tr.backend}: "

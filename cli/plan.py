@@ -40,7 +40,9 @@ def run_plan(given: dict[str, Any], file: str | None = None, json_out: bool = Fa
                 "workload": rec.workload.id, "targets_met": rec.targets_met,
                 "option": top.model_dump(mode="json") if top else None,
                 "runtime_verdicts": [v.model_dump(mode="json") for v in runtime_verdicts(rec)]}})
-        return result.model_dump_json(indent=2) + "\n"
+        from .contract import dumps
+
+        return dumps(result) + "\n"
     head = ""
     if rec is not None:
         from .bottom_line import bottom_line
@@ -52,13 +54,11 @@ def run_plan(given: dict[str, Any], file: str | None = None, json_out: bool = Fa
 def _recommendation(req: PlanRequest):
     """The ranked answer `plan recommend` and the web form give for this model, Mac and the chat workload at the
     request's users, context (and prompt/answer lengths when given); None when no chip is known or nothing fits."""
+    from planner import profiles
     from planner.advice import recommend
     from planner.errors import PlannerError
-    from planner.plan import resolve_mac
+    from planner.plan import pinned_by_name, resolve_mac
     from planner.workload import custom_workload
-
-    from planner import profiles
-    from planner.plan import pinned_by_name
 
     ram, chip, _ = resolve_mac(req)
     # a name that pins a format and preset (mlx-community/<Model>-4bit) pins the recommendation too, as the plan

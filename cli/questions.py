@@ -19,12 +19,9 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from planner._model import Frozen
+from planner.errors import QuestionError  # noqa: E402  (the one hierarchy: bad input or a planner error, one line)
 from planner.plan import PlanRequest
 from planner.requests import BuyRequest, RecommendRequest
-
-
-class QuestionError(ValueError):
-    """A question could not be answered: bad input or a planner error (one line)."""
 
 
 class WhatRunsRequest(BaseModel):
@@ -234,7 +231,9 @@ def with_this_mac(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
 
 def answer(name: str, arguments: dict[str, Any] | None) -> Any:
     """The JSON answer (parsed) to question ``name`` with ``arguments``; QuestionError (one line) on bad input."""
-    from planner.errors import PlannerError
+    from planner.errors import AnswerIsNo, PlannerError
+
+    from .contract import SCHEMA_VERSION, with_version
 
     q = QUESTIONS.get(name)
     if q is None:
@@ -249,7 +248,9 @@ def answer(name: str, arguments: dict[str, Any] | None) -> Any:
     try:
         arguments = with_this_mac(name, arguments)
         req = q.request(**arguments)
-        return q.call(req)
+        return with_version(q.call(req))
+    except AnswerIsNo as e:  # a valid question answered no (does not fit...): an answer, as in the CLI
+        return {"schema_version": SCHEMA_VERSION, "answer": e.to_json()}
     except QuestionError:
         raise
     except ValidationError as e:

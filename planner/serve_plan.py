@@ -15,7 +15,7 @@ import numpy as np
 from . import capacity, profiles
 from . import throughput as tp
 from .deployment import resolve_mac
-from .errors import InputError, PlannerError
+from .errors import InputError, NoFitError, PlannerError
 from .memory import MemoryModel, memory_model
 from .predict import _quant
 from .results import CurvePoint, Percentiles, ServeResult, SlotOption
@@ -220,7 +220,7 @@ def setup(chip: str, gpu_cores: int | None, ram: float | None, model, quant: str
                      flash_attn=mm.flash_attn, chunk=chunk, reference_chips=profiles.all_chips(),
                      prefill_batch=rt.prefill_batch)
     wired = capacity.wired_limit(ram_gb, profiles.load_macos(macos))
-    names = dict(model=m.id, quant=q.id, chip=c.id, ram_gb=ram_gb, runtime=rt.id,
+    names = dict(model=m.id, quant=q.id, chip=c.id, chip_label=c.label, ram_gb=ram_gb, runtime=rt.id,
                  max_context=m.config.max_position_embeddings, notes=[n for n in (chip_note, quant_note) if n])
     if rt.id not in ("llama.cpp", "mlx-lm"):
         names["notes"].append(f"{rt.id} is simulated with the scheduler of the server it wraps "
@@ -284,8 +284,13 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
     slots = r.slots
     most = s.most_slots(ctx)
     if most < 1:
-        raise InputError(f"--ram {s.names['ram_gb']:g}: {s.names['model']} with one {ctx}-token slot does not fit "
-                         f"under the GPU limit; pick more RAM, a smaller --quant or a shorter --slot-context")
+        longest = _longest_slot(s, ctx)
+        shorter = f"a --slot-context of at most {longest}" if longest else "a shorter --slot-context"
+        raise NoFitError(f"--ram {s.names['ram_gb']:g}: {s.names['model']} with one {ctx}-token slot does not fit "
+                         f"under the GPU limit; pick more RAM, a smaller --quant or {shorter}",
+                         fields={"model": s.names["model"], "quant": s.names["quant"], "ram_gb": s.names["ram_gb"],
+                                 "slot_context": ctx, "wired_limit_bytes": s.wired.effective_bytes,
+                                 "longest_slot_context": longest})
     if most < slots:
         notes.append(f"{slots} slots of {ctx} tokens do not fit under the {s.wired.effective_bytes / 2**30:.1f} GiB "
                      f"GPU limit: simulated with {most}, the most that fit")
@@ -318,7 +323,7 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
     mem = s.memory(slots, ctx)
     fit = capacity.fit(mem, s.mm.weights.total_bytes, s.wired, s.rt)
     return ServeResult(
-        **{k: s.names[k] for k in ("model", "quant", "chip", "ram_gb", "runtime")}, slots=slots, slot_context=ctx,
+        **{k: s.names[k] for k in ("model", "quant", "chip", "chip_label", "ram_gb", "runtime")}, slots=slots, slot_context=ctx,
         rate_per_s=rate, duration_s=duration,
         seed=r.seed, n_requests=len(rq.arrival), prompt=r.prompt.label(), gen=r.gen.label(),
         cached_prefix_share=r.cached_prefix_share, kv_unified=r.kv_unified if s.rt.family == "llama.cpp" else None,
@@ -328,6 +333,18 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
         max_rate_per_s=top, sweep=sweep, curve=latency_curve(search, sched, steps, mu), best_slots=best, binding=binding, calibration=s.rf.calibration,
         host_s_per_token=steps.host, server_scales=steps.server_scales, **likely,
         notes=notes)
+
+
+def _longest_slot(s: Setup, ctx: int) -> int | None:
+    """The longest slot context (>= 64 tokens, < ``ctx``) with which one slot fits; None when not even 64 does.
+    Bisection: memory grows with the slot context (capacity.safe_users is monotone in it)."""
+    lo, hi = 64, ctx
+    if s.most_slots(lo) < 1:
+        return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if s.most_slots(mid) >= 1 else (lo, mid)
+    return lo
 
 
 def _likely(rq: Requests, search: Requests, sched: Scheduler, steps: StepModel, ends) -> dict:
