@@ -82,7 +82,7 @@ def _what_runs(req: WhatRunsRequest) -> Any:
     r = what_runs(Query(ram_gb=req.ram, chip=chip, task=req.task, min_tok_s=req.min_tok_s, context=req.context,
                         users=req.users, runtimes=tuple(req.runtime or ()), max_params_b=req.max_params,
                         family=req.family, macos=req.macos))
-    return r.model_dump(mode="json")
+    return r
 
 
 def _recommend(req: RecommendRequest) -> Any:
@@ -104,7 +104,7 @@ def _recommend(req: RecommendRequest) -> Any:
     r = recommend(req.model, ram_gb, wl, chip=chip, macos=req.macos, runtimes=list(req.runtime) if req.runtime else None,
                   quants=list(req.quant) if req.quant else None, wired_limit_mb=req.wired_limit, top=req.top,
                   best_effort=True)
-    return r.model_dump(mode="json")
+    return r
 
 
 def _buy(req: BuyRequest) -> Any:
@@ -123,7 +123,7 @@ def _buy(req: BuyRequest) -> Any:
             runtimes=list(req.runtime) if req.runtime else None, macos=req.macos,
             max_quality_cost=req.max_quality_cost, include_discontinued=req.include_discontinued,
             prices=user_prices(list(req.price or []), req.prices))
-    return r.model_dump(mode="json")
+    return r
 
 
 def _serve(req: ServeQuestion) -> Any:
@@ -139,7 +139,7 @@ def _serve(req: ServeQuestion) -> Any:
                       max_ttft_p95=req.max_ttft_p95, sweep=req.sweep, trace=None, kv_unified=req.kv_unified)
     r = serve(setup(req.chip, req.gpu_cores, req.ram, _model(req.model, req.quant), req.quant, req.runtime,
                     req.macos), sr)
-    return r.model_dump(mode="json")
+    return r
 
 
 @dataclass(frozen=True)
