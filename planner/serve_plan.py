@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +19,8 @@ from .deployment import resolve_mac
 from .errors import InputError, NoFitError, PlannerError
 from .memory import MemoryModel, memory_model
 from .predict import _quant
-from .results import CurvePoint, Percentiles, ServeResult, SlotOption
+from .results import CurvePoint, Percentiles, ServeResult, SlotOption, WiredLimit
+from .schema import Runtime
 from .serve import Scheduler, StepModel, Trace, simulate
 from .workload import Length
 
@@ -37,12 +39,13 @@ def draw_lengths(length: Length, n: int, rng: np.random.Generator) -> np.ndarray
     if length.dist is not None:
         v, w = zip(*length.dist)
         return rng.choice(np.array(v, dtype=np.int64), size=n, p=np.array(w) / sum(w))
+    assert length.p50 is not None and length.p90 is not None  # the third form of a Length (workload.Length)
     mu, sigma = math.log(max(length.p50, 1)), math.log(max(length.p90, 1) / max(length.p50, 1)) / Z90
     return np.maximum(1, np.rint(rng.lognormal(mu, sigma, n))).astype(np.int64)
 
 
 def length_p99(length: Length) -> int:
-    if length.p50 is not None:
+    if length.p50 is not None and length.p90 is not None:
         return int(math.ceil(length.p50 * (length.p90 / max(length.p50, 1)) ** (Z99 / Z90)))
     return length.max_tokens
 
@@ -181,8 +184,8 @@ class Setup:
 
     mm: MemoryModel
     rf: tp.Roofline
-    rt: object
-    wired: object
+    rt: Runtime
+    wired: WiredLimit
     names: dict
 
     def scheduler(self, slots: int, kv_unified: bool = False) -> Scheduler:
@@ -352,7 +355,7 @@ def _likely(rq: Requests, search: Requests, sched: Scheduler, steps: StepModel, 
     requests, so only the speed differs). Near saturation the queue amplifies a speed error: this is how much."""
     if ends is None:
         return {}
-    out = {}
+    out: dict[str, Any] = {}
     for name, f in zip(("slow", "fast"), ends):
         st = at_speed(steps, f)
         out[f"ttft_s_{name}"] = _pct(_ttft(rq, simulate(rq.arrival, rq.prompt, rq.gen, rq.cached, sched, st)))
