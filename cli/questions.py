@@ -256,6 +256,8 @@ def answer(name: str, arguments: dict[str, Any] | None) -> Any:
     except ValidationError as e:
         raise QuestionError(f"{name}: {one_line(_validation_line(e))}") from None
     except PlannerError as e:
-        raise QuestionError(f"{name}: {one_line(e)}") from None
+        err = QuestionError(f"{name}: {one_line(e)}", fields=e.fields)
+        err.code = e.code  # the core's code (unknown_profile, input...), as the command line's --json error
+        raise err from None
     except (ValueError, TypeError, OverflowError) as e:   # a malformed value the core did not name
         raise QuestionError(f"{name}: {one_line(e)}") from None

@@ -107,3 +107,13 @@ def test_bad_input_under_json_is_a_json_error_on_stdout_exit_2(capsys, argv):
     assert "\n" not in data["error"]["message"]
     rc, out, err = _run(capsys, argv)  # without --json: one line on stderr, as before
     assert rc == 2 and out == "" and err.count("\n") == 1 and err.startswith("plan: error:")
+
+
+def test_agents_get_the_same_no_answer_and_error_codes():
+    from cli.questions import QuestionError, answer
+
+    no = answer("recommend", {"model": "llama-3.3-70b", "ram": 24, "chip": "M4 Pro"})
+    assert no["schema_version"] == SCHEMA_VERSION and no["answer"]["code"] == "no_fit"
+    with pytest.raises(QuestionError) as e:
+        answer("plan", {"model": "no-such-model", "ram_gb": 64})
+    assert e.value.code == "unknown_profile"
