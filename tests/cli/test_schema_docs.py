@@ -29,7 +29,7 @@ RUNS = {
     "cluster": ["cluster", "--model", "llama-3.3-70b", "--macs", "2x Mac Studio M4 Max 64GB"],
 }
 # names retired by schema_version 2: one name per fact
-RETIRED = {"gpu_limit_bytes", "decode_range", "prefill_range"}
+RETIRED = {"gpu_limit_bytes", "limit_bytes", "decode_range", "prefill_range"}
 
 
 def _gen():
@@ -115,6 +115,8 @@ def test_one_name_per_fact(outputs):
             if "chip_label" in obj and obj["chip"] is not None:
                 assert obj["chip_label"] == chips[obj["chip"]], name
     assert seen_chip >= 6
+    assert outputs["finetune"]["chip"] == "m4-max-40gpu" and outputs["finetune"]["chip_label"] == chips["m4-max-40gpu"]
+    assert all(n["wired_limit_bytes"] > 0 for n in outputs["cluster"]["plan"]["nodes"])
     # the same GPU limit fact in serve, models and predict, under one name
     for name in ("serve", "models", "predict"):
         assert outputs[name]["wired_limit_bytes"] > 0, name
