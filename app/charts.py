@@ -174,13 +174,13 @@ def jitter(prices: list[float], step: float) -> list[float]:
 
 
 def _likely_bars(rows, b, color: str) -> dict | None:
-    """Error bars from each Mac's 80 % likely per-user decode range (planner.search.Speed.decode_range), when the
+    """Error bars from each Mac's 80 % likely per-user decode range (planner.search.Speed.decode_tok_s_range), when the
     chart's axis is per-user decode."""
-    if b.speed_axis != "decode_tok_s_per_user" or any(x.decode_range is None for x in rows):
+    if b.speed_axis != "decode_tok_s_per_user" or any(x.decode_tok_s_range is None for x in rows):
         return None
     return {"type": "data", "symmetric": False, "color": color, "thickness": 1, "width": 0,
-            "array": [x.decode_range[1] - x.decode_tok_s_per_user for x in rows],
-            "arrayminus": [x.decode_tok_s_per_user - x.decode_range[0] for x in rows]}
+            "array": [x.decode_tok_s_range[1] - x.decode_tok_s_per_user for x in rows],
+            "arrayminus": [x.decode_tok_s_per_user - x.decode_tok_s_range[0] for x in rows]}
 
 
 def price_performance(b) -> go.Figure:
@@ -198,11 +198,11 @@ def price_performance(b) -> go.Figure:
         return b.speed(x) if speed else x.ram_gb
 
     def hover(x):
-        rng = f" (likely {fmt_tok_s(x.decode_range[0])}–{fmt_tok_s(x.decode_range[1])})" if x.decode_range else ""
+        rng = f" (likely {fmt_tok_s(x.decode_tok_s_range[0])}–{fmt_tok_s(x.decode_tok_s_range[1])})" if x.decode_tok_s_range else ""
         sp = (f"{fmt_tok_s(x.decode_tok_s_per_user)} tok/s per user{rng}, first token {fmt_seconds(x.ttft_s)}<br>"
               if x.decode_tok_s_per_user is not None else "")
         miss = "".join(f"<br>misses: {k} by {v:.0%}" for k, v in x.misses.items())
-        return (f"{x.product}<br>{x.chip}, {x.ram_gb} GB: ${x.price_usd:,.0f} ({x.price_confidence} price)<br>"
+        return (f"{x.product}<br>{x.chip_label}, {x.ram_gb} GB: ${x.price_usd:,.0f} ({x.price_confidence} price)<br>"
                 f"{x.runtime} · {x.quant}<br>{sp}{verdict_text(x.verdict)}; bound by {x.binding}{miss}")
 
     fig = go.Figure()

@@ -25,8 +25,8 @@ def table_rows(r: ModelsResult, rows: list[ModelRow]) -> list[dict[str, str]]:
         if r.chip is not None:
             emb = "embedding" in x.tasks
             d["decode tok/s"] = "–" if emb else fmt_tok_s(x.decode_tok_s)
-            d["range"] = (f"{fmt_tok_s(x.decode_range[0])}–{fmt_tok_s(x.decode_range[1])}"
-                          if x.decode_range and not emb else "–")
+            d["range"] = (f"{fmt_tok_s(x.decode_tok_s_range[0])}–{fmt_tok_s(x.decode_tok_s_range[1])}"
+                          if x.decode_tok_s_range and not emb else "–")
             d["prefill tok/s"] = fmt_tok_s(x.prefill_tok_s)
         d["score"] = fmt_score(x.score, x.score_caveats)
         d["memory left"] = fmt_bytes(x.memory_left_bytes)
@@ -99,7 +99,7 @@ def page() -> None:  # pragma: no cover - exercised by tests/app/test_browser_mo
     except PlannerError as e:
         st.error(str(e))
         return
-    head = f"{r.chip}, {r.ram_gb:g} GB" if r.chip else f"{r.ram_gb:g} GB (pick a chip for speed)"
+    head = f"{r.chip_label}, {r.ram_gb:g} GB" if r.chip else f"{r.ram_gb:g} GB (pick a chip for speed)"
     st.info(f"{head}: {len(r.rows)} models. {r.quality_basis[:1].upper() + r.quality_basis[1:]}.")
     if r.best_effort:
         st.warning("Nothing meets every filter; the closest are shown. " + " ".join(r.binding))

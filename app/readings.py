@@ -191,7 +191,7 @@ def answer(p: Plan, wl, top=None, met: bool = True, why: str | None = None, vers
     body = (f" {'Closest' if not met else 'Best'} option: **{option_name(top)}**, {workload_label(p)}, using "
             f"{fmt_bytes(top.memory_bytes)} of the {fmt_bytes(p.wired.effective_bytes)} GPU limit")
     if sp is not None:
-        body += (f"; about {fmt_tok_s_range(sp.decode_tok_s_per_user, sp.decode_range)} per user, first token in "
+        body += (f"; about {fmt_tok_s_range(sp.decode_tok_s_per_user, sp.decode_tok_s_range)} per user, first token in "
                  f"{fmt_seconds(sp.ttft_s)}")
     body += "."
     if not met:
@@ -324,7 +324,7 @@ def compare_row(p: Plan, top, met: bool) -> dict[str, str]:
                 "meets targets": "–"}
     sp = top.speed
     return {"Mac": mac_label(p), "best option": option_name(top), "fit": verdict_text(top.fit.verdict),
-            "tok/s per user": _rate(sp.decode_tok_s_per_user, sp.decode_range) if sp else "–",
+            "tok/s per user": _rate(sp.decode_tok_s_per_user, sp.decode_tok_s_range) if sp else "–",
             "first token": fmt_seconds(sp.ttft_s) if sp else "–",
             "meets targets": ("yes" if met else "no: " + "; ".join(top.misses)) if sp else "–"}
 
@@ -407,7 +407,7 @@ def recommend_rows(r) -> list[dict[str, str]]:
         rows.append({"#": str(o.rank), "runtime": o.runtime, "quantization": o.quant, "KV": o.kv_type,
                      "slots": str(o.slots), "context": fmt_ctx(o.context), "memory": fmt_bytes(o.memory_bytes),
                      "fit": f"{VERDICT_MARK[o.fit.verdict]} {verdict_text(o.fit.verdict)}",
-                     "tok/s per user": _rate(sp.decode_tok_s_per_user, sp.decode_range) if sp else "–",
+                     "tok/s per user": _rate(sp.decode_tok_s_per_user, sp.decode_tok_s_range) if sp else "–",
                      "first token": fmt_seconds(sp.ttft_s) if sp else "–", "bound": o.bound,
                      "quality cost": o.quality.tier, "meets targets": "yes" if o.meets_targets else "no"})
     if all(o.speed is None for o in r.options):  # memory-only ranking: no empty speed columns
@@ -431,10 +431,10 @@ def recipe_text(rc) -> str:
 def _buy_line(label: str, x) -> str:
     if x is None:
         return ""
-    rng = f" (likely {fmt_tok_s(x.decode_range[0])}–{fmt_tok_s(x.decode_range[1])})" if x.decode_range else ""
+    rng = f" (likely {fmt_tok_s(x.decode_tok_s_range[0])}–{fmt_tok_s(x.decode_tok_s_range[1])})" if x.decode_tok_s_range else ""
     sp = (f", {fmt_tok_s(x.decode_tok_s_per_user)} tok/s per user{rng}, first token in {fmt_seconds(x.ttft_s)}"
           if x.decode_tok_s_per_user is not None else "")
-    return (f"**{label}:** {x.product}, {x.chip}, {x.ram_gb} GB — ${x.price_usd:,.0f}, {x.price_confidence} price "
+    return (f"**{label}:** {x.product}, {x.chip_label}, {x.ram_gb} GB — ${x.price_usd:,.0f}, {x.price_confidence} price "
             f"({x.runtime} · {x.quant}{sp}).")
 
 
@@ -483,11 +483,11 @@ def buy_rows(b) -> list[dict]:
     the table sorts; formatted columns are text."""
     front = {x.mac for x in b.pareto}
     return [{"meets targets": x.meets_targets, "price [$]": x.price_usd, "price is": x.price_confidence,
-             "Mac": x.product, "chip": x.chip, "RAM [GB]": x.ram_gb, "runtime": x.runtime, "quantization": x.quant,
+             "Mac": x.product, "chip": x.chip_label, "RAM [GB]": x.ram_gb, "runtime": x.runtime, "quantization": x.quant,
              "slots": x.slots, "memory": fmt_bytes(x.memory_bytes), "fit": verdict_text(x.verdict),
              "tok/s per user": x.decode_tok_s_per_user,
-             "likely low": x.decode_range[0] if x.decode_range else None,
-             "likely high": x.decode_range[1] if x.decode_range else None, "first token [s]": x.ttft_s,
+             "likely low": x.decode_tok_s_range[0] if x.decode_tok_s_range else None,
+             "likely high": x.decode_tok_s_range[1] if x.decode_tok_s_range else None, "first token [s]": x.ttft_s,
              "Pareto front": x.mac in front, "within budget": x.within_budget, "bound by": x.binding,
              "flags": ", ".join(x.flags), "price basis": x.price_basis}
             for x in b.per_mac]

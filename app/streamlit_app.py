@@ -566,7 +566,7 @@ def show_buy(model: str, wl, runtimes: list[str], macos: str, budget: float | No
         return None
     what = ("cheapest Mac that meets the targets" if b.cheapest else
             "best-value Mac" if b.best_value else "closest Mac")
-    st.markdown(f"**Details for the {what}: {pick.product}, {pick.chip}, {pick.ram_gb} GB**")
+    st.markdown(f"**Details for the {what}: {pick.product}, {pick.chip_label}, {pick.ram_gb} GB**")
     return {"chip": mac_chip_ids()[pick.mac], "ram_gb": float(pick.ram_gb)}
 
 

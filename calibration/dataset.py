@@ -31,7 +31,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from planner import profiles
-from planner.errors import PlannerError
+from planner.errors import DatasetError, PlannerError  # noqa: F401  (DatasetError re-exported)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PATH = REPO_ROOT / "calibration" / "data" / "measured_benchmarks_train.csv"
@@ -146,10 +146,6 @@ def chip_bins() -> dict[str, list[_Bin]]:
 
 
 # --------------------------------------------------------------------------------------------- the model
-
-
-class DatasetError(PlannerError):
-    """The measurements CSV is missing or malformed; the message names the file, row and column."""
 
 
 class Measurement(BaseModel):
@@ -688,7 +684,6 @@ def usable_for_efficiency(m: Measurement, runtime: str | None = None) -> bool:
 def _bits_per_weight(quant_id: str | None) -> float | None:
     """Fewest bits a weight of this format takes, from the quant profiles and the ggml type table
     (planner.models.floor_bits_per_weight): the ratio below stays a lower bound. None for unknown formats."""
-    from planner.errors import PlannerError
     from planner.models import floor_bits_per_weight
 
     if not quant_id:

@@ -1,5 +1,3 @@
-"""Errors raised by the calibration tools (runners, builders, fits)."""
+"""Errors raised by the calibration tools (runners, builders, fits): the one hierarchy of planner/errors.py."""
 
-
-class CalibrationError(RuntimeError):
-    """A calibration step failed; the message names the step and carries the runtime's own message."""
+from planner.errors import CalibrationError  # noqa: F401  (re-exported; a PlannerError)

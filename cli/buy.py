@@ -65,7 +65,9 @@ def buy_cmd(
     costs = running_costs(r.per_mac, busy_hours, kwh_price, years)
     r = r.model_copy(update={"running_costs": costs})
     if json_out:
-        typer.echo(r.model_dump_json(indent=2))
+        from .contract import dumps
+
+        typer.echo(dumps(r))
         return
     out = _header(r, wl) + _verdict_lines(r) + (_table_lines(r, all_rows) if r.per_mac else [])
     out += cost_lines(costs, busy_hours, kwh_price, years)
@@ -121,9 +123,9 @@ def _speed_text(x) -> str:
 
 
 def _likely(x) -> str:
-    if x.decode_range is None:
+    if x.decode_tok_s_range is None:
         return ""
-    lo, hi = x.decode_range
+    lo, hi = x.decode_tok_s_range
     return f" (likely {fmt_tok_s(lo)}–{fmt_tok_s(hi)})"
 
 
@@ -193,7 +195,7 @@ def _table_lines(r, all_rows: bool) -> list[str]:
              "with it)") + "; ◆ = Pareto front (no cheaper Mac is faster):"
     cells = [[("◆" if x.mac in front else ""), f"${x.price_usd:,.0f}", x.price_confidence, x.label, x.runtime,
               x.quant, str(x.slots), fmt_bytes(x.memory_bytes), x.verdict, fmt_tok_s(x.decode_tok_s_per_user),
-              "–".join(fmt_tok_s(v) for v in x.decode_range) if x.decode_range else "–", fmt_seconds(x.ttft_s), "yes" if x.meets_targets else "no", x.binding,
+              "–".join(fmt_tok_s(v) for v in x.decode_tok_s_range) if x.decode_tok_s_range else "–", fmt_seconds(x.ttft_s), "yes" if x.meets_targets else "no", x.binding,
               ", ".join(f for f in x.flags if not f.startswith("price"))] for x in rows]
     out = [title, table(cells, ["", "price", "price is", "Mac", "runtime", "quant", "slots", "memory", "fit",
                                 "tok/s/user", "likely", "TTFT", "meets", "binding", "note"], "lrllllrrlrrrlll")]

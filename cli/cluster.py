@@ -44,7 +44,9 @@ def cluster_cmd(
     p = plan_cluster(model, nodes, link, engine, mode, quant, context, users, prompt, gen, macos, rdma=not no_rdma)
     r = recipe(p, profiles.load_model(model).hf_repo)
     if json_out:
-        typer.echo(json.dumps({"plan": p.model_dump(mode="json"), "recipe": r.model_dump(mode="json")}, indent=2))
+        from .contract import dumps
+
+        typer.echo(dumps({"plan": p.model_dump(mode="json"), "recipe": r.model_dump(mode="json")}))
         return
     tr = p.transport
     out = [(f"{p.model} · {p.quant} · {p.engine} {p.mode} over {tr.link} ({tr.backend}: "
@@ -52,7 +54,7 @@ def cluster_cmd(
            ""]
     rows = [[str(i + 1), n.label, f"{n.layers[0]}-{n.layers[1] - 1}" if n.layers else "1/" + str(len(p.nodes)),
              fmt_bytes(n.weights_bytes), fmt_bytes(n.kv_bytes), fmt_bytes(n.buffers_bytes), fmt_bytes(n.total_bytes),
-             fmt_bytes(n.limit_bytes), f"{VERDICT_MARK[n.verdict]} {n.verdict}",
+             fmt_bytes(n.wired_limit_bytes), f"{VERDICT_MARK[n.verdict]} {n.verdict}",
              fmt_seconds(n.decode_step_s) + ("*" if n.decode_bound == "compute" else "")] for i, n in enumerate(p.nodes)]
     out.append(table(rows, ["#", "Mac", "layers", "weights", "KV", "buffers", "total", "GPU limit", "verdict",
                             "step"], "rllrrrrrll"))

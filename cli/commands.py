@@ -33,9 +33,33 @@ USAGE = tuple(m.UsageError for m in _CE)
 CLICK = tuple(m.ClickException for m in _CE)
 
 
+# One example per command, shown at the end of its --help (docs/cli.md is generated from those pages by
+# scripts/gen_cli_docs.py; tests/cli/test_cli_docs.py runs the examples that need no Mac, server or network).
+EXAMPLES = {
+    "": 'plan --model llama-3.3-70b --ram 64 --chip "M4 Max" --gpu-cores 40',
+    "predict": 'plan predict --chip "M3 Max" --gpu-cores 40 --ram 64 --model llama-3.1-8b --quant Q4_K_M '
+               "--runtime llama.cpp",
+    "recommend": 'plan recommend --model qwen3-30b-a3b --chip "M4 Max" --gpu-cores 40 --ram 64 --workload agent',
+    "buy": "plan buy --model llama-3.3-70b --workload chat --users 2 --budget 4000",
+    "calibrate": "plan calibrate --runtime llama.cpp --model ./model-Q4_K_M.gguf",
+    "cluster": 'plan cluster --model llama-3.3-70b --macs "2x Mac Studio M4 Max 64GB" --link tb5',
+    "serve": 'plan serve --model qwen3-30b-a3b --chip "M4 Max" --gpu-cores 40 --ram 128 --rate 20/min',
+    "app": "plan app",
+    "models": 'plan models --ram 36 --chip "M3 Pro" --gpu-cores 18',
+    "finetune": 'plan finetune --model llama-3.1-8b --ram 48 --chip "M4 Pro" --gpu-cores 20 --quant 4bit',
+    "mcp": "plan mcp",
+    "api": "plan api --port 8765",
+    "running": 'plan running --chip "M4 Max" --gpu-cores 40 --ram 64',
+}
+
+
+def _example(name: str) -> str:
+    return "\b\nExample:\n  " + EXAMPLES[name]  # \b: click keeps the line as written
+
+
 app = typer.Typer(
     add_completion=False, invoke_without_command=True, no_args_is_help=False, rich_markup_mode=None,
-    pretty_exceptions_enable=False,
+    pretty_exceptions_enable=False, epilog=_example(""),
     help="Will this model fit on this Mac, how fast, and with which runtime? (mlx-lm and llama.cpp on Apple Silicon)",
 )
 P = PlanRequest
@@ -84,44 +108,44 @@ def plan_cmd(
 
 from .predict import predict_cmd  # noqa: E402  (plan predict: the speed contract, cli/predict.py)
 
-app.command("predict")(predict_cmd)
+app.command("predict", epilog=_example("predict"))(predict_cmd)
 
 
 from .recommend import recommend_cmd  # noqa: E402  (plan recommend, cli/recommend.py)
 
-app.command("recommend")(recommend_cmd)
+app.command("recommend", epilog=_example("recommend"))(recommend_cmd)
 from .buy import buy_cmd  # noqa: E402  (plan buy, cli/buy.py)
 
-app.command("buy")(buy_cmd)
+app.command("buy", epilog=_example("buy"))(buy_cmd)
 from .calibrate import calibrate_cmd  # noqa: E402  (plan calibrate, cli/calibrate.py)
 
-app.command("calibrate")(calibrate_cmd)
+app.command("calibrate", epilog=_example("calibrate"))(calibrate_cmd)
 from .cluster import cluster_cmd  # noqa: E402  (plan cluster, cli/cluster.py)
 
-app.command("cluster")(cluster_cmd)
+app.command("cluster", epilog=_example("cluster"))(cluster_cmd)
 from .serve import serve_cmd  # noqa: E402  (plan serve: latency under load, cli/serve.py)
 
-app.command("serve")(serve_cmd)
+app.command("serve", epilog=_example("serve"))(serve_cmd)
 from .app_cmd import app_cmd  # noqa: E402  (plan app: the web form, cli/app_cmd.py)
 
-app.command("app")(app_cmd)
+app.command("app", epilog=_example("app"))(app_cmd)
 
 
 from .models import models_cmd  # noqa: E402  (plan models: the catalog and what runs on a Mac, cli/models.py)
 
-app.command("models")(models_cmd)
+app.command("models", epilog=_example("models"))(models_cmd)
 from .finetune import finetune_cmd  # noqa: E402  (plan finetune: mlx_lm.lora memory, limits, speed, cli/finetune.py)
 
-app.command("finetune")(finetune_cmd)
+app.command("finetune", epilog=_example("finetune"))(finetune_cmd)
 from .mcp_server import mcp_cmd  # noqa: E402  (plan mcp: the questions as MCP tools, cli/mcp_server.py)
 
-app.command("mcp")(mcp_cmd)
+app.command("mcp", epilog=_example("mcp"))(mcp_cmd)
 from .http_api import api_cmd  # noqa: E402  (plan api: the questions as a local HTTP JSON API, cli/http_api.py)
 
-app.command("api")(api_cmd)
+app.command("api", epilog=_example("api"))(api_cmd)
 from .running import running_cmd  # noqa: E402  (plan running: the servers on this machine, cli/running.py)
 
-app.command("running")(running_cmd)
+app.command("running", epilog=_example("running"))(running_cmd)
 
 
 def param_name(e) -> str:

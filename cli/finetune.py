@@ -40,7 +40,9 @@ def finetune_cmd(
     from planner.finetune import plan_finetune
 
     p = plan_finetune(check(R, locals()))
-    typer.echo(p.model_dump_json(indent=2) if json_out else render(p))
+    from .contract import dumps
+
+    typer.echo(dumps(p) if json_out else render(p))
 
 
 def render(p) -> str:

@@ -35,8 +35,12 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _error(self, status: int, msg: str) -> None:
-        self._send(status, {"error": one_line(msg)})
+    def _error(self, status: int, msg: str, code: str | None = None) -> None:
+        """The --json error object of the command line (cli/contract.py), the HTTP status beside it."""
+        from .contract import SCHEMA_VERSION
+
+        code = code or {404: "not_found", 405: "method", 413: "too_large", 500: "internal"}.get(status, "input")
+        self._send(status, {"schema_version": SCHEMA_VERSION, "error": {"code": code, "message": one_line(msg)}})
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
         path = self.path.split("?", 1)[0].rstrip("/")
@@ -72,7 +76,7 @@ class Handler(BaseHTTPRequestHandler):
         try:
             result = answer(name, args)
         except QuestionError as e:
-            self._error(400, str(e))
+            self._error(400, str(e), e.code)
             return
         except Exception as e:  # noqa: BLE001 - a bug in the core: one line, not a traceback
             self._error(500, f"{name}: internal error: {type(e).__name__}: {e}")

@@ -1,4 +1,5 @@
-"""`plan`: the command line. Parses, calls the core, renders. Errors become one line on stderr, exit 2.
+"""`plan`: the command line. Parses, calls the core, renders. Errors become one line on stderr, exit 2 (under
+--json: a JSON error object on stdout, cli/contract.py); a "no" answer (does not fit...) is an answer, exit 0.
 
 The plain question (`plan --model llama-3.3-70b --ram 64`: `--flag value` pairs of the plan options, --json,
 --[no-]flash-attn) is parsed here without importing typer; anything else (subcommands, --help, `--x=y`, a value
@@ -119,20 +120,39 @@ def _flag_error(e: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def _core_errors(run) -> int:
-    """Run ``run()`` (prints its answer, returns an exit code); planner and validation errors become one line."""
+def _error(code: str, message: str, json_mode: bool) -> int:
+    """Bad input: one line on stderr, or under --json the error object on stdout (cli/contract.py); exit 2."""
+    if json_mode:
+        from .contract import error_json
+
+        print(error_json(code, message))
+    else:
+        print(f"plan: error: {_one_line(message)}", file=sys.stderr)
+    return 2
+
+
+def _core_errors(run, json_mode: bool = False) -> int:
+    """Run ``run()`` (prints its answer, returns an exit code); planner and validation errors become one line.
+    A "no" answer (planner.errors.AnswerIsNo: does not fit, targets missed, over budget) is an answer: stdout,
+    exit 0."""
     from pydantic import ValidationError
 
-    from planner.errors import PlannerError
+    from planner.errors import AnswerIsNo, PlannerError
 
     try:
         return run()
+    except AnswerIsNo as e:
+        from .contract import answer_json
+
+        print(answer_json(e) if json_mode else _one_line(e))
+        return 0
     except PlannerError as e:
-        print(f"plan: error: {_one_line(e)}", file=sys.stderr)
-        return e.exit_code
+        if e.exit_code != 2:
+            print(f"plan: error: {_one_line(e)}", file=sys.stderr)
+            return e.exit_code
+        return _error(e.code, str(e), json_mode)
     except ValidationError as e:
-        print(f"plan: error: {_one_line(_flag_error(e))}", file=sys.stderr)
-        return 2
+        return _error("input", _flag_error(e), json_mode)
     except BrokenPipeError:
         return 0
 
@@ -146,7 +166,7 @@ def _fast(given: dict) -> int:
     return 0
 
 
-def _typer(argv: list[str]) -> int:
+def _typer(argv: list[str], json_mode: bool = False) -> int:
     gc.enable()  # see run(): subcommands may sweep long, and collect as usual
     from .commands import ABORT, CLICK, EXIT, USAGE, app, param_name
 
@@ -160,11 +180,9 @@ def _typer(argv: list[str]) -> int:
         return 130
     except USAGE as e:
         msg = _one_line(param_name(e))
-        print(f"plan: error: {msg}{'' if 'plan --help' in msg else ' (see plan --help)'}", file=sys.stderr)
-        return 2
+        return _error("usage", f"{msg}{'' if 'plan --help' in msg else ' (see plan --help)'}", json_mode)
     except CLICK as e:  # e.g. FileError
-        print(f"plan: error: {_one_line(e.format_message())}", file=sys.stderr)
-        return 2
+        return _error("usage", e.format_message(), json_mode)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,9 +193,10 @@ def main(argv: list[str] | None = None) -> int:
 
         argv = fill(argv)
     given = fast_values(argv)
+    json_mode = "--json" in argv  # errors under --json are JSON on stdout (cli/contract.py)
     if given is not None:
-        return _core_errors(lambda: _fast(given))
-    return _core_errors(lambda: _typer(argv))
+        return _core_errors(lambda: _fast(given), json_mode)
+    return _core_errors(lambda: _typer(argv, json_mode), json_mode)
 
 
 def run() -> None:

@@ -45,13 +45,15 @@ def models_cmd(
     r = what_runs(Query(ram_gb=ram, chip=chip_p, task=task, min_tok_s=min_tok_s, context=context, users=users,
                         runtimes=tuple(runtime or ()), max_params_b=max_params, family=family, macos=macos))
     if json_out:
-        typer.echo(r.model_dump_json(indent=2))
+        from .contract import dumps
+
+        typer.echo(dumps(r))
         return
     typer.echo(render_models(r, top))
 
 def render_models(r, top: int = 0) -> str:
-    mac = f"{r.chip}, {r.ram_gb:g} GB" if r.chip else f"{r.ram_gb:g} GB (no chip: memory and quality only)"
-    out = [f"What can I run on {mac}? GPU limit {fmt_bytes(r.gpu_limit_bytes)}; {r.users} user(s) × "
+    mac = f"{r.chip_label}, {r.ram_gb:g} GB" if r.chip else f"{r.ram_gb:g} GB (no chip: memory and quality only)"
+    out = [f"What can I run on {mac}? GPU limit {fmt_bytes(r.wired_limit_bytes)}; {r.users} user(s) × "
            f"{fmt_ctx(r.context)} context" + (f"; at least {r.min_tok_s:g} tok/s" if r.min_tok_s else ""),
            r.quality_basis[:1].upper() + r.quality_basis[1:] + "."]
     if r.best_effort:
@@ -89,7 +91,7 @@ def _table(rows, speed: bool) -> str:
         fits = f"{fmt_ctx(x.max_context)} · {x.max_users}" if x.verdict != "no-fit" else "does not fit"
         line = [str(x.rank), x.model, fmt_params(x.params_b * 1e9), x.runtime, x.quant, x.kv_type, fits]
         if speed:
-            rng = f"{fmt_tok_s(x.decode_range[0])}–{fmt_tok_s(x.decode_range[1])}" if x.decode_range else "–"
+            rng = f"{fmt_tok_s(x.decode_tok_s_range[0])}–{fmt_tok_s(x.decode_tok_s_range[1])}" if x.decode_tok_s_range else "–"
             if "embedding" in x.tasks:   # an embedding model only reads its input: prefill is its speed
                 rng, dec = "–", "–"
             else:
@@ -105,15 +107,15 @@ def _table(rows, speed: bool) -> str:
     return table(body, hdr, al)
 
 def _catalog(json_out: bool) -> None:
-    import json
-
     from planner import architecture as arch
     from planner import profiles
 
     ms = profiles.all_models()
     if json_out:
-        typer.echo(json.dumps([{"id": m.id, "name": m.name, "params": arch.n_params(m.config),
-                                "aliases": m.aliases} for m in ms], indent=2))
+        from .contract import dumps
+
+        typer.echo(dumps({"models": [{"id": m.id, "name": m.name, "params": arch.n_params(m.config),
+                                      "aliases": m.aliases} for m in ms]}))
         return
     rows = [[m.id, m.name, fmt_params(arch.n_params(m.config)), f"{m.config.max_position_embeddings:,}",
              ", ".join(m.aliases[:3])] for m in ms]

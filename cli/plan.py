@@ -11,10 +11,30 @@ from .options import values
 
 
 def run_plan(given: dict[str, Any], file: str | None = None, json_out: bool = False) -> str:
+    from .render import render_plan
+
+    result, rec = plan_answer(given, file)
+    if json_out:
+        from .contract import dumps
+
+        return dumps(with_bottom_line(result, rec)) + "\n"
+    head = ""
+    if rec is not None:
+        from .bottom_line import bottom_line
+
+        head = "\n".join(bottom_line(rec)) + "\n\n"
+    elif result.options and all(o.fit.verdict == "no-fit" for o in result.options):
+        from .bottom_line import no_fit_line
+
+        head = no_fit_line(result) + "\n\n"
+    return head + render_plan(result) + "\n"
+
+
+def plan_answer(given: dict[str, Any], file: str | None = None):
+    """(Plan, the chat Recommendation or None) for the request values ``given``: a catalog id, or a local file,
+    folder or HF repo read by sources.resolve_model (the one place both the CLI and mac_llm_planner.plan go)."""
     from planner.errors import InputError
     from planner.plan import plan
-
-    from .render import render_plan
 
     model = given.get("model")
     if model is None:
@@ -30,27 +50,20 @@ def run_plan(given: dict[str, Any], file: str | None = None, json_out: bool = Fa
         quants = req.quants or []
         resolved = resolve_model(model, file=file, quant=quants[0] if len(quants) == 1 else None)
     result = plan(req, resolved)
-    rec = _recommendation(req) if resolved is None else None
-    if json_out:
-        if rec is not None:
-            from planner.advice import runtime_verdicts
+    return result, (_recommendation(req) if resolved is None else None)
 
-            top = rec.options[0] if rec.options else None
-            result = result.model_copy(update={"bottom_line": {
-                "workload": rec.workload.id, "targets_met": rec.targets_met,
-                "option": top.model_dump(mode="json") if top else None,
-                "runtime_verdicts": [v.model_dump(mode="json") for v in runtime_verdicts(rec)]}})
-        return result.model_dump_json(indent=2) + "\n"
-    head = ""
-    if rec is not None:
-        from .bottom_line import bottom_line
 
-        head = "\n".join(bottom_line(rec)) + "\n\n"
-    elif result.options and all(o.fit.verdict == "no-fit" for o in result.options):
-        from .bottom_line import no_fit_line
+def with_bottom_line(result, rec):
+    """The Plan with the recommendation's bottom line (workload, targets met, top option, runtime verdicts)."""
+    if rec is None:
+        return result
+    from planner.advice import runtime_verdicts
 
-        head = no_fit_line(result) + "\n\n"
-    return head + render_plan(result) + "\n"
+    top = rec.options[0] if rec.options else None
+    return result.model_copy(update={"bottom_line": {
+        "workload": rec.workload.id, "targets_met": rec.targets_met,
+        "option": top.model_dump(mode="json") if top else None,
+        "runtime_verdicts": [v.model_dump(mode="json") for v in runtime_verdicts(rec)]}})
 
 
 def _recommendation(req: PlanRequest):

@@ -6,8 +6,6 @@ plan predict --chip "M3 Max" --gpu-cores 40 --ram 64 --model llama-2-7b --quant 
 
 from __future__ import annotations
 
-import json
-
 import typer
 
 from planner.predict import predict_result
@@ -20,7 +18,7 @@ def render(r: dict) -> str:
     from planner.format import fmt_bytes, fmt_seconds, fmt_tok_s, fmt_tok_s_range, verdict_text
 
     lines = [
-        f"{r['model']} {r['quant']} on {r['chip']} ({r['ram_gb']:g} GB) with {r['runtime']}: "
+        f"{r['model']} {r['quant']} on {r['chip_label']} ({r['ram_gb']:g} GB) with {r['runtime']}: "
         f"prompt {r['prompt_tokens']} @ depth {r['depth']}, gen {r['gen_tokens']}, batch {r['batch']}",
         f"  prefill   {fmt_tok_s_range(r['prefill_tok_s'], r['prefill_tok_s_range'])}   TTFT {fmt_seconds(r['ttft_s'])}",
         f"  decode    {fmt_tok_s_range(r['decode_tok_s_per_seq'], r['decode_tok_s_range'])} per sequence, "
@@ -63,4 +61,6 @@ def predict_cmd(
           depth=depth, batch=batch, macos=macos, flash_attn=flash_attn, ubatch=ubatch)
     r = predict_result(q.chip, q.gpu_cores, q.ram, q.model, q.quant, q.runtime, q.prompt, q.gen, q.depth, q.batch,
                        q.macos, q.flash_attn, q.ubatch)
-    typer.echo(json.dumps(r, indent=2, ensure_ascii=False) if json_out else render(r))
+    from .contract import dumps
+
+    typer.echo(dumps(r) if json_out else render(r))

@@ -19,12 +19,9 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from planner._model import Frozen
+from planner.errors import QuestionError  # noqa: E402  (the one hierarchy: bad input or a planner error, one line)
 from planner.plan import PlanRequest
 from planner.requests import BuyRequest, RecommendRequest
-
-
-class QuestionError(ValueError):
-    """A question could not be answered: bad input or a planner error (one line)."""
 
 
 class WhatRunsRequest(BaseModel):
@@ -85,7 +82,7 @@ def _what_runs(req: WhatRunsRequest) -> Any:
     r = what_runs(Query(ram_gb=req.ram, chip=chip, task=req.task, min_tok_s=req.min_tok_s, context=req.context,
                         users=req.users, runtimes=tuple(req.runtime or ()), max_params_b=req.max_params,
                         family=req.family, macos=req.macos))
-    return r.model_dump(mode="json")
+    return r
 
 
 def _recommend(req: RecommendRequest) -> Any:
@@ -107,7 +104,7 @@ def _recommend(req: RecommendRequest) -> Any:
     r = recommend(req.model, ram_gb, wl, chip=chip, macos=req.macos, runtimes=list(req.runtime) if req.runtime else None,
                   quants=list(req.quant) if req.quant else None, wired_limit_mb=req.wired_limit, top=req.top,
                   best_effort=True)
-    return r.model_dump(mode="json")
+    return r
 
 
 def _buy(req: BuyRequest) -> Any:
@@ -126,7 +123,7 @@ def _buy(req: BuyRequest) -> Any:
             runtimes=list(req.runtime) if req.runtime else None, macos=req.macos,
             max_quality_cost=req.max_quality_cost, include_discontinued=req.include_discontinued,
             prices=user_prices(list(req.price or []), req.prices))
-    return r.model_dump(mode="json")
+    return r
 
 
 def _serve(req: ServeQuestion) -> Any:
@@ -142,7 +139,7 @@ def _serve(req: ServeQuestion) -> Any:
                       max_ttft_p95=req.max_ttft_p95, sweep=req.sweep, trace=None, kv_unified=req.kv_unified)
     r = serve(setup(req.chip, req.gpu_cores, req.ram, _model(req.model, req.quant), req.quant, req.runtime,
                     req.macos), sr)
-    return r.model_dump(mode="json")
+    return r
 
 
 @dataclass(frozen=True)
@@ -234,7 +231,9 @@ def with_this_mac(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
 
 def answer(name: str, arguments: dict[str, Any] | None) -> Any:
     """The JSON answer (parsed) to question ``name`` with ``arguments``; QuestionError (one line) on bad input."""
-    from planner.errors import PlannerError
+    from planner.errors import AnswerIsNo, PlannerError
+
+    from .contract import SCHEMA_VERSION, with_version
 
     q = QUESTIONS.get(name)
     if q is None:
@@ -249,12 +248,16 @@ def answer(name: str, arguments: dict[str, Any] | None) -> Any:
     try:
         arguments = with_this_mac(name, arguments)
         req = q.request(**arguments)
-        return q.call(req)
+        return with_version(q.call(req))
+    except AnswerIsNo as e:  # a valid question answered no (does not fit...): an answer, as in the CLI
+        return {"schema_version": SCHEMA_VERSION, "answer": e.to_json()}
     except QuestionError:
         raise
     except ValidationError as e:
         raise QuestionError(f"{name}: {one_line(_validation_line(e))}") from None
     except PlannerError as e:
-        raise QuestionError(f"{name}: {one_line(e)}") from None
+        err = QuestionError(f"{name}: {one_line(e)}", fields=e.fields)
+        err.code = e.code  # the core's code (unknown_profile, input...), as the command line's --json error
+        raise err from None
     except (ValueError, TypeError, OverflowError) as e:   # a malformed value the core did not name
         raise QuestionError(f"{name}: {one_line(e)}") from None

@@ -52,7 +52,9 @@ def recommend_cmd(
                   quants=list(quant) if quant else None, wired_limit_mb=wired_limit, top=top,
                   best_effort=True)
     if json_out:
-        typer.echo(r.model_dump_json(indent=2))
+        from .contract import dumps
+
+        typer.echo(dumps(r))
         return
     from .bottom_line import bottom_line
 

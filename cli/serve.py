@@ -63,7 +63,7 @@ def render(r) -> str:
                       f"{r.saturation_slow_per_s * 60:.1f}–{per_min(r.saturation_fast_per_s)} (prefill ×{ps:.2f}–"
                       f"{pf:.2f}, decode ×{ds:.2f}–{df:.2f}: the calibration's 80 % speed range)")
     lines = [
-        f"{r.model} {r.quant} on {r.chip} ({r.ram_gb:g} GB) with {r.runtime}: {r.slots} slots of {r.slot_context:,} "
+        f"{r.model} {r.quant} on {r.chip_label} ({r.ram_gb:g} GB) with {r.runtime}: {r.slots} slots of {r.slot_context:,} "
         f"tokens, {per_min(r.rate_per_s)} for {fmt_seconds(r.duration_s)} ({r.n_requests} requests, seed {r.seed})",
         f"  prompt {r.prompt}, answer {r.gen}"
         + (f", {r.cached_prefix_share:.0%} of each prompt cached" if r.cached_prefix_share else "")
@@ -168,7 +168,9 @@ def serve_cmd(
     r = serve(setup(chip, gpu_cores, ram, _model(model, quant), quant, runtime, macos), req)
     from planner.beyond import serve_energy
 
+    from .contract import dumps
+
     r = r.model_copy(update={"energy": serve_energy(r.chip, min(r.utilisation, 1.0), r.throughput_tok_s, kwh_price)})
-    typer.echo(r.model_dump_json(indent=2) if json_out else render(r) + "\n" + energy_text(r.energy))
+    typer.echo(dumps(r) if json_out else render(r) + "\n" + energy_text(r.energy))
 
 

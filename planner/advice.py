@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from . import capacity, profiles
 from ._model import Frozen
 from .deployment import check_ram
-from .errors import PlannerError
+from .errors import InputError, NoFitError, PlannerError, TargetsUnreachableError  # noqa: F401  (re-exported)
 from .recipes import Recipe, recipe
 from .results import Fit, WiredLimit
 from .schema import Chip, ModelProfile, QuantFormat, Runtime
@@ -30,14 +30,6 @@ VERDICT_RANK = {"fits": 0, "tight": 1, "raise-limit": 2, "no-fit": 3}
 # Ranking heuristic (no measurement cited yet): 4-bit KV is assumed to cost more accuracy than 8-bit KV, so it
 # ranks after 8/16-bit KV of the same weights
 KV_RANK = {"q4_0": 1, "kv4": 1}
-
-
-class TargetsUnreachableError(PlannerError):
-    """No configuration meets the workload's targets; the message says what the best reaches."""
-
-
-class NoFitError(PlannerError):
-    """The model does not fit in memory in any searched configuration."""
 
 
 # --------------------------------------------------------------------------- quality table
@@ -147,7 +139,8 @@ class RouterOption(BaseModel):
 class Recommendation(BaseModel):
     model_config = Frozen
     model: str
-    chip: str | None
+    chip: str | None = Field(description="Chip profile id (m4-max-40gpu); None: memory-only")
+    chip_label: str | None = Field(None, description="The chip's name for people (M4 Max 40-core GPU)")
     ram_gb: float
     macos: str
     workload: WorkloadProfile
@@ -318,7 +311,7 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
     src = "memory only"
     if ranked and ranked[0].speed is not None:
         src = ranked[0].speed.calibration or "planner/throughput.py roofline"
-    return Recommendation(model=ctx.prof.id, chip=chip.id if chip else None, ram_gb=ram_gb,
+    return Recommendation(model=ctx.prof.id, chip=chip.id if chip else None, chip_label=chip.label if chip else None, ram_gb=ram_gb,
                           macos=ctx.wired.macos, workload=workload, wired=ctx.wired, speed_source=src,
                           options=ranked, rejected=found.rejected, evaluated=found.evaluated, router=router,
                           targets_met=met, notes=notes, best_per_runtime=best_per_runtime(found, workload),
@@ -466,11 +459,14 @@ def _no_answer(ctx: Search, found: Found, best_effort: bool) -> str:
                f"{o.quant}, {o.slots} slot(s)): {'; '.join(o.misses)}; relax the targets or see `plan buy`")
         if best_effort:
             return msg
-        raise TargetsUnreachableError(msg)
+        raise TargetsUnreachableError(msg, fields={"closest": o.model_dump(mode="json")})
     raise NoFitError(f"{ctx.prof.id} does not fit in {ctx.ram_gb:g} GB for {wl.users} × {ctx.context:,} tokens with "
                      f"any runtime/quant searched: the smallest needs {(found.min_total or 0) / GiB:.1f} GiB against "
                      f"a {ctx.wired.max_raise_bytes / GiB:.0f} GiB maximum GPU limit; try fewer --users, a shorter "
-                     f"context or `plan buy`")
+                     f"context or `plan buy`",
+                     fields={"model": ctx.prof.id, "ram_gb": ctx.ram_gb, "users": wl.users, "context": ctx.context,
+                             "smallest_memory_bytes": found.min_total,
+                             "max_wired_limit_bytes": ctx.wired.max_raise_bytes})
 
 
 # --------------------------------------------------------------------------- the runtime comparison

@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 from . import capacity, profiles
 from ._model import Frozen
 from .advice import KV_RANK, TIER_RANK, QualityNote, quality_of
-from .errors import InputError, PlannerError
+from .errors import BudgetError, InputError, PlannerError  # noqa: F401  (BudgetError re-exported)
 from .power import RunningCost
 from .schema import Chip, MacProduct, ModelProfile, QuantFormat, Runtime
 from .search import (
@@ -48,15 +48,12 @@ PRICE_RULE = ("prices: the configuration's US launch price where one was found (
               "(scripts/gen_mac_configs.py); a user price ('user') wins over both")
 
 
-class BudgetError(PlannerError):
-    """The budget is below every Mac in the catalog."""
-
-
 class BuyRow(BaseModel):
     model_config = Frozen
     mac: str
     product: str
-    chip: str
+    chip: str = Field(description="Chip profile id (m4-max-40gpu)")
+    chip_label: str = Field(description="The chip's name for people (M4 Max 40-core GPU)")
     ram_gb: int
     price_usd: float
     price_confidence: str = Field(description="high | medium | low | estimated | user")
@@ -70,7 +67,7 @@ class BuyRow(BaseModel):
     memory_bytes: int
     verdict: str
     decode_tok_s_per_user: float | None = None
-    decode_range: tuple[float, float] | None = Field(None, description="80 % likely range of the per-user decode")
+    decode_tok_s_range: tuple[float, float] | None = Field(None, description="80 % likely range of the per-user decode")
     ttft_s: float | None = None
     time_per_request_s: float | None = None
     decode_tok_s: float | None = Field(None, description="aggregate over users [tok/s]")
@@ -86,7 +83,7 @@ class BuyRow(BaseModel):
 
     @property
     def label(self) -> str:
-        return f"{self.product} {self.chip} {self.ram_gb} GB"
+        return f"{self.product} {self.chip_label} {self.ram_gb} GB"
 
     @property
     def shortfall(self) -> float:
@@ -229,7 +226,9 @@ def _check_budget(macs: list[MacProduct], budget_usd: float | None) -> None:
         c = min(macs, key=lambda m: m.price_usd)
         raise BudgetError(f"--budget {budget_usd:,.0f}: below every Mac in the catalog; the cheapest is the "
                           f"{c.product} {c.ram_gb} GB at ${c.price_usd:,.0f} ({c.id}); raise --budget or give "
-                          "your own price with --price")
+                          "your own price with --price",
+                          fields={"budget_usd": budget_usd, "cheapest": {"mac": c.id, "product": c.product,
+                                                                         "ram_gb": c.ram_gb, "price_usd": c.price_usd}})
 
 
 def _point(workload: WorkloadProfile, profs: list[ModelProfile]) -> tuple[_Point, list[str]]:
@@ -415,12 +414,12 @@ def _row(m: MacProduct, ch: Chip, c: _Config, slots: int, total: float, code: in
         flags.append("needs the wired limit raised")
     if budget is not None and m.price_usd > budget:
         flags.append("over budget")
-    return BuyRow(mac=m.id, product=m.product, chip=ch.label, ram_gb=m.ram_gb, price_usd=m.price_usd,
+    return BuyRow(mac=m.id, product=m.product, chip=ch.id, chip_label=ch.label, ram_gb=m.ram_gb, price_usd=m.price_usd,
                   price_confidence=m.price_confidence, price_basis=m.price_basis, discontinued=m.discontinued,
                   form_factor=m.form_factor, runtime=c.rt.id, quant=c.quant.id, kv_type=c.kv, slots=slots,
                   memory_bytes=int(total), verdict=verdict,
                   decode_tok_s_per_user=sp.decode_tok_s_per_user if sp else None,
-                  decode_range=sp.decode_range if sp else None, ttft_s=sp.ttft_s if sp else None,
+                  decode_tok_s_range=sp.decode_tok_s_range if sp else None, ttft_s=sp.ttft_s if sp else None,
                   time_per_request_s=sp.time_per_request_s if sp else None,
                   decode_tok_s=sp.decode_tok_s if sp else None,
                   tok_s_per_kusd=sp.decode_tok_s / m.price_usd * 1000 if sp else None,

@@ -1,18 +1,40 @@
-"""A tiny error hierarchy. The core raises these; the CLI and app turn them into one line."""
+"""The one error hierarchy of the planner (core, sources, calibration and the CLI's question layer).
+
+Two kinds, each with a stable ``code`` (the JSON contract: ``{"error": {"code": ..., "message": ...}}``):
+
+- :class:`PlannerError` and its subclasses: the question cannot be answered as asked (a bad value, an unknown
+  id, an unreadable file, an unreachable hub, a failed calibration run). The CLI prints one line; exit 2.
+- :class:`AnswerIsNo`: the question is valid and its answer is "no" (the model does not fit, no configuration
+  meets the targets, no Mac within the budget). Not an error for the user: exit 0, rendered as an answer, with
+  the closest options in ``fields``.
+The message names the input and says what to do; ``fields`` carries the same facts as numbers for programs.
+"""
 
 from __future__ import annotations
 
 import difflib
+from typing import Any
 
 
 class PlannerError(Exception):
     """Any user-facing error: the message names the input and says what to do."""
 
     exit_code = 2
+    code = "error"
+
+    def __init__(self, *args: object, fields: dict[str, Any] | None = None):
+        super().__init__(*args)
+        self.fields: dict[str, Any] = dict(fields or {})
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"code", "message"}`` plus the structured ``fields`` (the JSON form of this error)."""
+        return {"code": self.code, "message": " ".join(str(self).splitlines()), **self.fields}
 
 
 class UnknownProfileError(PlannerError, KeyError):
     """An id that matches no profile. Lists close matches and where profiles live."""
+
+    code = "unknown_profile"
 
     def __init__(self, kind: str, value: str, known: list[str], flag: str | None = None, hint: str = ""):
         close = difflib.get_close_matches(value.lower(), [k.lower() for k in known], n=4, cutoff=0.5)
@@ -28,7 +50,7 @@ class UnknownProfileError(PlannerError, KeyError):
         else:
             msg += f"; known: {', '.join(sorted(known)[:12])}{' ...' if len(known) > 12 else ''}"
         self.kind, self.value, self.suggestions = kind, value, close_ids
-        super().__init__(msg)
+        super().__init__(msg, fields={"kind": kind, "suggestions": close_ids})
 
     def __str__(self) -> str:  # KeyError would quote the message
         return self.args[0]
@@ -37,13 +59,77 @@ class UnknownProfileError(PlannerError, KeyError):
 class ProfileError(PlannerError):
     """A profile or config file that does not validate."""
 
+    code = "profile"
+
 
 class InputError(PlannerError):
     """A bad value on the command line or in the form (negative RAM, a RAM size that chip lacks...)."""
 
+    code = "input"
+
 
 class UnsupportedArchitectureError(PlannerError):
     """A model the planner cannot model honestly (never silently treated as a Llama)."""
+
+    code = "unsupported_architecture"
+
+
+class SourceError(PlannerError):
+    """A model file, folder or config that cannot be read (bad GGUF, malformed config.json...)."""
+
+    code = "source"
+
+
+class HubError(PlannerError):
+    """The Hugging Face Hub could not answer (404, gated, no network, offline cache miss)."""
+
+    code = "hub"
+
+
+class CalibrationError(PlannerError, RuntimeError):
+    """A calibration step failed; the message names the step and carries the runtime's own message."""
+
+    code = "calibration"
+
+
+class DatasetError(PlannerError):
+    """The measurements CSV is missing or malformed; the message names the file, row and column."""
+
+    code = "dataset"
+
+
+class QuestionError(InputError, ValueError):
+    """A bad question to the agent interfaces (MCP, HTTP API): unknown question, argument or value."""
+
+    code = "question"
+
+
+# ------------------------------------------------------------------------------------- answers, not errors
+
+
+class AnswerIsNo(PlannerError):
+    """A valid question whose answer is no: exit 0, rendered as an answer; ``fields`` holds the closest options."""
+
+    exit_code = 0
+    code = "no"
+
+
+class NoFitError(AnswerIsNo):
+    """The model does not fit in memory in any searched configuration."""
+
+    code = "no_fit"
+
+
+class TargetsUnreachableError(AnswerIsNo):
+    """No configuration meets the workload's targets; the message says what the best reaches."""
+
+    code = "targets_missed"
+
+
+class BudgetError(AnswerIsNo):
+    """The budget is below every Mac in the catalog; ``fields`` names the cheapest."""
+
+    code = "over_budget"
 
 
 def render_validation_error(source: str, err) -> str:

@@ -115,6 +115,9 @@ class FinetunePlan(BaseModel):
     request: FinetuneRequest
     model_name: str
     quant: str
+    chip: str | None = Field(None, description="Chip profile id (m4-pro-20gpu); None: memory only")
+    chip_label: str | None = Field(None, description="The chip's name for people (M4 Pro 20-core GPU)")
+    ram_gb: float | None = Field(None, description="Unified memory of the Mac [GB]")
     layers_trained: int
     n_layers: int
     wired: WiredLimit
@@ -305,7 +308,8 @@ def plan_finetune(req: FinetuneRequest) -> FinetunePlan:
     else:
         notes.append("name the chip for training speed")
     cmd, cfg = command(req, model, fmt, layers)
-    return FinetunePlan(request=req, model_name=model.name, quant=fmt.id, layers_trained=layers, n_layers=n_layers,
+    return FinetunePlan(request=req, model_name=model.name, quant=fmt.id, chip=chip.id if chip else None,
+                        chip_label=chip.label if chip else None, ram_gb=ram, layers_trained=layers, n_layers=n_layers,
                         wired=wired, chosen=chosen, alternatives=alts, max_batch=max_batch, max_seq_len=max_seq,
                         speed=sp, command=cmd, lora_config=cfg, notes=notes)
 

@@ -299,7 +299,8 @@ def what_runs(qy: Query) -> ModelsResult:
         rows, erows = [r for r in rows if r.verdict != "no-fit"], [r for r in erows if r.verdict != "no-fit"]
     notes = _notes(rows, erows, basis, ebasis, qy, want_speed) + notes
     return ModelsResult(
-        ram_gb=qy.ram_gb, chip=qy.chip.label if qy.chip else None, gpu_limit_bytes=wired.effective_bytes,
+        ram_gb=qy.ram_gb, chip=qy.chip.id if qy.chip else None,
+        chip_label=qy.chip.label if qy.chip else None, wired_limit_bytes=wired.effective_bytes,
         context=qy.context, users=qy.users, min_tok_s=qy.min_tok_s, prompt_tokens=qy.prompt_tokens,
         quality_basis=_basis_text(basis, ebasis), rows=_rank(rows, best_effort), embedding_rows=_rank(erows, best_effort),
         best_effort=best_effort, binding=binding, excluded={k: v for k, v in excluded.items() if v},
@@ -342,8 +343,8 @@ def _row(c: _Cand, qy: Query, wired: WiredLimit, basis: str | None) -> ModelRow:
         quant=c.quant.id, quant_quality=c.qn.tier, kv_type=c.mm.kv.kv_type, verdict=c.fit.verdict,
         memory_bytes=c.total, memory_left_bytes=wired.effective_bytes - c.total, context=c.context,
         max_context=capacity.max_context(c.mm, qy.users, budget, max_pos), max_users=capacity.safe_users(c.mm, c.context, budget),
-        decode_tok_s=sp.decode_tok_s_per_user if sp else None, decode_range=_range(sp, "decode_range"),
-        prefill_tok_s=sp.prefill_tok_s if sp else None, prefill_range=_range(sp, "prefill_range"),
+        decode_tok_s=sp.decode_tok_s_per_user if sp else None, decode_tok_s_range=_range(sp, "decode_tok_s_range"),
+        prefill_tok_s=sp.prefill_tok_s if sp else None, prefill_tok_s_range=_range(sp, "prefill_tok_s_range"),
         score=m.quality.score if scored and m.quality else None, benchmark=m.quality.benchmark if m.quality else None,
         score_source=m.quality.source if m.quality else None,
         score_caveats=list(m.quality.caveats) if scored and m.quality else [], meets=not misses, misses=misses)

@@ -32,7 +32,7 @@ def predict_result(chip: str, gpu_cores: int | None, ram: float | None, model: s
     wired = capacity.wired_limit(ram_gb, profiles.load_macos(macos))
     verdict = capacity.fit(mem.total, mm.weights.total_bytes, wired, rt)
     return {
-        "chip": c.id, "ram_gb": ram_gb, "runtime": rt.id, "model": m.id, "quant": q.id,
+        "chip": c.id, "chip_label": c.label, "ram_gb": ram_gb, "runtime": rt.id, "model": m.id, "quant": q.id,
         **est.model_dump(),
         "fits": mem.total <= wired.default_bytes,
         "fit_verdict": verdict.verdict,

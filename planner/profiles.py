@@ -711,7 +711,7 @@ def _speed_constants(chip_id: str, generation: str, tier: str, matrix_units: boo
     source = "fitted: " + " + ".join(parts) + ("; " + "; ".join(notes) if notes else "")
     if matrix_units:
         source += "; matrix-unit factor applied"
-    return ResolvedSpeedConstants(constants=merged, source=source, scopes=scopes)
+    return ResolvedSpeedConstants(constants=merged.resolved(), source=source, scopes=scopes)
 
 
 def load_finetune(runtime: str = "mlx-lm", include_user: bool = True):

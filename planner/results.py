@@ -235,9 +235,9 @@ class ModelRow(BaseModel):
     max_context: int = Field(description="Longest context per user that fits at the asked users [tokens]")
     max_users: int = Field(description="Most concurrent users that fit at the asked context")
     decode_tok_s: float | None = Field(None, description="Decode speed per user [tok/s]; None without a chip")
-    decode_range: tuple[float, float] | None = Field(None, description="Likely decode range [tok/s]")
+    decode_tok_s_range: tuple[float, float] | None = Field(None, description="Likely decode range [tok/s]")
     prefill_tok_s: float | None = Field(None, description="Prefill speed of one prompt [tok/s]")
-    prefill_range: tuple[float, float] | None = Field(None, description="Likely prefill range [tok/s]")
+    prefill_tok_s_range: tuple[float, float] | None = Field(None, description="Likely prefill range [tok/s]")
     score: float | None = Field(None, description="Published benchmark score [%]; None: unscored")
     benchmark: str | None = None
     score_source: str | None = None
@@ -251,8 +251,9 @@ class ModelsResult(BaseModel):
 
     model_config = Frozen
     ram_gb: float
-    chip: str | None = Field(None, description="Chip label; None: memory-only ranking")
-    gpu_limit_bytes: int
+    chip: str | None = Field(None, description="Chip profile id (m4-max-40gpu); None: memory-only ranking")
+    chip_label: str | None = Field(None, description="The chip's name for people (M4 Max 40-core GPU)")
+    wired_limit_bytes: int
     context: int
     users: int
     min_tok_s: float | None = None
@@ -301,7 +302,8 @@ class ServeResult(BaseModel):
     model_config = Frozen
     model: str
     quant: str
-    chip: str
+    chip: str = Field(description="Chip profile id (m4-max-40gpu)")
+    chip_label: str | None = Field(None, description="The chip's name for people (M4 Max 40-core GPU)")
     ram_gb: float
     runtime: str
     slots: int = Field(description="Parallel sequences: llama-server -np / mlx_lm.server --decode-concurrency")

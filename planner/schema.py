@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from ._model import Frozen
 
@@ -725,6 +725,37 @@ class SpeedConstants(BaseModel):
         server host work, 0 where not measured)."""
         return [k for k, v in self.model_dump().items() if v is None and k not in OPTIONAL_CONSTANTS]
 
+    def resolved(self) -> Constants:
+        """These constants as :class:`Constants` (every required field set); a ProfileError names what is unset."""
+        missing = self.missing()
+        if missing:
+            from .errors import ProfileError
+
+            raise ProfileError(f"speed constants lack {', '.join(missing)}; fix profiles/calibration/default__*.yaml")
+        return Constants(**self.model_dump())
+
+
+class Constants(SpeedConstants):
+    """SpeedConstants after the scopes are merged (profiles.load_speed_constants): the optional layer read from
+    YAML above, resolved here with every field the roofline uses required, so the speed engine (planner.throughput,
+    planner.serve_plan) is type-checked without None. Only OPTIONAL_CONSTANTS stay optional."""
+
+    eta_bw: float = Field(gt=0, le=1)
+    eta_c: float = Field(gt=0, le=1)
+    eta_attn: float = Field(gt=0, le=1)
+    eta_c_decode: float = Field(gt=0, le=1)
+    eta_mv: float = Field(gt=0, le=1)
+    eta_kv: float = Field(gt=0, le=1)
+    noflash_kv_factor: float = Field(ge=1, le=20)
+    mv_max_batch: int = Field(ge=0, le=256)
+    mm_tile: int = Field(ge=1, le=256)
+    mm_id_min_batch: int = Field(ge=1, le=4096)
+    moe_bw_factor: float = Field(gt=0, le=1)
+    t_layer_s: float = Field(ge=0, le=1e-2)
+    noflash_attn_factor: float = Field(ge=1, le=20)
+    quant_prefill_factor: dict[str, float]
+    matrix_unit_factor: float = Field(ge=1, le=10)
+
 
 class CalibrationProfile(BaseModel):
     model_config = Frozen
@@ -739,9 +770,17 @@ class ResolvedSpeedConstants(BaseModel):
     """Constants with every field set, and a sentence saying where they came from."""
 
     model_config = Frozen
-    constants: SpeedConstants
+    constants: Constants
     source: str
     scopes: list[str] = Field(description="Profiles merged, generic first")
+
+    @field_validator("constants", mode="before")
+    @classmethod
+    def _resolve(cls, v: object) -> object:
+        """A SpeedConstants with every required field set is accepted as its Constants."""
+        if isinstance(v, SpeedConstants) and not isinstance(v, Constants):
+            return v.resolved()
+        return v
 
 
 # --------------------------------------------------------------------------- fine-tuning

@@ -32,8 +32,8 @@ class Speed(BaseModel):
     ttft_s: float
     decode_tok_s_per_user: float
     decode_tok_s: float = Field(description="aggregate over all users")
-    decode_range: tuple[float, float] = Field(description="80 % likely range of decode_tok_s_per_user (low, high)")
-    prefill_range: tuple[float, float] = Field(description="80 % likely range of prefill_tok_s (low, high)")
+    decode_tok_s_range: tuple[float, float] = Field(description="80 % likely range of decode_tok_s_per_user (low, high)")
+    prefill_tok_s_range: tuple[float, float] = Field(description="80 % likely range of prefill_tok_s (low, high)")
     time_per_request_s: float
     decode_bound: Literal["bandwidth", "compute"]
     prefill_share: float = Field(description="TTFT / time per request")
@@ -102,8 +102,8 @@ def speed_at(rf, prompt: int, gen: int, slots: int, users: int, staggered: bool,
     lo, hi = e.decode_tok_s_range
     scale = per_user / e.decode_tok_s_per_seq if e.decode_tok_s_per_seq else 0.0
     return Speed(prefill_tok_s=e.prefill_tok_s, ttft_s=ttft, decode_tok_s_per_user=per_user,
-                 decode_tok_s=e.decode_tok_s, decode_range=(lo * scale, hi * scale),
-                 prefill_range=e.prefill_tok_s_range, time_per_request_s=t_req, decode_bound=e.bound,
+                 decode_tok_s=e.decode_tok_s, decode_tok_s_range=(lo * scale, hi * scale),
+                 prefill_tok_s_range=e.prefill_tok_s_range, time_per_request_s=t_req, decode_bound=e.bound,
                  prefill_share=min(1.0, ttft / t_req) if t_req > 0 else 0.0, calibration=e.calibration)
 
 

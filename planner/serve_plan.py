@@ -9,16 +9,18 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from . import capacity, profiles
 from . import throughput as tp
 from .deployment import resolve_mac
-from .errors import InputError, PlannerError
+from .errors import InputError, NoFitError, PlannerError
 from .memory import MemoryModel, memory_model
 from .predict import _quant
-from .results import CurvePoint, Percentiles, ServeResult, SlotOption
+from .results import CurvePoint, Percentiles, ServeResult, SlotOption, WiredLimit
+from .schema import Runtime
 from .serve import Scheduler, StepModel, Trace, simulate
 from .workload import Length
 
@@ -37,12 +39,13 @@ def draw_lengths(length: Length, n: int, rng: np.random.Generator) -> np.ndarray
     if length.dist is not None:
         v, w = zip(*length.dist)
         return rng.choice(np.array(v, dtype=np.int64), size=n, p=np.array(w) / sum(w))
+    assert length.p50 is not None and length.p90 is not None  # the third form of a Length (workload.Length)
     mu, sigma = math.log(max(length.p50, 1)), math.log(max(length.p90, 1) / max(length.p50, 1)) / Z90
     return np.maximum(1, np.rint(rng.lognormal(mu, sigma, n))).astype(np.int64)
 
 
 def length_p99(length: Length) -> int:
-    if length.p50 is not None:
+    if length.p50 is not None and length.p90 is not None:
         return int(math.ceil(length.p50 * (length.p90 / max(length.p50, 1)) ** (Z99 / Z90)))
     return length.max_tokens
 
@@ -181,8 +184,8 @@ class Setup:
 
     mm: MemoryModel
     rf: tp.Roofline
-    rt: object
-    wired: object
+    rt: Runtime
+    wired: WiredLimit
     names: dict
 
     def scheduler(self, slots: int, kv_unified: bool = False) -> Scheduler:
@@ -220,7 +223,7 @@ def setup(chip: str, gpu_cores: int | None, ram: float | None, model, quant: str
                      flash_attn=mm.flash_attn, chunk=chunk, reference_chips=profiles.all_chips(),
                      prefill_batch=rt.prefill_batch)
     wired = capacity.wired_limit(ram_gb, profiles.load_macos(macos))
-    names = dict(model=m.id, quant=q.id, chip=c.id, ram_gb=ram_gb, runtime=rt.id,
+    names = dict(model=m.id, quant=q.id, chip=c.id, chip_label=c.label, ram_gb=ram_gb, runtime=rt.id,
                  max_context=m.config.max_position_embeddings, notes=[n for n in (chip_note, quant_note) if n])
     if rt.id not in ("llama.cpp", "mlx-lm"):
         names["notes"].append(f"{rt.id} is simulated with the scheduler of the server it wraps "
@@ -284,8 +287,13 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
     slots = r.slots
     most = s.most_slots(ctx)
     if most < 1:
-        raise InputError(f"--ram {s.names['ram_gb']:g}: {s.names['model']} with one {ctx}-token slot does not fit "
-                         f"under the GPU limit; pick more RAM, a smaller --quant or a shorter --slot-context")
+        longest = _longest_slot(s, ctx)
+        shorter = f"a --slot-context of at most {longest}" if longest else "a shorter --slot-context"
+        raise NoFitError(f"--ram {s.names['ram_gb']:g}: {s.names['model']} with one {ctx}-token slot does not fit "
+                         f"under the GPU limit; pick more RAM, a smaller --quant or {shorter}",
+                         fields={"model": s.names["model"], "quant": s.names["quant"], "ram_gb": s.names["ram_gb"],
+                                 "slot_context": ctx, "wired_limit_bytes": s.wired.effective_bytes,
+                                 "longest_slot_context": longest})
     if most < slots:
         notes.append(f"{slots} slots of {ctx} tokens do not fit under the {s.wired.effective_bytes / 2**30:.1f} GiB "
                      f"GPU limit: simulated with {most}, the most that fit")
@@ -318,7 +326,7 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
     mem = s.memory(slots, ctx)
     fit = capacity.fit(mem, s.mm.weights.total_bytes, s.wired, s.rt)
     return ServeResult(
-        **{k: s.names[k] for k in ("model", "quant", "chip", "ram_gb", "runtime")}, slots=slots, slot_context=ctx,
+        **{k: s.names[k] for k in ("model", "quant", "chip", "chip_label", "ram_gb", "runtime")}, slots=slots, slot_context=ctx,
         rate_per_s=rate, duration_s=duration,
         seed=r.seed, n_requests=len(rq.arrival), prompt=r.prompt.label(), gen=r.gen.label(),
         cached_prefix_share=r.cached_prefix_share, kv_unified=r.kv_unified if s.rt.family == "llama.cpp" else None,
@@ -330,12 +338,24 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
         notes=notes)
 
 
+def _longest_slot(s: Setup, ctx: int) -> int | None:
+    """The longest slot context (>= 64 tokens, < ``ctx``) with which one slot fits; None when not even 64 does.
+    Bisection: memory grows with the slot context (capacity.safe_users is monotone in it)."""
+    lo, hi = 64, ctx
+    if s.most_slots(lo) < 1:
+        return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if s.most_slots(mid) >= 1 else (lo, mid)
+    return lo
+
+
 def _likely(rq: Requests, search: Requests, sched: Scheduler, steps: StepModel, ends) -> dict:
     """TTFT percentiles and the saturation rate at the slow and the fast end of the speed range (the same
     requests, so only the speed differs). Near saturation the queue amplifies a speed error: this is how much."""
     if ends is None:
         return {}
-    out = {}
+    out: dict[str, Any] = {}
     for name, f in zip(("slow", "fast"), ends):
         st = at_speed(steps, f)
         out[f"ttft_s_{name}"] = _pct(_ttft(rq, simulate(rq.arrival, rq.prompt, rq.gen, rq.cached, sched, st)))

@@ -43,7 +43,7 @@ from . import hybrid
 from .errors import InputError
 from .memory import MemoryModel
 from .results import ThroughputEstimate
-from .schema import Chip, ModelConfig, ResolvedSpeedConstants, SpeedConstants
+from .schema import Chip, Constants, ModelConfig, ResolvedSpeedConstants, SpeedConstants
 from .units import gb_s_to_bytes_s, tflops_to_flops
 
 MAX_KNEE_BATCH = 4096
@@ -189,7 +189,7 @@ def _attention_dims(cfg: ModelConfig, runtime_family: str) -> tuple[float, float
         if c.kind == "mla":
             # absorbed MLA attends in the latent space: d_qk = kv_lora_rank + rope, d_v = kv_lora_rank
             # (llama.cpp src/models/deepseek2.cpp, mlx_lm/models/deepseek_v3.py; docs/model-facts.md §5.3)
-            per = H * (c.k_elems + cfg.kv_lora_rank)
+            per = H * (c.k_elems + (cfg.kv_lora_rank or 0))  # set on every MLA config (schema)
         else:
             per = H * 2 * (c.head_dim or cfg.head_dim)  # per-layer head size (Gemma 4: global_head_dim on full layers)
         if c.kind == "sliding" and c.window:
@@ -263,7 +263,7 @@ def peak_flops(chip: Chip, reference_chips: list[Chip] | None = None) -> tuple[f
     if not refs:
         raise InputError(f"--chip {chip.label}: no GPU FLOPS figure and no earlier generation to derive it from")
     gen = max(c.generation for c in refs)
-    per_core = max(c.gpu_fp16_tflops / c.gpu_cores for c in refs if c.generation == gen)
+    per_core = max((c.gpu_fp16_tflops or 0.0) / c.gpu_cores for c in refs if c.generation == gen)
     return (tflops_to_flops(per_core * chip.gpu_cores),
             f"derived: {chip.gpu_cores} cores × {gen} per-core {per_core * 1000:.0f} GFLOPS (no published figure)")
 
@@ -276,7 +276,7 @@ class Roofline:
     geo: Geometry
     bw: float                 # [bytes/s]
     flops: float              # peak incl. matrix units [FLOP/s]
-    k: SpeedConstants         # fully resolved
+    k: Constants              # resolved: every required field set (schema.Constants)
     runtime_family: str = "llama.cpp"
     flash_attn: bool = True
     chunk: int = 512          # tokens per physical batch (n_ubatch / prefill_step_size)

@@ -2,16 +2,7 @@
 
 from __future__ import annotations
 
-from planner.errors import PlannerError, UnsupportedArchitectureError  # noqa: F401  (re-exported)
-
-
-class SourceError(PlannerError):
-    """A model file, folder or config that cannot be read (bad GGUF, malformed config.json...)."""
-
-
-class HubError(PlannerError):
-    """The Hugging Face Hub could not answer (404, gated, no network, offline cache miss)."""
-
+from planner.errors import HubError, PlannerError, SourceError, UnsupportedArchitectureError  # noqa: F401  (re-exported)
 
 # import name -> the requirement of pyproject.toml that provides it (both are base dependencies; an install that
 # lost one still gets the exact command)

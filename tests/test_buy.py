@@ -34,7 +34,7 @@ def test_671b_moe_only_large_ultras():
     r = buy(["deepseek-v3"], _no_targets(custom_workload("chat")))
     assert r.per_mac, "some Mac must fit"
     for row in r.per_mac:
-        assert row.ram_gb >= 512 and "Ultra" in row.chip, row
+        assert row.ram_gb >= 512 and "Ultra" in row.chip_label, row
         assert row.memory_bytes > 300 * GiB                # the memory is the reason
     assert r.cheapest.ram_gb == 512
 
@@ -48,7 +48,7 @@ def test_70b_needs_48_gb_and_the_m4_max_64_and_128_are_offered(llama70_chat):
     assert all(r.verdict == "raise-limit" for r in rows if r.ram_gb == 48 and r.quant == "IQ4_XS")
     # the configure-to-order M4 Max Mac Studios are in the answer with their estimated price (scripts/
     # gen_mac_configs.py: $1,999 + 28 GB × $12.50 + $350 = $2,699 for 64 GB; + 92 GB × $12.50 + $350 = $3,499)
-    studio = {r.ram_gb: r for r in rows if r.product == "Mac Studio" and r.chip.startswith("M4 Max 40")}
+    studio = {r.ram_gb: r for r in rows if r.product == "Mac Studio" and r.chip_label.startswith("M4 Max 40")}
     assert studio[64].price_usd == 2699 and studio[64].price_confidence == "estimated"
     assert studio[128].price_usd == 3499 and studio[128].verdict == "fits"
     assert llama70_chat.evaluated > 500
@@ -108,7 +108,7 @@ def test_impossible_target_answers_with_the_closest_and_the_gap():
 @needs_speed
 def test_rag_on_an_8b_answers_for_an_m4_max():
     r = buy(["llama-3.1-8b"], custom_workload("rag"))
-    m4max = [x for x in r.per_mac if x.chip.startswith("M4 Max")]
+    m4max = [x for x in r.per_mac if x.chip_label.startswith("M4 Max")]
     assert m4max and all(x.decode_tok_s_per_user > 0 for x in m4max)
     assert r.cheapest is not None or (r.closest and r.gaps)
 
@@ -234,8 +234,8 @@ def test_rows_are_the_speed_model_at_the_workload_point_with_the_prefix_cache():
         sp = speed_at(speed_model(mm, profiles.resolve_chip(mac.chip), q), 2048, 750, row.slots, 4, True, 1536)
         assert row.decode_tok_s_per_user == pytest.approx(sp.decode_tok_s_per_user, rel=1e-9)
         assert row.ttft_s == pytest.approx(sp.ttft_s, rel=1e-9)
-        assert row.decode_range == pytest.approx(sp.decode_range, rel=1e-9)
-        assert row.decode_range[0] <= row.decode_tok_s_per_user <= row.decode_range[1]
+        assert row.decode_tok_s_range == pytest.approx(sp.decode_tok_s_range, rel=1e-9)
+        assert row.decode_tok_s_range[0] <= row.decode_tok_s_per_user <= row.decode_tok_s_range[1]
 
 
 @needs_speed

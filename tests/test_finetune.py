@@ -113,6 +113,7 @@ def test_cli_text_and_json_round_trip(capsys):
     assert "Adam moments" in out and "mlx_lm.lora" in out and "largest batch" in out
     assert main([*argv, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
+    assert doc.pop("schema_version")
     assert ft.FinetunePlan.model_validate(doc).chosen.memory.total == doc["chosen"]["memory"]["total"]
 
 

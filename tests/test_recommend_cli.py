@@ -34,10 +34,11 @@ def test_unknown_workload_one_line_exit_2(capsys):
     assert rc == 2 and "did you mean agent" in err and "\n" not in err
 
 
-def test_budget_below_every_mac_exit_2(capsys):
+def test_budget_below_every_mac_is_an_answer_exit_0(capsys):
+    # issue 32: "nothing at this price" answers (exit 0) and names the cheapest Mac; exit 2 is for bad input only
     rc = main(["buy", "--model", "llama-3.1-8b", "--budget", "100"])
-    err = capsys.readouterr().err.strip()
-    assert rc == 2 and "below every Mac" in err and "\n" not in err
+    out = capsys.readouterr().out.strip()
+    assert rc == 0 and "below every Mac" in out and "\n" not in out
 
 
 def test_impossible_target_is_a_best_effort_answer_exit_0(capsys):

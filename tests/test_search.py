@@ -15,9 +15,9 @@ def _rf():
 
 def test_speed_carries_ranges_around_the_point():
     sp = speed_at(_rf(), 1024, 256, slots=1, users=1, staggered=True)
-    lo, hi = sp.decode_range
+    lo, hi = sp.decode_tok_s_range
     assert lo < sp.decode_tok_s_per_user < hi
-    lo, hi = sp.prefill_range
+    lo, hi = sp.prefill_tok_s_range
     assert lo < sp.prefill_tok_s < hi
 
 
@@ -26,4 +26,4 @@ def test_queueing_scales_the_range_with_the_rate():
     one = speed_at(_rf(), 1024, 256, slots=1, users=1, staggered=True)
     three = speed_at(_rf(), 1024, 256, slots=1, users=3, staggered=True)
     assert three.decode_tok_s_per_user == pytest.approx(one.decode_tok_s_per_user / 3)
-    assert three.decode_range == pytest.approx(tuple(x / 3 for x in one.decode_range))
+    assert three.decode_tok_s_range == pytest.approx(tuple(x / 3 for x in one.decode_tok_s_range))

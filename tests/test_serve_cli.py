@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from cli.contract import SCHEMA_VERSION, load
 from cli.main import main
 from cli.serve import parse_duration, parse_rate
 from planner.results import ServeResult
@@ -23,8 +24,8 @@ def run(capsys, args):
 def test_json_round_trips(capsys):
     code, out, err = run(capsys, [*BASE, "--rate", "5/min", "--duration", "20min", "--no-sweep", "--json"])
     assert code == 0, err
-    r = ServeResult.model_validate_json(out)
-    assert json.loads(r.model_dump_json()) == json.loads(out)
+    r = load(ServeResult, out)
+    assert {"schema_version": SCHEMA_VERSION, **json.loads(r.model_dump_json())} == json.loads(out)
     assert r.rate_per_s == pytest.approx(5 / 60) and r.duration_s == 1200
     assert r.ttft_s.p50 <= r.ttft_s.p95 <= r.ttft_s.p99 and r.stable
 
@@ -33,15 +34,15 @@ def test_kv_streams_per_slot_by_default_unified_on_request(capsys):
     """-np N gives a KV stream per slot, whose batches split by slot (planner.serve.split_equal): per-user decode
     is never faster than with one unified stream on the same trace, and the answer says which it simulated."""
     args = [*BASE, "--rate", "6/min", "--duration", "30min", "--no-sweep", "--json"]
-    per_slot = ServeResult.model_validate_json(run(capsys, args)[1])
-    unified = ServeResult.model_validate_json(run(capsys, [*args, "--kv-unified"])[1])
+    per_slot = load(ServeResult, run(capsys, args)[1])
+    unified = load(ServeResult, run(capsys, [*args, "--kv-unified"])[1])
     assert per_slot.kv_unified is False and unified.kv_unified is True
     assert per_slot.decode_tok_s_p50 < unified.decode_tok_s_p50
     assert per_slot.n_requests == unified.n_requests
     text = run(capsys, args[:-1])[1]
     assert "a KV stream per slot" in text
     mlx = [a if a != "llama.cpp" else "mlx-lm" for a in args]
-    assert ServeResult.model_validate_json(run(capsys, mlx)[1]).kv_unified is None
+    assert load(ServeResult, run(capsys, mlx)[1]).kv_unified is None
 
 
 def test_text_names_the_figures_and_the_binding_target(capsys):
@@ -57,7 +58,7 @@ def test_target_met_gives_a_rate_and_best_slots(capsys):
     code, out, err = run(capsys, [*BASE[:-4], "--prompt", "p50=300,p90=800", "--gen", "p50=100,p90=300",
                                   "--rate", "10/min", "--duration", "10min", "--max-ttft-p95", "5", "--json"])
     assert code == 0, err
-    r = ServeResult.model_validate_json(out)
+    r = load(ServeResult, out)
     assert r.max_rate_per_s is not None and 0 < r.max_rate_per_s < r.saturation_rate_per_s
     assert r.best_slots in [o.slots for o in r.sweep] and r.binding is None
     best = max(o.max_rate_per_s or 0 for o in r.sweep)
@@ -88,7 +89,7 @@ def test_trace_file(capsys, tmp_path):
     p.write_text("arrival_s,prompt,gen\n0,500,50\n30,800,20\n60,300,10\n")
     code, out, err = run(capsys, [*BASE, "--trace", str(p), "--no-sweep", "--json"])
     assert code == 0, err
-    r = ServeResult.model_validate_json(out)
+    r = load(ServeResult, out)
     assert r.n_requests == 3 and r.duration_s == 60 and r.rate_per_s == pytest.approx(3 / 60)
 
 
@@ -101,7 +102,7 @@ def test_serves_a_local_gguf_file(capsys, tmp_path):
                                   "128", "--slots", "2", "--slot-context", "4096", "--rate", "6/min", "--prompt",
                                   "1000", "--gen", "100", "--duration", "10min", "--no-sweep", "--json"])
     assert code == 0, err
-    r = ServeResult.model_validate_json(out)
+    r = load(ServeResult, out)
     assert r.model == path.stem.lower() and r.quant == "Q4_K_M" and r.runtime == "llama.cpp"
     assert r.memory_bytes > weights
 
@@ -151,7 +152,7 @@ def test_host_work_from_a_calibration_is_counted_and_said(capsys, tmp_path, monk
         code, text, err = run(capsys, args)
         assert code == 0, err
         assert "`plan calibrate --runtime llama.cpp --server` times it" in text and "host work:" not in text
-        before = ServeResult.model_validate_json(run(capsys, [*args, "--json"])[1])
+        before = load(ServeResult, run(capsys, [*args, "--json"])[1])
         assert before.host_s_per_token == 0
         prof = CalibrationProfile(id="m4-max-40gpu__llama.cpp", scope="m4-max-40gpu", runtime="llama.cpp",
                                   constants=SpeedConstants(t_token_host_s=2e-3),
@@ -161,7 +162,7 @@ def test_host_work_from_a_calibration_is_counted_and_said(capsys, tmp_path, monk
         code, text, err = run(capsys, args)
         assert code == 0, err
         assert "host work: 2.00 ms per sampled token" in text and "--server` times it" not in text
-        after = ServeResult.model_validate_json(run(capsys, [*args, "--json"])[1])
+        after = load(ServeResult, run(capsys, [*args, "--json"])[1])
         assert after.host_s_per_token == pytest.approx(2e-3)
         assert after.decode_tok_s_p50 < before.decode_tok_s_p50 and after.ttft_s.p50 > before.ttft_s.p50
         # at most 4 slots sample per step: a user's step grows by at most 4 x 2 ms (one graph per slot aside)
@@ -184,7 +185,7 @@ def test_server_phase_factors_from_a_calibration_are_counted_and_said(capsys, tm
     monkeypatch.setenv("MAC_LLM_PLANNER_USER_PROFILES", str(tmp_path / "user"))
     profiles.clear_cache()
     try:
-        before = ServeResult.model_validate_json(run(capsys, args)[1])
+        before = load(ServeResult, run(capsys, args)[1])
         assert before.server_scales == (1.0, 1.0)
         prof = CalibrationProfile(id="m4-max-40gpu__llama.cpp", scope="m4-max-40gpu", runtime="llama.cpp",
                                   constants=SpeedConstants(server_prefill_factor=1.2, server_decode_factor=1.1),
@@ -194,7 +195,7 @@ def test_server_phase_factors_from_a_calibration_are_counted_and_said(capsys, tm
         code, text, err = run(capsys, args[:-1])
         assert code == 0, err
         assert "server phases: prompt ×1.20, decode ×1.10" in text
-        after = ServeResult.model_validate_json(run(capsys, args)[1])
+        after = load(ServeResult, run(capsys, args)[1])
         assert after.server_scales == pytest.approx((1.2, 1.1))
         assert after.decode_tok_s_p50 == pytest.approx(before.decode_tok_s_p50 / 1.1, rel=0.02)
         assert after.ttft_s.p50 > before.ttft_s.p50
@@ -205,7 +206,7 @@ def test_server_phase_factors_from_a_calibration_are_counted_and_said(capsys, tm
 def test_text_gives_the_likely_range_and_warns_near_saturation(capsys):
     """At 85 % of the saturation rate the slow end of the speed range saturates: the answer says so."""
     code, out, err = run(capsys, [*BASE, "--rate", "5/min", "--duration", "10min", "--no-sweep", "--json"])
-    r = ServeResult.model_validate_json(out)
+    r = load(ServeResult, out)
     near = r.saturation_rate_per_s * 0.85 * 60
     code, out, err = run(capsys, [*BASE, "--rate", f"{near:.3f}/min", "--duration", "30min", "--no-sweep"])
     assert code == 0, err

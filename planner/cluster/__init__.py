@@ -216,7 +216,7 @@ def place(mm: MemoryModel, nodes: list[Node], mode: str, engine: str, context: i
         total = int(wts + kv + buf)
         f = capacity.fit(total, int(wts), w, rt)
         out.append(NodeShare(label=nd.label, chip=nd.chip.id, ram_gb=nd.ram_gb, layers=rng, weights_bytes=int(wts),
-                             kv_bytes=int(kv), buffers_bytes=int(buf), total_bytes=total, limit_bytes=w.effective_bytes,
+                             kv_bytes=int(kv), buffers_bytes=int(buf), total_bytes=total, wired_limit_bytes=w.effective_bytes,
                              verdict=f.verdict, reason=f.reason, sysctl=f.sysctl))
     return out
 

@@ -18,7 +18,7 @@ class NodeShare(BaseModel):
     kv_bytes: int
     buffers_bytes: int
     total_bytes: int
-    limit_bytes: int
+    wired_limit_bytes: int = Field(description="The node's GPU (wired) limit [bytes]")
     verdict: str
     reason: str
     sysctl: str | None = None

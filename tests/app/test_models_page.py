@@ -32,5 +32,5 @@ def test_table_has_the_range_column_with_a_chip():
     r = what_runs(Query(ram_gb=64, chip=profiles.resolve_chip("m4-max-40gpu"), max_params_b=9))
     d, x = table_rows(r, r.rows)[0], r.rows[0]
     assert d["decode tok/s"] == fmt_tok_s(x.decode_tok_s) and d["model"] == x.model
-    if x.decode_range is not None:
-        assert d["range"] == f"{fmt_tok_s(x.decode_range[0])}–{fmt_tok_s(x.decode_range[1])}"
+    if x.decode_tok_s_range is not None:
+        assert d["range"] == f"{fmt_tok_s(x.decode_tok_s_range[0])}–{fmt_tok_s(x.decode_tok_s_range[1])}"

@@ -3,7 +3,8 @@
 Rules pinned: a real MCP client (the SDK's ClientSession over stdio, launching `python -m cli.main mcp`) lists one
 tool per question with the request model as its input schema, and the `plan` tool's answer equals the parsed
 output of `plan --model llama-3.1-8b --ram 64 --json`; bad input is a tool error of one line. The HTTP API answers
-the same question with the same JSON, bad input is 400 {"error": one line}, an oversized body 413.
+the same question with the same JSON, bad input is 400 {"schema_version", "error": {"code", "message"}} (the
+command line's --json error), an oversized body 413.
 """
 
 from __future__ import annotations
@@ -149,7 +150,9 @@ def test_http_health_and_the_cli_answer(api, cli_json):
 def test_http_bad_input_is_one_line(api, path, body, raw, status):
     got, payload = _request(api, "POST", path, body, raw)
     assert got == status
-    assert set(payload) == {"error"} and "\n" not in payload["error"] and payload["error"]
+    # the command line's --json error object (issue 32): {"schema_version", "error": {"code", "message"}}
+    assert set(payload) == {"schema_version", "error"} and set(payload["error"]) >= {"code", "message"}
+    assert "\n" not in payload["error"]["message"] and payload["error"]["message"] and payload["error"]["code"]
 
 
 @pytest.mark.parametrize("name, args, argv", [
@@ -170,4 +173,4 @@ def test_every_question_answers_as_its_command(name, args, argv):
 
 def test_http_other_methods_are_405_json(api):
     status, payload = _request(api, "DELETE", "/plan")
-    assert status == 405 and "\n" not in payload["error"]
+    assert status == 405 and "\n" not in payload["error"]["message"] and payload["error"]["code"] == "method"

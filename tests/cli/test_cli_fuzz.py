@@ -207,6 +207,15 @@ def _problems(case: Case, rc, out: str, err: str) -> list[str]:
         p.append("traceback in output")
     if rc not in (0, 2):
         p.append(f"exit code {rc}")
+    if rc == 2 and "--json" in case.argv:
+        # issue 32: under --json an error is {"schema_version", "error": {"code", "message"}} on stdout
+        try:
+            e = json.loads(out)["error"]
+            err, out = f"plan: error: {e['message']}\n", ""
+            if not e["code"] or err.strip() == "plan: error:":
+                p.append(f"JSON error without code or message: {e!r}")
+        except (ValueError, KeyError, TypeError) as x:
+            p.append(f"--json error is not a JSON error object ({x}): {out[:200]!r}")
     if rc == 2:
         lines = err.strip("\n").splitlines()
         if len(lines) != 1:
@@ -234,7 +243,9 @@ def _problems(case: Case, rc, out: str, err: str) -> list[str]:
             p.append(f"stderr on success: {err[:200]!r}")
         if "--json" in case.argv and "--help" not in case.argv and case.argv[:1] != ["models"]:
             try:
-                Plan.model_validate_json(out)
+                data = json.loads(out)
+                assert data.pop("schema_version", None) is not None, "no schema_version"
+                Plan.model_validate(data)
             except Exception as e:  # noqa: BLE001
                 p.append(f"--json stdout is not a Plan: {str(e)[:200]}")
         elif case.argv[:1] == ["models"] and "--json" in case.argv:

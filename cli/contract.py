@@ -1,0 +1,53 @@
+"""The --json contract of every command: one ``schema_version``, errors and "no" answers in one shape.
+
+- an answer: the command's result model, dumped with ``schema_version`` first (docs/schema/<command>.json is its
+  JSON Schema, written by scripts/gen_schema.py from the same models);
+- a "no" answer (planner.errors.AnswerIsNo: does not fit, targets missed, over budget): exit 0,
+  ``{"schema_version": ..., "answer": {"code": ..., "message": ..., <closest options>}}``;
+- an error (bad input): exit 2, ``{"schema_version": ..., "error": {"code": ..., "message": ...}}`` on stdout.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+# 2: one name per fact across commands (chip = profile id with chip_label beside it, wired_limit_bytes,
+# decode_tok_s_range), errors and "no" answers as JSON. Bump on any rename or removal; additions keep it.
+SCHEMA_VERSION = "2"
+
+
+def with_version(data: Any) -> dict[str, Any]:
+    """``data`` (a model or its JSON form) with ``schema_version`` first."""
+    if hasattr(data, "model_dump"):
+        data = data.model_dump(mode="json")
+    if not isinstance(data, dict):
+        data = {"result": data}
+    return {"schema_version": SCHEMA_VERSION, **data}
+
+
+def dumps(data: Any) -> str:
+    """The JSON text of a command's answer (indented, schema_version first)."""
+    return json.dumps(with_version(data), indent=2, ensure_ascii=False)
+
+
+def one_line(msg: object) -> str:
+    return " ".join(str(msg).splitlines()) or "(no message)"
+
+
+def error_json(code: str, message: str, **fields: Any) -> str:
+    return json.dumps({"schema_version": SCHEMA_VERSION, "error": {"code": code, "message": one_line(message),
+                                                                   **fields}}, indent=2, ensure_ascii=False)
+
+
+def answer_json(e: Any) -> str:
+    """The JSON of a planner.errors.AnswerIsNo: a valid question answered "no", with the closest options."""
+    return json.dumps({"schema_version": SCHEMA_VERSION, "answer": e.to_json()}, indent=2, ensure_ascii=False)
+
+
+def load(model: Any, text: str) -> Any:
+    """Read a command's --json answer back into its result model (``schema_version`` is the envelope's, not the
+    model's): ``load(ServeResult, out)``."""
+    data = json.loads(text)
+    data.pop("schema_version", None)
+    return model.model_validate(data)

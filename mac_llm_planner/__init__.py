@@ -1,0 +1,102 @@
+"""The public Python API of mac-llm-planner: the `plan` commands as functions, typed requests in, result models out.
+
+    from mac_llm_planner import PlanRequest, plan
+    p = plan(PlanRequest(model="./Llama-3.1-8B-Q4_K_M.gguf", ram_gb=16))   # or model="llama-3.1-8b", a HF repo...
+
+Each function takes its request model (or the same fields as keywords) and answers exactly as its command's
+--json does (docs/api.md; the JSON Schema of each result is docs/schema/<command>.json). Model sources are the
+CLI's: a catalog id or alias, a local .gguf file, an MLX/HF folder, or a Hugging Face repo id (read by sources/).
+
+Errors: bad input raises planner.errors.PlannerError (``e.code``, one-line ``str(e)``); a valid question answered
+"no" (does not fit, targets missed, over budget) raises planner.errors.AnswerIsNo with the closest options in
+``e.fields``. This module is an edge, like cli/ and app/: the core (planner/) stays pure and never imports it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from cli.questions import ServeQuestion, WhatRunsRequest
+from planner.advice import Recommendation
+from planner.buy import BuyResult
+from planner.errors import AnswerIsNo, NoFitError, PlannerError, TargetsUnreachableError
+from planner.finetune import FinetunePlan, FinetuneRequest
+from planner.plan import Plan, PlanRequest
+from planner.requests import BuyRequest, PredictRequest, RecommendRequest
+from planner.results import ModelsResult, ServeResult
+
+__all__ = [
+    "AnswerIsNo", "BuyRequest", "BuyResult", "FinetunePlan", "FinetuneRequest", "ModelsResult", "NoFitError", "Plan",
+    "PlanRequest", "PlannerError", "PredictRequest", "Recommendation", "RecommendRequest", "ServeQuestion",
+    "ServeResult", "TargetsUnreachableError", "WhatRunsRequest", "buy", "finetune", "plan", "predict", "recommend",
+    "serve", "what_runs",
+]
+
+R = TypeVar("R", bound=BaseModel)
+
+
+def _request(cls: type[R], request: R | dict[str, Any] | None, fields: dict[str, Any]) -> R:
+    if isinstance(request, cls) and not fields:
+        return request
+    if isinstance(request, BaseModel):
+        return cls(**{**request.model_dump(exclude_unset=True), **fields})
+    return cls(**{**(request or {}), **fields})
+
+
+def plan(request: PlanRequest | dict[str, Any] | None = None, /, *, file: str | None = None, **fields: Any) -> Plan:
+    """Memory fit (and speed, with a chip) of one model on one Mac, with the chat bottom line: `plan --json`.
+    ``file`` picks the GGUF in a HF repo or folder holding several (as ``--file``)."""
+    from cli.plan import plan_answer, with_bottom_line
+
+    req = _request(PlanRequest, request, fields)
+    return with_bottom_line(*plan_answer(req.model_dump(exclude_unset=True), file))
+
+
+def what_runs(request: WhatRunsRequest | dict[str, Any] | None = None, /, **fields: Any) -> ModelsResult:
+    """The catalog models that run on one Mac, best first: `plan models --ram ... --json`."""
+    from cli.questions import _what_runs
+
+    return _what_runs(_request(WhatRunsRequest, request, fields))
+
+
+def recommend(request: RecommendRequest | dict[str, Any] | None = None, /, **fields: Any) -> Recommendation:
+    """Ranked runtime × quant × KV × slots for a workload on one Mac: `plan recommend --json`."""
+    from cli.questions import _recommend
+
+    return _recommend(_request(RecommendRequest, request, fields))
+
+
+def buy(request: BuyRequest | dict[str, Any] | None = None, /, **fields: Any) -> BuyResult:
+    """Which Mac to buy for a model and a workload: `plan buy --json`."""
+    from cli.questions import _buy
+
+    return _buy(_request(BuyRequest, request, fields))
+
+
+def serve(request: ServeQuestion | dict[str, Any] | None = None, /, **fields: Any) -> ServeResult:
+    """Latency under load of one llama-server / mlx_lm.server (a seeded simulation): `plan serve --json`."""
+    from cli.questions import _serve
+
+    return _serve(_request(ServeQuestion, request, fields))
+
+
+def finetune(request: FinetuneRequest | dict[str, Any] | None = None, /, **fields: Any) -> FinetunePlan:
+    """Memory, limits, speed and command line of an mlx_lm.lora fine-tune: `plan finetune --json`."""
+    from planner.finetune import plan_finetune
+
+    return plan_finetune(_request(FinetuneRequest, request, fields))
+
+
+def predict(request: PredictRequest | dict[str, Any] | None = None, /, **fields: Any) -> dict[str, Any]:
+    """Prefill, TTFT, decode speed and memory fit at one operating point: `plan predict --json` (a dict;
+    docs/schema/predict.json)."""
+    from cli.bounds import check_options
+    from planner.predict import predict_result
+
+    q = _request(PredictRequest, request, fields)
+    check_options(gpu_cores=q.gpu_cores, ram=q.ram, prompt=q.prompt, gen=q.gen, depth=q.depth, batch=q.batch,
+                  ubatch=q.ubatch)
+    return predict_result(q.chip, q.gpu_cores, q.ram, q.model, q.quant, q.runtime, q.prompt, q.gen, q.depth,
+                          q.batch, q.macos, q.flash_attn, q.ubatch)
