@@ -62,6 +62,7 @@ class ServeQuestion(BaseModel):
     seed: int = Field(0, description="Seed of the arrival process and lengths")
     sweep: bool = Field(True, description="Also try 1-32 slots for the best count")
     kv_unified: bool = Field(False, description="llama-server --kv-unified: one KV stream for all slots")
+    kwh_price: float = Field(0.16, gt=0, lt=100, description="Electricity price [USD/kWh] for the daily running cost")
     macos: str = Field("15", description="macOS major version (default GPU limit)")
 
 
@@ -123,7 +124,9 @@ def _buy(req: BuyRequest) -> Any:
             runtimes=list(req.runtime) if req.runtime else None, macos=req.macos,
             max_quality_cost=req.max_quality_cost, include_discontinued=req.include_discontinued,
             prices=user_prices(list(req.price or []), req.prices))
-    return r
+    from planner.beyond import running_costs  # as buy_cmd: the running cost per Mac
+
+    return r.model_copy(update={"running_costs": running_costs(r.per_mac, req.busy_hours, req.kwh_price, req.years)})
 
 
 def _serve(req: ServeQuestion) -> Any:
@@ -139,7 +142,10 @@ def _serve(req: ServeQuestion) -> Any:
                       max_ttft_p95=req.max_ttft_p95, sweep=req.sweep, trace=None, kv_unified=req.kv_unified)
     r = serve(setup(req.chip, req.gpu_cores, req.ram, _model(req.model, req.quant), req.quant, req.runtime,
                     req.macos), sr)
-    return r
+    from planner.beyond import serve_energy  # as serve_cmd: kWh and money per day at this load
+
+    energy = serve_energy(r.chip, min(r.utilisation, 1.0), r.throughput_tok_s, req.kwh_price)
+    return r.model_copy(update={"energy": energy})
 
 
 @dataclass(frozen=True)
