@@ -24,3 +24,24 @@ def test_glm47_flash_card_total_excludes_the_mtp_layer_the_runtimes_skip():
     # 64 router-bias elements per trunk MoE layer (46 x 64 = 2,944) are the only elements the planner leaves out
     assert abs(total - 31_221_488_576) <= 46 * 64
     assert abs(A.n_params(c) / 1e9 / m.params_b - 1) < 0.01
+
+
+def test_olmo3_composite_configs_reproduce_the_hub_totals():
+    # The Hub's safetensors totals (llmfit's scrape, cited in the stubs) = the planner's tensors + the per-layer QK
+    # norms it does not count (OLMo 2/3: q_norm over all query heads, k_norm over all key heads).
+    def qk_norms(c):
+        return c.num_hidden_layers * (c.num_attention_heads + c.num_key_value_heads) * c.head_dim
+
+    think32 = P.load_model("allenai/Olmo-3.1-32B-Think").config
+    assert A.n_params(think32) + qk_norms(think32) == 32_233_522_176
+    seven = P.load_model("allenai/Olmo-3-7B-Think").config
+    assert A.n_params(seven) + qk_norms(seven) == 7_298_011_136  # Olmo-3-1025-7B / -SFT: the same tensors
+
+
+def test_qwen3_coder_next_has_the_qwen3_next_layout_and_no_mtp_layer():
+    # Hub total 79,674,391,296: the planner's count is within 0.0002 % (norm weights); Qwen3-Next-80B-A3B-Instruct's
+    # checkpoint (81.32B) carries a multi-token-prediction layer that this one does not.
+    c = P.load_model("Qwen/Qwen3-Coder-Next").config
+    assert abs(A.n_params(c) - 79_674_391_296) / 79_674_391_296 < 2e-6
+    assert A.n_params(c) == A.n_params(P.load_model("qwen3-next-80b-a3b").config)
+    assert c.layer_types.count("linear_attention") == 36 and c.max_position_embeddings == 262_144
