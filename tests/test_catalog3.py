@@ -1,6 +1,8 @@
 """Catalog profiles added from third-party or composite config readings (scripts/stubs/catalog3/): the rules behind
 the numbers that are not a plain copy of a card."""
 
+import pytest
+
 from planner import architecture as A
 from planner import profiles as P
 
@@ -45,3 +47,38 @@ def test_qwen3_coder_next_has_the_qwen3_next_layout_and_no_mtp_layer():
     assert abs(A.n_params(c) - 79_674_391_296) / 79_674_391_296 < 2e-6
     assert A.n_params(c) == A.n_params(P.load_model("qwen3-next-80b-a3b").config)
     assert c.layer_types.count("linear_attention") == 36 and c.max_position_embeddings == 262_144
+
+
+def _gemma4_audio_tower(text_hidden, h=1024, layers=12, heads=8, kernel=5, ch=(128, 32), out=1536):
+    # transformers models/gemma4/modeling_gemma4.py: Gemma4AudioModel + Gemma4MultimodalEmbedder (no biases but output_proj)
+    hd = h // heads
+    sub = ch[0] * 9 + ch[0] + ch[0] * ch[1] * 9 + ch[1] + (ch[0] // 4) * ch[1] * h
+    ffn = 2 * (h * 4 * h) + 2 * h
+    attn = 4 * h * heads * hd + h * heads * hd + hd
+    lconv = h * 2 * h + h * h + h * kernel + 2 * h
+    return sub + layers * (2 * ffn + attn + lconv + 3 * h) + h * out + out + out * text_hidden
+
+
+def _gemma4_vision_tower(text_hidden, h=768, inter=3072, layers=16, heads=12, kv=12, hd=64, patch=16, pos=10240):
+    # Gemma4VisionModel (patch embedder, encoder layers; the pooler has no weights) + Gemma4MultimodalEmbedder
+    layer = h * heads * hd + 2 * h * kv * hd + heads * hd * h + 2 * hd + 3 * h * inter + 4 * h
+    return 3 * patch * patch * h + 2 * pos * h + layers * layer + h * text_hidden
+
+
+def _kv_shared_projections(c):
+    # k_proj, v_proj and k_norm of the KV-shared (last num_kv_shared_layers) layers: in the checkpoint, not laid out
+    total = 0
+    for i in range(c.num_hidden_layers - c.num_kv_shared_layers, c.num_hidden_layers):
+        hd = c.global_head_dim if c.layer_types[i] == "full_attention" else c.head_dim
+        total += 2 * c.hidden_size * c.num_key_value_heads * hd + hd
+    return total
+
+
+@pytest.mark.parametrize("name, hub_total", [("google/gemma-4-E2B-it", 5_123_178_051),
+                                             ("google/gemma-4-E4B-it", 7_996_156_490)])
+def test_gemma4_small_towers_close_the_hub_total(name, hub_total):
+    m = P.load_model(name)
+    c = m.config
+    towers = _gemma4_audio_tower(c.hidden_size) + _gemma4_vision_tower(c.hidden_size)
+    assert round(towers / 1e9, 3) == m.vision_params_b
+    assert abs(A.n_params(c) + towers + _kv_shared_projections(c) - hub_total) < 2_000
