@@ -82,3 +82,26 @@ def test_gemma4_small_towers_close_the_hub_total(name, hub_total):
     towers = _gemma4_audio_tower(c.hidden_size) + _gemma4_vision_tower(c.hidden_size)
     assert round(towers / 1e9, 3) == m.vision_params_b
     assert abs(A.n_params(c) + towers + _kv_shared_projections(c) - hub_total) < 2_000
+
+
+@pytest.mark.parametrize("variant, base", [
+    ("Qwen/Qwen3-235B-A22B-Thinking-2507", "Qwen/Qwen3-235B-A22B-Instruct-2507"),
+    ("MiniMaxAI/MiniMax-M2.1", "MiniMaxAI/MiniMax-M2"),
+    ("MiniMaxAI/MiniMax-M2.5", "MiniMaxAI/MiniMax-M2"),
+    ("moonshotai/Kimi-K2.6", "moonshotai/Kimi-K2.5"),
+    ("nvidia/Llama-3.1-Nemotron-Nano-8B-v1", "meta-llama/Llama-3.1-8B-Instruct"),
+])
+def test_same_tensor_checkpoints_get_their_own_profile_with_the_base_layout(variant, base):
+    # Each pair has the same Hub safetensors total to the element (llmfit's scrape, cited in the stubs): the variant's
+    # own profile (its name, its quality) must lay out exactly the base's tensors and context.
+    v, b = P.load_model(variant), P.load_model(base)
+    assert v.id != b.id
+    assert A.n_params(v.config) == A.n_params(b.config)
+    assert v.config.max_position_embeddings == b.config.max_position_embeddings
+
+
+def test_kimi_k2_0905_is_k2_with_the_longer_context():
+    v, b = P.load_model("moonshotai/Kimi-K2-Instruct-0905"), P.load_model("moonshotai/Kimi-K2-Instruct")
+    assert A.n_params(v.config) == A.n_params(b.config)
+    # llmfit's context figure is max_position_embeddings x rope factor: 16,777,216 for 0905 (factor 64), 4,194,304 for K2
+    assert v.config.max_position_embeddings == 16_777_216 // 64 == 2 * b.config.max_position_embeddings
