@@ -105,3 +105,13 @@ def test_kimi_k2_0905_is_k2_with_the_longer_context():
     assert A.n_params(v.config) == A.n_params(b.config)
     # llmfit's context figure is max_position_embeddings x rope factor: 16,777,216 for 0905 (factor 64), 4,194,304 for K2
     assert v.config.max_position_embeddings == 16_777_216 // 64 == 2 * b.config.max_position_embeddings
+
+
+@pytest.mark.parametrize("name", ["zai-org/GLM-5", "zai-org/GLM-5.1"])
+def test_glm5_report_total_is_the_trunk_without_its_mtp_layer(name):
+    # GLM-5 technical report: 744B total, 1 MTP layer; the safetensors total 753,864,139,008 holds the MTP layer too.
+    # The planner lays out the 78 trunk layers only, and lands on the report's figure, not the file's.
+    m = P.load_model(name)
+    n = A.n_params(m.config)
+    assert abs(n / 744e9 - 1) < 0.001
+    assert 753_864_139_008 - n > 9e9  # one MoE layer of 256 x 3 x 6144 x 2048 experts (9.7B) is missing from n
