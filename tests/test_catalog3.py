@@ -115,3 +115,29 @@ def test_glm5_report_total_is_the_trunk_without_its_mtp_layer(name):
     n = A.n_params(m.config)
     assert abs(n / 744e9 - 1) < 0.001
     assert 753_864_139_008 - n > 9e9  # one MoE layer of 256 x 3 x 6144 x 2048 experts (9.7B) is missing from n
+
+
+@pytest.mark.parametrize("name, hub_total, tied", [
+    ("ibm-granite/granite-4.1-3b", 3_402_836_480, True),
+    ("ibm-granite/granite-4.1-8b", 8_791_592_960, False),
+    ("ibm-granite/granite-4.1-30b", 28_865_728_512, True),
+])
+def test_granite41_tie_flag_is_the_one_that_reproduces_the_hub_total(name, hub_total, tied):
+    c = P.load_model(name).config
+    assert c.tie_word_embeddings is tied
+    assert A.n_params(c) == hub_total
+    head = c.vocab_size * c.hidden_size  # the other setting is off by exactly one output head
+    assert abs(A.n_params(c.model_copy(update={"tie_word_embeddings": not tied})) - hub_total) == head
+
+
+@pytest.mark.parametrize("size", ["20b", "120b"])
+def test_gpt_oss_safeguard_is_gpt_oss_with_its_mxfp4_experts(size):
+    s, g = P.load_model(f"openai/gpt-oss-safeguard-{size}"), P.load_model(f"openai/gpt-oss-{size}")
+    assert s.id != g.id and s.config == g.config
+    assert s.native_quant is not None and s.native_quant.gguf_preset == g.native_quant.gguf_preset == "MXFP4_MOE"
+
+
+def test_tongyi_deepresearch_is_qwen3_30b_a3b_with_a_128k_context():
+    t, q = P.load_model("Alibaba-NLP/Tongyi-DeepResearch-30B-A3B"), P.load_model("Qwen/Qwen3-30B-A3B")
+    assert A.n_params(t.config) == A.n_params(q.config)
+    assert t.config.max_position_embeddings == 131_072 > q.config.max_position_embeddings
