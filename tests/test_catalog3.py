@@ -141,3 +141,17 @@ def test_tongyi_deepresearch_is_qwen3_30b_a3b_with_a_128k_context():
     t, q = P.load_model("Alibaba-NLP/Tongyi-DeepResearch-30B-A3B"), P.load_model("Qwen/Qwen3-30B-A3B")
     assert A.n_params(t.config) == A.n_params(q.config)
     assert t.config.max_position_embeddings == 131_072 > q.config.max_position_embeddings
+
+
+@pytest.mark.parametrize("name, stem", [
+    ("Qwen/Qwen3-VL-2B-Thinking", "qwen3-vl-2b"),
+    ("Qwen/Qwen3-VL-4B-Thinking", "qwen3-vl-4b"),
+    ("Qwen/Qwen3-VL-32B-Thinking", "qwen3-vl-32b"),
+    ("Qwen/Qwen3-VL-235B-A22B-Thinking", "qwen3-vl-235b-a22b"),
+    ("deepseek-ai/DeepSeek-V3.2-Exp", "deepseek-v3.2"),
+])
+def test_same_config_siblings_resolve_to_the_profile_that_names_them(name, stem):
+    # identical Hub totals and scraped config values (scripts/stubs/catalog3/README.md); the profile's name says so
+    m = P.load_model(name)
+    assert m.id == stem
+    assert ("Thinking" in m.name) or ("V3.2-Exp" in m.name)
