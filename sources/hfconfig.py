@@ -45,6 +45,18 @@ TEXT_TYPES = {"llama4_text": "llama4", "qwen3_vl_text": "qwen3", "qwen3_vl_moe_t
 KEY_ALIASES = {"num_layers": "num_hidden_layers"}
 
 
+def _seed_oss(d: dict[str, Any], source: str) -> None:
+    """Seed-OSS is the Llama decoder with biases on q/k/v only, every layer full attention: llama.cpp
+    src/models/seed-oss.cpp (create_tensor_qkv with optional biases, wo, attn_norm + attn_post_norm, SwiGLU), mlx_lm
+    models/seed_oss.py (q/k/v bias=attention_bias, o_proj bias=attention_out_bias, MLP bias=mlp_bias, one KVCache per
+    layer). The planner's llama layout with attention_bias is exactly that (q/k/v biases, none on o_proj)."""
+    for k in ("attention_out_bias", "mlp_bias"):
+        if d.get(k):
+            raise UnsupportedArchitectureError(
+                f"{source}: model_type 'seed_oss' with {k} true is not supported yet: only q/k/v biases are modelled")
+    d["model_type"] = "llama"
+
+
 def swa_layer_types(n_layers: int, pattern: int, first_sliding: bool = True) -> list[str]:
     """llama.cpp llama_hparams::set_swa_pattern(n): layer il is SWA iff il % n < n - 1 (n=6: 5 local + 1 global)."""
     return ["sliding_attention" if il % pattern < pattern - 1 else "full_attention" for il in range(n_layers)]
@@ -75,6 +87,8 @@ def from_hf_config(raw: dict, source: str = "config.json") -> ModelConfig:
         hf_attention.unwrap(d, raw)  # --- Gemma 4, DSA indexer, MLA variants, encoders
     if d.get("model_type") in TEXT_TYPES:
         d["model_type"] = TEXT_TYPES[d["model_type"]]
+    if d.get("model_type") == "seed_oss":
+        _seed_oss(d, source)
     for src, dst in KEY_ALIASES.items():
         if dst not in d and src in d:
             d[dst] = d[src]

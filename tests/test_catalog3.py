@@ -155,3 +155,38 @@ def test_same_config_siblings_resolve_to_the_profile_that_names_them(name, stem)
     m = P.load_model(name)
     assert m.id == stem
     assert ("Thinking" in m.name) or ("V3.2-Exp" in m.name)
+
+
+SEED_TINY = {"model_type": "seed_oss", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 3,
+             "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32, "vocab_size": 100,
+             "attention_bias": True, "attention_out_bias": False, "mlp_bias": False, "tie_word_embeddings": False,
+             "max_position_embeddings": 512}
+
+
+def test_seed_oss_is_the_llama_layout_with_qkv_biases():
+    from sources.hfconfig import from_hf_config
+
+    c = from_hf_config(SEED_TINY)
+    h, f, L, H, kv, hd, V = 64, 96, 3, 4, 2, 32, 100
+    # transformers modeling_seed_oss.py: embed + untied head + final norm; per layer q/k/v/o (+ q/k/v bias), SwiGLU,
+    # input and post-attention norms
+    per_layer = h * H * hd + 2 * h * kv * hd + H * hd * h + (H + 2 * kv) * hd + 3 * h * f + 2 * h
+    assert A.n_params(c) == 2 * V * h + h + L * per_layer
+    layers = A.cache_layers(c)
+    assert len(layers) == L and all(cl.kind == "full" and cl.k_elems == cl.v_elems == kv * hd for cl in layers)
+
+
+def test_seed_oss_with_an_output_bias_is_refused_in_one_line():
+    from planner.errors import UnsupportedArchitectureError
+    from sources.hfconfig import from_hf_config
+
+    with pytest.raises(UnsupportedArchitectureError, match="attention_out_bias"):
+        from_hf_config({**SEED_TINY, "attention_out_bias": True})
+
+
+def test_seed_oss_36b_layout_reproduces_the_published_total():
+    # 36,151,104,512: the total llmfit records for lmstudio-community/Seed-OSS-36B-Instruct-MLX-4bit (its element count
+    # corrected for the 4-bit packing); the q/k/v biases are 64 x (80 + 16) x 128 of it
+    m = P.load_model("ByteDance-Seed/Seed-OSS-36B-Instruct")
+    assert A.n_params(m.config) == 36_151_104_512
+    assert m.config.attention_bias and m.config.max_position_embeddings == 524_288
