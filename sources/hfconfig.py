@@ -57,6 +57,33 @@ def _seed_oss(d: dict[str, Any], source: str) -> None:
     d["model_type"] = "llama"
 
 
+def _exaone4(d: dict[str, Any], source: str) -> None:
+    """EXAONE 4.0 has OLMo 2's tensors (post-attention and post-feedforward RMSNorm, per-head q/k norms, no biases,
+    SwiGLU) and, when sliding_window_pattern is set, local layers (pattern letter 'L') with a sliding_window cache and
+    global ones ('G', NoPE) with a full cache: llama.cpp src/models/exaone4.cpp (attn_post_norm, ffn_post_norm,
+    q/k norms; SWA pattern 4 with n_swa 4096 on the 64-layer model, none on the 1.2B), mlx_lm/models/exaone4.py
+    (is_local = pattern[i % len(pattern)] == 'L'; make_cache: RotatingKVCache(sliding_window) or KVCache). That is the
+    planner's olmo3 layout with these layer_types."""
+    n = d.get("num_hidden_layers")
+    pattern = d.pop("sliding_window_pattern", None)
+    if n is None:
+        return
+    n = check_layers(n, source)
+    if pattern and d.get("sliding_window"):
+        if not isinstance(pattern, str) or set(pattern) - {"L", "G"}:
+            raise UnsupportedArchitectureError(f"{source}: model_type 'exaone4' with sliding_window_pattern "
+                                               f"{pattern!r} is not supported yet: only 'L'/'G' letter patterns are modelled")
+        types = ["sliding_attention" if pattern[i % len(pattern)] == "L" else "full_attention" for i in range(n)]
+        if d.get("layer_types") not in (None, types):
+            raise SourceError(f"{source}: layer_types disagree with sliding_window_pattern {pattern!r}; "
+                              "fix or re-download config.json")
+        d["layer_types"] = types
+    else:  # no pattern: every layer global (mlx_lm exaone4.py is_local None)
+        d["sliding_window"] = None
+        d["layer_types"] = None
+    d["model_type"] = "olmo3"
+
+
 def swa_layer_types(n_layers: int, pattern: int, first_sliding: bool = True) -> list[str]:
     """llama.cpp llama_hparams::set_swa_pattern(n): layer il is SWA iff il % n < n - 1 (n=6: 5 local + 1 global)."""
     return ["sliding_attention" if il % pattern < pattern - 1 else "full_attention" for il in range(n_layers)]
@@ -89,6 +116,8 @@ def from_hf_config(raw: dict, source: str = "config.json") -> ModelConfig:
         d["model_type"] = TEXT_TYPES[d["model_type"]]
     if d.get("model_type") == "seed_oss":
         _seed_oss(d, source)
+    if d.get("model_type") == "exaone4":
+        _exaone4(d, source)
     for src, dst in KEY_ALIASES.items():
         if dst not in d and src in d:
             d[dst] = d[src]

@@ -190,3 +190,29 @@ def test_seed_oss_36b_layout_reproduces_the_published_total():
     m = P.load_model("ByteDance-Seed/Seed-OSS-36B-Instruct")
     assert A.n_params(m.config) == 36_151_104_512
     assert m.config.attention_bias and m.config.max_position_embeddings == 524_288
+
+
+EXAONE4_TINY = {"model_type": "exaone4", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 6,
+                "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 100,
+                "sliding_window": 8, "sliding_window_pattern": "LLLG", "max_position_embeddings": 256,
+                "tie_word_embeddings": False}
+
+
+def test_exaone4_pattern_letters_give_the_cache_layout():
+    from sources.hfconfig import from_hf_config
+
+    c = from_hf_config(EXAONE4_TINY)
+    # mlx_lm exaone4.py: layer i is local iff pattern[i % 4] == "L" -> RotatingKVCache(sliding_window)
+    assert [cl.kind for cl in A.cache_layers(c)] == ["sliding", "sliding", "sliding", "full", "sliding", "sliding"]
+    assert {cl.window for cl in A.cache_layers(c) if cl.kind == "sliding"} == {8}
+    # no pattern: every layer global (EXAONE 4.0 1.2B; mlx is_local None, llama.cpp no SWA below 64 layers)
+    g = from_hf_config({k: v for k, v in EXAONE4_TINY.items() if k != "sliding_window_pattern"})
+    assert {cl.kind for cl in A.cache_layers(g)} == {"full"}
+    # OLMo 2 tensors: q/k/v/o, SwiGLU, two post-norms per layer, untied head (q/k norms not counted)
+    h, f, L, H, kv, hd, V = 64, 96, 6, 4, 2, 16, 100
+    assert A.n_params(c) == 2 * V * h + h + L * (2 * h * H * hd + 2 * h * kv * hd + 3 * h * f + 2 * h)
+
+
+def test_exaone4_32b_reproduces_the_hub_total():
+    c = P.load_model("LGAI-EXAONE/EXAONE-4.0-32B").config
+    assert A.n_params(c) + c.num_hidden_layers * 2 * c.head_dim == 32_003_216_384
