@@ -90,6 +90,7 @@ def test_gemma4_small_towers_close_the_hub_total(name, hub_total):
     ("MiniMaxAI/MiniMax-M2.5", "MiniMaxAI/MiniMax-M2"),
     ("moonshotai/Kimi-K2.6", "moonshotai/Kimi-K2.5"),
     ("nvidia/Llama-3.1-Nemotron-Nano-8B-v1", "meta-llama/Llama-3.1-8B-Instruct"),
+    ("NousResearch/Hermes-4-70B", "meta-llama/Llama-3.1-70B-Instruct"),
 ])
 def test_same_tensor_checkpoints_get_their_own_profile_with_the_base_layout(variant, base):
     # Each pair has the same Hub safetensors total to the element (llmfit's scrape, cited in the stubs): the variant's
