@@ -217,3 +217,10 @@ def test_exaone4_pattern_letters_give_the_cache_layout():
 def test_exaone4_32b_reproduces_the_hub_total():
     c = P.load_model("LGAI-EXAONE/EXAONE-4.0-32B").config
     assert A.n_params(c) + c.num_hidden_layers * 2 * c.head_dim == 32_003_216_384
+
+
+def test_exaone4_1_2b_is_tied_all_global_and_reproduces_the_hub_total():
+    c = P.load_model("LGAI-EXAONE/EXAONE-4.0-1.2B").config
+    assert c.tie_word_embeddings and c.layer_types is None and c.sliding_window is None
+    assert A.n_params(c) + c.num_hidden_layers * 2 * c.head_dim == 1_279_391_488
+    assert {cl.kind for cl in A.cache_layers(c)} == {"full"}
