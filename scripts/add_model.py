@@ -18,6 +18,7 @@ A stub holds what a person reads off the model card, plus the config.json conten
     quality: {benchmark: MMLU-Pro, score: 69.0, source: https://...}   # or null
     sources: ['https://huggingface.co/Qwen/QwQ-32B/blob/main/config.json']
     comment: optional first-line comment (why a number differs from the card, ...)
+    native_quant: {...}        # optional, a checkpoint published already quantized (gpt-oss's MXFP4 experts)
     hf_config: {...}           # the config.json object, or `hf_config_file: path/to/config.json`
 
 The config goes through the same reader the planner uses for hub models (sources/hfconfig.py), so a
@@ -54,7 +55,9 @@ def _flow(v) -> str:
 
 def render(doc: dict, comment: str | None) -> str:
     lines = [f"# {comment}"] if comment else []
-    for k in TOP_KEYS:
+    for k in TOP_KEYS[:-1] + ["native_quant", "config"]:  # native_quant (optional) before the config block
+        if k not in doc:
+            continue
         v = doc[k]
         if k == "config":
             lines.append("config:")
@@ -78,6 +81,8 @@ def build(stub: dict, base: Path) -> tuple[dict, str | None]:
     doc["tasks"] = list(stub.get("tasks") or ["chat"])
     doc["gated"] = bool(stub.get("gated", False))
     doc["verified"] = dt.date.today()
+    if stub.get("native_quant"):
+        doc["native_quant"] = stub["native_quant"]
     doc["config"] = config
     ModelProfile.model_validate(doc)  # strict schema: fail here, not at load time
     return doc, stub.get("comment")

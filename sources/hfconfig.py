@@ -50,6 +50,45 @@ TEXT_TYPES = {"llama4_text": "llama4", "qwen3_vl_text": "qwen3", "qwen3_vl_moe_t
 KEY_ALIASES = {"num_layers": "num_hidden_layers"}
 
 
+def _seed_oss(d: dict[str, Any], source: str) -> None:
+    """Seed-OSS is the Llama decoder with biases on q/k/v only, every layer full attention: llama.cpp
+    src/models/seed-oss.cpp (create_tensor_qkv with optional biases, wo, attn_norm + attn_post_norm, SwiGLU), mlx_lm
+    models/seed_oss.py (q/k/v bias=attention_bias, o_proj bias=attention_out_bias, MLP bias=mlp_bias, one KVCache per
+    layer). The planner's llama layout with attention_bias is exactly that (q/k/v biases, none on o_proj)."""
+    for k in ("attention_out_bias", "mlp_bias"):
+        if d.get(k):
+            raise UnsupportedArchitectureError(
+                f"{source}: model_type 'seed_oss' with {k} true is not supported yet: only q/k/v biases are modelled")
+    d["model_type"] = "llama"
+
+
+def _exaone4(d: dict[str, Any], source: str) -> None:
+    """EXAONE 4.0 has OLMo 2's tensors (post-attention and post-feedforward RMSNorm, per-head q/k norms, no biases,
+    SwiGLU) and, when sliding_window_pattern is set, local layers (pattern letter 'L') with a sliding_window cache and
+    global ones ('G', NoPE) with a full cache: llama.cpp src/models/exaone4.cpp (attn_post_norm, ffn_post_norm,
+    q/k norms; SWA pattern 4 with n_swa 4096 on the 64-layer model, none on the 1.2B), mlx_lm/models/exaone4.py
+    (is_local = pattern[i % len(pattern)] == 'L'; make_cache: RotatingKVCache(sliding_window) or KVCache). That is the
+    planner's olmo3 layout with these layer_types."""
+    n = d.get("num_hidden_layers")
+    pattern = d.pop("sliding_window_pattern", None)
+    if n is None:
+        return
+    n = check_layers(n, source)
+    if pattern and d.get("sliding_window"):
+        if not isinstance(pattern, str) or set(pattern) - {"L", "G"}:
+            raise UnsupportedArchitectureError(f"{source}: model_type 'exaone4' with sliding_window_pattern "
+                                               f"{pattern!r} is not supported yet: only 'L'/'G' letter patterns are modelled")
+        types = ["sliding_attention" if pattern[i % len(pattern)] == "L" else "full_attention" for i in range(n)]
+        if d.get("layer_types") not in (None, types):
+            raise SourceError(f"{source}: layer_types disagree with sliding_window_pattern {pattern!r}; "
+                              "fix or re-download config.json")
+        d["layer_types"] = types
+    else:  # no pattern: every layer global (mlx_lm exaone4.py is_local None)
+        d["sliding_window"] = None
+        d["layer_types"] = None
+    d["model_type"] = "olmo3"
+
+
 def swa_layer_types(n_layers: int, pattern: int, first_sliding: bool = True) -> list[str]:
     """llama.cpp llama_hparams::set_swa_pattern(n): layer il is SWA iff il % n < n - 1 (n=6: 5 local + 1 global)."""
     return ["sliding_attention" if il % pattern < pattern - 1 else "full_attention" for il in range(n_layers)]
@@ -80,6 +119,10 @@ def from_hf_config(raw: dict, source: str = "config.json") -> ModelConfig:
         hf_attention.unwrap(d, raw)  # --- Gemma 4, DSA indexer, MLA variants, encoders
     if d.get("model_type") in TEXT_TYPES:
         d["model_type"] = TEXT_TYPES[d["model_type"]]
+    if d.get("model_type") == "seed_oss":
+        _seed_oss(d, source)
+    if d.get("model_type") == "exaone4":
+        _exaone4(d, source)
     for src, dst in KEY_ALIASES.items():
         if dst not in d and src in d:
             d[dst] = d[src]

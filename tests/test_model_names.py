@@ -162,13 +162,23 @@ def test_instruct_2507_has_its_own_profile_with_its_own_context():
 
 
 @pytest.mark.parametrize("name", [
-    "Qwen/Qwen3-235B-A22B-Thinking-2507",  # no profile (config not read): unknown, not the 40,960-token base
-    "Qwen/Qwen3-4B-Thinking-2507",
-    "mlx-community/Qwen3-235B-A22B-Thinking-2507-4bit",
+    "mistralai/Magistral-Small-2509",  # no profile (config not read): unknown, not Magistral-Small-2506's profile
+    "mlx-community/Ministral-3-8B-Instruct-2512-4bit",  # not the 3B 2512 profile, nor Ministral-8B-Instruct-2410
 ])
 def test_a_dated_variant_without_a_profile_is_unknown_not_the_base(name):
     with pytest.raises(UnknownProfileError):
         P.load_model(name)
+
+
+@pytest.mark.parametrize("name, stem, base", [
+    ("Qwen/Qwen3-4B-Thinking-2507", "qwen3-4b-thinking-2507", "Qwen/Qwen3-4B"),
+    ("mlx-community/Qwen3-235B-A22B-Thinking-2507-4bit", "qwen3-235b-a22b-thinking-2507", "Qwen/Qwen3-235B-A22B"),
+])
+def test_thinking_2507_resolves_to_its_own_profile_not_the_base(name, stem, base):
+    m = P.load_model(name)
+    assert m.id == stem
+    assert m.config.max_position_embeddings == 262_144
+    assert P.load_model(base).config.max_position_embeddings == 40_960
 
 
 def test_decoration_stripping_never_drops_a_date():

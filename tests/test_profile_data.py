@@ -220,8 +220,16 @@ def param_count(c: dict) -> int:
             if c.get("shared_expert_intermediate_size"):
                 total += 3 * h * c["shared_expert_intermediate_size"]
                 total += h if c["model_type"] == "qwen2_moe" else 0  # Qwen2-MoE gates its shared expert
+        elif c.get("use_double_wide_mlp"):  # Gemma 4 E2B/E4B: the KV-shared layers' MLP is twice as wide
+            wide = i >= n_layers - c.get("num_kv_shared_layers", 0)
+            total += 3 * h * c["intermediate_size"] * (2 if wide else 1)
         else:
             total += 3 * h * c.get("intermediate_size_mlp", c["intermediate_size"])
+        if c.get("hidden_size_per_layer_input"):  # Gemma 4 per-layer input: gate, projection, post norm
+            total += 2 * h * c["hidden_size_per_layer_input"] + h
+    if c.get("hidden_size_per_layer_input"):  # transformers modeling_gemma4.py Gemma4TextModel: the PLE table and
+        ple = c["hidden_size_per_layer_input"]  # the model-wide projection into it (+ its norm)
+        total += c["vocab_size_per_layer_input"] * n_layers * ple + h * n_layers * ple + ple
     return total
 
 
