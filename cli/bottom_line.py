@@ -36,7 +36,11 @@ def bottom_line(r: Recommendation) -> list[str]:
     verdicts = runtime_verdicts(r)
     if verdicts and o.speed is not None:
         out.append(versus_text(verdicts))
-    out.append(f"Assumed workload {wl.summary()}.")
+    if o.speed is None:
+        out.append(f"Memory only, at {wl.users} × {wl.context:,} tokens of context: name the chip (--chip) for the "
+                   "speed, the time to first token and mlx-lm against llama.cpp.")
+    else:
+        out.append(f"Assumed workload {wl.summary()}.")
     return out
 
 

@@ -1,4 +1,4 @@
-"""Regenerate (or check) the command outputs embedded in README.md.
+"""Regenerate (or check) the command outputs embedded in README.md and docs/*.md.
 
 Blocks look like:  <!-- example: plan --model llama-3.3-70b --ram 64 -->  ```...```  <!-- /example -->
 `python scripts/readme_examples.py` rewrites them from real runs; `--check` exits 1 if any block drifted
@@ -37,18 +37,22 @@ def blocks(text: str):
 
 
 def main() -> int:
-    path = ROOT / "README.md"
-    text = path.read_text(encoding="utf-8")
-    found = blocks(text)
+    stale, n = [], 0
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = path.read_text(encoding="utf-8")
+        found = blocks(text)
+        n += len(found)
+        if "--check" in sys.argv:
+            stale += [f"{path.name}: {m.group('cmd')}" for m, out in found if m.group("body") != out]
+            continue
+        for m, out in reversed(found):
+            text = text[:m.start()] + f"{m.group(1)}```\n{out}```\n{m.group(4)}" + text[m.end():]
+        path.write_text(text, encoding="utf-8")
     if "--check" in sys.argv:
-        stale = [m.group("cmd") for m, out in found if m.group("body") != out]
         for c in stale:
-            print(f"README block drifted: {c}", file=sys.stderr)
+            print(f"example block drifted: {c}", file=sys.stderr)
         return 1 if stale else 0
-    for m, out in reversed(found):
-        text = text[:m.start()] + f"{m.group(1)}```\n{out}```\n{m.group(4)}" + text[m.end():]
-    path.write_text(text, encoding="utf-8")
-    print(f"updated {len(found)} blocks")
+    print(f"updated {n} blocks")
     return 0
 
 
