@@ -12,6 +12,7 @@ from planner.format import (
     fmt_bytes,
     fmt_ctx,
     fmt_gb,
+    fmt_kv_per_token,
     fmt_params,
     fmt_seconds,
     fmt_tok_s,
@@ -304,7 +305,7 @@ def fit_rows(p: Plan) -> list[dict[str, str]]:
 def kv_rows(p: Plan) -> list[dict[str, str]]:
     rows = []
     for k in p.kv:
-        row = {"runtime": k.runtime, "KV type": k.layout.kv_type, "per token": fmt_bytes(k.layout.bytes_per_token)}
+        row = {"runtime": k.runtime, "KV type": k.layout.kv_type, "per token": fmt_kv_per_token(k.layout)}
         row.update({fmt_ctx(c): fmt_bytes(k.per_sequence_bytes[c]) for c in p.contexts})
         rows.append(row)
     return rows

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from planner.format import VERDICT_MARK, fmt_bytes, fmt_ctx, fmt_gb, fmt_params, table, verdict_text
+from planner.format import (
+    VERDICT_MARK,
+    fmt_bytes,
+    fmt_ctx,
+    fmt_gb,
+    fmt_kv_per_token,
+    fmt_params,
+    table,
+    verdict_text,
+)
 from planner.plan import FitOption, Plan
 
 from .beyond import render_energy, render_streaming
@@ -68,12 +77,7 @@ def render_plan(p: Plan) -> str:
 
 
 def _per_token(layout) -> str:
-    per_tok = fmt_bytes(layout.bytes_per_token)
-    if layout.swa_bytes_per_token:
-        per_tok += f" + {fmt_bytes(layout.swa_bytes_per_token)} SWA (window {layout.window})"
-    if layout.state_bytes_per_seq:
-        per_tok += f" + {fmt_bytes(layout.state_bytes_per_seq)}/seq state"
-    return per_tok
+    return fmt_kv_per_token(layout)
 
 
 def _limit_lines(o: FitOption) -> list[str]:

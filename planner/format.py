@@ -30,6 +30,17 @@ def fmt_gb(b: float) -> str:
     return f"{b / 1e9:.2f} GB"
 
 
+def fmt_kv_per_token(layout) -> str:
+    """'20.0 KiB + 62.8 MiB/seq state': a KVLayout's cache per token, with its sliding part and its state per
+    sequence (the CLI's KV table and the web form's)."""
+    per_tok = fmt_bytes(layout.bytes_per_token)
+    if layout.swa_bytes_per_token:
+        per_tok += f" + {fmt_bytes(layout.swa_bytes_per_token)} SWA (window {layout.window})"
+    if layout.state_bytes_per_seq:
+        per_tok += f" + {fmt_bytes(layout.state_bytes_per_seq)}/seq state"
+    return per_tok
+
+
 def fmt_ctx(tokens: int) -> str:
     """8192 -> '8K', 47616 -> '46.5K', 768 -> '768'."""
     if tokens >= 1024:
