@@ -25,11 +25,12 @@ INT_BOUNDS = {
     "--depth": (0, MAX_TOKENS, "tokens"), "--batch": (1, MAX_BATCH, "sequences"),
     "--ubatch": (1, MAX_TOKENS, "tokens"), "--top": (1, 10_000, "rows"),
     "--gpu-cores": (1, 256, "GPU cores"), "--wired-limit": (1, 2**31 - 1, "MB"),
+    "--seed": (0, 2**63 - 1, "(a seed)"), "--slot-context": (64, MAX_TOKENS, "tokens"),
 }
 FLOAT_BOUNDS = {
     "--ram": (0.0, 65_536.0, "GB"), "--budget": (0.0, MAX_PRICE_USD, "USD"),
     "--min-tok-s": (0.0, 1e6, "tok/s"), "--max-ttft": (0.0, MAX_SECONDS, "s"),
-    "--max-request": (0.0, MAX_SECONDS, "s"),
+    "--max-request": (0.0, MAX_SECONDS, "s"), "--max-ttft-p95": (0.0, MAX_SECONDS, "s"),
 }
 _NUM = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?|nan|inf(?:inity)?", re.IGNORECASE)
 

@@ -19,6 +19,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from .bounded_read import MAX_PROFILE_BYTES, read_text_capped
 from .errors import InputError, ProfileError, UnknownProfileError, render_validation_error
 from .schema import (
     Chip,
@@ -66,11 +67,10 @@ def user_dir() -> Path | None:
 def _read_yaml(path: Path) -> dict:
     import yaml  # only when a profile is not in the validated cache
 
+    # bounded: a profile named as a FIFO or a link to /dev/zero in the user's folder is one line, not a hang
+    text = read_text_capped(path, MAX_PROFILE_BYTES, what="profile", error=ProfileError, fix="fix or delete it")
     try:
-        text = path.read_text(encoding="utf-8")
         data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except (OSError, UnicodeDecodeError) as e:
-        raise ProfileError(f"{path}: cannot read profile ({e.__class__.__name__}); fix or delete the file") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""

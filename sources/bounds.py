@@ -13,6 +13,7 @@ import stat
 from pathlib import Path
 from typing import IO
 
+from planner import bounded_read as _br
 from planner.schema import MAX_LAYERS
 
 from .errors import SourceError
@@ -62,22 +63,9 @@ def _short(v) -> str:
 
 
 def open_regular(path: Path, source: str | None = None) -> IO[bytes]:
-    """Open a regular file for reading without blocking: a FIFO, device or folder is refused (opening a FIFO
-    for reading waits for a writer forever; /dev/zero never ends)."""
-    src = source or str(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as e:
-        raise SourceError(f"{src}: cannot read ({e.strerror or e.__class__.__name__}); check the path") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise SourceError(f"{src}: not a regular file (a FIFO, device or folder); point at the model file")
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
+    """Open a regular file for reading without blocking: a FIFO, device or folder is refused (the one bounded
+    reader, planner.bounded_read, with the model readers' error and advice)."""
+    return _br.open_regular(path, source, SourceError, "point at the model file")
 
 
 def is_regular(path: Path) -> bool:
@@ -90,15 +78,7 @@ def is_regular(path: Path) -> bool:
 
 def read_capped(path: Path, cap: int, source: str | None = None, what: str = "file") -> bytes:
     """The bytes of a regular file of at most ``cap`` bytes; larger files are refused without reading them."""
-    src = source or str(path)
-    with open_regular(path, src) as f:
-        try:
-            data = f.read(cap + 1)
-        except OSError as e:
-            raise SourceError(f"{src}: cannot read ({e.strerror or e.__class__.__name__}); check the path") from None
-    if len(data) > cap:
-        raise SourceError(f"{src}: {what} larger than {cap // MiB} MiB; is this the right file?")
-    return data
+    return _br.read_capped(path, cap, source, what, SourceError, "point at the model file")
 
 
 def loads_json(data: bytes | str, source: str, cap: int = MAX_CONFIG_BYTES, what: str = "JSON"):

@@ -42,3 +42,60 @@ def test_real_values_pass():
 def test_token_strings(text):
     with pytest.raises(InputError):
         check_tokens("--prompt", text)
+
+
+# --------------------------------------------------------------------------- user files through the bounded reader
+@pytest.mark.parametrize("kind", ["dev-zero", "fifo", "huge", "binary"])
+def test_prices_file_is_read_bounded(capsys, tmp_path, kind):
+    """buy --prices reads through planner.bounded_read: /dev/zero and a FIFO are refused without reading (they read
+    until memory ran out, or blocked), a CSV over MAX_TABLE_BYTES is refused after cap + 1 bytes."""
+    import os
+
+    from planner.bounded_read import MAX_TABLE_BYTES
+
+    p = tmp_path / "prices.csv"
+    if kind == "dev-zero":
+        p = "/dev/zero"
+    elif kind == "fifo":
+        os.mkfifo(p)
+    elif kind == "huge":
+        with open(p, "wb") as f:
+            f.write(b"product,chip,ram_GB,us_price_usd\n")
+            f.truncate(MAX_TABLE_BYTES + 10)
+    else:
+        p.write_bytes(b"\xff\xfe\x00" * 100)
+    assert main(["buy", "--model", "llama-3.1-8b", "--prices", str(p)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--prices" in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("name", ["models/mine.yaml", "calibration/m4-max-40gpu__llama.cpp.yaml"])
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_user_profiles_are_read_bounded(capsys, tmp_path, monkeypatch, name, kind):
+    """A user profile (models/<id>.yaml, or calibration/<chip>__<runtime>.yaml, the name `plan calibrate` writes)
+    that is a FIFO or a link to /dev/zero hung or exhausted memory: now a model profile is one line naming the
+    file, and a calibration file is skipped with a note (as any broken user calibration)."""
+    import os
+
+    from planner import profiles as P
+
+    user = tmp_path / "user"
+    p = user / name
+    p.parent.mkdir(parents=True)
+    if kind == "fifo":
+        os.mkfifo(p)
+    else:
+        p.symlink_to("/dev/zero")
+    monkeypatch.setenv("MAC_LLM_PLANNER_USER_PROFILES", str(user))
+    P.clear_cache()
+    try:
+        model = "mine" if name.startswith("models/") else "llama-3.1-8b"
+        code = main(["--model", model, "--chip", "M4 Max", "--gpu-cores", "40", "--ram", "64"])
+        out, err = capsys.readouterr()
+    finally:
+        P.clear_cache()
+    if name.startswith("models/"):
+        assert code == 2 and len(err.strip().splitlines()) == 1 and str(p) in err and "regular file" in err, err
+    else:
+        assert code == 0, err
+        assert "user calibration ignored" in out and "regular file" in out
