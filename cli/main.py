@@ -97,8 +97,29 @@ def fast_values(argv: list[str]) -> dict | None:
 
 
 def _one_line(msg: object) -> str:
-    """Errors are one stderr line even when the bad input holds a newline (--kv-type $'f16\\nx')."""
-    return " ".join(str(msg).splitlines()) or "(no message)"
+    """Errors are one stderr line even when the bad input holds a newline (--kv-type $'f16\\nx'); control
+    characters shown as escapes and URL credentials redacted (planner.format.safe_text)."""
+    from planner.format import safe_text
+
+    return safe_text(" ".join(str(msg).splitlines()), keep_newlines=False) or "(no message)"
+
+
+class _SafeStdout:
+    """sys.stdout while a command runs: every write goes through planner.format.safe_text, so a name read from a
+    model file or a hub (a GGUF general.name, a file name) never reaches the terminal with its escape sequences,
+    and no URL is printed with its credentials. JSON output is unchanged (json escapes control characters)."""
+
+    def __init__(self, raw):
+        self._raw = raw
+
+    def write(self, s: str) -> int:
+        from planner.format import safe_text
+
+        self._raw.write(safe_text(s))
+        return len(s)
+
+    def __getattr__(self, name):
+        return getattr(self._raw, name)
 
 
 # PlanRequest field -> the flag a user typed (pydantic reports field names)
@@ -170,9 +191,13 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code. One line on stderr for any user error."""
     argv = sys.argv[1:] if argv is None else list(argv)
     given = fast_values(argv)
-    if given is not None:
-        return _core_errors(lambda: _fast(given))
-    return _core_errors(lambda: _typer(argv))
+    raw, sys.stdout = sys.stdout, _SafeStdout(sys.stdout)
+    try:
+        if given is not None:
+            return _core_errors(lambda: _fast(given))
+        return _core_errors(lambda: _typer(argv))
+    finally:
+        sys.stdout = raw
 
 
 def run() -> None:

@@ -39,6 +39,10 @@ MAX_MODEL_PARAMS = 1 << 44
 # hub: every HTTP body is capped and every call has an overall deadline (the client's timeouts are per read)
 MAX_HUB_JSON_BYTES = 32 * MiB  # model_info with files_metadata for a repo of ~2,000 files is ~1 MiB
 HUB_DEADLINE_S = 60.0          # one hub call (model_info, one ranged read, config.json); HF_HUB_DEADLINE overrides
+# one model: at most MAX_SHARDS files read (a request each), all within HUB_TOTAL_DEADLINE_S. Real repos: Llama 3.1
+# 405B has 191 safetensors shards, DeepSeek-V3 163; split GGUFs have under 100 parts
+MAX_SHARDS = 1_000
+HUB_TOTAL_DEADLINE_S = 300.0   # HF_HUB_TOTAL_DEADLINE overrides
 
 
 def check_layers(n, source: str, key: str = "num_hidden_layers") -> int:
@@ -117,3 +121,18 @@ def hub_deadline() -> float:
     except ValueError:
         return HUB_DEADLINE_S
     return v if 0 < v < 3600 else HUB_DEADLINE_S
+
+
+def hub_total_deadline() -> float:
+    try:
+        v = float(os.environ.get("HF_HUB_TOTAL_DEADLINE") or HUB_TOTAL_DEADLINE_S)
+    except ValueError:
+        return HUB_TOTAL_DEADLINE_S
+    return v if 0 < v < 86400 else HUB_TOTAL_DEADLINE_S
+
+
+def check_shards(n: int, source: str, what: str) -> None:
+    """A model split into at most MAX_SHARDS files (each costs a request); checked before the first one is read."""
+    if n > MAX_SHARDS:
+        raise SourceError(f"{source}: {what} of {n:,} files, over {MAX_SHARDS:,} (the largest real model has ~200); "
+                          "is this the right repo?")

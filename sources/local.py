@@ -15,6 +15,7 @@ from .bounds import (
     MAX_TENSOR_ELEMENTS,
     is_regular,
     loads_json,
+    check_shards,
     open_regular,
     read_capped,
 )
@@ -47,6 +48,7 @@ def gguf_shards(path: Path) -> list[Path]:
     i, n = int(m["i"]), int(m["n"])
     if not 1 <= i <= n:
         raise SourceError(f"{path}: split GGUF part {i} of {n} is not a valid part number; check the file name")
+    check_shards(n, str(path), "a split GGUF")
     shards = [path.with_name(f"{m['prefix']}-{i:05d}-of-{n:05d}.gguf") for i in range(1, n + 1)]
     missing = [s.name for s in shards if not is_regular(s)]
     if missing:
