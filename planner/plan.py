@@ -239,7 +239,17 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
         raise InputError(f"--kv-type {req.kv_type!r} is not a KV type of {', '.join(r.id for r in runtimes)}; "
                          "use f16, q8_0, q4_0 (llama.cpp) or bf16, kv8, kv4 (mlx-lm)")
     kv_rows, options, notes = [], [], [*vision_notes, *(getattr(resolved, "notes", None) or [])]
-    runtimes = _exact_runtimes(runtimes, resolved)
+    kept = _exact_runtimes(runtimes, resolved)
+    dropped = [rt.id for rt in runtimes if rt not in kept]
+    if dropped and req.runtimes:
+        fmt = _exact_format(resolved)
+        what = "a GGUF file" if fmt == "gguf" else "MLX weights"
+        if not any(rt in runtimes for rt in kept):
+            raise InputError(f"--runtime {', '.join(dropped)}: --model {model.name} is {what}, which "
+                             f"{', '.join(dropped)} cannot load; use --runtime {kept[0].id}, or give a catalog id or "
+                             f"{'an MLX folder' if fmt == 'gguf' else 'a .gguf'} for {', '.join(dropped)}")
+        notes.append(f"--runtime {', '.join(dropped)} skipped: --model is {what}, which it cannot load")
+    runtimes = kept
     for rt in runtimes:
         quants = _exact_quants(req, rt, resolved) or _quants_for(req, rt, model)
         if req.quants and not quants:

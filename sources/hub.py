@@ -360,7 +360,7 @@ def _st_header(repo: str, fname: str, sha: str | None) -> dict:
 def _fetch_gguf(api, repo: str, sha: str | None, siblings: dict, ggufs: list[str], file: str | None,
                 quant: str | None):
     from . import ResolvedModel, _known_quant, _pick_gguf, make_profile
-    from .ggufmeta import config_from_gguf, exact_weights, quant_from_gguf
+    from .ggufmeta import check_tensors, config_from_gguf, exact_weights, quant_from_gguf
     from .local import SPLIT_RE
 
     pick = _pick_gguf(ggufs, file, quant, repo)
@@ -374,11 +374,16 @@ def _fetch_gguf(api, repo: str, sha: str | None, siblings: dict, ggufs: list[str
         missing = [s for s in shards if s not in siblings]
         if missing:
             raise HubError(f"{repo}: split GGUF {pick} lacks {', '.join(missing[:2])} on the Hub")
-    kv, tensors = _remote_header(repo, shards[0], sha, siblings.get(shards[0]))
-    for s in shards[1:]:
-        tensors += _remote_header(repo, s, sha, siblings.get(s))[1]
+    parts = []
+    for s in shards:
+        size = siblings.get(s)
+        parts.append((*_remote_header(repo, s, sha, size), size if isinstance(size, int) and size > 0 else None))
+    kv = parts[0][0]
+    tensors = [t for _, ts, _ in parts for t in ts]
     src = f"{repo}/{pick}"
     cfg, notes = config_from_gguf(kv, tensors, src)
+    checked = check_tensors(parts, src)  # no tensors, parts of two models, data past the end: one line
+    notes = checked + notes
     if len(shards) > 1:
         notes.append(f"split GGUF: summed {len(shards)} shards")
     mm = sorted(n for n in siblings if "mmproj" in n.lower() and n.lower().endswith(".gguf"))
@@ -390,7 +395,7 @@ def _fetch_gguf(api, repo: str, sha: str | None, siblings: dict, ggufs: list[str
         if vision:
             notes.append(f"vision projector {proj} counted ({vision / 2**20:,.0f} MiB, file size)")
     w = exact_weights(tensors, vision)
-    qid = quant_from_gguf(kv, pick)
+    qid = None if any("general.file_type says" in n for n in checked) else quant_from_gguf(kv, pick)
     known = _known_quant(qid, "gguf")
     if qid and not known:
         notes.append(f"quant {qid} is not one of our presets; exact bytes used as read")
