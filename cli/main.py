@@ -130,9 +130,15 @@ _FLAGS = {"ram_gb": "--ram", "wired_limit_mb": "--wired-limit", "n_ubatch": "--u
 
 def _flag_error(e: ValidationError) -> str:
     parts = []
+    # only a request's fields are flags; a model read from a file failing its own schema (a ModelProfile whose
+    # params_b is out of range) named a --params-b flag that does not exist
+    request = str(getattr(e, "title", "")).endswith("Request")
     for err in e.errors()[:3]:
-        field = str(err.get("loc", ("input",))[0])
-        flag = _FLAGS.get(field, f"--{field.replace('_', '-')}")
+        loc = err.get("loc", ("input",))
+        field = str(loc[0]) if loc else "input"
+        flag = (_FLAGS.get(field, f"--{field.replace('_', '-')}") if request
+                else f"{'the model' if 'Model' in str(getattr(e, 'title', '')) else 'the input'}'s "
+                     f"{'.'.join(map(str, loc))[:60]}")
         value = err.get("input")
         shown = f" {value!r}" if isinstance(value, int | float | str) and len(repr(value)) < 40 else ""
         parts.append(f"{flag}{shown}: {str(err.get('msg', '')).removeprefix('Value error, ')}")
@@ -170,6 +176,10 @@ def _typer(argv: list[str]) -> int:
     gc.enable()  # see run(): subcommands may sweep long, and collect as usual
     from .commands import ABORT, CLICK, EXIT, USAGE, app, param_name
 
+    twice = repeated_option(argv, app)
+    if twice:
+        print(f"plan: error: {_one_line(twice)}", file=sys.stderr)
+        return 2
     try:
         rv = app(args=argv, prog_name="plan", standalone_mode=False)
         return rv if isinstance(rv, int) else 0
@@ -185,6 +195,43 @@ def _typer(argv: list[str]) -> int:
     except CLICK as e:  # e.g. FileError
         print(f"plan: error: {_one_line(e.format_message())}", file=sys.stderr)
         return 2
+
+
+def repeated_option(argv: list[str], app) -> str | None:
+    """A single-valued option given twice with different values ('--model a --model b'): the parser would keep the
+    last one while the plain question's fast path refuses it; every command refuses it the same way."""
+    from typer.main import get_command
+
+    group = get_command(app)
+    cmd, seen = group, {}
+
+    def table(c) -> dict:
+        return {o: p for p in getattr(c, "params", []) for o in (*p.opts, *getattr(p, "secondary_opts", []))}
+
+    opts, i = table(cmd), 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            break
+        name, eq, val = a.partition("=") if a.startswith("--") else (a, "", "")
+        p = opts.get(name) if a.startswith("-") else None
+        if p is not None:
+            takes = not getattr(p, "is_flag", False) and not getattr(p, "count", False)
+            if takes and not eq:
+                val = argv[i + 1] if i + 1 < len(argv) else ""
+                i += 1
+            if takes and not getattr(p, "multiple", False):
+                key = (cmd.name, p.name)
+                if key in seen and seen[key][1] != val:
+                    first, v0 = seen[key]
+                    return (f"{name} given twice ({v0[:40]!r} and {val[:40]!r}); give it once"
+                            + (f" ({first} and {name} are the same option)" if first != name else ""))
+                seen.setdefault(key, (name, val))
+        elif cmd is group and not a.startswith("-") and a in getattr(group, "commands", {}):
+            cmd = group.commands[a]
+            opts = table(cmd)
+        i += 1
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:

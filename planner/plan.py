@@ -66,6 +66,13 @@ class PlanRequest(BaseModel):
     guardrail: str | None = Field(None, description="LM Studio model-loading guardrail: off, relaxed, balanced, "
                                   "strict or custom:<GB>")
 
+    @field_validator("guardrail")
+    @classmethod
+    def _guardrail(cls, v):
+        if v is not None and not v.strip():  # --guardrail "" was taken as no guardrail
+            raise ValueError("is empty; give off, relaxed, balanced, strict or custom:<GB>")
+        return v
+
     @field_validator("ram_gb")
     @classmethod
     def _ram(cls, v):

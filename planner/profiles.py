@@ -315,8 +315,11 @@ def load_model(name: str) -> ModelProfile:
     for cand in (key, norm(name.split("/")[-1]), _strip_decorations(name)):
         if cand in amap:
             return _load("models", amap[cand], "ModelProfile")
+    # the commands that come here take catalog ids only (plan and plan serve read local files and the Hub first)
+    local = name.lower().endswith((".gguf", ".safetensors")) or os.path.exists(os.path.expanduser(name))
     raise UnknownProfileError("model", name, list(idx), flag="--model",
-                              hint="see `plan models`, or pass a local .gguf / MLX folder path")
+                              hint="this command takes a catalog id (see `plan models`); a local file or folder "
+                                   "works with `plan --model` and `plan serve`" if local else "see `plan models`")
 
 
 def all_models() -> list[ModelProfile]:
@@ -472,9 +475,27 @@ def load_quant(name: str, kind: str | None = None) -> QuantFormat:
     raise UnknownProfileError("quantization", name, [q.id for q in cands], flag="--quant")
 
 
+def mac_ram(ram_gb: float | None, chip) -> float:
+    """The one check of --ram for every command: the chip's largest when not given; with a chip one of the sizes it
+    comes with (an M4 with 512 GB is refused), without one a size some Mac comes in (7 GB is refused)."""
+    if ram_gb is None:
+        if chip is None:
+            raise InputError("give --ram (e.g. --ram 64) or --chip")
+        return float(max(chip.ram_options_gb))
+    if not 0 < ram_gb < float("inf"):
+        raise InputError(f"--ram {ram_gb:g} must be a positive size in GB, e.g. --ram 64")
+    if chip is not None:
+        if int(ram_gb) != ram_gb or int(ram_gb) not in chip.ram_options_gb:
+            raise InputError(f"--ram {ram_gb:g}: the {chip.label} comes with "
+                             f"{', '.join(map(str, chip.ram_options_gb))} GB")
+        return ram_gb
+    ram_gb_valid(ram_gb)
+    return ram_gb
+
+
 def ram_gb_valid(ram_gb: float) -> None:
     """Reject RAM sizes no Mac comes in."""
-    if ram_gb <= 0:
+    if not 0 < ram_gb < float("inf"):
         raise InputError(f"--ram {ram_gb:g} must be a positive size in GB, e.g. --ram 64")
     sizes = sorted({r for c in all_chips() for r in c.ram_options_gb})
     if sizes and int(ram_gb) != ram_gb or sizes and int(ram_gb) not in sizes:

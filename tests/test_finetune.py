@@ -13,7 +13,7 @@ from planner.units import GiB, MiB
 
 
 def _req(**kw):
-    base = dict(model="llama-3.1-8b", ram_gb=32, chip="M4 Pro", gpu_cores=20, quant="4bit", seq_len=2048, batch=4,
+    base = dict(model="llama-3.1-8b", ram_gb=48, chip="M4 Pro", gpu_cores=20, quant="4bit", seq_len=2048, batch=4,
                 rank=8, layers=16)
     return ft.FinetuneRequest(**{**base, **kw})
 
@@ -105,7 +105,7 @@ def test_command_line_and_lora_config():
 
 
 def test_cli_text_and_json_round_trip(capsys):
-    argv = ["finetune", "--model", "llama-3.1-8b", "--ram", "32", "--chip", "M4 Pro", "--gpu-cores", "20",
+    argv = ["finetune", "--model", "llama-3.1-8b", "--ram", "48", "--chip", "M4 Pro", "--gpu-cores", "20",
             "--quant", "4bit", "--seq-len", "2048", "--batch", "4", "--rank", "8", "--layers", "16",
             "--dataset-tokens", "2000000"]
     assert main(argv) == 0
