@@ -157,6 +157,8 @@ def cached_resolve(spec: str, quant: str | None):
     """sources.resolve_model: catalog id, HF repo id (reads the Hub), local .gguf or model folder."""
     from sources import resolve_model
 
+    # a path typed into the page is read on the server: off when it listens beyond localhost (issue 34)
+    uploads.check_model_spec(spec, uploads.local_paths_allowed(st.get_option("server.address")))
     return resolve_model(spec, quant=quant)
 
 
