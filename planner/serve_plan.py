@@ -196,7 +196,9 @@ class Setup:
         return self.mm.total(slot_context, slots)
 
     def most_slots(self, slot_context: int) -> int:
-        return capacity.safe_users(self.mm, slot_context, self.wired.effective_bytes)
+        """Most slots of ``slot_context`` tokens under the GPU limit less the runtime's margin, like every other
+        fit (capacity.safe_budget; the bare limit left no room for the runtime's own allocations)."""
+        return capacity.safe_users(self.mm, slot_context, capacity.safe_budget(self.wired, self.rt))
 
 
 def setup(chip: str, gpu_cores: int | None, ram: float | None, model, quant: str | None, runtime: str,

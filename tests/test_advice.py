@@ -208,3 +208,17 @@ def test_closest_options_prefer_quality_among_equally_close(model, ram, wl):
     # 70B, 1 × 8K chat: Q4_K_M (small loss, 16-bit KV) is within 5 % of the best TTFT (5.4 vs 5.2 s), so it leads
     if wl.targets.max_ttft_s and model == "llama-3.3-70b" and wl.users == 1:
         assert QUALITY_ORDER[top.quality.tier] <= QUALITY_ORDER["small"] and top.kv_type in ("f16", "bf16")
+
+
+@pytest.mark.parametrize("ttft,headroom", [(1.0, True), (2.0 / 1.2, True), (1.7, False), (1.99, False)])
+def test_ttft_between_target_over_1_2_and_the_target_has_no_headroom(ttft, headroom):
+    """Rule (issue 34): an option meets a TTFT target 'with headroom' only when 1.2 × TTFT ≤ target; a TTFT
+    between target / 1.2 and the target meets it without headroom."""
+    from types import SimpleNamespace
+
+    from planner.advice import has_headroom
+
+    o = SimpleNamespace(fit=SimpleNamespace(verdict="fits"), meets_targets=True,
+                        speed=SimpleNamespace(ttft_s=ttft, decode_tok_s_per_user=100.0, time_per_request_s=10.0))
+    wl = SimpleNamespace(targets=SimpleNamespace(min_tok_s_per_user=None, max_ttft_s=2.0, max_request_s=None))
+    assert has_headroom(o, wl) is headroom

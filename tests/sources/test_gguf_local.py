@@ -346,3 +346,16 @@ def test_a_gguf_with_runtime_mlx_is_refused_or_noted(tmp_path, capsys):
     assert "mlx-lm" in err and "GGUF" in err
     assert main(["--model", str(p), "--ram", "64", "-r", "mlx-lm", "-r", "llama.cpp"]) == 0
     assert "--runtime mlx-lm skipped" in capsys.readouterr().out
+
+
+def test_a_gguf_without_vocab_size_resolves_the_same_config(tmp_path):
+    """Rule (issue 34): llama.vocab_size is optional (convert_hf_to_gguf writes it for some models only); without
+    it the vocabulary comes from token_embd's shape [n_embd, n_vocab] (ggml order), so the config is the same
+    (the reader fell back to the hidden size)."""
+    with_key, without = tmp_path / "with.gguf", tmp_path / "without.gguf"
+    write_gguf(with_key, "llama", TINY_KV, llama_tensors(**TINY), file_type=15)
+    write_gguf(without, "llama", {k: v for k, v in TINY_KV.items() if k != "vocab_size"}, llama_tensors(**TINY),
+               file_type=15)
+    a, b = resolve_model(str(with_key)).profile.config, resolve_model(str(without)).profile.config
+    assert b.vocab_size == 1024 != TINY["h"]
+    assert a == b
