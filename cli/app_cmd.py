@@ -29,6 +29,11 @@ def streamlit_argv(port: int, address: str) -> list[str]:
             "--client.toolbarMode", "minimal"]
 
 
+# app/uploads.py reads these (cli does not import app; tests/app/test_app_cmd.py checks that the names agree)
+LOCAL_PATHS_ENV = "MAC_LLM_PLANNER_APP_LOCAL_PATHS"
+LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
+
+
 def app_cmd(
     port: int = typer.Option(8501, "--port", help="Port to serve on"),
     address: str = typer.Option("127.0.0.1", "--address", help="Interface to listen on (localhost by default)"),
@@ -40,8 +45,6 @@ def app_cmd(
         # the exact command for this interpreter (the app extra's requirements, pyproject.toml)
         raise PlannerError(f"plan app needs Streamlit and Plotly: {sys.executable} -m pip install 'streamlit>=1.38' "
                            "'plotly>=5.20' (or run `make app` in a checkout)")
-    from app.uploads import LOCAL_PATHS_ENV, LOOPBACK
-
     loopback = address.strip().lower() in LOOPBACK or address.startswith("127.")
     # a page served beyond localhost must not read the server's files unless the operator allows it
     os.environ[LOCAL_PATHS_ENV] = "1" if loopback or allow_local_paths else "0"

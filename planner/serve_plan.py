@@ -302,17 +302,7 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
         arrival, prompt, gen = (np.asarray(x)[order] for x in r.trace)
         duration = float(arrival.max(initial=0.0)) or r.duration
     else:
-        duration = r.duration
-        if r.rate * r.duration > MAX_SIM_REQUESTS:
-            # the work is bounded by the requests simulated, not by the time asked for: a steady state is reached
-            # long before 4,000 requests; an overloaded queue keeps growing past the cut (the capacity line says so)
-            duration = MAX_SIM_REQUESTS / r.rate
-            notes.append(f"simulated the first {duration:,.4g} s of the {r.duration:,.0f} s asked for "
-                         f"(~{MAX_SIM_REQUESTS:,} requests at {r.rate * 60:,.4g}/min, the most one run simulates)")
-        arrival = poisson_arrivals(r.rate, duration, rng)
-        if not len(arrival):
-            raise InputError(f"--rate {r.rate * 60:.3g}/min for --duration {r.duration:g} s: no request arrives "
-                             f"(expected {r.rate * r.duration:.2g}); give a higher --rate or a longer --duration")
+        arrival, duration = _bounded_arrivals(r, rng, notes)
         prompt, gen = draw_lengths(r.prompt, len(arrival), rng), draw_lengths(r.gen, len(arrival), rng)
     rq, clipped = make_requests(arrival, prompt, gen, r.cached_prefix_share, ctx)
     if clipped:
@@ -344,6 +334,22 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
         max_rate_per_s=top, sweep=sweep, curve=latency_curve(search, sched, steps, mu), best_slots=best, binding=binding, calibration=s.rf.calibration,
         host_s_per_token=steps.host, server_scales=steps.server_scales, **likely,
         notes=notes)
+
+
+def _bounded_arrivals(r: ServeRequest, rng: np.random.Generator, notes: list[str]) -> tuple[np.ndarray, float]:
+    """Poisson arrivals of at most ~MAX_SIM_REQUESTS: the work is bounded by the requests simulated, not by the
+    time asked for (a steady state is reached long before 4,000 requests; an overloaded queue keeps growing past
+    the cut, which the capacity line says). -> (arrival times [s], simulated duration [s])."""
+    duration = r.duration
+    if r.rate * r.duration > MAX_SIM_REQUESTS:
+        duration = MAX_SIM_REQUESTS / r.rate
+        notes.append(f"simulated the first {duration:,.4g} s of the {r.duration:,.0f} s asked for "
+                     f"(~{MAX_SIM_REQUESTS:,} requests at {r.rate * 60:,.4g}/min, the most one run simulates)")
+    arrival = poisson_arrivals(r.rate, duration, rng)
+    if not len(arrival):
+        raise InputError(f"--rate {r.rate * 60:.3g}/min for --duration {r.duration:g} s: no request arrives "
+                         f"(expected {r.rate * r.duration:.2g}); give a higher --rate or a longer --duration")
+    return arrival, duration
 
 
 def _likely(rq: Requests, search: Requests, sched: Scheduler, steps: StepModel, ends) -> dict:

@@ -44,8 +44,9 @@ def test_plan_app_without_streamlit_is_one_line(monkeypatch, capsys):
 def test_local_paths_are_off_beyond_localhost_unless_allowed(monkeypatch, argv, allowed):
     """`plan app` beyond localhost tells the page that server-side paths are off (the operator may allow them)."""
     pytest.importorskip("streamlit")
-    from app.uploads import LOCAL_PATHS_ENV
+    from app.uploads import LOCAL_PATHS_ENV, LOOPBACK
 
+    assert (app_cmd.LOCAL_PATHS_ENV, app_cmd.LOOPBACK) == (LOCAL_PATHS_ENV, LOOPBACK)  # the page reads what cli sets
     monkeypatch.delenv(LOCAL_PATHS_ENV, raising=False)
     monkeypatch.setattr(app_cmd.os, "execv", lambda exe, a: None)
     assert main(argv) == 0
