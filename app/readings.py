@@ -16,6 +16,7 @@ from planner.format import (
     fmt_params,
     fmt_seconds,
     fmt_tok_s,
+    safe_text,
     fmt_tok_s_range,
     verdict_text,
 )
@@ -72,6 +73,7 @@ def for_web(text: str, upload_dir: str | None = None) -> str:
     server path of an uploaded file, a capital first letter."""
     import re
 
+    text = safe_text(text)  # names read from files and hubs: no control characters, no URL credentials
     if upload_dir:
         text = text.replace(f"{upload_dir}/config.json", upload_dir).replace(upload_dir, "the uploaded config.json")
     for pat, word in WEB_WORDS:
@@ -81,6 +83,14 @@ def for_web(text: str, upload_dir: str | None = None) -> str:
         else:
             text = re.sub(pat, word, text)
     return text[:1].upper() + text[1:]
+
+
+def md_text(text: str) -> str:
+    """An untrusted name (a GGUF general.name, a hub file name) as literal Markdown text: control characters as
+    escapes, Markdown and HTML punctuation backslash-escaped (no links, images or emphasis forged by a file)."""
+    import re
+
+    return re.sub(r"([\\`*_{}\[\]()#+!|<>~$])", r"\\\1", safe_text(text, keep_newlines=False))
 
 
 def mac_label(p: Plan) -> str:
@@ -284,7 +294,7 @@ def recipe_lines(p: Plan, o: FitOption) -> str:
 def model_line(p: Plan) -> str:
     m = p.model
     active = f", {fmt_params(m.active_params)} active per token" if m.is_moe else ""
-    return (f"{m.name} (`{m.id}`) · {fmt_params(m.params)} parameters{active} · {m.architecture} · "
+    return (f"{md_text(m.name)} (`{safe_text(m.id, keep_newlines=False).replace('`', chr(39))}`) · {fmt_params(m.params)} parameters{active} · {m.architecture} · "
             f"up to {m.max_context:,} tokens of context")
 
 

@@ -157,6 +157,8 @@ def cached_resolve(spec: str, quant: str | None):
     """sources.resolve_model: catalog id, HF repo id (reads the Hub), local .gguf or model folder."""
     from sources import resolve_model
 
+    # a path typed into the page is read on the server: off when it listens beyond localhost (issue 34)
+    uploads.check_model_spec(spec, uploads.local_paths_allowed(st.get_option("server.address")))
     return resolve_model(spec, quant=quant)
 
 
@@ -255,11 +257,13 @@ def model_form() -> str:
                                  placeholder="meta-llama/Llama-3.3-70B-Instruct").strip()
 
 
-def _apply_preset() -> None:
-    """When the preset changes, load its users, context and targets into the form (still editable)."""
+def _apply_preset(only_missing: bool = False) -> None:
+    """When the preset changes, load its users, context and targets into the form (still editable).
+    ``only_missing``: fill only the fields whose state is gone (see workload_form)."""
     _, _, users, context, tok, ttft, prompt, gen = workload_presets()[st.session_state["preset"]]
-    st.session_state.update(users=users, context=context, tgt_tok=float(tok or 0), tgt_ttft=float(ttft or 0),
-                            prompt=prompt, gen=gen)
+    values = dict(users=users, context=context, tgt_tok=float(tok or 0), tgt_ttft=float(ttft or 0), prompt=prompt,
+                  gen=gen)
+    st.session_state.update({k: v for k, v in values.items() if not only_missing or k not in st.session_state})
 
 
 def workload_form() -> tuple[dict, tuple]:
@@ -269,6 +273,11 @@ def workload_form() -> tuple[dict, tuple]:
     if "preset" not in st.session_state:  # first run: the chat preset's values; later the user's
         st.session_state["preset"] = "chat" if "chat" in presets else next(iter(presets))
         _apply_preset()
+    else:
+        # a click during the first run stops it before these widgets are drawn, and Streamlit then drops their
+        # state (a run stopped by a rerun counts as finished): the context slider fell back to its first step,
+        # 512 tokens, with the preset still chosen. Refill what is gone from the preset.
+        _apply_preset(only_missing=True)
     preset = st.sidebar.selectbox("Workload preset", list(presets), key="preset", on_change=_apply_preset,
                                   format_func=lambda i: presets[i][0],
                                   help="How the model is used: prompt and answer lengths, users, latency targets. "

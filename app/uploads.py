@@ -100,3 +100,40 @@ def _prune(base: Path, keep: int = MAX_UPLOADS) -> None:
                 entries.append((st.st_mtime, p))
     for _, p in sorted(entries, reverse=True)[keep:]:
         shutil.rmtree(p, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- local paths typed into the page
+LOCAL_PATHS_ENV = "MAC_LLM_PLANNER_APP_LOCAL_PATHS"   # "1": allowed, "0": off; `plan app` sets it
+LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
+
+
+def local_paths_allowed(address: str | None) -> bool:
+    """Whether a path typed into the page may be read on the server: yes when the operator says so
+    (``plan app --allow-local-paths`` sets LOCAL_PATHS_ENV=1), else only when the server listens on loopback
+    (Streamlit with no server.address listens on every interface: off)."""
+    env = os.environ.get(LOCAL_PATHS_ENV)
+    if env in ("0", "1"):
+        return env == "1"
+    return (address or "").strip().lower() in LOOPBACK or (address or "").startswith("127.")
+
+
+def check_model_spec(spec: str, allowed: bool, root: Path | None = None) -> None:
+    """Refuse a server-side path when local paths are off (an uploaded config's own folder stays allowed): a user
+    of a page served beyond localhost could otherwise list and read the server's folders."""
+    from planner.errors import InputError
+
+    if allowed or not spec:
+        return
+    base = (Path(root) if root is not None else upload_root()).resolve()
+    try:
+        p = Path(spec).expanduser().resolve()
+    except (RuntimeError, OSError, ValueError):
+        p = None
+    if p is not None and p.is_relative_to(base) and ".." not in Path(spec).parts:
+        return
+    looks_local = spec.startswith(("/", "~", ".", "\\")) or spec.lower().endswith(".gguf") or (
+        p is not None and p.exists())
+    if looks_local:
+        raise InputError("local paths are off on this server (it listens beyond localhost): give a catalog id or a "
+                         "Hugging Face repo id, or upload a config.json (the operator can allow them with "
+                         "`plan app --allow-local-paths`)")

@@ -29,15 +29,28 @@ def streamlit_argv(port: int, address: str) -> list[str]:
             "--client.toolbarMode", "minimal"]
 
 
+# app/uploads.py reads these (cli does not import app; tests/app/test_app_cmd.py checks that the names agree)
+LOCAL_PATHS_ENV = "MAC_LLM_PLANNER_APP_LOCAL_PATHS"
+LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
+
+
 def app_cmd(
     port: int = typer.Option(8501, "--port", help="Port to serve on"),
     address: str = typer.Option("127.0.0.1", "--address", help="Interface to listen on (localhost by default)"),
+    allow_local_paths: bool = typer.Option(False, "--allow-local-paths", help="Let the page read server-side "
+                                           "paths (.gguf files, model folders) when listening beyond localhost"),
 ):
     """Open the web form with charts: serves on http://localhost:8501 (Ctrl-C stops it)."""
     if importlib.util.find_spec("streamlit") is None or importlib.util.find_spec("plotly") is None:
         # the exact command for this interpreter (the app extra's requirements, pyproject.toml)
         raise PlannerError(f"plan app needs Streamlit and Plotly: {sys.executable} -m pip install 'streamlit>=1.38' "
                            "'plotly>=5.20' (or run `make app` in a checkout)")
+    loopback = address.strip().lower() in LOOPBACK or address.startswith("127.")
+    # a page served beyond localhost must not read the server's files unless the operator allows it
+    os.environ[LOCAL_PATHS_ENV] = "1" if loopback or allow_local_paths else "0"
+    if not loopback and not allow_local_paths:
+        typer.echo("Local paths typed into the page are off (listening beyond localhost); "
+                   "--allow-local-paths turns them on", err=True)
     argv = streamlit_argv(port, address)
     typer.echo(f"Serving the planner on http://{address}:{port} (Ctrl-C to stop)", err=True)
     sys.stdout.flush()

@@ -25,11 +25,13 @@ INT_BOUNDS = {
     "--depth": (0, MAX_TOKENS, "tokens"), "--batch": (1, MAX_BATCH, "sequences"),
     "--ubatch": (1, MAX_TOKENS, "tokens"), "--top": (1, 10_000, "rows"),
     "--gpu-cores": (1, 256, "GPU cores"), "--wired-limit": (1, 2**31 - 1, "MB"),
+    "--seed": (0, 2**63 - 1, "(a seed)"), "--slot-context": (64, MAX_TOKENS, "tokens"),
 }
 FLOAT_BOUNDS = {
     "--ram": (0.0, 65_536.0, "GB"), "--budget": (0.0, MAX_PRICE_USD, "USD"),
     "--min-tok-s": (0.0, 1e6, "tok/s"), "--max-ttft": (0.0, MAX_SECONDS, "s"),
-    "--max-request": (0.0, MAX_SECONDS, "s"),
+    "--max-request": (0.0, MAX_SECONDS, "s"), "--max-ttft-p95": (0.0, MAX_SECONDS, "s"),
+    "--max-params": (0.0, 1e5, "billion parameters"),
 }
 _NUM = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?|nan|inf(?:inity)?", re.IGNORECASE)
 
@@ -56,15 +58,15 @@ def check_options(**values) -> None:
 def check_tokens(flag: str, text: str) -> None:
     """A --prompt / --gen string (12000 | 1024:0.6,8192:0.4 | p50=..,p90=..): every number finite, token counts
     within MAX_TOKENS. The form itself is parsed by planner.workload.parse_length."""
-    if len(text) > 10_000:
+    if len(text) > 1000:
         raise InputError(f"{flag}: {len(text):,} characters; give tokens (12000) or a short distribution")
     for m in _NUM.finditer(text):
         x = float(m.group(0))
         if not math.isfinite(x):
-            raise InputError(f"{flag} {text!r}: {m.group(0)} is not a number of tokens or a weight; give finite "
+            raise InputError(f"{flag} {text[:60]!r}: {m.group(0)[:20]} is not a number of tokens or a weight; give finite "
                              "values, e.g. 1024:0.6,8192:0.4")
         if x > MAX_TOKENS:
-            raise InputError(f"{flag} {text!r}: {m.group(0)} tokens is over {MAX_TOKENS:,}")
+            raise InputError(f"{flag} {text[:60]!r}: {m.group(0)[:20]} tokens is over {MAX_TOKENS:,}")
 
 
 def check_macs(spec: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 
 import typer
@@ -14,6 +15,7 @@ from planner.requests import BuyRequest
 from .options import check, opt
 
 TABLE_ROWS = 25
+MAX_PRICE_ROWS = 5_000     # the catalog lists a few hundred Mac configurations
 
 
 R = BuyRequest
@@ -97,11 +99,16 @@ def user_prices(specs: list[str], path: Path | None) -> dict[str, float]:
     from planner.buy import match_price
 
     if path is not None:
+        from planner.bounded_read import MAX_TABLE_BYTES, read_text_capped
+
+        # bounded: --prices /dev/zero, a FIFO or a huge CSV is one line, not a read until memory runs out
+        text = read_text_capped(path, MAX_TABLE_BYTES, f"--prices {path}", "price list", InputError, "give a CSV file")
         try:
-            with open(path, newline="", encoding="utf-8") as f:
-                rows = list(csv.DictReader(f))
-        except OSError as e:
-            raise InputError(f"--prices {path}: cannot read it ({e.strerror}); give a CSV file") from None
+            rows = list(csv.DictReader(io.StringIO(text, newline="")))
+        except csv.Error as e:
+            raise InputError(f"--prices {path}: not a CSV file ({e}); give a CSV file") from None
+        if len(rows) > MAX_PRICE_ROWS:
+            raise InputError(f"--prices {path}: {len(rows):,} rows, over {MAX_PRICE_ROWS:,}; give one row per Mac")
         need = {"product", "chip", "ram_GB", "us_price_usd"}
         if rows and not need <= set(rows[0]):
             raise InputError(f"--prices {path}: needs the columns {', '.join(sorted(need))} (gpu_cores optional)")

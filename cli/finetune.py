@@ -39,6 +39,9 @@ def finetune_cmd(
     training speed and time, and the command line."""
     from planner.finetune import plan_finetune
 
+    from .bounds import check_options
+
+    check_options(ram=ram_gb, gpu_cores=gpu_cores, wired_limit=wired_limit_mb)  # the bounds of every command
     p = plan_finetune(check(R, locals()))
     from .contract import dumps
 

@@ -99,8 +99,29 @@ def fast_values(argv: list[str]) -> dict | None:
 
 
 def _one_line(msg: object) -> str:
-    """Errors are one stderr line even when the bad input holds a newline (--kv-type $'f16\\nx')."""
-    return " ".join(str(msg).splitlines()) or "(no message)"
+    """Errors are one stderr line even when the bad input holds a newline (--kv-type $'f16\\nx'); control
+    characters shown as escapes and URL credentials redacted (planner.format.safe_text)."""
+    from planner.format import safe_text
+
+    return safe_text(" ".join(str(msg).splitlines()), keep_newlines=False) or "(no message)"
+
+
+class _SafeStdout:
+    """sys.stdout while a command runs: every write goes through planner.format.safe_text, so a name read from a
+    model file or a hub (a GGUF general.name, a file name) never reaches the terminal with its escape sequences,
+    and no URL is printed with its credentials. JSON output is unchanged (json escapes control characters)."""
+
+    def __init__(self, raw):
+        self._raw = raw
+
+    def write(self, s: str) -> int:
+        from planner.format import safe_text
+
+        self._raw.write(safe_text(s))
+        return len(s)
+
+    def __getattr__(self, name):
+        return getattr(self._raw, name)
 
 
 # PlanRequest field -> the flag a user typed (pydantic reports field names)
@@ -111,9 +132,15 @@ _FLAGS = {"ram_gb": "--ram", "wired_limit_mb": "--wired-limit", "n_ubatch": "--u
 
 def _flag_error(e: ValidationError) -> str:
     parts = []
+    # only a request's fields are flags; a model read from a file failing its own schema (a ModelProfile whose
+    # params_b is out of range) named a --params-b flag that does not exist
+    request = str(getattr(e, "title", "")).endswith("Request")
     for err in e.errors()[:3]:
-        field = str(err.get("loc", ("input",))[0])
-        flag = _FLAGS.get(field, f"--{field.replace('_', '-')}")
+        loc = err.get("loc", ("input",))
+        field = str(loc[0]) if loc else "input"
+        flag = (_FLAGS.get(field, f"--{field.replace('_', '-')}") if request
+                else f"{'the model' if 'Model' in str(getattr(e, 'title', '')) else 'the input'}'s "
+                     f"{'.'.join(map(str, loc))[:60]}")
         value = err.get("input")
         shown = f" {value!r}" if isinstance(value, int | float | str) and len(repr(value)) < 40 else ""
         parts.append(f"{flag}{shown}: {str(err.get('msg', '')).removeprefix('Value error, ')}")
@@ -170,6 +197,10 @@ def _typer(argv: list[str], json_mode: bool = False) -> int:
     gc.enable()  # see run(): subcommands may sweep long, and collect as usual
     from .commands import ABORT, CLICK, EXIT, USAGE, app, param_name
 
+    twice = repeated_option(argv, app)
+    if twice:
+        print(f"plan: error: {_one_line(twice)}", file=sys.stderr)
+        return 2
     try:
         rv = app(args=argv, prog_name="plan", standalone_mode=False)
         return rv if isinstance(rv, int) else 0
@@ -185,6 +216,43 @@ def _typer(argv: list[str], json_mode: bool = False) -> int:
         return _error("usage", e.format_message(), json_mode)
 
 
+def repeated_option(argv: list[str], app) -> str | None:
+    """A single-valued option given twice with different values ('--model a --model b'): the parser would keep the
+    last one while the plain question's fast path refuses it; every command refuses it the same way."""
+    from typer.main import get_command
+
+    group = get_command(app)
+    cmd, seen = group, {}
+
+    def table(c) -> dict:
+        return {o: p for p in getattr(c, "params", []) for o in (*p.opts, *getattr(p, "secondary_opts", []))}
+
+    opts, i = table(cmd), 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            break
+        name, eq, val = a.partition("=") if a.startswith("--") else (a, "", "")
+        p = opts.get(name) if a.startswith("-") else None
+        if p is not None:
+            takes = not getattr(p, "is_flag", False) and not getattr(p, "count", False)
+            if takes and not eq:
+                val = argv[i + 1] if i + 1 < len(argv) else ""
+                i += 1
+            if takes and not getattr(p, "multiple", False):
+                key = (cmd.name, p.name)
+                if key in seen and seen[key][1] != val:
+                    first, v0 = seen[key]
+                    return (f"{name} given twice ({v0[:40]!r} and {val[:40]!r}); give it once"
+                            + (f" ({first} and {name} are the same option)" if first != name else ""))
+                seen.setdefault(key, (name, val))
+        elif cmd is group and not a.startswith("-") and a in getattr(group, "commands", {}):
+            cmd = group.commands[a]
+            opts = table(cmd)
+        i += 1
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code. One line on stderr for any user error."""
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -194,9 +262,13 @@ def main(argv: list[str] | None = None) -> int:
         argv = fill(argv)
     given = fast_values(argv)
     json_mode = "--json" in argv  # errors under --json are JSON on stdout (cli/contract.py)
-    if given is not None:
-        return _core_errors(lambda: _fast(given), json_mode)
-    return _core_errors(lambda: _typer(argv, json_mode), json_mode)
+    raw, sys.stdout = sys.stdout, _SafeStdout(sys.stdout)
+    try:
+        if given is not None:
+            return _core_errors(lambda: _fast(given), json_mode)
+        return _core_errors(lambda: _typer(argv, json_mode), json_mode)
+    finally:
+        sys.stdout = raw
 
 
 def run() -> None:

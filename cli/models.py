@@ -28,6 +28,12 @@ def models_cmd(
     """Without --ram: the built-in catalog. With --ram (and --chip for speed): what can I run on this Mac?"""
     from planner.errors import InputError
 
+    from .bounds import check_options
+
+    check_options(ram=ram, gpu_cores=gpu_cores, context=context, users=users, min_tok_s=min_tok_s,
+                  max_params=max_params)
+    if not 0 <= top <= 10_000:  # --top -1 printed all but the last row
+        raise InputError(f"--top {top}: give 0 (all rows) to 10,000")
     if installed or dirs:   # cli/installed.py
         from .installed import installed_cmd
 

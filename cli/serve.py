@@ -7,6 +7,7 @@ plan serve --model qwen3-30b-a3b --chip "M4 Max" --gpu-cores 40 --ram 128 --runt
 from __future__ import annotations
 
 import csv
+import io
 import re
 
 import typer
@@ -15,36 +16,62 @@ from planner.errors import InputError
 from planner.format import energy_text
 
 _PER = {"s": 1.0, "sec": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0, "hour": 3600.0}
+# one set of bounds for the simulated work: at most MAX_RATE requests a second (no single Mac serves more than a few
+# hundred), from one request a year; a duration from 1 s to MAX_DURATION_S; a trace's arrivals within the same span
+MAX_RATE = 10_000.0              # [1/s]
+MIN_RATE = 1 / (365 * 86400.0)   # [1/s]
+MIN_DURATION_S, MAX_DURATION_S = 1.0, 1e7
+MAX_TRACE_S = MAX_DURATION_S
+MAX_SEED = 2**63 - 1
+MAX_TOKENS = 10_000_000          # cli.bounds.MAX_TOKENS
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def parse_rate(text: str) -> float:
     """'20/min' | '0.5/s' | '300/h' | '0.5' (per second) -> requests per second."""
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e-?[0-9]+)?)\s*(?:/\s*([a-z]+))?\s*", text.lower())
-    if not m or (m.group(2) and m.group(2) not in _PER) or float(m.group(1)) <= 0:
-        raise InputError(f"--rate {text!r}: give requests per time, e.g. 20/min, 0.5/s or 300/h")
-    return float(m.group(1)) / _PER[m.group(2) or "s"]
+    m = re.fullmatch(r"\s*([0-9]{0,20}\.?[0-9]{1,20}(?:e-?[0-9]{1,4})?)\s*(?:/\s*([a-z]+))?\s*", text.lower())
+    if not m or (m.group(2) and m.group(2) not in _PER):
+        raise InputError(f"--rate {_short(text)!r}: give requests per time, e.g. 20/min, 0.5/s or 300/h")
+    rate = float(m.group(1)) / _PER[m.group(2) or "s"]
+    if not MIN_RATE <= rate <= MAX_RATE:   # also inf (1e999) and 0 (1e-300/s)
+        raise InputError(f"--rate {_short(text)!r}: give from one request a year to {MAX_RATE:,.0f}/s, e.g. 20/min")
+    return rate
 
 
 def parse_duration(text: str) -> float:
     """'1h' | '30min' | '90s' | '600' (seconds) -> seconds."""
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-z]*)\s*", text.lower())
-    if not m or (m.group(2) and m.group(2) not in _PER) or float(m.group(1)) <= 0 or float(m.group(1)) > 1e6:
-        raise InputError(f"--duration {text!r}: give a positive time, e.g. 1h, 30min or 600s")
-    return float(m.group(1)) * _PER[m.group(2) or "s"]
+    m = re.fullmatch(r"\s*([0-9]{0,20}\.?[0-9]{1,20})\s*([a-z]*)\s*", text.lower())
+    if not m or (m.group(2) and m.group(2) not in _PER):
+        raise InputError(f"--duration {_short(text)!r}: give a positive time, e.g. 1h, 30min or 600s")
+    seconds = float(m.group(1)) * _PER[m.group(2) or "s"]
+    if not MIN_DURATION_S <= seconds <= MAX_DURATION_S:
+        raise InputError(f"--duration {_short(text)!r}: give {MIN_DURATION_S:g} s to {MAX_DURATION_S:,.0f} s "
+                         "(e.g. 1h, 30min or 600s)")
+    return seconds
 
 
 def read_trace(path: str) -> tuple[list[float], list[int], list[int]]:
     """CSV with columns arrival_s, prompt, gen (a header row; arrival times in seconds, sorted here)."""
+    from planner.bounded_read import MAX_TABLE_BYTES, read_text_capped
+    from planner.serve_plan import MAX_SIM_REQUESTS
+
+    # bounded: --trace /dev/zero, a FIFO or a huge CSV is one line, not a read until memory runs out
+    text = read_text_capped(path, MAX_TABLE_BYTES, f"--trace {path}", "trace", InputError, "give a CSV file")
     try:
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
+        rows = list(csv.DictReader(io.StringIO(text, newline="")))
+        if len(rows) > MAX_SIM_REQUESTS:
+            raise InputError(f"--trace {path}: {len(rows):,} requests, over the {MAX_SIM_REQUESTS:,} one simulation "
+                             "runs; give a shorter trace")
         data = sorted((float(r["arrival_s"]), int(r["prompt"]), int(r["gen"])) for r in rows)
-    except OSError as e:
-        raise InputError(f"--trace {path}: cannot read it ({e.strerror})") from None
-    except (KeyError, ValueError, TypeError):
+    except (KeyError, ValueError, TypeError, csv.Error):
         raise InputError(f"--trace {path}: needs a CSV header arrival_s,prompt,gen and numbers in every row") from None
-    if not data or any(a < 0 or p < 1 or g < 1 for a, p, g in data):
-        raise InputError(f"--trace {path}: needs at least one row, arrival_s ≥ 0, prompt and gen ≥ 1")
+    if not data or any(not (0 <= a <= MAX_TRACE_S) or not (1 <= p <= MAX_TOKENS) or not (1 <= g <= MAX_TOKENS)
+                       for a, p, g in data):
+        raise InputError(f"--trace {path}: needs at least one row, arrival_s from 0 to {MAX_TRACE_S:g}, prompt and "
+                         f"gen from 1 to {MAX_TOKENS:,}")
     a, p, g = zip(*data)
     return list(a), list(p), list(g)
 
@@ -155,10 +182,9 @@ def serve_cmd(
         raise InputError(f"--cached-prefix {cached_prefix:g}: give a share from 0 up to (not including) 1")
     if slots < 1 or slots > 512:
         raise InputError(f"--slots {slots}: give 1 to 512 parallel sequences")
-    if max_ttft_p95 is not None and max_ttft_p95 <= 0:
-        raise InputError(f"--max-ttft-p95 {max_ttft_p95:g}: must be a positive number of seconds")
-    if slot_context is not None and slot_context < 64:
-        raise InputError(f"--slot-context {slot_context}: give at least 64 tokens")
+    from .bounds import check_options
+
+    check_options(ram=ram, max_ttft_p95=max_ttft_p95, gpu_cores=gpu_cores, seed=seed, slot_context=slot_context)
     req = ServeRequest(slots=slots, rate=parse_rate(rate), prompt=parse_length(prompt, "--prompt"),
                        gen=parse_length(gen, "--gen"), duration=parse_duration(duration), seed=seed,
                        cached_prefix_share=cached_prefix, slot_context=slot_context, max_ttft_p95=max_ttft_p95,

@@ -548,21 +548,27 @@ def pareto(rows: list[BuyRow], axis: str = "decode_tok_s_per_user") -> list[BuyR
 
 
 # --------------------------------------------------------------------------- user prices
+MAX_PRICE_USD = 10_000_000.0   # cli.bounds.MAX_PRICE_USD: no Mac configuration costs more
+
+
 def match_price(spec: str, macs: list[MacProduct] | None = None) -> tuple[list[str], float]:
     """'Mac Studio M4 Max 128GB=3499' -> (the Mac ids it names, price). Product and chip names as in the catalog;
     add the GPU cores ('M3 Ultra 80-core') or the launch ('2023-06') when several configurations match."""
     if "=" not in spec:
         raise InputError(f"--price {spec!r}: write 'PRODUCT CHIP RAMGB=USD', e.g. 'Mac Studio M4 Max 128GB=3499'")
+    if len(spec) > 200:
+        raise InputError(f"--price {spec[:40]!r}...: {len(spec):,} characters; write 'PRODUCT CHIP RAMGB=USD', e.g. "
+                         "'Mac Studio M4 Max 128GB=3499'")
     name, _, usd = spec.rpartition("=")
     try:
         price = float(usd.replace(",", "").replace("$", "").strip())
     except ValueError:
         raise InputError(f"--price {spec!r}: {usd.strip()!r} is not a price in USD (e.g. 3499)") from None
-    if price <= 0:
-        raise InputError(f"--price {spec!r}: the price must be positive")
+    if not 0 < price <= MAX_PRICE_USD:  # also nan and inf (printed as "$nan")
+        raise InputError(f"--price {spec!r}: give a price above 0 and at most ${MAX_PRICE_USD:,.0f}")
     text = " ".join(name.split()).lower()
-    ram = re.search(r"(\d+)\s*gb\b", text)
-    cores = re.search(r"(\d+)[- ]core", text)
+    ram = re.search(r"(?<!\d)(\d{1,5})\s*gb\b", text)
+    cores = re.search(r"(?<!\d)(\d{1,4})[- ]core", text)
     launch = re.search(r"\b(20\d\d-\d\d)\b", text)
     if not ram:
         raise InputError(f"--price {spec!r}: name the RAM size, e.g. 128GB")

@@ -60,7 +60,8 @@ class FinetuneRequest(BaseModel):
 
     model_config = Frozen
     model: str = Field(description="Catalog id, alias or HF repo id (e.g. llama-3.1-8b)")
-    ram_gb: float | None = Field(None, gt=0, description="Unified memory of the Mac [GB]; default: the chip's largest")
+    ram_gb: float | None = Field(None, gt=0, allow_inf_nan=False,
+                                 description="Unified memory of the Mac [GB]; default: the chip's largest")
     chip: str | None = Field(None, description="Apple chip, e.g. 'M4 Pro' (needed for speed answers)")
     gpu_cores: int | None = Field(None, gt=0, description="GPU cores, to pick a binned chip")
     quant: str = Field("4bit", description="Base weights: 4bit / 8bit (QLoRA) or bf16, or an MLX format id")
@@ -68,11 +69,11 @@ class FinetuneRequest(BaseModel):
     seq_len: int = Field(2048, ge=2, le=1_000_000, description="--max-seq-length [tokens] (the loss needs 2 or more)")
     batch: int = Field(4, gt=0, le=4096, description="--batch-size [sequences]")
     rank: int = Field(8, gt=0, le=4096, description="LoRA rank (lora_parameters.rank)")
-    scale: float = Field(20.0, gt=0, description="LoRA scale (lora_parameters.scale)")
+    scale: float = Field(20.0, gt=0, le=1e6, allow_inf_nan=False, description="LoRA scale (lora_parameters.scale)")
     layers: int = Field(16, ge=-1, description="--num-layers: blocks trained from the top (-1: all)")
     grad_checkpoint: bool = Field(False, description="--grad-checkpoint")
     dataset_tokens: int | None = Field(None, gt=0, description="Training tokens in the dataset [tokens]")
-    epochs: float = Field(1.0, gt=0, le=1000, description="Passes over the dataset")
+    epochs: float = Field(1.0, gt=0, le=1000, allow_inf_nan=False, description="Passes over the dataset")
     macos: str = Field("15", description="macOS major version (15 or 26)")
     wired_limit_mb: int | None = Field(None, gt=0, description="GPU wired limit set with sysctl [MB]")
     activation_bytes: int | None = Field(None, gt=0, le=8, description="Activation dtype bytes (default: runtime's)")
@@ -268,8 +269,9 @@ def plan_finetune(req: FinetuneRequest) -> FinetunePlan:
     model = profiles.load_model(req.model)
     n_layers = model.config.num_hidden_layers
     layers = n_layers if req.layers == -1 else req.layers
-    if layers > n_layers:
-        raise InputError(f"--layers {req.layers}: {model.name} has {n_layers} layers; use at most {n_layers} or -1")
+    if not 0 < layers <= n_layers:
+        raise InputError(f"--layers {req.layers}: {model.name} has {n_layers} layers; give 1 to {n_layers}, "
+                         "or -1 for all")
     fmt = profiles.load_quant(req.quant, "mlx")  # aliases: 4bit, 8bit, bf16, qlora, ...
     mac = resolve_mac(req.chip or None, req.gpu_cores, req.ram_gb)
     chip, ram = mac.chip, mac.ram_gb

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from .units import GiB, KiB, MiB
 
 VERDICT_TEXT = {
@@ -183,3 +185,30 @@ def energy_text(e) -> str:
     return (f"  energy        {d.kwh_per_day:.2f} kWh/day (likely {d.kwh_per_day_range[0]:.2f}–"
             f"{d.kwh_per_day_range[1]:.2f}) = ${d.usd_per_day:.2f}/day at ${d.kwh_price_usd:g}/kWh: GPU busy "
             f"{d.busy_share:.0%} of the day at {pm.decode_w:.0f} W, idle {pm.idle_w:.1f} W{lean}{per}")
+
+
+# --------------------------------------------------------------------------- untrusted text (issue 34)
+# Strings read from model files and hubs (a GGUF general.name, a hub file name) and URLs built from the environment
+# (HF_ENDPOINT) reach the terminal and the page. Control characters (ESC sequences clear the screen, set the title,
+# forge lines), bidi overrides and a URL's credentials are never shown as they are.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]{0,20}://)[^/\s@?#]*@")
+_SECRET_PARAM = re.compile(r"(?i)([?&;](?:[\w.-]*token|access_token|api_?key|key|sig|signature|password|passwd|pwd"
+                           r"|secret|auth|authorization|credential|x-amz-[\w-]+)=)[^&\s#;]*")
+
+
+def redact_urls(text: str) -> str:
+    """Every URL in ``text`` without its credentials: ``http://user:pw@host`` -> ``http://***@host``, ``?token=x``
+    -> ``?token=***`` (and api_key, signature, password, ... parameters)."""
+    return _SECRET_PARAM.sub(r"\1***", _USERINFO.sub(r"\1***@", text))
+
+
+def safe_text(text: str, keep_newlines: bool = True) -> str:
+    """``text`` with its control and bidi characters shown as escapes (``\\x1b``, ``\\u202e``) and URLs redacted:
+    safe to print to a terminal or a page. Tabs (and newlines unless ``keep_newlines`` is False) are kept."""
+    def esc(m: re.Match) -> str:
+        c = m.group(0)
+        return f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+
+    out = _CONTROL.sub(esc, redact_urls(text))
+    return out if keep_newlines else out.replace("\n", "\\n")

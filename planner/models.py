@@ -233,7 +233,7 @@ def select(qy: Query) -> tuple[list[ModelProfile], dict[str, int]]:
     families = sorted({m.family for m in models if m.family})
     if qy.family is not None and profiles.norm(qy.family) not in {profiles.norm(f) for f in families}:
         raise InputError(f"--family {qy.family!r} is not in the catalog; known: {', '.join(families) or 'none yet'}")
-    if qy.max_params_b is not None and qy.max_params_b <= 0:
+    if qy.max_params_b is not None and not 0 < qy.max_params_b < float("inf"):  # nan passed every model
         raise InputError(f"--max-params {qy.max_params_b:g}: give a positive size in billions, e.g. --max-params 14")
     out: list[ModelProfile] = []
     excluded: Counter[str] = Counter()

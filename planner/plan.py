@@ -73,6 +73,13 @@ class PlanRequest(BaseModel):
     ssd_gb: int | None = Field(None, gt=0, le=16384, description="Internal SSD capacity [GB], for models streamed "
                                "from the SSD (default: the smallest SSD sold with this chip and RAM)")
 
+    @field_validator("guardrail")
+    @classmethod
+    def _guardrail(cls, v):
+        if v is not None and not v.strip():  # --guardrail "" was taken as no guardrail
+            raise ValueError("is empty; give off, relaxed, balanced, strict or custom:<GB>")
+        return v
+
     @field_validator("ram_gb")
     @classmethod
     def _ram(cls, v):
@@ -280,7 +287,7 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
         raise InputError(f"--kv-type {req.kv_type!r} is not a KV type of {', '.join(r.id for r in runtimes)}; "
                          "use f16, q8_0, q4_0 (llama.cpp) or bf16, kv8, kv4 (mlx-lm)")
     kv_rows, options, notes = [], [], [*vision_notes, *(getattr(resolved, "notes", None) or [])]
-    runtimes = _exact_runtimes(runtimes, resolved)
+    runtimes = _file_runtimes(req, runtimes, resolved, model.name, notes)
     for rt in runtimes:
         quants = _exact_quants(req, rt, resolved) or _quants_for(req, rt, model)
         if req.quants and not quants:
@@ -388,6 +395,22 @@ def _exact_format(resolved) -> str | None:
     if resolved is None or resolved.exact_weights is None or hint is None:
         return None
     return "gguf" if hint == "llama.cpp" else "mlx"
+
+
+def _file_runtimes(req: PlanRequest, runtimes: list, resolved, name: str, notes: list[str]) -> list:
+    """The runtimes that can load the model's files; a --runtime that cannot is said (a note), or refused when
+    none of those asked for can (-r mlx-lm on a GGUF was answered for llama.cpp without a word)."""
+    kept = _exact_runtimes(runtimes, resolved)
+    dropped = [rt.id for rt in runtimes if rt not in kept]
+    if dropped and req.runtimes:
+        fmt = _exact_format(resolved)
+        what = "a GGUF file" if fmt == "gguf" else "MLX weights"
+        if not any(rt in runtimes for rt in kept):
+            raise InputError(f"--runtime {', '.join(dropped)}: --model {name} is {what}, which "
+                             f"{', '.join(dropped)} cannot load; use --runtime {kept[0].id}, or give a catalog id or "
+                             f"{'an MLX folder' if fmt == 'gguf' else 'a .gguf'} for {', '.join(dropped)}")
+        notes.append(f"--runtime {', '.join(dropped)} skipped: --model is {what}, which it cannot load")
+    return kept
 
 
 def _exact_runtimes(runtimes: list, resolved) -> list:

@@ -19,6 +19,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from .bounded_read import MAX_PROFILE_BYTES, read_text_capped
 from .errors import (
     InputError,
     ProfileError,
@@ -72,11 +73,10 @@ def user_dir() -> Path | None:
 def _read_yaml(path: Path) -> dict:
     import yaml  # only when a profile is not in the validated cache
 
+    # bounded: a profile named as a FIFO or a link to /dev/zero in the user's folder is one line, not a hang
+    text = read_text_capped(path, MAX_PROFILE_BYTES, what="profile", error=ProfileError, fix="fix or delete it")
     try:
-        text = path.read_text(encoding="utf-8")
         data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    except (OSError, UnicodeDecodeError) as e:
-        raise ProfileError(f"{path}: cannot read profile ({e.__class__.__name__}); fix or delete the file") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""
@@ -447,8 +447,11 @@ def load_model(name: str) -> ModelProfile:
     why = refused_name(name)
     if why:
         raise UnsupportedArchitectureError(f"--model {name[:80]!r} is not supported yet: {why}")
+    # the commands that come here take catalog ids only (plan and plan serve read local files and the Hub first)
+    local = name.lower().endswith((".gguf", ".safetensors")) or os.path.exists(os.path.expanduser(name))
     raise UnknownProfileError("model", name, list(idx), flag="--model",
-                              hint="see `plan models`, or pass a local .gguf / MLX folder path")
+                              hint="this command takes a catalog id (see `plan models`); a local file or folder "
+                                   "works with `plan --model` and `plan serve`" if local else "see `plan models`")
 
 
 def all_models() -> list[ModelProfile]:
@@ -604,9 +607,27 @@ def load_quant(name: str, kind: str | None = None) -> QuantFormat:
     raise UnknownProfileError("quantization", name, [q.id for q in cands], flag="--quant")
 
 
+def mac_ram(ram_gb: float | None, chip) -> float:
+    """The one check of --ram for every command: the chip's largest when not given; with a chip one of the sizes it
+    comes with (an M4 with 512 GB is refused), without one a size some Mac comes in (7 GB is refused)."""
+    if ram_gb is None:
+        if chip is None:
+            raise InputError("give --ram (e.g. --ram 64) or --chip")
+        return float(max(chip.ram_options_gb))
+    if not 0 < ram_gb < float("inf"):
+        raise InputError(f"--ram {ram_gb:g} must be a positive size in GB, e.g. --ram 64")
+    if chip is not None:
+        if int(ram_gb) != ram_gb or int(ram_gb) not in chip.ram_options_gb:
+            raise InputError(f"--ram {ram_gb:g}: the {chip.label} comes with "
+                             f"{', '.join(map(str, chip.ram_options_gb))} GB")
+        return ram_gb
+    ram_gb_valid(ram_gb)
+    return ram_gb
+
+
 def ram_gb_valid(ram_gb: float) -> None:
     """Reject RAM sizes no Mac comes in."""
-    if ram_gb <= 0:
+    if not 0 < ram_gb < float("inf"):
         raise InputError(f"--ram {ram_gb:g} must be a positive size in GB, e.g. --ram 64")
     sizes = sorted({r for c in all_chips() for r in c.ram_options_gb})
     if sizes and int(ram_gb) != ram_gb or sizes and int(ram_gb) not in sizes:

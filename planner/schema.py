@@ -6,6 +6,7 @@ Model fields use Hugging Face ``config.json`` key names verbatim (mlx-lm ``Model
 from __future__ import annotations
 
 from datetime import date
+from functools import cached_property
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
@@ -438,7 +439,8 @@ class ModelConfig(BaseModel):
     first_k_dense_replace: int | None = Field(None, ge=0, le=MAX_DIM)
     moe_layer_freq: int | None = Field(None, gt=0, le=MAX_DIM)
     decoder_sparse_step: int | None = Field(None, gt=0, le=MAX_DIM)
-    mlp_only_layers: list[Annotated[int, Field(ge=0, le=MAX_LAYERS)]] | None = None
+    # duplicates dropped (_null_is_unset), so the list is at most MAX_LAYERS long
+    mlp_only_layers: list[Annotated[int, Field(ge=0, le=MAX_LAYERS)]] | None = Field(None, max_length=MAX_LAYERS + 1)
     # Llama 4: every step-th layer is MoE, the others dense with their own FFN width (configuration_llama4.py)
     interleave_moe_layer_step: int | None = Field(None, gt=0, le=MAX_LAYERS)
     intermediate_size_mlp: int | None = Field(None, gt=0, le=MAX_DIM)
@@ -496,6 +498,10 @@ class ModelConfig(BaseModel):
         # HF configs write `head_dim: null` for "derive it", as if the key were left out
         if isinstance(data, dict) and any(data.get(k, 0) is None for k in ("num_key_value_heads", "head_dim")):
             data = {k: v for k, v in data.items() if not (k in ("num_key_value_heads", "head_dim") and v is None)}
+        mol = data.get("mlp_only_layers") if isinstance(data, dict) else None
+        if isinstance(mol, list) and all(type(i) is int for i in mol):
+            # a set of layer indices: a hostile config repeats one index 400,000 times (the work stays O(layers))
+            data = {**data, "mlp_only_layers": sorted(set(mol))}
         return data
 
     @model_validator(mode="after")
@@ -535,13 +541,18 @@ class ModelConfig(BaseModel):
     def is_mla(self) -> bool:
         return self.kv_lora_rank is not None
 
+    @cached_property
+    def _dense_layers(self) -> frozenset[int]:
+        """mlp_only_layers as a set, built once: is_moe_layer runs once per layer, often per layer again."""
+        return frozenset(self.mlp_only_layers or ())
+
     def layer_type(self, i: int) -> str:
         return self.layer_types[i] if self.layer_types else "full_attention"
 
     def is_moe_layer(self, i: int) -> bool:
         if not self.is_moe:
             return False
-        if self.mlp_only_layers and i in self.mlp_only_layers:
+        if i in self._dense_layers:
             return False
         if self.first_k_dense_replace is not None and i < self.first_k_dense_replace:
             return False
@@ -560,7 +571,7 @@ class ModelConfig(BaseModel):
     def expert_ffn(self) -> int:
         return self.moe_intermediate_size or self.intermediate_size
 
-    @property
+    @cached_property
     def ffn_width(self) -> int:
         """Widest FFN a token passes through (the activations a layer holds): the dense FFN, or the active
         experts plus the shared ones, whichever is wider among the layer kinds the model has."""

@@ -26,6 +26,7 @@ from .workload import Length
 
 Z90 = 1.2815515655446004          # standard normal 90th percentile
 Z99 = 2.3263478740408408
+MAX_SIM_REQUESTS = 4_000          # requests in one simulation: a longer run is cut to its first ~4,000 arrivals
 SEARCH_REQUESTS = 400             # requests per simulation inside the rate / slot searches
 SWEEP_SLOTS = (1, 2, 4, 8, 16, 32)
 CURVE_LOADS = (0.1, 0.25, 0.4, 0.55, 0.7, 0.8, 0.9, 1.0, 1.1)   # offered rate / saturation rate
@@ -199,7 +200,9 @@ class Setup:
         return self.mm.total(slot_context, slots)
 
     def most_slots(self, slot_context: int) -> int:
-        return capacity.safe_users(self.mm, slot_context, self.wired.effective_bytes)
+        """Most slots of ``slot_context`` tokens under the GPU limit less the runtime's margin, like every other
+        fit (capacity.safe_budget; the bare limit left no room for the runtime's own allocations)."""
+        return capacity.safe_users(self.mm, slot_context, capacity.safe_budget(self.wired, self.rt))
 
 
 def setup(chip: str, gpu_cores: int | None, ram: float | None, model, quant: str | None, runtime: str,
@@ -280,8 +283,8 @@ class ServeRequest:
 
 def serve(s: Setup, r: ServeRequest) -> ServeResult:
     """Simulate the requested configuration, then the saturation rate, the target search and the slot sweep."""
-    if r.slots < 1 or r.rate <= 0 or r.duration <= 0:
-        raise InputError("--slots, --rate and --duration must be positive")
+    if r.slots < 1 or not (0 < r.rate < math.inf) or not (0 < r.duration < math.inf):
+        raise InputError("--slots, --rate and --duration must be positive and finite")
     notes = list(s.names["notes"])
     ctx = r.slot_context or default_slot_context(r.prompt, r.gen, s.names["max_context"])
     slots = r.slots
@@ -300,11 +303,14 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
         slots = most
     rng = np.random.default_rng(r.seed)
     if r.trace is not None:
+        if len(r.trace[0]) > MAX_SIM_REQUESTS:
+            raise InputError(f"--trace: {len(r.trace[0]):,} requests, over the {MAX_SIM_REQUESTS:,} one simulation "
+                             "runs; give a shorter trace")
         order = np.argsort(np.asarray(r.trace[0], float), kind="stable")
         arrival, prompt, gen = (np.asarray(x)[order] for x in r.trace)
         duration = float(arrival.max(initial=0.0)) or r.duration
     else:
-        arrival, duration = poisson_arrivals(r.rate, r.duration, rng), r.duration
+        arrival, duration = _bounded_arrivals(r, rng, notes)
         prompt, gen = draw_lengths(r.prompt, len(arrival), rng), draw_lengths(r.gen, len(arrival), rng)
     rq, clipped = make_requests(arrival, prompt, gen, r.cached_prefix_share, ctx)
     if clipped:
@@ -348,6 +354,22 @@ def _longest_slot(s: Setup, ctx: int) -> int | None:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if s.most_slots(mid) >= 1 else (lo, mid)
     return lo
+
+
+def _bounded_arrivals(r: ServeRequest, rng: np.random.Generator, notes: list[str]) -> tuple[np.ndarray, float]:
+    """Poisson arrivals of at most ~MAX_SIM_REQUESTS: the work is bounded by the requests simulated, not by the
+    time asked for (a steady state is reached long before 4,000 requests; an overloaded queue keeps growing past
+    the cut, which the capacity line says). -> (arrival times [s], simulated duration [s])."""
+    duration = r.duration
+    if r.rate * r.duration > MAX_SIM_REQUESTS:
+        duration = MAX_SIM_REQUESTS / r.rate
+        notes.append(f"simulated the first {duration:,.4g} s of the {r.duration:,.0f} s asked for "
+                     f"(~{MAX_SIM_REQUESTS:,} requests at {r.rate * 60:,.4g}/min, the most one run simulates)")
+    arrival = poisson_arrivals(r.rate, duration, rng)
+    if not len(arrival):
+        raise InputError(f"--rate {r.rate * 60:.3g}/min for --duration {r.duration:g} s: no request arrives "
+                         f"(expected {r.rate * r.duration:.2g}); give a higher --rate or a longer --duration")
+    return arrival, duration
 
 
 def _likely(rq: Requests, search: Requests, sched: Scheduler, steps: StepModel, ends) -> dict:

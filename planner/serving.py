@@ -111,8 +111,9 @@ def _custom_guardrail(name: str, cap_gb: str, total: int) -> tuple[str, bool, st
         cap = float(cap_gb) * 1e9
     except ValueError:
         cap = -1.0
-    if not cap > 0:
-        raise InputError(f"--guardrail custom:{cap_gb}: give the memory limit in GB, e.g. custom:40")
+    if not 0 < cap <= 65_536e9:  # also nan and inf: a limit no Mac has
+        raise InputError(f"--guardrail custom:{cap_gb[:20]}: give the memory limit in GB (up to 65,536), e.g. "
+                         "custom:40")
     ok = total <= cap
     return name, ok, (f"guardrail custom {cap / 1e9:g} GB {'loads' if ok else 'refuses'}: estimate "
                       f"{total / 1e9:.1f} GB")

@@ -170,7 +170,14 @@ def parse_length(text: str, flag: str) -> Length:
     s = text.replace(" ", "")
     try:
         if s.startswith(("p50=", "p90=")):
-            kv = dict(part.split("=") for part in s.split(","))
+            parts = [part.split("=") for part in s.split(",")]
+            keys = [k for k, *_ in parts]
+            other = sorted(set(keys) - {"p50", "p90"})
+            if other or len(keys) != len(set(keys)):
+                # a p99= (or a repeated key) was dropped silently: name it
+                raise InputError(f"{flag} {text[:60]!r}: give exactly p50=... and p90=... once each"
+                                 + (f" ({', '.join(k[:10] for k in other[:3])} is not read)" if other else ""))
+            kv = dict(parts)
             return Length(p50=int(kv["p50"]), p90=int(kv["p90"]))
         if ":" in s:
             pts = [(int(a), float(b)) for a, b in (p.split(":") for p in s.split(","))]

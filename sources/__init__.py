@@ -42,12 +42,16 @@ class ResolvedModel(BaseModel):
 
 def make_profile(cfg: ModelConfig, *, id_: str, name: str, source_url: str, hf_repo: str | None = None,
                  vision_bytes: int = 0, vision_elem_bytes: float = 2.0) -> ModelProfile:
+    from planner.format import redact_urls, safe_text
+
     n = arch.n_params(cfg)
     active = arch.active_params(cfg) if cfg.is_moe else None
+    # names come from the file (GGUF general.name) or the hub's file list: no control characters, no credentials
+    name, id_ = (safe_text(v, keep_newlines=False)[:300] for v in (name, id_))
     return ModelProfile(
         id=id_, name=name, hf_repo=hf_repo, params_b=n / 1e9, active_params_b=active / 1e9 if active else None,
         vision_params_b=(vision_bytes / vision_elem_bytes) / 1e9 if vision_bytes else None,
-        sources=[source_url], verified=date.today(), config=cfg)
+        sources=[redact_urls(source_url)], verified=date.today(), config=cfg)
 
 
 def native_quant_of(raw: dict, cfg: ModelConfig, url: str) -> NativeQuant | None:

@@ -13,6 +13,7 @@ import stat
 from pathlib import Path
 from typing import IO
 
+from planner import bounded_read as _br
 from planner.schema import MAX_LAYERS
 
 from .errors import SourceError
@@ -38,6 +39,10 @@ MAX_MODEL_PARAMS = 1 << 44
 # hub: every HTTP body is capped and every call has an overall deadline (the client's timeouts are per read)
 MAX_HUB_JSON_BYTES = 32 * MiB  # model_info with files_metadata for a repo of ~2,000 files is ~1 MiB
 HUB_DEADLINE_S = 60.0          # one hub call (model_info, one ranged read, config.json); HF_HUB_DEADLINE overrides
+# one model: at most MAX_SHARDS files read (a request each), all within HUB_TOTAL_DEADLINE_S. Real repos: Llama 3.1
+# 405B has 191 safetensors shards, DeepSeek-V3 163; split GGUFs have under 100 parts
+MAX_SHARDS = 1_000
+HUB_TOTAL_DEADLINE_S = 300.0   # HF_HUB_TOTAL_DEADLINE overrides
 
 
 def check_layers(n, source: str, key: str = "num_hidden_layers") -> int:
@@ -62,22 +67,9 @@ def _short(v) -> str:
 
 
 def open_regular(path: Path, source: str | None = None) -> IO[bytes]:
-    """Open a regular file for reading without blocking: a FIFO, device or folder is refused (opening a FIFO
-    for reading waits for a writer forever; /dev/zero never ends)."""
-    src = source or str(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError as e:
-        raise SourceError(f"{src}: cannot read ({e.strerror or e.__class__.__name__}); check the path") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise SourceError(f"{src}: not a regular file (a FIFO, device or folder); point at the model file")
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
+    """Open a regular file for reading without blocking: a FIFO, device or folder is refused (the one bounded
+    reader, planner.bounded_read, with the model readers' error and advice)."""
+    return _br.open_regular(path, source, SourceError, "point at the model file")
 
 
 def is_regular(path: Path) -> bool:
@@ -90,15 +82,7 @@ def is_regular(path: Path) -> bool:
 
 def read_capped(path: Path, cap: int, source: str | None = None, what: str = "file") -> bytes:
     """The bytes of a regular file of at most ``cap`` bytes; larger files are refused without reading them."""
-    src = source or str(path)
-    with open_regular(path, src) as f:
-        try:
-            data = f.read(cap + 1)
-        except OSError as e:
-            raise SourceError(f"{src}: cannot read ({e.strerror or e.__class__.__name__}); check the path") from None
-    if len(data) > cap:
-        raise SourceError(f"{src}: {what} larger than {cap // MiB} MiB; is this the right file?")
-    return data
+    return _br.read_capped(path, cap, source, what, SourceError, "point at the model file")
 
 
 def loads_json(data: bytes | str, source: str, cap: int = MAX_CONFIG_BYTES, what: str = "JSON"):
@@ -137,3 +121,18 @@ def hub_deadline() -> float:
     except ValueError:
         return HUB_DEADLINE_S
     return v if 0 < v < 3600 else HUB_DEADLINE_S
+
+
+def hub_total_deadline() -> float:
+    try:
+        v = float(os.environ.get("HF_HUB_TOTAL_DEADLINE") or HUB_TOTAL_DEADLINE_S)
+    except ValueError:
+        return HUB_TOTAL_DEADLINE_S
+    return v if 0 < v < 86400 else HUB_TOTAL_DEADLINE_S
+
+
+def check_shards(n: int, source: str, what: str) -> None:
+    """A model split into at most MAX_SHARDS files (each costs a request); checked before the first one is read."""
+    if n > MAX_SHARDS:
+        raise SourceError(f"{source}: {what} of {n:,} files, over {MAX_SHARDS:,} (the largest real model has ~200); "
+                          "is this the right repo?")

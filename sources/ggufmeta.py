@@ -7,6 +7,7 @@ llama.cpp conversion (convert_hf_to_gguf.py) in reverse. Layout of the header: g
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import struct
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ class TensorInfo:
     n_elements: int
     n_bytes: int
     shape: tuple[int, ...] = ()
+    end: int = 0       # byte just past the tensor's data, from the file's start (data section + offset + n_bytes)
 
 
 # GGUF general.architecture -> HF model_type (only those whose layout planner.architecture models)
@@ -199,13 +201,72 @@ def _parse(c: _Cursor) -> tuple[dict, list[TensorInfo]]:
             raise _bad(source, f"tensor {name[:60]} has {nd} dims")
         shape = tuple(c.u64() for _ in range(nd))
         t = c.u32()
-        c.u64()  # offset
+        offset = c.u64()  # within the data section
         info = _tensor(name, shape, t, source, GGML_QUANT_SIZES, GGMLQuantizationType)
         total += info.n_elements
         if total > MAX_MODEL_PARAMS:
             raise _bad(source, f"tensors sum to over {MAX_MODEL_PARAMS:.3g} values")
-        tensors.append(info)
-    return kv, tensors
+        tensors.append((info, offset))
+    # the data section starts at the header's end rounded up to general.alignment (ggml docs/gguf.md, default 32)
+    align = kv.get("general.alignment")
+    align = align if isinstance(align, int) and 0 < align <= 1 << 20 else 32
+    start = c.pos + (-c.pos) % align
+    return kv, [dataclasses.replace(t, end=start + off + t.n_bytes) for t, off in tensors]
+
+
+def check_tensors(shards: list[tuple[dict, list[TensorInfo], int | None]], source: str) -> list[str]:
+    """Refuse a GGUF that cannot be the model it claims: no tensors, split parts of different models (a tensor
+    twice, a split.count that is not the number of parts), tensor data past the end of a file. ``shards``: (kv,
+    tensors, file size or None) per part, in order. -> notes (a general.file_type contradicting the tensors)."""
+    tensors = [t for _, ts, _ in shards for t in ts]
+    if not tensors:
+        raise SourceError(f"{source} has no tensors (a header without weights): nothing to plan; re-download it")
+    seen: set[str] = set()
+    for t in tensors:
+        if t.name in seen:
+            raise SourceError(f"{source}: the split parts hold tensor {t.name[:60]} twice: parts of different models "
+                              "or of different quants; download all parts of one model")
+        seen.add(t.name)
+    n = len(shards)
+    for i, (kv, ts, size) in enumerate(shards):
+        count = kv.get("split.count")
+        if n > 1 and isinstance(count, int) and count != n:
+            raise SourceError(f"{source}: part {i + 1} says it is one of {count} parts, not of {n}: parts of "
+                              "different models; download all parts of one model")
+        end = max((t.end for t in ts), default=0)
+        if size is not None and end > size:
+            raise SourceError(f"{source}{f' part {i + 1}' if n > 1 else ''}: the header places tensor data up to "
+                              f"byte {end:,} but the file has {size:,} bytes (truncated or forged); re-download it")
+    return _file_type_notes(shards[0][0], tensors, source)
+
+
+def _file_type_notes(kv: dict, tensors: list[TensorInfo], source: str) -> list[str]:
+    """general.file_type names the quant of the big matrices (llama.cpp src/llama-quant.cpp: the ftype's default
+    type); when most 2-D weight bytes are of another type family, say so (the tensors' bytes are what is used)."""
+    from gguf.constants import LlamaFileType
+
+    ft = kv.get("general.file_type")
+    try:
+        name = LlamaFileType(ft).name.removeprefix("MOSTLY_") if isinstance(ft, int) else None
+    except ValueError:
+        return []
+    if name is None or name in ("ALL_F32", "GUESSED"):
+        return []
+    by_type: dict[str, int] = {}
+    for t in tensors:
+        if len(t.shape) >= 2:
+            by_type[t.type_name] = by_type.get(t.type_name, 0) + t.n_bytes
+    if not by_type:
+        return []
+    total = sum(by_type.values())
+    main = max(by_type, key=by_type.get)
+    base = re.sub(r"_(XXS|XS|S|M|L|NL|MOE)$", "", name)  # Q4_K_M -> Q4_K, IQ4_XS -> IQ4, MXFP4_MOE -> MXFP4
+    # a mix (Q4_K_M keeps some tensors in Q6_K) agrees when the named type holds a fifth of the bytes or more
+    if base.startswith(main) or any(k.startswith(base) and b >= 0.2 * total for k, b in by_type.items()):
+        return []
+    share = by_type[main] / total
+    return [f"general.file_type says {name} but {share:.0%} of the weight bytes are {main}: the file's own tensor "
+            f"bytes are used, the quant is taken as unknown"]
 
 
 class _ArrayLen(int):

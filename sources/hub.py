@@ -27,7 +27,9 @@ from .bounds import (
     MAX_GGUF_HEADER_BYTES,
     MAX_HUB_JSON_BYTES,
     MAX_ST_HEADER_BYTES,
+    check_shards,
     hub_deadline,
+    hub_total_deadline,
     loads_json,
 )
 from .errors import HubError, SourceError, missing_part
@@ -39,6 +41,7 @@ ST_FIRST = 2**16              # first ranged read of a safetensors file (8-byte 
 CACHE_VERSION = 2
 CACHE_MAX_ENTRIES = 256       # the planner's hub cache keeps the newest answers (each a few KB)
 ERROR_BODY_MAX = 2**16        # an error answer is read up to this for its message
+_OVERALL: float | None = None  # monotonic deadline of the model being resolved (resolve_hub sets it)
 
 
 def _truthy(v: str | None) -> bool:
@@ -51,6 +54,13 @@ def offline() -> bool:
 
 def endpoint() -> str:
     return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+
+
+def shown_endpoint() -> str:
+    """HF_ENDPOINT as it may be shown or stored: without user:password@ or ?token= (planner.format.redact_urls)."""
+    from planner.format import redact_urls
+
+    return redact_urls(endpoint())
 
 
 def _timeout(name: str, default: float = 10.0) -> float:
@@ -134,6 +144,8 @@ def resolve_hub(repo: str, file: str | None = None, quant: str | None = None):
     hit = _cache_read(path, CACHE_TTL_S)
     if hit is not None:
         return hit
+    global _OVERALL
+    _OVERALL = time.monotonic() + hub_total_deadline()  # every request of this model within one deadline
     try:
         resolved = _fetch(repo, file, quant)
     except PlannerError:
@@ -141,7 +153,11 @@ def resolve_hub(repo: str, file: str | None = None, quant: str | None = None):
     except ImportError as e:
         raise missing_part(e, f"--model {repo} (a Hugging Face repo)") from None
     except Exception as e:  # noqa: BLE001 - map every client/network failure to one line
+        if time.monotonic() >= _OVERALL - 0.1:  # a timeout cut short by the overall deadline
+            raise _late(repo, -hub_total_deadline()) from None
         raise _map_error(e, repo) from None
+    finally:
+        _OVERALL = None
     _cache_write(path, resolved)
     return resolved
 
@@ -166,14 +182,16 @@ def _map_error(e: Exception, repo: str) -> PlannerError:
         return HubError(f"{repo}: revision not found; check the id")
     if isinstance(e, (httpx2.TimeoutException, httpx2.TransportError, OfflineModeIsEnabled, LocalEntryNotFoundError,
                       ConnectionError, TimeoutError)):
-        return HubError(f"no network: cannot reach {endpoint()} for {repo} ({e.__class__.__name__}); use a catalog id "
+        return HubError(f"no network: cannot reach {shown_endpoint()} for {repo} ({e.__class__.__name__}); use a catalog id "
                         "(plan models) or a local path")
     if isinstance(e, HfHubHTTPError):
         status = getattr(getattr(e, "response", None), "status_code", None)
         if status in (401, 403):
             return HubError(f"{repo} needs authorisation ({status}): it is gated or private, set HF_TOKEN")
         return HubError(f"{repo}: the Hub answered {status or 'an error'}; try again later or use a catalog id")
-    first = (str(e).splitlines() or [""])[0][:100]
+    from planner.format import redact_urls
+
+    first = redact_urls((str(e).splitlines() or [""])[0])[:100]
     return HubError(f"{repo}: cannot read the model from the Hub ({e.__class__.__name__}: {first})")
 
 
@@ -185,11 +203,15 @@ def _capped_get(url: str, src: str, cap: int, *, rng: tuple[int, int] | None = N
 
     limit = hub_deadline()
     deadline = time.monotonic() + limit
+    if _OVERALL is not None and deadline > _OVERALL:
+        deadline, limit = _OVERALL, -hub_total_deadline()  # negative: the overall deadline binds (_late)
+        if time.monotonic() > deadline:
+            raise _late(src, limit)
     headers = {**build_hf_headers(token=token()), "Accept-Encoding": "identity"}
     if rng is not None:
         headers["Range"] = f"bytes={rng[0]}-{rng[1]}"
         cap = min(cap, rng[1] - rng[0] + 1)
-    timeout = min(_timeout("HF_HUB_DOWNLOAD_TIMEOUT"), limit)
+    timeout = min(_timeout("HF_HUB_DOWNLOAD_TIMEOUT"), abs(limit), max(deadline - time.monotonic(), 0.1))
     with get_session().stream("GET", url, headers=headers, params=params, timeout=timeout,
                               follow_redirects=True) as r:
         if r.status_code >= 400:
@@ -217,9 +239,16 @@ def _read_body(r, cap: int, deadline: float, src: str, limit: float, truncate: b
             raise HubError(f"{src}: the Hub's answer is over {cap // 2**20} MiB, more than any real one; "
                            "check HF_ENDPOINT or use a local copy")
         if time.monotonic() > deadline:
-            raise HubError(f"{src}: the Hub did not finish answering within {limit:.0f} s (slow or stalled); try "
-                           "again later, raise HF_HUB_DEADLINE, or use a catalog id")
+            raise _late(src, limit)
     return bytes(out)
+
+
+def _late(src: str, limit: float) -> HubError:
+    if limit < 0:
+        return HubError(f"{src}: the Hub did not finish answering for this model within {-limit:.0f} s overall "
+                        "(slow, or too many files); try again later, raise HF_HUB_TOTAL_DEADLINE, or use a catalog id")
+    return HubError(f"{src}: the Hub did not finish answering within {limit:.0f} s (slow or stalled); try "
+                    "again later, raise HF_HUB_DEADLINE, or use a catalog id")
 
 
 def _model_info(repo: str):
@@ -281,7 +310,7 @@ def _fetch_config(api, repo: str, sha: str | None, siblings: dict):
     for fname in _safetensors_files(repo, sha, siblings):
         entries += header_entries(_st_header(repo, fname, sha), f"{repo}/{fname}")
     return _from_config_and_tensors(raw, cfg, entries, source="hub", id_=repo.lower(), name=repo,
-                                    url=f"{endpoint()}/{repo}", hf_repo=repo, weights_fn=safetensors_weights)
+                                    url=f"{shown_endpoint()}/{repo}", hf_repo=repo, weights_fn=safetensors_weights)
 
 
 def _safetensors_files(repo: str, sha: str | None, siblings: dict) -> list[str]:
@@ -297,6 +326,7 @@ def _safetensors_files(repo: str, sha: str | None, siblings: dict) -> list[str]:
     if not isinstance(wm, dict) or not all(isinstance(v, str) for v in wm.values()):
         raise SourceError(f"{src}: no weight_map of file names; re-upload it")
     files = sorted(set(wm.values()))
+    check_shards(len(files), src, "a weight_map")
     missing = [f for f in files if f not in siblings]
     if missing:
         raise HubError(f"{src} names {missing[0][:80]}, which the repo does not have")
@@ -330,7 +360,7 @@ def _st_header(repo: str, fname: str, sha: str | None) -> dict:
 def _fetch_gguf(api, repo: str, sha: str | None, siblings: dict, ggufs: list[str], file: str | None,
                 quant: str | None):
     from . import ResolvedModel, _known_quant, _pick_gguf, make_profile
-    from .ggufmeta import config_from_gguf, exact_weights, mtp_layers, quant_from_gguf
+    from .ggufmeta import check_tensors, config_from_gguf, exact_weights, mtp_layers, quant_from_gguf
     from .local import SPLIT_RE
 
     pick = _pick_gguf(ggufs, file, quant, repo)
@@ -338,16 +368,22 @@ def _fetch_gguf(api, repo: str, sha: str | None, siblings: dict, ggufs: list[str
     shards = [pick]
     if m:
         n = int(m["n"])
+        check_shards(n, f"{repo}/{pick}", "a split GGUF")
         prefix = pick[: len(pick) - len(pick.rsplit("/", 1)[-1])] + m["prefix"]
         shards = [f"{prefix}-{i:05d}-of-{n:05d}.gguf" for i in range(1, n + 1)]
         missing = [s for s in shards if s not in siblings]
         if missing:
             raise HubError(f"{repo}: split GGUF {pick} lacks {', '.join(missing[:2])} on the Hub")
-    kv, tensors = _remote_header(repo, shards[0], sha, siblings.get(shards[0]))
-    for s in shards[1:]:
-        tensors += _remote_header(repo, s, sha, siblings.get(s))[1]
+    parts = []
+    for s in shards:
+        size = siblings.get(s)
+        parts.append((*_remote_header(repo, s, sha, size), size if isinstance(size, int) and size > 0 else None))
+    kv = parts[0][0]
+    tensors = [t for _, ts, _ in parts for t in ts]
     src = f"{repo}/{pick}"
     cfg, notes = config_from_gguf(kv, tensors, src)
+    checked = check_tensors(parts, src)  # no tensors, parts of two models, data past the end: one line
+    notes = checked + notes
     if len(shards) > 1:
         notes.append(f"split GGUF: summed {len(shards)} shards")
     mm = sorted(n for n in siblings if "mmproj" in n.lower() and n.lower().endswith(".gguf"))
@@ -359,13 +395,13 @@ def _fetch_gguf(api, repo: str, sha: str | None, siblings: dict, ggufs: list[str
         if vision:
             notes.append(f"vision projector {proj} counted ({vision / 2**20:,.0f} MiB, file size)")
     w = exact_weights(tensors, vision, mtp_layers(cfg))
-    qid = quant_from_gguf(kv, pick)
+    qid = None if any("general.file_type says" in n for n in checked) else quant_from_gguf(kv, pick)
     known = _known_quant(qid, "gguf")
     if qid and not known:
         notes.append(f"quant {qid} is not one of our presets; exact bytes used as read")
     name = kv.get("general.name") if isinstance(kv.get("general.name"), str) else repo
     prof = make_profile(cfg, id_=f"{repo}/{pick}".lower(), name=f"{name} ({pick.rsplit('/', 1)[-1]})",
-                        source_url=f"{endpoint()}/{repo}/blob/main/{pick}", hf_repo=repo, vision_bytes=vision)
+                        source_url=f"{shown_endpoint()}/{repo}/blob/main/{pick}", hf_repo=repo, vision_bytes=vision)
     return ResolvedModel(profile=prof, source="hub", exact_weights=w, quant_id=known or qid, runtime_hint="llama.cpp",
                          vision_bytes=vision, files=[f"{repo}/{s}" for s in shards], notes=notes)
 

@@ -13,13 +13,22 @@ from .bounds import (
     MAX_ST_HEADER_BYTES,
     MAX_ST_TENSORS,
     MAX_TENSOR_ELEMENTS,
+    check_shards,
     is_regular,
     loads_json,
     open_regular,
     read_capped,
 )
 from .errors import SourceError, missing_part
-from .ggufmeta import TensorInfo, config_from_gguf, exact_weights, mtp_layers, quant_from_gguf, read_header
+from .ggufmeta import (
+    TensorInfo,
+    check_tensors,
+    config_from_gguf,
+    exact_weights,
+    mtp_layers,
+    quant_from_gguf,
+    read_header,
+)
 
 SPLIT_RE = re.compile(r"^(?P<prefix>.*)-(?P<i>\d{5})-of-(?P<n>\d{5})\.gguf$", re.IGNORECASE)
 
@@ -47,6 +56,7 @@ def gguf_shards(path: Path) -> list[Path]:
     i, n = int(m["i"]), int(m["n"])
     if not 1 <= i <= n:
         raise SourceError(f"{path}: split GGUF part {i} of {n} is not a valid part number; check the file name")
+    check_shards(n, str(path), "a split GGUF")
     shards = [path.with_name(f"{m['prefix']}-{i:05d}-of-{n:05d}.gguf") for i in range(1, n + 1)]
     missing = [s.name for s in shards if not is_regular(s)]
     if missing:
@@ -66,13 +76,13 @@ def find_mmproj(path: Path) -> Path | None:
 def load_gguf(path: Path):
     """-> (config, exact weights, quant id, notes, files)."""
     shards = gguf_shards(path)
-    kv, tensors = read_gguf(shards[0])
-    for s in shards[1:]:
-        tensors += read_gguf(s)[1]
-    notes = []
+    parts = [(*read_gguf(s), _size(s)) for s in shards]
+    kv = parts[0][0]
+    tensors = [t for _, ts, _ in parts for t in ts]
+    cfg, more = config_from_gguf(kv, tensors, str(path))
+    notes = check_tensors(parts, str(path))  # no tensors, parts of two models, data past the end: one line
     if len(shards) > 1:
         notes.append(f"split GGUF: summed {len(shards)} shards")
-    cfg, more = config_from_gguf(kv, tensors, str(path))
     notes += more
     vision = 0
     files = [str(s) for s in shards]
@@ -82,7 +92,15 @@ def load_gguf(path: Path):
         notes.append(f"vision projector {mm.name} counted ({vision / 2**20:,.0f} MiB)")
         files.append(str(mm))
     w = exact_weights(tensors, vision, mtp_layers(cfg))
-    return cfg, w, quant_from_gguf(kv, path.name), notes, files
+    qid = None if any("general.file_type says" in n for n in notes) else quant_from_gguf(kv, path.name)
+    return cfg, w, qid, notes, files
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None
 
 
 # --------------------------------------------------------------------------- safetensors

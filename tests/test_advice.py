@@ -241,3 +241,17 @@ def test_runtime_verdicts_compare_the_top_with_each_runtimes_best():
     assert v.code == ("same" if 1 / SAME_SPEED <= ratio <= SAME_SPEED else "faster" if ratio > 1 else "slower")
     only = recommend("llama-3.1-8b", 64, custom_workload("chat"), chip=_m4max(), runtimes=["mlx-lm"])
     assert [x.code for x in runtime_verdicts(only)] == ["only"]
+
+
+@pytest.mark.parametrize("ttft,headroom", [(1.0, True), (2.0 / 1.2, True), (1.7, False), (1.99, False)])
+def test_ttft_between_target_over_1_2_and_the_target_has_no_headroom(ttft, headroom):
+    """Rule (issue 34): an option meets a TTFT target 'with headroom' only when 1.2 × TTFT ≤ target; a TTFT
+    between target / 1.2 and the target meets it without headroom."""
+    from types import SimpleNamespace
+
+    from planner.advice import has_headroom
+
+    o = SimpleNamespace(fit=SimpleNamespace(verdict="fits"), meets_targets=True,
+                        speed=SimpleNamespace(ttft_s=ttft, decode_tok_s_per_user=100.0, time_per_request_s=10.0))
+    wl = SimpleNamespace(targets=SimpleNamespace(min_tok_s_per_user=None, max_ttft_s=2.0, max_request_s=None))
+    assert has_headroom(o, wl) is headroom

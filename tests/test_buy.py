@@ -281,3 +281,34 @@ def test_when_each_target_is_met_somewhere_but_not_together_the_closest_mac_is_n
     pt, _ = B._point(wl, [profiles.load_model("llama-3.3-70b")])
     out = B.what_would_change([near, other], [], gaps, wl, pt, None, "small")
     assert out == [f"a time to first token target 10% looser: the {a.label} then meets every target"]
+
+
+def test_no_point_on_the_front_is_weakly_dominated(llama70_chat):
+    """Rule (issue 34): a front point has no Mac at most as dear and at least as fast, better on one of the two (a
+    Mac beaten by an equal-price Mac was marked). On the real answer and on three hand-made rows."""
+    from planner.buy import BuyRow, pareto
+
+    def dominated(p, rows, speed):
+        return any(x.price_usd <= p.price_usd and speed(x) >= speed(p)
+                   and (x.price_usd < p.price_usd or speed(x) > speed(p)) for x in rows)
+
+    r = llama70_chat
+    rows = [x for x in r.per_mac if r.speed(x) is not None]
+    assert r.pareto and not any(dominated(p, rows, r.speed) for p in r.pareto)
+    a, b, c = (BuyRow.model_construct(price_usd=usd, decode_tok_s_per_user=tok) for usd, tok in
+               ((2000.0, 12.0), (2000.0, 10.0), (3000.0, 20.0)))
+    front = pareto([a, b, c])
+    assert front == [a, c]
+
+
+def test_memory_binds_under_ten_percent_spare():
+    """Rule (issue 34, buy._binding's docstring): a comfortable fit with under 10 % of the limit spare is bound by
+    memory, at 10 % or more by the speed phase; any fit that is not comfortable is bound by memory."""
+    from types import SimpleNamespace
+
+    from planner.buy import _binding
+
+    sp = SimpleNamespace(prefill_share=0.2, decode_bound="bandwidth")
+    assert _binding("fits", 0.099, sp, {}) == "memory"
+    assert _binding("fits", 0.10, sp, {}) == "bandwidth"
+    assert _binding("tight", 0.5, sp, {}) == "memory"

@@ -229,3 +229,17 @@ def test_fit_codes_exact_boundaries_by_hand():
     codes = C.fit_codes(totals, totals * 0.9, float(wired.effective_bytes), float(wired.max_raise_bytes),
                         rt.headroom_mib, 0.0)
     assert [C.VERDICTS[c] for c in codes] == ["fits", "tight", "tight", "raise-limit"]
+
+
+@pytest.mark.parametrize("macos,ram,fraction", [
+    ("26", 32, 2 / 3), ("26", 36, 0.78),     # the first rule ends at 32 GB inclusive
+    ("26", 96, 0.78), ("26", 128, 0.84),     # the second at 96 GB inclusive
+    ("15", 32, 2 / 3), ("15", 36, 0.75),
+])
+def test_wired_rules_switch_at_their_documented_ram_on_both_sides(macos, ram, fraction):
+    """Rule (issue 34): each wired-limit rule of profiles/macos covers RAM up to and including its max_ram_gb; the
+    next rule starts just above it (both sides of each boundary of macOS 15 and 26)."""
+    from planner import capacity, profiles
+
+    w = capacity.wired_limit(ram, profiles.load_macos(macos))
+    assert w.default_bytes == int(ram * 2**30 * fraction)

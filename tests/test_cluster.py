@@ -193,3 +193,26 @@ def test_cluster_candidates_for_buy():
     assert cands and all(c.price_usd <= 30000 and c.count in (2, 4) for c in cands)
     assert [c.price_usd for c in cands] == sorted(c.price_usd for c in cands)
     assert cands[0].decode_tok_s_per_user > 0 and cands[0].engine == "mlx"
+
+
+@pytest.mark.parametrize("L,w", [(10, [2, 1]), (32, [1, 1, 1]), (80, [192, 128, 64]), (61, [3, 1]), (7, [5, 4, 2])])
+def test_pipeline_cuts_are_the_nearest_integer_to_layers_times_cumulative_share(L, w):
+    """Rule (issue 34): cut i is round(L × (w_1 + ... + w_i) / sum w), within half a layer of the exact share
+    (floored cuts passed the table above: its shares are whole numbers)."""
+    r = split_layers(L, w)
+    acc = 0
+    for i, (_, b) in enumerate(r[:-1]):
+        acc += w[i]
+        assert abs(b - L * acc / sum(w)) <= 0.5, (r, i)
+
+
+def test_rpc_head_host_holds_the_embedding_and_the_output_head():
+    """Rule (issue 34): with llama.cpp RPC the head host (nodes[0], running llama-server) holds token_embd and the
+    output head on top of its layers; the RPC devices hold their layers only."""
+    mm = mm_of(tiny(8))
+    lay = layout(mm)
+    sh = place(mm, parse_macs("3x Mac Studio M3 Ultra 512GB"), "pipeline", "llama.cpp-rpc", 4096, 1, "26")
+    for i, s in enumerate(sh):
+        a, b = s.layers
+        extra = lay.embed_bytes + lay.head_bytes if i == 0 else 0.0
+        assert s.weights_bytes == pytest.approx(sum(lay.layer_bytes[a:b]) + extra, abs=2), i

@@ -132,3 +132,16 @@ def test_gib_reference_point():
     # Llama-3.1-8B 4-bit g64: weights 4.2 GiB (the plan's own weights figure), the anchor of every QLoRA total
     p = ft.plan_finetune(_req())
     assert 4.0 * GiB < p.chosen.memory.weights < 4.6 * GiB
+
+
+@pytest.mark.parametrize("kind", ["lora", "dora"])
+def test_adapter_gradient_and_adam_bytes_are_trainable_params_times_four(kind):
+    """Rule (issue 34): LoRA and DoRA adapters, their gradients and each Adam moment are float32 copies of the
+    trainable parameters (finetune.LORA_BYTES): 4 bytes each, whatever the base's dtype (DoRA was counted in
+    bf16)."""
+    p = ft.plan_finetune(_req(fine_tune_type=kind))
+    m = profiles.load_model("llama-3.1-8b")
+    n = ft.trainable_params(m, kind, 16, 8)
+    mem = next(o.memory for o in (p.chosen, *p.alternatives) if o.fine_tune_type == kind)
+    assert mem.trainable_params == n
+    assert mem.adapters == mem.gradients == 4 * n and mem.optimizer == 2 * 4 * n

@@ -376,3 +376,22 @@ def test_estimated_price_rule_hand_checked():
     # a found price stays as found
     assert MACS["mac-studio-2025-03-m4-max-32gpu-36gb"]["price_usd"] == 1999
     assert MACS["mac-studio-2025-03-m4-max-32gpu-36gb"]["price_confidence"] == "high"
+
+
+def test_chip_bandwidth_is_data_rate_times_bus_width_over_8():
+    """Rule (issue 34): each chip row's memory_bandwidth_GBps is its memory_type's data rate [MT/s] × bus width
+    [bit] / 8, from the CSV's own columns (Apple quotes LPDDR5-6400 × 128 bit = 102.4 GB/s as 100: within 3 %);
+    rows that do not state both are skipped."""
+    import csv
+
+    rows = list(csv.DictReader(open(Path(__file__).resolve().parent.parent / "calibration" / "data" / "apple_skus.csv",
+                                    encoding="utf-8")))
+    checked = 0
+    for r in rows:
+        m = re.search(r"-(\d{4,5}),\s*(\d{2,4})-bit", r["memory_type"])
+        if not m or not r["memory_bandwidth_GBps"]:
+            continue
+        calc = int(m[1]) * int(m[2]) / 8 / 1000
+        assert abs(float(r["memory_bandwidth_GBps"]) - calc) <= 0.03 * calc, (r["chip"], r["variant"], calc)
+        checked += 1
+    assert checked >= 30

@@ -76,3 +76,25 @@ def test_throughput_objective_ranks_by_requests_per_second():
     if r.router.fits:
         assert r.router.score > r.router.single_score  # requests/s: higher is better
         assert "requests/s" in r.router.reason
+
+
+def test_every_pair_counted_as_fitting_keeps_both_runtimes_margins():
+    """Rule (issue 34): a pair counts as fitting together only when both processes' memory plus both runtimes'
+    margins (headroom_mib) fit under the highest GPU limit we would set; one byte more and it does not."""
+    from types import SimpleNamespace
+
+    from planner import capacity
+    from planner.router import _fit_together
+    from planner.units import MiB
+
+    wired = capacity.wired_limit(64, profiles.load_macos("15"))
+    ctx = SimpleNamespace(wired=wired)
+    fam = {r: profiles.load_runtime(r) for r in ("llama.cpp", "mlx-lm")}
+    margins = sum(int(rt.headroom_mib * MiB) for rt in fam.values())
+    room = wired.max_raise_bytes - margins
+    for share in (0.1, 0.5, 0.9):
+        a_bytes = int(room * share)
+        for extra, fits in ((0, True), (1, False)):
+            a = SimpleNamespace(memory_bytes=a_bytes, runtime="llama.cpp")
+            b = SimpleNamespace(memory_bytes=room - a_bytes + extra, runtime="mlx-lm")
+            assert (_fit_together(ctx, a, b, fam).verdict != "no-fit") is fits, (share, extra)

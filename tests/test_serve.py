@@ -390,3 +390,33 @@ def test_serve_brackets_its_figures_by_the_speed_range(qwen):
     assert r.ttft_s_fast.p50 < r.ttft_s.p50 < r.ttft_s_slow.p50
     assert r.ttft_s_fast.p95 < r.ttft_s.p95 < r.ttft_s_slow.p95
     assert r.saturation_slow_per_s < r.saturation_rate_per_s < r.saturation_fast_per_s
+
+
+# --------------------------------------------------------------------------- rules (issue 34)
+@pytest.mark.parametrize("runtime", ["llama.cpp", "mlx-lm"])
+def test_most_slots_keeps_the_runtime_margin(runtime):
+    """Rule (issue 34): the slot count serve_plan may simulate is the largest whose memory fits under the GPU limit
+    less the runtime's margin (capacity.safe_budget), like every other fit; it used the bare limit."""
+    from planner import capacity
+
+    s = setup("M4 Max", 40, 48, "qwen3-30b-a3b", None, runtime)
+    budget = capacity.safe_budget(s.wired, s.rt)
+    for ctx in (4096, 16384, 32768):
+        most = s.most_slots(ctx)
+        assert s.memory(most, ctx) <= budget < s.memory(most + 1, ctx), ctx
+
+
+def test_mlx_decode_batch_reaches_decode_concurrency(monkeypatch):
+    """Rule (issue 34): mlx_lm.server decodes up to --decode-concurrency sequences together: with 20 long requests
+    waiting at once and 8 slots, the decode batch reaches 8 and never exceeds it."""
+    import planner.serve as sv
+
+    s = setup("M4 Max", 40, 128, "qwen3-30b-a3b", None, "mlx-lm")
+    sizes = []
+    real = sv._advance
+    monkeypatch.setattr(sv, "_advance", lambda gens, *a: (sizes.append(len(gens)), real(gens, *a))[1])
+    n = 20
+    sched = s.scheduler(8)
+    simulate(np.zeros(n), np.full(n, 200), np.full(n, 400), np.zeros(n, dtype=np.int64), sched,
+             StepModel(s.rf, 4096))
+    assert max(sizes) == 8

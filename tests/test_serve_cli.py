@@ -214,3 +214,69 @@ def test_text_gives_the_likely_range_and_warns_near_saturation(capsys):
     assert "inside the likely range of the saturation rate" in out
     code, out, err = run(capsys, [*BASE, "--rate", "1/min", "--duration", "30min", "--no-sweep"])
     assert "likely        TTFT p50" in out and "inside the likely range" not in out
+
+
+# --------------------------------------------------------------------------- bounds on the simulated work (issue 34)
+@pytest.mark.parametrize("args,flag", [
+    (["--rate", "1e999"], "--rate"), (["--rate", "1e30/s"], "--rate"), (["--rate", "1e-300/s"], "--rate"),
+    (["--rate", "1000000/s"], "--rate"), (["--duration", "0.0000001s"], "--duration"),
+    (["--duration", "1" + "0" * 5000], "--duration"), (["--rate", "9" * 5000], "--rate"),
+    (["--seed", "-1"], "--seed"), (["--seed", "9" * 30], "--seed"), (["--ram", "nan"], "--ram"),
+    (["--ram", "inf"], "--ram"), (["--max-ttft-p95", "nan"], "--max-ttft-p95"),
+    (["--max-ttft-p95", "inf"], "--max-ttft-p95"), (["--slot-context", "9" * 20], "--slot-context"),
+    (["--cached-prefix", "nan"], "--cached-prefix"), (["--trace", "/dev/zero"], "--trace"),
+])
+def test_out_of_bounds_work_is_one_line(capsys, args, flag):
+    """Values whose simulation would be unbounded or undefined (tracebacks and 32 GiB arrays before): exit 2, one
+    line naming the flag."""
+    code, out, err = run(capsys, [*BASE, *args, "--no-sweep"])
+    assert code == 2 and err.count("\n") == 1 and flag in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("args", [["--rate", "100/s"], ["--rate", "100/s", "--duration", "1000000"],
+                                  ["--rate", "10000/s", "--slots", "512"]])
+def test_long_runs_simulate_at_most_max_sim_requests(capsys, args):
+    """A simulation's work is bounded by its requests, whatever rate × duration asks for (360,000 requests at
+    100/s for the default hour ran past 2 minutes; a million seconds reached 5.4 GB): the answer simulates about
+    MAX_SIM_REQUESTS arrivals (a Poisson count: within 5 sigma) and says which share of the duration it covers."""
+    from planner.serve_plan import MAX_SIM_REQUESTS
+
+    i = BASE.index("--slots")
+    base = BASE[:i] + BASE[i + 2:] if "--slots" in args else BASE  # a single-valued option is given once
+    code, out, err = run(capsys, [*base, *args, "--json"])
+    assert code == 0, err
+    r = ServeResult.model_validate_json(out)
+    assert r.n_requests <= MAX_SIM_REQUESTS + 5 * MAX_SIM_REQUESTS ** 0.5
+    assert r.duration_s == pytest.approx(MAX_SIM_REQUESTS / r.rate_per_s)
+    assert any("simulated the first" in n for n in r.notes), r.notes
+
+
+def test_a_rate_too_low_for_any_arrival_is_one_line(capsys):
+    """One request a day for a minute: no arrival in the simulated time, one line (was NaN percentiles and a
+    traceback)."""
+    code, out, err = run(capsys, [*BASE, "--rate", "1/h", "--duration", "1s", "--no-sweep"])
+    assert code == 2 and err.count("\n") == 1 and "--rate" in err and "no request arrives" in err, err
+
+
+@pytest.mark.parametrize("kind", ["fifo", "huge", "binary", "too-many-rows"])
+def test_trace_is_read_bounded(capsys, tmp_path, kind):
+    """--trace through the one bounded reader: a FIFO is refused without blocking, a file over MAX_TABLE_BYTES
+    without reading it whole, binary data and more rows than one simulation runs are one line too."""
+    import os
+
+    from planner.bounded_read import MAX_TABLE_BYTES
+    from planner.serve_plan import MAX_SIM_REQUESTS
+
+    p = tmp_path / "t.csv"
+    if kind == "fifo":
+        os.mkfifo(p)
+    elif kind == "huge":
+        with open(p, "wb") as f:
+            f.write(b"arrival_s,prompt,gen\n")
+            f.truncate(MAX_TABLE_BYTES + 10)
+    elif kind == "binary":
+        p.write_bytes(b"\xff\xfe" * 100)
+    else:
+        p.write_text("arrival_s,prompt,gen\n" + "".join(f"{i},10,10\n" for i in range(MAX_SIM_REQUESTS + 1)))
+    code, out, err = run(capsys, [*BASE, "--trace", str(p), "--no-sweep"])
+    assert code == 2 and err.count("\n") == 1 and "--trace" in err, err

@@ -505,3 +505,17 @@ def test_a_unified_cache_attends_over_every_sequences_cells():
     assert uni.kv_time(4, 3000) == pytest.approx(2.4e-4)
     assert uni.prefill_attn_flops(128, 0, 4) == pytest.approx(2 * 33.554432e6)
     assert rf().prefill_attn_flops(128, 0, 4) == pytest.approx(2 * 8.388608e6)
+
+
+def test_range_regimes_switch_exactly_at_their_documented_boundaries():
+    """Rule (issue 34): every documented boundary is tested on both sides. Decode is 'deep' from DEEP_CONTEXT
+    tokens of context (prompt + depth), prefill from 2 × DEEP_CONTEXT; decode is 'batched' above mv_max_batch."""
+    from planner.throughput import DEEP_CONTEXT, regime
+
+    assert regime("decode", DEEP_CONTEXT - 1, 0, 1) == "decode"
+    assert regime("decode", DEEP_CONTEXT, 0, 1) == "decode_deep"
+    assert regime("decode", 1, DEEP_CONTEXT - 2, 1) == "decode" and regime("decode", 1, DEEP_CONTEXT - 1, 1) == \
+        "decode_deep"
+    assert regime("prefill", 2 * DEEP_CONTEXT - 1, 0, 1) == "prefill"
+    assert regime("prefill", 2 * DEEP_CONTEXT, 0, 1) == "prefill_deep"
+    assert regime("decode", 1, 0, 8) == "decode" and regime("decode", 1, 0, 9) == "decode_batched"

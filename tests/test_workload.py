@@ -61,3 +61,14 @@ def test_parse_length_refuses_non_finite(text):
     # int(float('inf')) raised OverflowError past the InputError handler; NaN weights reached math.ceil in buy
     with pytest.raises(InputError, match="--gen"):
         parse_length(text, "--gen")
+
+
+@pytest.mark.parametrize("dist,p90", [
+    ([(1000, 0.5), (2000, 0.4), (8000, 0.1)], 2000),   # cumulative 0.5, 0.9: the second value
+    ([(1000, 0.5), (2000, 0.39), (8000, 0.11)], 8000),  # 0.89 < 0.9: the third
+    ([(8000, 1), (100, 9)], 100),                       # order given does not matter; weights need not sum to 1
+    ([(512, 0.95), (4096, 0.05)], 512),
+])
+def test_p90_is_the_smallest_value_whose_cumulative_weight_reaches_point_nine(dist, p90):
+    """Rule (issue 34): p90 of a distribution is the smallest value v with weight(≤ v) ≥ 0.9."""
+    assert Length(dist=dist).p90_tokens == p90

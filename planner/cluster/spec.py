@@ -36,7 +36,8 @@ class Node:
 
 
 def _bad(item: str, why: str) -> InputError:
-    return InputError(f"--macs {item.strip()!r}: {why} (e.g. --macs \"2x Mac Studio M3 Ultra 512GB, "
+    shown = item.strip() if len(item.strip()) <= 80 else item.strip()[:60] + "..."
+    return InputError(f"--macs {shown!r}: {why} (e.g. --macs \"2x Mac Studio M3 Ultra 512GB, "
                       f"1x MacBook Pro M4 Max 128GB\")")
 
 
@@ -48,9 +49,16 @@ def _check_family(item: str, fam: str, chip_name: str, chips: list) -> None:
         raise _bad(item, f"no {DISPLAY[fam]} with an {chip_name} in the catalog (it comes in {', '.join(offered)})")
 
 
+def _int(digits: str, item: str, what: str) -> int:
+    """A count or size of at most 7 digits: 5,000 digits exceed Python's int-from-string limit (a traceback)."""
+    if len(digits) > 7:
+        raise _bad(item, f"the {what} {digits[:12]}... has {len(digits):,} digits")
+    return int(digits)
+
+
 def parse_item(item: str) -> tuple[int, Node]:
     m = _ITEM.match(item)
-    count = int(m.group(1)) if m and m.group(1) else 1
+    count = _int(m.group(1), item, "count") if m and m.group(1) else 1
     text = (m.group(2) if m else item).strip()
     if count < 1 or count > MAX_NODES:
         raise _bad(item, f"count must be 1..{MAX_NODES}")
@@ -63,9 +71,9 @@ def parse_item(item: str) -> tuple[int, Node]:
     rm = _RAM.search(text)
     if not rm:
         raise _bad(item, "no RAM size found (e.g. 128GB)")
-    ram = int(rm.group(1))
+    ram = _int(rm.group(1), item, "RAM size")
     cores_m = _CORES.search(text)
-    cores = int(cores_m.group(1) or cores_m.group(2)) if cores_m else None
+    cores = _int(cores_m.group(1) or cores_m.group(2), item, "GPU core count") if cores_m else None
     chips = [c for c in profiles.all_chips() if c.name.lower() == chip_name.lower()]
     if not chips:
         raise _bad(item, f"unknown chip {chip_name}; known: {', '.join(profiles.chip_names())}")

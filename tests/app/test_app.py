@@ -63,9 +63,13 @@ def test_unknown_catalog_like_name_shows_error(at):
     assert len(at.error) == 1 and "Unknown model 'llama-9.9-70b'" in at.error[0].value
 
 
-def test_local_model_folder_is_planned_like_the_cli(at, tmp_path):
-    """A folder with config.json goes through sources.resolve_model, as `plan --model <folder>` does."""
+def test_local_model_folder_is_planned_like_the_cli(at, tmp_path, monkeypatch):
+    """A folder with config.json goes through sources.resolve_model, as `plan --model <folder>` does (local paths
+    allowed, as `plan app` on localhost allows them)."""
+    from app.uploads import LOCAL_PATHS_ENV
     from sources import resolve_model
+
+    monkeypatch.setenv(LOCAL_PATHS_ENV, "1")
 
     src = Path(__file__).resolve().parents[1] / "sources" / "fixtures" / "hub" / "meta-llama" / "Llama-3.1-8B-Instruct"
     (tmp_path / "config.json").write_bytes((src / "config.json").read_bytes())
@@ -149,3 +153,14 @@ def test_uploaded_config_becomes_a_named_model_folder(tmp_path):
     assert Path(folder).name == "Llama-3.1-8B-Instruct"
     assert resolve_model(folder).source == "folder"
     assert Path(config_folder(b"{not json", root=tmp_path)).name == "uploaded-model"
+
+
+def test_a_first_run_stopped_before_the_form_keeps_the_presets_context():
+    """The flaky browser test (issue 34): a click during the first run stops it before the workload widgets are
+    drawn and Streamlit drops their state, the preset staying chosen; the context slider then fell back to its
+    first step (512 tokens). With the preset chosen and the context gone, the form refills it from the preset."""
+    t = AppTest.from_file(APP, default_timeout=60)
+    t.session_state["preset"] = "chat"
+    t.run()
+    assert not t.exception
+    assert t.select_slider(key="context").value == 8192 and t.session_state["users"] >= 1

@@ -351,6 +351,9 @@ def test_uploaded_config_above_its_maximum_context_is_capped_once(page, tmp_path
                model_type="llama", torch_dtype="bfloat16")
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
+    # the first run must have drawn the form: right after goto the app reports 'notRunning' before that run starts,
+    # and a click then stopped it before the context slider existed (the page showed 512 tokens and no note)
+    expect(page.get_by_test_id("stSidebar").get_by_role("slider", name="Context per user [tokens]")).to_be_visible()
     _wait_idle(page)
     page.get_by_test_id("stSidebar").get_by_text("Upload config.json", exact=True).click()
     _wait_idle(page)

@@ -21,7 +21,8 @@ from planner.schema import CalibrationProfile
 
 
 def _calibrate(capsys, runtime: str, model, *extra: str) -> tuple[str, str]:
-    code = main(["calibrate", "--runtime", runtime, "--model", str(model), "--budget", "40", "--quick",
+    budget = [] if "--budget" in extra else ["--budget", "40"]  # a single-valued option is given once
+    code = main(["calibrate", "--runtime", runtime, "--model", str(model), *budget, "--quick",
                  "--trials", "2", *extra])
     out, err = capsys.readouterr()
     assert code == 0, err

@@ -180,6 +180,8 @@ def test_real_sized_gguf_header_still_reads(tmp_path):
         + b"".join(hg.gstr(f"tok{i}") for i in range(n))
     ti = [hg.tensor_info(f"blk.{i // 12}.t{i % 12}.weight", (64, 64)) for i in range(1200)]
     p = hg.write(tmp_path, "m.gguf", hg.gguf_head(len(ti), len(kv) + 1) + b"".join(kv) + vocab + b"".join(ti))
+    with open(p, "r+b") as f:  # the data section (every tensor at offset 0 here): alignment + one 64x64 F32
+        f.truncate(p.stat().st_size + 32 + 64 * 64 * 4)
     r = resolve_model(str(p))
     assert r.exact_weights.n_params == 1200 * 64 * 64
     # the file reader refills its buffer mid-vocab (1 MiB first read); the buffer parser sees it all at once
@@ -190,3 +192,29 @@ def test_real_sized_gguf_header_still_reads(tmp_path):
     assert parse_header(blob, "m.gguf") == read_gguf(p)
     with pytest.raises(NeedMore):
         parse_header(blob[: len(blob) // 2], "m.gguf")
+
+
+# --------------------------------------------------------------------------- work bounded by the layer count
+def test_repeated_mlp_only_layers_cost_work_linear_in_layers(tmp_path, capsys, monkeypatch):
+    """A 2.4 MB config: 10,000 layers and mlp_only_layers naming one layer 400,000 times (issue 34). The list is a
+    set of layers (duplicates dropped) and a whole plan asks is_moe_layer at most a few times per layer: a
+    membership test in the list per layer, or ffn_width recomputed per call, was quadratic and ran for minutes."""
+    from planner.schema import ModelConfig
+
+    n = 10_000
+    d = hg.config(tmp_path / "m", model_type="qwen3_moe", num_hidden_layers=n, num_experts=8,
+                  num_experts_per_tok=2, moe_intermediate_size=128, mlp_only_layers=[n - 1] * 400_000)
+    calls = [0]
+    orig = ModelConfig.is_moe_layer
+
+    def counted(self, i):
+        calls[0] += 1
+        return orig(self, i)
+
+    monkeypatch.setattr(ModelConfig, "is_moe_layer", counted)
+    assert main(["--model", str(d), "--ram", "64"]) == 0
+    capsys.readouterr()
+    assert calls[0] <= 10 * n, calls[0]
+    cfg = resolve_model(str(d)).profile.config
+    assert cfg.mlp_only_layers == [n - 1]
+    assert not cfg.is_moe_layer(n - 1) and cfg.is_moe_layer(n - 2)

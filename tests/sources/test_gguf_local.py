@@ -281,3 +281,81 @@ def test_missing_gguf_package_names_the_install_command(tmp_path):
                        text=True, timeout=120)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
     assert f"{sys.executable} -m pip install 'gguf>=0.10'" in r.stderr
+
+
+# --------------------------------------------------------------------------- impossible files (issue 34)
+TINY = dict(n_layers=2, h=256, heads=4, kv_heads=2, hd=64, ffn=512, vocab=1024)
+TINY_KV = {**LLAMA8B_KV, "block_count": 2, "embedding_length": 256, "feed_forward_length": 512,
+           "attention.head_count": 4, "attention.head_count_kv": 2, "vocab_size": 1024, "rope.dimension_count": 64}
+
+
+def _line(capsys, *argv) -> str:
+    code = main(list(argv))
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, (code, err)
+    return err
+
+
+def test_a_gguf_without_tensors_is_refused(tmp_path, capsys):
+    """A header with no tensors was planned as '0 B of weights, fits comfortably'."""
+    p = tmp_path / "empty.gguf"
+    write_gguf(p, "llama", TINY_KV, [], file_type=15)
+    assert "no tensors" in _line(capsys, "--model", str(p), "--ram", "64")
+
+
+def test_split_parts_of_two_models_are_refused(tmp_path, capsys):
+    """Two complete models named as parts 1 and 2 of one split: every tensor appears twice (was summed)."""
+    for i in (1, 2):
+        write_gguf(tmp_path / f"m-0000{i}-of-00002.gguf", "llama", TINY_KV, llama_tensors(**TINY), file_type=15)
+    err = _line(capsys, "--model", str(tmp_path / "m-00001-of-00002.gguf"), "--ram", "64")
+    assert "twice" in err and "different models" in err
+
+
+def test_tensor_data_past_the_end_of_the_file_is_refused(tmp_path, capsys):
+    """A header whose tensors lie past the end of the file (a truncated download) was planned as exact weights."""
+    p = tmp_path / "cut.gguf"
+    write_gguf(p, "llama", TINY_KV, llama_tensors(**TINY), file_type=15)
+    size = p.stat().st_size
+    with open(p, "r+b") as f:
+        f.truncate(size - 1)
+    assert f"{size - 1:,} bytes" in _line(capsys, "--model", str(p), "--ram", "64")
+    with open(p, "r+b") as f:  # the whole file again: it plans
+        f.truncate(size)
+    assert resolve_model(str(p)).exact_weights.total_bytes > 0
+
+
+def test_file_type_contradicting_the_tensors_is_said(tmp_path):
+    """general.file_type 15 (Q4_K_M) on F16 tensors: a note, and the quant is not taken from the file type."""
+    p = tmp_path / "liar.gguf"
+    write_gguf(p, "llama", TINY_KV, llama_tensors(**TINY, q4km=False), file_type=15)
+    r = resolve_model(str(p))
+    assert r.quant_id is None
+    assert any("file_type says Q4_K_M" in n and "F16" in n for n in r.notes), r.notes
+    q = tmp_path / "honest.gguf"
+    write_gguf(q, "llama", TINY_KV, llama_tensors(**TINY), file_type=15)
+    r = resolve_model(str(q))
+    assert r.quant_id == "Q4_K_M" and not any("file_type says" in n for n in r.notes)
+
+
+def test_a_gguf_with_runtime_mlx_is_refused_or_noted(tmp_path, capsys):
+    """-r mlx-lm on a GGUF was answered for llama.cpp without a word: alone it is one line, next to llama.cpp the
+    answer says mlx-lm was skipped."""
+    p = tmp_path / "m.gguf"
+    write_gguf(p, "llama", TINY_KV, llama_tensors(**TINY), file_type=15)
+    err = _line(capsys, "--model", str(p), "--ram", "64", "-r", "mlx-lm")
+    assert "mlx-lm" in err and "GGUF" in err
+    assert main(["--model", str(p), "--ram", "64", "-r", "mlx-lm", "-r", "llama.cpp"]) == 0
+    assert "--runtime mlx-lm skipped" in capsys.readouterr().out
+
+
+def test_a_gguf_without_vocab_size_resolves_the_same_config(tmp_path):
+    """Rule (issue 34): llama.vocab_size is optional (convert_hf_to_gguf writes it for some models only); without
+    it the vocabulary comes from token_embd's shape [n_embd, n_vocab] (ggml order), so the config is the same
+    (the reader fell back to the hidden size)."""
+    with_key, without = tmp_path / "with.gguf", tmp_path / "without.gguf"
+    write_gguf(with_key, "llama", TINY_KV, llama_tensors(**TINY), file_type=15)
+    write_gguf(without, "llama", {k: v for k, v in TINY_KV.items() if k != "vocab_size"}, llama_tensors(**TINY),
+               file_type=15)
+    a, b = resolve_model(str(with_key)).profile.config, resolve_model(str(without)).profile.config
+    assert b.vocab_size == 1024 != TINY["h"]
+    assert a == b

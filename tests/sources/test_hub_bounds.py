@@ -98,3 +98,90 @@ def test_cache_keeps_the_newest_entries(tmp_path):
         os.utime(p, (1000 + i, 1000 + i))
     _cache_prune(tmp_path, keep=3)
     assert sorted(p.name for p in tmp_path.glob("*.json")) == ["e7.json", "e8.json", "e9.json"]
+
+
+# --------------------------------------------------------------------------- secrets, amplification, escapes (issue 34)
+def _plan_in_process(capsys, *argv):
+    from cli.main import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("form", ["userinfo", "query"])
+def test_credentials_in_hf_endpoint_are_never_shown(hub, tmp_path, monkeypatch, capsys, form):
+    """HF_ENDPOINT=http://user:password@host (or ?token=...) pointing at a closed port: the error names the host but
+    neither the password nor the token (planner.format.redact_urls)."""
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there
+    url = (f"http://user:s3cretpassword@127.0.0.1:{port}" if form == "userinfo"
+           else f"http://127.0.0.1:{port}/?token=s3cretpassword")
+    monkeypatch.setenv("HF_ENDPOINT", url)
+    monkeypatch.setenv("HF_HUB_DEADLINE", "3")
+    code, out, err = _plan_in_process(capsys, "--model", "x/nothere", "--ram", "64")
+    assert code == 2 and "127.0.0.1" in err and "s3cretpassword" not in out + err, err
+
+
+def test_credentials_in_hf_endpoint_are_never_stored(hub, tmp_path, monkeypatch, capsys):
+    """The same endpoint reachable: the answer and the planner's hub cache carry the host, not the password."""
+    hub.repos["someone/llama"] = llama_repo()
+    monkeypatch.setenv("HF_ENDPOINT", hub.url.replace("http://", "http://user:s3cretpassword@"))
+    code, out, err = _plan_in_process(capsys, "--model", "someone/llama", "--ram", "64", "--json")
+    assert code == 0, err
+    assert "s3cretpassword" not in out + err
+    stored = "".join(p.read_text() for p in (tmp_path / "cache" / "hub").glob("*.json"))
+    assert stored and "s3cretpassword" not in stored and "***@127.0.0.1" in stored
+
+
+def test_99999_gguf_shards_are_refused_before_any_is_read(hub, capsys):
+    """A listing of a split GGUF of 99,999 parts: one line, and no shard is requested (was a request each)."""
+    from sources.bounds import MAX_SHARDS
+
+    n = 99_999
+    hub.repos["x/shards"] = Repo({f"m-{i:05d}-of-{n:05d}.gguf": b"" for i in range(1, n + 1)})
+    code, out, err = _plan_in_process(capsys, "--model", "x/shards", "--ram", "64")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and f"{MAX_SHARDS:,}" in err, err
+    assert not [r for r in hub.requests if "/resolve/" in r], hub.requests[:5]
+
+
+def test_safetensors_index_of_20000_shards_is_refused_before_any_is_read(hub, capsys):
+    n = 20_000
+    names = [f"model-{i:05d}-of-{n:05d}.safetensors" for i in range(1, n + 1)]
+    index = json.dumps({"weight_map": {f"t{i}": f for i, f in enumerate(names)}}).encode()
+    hub.repos["x/many"] = Repo({"config.json": fixture_config(LLAMA), "model.safetensors.index.json": index,
+                                **dict.fromkeys(names, b"")})
+    code, out, err = _plan_in_process(capsys, "--model", "x/many", "--ram", "64")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "weight_map" in err, err
+    assert not [r for r in hub.requests if ".safetensors" in r and "index" not in r]
+
+
+def test_overall_deadline_bounds_many_requests(hub, monkeypatch):
+    """Every request of one model shares one overall deadline (HF_HUB_TOTAL_DEADLINE), not only one per request:
+    four shards each answered 0.6 s late cannot take more than the 1 s given."""
+    from sources import hub as hubmod
+    from sources.errors import HubError
+
+    hub.repos["someone/slow"] = Repo({"config.json": fixture_config(LLAMA), **shard(llama_8b(), 4)}, sleep=0.6)
+    monkeypatch.setenv("HF_HUB_TOTAL_DEADLINE", "1")
+    with pytest.raises(HubError, match="overall"):
+        hubmod.resolve_hub("someone/slow")
+
+
+def test_escapes_in_a_gguf_name_never_reach_the_terminal(hub, tmp_path, capsys):
+    """general.name with ESC sequences (clear screen, window title) and a carriage return that forges a line: the
+    answer shows them as escapes (planner.format.safe_text), on stdout and in the stored name."""
+    from gguf_gen import LLAMA8B_KV, llama_tensors, write_gguf
+
+    p = tmp_path / "evil.gguf"
+    write_gguf(p, "llama", {**LLAMA8B_KV, "general.name": "Evil\x1b[2J\x1b]0;pwned\x07\rFORGED\u202e"},
+               llama_tensors(), file_type=15)
+    hub.repos["x/evil"] = Repo({"evil.gguf": p})
+    code, out, err = _plan_in_process(capsys, "--model", "x/evil", "--ram", "64")
+    assert code == 0, err
+    assert not any(c in out + err for c in "\x1b\x07\r\u202e"), repr(out[:300])
+    assert "Evil\\x1b[2J" in out
