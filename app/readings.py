@@ -16,8 +16,8 @@ from planner.format import (
     fmt_params,
     fmt_seconds,
     fmt_tok_s,
-    safe_text,
     fmt_tok_s_range,
+    safe_text,
     verdict_text,
 )
 from planner.plan import FitOption, Plan

@@ -328,7 +328,7 @@ def _gguf_vocab(hf_dir: Path) -> tuple[list[str], list[int], list[str]]:
     return tokens, [int(t) for t in types], merges
 
 
-def build_gguf(hf_dir: str | os.PathLike[str], out_path: str | os.PathLike[str], ftype: str = "F32",
+def build_gguf(hf_dir: str | os.PathLike[str], out_path: str | os.PathLike[str], ftype: str = "F32",  # noqa: C901 - one branch per architecture's GGUF keys
                arch: str = "llama", ffn_type: str | None = None) -> Path:
     """Write the HF folder's weights as a llama-arch GGUF (gpt2 BPE vocab, ``pre=default``).
 

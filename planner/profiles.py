@@ -607,24 +607,6 @@ def load_quant(name: str, kind: str | None = None) -> QuantFormat:
     raise UnknownProfileError("quantization", name, [q.id for q in cands], flag="--quant")
 
 
-def mac_ram(ram_gb: float | None, chip) -> float:
-    """The one check of --ram for every command: the chip's largest when not given; with a chip one of the sizes it
-    comes with (an M4 with 512 GB is refused), without one a size some Mac comes in (7 GB is refused)."""
-    if ram_gb is None:
-        if chip is None:
-            raise InputError("give --ram (e.g. --ram 64) or --chip")
-        return float(max(chip.ram_options_gb))
-    if not 0 < ram_gb < float("inf"):
-        raise InputError(f"--ram {ram_gb:g} must be a positive size in GB, e.g. --ram 64")
-    if chip is not None:
-        if int(ram_gb) != ram_gb or int(ram_gb) not in chip.ram_options_gb:
-            raise InputError(f"--ram {ram_gb:g}: the {chip.label} comes with "
-                             f"{', '.join(map(str, chip.ram_options_gb))} GB")
-        return ram_gb
-    ram_gb_valid(ram_gb)
-    return ram_gb
-
-
 def ram_gb_valid(ram_gb: float) -> None:
     """Reject RAM sizes no Mac comes in."""
     if not 0 < ram_gb < float("inf"):
