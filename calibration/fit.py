@@ -560,7 +560,7 @@ def fit_hierarchical(records: list[FitRecord], spec: Spec, priors: dict[str, tup
     scoped = dict(priors)
     for name in _param_names(records, spec):
         fam = name.split(":")[0]
-        if fam not in ("eta_bw", "eta_c") or name.endswith(":*"):
+        if fam not in ("eta_bw", "eta_c") or name.endswith(":*") or f"{fam}:*" not in pooled:
             continue
         rows = _scope_rows(records, spec, name)
         sigma = scope_prior_sigma(len({r.source for r in rows}), sum(r.weight for r in rows), noise_sigma)
@@ -755,7 +755,7 @@ def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None,
 
     out = {}
     lc = keep(data.get("llama.cpp", []))
-    p_lc, d_lc = fit_hierarchical(lc, Spec("llama.cpp", gen_eta_bw=GEN_ETA_BW))
+    p_lc, d_lc = fit_hierarchical(lc, Spec("llama.cpp", gen_eta_bw=GEN_ETA_BW), priors=within_source_quant_priors(lc))
     out["llama.cpp"] = (p_lc, {}, d_lc)
     # mlx-lm: too few rows for groups; llama.cpp's shared constants become priors (sigma 0.5 in log)
     # t_layer is not borrowed: mlx-lm encodes one lazily built graph per step (mlx_lm/generate.py generate_step,
@@ -768,7 +768,7 @@ def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None,
         spec = Spec("mlx-lm", tier_eta_bw=True, gen_eta_c=True,
                     free={"eta_bw", "eta_c", "eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor", "t_layer_s",
                           "matrix_unit_factor", "q", "eta_kv"})
-        p_mx, d_mx = fit_hierarchical(mx, spec, priors=shared)
+        p_mx, d_mx = fit_hierarchical(mx, spec, priors={**shared, **within_source_quant_priors(mx)})
         out["mlx-lm"] = (p_mx, {}, d_mx)
     for rt in WRAPPERS:
         recs = keep(data.get(rt, []))
@@ -963,8 +963,11 @@ def build_profiles(data, fits, ranges: dict[str, dict] | None = None) -> list[Ca
                          "chips of a tier/generation with no data.")
                 if eras:
                     notes += f" Nuisance build-era factors fitted and not shipped: {eras}."
+            if scope.startswith(("tier-", "gen-")):
+                notes = ("a random effect around the runtime's pooled value, its offset shrunk by the number of "
+                         "source groups that measured it (calibration.fit.fit_hierarchical).")
             if scope.startswith("gen-") and consts.eta_bw is not None:
-                notes = (f"eta_bw of {scope[4:]} chips, fitted on their own source-weighted rows in place of their "
+                notes += (f" eta_bw of {scope[4:]} chips, fitted on their own source-weighted rows in place of their "
                          "tier's (calibration.fit.GEN_ETA_BW): the M1 GPU reaches 78-85 % of its nominal bandwidth "
                          "(llama.cpp PR #1642: M1 Max GPU 317.6 of 409.6 GB/s attainable; PR #2188: 340 GB/s "
                          "sustained, llama.cpp's Q4_0 kernel then 275 GB/s); ggml-metal has no M1-only kernel path.")

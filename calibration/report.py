@@ -257,7 +257,7 @@ def summary_sentences(held, cov) -> list[str]:
                 continue
             t = TARGET_MAPE.get((rt, ph))
             parts.append(f"{ph} {v['mape_sources']:.1f} % off on average over {v['sources']} source groups "
-                         f"(typical source {v['bias']:+.1f} %{'' if t is None else f', target {t:.0f} %'})")
+                         f"(median bias {v['bias']:+.1f} %, + = too fast{'' if t is None else f'; target {t:.0f} %'})")
             if t is not None and v["mape_sources"] > t:
                 missed.append(f"{ph} error")
             if abs(v["bias"]) > TARGET_BIAS:
@@ -307,7 +307,12 @@ decode prediction exceeds bandwidth / bytes per step (a property test checks eve
 rows of every measured-benchmark CSV under `calibration/data/` (any new file with the same columns joins), **every
 source group counting once** (a row weighs 1 / its group's rows of that phase), so the centre is the typical source,
 not the expert source with most rows; mlx-lm has its own bandwidth, compute, attention and fixed-cost constants,
-M1 chips their own llama.cpp bandwidth efficiency (their GPU reaches less of its nominal bandwidth), and Ollama and
+M1 chips their own llama.cpp bandwidth efficiency (their GPU reaches less of its nominal bandwidth). Each tier's
+η_bw and each generation's η_c (llama.cpp and mlx-lm) is a random effect around the pooled value, shrunk by its
+number of source groups n: it moves by the sources' mean offset × n / (n + 0.56), so one slow user's Mac moves its
+tier by 64 % of its offset, not all of it (`calibration.fit.fit_hierarchical`). A weight class's dequantization
+factor is anchored at the ratio one source measured between quantized and float weights of the same model
+(`within_source_quant_priors`), not at the speed gap between sources that only ran one of them. Ollama and
 LM Studio run their engine's constants with their own defaults and a measured overhead factor per phase (each
 source's mean log ratio, pooled and shrunk toward 1). Old llama.cpp builds (2023) get nuisance build-era
 factors that are not shipped, and their kernel choice: every decode batch above one token on the matrix-matrix

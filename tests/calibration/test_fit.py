@@ -209,3 +209,21 @@ def test_one_slow_source_moves_its_tier_by_its_offset_over_one_plus_lambda():
     assert diag["pooled"]["eta_bw:*"] == pytest.approx(math.exp(theta), rel=1e-3)
     assert params["eta_bw:max"] == pytest.approx(math.exp(theta + (math.log(0.8) - theta) * 2 / 2.5625), rel=2e-3)
     assert params["eta_bw:ultra"] == pytest.approx(math.exp(theta + (math.log(0.5) - theta) / 1.5625), rel=2e-3)
+
+
+def test_quant_prior_is_the_within_source_ratio_to_float_weights():
+    """Source S prefills model g at 512 tokens on float weights at 100 tok/s and 4-bit at 81 (ratio 0.81), model h
+    at 100 and 64 (0.64): the prior is their geometric mean √(0.81 · 0.64) = 0.72. Source T has only 4-bit rows
+    (no float contrast) and changes nothing, however slow it is."""
+    c = profiles.resolve_chip("m3-max-40gpu")
+    out = []
+    for src, geo, cls, value in (("S", _geo(), "float", 100.0), ("S", _geo(), "affine", 81.0),
+                                 ("S", _geo(16, 2048), "float", 100.0), ("S", _geo(16, 2048), "affine", 64.0),
+                                 ("T", _geo(), "affine", 20.0)):
+        g = tp.Geometry(**{**geo.__dict__, "quant_class": cls})
+        out.append(F.FitRecord(runtime="mlx-lm", chip=c, geo=g, phase="prefill", prompt=512, gen=0, depth=0,
+                               batch=1, value=value, source=src))
+    pri = F.within_source_quant_priors(out)
+    assert set(pri) == {"q_affine"}
+    assert pri["q_affine"][0] == pytest.approx(0.72, rel=1e-9)
+    assert pri["q_affine"][1] == F.QUANT_CONTRAST_SIGMA

@@ -46,6 +46,6 @@ def test_summary_sentence_states_source_mean_error_bias_and_coverage():
     held = [("llama.cpp", rec("A"), 11.0), ("llama.cpp", rec("A"), 11.0), ("llama.cpp", rec("B"), 8.0)]
     cov = {("llama.cpp", "decode", "A"): (2, 2), ("llama.cpp", "decode", "B"): (0, 1)}
     (s,) = R.summary_sentences(held, cov)
-    assert "decode 15.0 % off on average over 2 source groups (typical source -5.0 %, target 10 %)" in s
+    assert "decode 15.0 % off on average over 2 source groups (median bias -5.0 %, + = too fast; target 10 %)" in s
     assert "holds 67 % of the held-out rows" in s
     assert "misses the target for decode error, range coverage" in s
