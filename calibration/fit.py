@@ -510,6 +510,98 @@ def fit_efficiency_least_squares(records: list[FitRecord], spec: Spec,
                     "predicted": pred, "ape": ape, "n_records": len(records)}
 
 
+# --------------------------------------------------------------------------- scopes as shrunk random effects
+# A tier's η_bw or a generation's η_c is a scope offset δ = log(scoped value / pooled value), a random effect of the
+# scope measured through its source groups: each source lands σ_s from the scope's true value (one user's Mac,
+# build, habits), and scopes differ from the pooled value by τ. Its estimate is the mean of its sources' offsets
+# shrunk by their number n_s: δ = ȳ · n_s / (n_s + λ), λ = (σ_s / τ)² (the random-effects mean, as the wrappers'
+# factors; Gelman & Hill 2007, ch. 12.2, partial pooling). One slow user's source on a tier with no other then
+# moves it by ȳ / (1 + λ), not by all of ȳ. σ_s: the scatter of held-out sources' biases around the typical one
+# (about ±15 %, python -m calibration.report, "held-out source groups"); τ: how far tiers' and generations' η lie
+# apart (η_bw 0.6-0.8 across tiers, docs/model-facts.md §5.1: about ±20 %).
+SCOPE_SOURCE_SIGMA = 0.15
+SCOPE_PRIOR_SIGMA = 0.2
+
+
+def scope_prior_sigma(n_sources: int, weight: float, noise_sigma: float = NOISE_SIGMA) -> float:
+    """Log-sigma of the prior that ties a scope's parameter to the pooled value, so that the weighted least squares
+    gives the random-effects estimate δ = ȳ · n_s / (n_s + λ).
+
+    In the fit a scope's rows enter as √w_i / σ_n · (δ − y_i) and the prior as δ / σ_p, so δ = ȳ_w · W / (W + σ_n² /
+    σ_p²) with W = Σ w_i (its rows' source weights). Setting σ_p² = σ_n² · n_s / (λ · W) makes that
+    ȳ_w · n_s / (n_s + λ). A scope with no rows of its phase gets τ itself."""
+    lam = (SCOPE_SOURCE_SIGMA / SCOPE_PRIOR_SIGMA) ** 2
+    if n_sources <= 0 or weight <= 0:
+        return SCOPE_PRIOR_SIGMA
+    return noise_sigma * math.sqrt(n_sources / (lam * weight))
+
+
+def _scope_rows(records: list[FitRecord], spec: Spec, name: str) -> list[FitRecord]:
+    """The rows that identify a scoped parameter: decode rows for η_bw (the weight stream), prefill rows for η_c."""
+    fam, key = name.split(":")
+    if fam == "eta_bw":
+        if key in spec.gen_eta_bw:
+            return [r for r in records if r.phase == "decode" and r.chip.generation == key]
+        return [r for r in records if r.phase == "decode" and r.chip.tier == key
+                and r.chip.generation not in spec.gen_eta_bw]
+    return [r for r in records if r.phase == "prefill" and r.chip.generation == key]
+
+
+def fit_hierarchical(records: list[FitRecord], spec: Spec, priors: dict[str, tuple[float, float]] | None = None,
+                     noise_sigma: float = NOISE_SIGMA):
+    """Fit with per-tier η_bw and per-generation η_c as shrunk random effects (:func:`scope_prior_sigma`).
+
+    Two stages (empirical Bayes): (1) one pooled η_bw and η_c for all chips; (2) the scoped fit, each scoped
+    parameter's prior centred on the pooled value with the log-sigma that shrinks its offset by its number of
+    independent source groups. -> (params, diagnostics) of stage 2; diagnostics["pooled"] holds stage 1's."""
+    priors = dict(priors or {})
+    pooled_spec = replace(spec, tier_eta_bw=False, gen_eta_bw=(), gen_eta_c=False)
+    pooled, _ = fit_efficiency_least_squares(records, pooled_spec, priors=priors, noise_sigma=noise_sigma)
+    scoped = dict(priors)
+    for name in _param_names(records, spec):
+        fam = name.split(":")[0]
+        if fam not in ("eta_bw", "eta_c") or name.endswith(":*") or f"{fam}:*" not in pooled:
+            continue
+        rows = _scope_rows(records, spec, name)
+        sigma = scope_prior_sigma(len({r.source for r in rows}), sum(r.weight for r in rows), noise_sigma)
+        scoped[name] = (pooled[f"{fam}:*"], sigma)
+    params, diag = fit_efficiency_least_squares(records, spec, priors=scoped, noise_sigma=noise_sigma)
+    diag["pooled"] = pooled
+    return params, diag
+
+
+# The dequantization factor q of a weight class is a kernel property (a quantized matmul against the same matmul on
+# float weights: mlx's affine qmm vs its bf16 gemm, ggml's kernel_mul_mm per type), seen cleanly only inside one
+# source: the same Mac, model, build and prompt run on float and on quantized weights. Across sources it is
+# confounded with the sources' own speed (issue 33: mlx-lm's q_affine fitted 0.62 when the users measuring only
+# 4-bit models were slower, while mlx-lm BENCHMARKS.md measures Qwen3-4B 4-bit at 0.91 of its bf16 prefill).
+# So a class with such contrasts gets a prior at their geometric mean, log-sigma QUANT_CONTRAST_SIGMA.
+QUANT_CONTRAST_SIGMA = 0.05
+
+
+def within_source_quant_priors(records: list[FitRecord]) -> dict[str, tuple[float, float]]:
+    """{"q_<class>": (ratio, sigma)} from prefill rows that differ only in their weights' class: same source group,
+    chip, model geometry (layers, matmul parameters), prompt, depth, batch and build era, one group float. ratio =
+    the geometric mean over such groups of (geometric mean of the class's rates) / (that of the float rates).
+    Only the matmul part of a prefill scales with q, so the rate ratio lies between q and 1: the prior errs toward
+    no dequantization cost, and the data may pull it lower."""
+    groups: dict[tuple, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        if r.phase != "prefill":
+            continue
+        key = (r.source, r.chip_id, r.geo.n_layers, round(r.geo.matmul_params), r.prompt, r.depth, r.batch, r.era)
+        groups[key][r.geo.quant_class].append(math.log(r.value))
+    ratios: dict[str, list[float]] = defaultdict(list)
+    for by_class in groups.values():
+        if "float" not in by_class:
+            continue
+        f = float(np.mean(by_class["float"]))
+        for c, v in by_class.items():
+            if c != "float":
+                ratios[c].append(float(np.mean(v)) - f)
+    return {f"q_{c}": (min(1.0, math.exp(float(np.mean(v)))), QUANT_CONTRAST_SIGMA) for c, v in sorted(ratios.items())}
+
+
 # --------------------------------------------------------------------------- params -> constants
 def constants_from_params(params: dict[str, float], fixed: dict[str, float] | None = None,
                           runtime: str = "llama.cpp") -> dict[str, SpeedConstants]:
@@ -663,7 +755,7 @@ def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None,
 
     out = {}
     lc = keep(data.get("llama.cpp", []))
-    p_lc, d_lc = fit_efficiency_least_squares(lc, Spec("llama.cpp", gen_eta_bw=GEN_ETA_BW))
+    p_lc, d_lc = fit_hierarchical(lc, Spec("llama.cpp", gen_eta_bw=GEN_ETA_BW), priors=within_source_quant_priors(lc))
     out["llama.cpp"] = (p_lc, {}, d_lc)
     # mlx-lm: too few rows for groups; llama.cpp's shared constants become priors (sigma 0.5 in log)
     # t_layer is not borrowed: mlx-lm encodes one lazily built graph per step (mlx_lm/generate.py generate_step,
@@ -671,10 +763,12 @@ def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None,
     shared = {k: (v, 0.5) for k, v in p_lc.items() if k in ("eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor")}
     mx = keep(data.get("mlx-lm", []))
     if mx:
-        spec = Spec("mlx-lm", tier_eta_bw=False, gen_eta_c=False,
+        # per-tier η_bw and per-generation η_c as llama.cpp's, shrunk toward mlx-lm's pooled values by their
+        # source groups (fit_hierarchical): M3 Ultra prefills 1.5x faster per FLOP than M1/M2 users' Macs
+        spec = Spec("mlx-lm", tier_eta_bw=True, gen_eta_c=True,
                     free={"eta_bw", "eta_c", "eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor", "t_layer_s",
                           "matrix_unit_factor", "q", "eta_kv"})
-        p_mx, d_mx = fit_efficiency_least_squares(mx, spec, priors=shared)
+        p_mx, d_mx = fit_hierarchical(mx, spec, priors={**shared, **within_source_quant_priors(mx)})
         out["mlx-lm"] = (p_mx, {}, d_mx)
     for rt in WRAPPERS:
         recs = keep(data.get(rt, []))
@@ -869,8 +963,11 @@ def build_profiles(data, fits, ranges: dict[str, dict] | None = None) -> list[Ca
                          "chips of a tier/generation with no data.")
                 if eras:
                     notes += f" Nuisance build-era factors fitted and not shipped: {eras}."
+            if scope.startswith(("tier-", "gen-")):
+                notes = ("a random effect around the runtime's pooled value, its offset shrunk by the number of "
+                         "source groups that measured it (calibration.fit.fit_hierarchical).")
             if scope.startswith("gen-") and consts.eta_bw is not None:
-                notes = (f"eta_bw of {scope[4:]} chips, fitted on their own source-weighted rows in place of their "
+                notes += (f" eta_bw of {scope[4:]} chips, fitted on their own source-weighted rows in place of their "
                          "tier's (calibration.fit.GEN_ETA_BW): the M1 GPU reaches 78-85 % of its nominal bandwidth "
                          "(llama.cpp PR #1642: M1 Max GPU 317.6 of 409.6 GB/s attainable; PR #2188: 340 GB/s "
                          "sustained, llama.cpp's Q4_0 kernel then 275 GB/s); ggml-metal has no M1-only kernel path.")

@@ -244,6 +244,35 @@ def source_lines(held, cov) -> list[str]:
     return lines
 
 
+def summary_sentences(held, cov) -> list[str]:
+    """One sentence per runtime for the README: every held-out source counting once, its mean MAPE per phase
+    against the target, the median signed bias, and the 80 % range's coverage of held-out rows."""
+    summ = source_summary(held, cov)
+    out = []
+    for rt in [r for r in F.RUNTIMES if any(k[0] == r for k in summ)]:
+        parts, missed = [], []
+        for ph in ("decode", "prefill"):
+            v = summ.get((rt, f"all {ph}"))
+            if v is None:
+                continue
+            t = TARGET_MAPE.get((rt, ph))
+            parts.append(f"{ph} {v['mape_sources']:.1f} % off on average over {v['sources']} source groups "
+                         f"(median bias {v['bias']:+.1f} %, + = too fast{'' if t is None else f'; target {t:.0f} %'})")
+            if t is not None and v["mape_sources"] > t:
+                missed.append(f"{ph} error")
+            if abs(v["bias"]) > TARGET_BIAS:
+                missed.append(f"{ph} bias")
+        cells = [c for k, c in cov.items() if k[0] == rt]
+        inside, n = sum(c[0] for c in cells), sum(c[1] for c in cells)
+        pct = 100.0 * inside / max(n, 1)
+        if not TARGET_COVERAGE[0] <= pct <= TARGET_COVERAGE[1]:
+            missed.append("range coverage")
+        verdict = "meets the issue-33 targets" if not missed else "misses the target for " + ", ".join(missed)
+        out.append(f"- **{rt}**, predicting a source it was not fitted on: " + "; ".join(parts)
+                   + f"; its 80 % range holds {pct:.0f} % of the held-out rows ({verdict}).")
+    return out
+
+
 def loso_lines(apes, per_src, cov, seen, held=None) -> list[str]:
     lines = table("leave-one-source-out (refit without the source group, era-aware)", apes) + [""]
     lines += table("LOSO without rows of a 2023 llama.cpp build era that only the held-out source has (those are "
@@ -278,7 +307,12 @@ decode prediction exceeds bandwidth / bytes per step (a property test checks eve
 rows of every measured-benchmark CSV under `calibration/data/` (any new file with the same columns joins), **every
 source group counting once** (a row weighs 1 / its group's rows of that phase), so the centre is the typical source,
 not the expert source with most rows; mlx-lm has its own bandwidth, compute, attention and fixed-cost constants,
-M1 chips their own llama.cpp bandwidth efficiency (their GPU reaches less of its nominal bandwidth), and Ollama and
+M1 chips their own llama.cpp bandwidth efficiency (their GPU reaches less of its nominal bandwidth). Each tier's
+η_bw and each generation's η_c (llama.cpp and mlx-lm) is a random effect around the pooled value, shrunk by its
+number of source groups n: it moves by the sources' mean offset × n / (n + 0.56), so one slow user's Mac moves its
+tier by 64 % of its offset, not all of it (`calibration.fit.fit_hierarchical`). A weight class's dequantization
+factor is anchored at the ratio one source measured between quantized and float weights of the same model
+(`within_source_quant_priors`), not at the speed gap between sources that only ran one of them. Ollama and
 LM Studio run their engine's constants with their own defaults and a measured overhead factor per phase (each
 source's mean log ratio, pooled and shrunk toward 1). Old llama.cpp builds (2023) get nuisance build-era
 factors that are not shipped, and their kernel choice: every decode batch above one token on the matrix-matrix
@@ -299,17 +333,19 @@ sources' signed biases (+ = the model is too fast for them), each source's bias,
 """
 
 
-def readme_section(lines: list[str]) -> str:
-    return (f"{BEGIN}\n{ACCURACY_TEXT}\n`python -m calibration.report`:\n\n```\n" + "\n".join(lines).rstrip()
+def readme_section(lines: list[str], sentences: list[str] | None = None) -> str:
+    head = ("**In one sentence per runtime** (leave-one-source-out, every source group held out whole and counting "
+            "once):\n\n" + "\n".join(sentences) + "\n\n") if sentences else ""
+    return (f"{BEGIN}\n{ACCURACY_TEXT}\n{head}`python -m calibration.report`:\n\n```\n" + "\n".join(lines).rstrip()
             + f"\n```\n{END}")
 
 
-def write_readme(lines: list[str], path: Path = README) -> None:
+def write_readme(lines: list[str], path: Path = README, sentences: list[str] | None = None) -> None:
     text = path.read_text(encoding="utf-8")
     if BEGIN not in text or END not in text:
         raise SystemExit(f"{path}: the Accuracy section markers are missing ({BEGIN} ... {END})")
     a, b = text.index(BEGIN), text.index(END) + len(END)
-    path.write_text(text[:a] + readme_section(lines) + text[b:], encoding="utf-8")
+    path.write_text(text[:a] + readme_section(lines, sentences) + text[b:], encoding="utf-8")
 
 
 def table(name: str, apes: dict[tuple[str, str], list[float]]) -> list[str]:
@@ -350,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
     lines.append("")
     lines = lines[:2] + loso_part + lines[2:]
     if "--readme" in (argv or []):
-        write_readme(lines)
+        write_readme(lines, sentences=summary_sentences(held, coverage(held)))
         print(f"wrote the Accuracy section of {README.name}")
         return 0
     if "--per-chip" in (argv or []):

@@ -170,3 +170,60 @@ def test_loso_ranges_take_the_runtime_offset_and_the_scatter_between_sources():
     assert table["llama.cpp"]["decode"] == pytest.approx((1.0, 1.2), abs=1e-3)
     assert table["llama.cpp"]["decode_batched"] == pytest.approx((1.0, 1.2), abs=1e-3)
     assert table["mlx-lm"]["decode"] == pytest.approx((1.0, 1.408), abs=1e-3)
+
+
+
+
+def test_scope_prior_sigma_makes_the_fit_the_random_effects_mean():
+    # σ_p² = σ_n² · n_s / (λ · W), λ = (0.15 / 0.2)² = 0.5625: two sources, weight 8, σ_n 0.05
+    # -> 0.05 · √(2 / (0.5625 · 8)) = 0.05 · √0.4444 = 0.03333
+    assert F.scope_prior_sigma(2, 8.0, 0.05) == pytest.approx(0.033333, rel=1e-4)
+    assert F.scope_prior_sigma(0, 0.0) == F.SCOPE_PRIOR_SIGMA
+
+
+def test_one_slow_source_moves_its_tier_by_its_offset_over_one_plus_lambda():
+    """Decode at B = 1, depth 0, no fixed cost: rate = η_bw · BW / bytes, so log rate is linear in log η_bw.
+    Sources A and B (M2 Max) measure η 0.8, source C (M2 Ultra) 0.5, 3 rows each, every source weighted once.
+    Pooled: θ = (2 ln 0.8 + ln 0.5) / 3 (the prior on it, σ 1, is negligible against the rows). Each tier's offset
+    shrinks by n / (n + λ), λ = 0.5625: max θ + (ln 0.8 − θ) · 2 / 2.5625, ultra θ + (ln 0.5 − θ) / 1.5625:
+    the lone slow source C moves its tier by 64 % of its offset, not all of it."""
+    import math
+
+    g = _geo()
+    recs = []
+    for src, chip_id, eta in (("A", "m2-max-38gpu", 0.8), ("B", "m2-max-38gpu", 0.8), ("C", "m2-ultra-76gpu", 0.5)):
+        c = profiles.resolve_chip(chip_id)
+        for i in range(3):
+            recs.append(F.FitRecord(runtime="llama.cpp", chip=c, geo=g, phase="decode", prompt=0, gen=1, depth=0,
+                                    batch=1, value=eta * tp.bandwidth(c) / g.dense_bytes, source=src,
+                                    label=f"{src}{i}"))
+    recs = F.source_weights(recs)
+    spec = F.Spec("llama.cpp", free={"eta_bw"})
+    orig = F.BASE_PRIORS["t_layer_s"]
+    try:
+        F.BASE_PRIORS["t_layer_s"] = (0.0, 2.0)  # not free: no per-layer cost
+        params, diag = F.fit_hierarchical(recs, spec)
+    finally:
+        F.BASE_PRIORS["t_layer_s"] = orig
+    theta = (2 * math.log(0.8) + math.log(0.5)) / 3
+    assert diag["pooled"]["eta_bw:*"] == pytest.approx(math.exp(theta), rel=1e-3)
+    assert params["eta_bw:max"] == pytest.approx(math.exp(theta + (math.log(0.8) - theta) * 2 / 2.5625), rel=2e-3)
+    assert params["eta_bw:ultra"] == pytest.approx(math.exp(theta + (math.log(0.5) - theta) / 1.5625), rel=2e-3)
+
+
+def test_quant_prior_is_the_within_source_ratio_to_float_weights():
+    """Source S prefills model g at 512 tokens on float weights at 100 tok/s and 4-bit at 81 (ratio 0.81), model h
+    at 100 and 64 (0.64): the prior is their geometric mean √(0.81 · 0.64) = 0.72. Source T has only 4-bit rows
+    (no float contrast) and changes nothing, however slow it is."""
+    c = profiles.resolve_chip("m3-max-40gpu")
+    out = []
+    for src, geo, cls, value in (("S", _geo(), "float", 100.0), ("S", _geo(), "affine", 81.0),
+                                 ("S", _geo(16, 2048), "float", 100.0), ("S", _geo(16, 2048), "affine", 64.0),
+                                 ("T", _geo(), "affine", 20.0)):
+        g = tp.Geometry(**{**geo.__dict__, "quant_class": cls})
+        out.append(F.FitRecord(runtime="mlx-lm", chip=c, geo=g, phase="prefill", prompt=512, gen=0, depth=0,
+                               batch=1, value=value, source=src))
+    pri = F.within_source_quant_priors(out)
+    assert set(pri) == {"q_affine"}
+    assert pri["q_affine"][0] == pytest.approx(0.72, rel=1e-9)
+    assert pri["q_affine"][1] == F.QUANT_CONTRAST_SIGMA
