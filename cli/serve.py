@@ -75,7 +75,8 @@ def render(r) -> str:
         f"the slowest 5 %",
         f"  request       p50 {fmt_seconds(r.e2e_s.p50)}   p95 {fmt_seconds(r.e2e_s.p95)}   "
         f"p99 {fmt_seconds(r.e2e_s.p99)}",
-        f"  server        {fmt_tok_s(r.throughput_tok_s)} tok/s generated, slots {r.slot_occupancy:.0%} busy",
+        f"  server        {fmt_tok_s(r.throughput_tok_s)} tok/s generated, {r.slot_occupancy:.0%} of the "
+        "sequences it can hold in flight",
         "  queue         " + " ".join(str(q) for _, q in r.queue_timeline)
         + f" waiting (every {fmt_seconds(r.queue_timeline[0][0])}; max {r.queue_max})",
         f"  capacity      the queue grows without bound above {per_min(r.saturation_rate_per_s)}: "

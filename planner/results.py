@@ -320,7 +320,7 @@ class ServeResult(BaseModel):
     decode_tok_s_p50: float = Field(description="Per-user decode rate after the first token, median [tok/s]")
     decode_tok_s_p5: float = Field(description="Per-user decode rate, 5th percentile (the slow users) [tok/s]")
     throughput_tok_s: float = Field(description="Generated tokens per second, all users [tok/s]")
-    slot_occupancy: float = Field(description="Mean share of slots busy [0-1]")
+    slot_occupancy: float = Field(description="Mean sequences in flight / the most the server holds at once [0-1]")
     queue_timeline: list[tuple[float, int]] = Field(description="(time [s], requests waiting) samples")
     queue_max: int
     saturation_rate_per_s: float = Field(description="Rate at which the queue grows without bound [1/s]")

@@ -98,7 +98,7 @@ def summarise(rq: Requests, tr: Trace, slots: int, duration: float, points: int 
         decode_tok_s_p50=float(np.percentile(rate, 50)) if rate.size else 0.0,
         decode_tok_s_p5=float(np.percentile(rate, 5)) if rate.size else 0.0,
         throughput_tok_s=float(rq.gen[ok].sum() / max(tr.makespan, 1e-9)),
-        slot_occupancy=float(tr.busy_integral / max(tr.makespan, 1e-9) / slots),
+        slot_occupancy=float(tr.busy_integral / max(tr.makespan, 1e-9) / (tr.capacity or slots)),
         queue_timeline=[(float(a), int(b)) for a, b in zip(grid, queue)], queue_max=int(queue.max(initial=0)))
 
 
