@@ -216,7 +216,12 @@ def price_performance(b) -> go.Figure:
                             marker={"color": color, "size": 9, "opacity": opacity}, hovertext=[hover(x) for x in sel],
                             hovertemplate="%{hovertext}<extra></extra>", error_y=_likely_bars(sel, b, color))
     if b.pareto:
-        fig.add_scatter(x=[xs[x.mac] for x in b.pareto], y=[y(x) for x in b.pareto], mode="lines+markers",
+        # each front Mac named next to its diamond (issue 35: unlabelled dots), alternately above and below so
+        # neighbours do not overlap; the others keep their name in the hover
+        fig.add_scatter(x=[xs[x.mac] for x in b.pareto], y=[y(x) for x in b.pareto], mode="lines+markers+text",
+                        text=[f"{x.chip} {x.ram_gb:g} GB" for x in b.pareto],
+                        textposition=["top left" if i % 2 == 0 else "bottom right" for i in range(len(b.pareto))],
+                        textfont={"size": 11, "color": "#1565c0"}, cliponaxis=False,
                         name="Pareto front", line={"color": "#1565c0", "width": 2, "shape": "hv"},
                         marker={"symbol": "diamond", "size": 12, "color": "#1565c0", "line": {"color": "#fff", "width": 1}},
                         hovertext=[hover(x) for x in b.pareto], hovertemplate="%{hovertext}<extra></extra>")
