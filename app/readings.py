@@ -220,8 +220,9 @@ def limit_reading(p: Plan) -> str:
     return (f"macOS lets the GPU use at most **{fmt_bytes(w.effective_bytes)}** of this Mac's "
             f"{p.mac.ram_gb:g} GB ({how}). Everything the model needs — weights, KV cache, buffers — must fit under "
             f"that line; the other {fmt_bytes(w.left_for_macos_bytes)} stay with macOS and your apps. "
-            f"You can raise the limit until the next reboot, at most to {fmt_bytes(w.max_raise_bytes)} "
-            f"(`sudo sysctl iogpu.wired_limit_mb={w.sysctl_max_mb}`).")
+            + (f"You can raise the limit until the next reboot, at most to {fmt_bytes(w.max_raise_bytes)} "
+               f"(`sudo sysctl iogpu.wired_limit_mb={w.sysctl_max_mb}`)." if w.can_raise else
+               "Raising the limit gains nothing on this Mac: macOS needs the rest."))
 
 
 def memory_reading(p: Plan) -> str:
@@ -279,6 +280,8 @@ def recipe_lines(p: Plan, o: FitOption) -> str:
         return "# does not fit: no command makes it fit"
     if o.fit.sysctl:
         return o.fit.sysctl
+    if not p.wired.can_raise:
+        return "# the GPU limit cannot usefully be raised on this Mac"
     return f"# optional: raise the GPU limit (until reboot)\nsudo sysctl iogpu.wired_limit_mb={p.wired.sysctl_max_mb}"
 
 

@@ -90,6 +90,12 @@ class WiredLimit(_RoundTrip):
     def sysctl_max_mb(self) -> int:
         return self.max_raise_bytes // (1024 * 1024)
 
+    @property
+    def can_raise(self) -> bool:
+        """Whether the highest safe limit is above the current one: on 8 GB macOS keeps min_left_for_macos_gb
+        (4 GiB), less than the 2/3 default leaves it, so raising gains nothing (capacity.wired_limit)."""
+        return self.sysctl_max_mb * 1024 * 1024 > self.effective_bytes
+
 
 class Fit(BaseModel):
     model_config = Frozen

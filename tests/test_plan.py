@@ -22,3 +22,16 @@ def test_model_summary_flags_moe_only():
     assert not plan(PlanRequest(model="llama-3.1-8b", ram_gb=64)).model.is_moe
     moe = plan(PlanRequest(model="qwen3-30b-a3b", ram_gb=64)).model
     assert moe.is_moe and moe.active_params < moe.params / 5  # 3B of 30B active (Qwen3-30B-A3B)
+
+
+def test_an_8gb_mac_is_not_told_to_raise_the_limit_to_the_default():
+    # 8 GB: the default is 2/3 = 5,461 MiB; macOS keeps at least 4 GiB, so the highest safe limit (4,096 MiB) is
+    # below the default and the "raise" line would set the default again (issue 35)
+    from app.readings import limit_reading
+    from cli.render import render_plan
+
+    p = plan(PlanRequest(model="qwen3-0.6b", ram_gb=8))
+    assert not p.wired.can_raise
+    assert "sysctl" not in render_plan(p) and "sysctl" not in limit_reading(p)
+    p16 = plan(PlanRequest(model="qwen3-0.6b", ram_gb=16))
+    assert p16.wired.can_raise and f"iogpu.wired_limit_mb={p16.wired.sysctl_max_mb}" in render_plan(p16)
