@@ -12,7 +12,7 @@ from . import capacity, deployment, profiles
 from ._model import Frozen
 from .arch_attention import describe as arch_notes
 from .errors import InputError
-from .memory import MemoryModel, check_kv_type, kv_layout, memory_model
+from .memory import MemoryModel, check_kv_type, kv_alias, kv_layout, memory_model
 from .recipes import Recipe, recipe
 from .results import (
     DraftEstimate,
@@ -353,10 +353,7 @@ def _kv_rows(first: MemoryModel, rt, model: ModelProfile, table, req: PlanReques
 def _kv_applies(kv_type: str | None, rt) -> bool:
     if kv_type is None:
         return False
-    k = kv_type.lower()
-    if rt.family == "llama.cpp":
-        return k in rt.kv_types
-    return k in rt.kv_types or k in ("8bit", "4bit", "kv8", "kv4", "q8", "q4", "q8_0", "q4_0", "bf16", "f16", "fp16")
+    return kv_alias(kv_type, rt) in rt.kv_types  # the runtime's own spelling (q8 -> q8_0 / kv8)
 
 
 # --------------------------------------------------------------------------- exact weights from real files

@@ -1,5 +1,7 @@
 """planner/plan.py display wiring: the launch recipe of any plan option, and the MoE flag of the model summary."""
 
+import pytest
+
 from planner.plan import PlanRequest, launch_recipe, plan
 
 
@@ -35,3 +37,21 @@ def test_an_8gb_mac_is_not_told_to_raise_the_limit_to_the_default():
     assert "sysctl" not in render_plan(p) and "sysctl" not in limit_reading(p)
     p16 = plan(PlanRequest(model="qwen3-0.6b", ram_gb=16))
     assert p16.wired.can_raise and f"iogpu.wired_limit_mb={p16.wired.sysctl_max_mb}" in render_plan(p16)
+
+
+@pytest.mark.parametrize(("typed", "llama", "mlx"), [("q8", "q8_0", "kv8"), ("q4", "q4_0", "kv4"),
+                                                     ("Q8_0", "q8_0", "kv8")])
+def test_kv_type_is_honoured_in_each_runtimes_spelling(typed, llama, mlx):
+    # issue 35: --kv-type q8 silently became f16 on llama.cpp; it is q8_0 there and kv8 on mlx-lm
+    p = plan(PlanRequest(model="qwen3-8b", ram_gb=16, runtimes=["llama.cpp", "mlx-lm"], quants=["Q4_K_M", "4bit"],
+                         kv_type=typed))
+    kinds = {o.runtime: o.kv_type for o in p.options}
+    assert kinds == {"llama.cpp": llama, "mlx-lm": mlx}
+    assert not any("kv-type" in n for n in p.notes)
+
+
+def test_an_unknown_kv_type_is_refused_not_replaced():
+    from planner.errors import InputError
+
+    with pytest.raises(InputError, match="--kv-type"):
+        plan(PlanRequest(model="qwen3-8b", ram_gb=16, runtimes=["llama.cpp"], kv_type="q3"))
