@@ -30,7 +30,8 @@ def run_plan(given: dict[str, Any], file: str | None = None, json_out: bool = Fa
         quants = req.quants or []
         resolved = resolve_model(model, file=file, quant=quants[0] if len(quants) == 1 else None)
     result = plan(req, resolved)
-    rec = _recommendation(req) if resolved is None else None
+    # the plan's context (capped at the model's maximum): the bottom line speaks of the same workload
+    rec = _recommendation(req.model_copy(update={"context": result.request.context})) if resolved is None else None
     if json_out:
         if rec is not None:
             from planner.advice import runtime_verdicts

@@ -243,7 +243,12 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
     raised = capacity.raised_limit(ram, macos, wired)
     table = profiles.ggml_types()
     max_ctx = model.config.max_position_embeddings
-    contexts = sorted({c for c in CONTEXTS if c <= max_ctx} | {min(req.context, max_ctx)})
+    cap_notes = []
+    if req.context > max_ctx:  # one capped value everywhere (headline, tables, JSON), said once
+        cap_notes.append(f"--context {req.context:,} is above {model.name}'s maximum of {max_ctx:,} tokens: capped at "
+                         f"{max_ctx:,}")
+        req = req.model_copy(update={"context": max_ctx})
+    contexts = sorted({c for c in CONTEXTS if c <= max_ctx} | {req.context})
     user_counts = sorted(set(USER_COUNTS) | {req.users})
     req, runtimes, vision_notes = with_images(req, model)
     if not runtimes:
@@ -255,7 +260,7 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
     if req.kv_type is not None and not any(_kv_applies(req.kv_type, rt) for rt in runtimes):  # was ignored
         raise InputError(f"--kv-type {req.kv_type!r} is not a KV type of {', '.join(r.id for r in runtimes)}; "
                          "use f16, q8_0, q4_0 (llama.cpp) or bf16, kv8, kv4 (mlx-lm)")
-    kv_rows, options, notes = [], [], [*vision_notes, *(getattr(resolved, "notes", None) or [])]
+    kv_rows, options, notes = [], [], [*cap_notes, *vision_notes, *(getattr(resolved, "notes", None) or [])]
     runtimes = _exact_runtimes(runtimes, resolved)
     for rt in runtimes:
         quants = _exact_quants(req, rt, resolved) or _quants_for(req, rt, model)

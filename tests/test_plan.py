@@ -55,3 +55,15 @@ def test_an_unknown_kv_type_is_refused_not_replaced():
 
     with pytest.raises(InputError, match="--kv-type"):
         plan(PlanRequest(model="qwen3-8b", ram_gb=16, runtimes=["llama.cpp"], kv_type="q3"))
+
+
+def test_a_context_above_the_model_maximum_is_capped_once_and_shown_capped():
+    # issue 35: --context 1000000 showed "1 × 976.6K" and "Fit at 1 × 976.6K" although planned at 131,072
+    from cli.plan import run_plan
+
+    p = plan(PlanRequest(model="llama-3.1-8b", ram_gb=64, context=1_000_000))
+    assert p.request.context == 131_072 == p.model.max_context
+    assert sum("capped at 131,072" in n for n in p.notes) == 1
+    text = run_plan({"model": "llama-3.1-8b", "ram_gb": 64, "context": 1_000_000})
+    assert "976" not in text and "1 × 128K" in text and "context 131,072" in text
+    assert text.count("1,000,000") == 1   # only in the note that says it was capped
