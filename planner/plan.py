@@ -245,7 +245,7 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
     max_ctx = model.config.max_position_embeddings
     cap_notes = []
     if req.context > max_ctx:  # one capped value everywhere (headline, tables, JSON), said once
-        cap_notes.append(f"--context {req.context:,} is above {model.name}'s maximum of {max_ctx:,} tokens: capped at "
+        cap_notes.append(f"the context {req.context:,} is above {model.name}'s maximum of {max_ctx:,} tokens: capped at "
                          f"{max_ctx:,}")
         req = req.model_copy(update={"context": max_ctx})
     contexts = sorted({c for c in CONTEXTS if c <= max_ctx} | {req.context})
@@ -363,9 +363,10 @@ def _kv_applies(kv_type: str | None, rt) -> bool:
 
 # --------------------------------------------------------------------------- exact weights from real files
 def _exact_format(resolved) -> str | None:
-    """Weight format ('gguf' | 'mlx') the resolved files are in, when they pin one runtime."""
+    """Weight format ('gguf' | 'mlx') the resolved files are in, when they pin one runtime: read weights, or a
+    config whose quantization block names the format (an MLX folder without its safetensors: estimated bytes)."""
     hint = getattr(resolved, "runtime_hint", None)
-    if resolved is None or resolved.exact_weights is None or hint is None:
+    if resolved is None or hint is None or (resolved.exact_weights is None and not resolved.quant_id):
         return None
     return "gguf" if hint == "llama.cpp" else "mlx"
 

@@ -64,7 +64,7 @@ def find_mmproj(path: Path) -> Path | None:
 
 
 def load_gguf(path: Path):
-    """-> (config, exact weights, quant id, notes, files)."""
+    """-> (config, exact weights, quant id, notes, files, title: general.name or None)."""
     shards = gguf_shards(path)
     kv, tensors = read_gguf(shards[0])
     for s in shards[1:]:
@@ -82,7 +82,17 @@ def load_gguf(path: Path):
         notes.append(f"vision projector {mm.name} counted ({vision / 2**20:,.0f} MiB)")
         files.append(str(mm))
     w = exact_weights(tensors, vision)
-    return cfg, w, quant_from_gguf(kv, path.name), notes, files
+    return cfg, w, quant_from_gguf(kv, path.name), notes, files, gguf_title(kv)
+
+
+def gguf_title(kv: dict) -> str | None:
+    """general.name (GGUF spec: "the name of the model ... human-readable"), one printable line of at most 120
+    characters; None when absent, empty or not text."""
+    name = kv.get("general.name")
+    if not isinstance(name, str):
+        return None
+    name = " ".join("".join(c if c.isprintable() else " " for c in name).split())[:120]
+    return name or None
 
 
 # --------------------------------------------------------------------------- safetensors
