@@ -16,19 +16,44 @@ from planner.errors import InputError
 _PER = {"s": 1.0, "sec": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0, "hour": 3600.0}
 
 
-def parse_rate(text: str) -> float:
+def parse_rate(text: str, flag: str = "--rate") -> float:
     """'20/min' | '0.5/s' | '300/h' | '0.5' (per second) -> requests per second."""
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e-?[0-9]+)?)\s*(?:/\s*([a-z]+))?\s*", text.lower())
     if not m or (m.group(2) and m.group(2) not in _PER) or float(m.group(1)) <= 0:
-        raise InputError(f"--rate {text!r}: give requests per time, e.g. 20/min, 0.5/s or 300/h")
+        raise InputError(f"{flag} {text!r}: give requests per time, e.g. 20/min, 0.5/s or 300/h")
     return float(m.group(1)) / _PER[m.group(2) or "s"]
 
 
-def parse_duration(text: str) -> float:
+def people_rate(rate: str | None, users: int | None, think_time: str | None, per_user: str | None
+                ) -> tuple[float, str]:
+    """The request rate [1/s] from --rate, or from people: --users × --per-user, or --users / --think-time (each
+    person asks, reads the answer, thinks, asks again: one request per think time plus the request's own time,
+    which the rate leaves out, so it slightly overstates the load). -> (rate, the line that shows the arithmetic)"""
+    if users is None:
+        if think_time is not None or per_user is not None:
+            raise InputError("--think-time / --per-user need --users (how many people use the server)")
+        return parse_rate(rate or "20/min"), ""
+    if rate is not None:
+        raise InputError("give either --rate or --users with --think-time / --per-user, not both")
+    if users < 1 or users > 100_000:
+        raise InputError(f"--users {users}: give 1 to 100,000 people")
+    if (think_time is None) == (per_user is None):
+        raise InputError("--users: add one of --think-time (e.g. 2min) or --per-user (e.g. 20/h)")
+    if per_user is not None:
+        each = parse_rate(per_user, "--per-user")
+        how = f"{users} people × {each * 3600:g}/h each"
+    else:
+        pause = parse_duration(think_time, "--think-time")
+        each = 1.0 / pause
+        how = f"{users} people, one request per {pause:g} s of thinking each (the answer's own time left out)"
+    return users * each, f"rate: {how} = {users * each * 60:.3g} requests/min"
+
+
+def parse_duration(text: str, flag: str = "--duration") -> float:
     """'1h' | '30min' | '90s' | '600' (seconds) -> seconds."""
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-z]*)\s*", text.lower())
     if not m or (m.group(2) and m.group(2) not in _PER) or float(m.group(1)) <= 0 or float(m.group(1)) > 1e6:
-        raise InputError(f"--duration {text!r}: give a positive time, e.g. 1h, 30min or 600s")
+        raise InputError(f"{flag} {text!r}: give a positive time, e.g. 1h, 30min or 600s")
     return float(m.group(1)) * _PER[m.group(2) or "s"]
 
 
@@ -130,7 +155,12 @@ def serve_cmd(
     runtime: str = typer.Option("llama.cpp", "--runtime", "-r", help="llama.cpp (llama-server) or mlx-lm (mlx_lm.server)"),
     quant: str | None = typer.Option(None, "--quant", "-q", help="GGUF preset or MLX format; default Q4_K_M / 4bit"),
     slots: int = typer.Option(4, "--slots", help="llama-server -np / mlx_lm.server --decode-concurrency"),
-    rate: str = typer.Option("20/min", "--rate", help="Mean request rate: 20/min, 0.5/s, 300/h"),
+    rate: str | None = typer.Option(None, "--rate", help="Mean request rate: 20/min, 0.5/s, 300/h  [default: 20/min]"),
+    users: int | None = typer.Option(None, "--users", help="People using the server (with --think-time or "
+                                     "--per-user instead of --rate)"),
+    think_time: str | None = typer.Option(None, "--think-time", help="Each person's pause between requests "
+                                          "(reading, typing): 90s, 2min"),
+    per_user: str | None = typer.Option(None, "--per-user", help="Requests per person: 20/h, 1/min"),
     prompt: str = typer.Option("p50=1500,p90=6000", "--prompt", help="Prompt tokens: 1500, p50=..,p90=.. or 512:0.5,4096:0.5"),
     gen: str = typer.Option("p50=300,p90=900", "--gen", help="Answer tokens, same forms as --prompt"),
     duration: str = typer.Option("1h", "--duration", help="Simulated time: 1h, 30min, 600s"),
@@ -157,9 +187,10 @@ def serve_cmd(
         raise InputError(f"--max-ttft-p95 {max_ttft_p95:g}: must be a positive number of seconds")
     if slot_context is not None and slot_context < 64:
         raise InputError(f"--slot-context {slot_context}: give at least 64 tokens")
-    req = ServeRequest(slots=slots, rate=parse_rate(rate), prompt=parse_length(prompt, "--prompt"),
+    per_s, implied = people_rate(rate, users, think_time, per_user)
+    req = ServeRequest(slots=slots, rate=per_s, prompt=parse_length(prompt, "--prompt"),
                        gen=parse_length(gen, "--gen"), duration=parse_duration(duration), seed=seed,
                        cached_prefix_share=cached_prefix, slot_context=slot_context, max_ttft_p95=max_ttft_p95,
                        sweep=sweep, trace=read_trace(trace) if trace else None, kv_unified=kv_unified)
     r = serve(setup(chip, gpu_cores, ram, _model(model, quant), quant, runtime, macos), req)
-    typer.echo(r.model_dump_json(indent=2) if json_out else render(r))
+    typer.echo(r.model_dump_json(indent=2) if json_out else (implied + "\n" if implied else "") + render(r))
