@@ -45,10 +45,15 @@ def summary_lines(p: FinetunePlan) -> list[str]:
            f"**{p.max_seq_len:,}** tokens"]
     if p.speed:
         s = p.speed
-        line = f"Training speed: **{fmt_tok_s(s.tokens_per_s)} tok/s**, {fmt_seconds(s.step_s)} per step"
+        line = (f"Training speed (an unmeasured prior): **{fmt_tok_s(s.tokens_per_s)} tok/s**, "
+                f"{fmt_seconds(s.step_s)} per step")
         if s.total_s:
             line += f"; {s.steps:,} steps ≈ **{fmt_seconds(s.total_s)}** for the dataset"
         out.append(line)
+    if p.lead:  # the setting that fits, which the command line below uses
+        out.append("It " + p.lead.replace("(--grad-checkpoint)", "(“Gradient checkpointing”)") + ".")
+    out.append("Lengths: " + p.assumption.replace("give --lengths p50=..,p90=.. of your examples for their own peak",
+                                                  "shorter examples need less"))
     return out
 
 
