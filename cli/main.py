@@ -61,6 +61,7 @@ FAST_FLAGS: dict[str, tuple[str, type, bool]] = {
     "--draft-tokens": ("draft_tokens", int, False),
     "--app-version": ("app_version", str, False),
     "--guardrail": ("guardrail", str, False),
+    "--thinking-tokens": ("thinking_tokens", int, False),
 }
 
 

@@ -46,8 +46,30 @@ def run_plan(given: dict[str, Any], file: str | None = None, json_out: bool = Fa
     if rec is not None:
         from .bottom_line import bottom_line
 
-        head = "\n".join(bottom_line(rec)) + "\n\n"
+        head = "\n".join(bottom_line(rec) + _thinking_lines(req, rec)) + "\n\n"
     return head + render_plan(result) + "\n"
+
+
+def _thinking_lines(req: PlanRequest, rec) -> list[str]:
+    """A reasoning model (catalog task "reasoning") or a stated --thinking-tokens: the wait for the answer's first
+    token after the thinking, at the bottom line's option (planner.advice.answer_wait)."""
+    from planner import profiles
+    from planner.advice import THINKING_BUDGETS, answer_wait
+    from planner.format import fmt_seconds
+
+    top = rec.options[0] if rec.options else None
+    sp = top.speed if top is not None else None
+    reasoning = "reasoning" in profiles.load_model(req.model).tasks
+    if sp is None or not sp.decode_tok_s_per_user or (req.thinking_tokens is None and not reasoning):
+        return []
+    if req.thinking_tokens is not None:
+        return [f"Thinking: after {req.thinking_tokens:,} thinking tokens the answer's first token comes at "
+                f"{fmt_seconds(answer_wait(sp.ttft_s, sp.decode_tok_s_per_user, req.thinking_tokens))} (TTFT "
+                f"{fmt_seconds(sp.ttft_s)} + thinking at {sp.decode_tok_s_per_user:.1f} tok/s)."]
+    cells = ", ".join(f"{t:,} tokens → {fmt_seconds(answer_wait(sp.ttft_s, sp.decode_tok_s_per_user, t))}"
+                      for t in THINKING_BUDGETS)
+    return [f"Thinking: a reasoning model answers after it thinks; the answer's first token after {cells} "
+            "(--thinking-tokens N for your budget)."]
 
 
 def _recommendation(req: PlanRequest):

@@ -510,3 +510,12 @@ def runtime_verdicts(rec: Recommendation) -> list[RuntimeVerdict]:
         out.append(RuntimeVerdict(runtime=top.runtime, other=o.runtime, other_quant=o.quant, code=code,
                                   decode_ratio=ratio, other_meets_targets=o.meets_targets))
     return out
+
+
+THINKING_BUDGETS = (1024, 4096, 16384)  # the table's budgets when none is stated (no typical length is published)
+
+
+def answer_wait(ttft_s: float, decode_tok_s: float, thinking_tokens: int) -> float:
+    """Seconds to the answer's first token of a reasoning model: the prompt (TTFT) then ``thinking_tokens`` decoded
+    at the per-user decode rate (the thinking is ordinary generation: the answer starts after </think>). [s]"""
+    return ttft_s + thinking_tokens / decode_tok_s

@@ -67,6 +67,8 @@ class PlanRequest(BaseModel):
     app_version: str | None = Field(None, description="Ollama / LM Studio version, for its defaults (default: current)")
     guardrail: str | None = Field(None, description="LM Studio model-loading guardrail: off, relaxed, balanced, "
                                   "strict or custom:<GB>")
+    thinking_tokens: int | None = Field(None, ge=0, le=1_000_000, description="Tokens a reasoning model thinks "
+                                        "before its answer: the wait for the answer's first token")
 
     @field_validator("ram_gb")
     @classmethod
