@@ -94,7 +94,7 @@ def kv_type_ids() -> list[str]:
 
 @st.cache_data(show_spinner=False)
 def macos_names() -> dict[str, str]:
-    return {"15": profiles.load_macos("15").name, "26": profiles.load_macos("26").name}
+    return {"26": profiles.load_macos("26").name, "15": profiles.load_macos("15").name}  # the current first
 
 
 @st.cache_data(show_spinner=False)

@@ -11,6 +11,8 @@ import re
 
 import typer
 
+from planner._model import DEFAULT_MACOS
+
 from planner.errors import InputError
 
 _PER = {"s": 1.0, "sec": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0, "hour": 3600.0}
@@ -172,7 +174,7 @@ def serve_cmd(
     sweep: bool = typer.Option(True, "--sweep/--no-sweep", help="Also try 1-32 slots for the best count"),
     kv_unified: bool = typer.Option(False, "--kv-unified", help="llama-server --kv-unified (the default of -np auto): "
                                     "one KV stream, so a batch is not split by slot"),
-    macos: str = typer.Option("15", "--macos", help="macOS major version (default GPU limit)"),
+    macos: str = typer.Option(DEFAULT_MACOS, "--macos", help="macOS major version (default GPU limit)"),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON"),
 ):
     """Latency under load: TTFT percentiles, per-user speed and the sustainable request rate of one server."""

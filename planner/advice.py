@@ -297,7 +297,7 @@ class Found:
     min_total: int | None = None
 
 
-def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip | None = None, macos: str = "15",
+def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip | None = None, macos: str = profiles.DEFAULT_MACOS,
               runtimes: list[str] | None = None, quants: list[str] | None = None, wired_limit_mb: int | None = None,
               top: int = 8, best_effort: bool = False) -> Recommendation:
     """Ranked configurations of ``model`` on one Mac for ``workload``. When none meets the targets:

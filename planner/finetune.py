@@ -75,7 +75,7 @@ class FinetuneRequest(BaseModel):
                                 "300:0.5,1200:0.5 (default: every example --max-seq-length long)")
     dataset_tokens: int | None = Field(None, gt=0, description="Training tokens in the dataset [tokens]")
     epochs: float = Field(1.0, gt=0, le=1000, description="Passes over the dataset")
-    macos: str = Field("15", description="macOS major version (15 or 26)")
+    macos: str = Field(profiles.DEFAULT_MACOS, description="macOS major version (15 or 26)")
     wired_limit_mb: int | None = Field(None, gt=0, description="GPU wired limit set with sysctl [MB]")
     activation_bytes: int | None = Field(None, gt=0, le=8, description="Activation dtype bytes (default: runtime's)")
 

@@ -51,7 +51,7 @@ class PlanRequest(BaseModel):
     users: int = Field(1, gt=0, le=capacity.MAX_USERS, description="Concurrent sequences")
     kv_type: str | None = Field(None, description="KV cache type: f16/q8_0/q4_0 (llama.cpp), bf16/kv8/kv4 (mlx-lm)")
     wired_limit_mb: int | None = Field(None, description="GPU wired limit you set with sysctl iogpu.wired_limit_mb [MB]")
-    macos: str = Field("15", description="macOS major version (15 or 26); changes the default GPU limit")
+    macos: str = Field(profiles.DEFAULT_MACOS, description="macOS major version (15 or 26); changes the default GPU limit")
     flash_attn: bool | None = Field(None, description="llama.cpp flash attention (default on)")
     n_ubatch: int | None = Field(None, gt=0, le=65536, description="llama.cpp physical batch -ub (default 512)")
     prompt_tokens: int = Field(1024, ge=0, le=10_000_000, description="Prompt tokens per request (speed: TTFT) [tokens]")
@@ -245,11 +245,7 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
     raised = capacity.raised_limit(ram, macos, wired)
     table = profiles.ggml_types()
     max_ctx = model.config.max_position_embeddings
-    cap_notes = []
-    if req.context > max_ctx:  # one capped value everywhere (headline, tables, JSON), said once
-        cap_notes.append(f"the context {req.context:,} is above {model.name}'s maximum of {max_ctx:,} tokens: capped at "
-                         f"{max_ctx:,}")
-        req = req.model_copy(update={"context": max_ctx})
+    req, cap_notes = _capped(req, model, max_ctx)
     contexts = sorted({c for c in CONTEXTS if c <= max_ctx} | {req.context})
     user_counts = sorted(set(USER_COUNTS) | {req.users})
     req, runtimes, vision_notes = with_images(req, model)
@@ -299,6 +295,15 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
                 contexts=contexts, user_counts=user_counts, kv=kv_rows, options=options, notes=notes)
 
 
+
+
+def _capped(req: PlanRequest, model: ModelProfile, max_ctx: int) -> tuple[PlanRequest, list[str]]:
+    """A context above the model's maximum planned at the maximum: one value everywhere (headline, tables, JSON),
+    said once."""
+    if req.context <= max_ctx:
+        return req, []
+    return req.model_copy(update={"context": max_ctx}), [
+        f"the context {req.context:,} is above {model.name}'s maximum of {max_ctx:,} tokens: capped at {max_ctx:,}"]
 
 
 def pinned_by_name(req: PlanRequest, runtimes: list, resolved=None) -> tuple[PlanRequest, list, list[str]]:

@@ -200,7 +200,7 @@ class Setup:
 
 
 def setup(chip: str, gpu_cores: int | None, ram: float | None, model, quant: str | None, runtime: str,
-          macos: str = "15") -> Setup:
+          macos: str = profiles.DEFAULT_MACOS) -> Setup:
     """``model``: a catalog id, or a sources.ResolvedModel (duck-typed, as in planner.plan) read from a local GGUF
     or folder, whose exact weight bytes replace the estimate when its quant is the one served."""
     mac = resolve_mac(chip, gpu_cores, ram)

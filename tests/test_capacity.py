@@ -84,7 +84,7 @@ def test_70b_q4_k_m_on_64gb_8k_sessions_by_hand():
 
 
 def test_plan_reports_same_sessions():
-    p = plan(PlanRequest(model="llama-3.3-70b", ram_gb=64, runtimes=["llama.cpp"], quants=["Q4_K_M"]))
+    p = plan(PlanRequest(model="llama-3.3-70b", ram_gb=64, runtimes=["llama.cpp"], quants=["Q4_K_M"], macos="15"))
     (opt,) = p.options
     assert opt.safe_users[8192] == 2
     assert opt.fit.verdict == "fits"
@@ -171,7 +171,8 @@ def test_binned_chip_without_gpu_cores_is_answered_for_the_bin_its_ram_names(cap
     assert "M3 Max 40-core GPU, 64 GB" in capsys.readouterr().out
     # no RAM: both bins are possible, so the slower one answers and the first lines say which and why
     assert main(["--model", "llama-3.3-70b", "--chip", "M3 Max"]) == 0
-    head = "\n".join(capsys.readouterr().out.splitlines()[:3])
+    lines = capsys.readouterr().out.splitlines()   # the bottom line, then the Mac line that says which bin
+    head = "\n".join(lines[:next(i for i, ln in enumerate(lines) if ln.startswith("Mac:")) + 1])
     assert "30-core GPU" in head and "without --gpu-cores" in head and "40-core" in head
 
 

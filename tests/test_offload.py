@@ -51,7 +51,7 @@ def _with_output(mm, out_bytes):
 
 def test_plan_marks_offload_slower_and_not_recommended_when_a_smaller_quant_fits():
     p = plan(PlanRequest(model="llama-3.3-70b", chip="M3 Max", gpu_cores=40, ram_gb=64, runtimes=["llama.cpp"],
-                         quants=["Q4_K_M", "Q5_K_M"]))
+                         quants=["Q4_K_M", "Q5_K_M"], macos="15"))
     q6 = next(o for o in p.options if o.quant == "Q5_K_M")
     assert q6.fit.verdict == "raise-limit" and q6.offload is not None and q6.offload.fits_in_ram
     assert not q6.offload.recommended and "Q4_K_M fits whole" in q6.offload.reason
@@ -63,7 +63,7 @@ def test_plan_marks_offload_slower_and_not_recommended_when_a_smaller_quant_fits
 
 def test_offload_without_raising_the_limit_when_nothing_smaller_fits():
     # Q5_K_M needs 49.5 GiB: over the 48 GiB default limit, inside the 56 GiB we would raise it to
-    p = plan(PlanRequest(model="llama-3.3-70b", ram_gb=64, runtimes=["llama.cpp"], quants=["Q5_K_M"]))
+    p = plan(PlanRequest(model="llama-3.3-70b", ram_gb=64, runtimes=["llama.cpp"], quants=["Q5_K_M"], macos="15"))
     off = p.options[0].offload
     assert off.recommended and off.fits_in_ram and off.decode_tok_s is None  # no chip: memory only
     assert off.gpu_bytes <= 47 * GiB and "iogpu.wired_limit_mb" in off.reason

@@ -289,7 +289,7 @@ def _stages(shares: list[NodeShare], mode: str) -> list[tuple[int, int]] | None:
 
 def plan_cluster(model: str, nodes: list[Node], link: str | LinkProfile = "tb5", engine: str = "mlx",
                  mode: str = "pipeline", quant: str | None = None, context: int = 8192, users: int = 1,
-                 prompt: int = 1024, gen: int = 256, macos: str = "26", rdma: bool = True,
+                 prompt: int = 1024, gen: int = 256, macos: str = profiles.DEFAULT_MACOS, rdma: bool = True,
                  scaling: bool = True) -> ClusterPlan:
     engine, mode = check_engine(engine, mode)
     if not nodes:
@@ -391,7 +391,7 @@ def _binding(shares: list[NodeShare], sp: ClusterSpeed, mode: str, tr: Transport
 
 def cluster_candidates(model: str, counts: tuple[int, ...] = (2, 3, 4), link: str = "tb5", engine: str = "mlx",
                        mode: str = "pipeline", quant: str | None = None, context: int = 8192, users: int = 1,
-                       prompt: int = 1024, gen: int = 256, macos: str = "26", budget_usd: float | None = None,
+                       prompt: int = 1024, gen: int = 256, macos: str = profiles.DEFAULT_MACOS, budget_usd: float | None = None,
                        include_laptops: bool = False, include_discontinued: bool = False) -> list[ClusterCandidate]:
     """k identical catalogued Macs (k in ``counts``) that hold the model together, cheapest first: what
     planner.buy can set against a single larger Mac. Macs whose k-fold RAM cannot hold the weights are skipped, and

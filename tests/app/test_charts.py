@@ -13,7 +13,7 @@ from planner.plan import PlanRequest, plan
 
 @pytest.fixture(scope="module")
 def p70():
-    return plan(PlanRequest(model="llama-3.3-70b", ram_gb=64))
+    return plan(PlanRequest(model="llama-3.3-70b", ram_gb=64, macos="15"))  # 48 GiB limit: Q5_K_M needs raising
 
 
 @pytest.fixture(scope="module")
