@@ -305,3 +305,15 @@ def test_for_web_speaks_the_forms_words():
     assert readings.for_web("--wired-limit 9 MB is too small") == "GPU wired limit (Advanced) 9 MB is too small"
     assert readings.for_web("meets nothing for 1 user(s) with 2 slot(s)") == "Meets nothing for 1 user with 2 slots"
     assert readings.for_web("read /tmp/up/ab12/M/config.json", "/tmp/up/ab12/M") == "Read the uploaded config.json"
+
+
+def test_log_ticks_are_1_2_5_and_labelled_in_full():
+    # 0.3 to 40 s: ticks 0.2 0.5 1 2 5 10 20 50 (one below and above the data), each with its own label
+    vals, text = charts.log_ticks(0.3, 40, charts.fmt_seconds)
+    assert vals == pytest.approx([0.2, 0.5, 1, 2, 5, 10, 20, 50])
+    assert text == [charts.fmt_seconds(v) for v in vals]
+
+
+def test_declutter_keeps_the_best_and_drops_only_overlaps():
+    keep = charts.declutter([10, 10.2, 50, 10.1], [80, 79.9, 79.9, 60], log_x=True)
+    assert keep == [True, False, True, True]   # the second sits on the first; the third is far in x; the last in y
