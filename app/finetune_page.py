@@ -27,8 +27,10 @@ def memory_chart(p: FinetunePlan) -> go.Figure:
         fig.add_trace(go.Bar(y=names, x=vals, name=label, orientation="h", marker_color=colour,
                              customdata=[fmt_bytes(getattr(o.memory, key)) for o in opts],
                              hovertemplate=f"{label}: %{{customdata}}<extra></extra>"))
-    for x, text, dash, where in ((p.wired.effective_bytes, "GPU limit", "solid", "top left"),
-                                 (p.wired.max_raise_bytes, "highest safe limit", "dot", "top right")):
+    lines = [(p.wired.effective_bytes, "GPU limit", "solid", "top left")]
+    if p.wired.can_raise:  # on 8 GB the highest safe limit is the default: one line, one label (no overprint)
+        lines.append((p.wired.max_raise_bytes, "highest safe limit", "dot", "top right"))
+    for x, text, dash, where in lines:
         fig.add_vline(x=x / 2**30, line_dash=dash, line_color="#424242",
                       annotation_text=f"{text} {fmt_bytes(x)}", annotation_position=where)
     fig.update_layout(barmode="stack", template="plotly_white", height=300, margin={"l": 10, "r": 10, "t": 60, "b": 10},

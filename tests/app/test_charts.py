@@ -317,3 +317,14 @@ def test_log_ticks_are_1_2_5_and_labelled_in_full():
 def test_declutter_keeps_the_best_and_drops_only_overlaps():
     keep = charts.declutter([10, 10.2, 50, 10.1], [80, 79.9, 79.9, 60], log_x=True)
     assert keep == [True, False, True, True]   # the second sits on the first; the third is far in x; the last in y
+
+
+def test_finetune_chart_draws_one_limit_line_when_the_limit_cannot_be_raised():
+    # 8 GB: the highest safe limit is the default (macOS keeps 4 GiB), so one line and one label, not two on top of
+    # each other; 32 GB: the default and the raised limit
+    from app.finetune_page import memory_chart
+    from planner.finetune import FinetuneRequest, plan_finetune
+
+    for ram, lines in ((8, 1), (32, 2)):
+        fig = memory_chart(plan_finetune(FinetuneRequest(model="qwen3-0.6b", ram_gb=ram)))
+        assert sum(s.type == "line" for s in fig.layout.shapes) == lines
