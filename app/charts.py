@@ -36,6 +36,40 @@ STACK = [
 LAYOUT = {"template": "plotly_white", "margin": {"l": 10, "r": 10, "t": 50, "b": 10}, "font": {"size": 13}}
 
 
+def log_ticks(lo: float, hi: float, fmt=lambda v: f"{v:g}") -> tuple[list[float], list[str]]:
+    """Ticks of a log axis at 1, 2 and 5 × 10^k from ``lo`` to ``hi``, each labelled in full: plotly's own log ticks
+    print bare minor digits ("2", "5") between the decades, which read as values (issue 35)."""
+    import math
+
+    lo, hi = max(lo, 1e-9), max(hi, lo * 1.0001, 1e-9)
+    vals = [m * 10.0 ** k for k in range(math.floor(math.log10(lo)) - 1, math.ceil(math.log10(hi)) + 1)
+            for m in (1, 2, 5)]
+    # one tick below and above the data so the ends are labelled
+    below = [v for v in vals if v <= lo][-1:]
+    above = [v for v in vals if v >= hi][:1]
+    vals = below + [v for v in vals if lo < v < hi] + above
+    return vals, [fmt(v) for v in vals]
+
+
+def declutter(xs: list, ys: list, log_x: bool = False, dx: float = 0.06, dy: float = 0.04) -> list[bool]:
+    """Which points keep a text label: greedily, best y first, a label is dropped when a kept one lies within
+    ``dx`` of the x span (in log10 on a log axis) and ``dy`` of the y span: a label ~ 6 % wide and one line high
+    at the page's chart size. The dropped ones keep their name in the hover."""
+    import math
+
+    def tx(v):
+        return math.log10(v) if log_x and v and v > 0 else (v or 0.0)
+
+    px, py = [tx(v) for v in xs], [v or 0.0 for v in ys]
+    wx = (max(px) - min(px)) or 1.0 if px else 1.0
+    wy = (max(py) - min(py)) or 1.0 if py else 1.0
+    keep: list[int] = []
+    for i in sorted(range(len(px)), key=lambda i: -py[i]):
+        if all(abs(px[i] - px[j]) > dx * wx or abs(py[i] - py[j]) > dy * wy for j in keep):
+            keep.append(i)
+    return [i in set(keep) for i in range(len(px))]
+
+
 def byte_ticks(top: int, n: int = 8) -> tuple[list[int], list[str]]:
     """Axis ticks on whole GiB steps (1, 2, 4, 8, 16... GiB) up to ``top`` bytes, labelled by fmt_bytes."""
     step = GiB
@@ -216,7 +250,12 @@ def price_performance(b) -> go.Figure:
                             marker={"color": color, "size": 9, "opacity": opacity}, hovertext=[hover(x) for x in sel],
                             hovertemplate="%{hovertext}<extra></extra>", error_y=_likely_bars(sel, b, color))
     if b.pareto:
-        fig.add_scatter(x=[xs[x.mac] for x in b.pareto], y=[y(x) for x in b.pareto], mode="lines+markers",
+        # each front Mac named next to its diamond (issue 35: unlabelled dots), alternately above and below so
+        # neighbours do not overlap; the others keep their name in the hover
+        fig.add_scatter(x=[xs[x.mac] for x in b.pareto], y=[y(x) for x in b.pareto], mode="lines+markers+text",
+                        text=[f"{x.chip} {x.ram_gb:g} GB" for x in b.pareto],
+                        textposition=["top left" if i % 2 == 0 else "bottom right" for i in range(len(b.pareto))],
+                        textfont={"size": 11, "color": "#1565c0"}, cliponaxis=False,
                         name="Pareto front", line={"color": "#1565c0", "width": 2, "shape": "hv"},
                         marker={"symbol": "diamond", "size": 12, "color": "#1565c0", "line": {"color": "#fff", "width": 1}},
                         hovertext=[hover(x) for x in b.pareto], hovertemplate="%{hovertext}<extra></extra>")
@@ -347,8 +386,11 @@ def serve_curve(r) -> go.Figure:
     if r.target_ttft_p95_s:
         fig.add_hline(y=r.target_ttft_p95_s, line={"color": "#27ae60", "dash": "dash"},
                       annotation_text=f"TTFT p95 target {r.target_ttft_p95_s:g} s")
+    ys = [y for p in r.curve for y in (p.ttft_p50_s, p.ttft_p95_s) if y and y > 0] + (
+        [r.target_ttft_p95_s] if r.target_ttft_p95_s else [])
+    tv, tt = log_ticks(min(ys, default=0.1), max(ys, default=10.0), fmt_seconds)
     fig.update_layout(**LAYOUT, height=420,
                       legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0, "xanchor": "left"},
                       xaxis={"title": f"requests per minute ({r.slots} slots)", "rangemode": "tozero"},
-                      yaxis={"title": "time to first token [s]", "type": "log"})
+                      yaxis={"title": "time to first token [s]", "type": "log", "tickvals": tv, "ticktext": tt})
     return fig

@@ -27,8 +27,10 @@ def memory_chart(p: FinetunePlan) -> go.Figure:
         fig.add_trace(go.Bar(y=names, x=vals, name=label, orientation="h", marker_color=colour,
                              customdata=[fmt_bytes(getattr(o.memory, key)) for o in opts],
                              hovertemplate=f"{label}: %{{customdata}}<extra></extra>"))
-    for x, text, dash, where in ((p.wired.effective_bytes, "GPU limit", "solid", "top left"),
-                                 (p.wired.max_raise_bytes, "highest safe limit", "dot", "top right")):
+    lines = [(p.wired.effective_bytes, "GPU limit", "solid", "top left")]
+    if p.wired.can_raise:  # on 8 GB the highest safe limit is the default: one line, one label (no overprint)
+        lines.append((p.wired.max_raise_bytes, "highest safe limit", "dot", "top right"))
+    for x, text, dash, where in lines:
         fig.add_vline(x=x / 2**30, line_dash=dash, line_color="#424242",
                       annotation_text=f"{text} {fmt_bytes(x)}", annotation_position=where)
     fig.update_layout(barmode="stack", template="plotly_white", height=300, margin={"l": 10, "r": 10, "t": 60, "b": 10},
@@ -45,10 +47,15 @@ def summary_lines(p: FinetunePlan) -> list[str]:
            f"**{p.max_seq_len:,}** tokens"]
     if p.speed:
         s = p.speed
-        line = f"Training speed: **{fmt_tok_s(s.tokens_per_s)} tok/s**, {fmt_seconds(s.step_s)} per step"
+        line = (f"Training speed (an unmeasured prior): **{fmt_tok_s(s.tokens_per_s)} tok/s**, "
+                f"{fmt_seconds(s.step_s)} per step")
         if s.total_s:
             line += f"; {s.steps:,} steps ≈ **{fmt_seconds(s.total_s)}** for the dataset"
         out.append(line)
+    if p.lead:  # the setting that fits, which the command line below uses
+        out.append("It " + p.lead.replace("(--grad-checkpoint)", "(“Gradient checkpointing”)") + ".")
+    out.append("Lengths: " + p.assumption.replace("give --lengths p50=..,p90=.. of your examples for their own peak",
+                                                  "shorter examples need less"))
     return out
 
 

@@ -41,6 +41,9 @@ def quality_speed_chart(r: ModelsResult) -> go.Figure:
     pts = [x for x in r.rows if x.score is not None]
     speed = r.chip is not None
     xs = [x.decode_tok_s if speed else x.memory_left_bytes / 2**30 for x in pts]
+    from app.charts import declutter
+
+    shown = declutter(xs, [x.score for x in pts], log_x=speed)  # names that would overlap stay in the hover
     fig = go.Figure()
     for verdict, colour in MARK.items():
         sel = [i for i, x in enumerate(pts) if x.verdict == verdict]
@@ -48,11 +51,12 @@ def quality_speed_chart(r: ModelsResult) -> go.Figure:
             continue
         fig.add_trace(go.Scatter(
             x=[xs[i] for i in sel], y=[pts[i].score for i in sel], mode="markers+text", name=verdict,
-            text=[pts[i].model for i in sel], textposition="top center", textfont={"size": 10},
+            text=[pts[i].model if shown[i] else "" for i in sel], hovertext=[pts[i].model for i in sel],
+            textposition="top center", textfont={"size": 10},
             marker={"color": colour, "size": 9, "symbol": ["circle" if pts[i].meets else "circle-open" for i in sel]},
             customdata=[[pts[i].runtime, pts[i].quant, fmt_tok_s(pts[i].decode_tok_s), fmt_bytes(pts[i].memory_left_bytes)]
                         for i in sel],
-            hovertemplate="%{text}<br>%{customdata[0]} %{customdata[1]}<br>score %{y:.1f}<br>decode "
+            hovertemplate="%{hovertext}<br>%{customdata[0]} %{customdata[1]}<br>score %{y:.1f}<br>decode "
                           "%{customdata[2]} tok/s<br>memory left %{customdata[3]}<extra></extra>"))
     bench = next((x.benchmark for x in pts if x.benchmark), "score")
     fig.update_layout(
@@ -61,7 +65,11 @@ def quality_speed_chart(r: ModelsResult) -> go.Figure:
         xaxis_title="decode tok/s per user (log)" if speed else "memory left under the GPU limit [GiB]",
         yaxis_title=f"{bench} [%]", legend_title="memory")
     if speed:
-        fig.update_xaxes(type="log")
+        from app.charts import log_ticks
+
+        pos = [v for v in xs if v and v > 0]
+        tv, tt = log_ticks(min(pos, default=1.0), max(pos, default=100.0))
+        fig.update_xaxes(type="log", tickvals=tv, ticktext=tt)  # labelled 1-2-5 ticks, no bare minor digits
     return fig
 
 

@@ -59,7 +59,9 @@ WEB_WORDS = [
     (r"--gpu-cores\b", "GPU cores"), (r"--context\b", "Context per user"), (r"--users\b", "Concurrent users"),
     (r"--wired-limit\b", "GPU wired limit (Advanced)"), (r"--quant\b", "Quantizations"),
     (r"--runtime\b", "Runtimes"), (r"--kv-type\b", "KV cache type (Advanced)"), (r"--macos\b", "macOS (Advanced)"),
-    (r"--budget\b", "Budget"), (r"--include-rumoured\b", "Include rumoured chips"),
+    (r"--budget\b", "Budget"), (r"--include-rumoured\b", "“Include rumoured chips”"),
+    (r"--include-discontinued\b", "“Include discontinued Macs”"), (r"--price\b", "“Your prices”"),
+    (r"--slots\b", "Slots"), (r"--rate\b", "Requests per minute"), (r"--max-ttft-p95\b", "TTFT p95 target"),
     (r"--prompt\b", "Prompt length"), (r"--gen\b", "Answer length"), (r"--min-tok-s\b", "Minimum tok/s per user"),
     (r"--max-ttft\b", "Longest wait for the first token"), (r"--max-request\b", "Longest request"),
     (r"--workload\b", "Workload preset"), (r"--json\b", "the JSON download"),
@@ -229,8 +231,9 @@ def limit_reading(p: Plan) -> str:
     return (f"macOS lets the GPU use at most **{fmt_bytes(w.effective_bytes)}** of this Mac's "
             f"{p.mac.ram_gb:g} GB ({how}). Everything the model needs — weights, KV cache, buffers — must fit under "
             f"that line; the other {fmt_bytes(w.left_for_macos_bytes)} stay with macOS and your apps. "
-            f"You can raise the limit until the next reboot, at most to {fmt_bytes(w.max_raise_bytes)} "
-            f"(`sudo sysctl iogpu.wired_limit_mb={w.sysctl_max_mb}`).")
+            + (f"You can raise the limit until the next reboot, at most to {fmt_bytes(w.max_raise_bytes)} "
+               f"(`sudo sysctl iogpu.wired_limit_mb={w.sysctl_max_mb}`)." if w.can_raise else
+               "Raising the limit gains nothing on this Mac: macOS needs the rest."))
 
 
 def memory_reading(p: Plan) -> str:
@@ -288,6 +291,8 @@ def recipe_lines(p: Plan, o: FitOption) -> str:
         return "# does not fit: no command makes it fit"
     if o.fit.sysctl:
         return o.fit.sysctl
+    if not p.wired.can_raise:
+        return "# the GPU limit cannot usefully be raised on this Mac"
     return f"# optional: raise the GPU limit (until reboot)\nsudo sysctl iogpu.wired_limit_mb={p.wired.sysctl_max_mb}"
 
 
@@ -490,8 +495,9 @@ def buy_reading(b) -> str:
 
 
 def buy_rows(b) -> list[dict]:
-    """Sortable table rows in the result's order (meets the targets first, then price); numbers stay numbers so
-    the table sorts; formatted columns are text."""
+    """Sortable table rows: the Macs within the budget first (the answer is among them), each group in the
+    result's order (meets the targets first, then price); numbers stay numbers so the table sorts; formatted
+    columns are text."""
     front = {x.mac for x in b.pareto}
     return [{"meets targets": x.meets_targets, "price [$]": x.price_usd, "price is": x.price_confidence,
              "Mac": x.product, "chip": x.chip_label, "RAM [GB]": x.ram_gb, "runtime": x.runtime, "quantization": x.quant,
@@ -501,7 +507,7 @@ def buy_rows(b) -> list[dict]:
              "likely high": x.decode_tok_s_range[1] if x.decode_tok_s_range else None, "first token [s]": x.ttft_s,
              "Pareto front": x.mac in front, "within budget": x.within_budget, "bound by": x.binding,
              "flags": ", ".join(x.flags), "price basis": x.price_basis}
-            for x in b.per_mac]
+            for x in sorted(b.per_mac, key=lambda r: not r.within_budget)]
 
 
 def serve_reading(r) -> str:
@@ -521,6 +527,17 @@ def serve_reading(r) -> str:
         parts.append(r.binding[0].upper() + r.binding[1:] + ".")
     parts.append("Latency rises slowly, then steeply as the rate nears saturation: plan for the knee, not the line.")
     return " ".join(parts)
+
+
+def serve_status(r) -> tuple[str, bool]:
+    """The server's state in a few words and whether it is good news: stable under the load and, when a TTFT p95
+    target is set, within it (a stable queue with a 53 s p95 against a 3 s target is not good news)."""
+    if not r.stable:
+        return f"overloaded at {r.utilisation:.0%} load", False
+    if r.target_ttft_p95_s and r.ttft_s.p95 > r.target_ttft_p95_s:
+        return (f"stable at {r.utilisation:.0%} load, but TTFT p95 {fmt_seconds(r.ttft_s.p95)} misses the "
+                f"{r.target_ttft_p95_s:g} s target"), False
+    return f"stable at {r.utilisation:.0%} load", True
 
 
 def serve_rows(r) -> list[dict]:

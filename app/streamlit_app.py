@@ -46,6 +46,12 @@ CONTEXT_STEPS = [512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072, 26214
 MODE_CHIP, MODE_RAM, MODE_COMPARE = "Chip and RAM", "RAM only", "Compare several Macs"
 MODE_BUY = "Which Mac should I buy?"
 MODE_SERVE = "Serve a team"
+PAGE_PLAN_TITLE = "Will this LLM run on this Mac?"
+PAGE_TITLES = {MODE_BUY: "Which Mac should I buy?", MODE_SERVE: "Serve a team: latency under load"}
+# the inputs sit in the sidebar; on a phone it is folded behind the » at the top left
+INTRO = ("Memory and speed of a model on Apple Silicon for llama.cpp and mlx-lm, against the GPU memory limit macOS "
+         "actually enforces. Change the inputs in the sidebar (on a phone, open it with » at the top left); the page "
+         "updates.")
 PAGE_PLAN = "Will this model fit?"
 
 
@@ -88,7 +94,7 @@ def kv_type_ids() -> list[str]:
 
 @st.cache_data(show_spinner=False)
 def macos_names() -> dict[str, str]:
-    return {"15": profiles.load_macos("15").name, "26": profiles.load_macos("26").name}
+    return {"26": profiles.load_macos("26").name, "15": profiles.load_macos("15").name}  # the current first
 
 
 @st.cache_data(show_spinner=False)
@@ -554,7 +560,6 @@ def show_buy(model: str, wl, runtimes: list[str], macos: str, budget: float | No
              include_discontinued: bool = False, quotes: tuple[str, ...] = ()) -> dict | None:
     """Price against performance over every Mac (planner.buy.buy); returns the Mac to detail below, or None.
     Never a dead end: when no Mac meets every target, the chart and table still show the closest ones."""
-    st.subheader("Which Mac should I buy?")
     st.caption(f"Workload: {wl.summary()}" + (f" · Budget: ${budget:,.0f}" if budget else " · No budget limit"))
     b = cached_buy(model, wl.model_dump_json(), budget, tuple(runtimes), macos, include_rumoured,
                    include_discontinued, quotes)
@@ -569,14 +574,17 @@ def show_buy(model: str, wl, runtimes: list[str], macos: str, budget: float | No
     st.dataframe(readings.buy_rows(b), hide_index=True, width="stretch", key="buy_table",
                  column_config={"price [$]": st.column_config.NumberColumn(format="$%d")})
     for n in b.notes:
-        st.caption(f"Note: {n}")
+        st.caption(f"Note: {readings.for_web(n)}")
     pick = b.cheapest or b.best_value or (b.closest[0] if b.closest else None)
     if pick is None:
         return None
     what = ("cheapest Mac that meets the targets" if b.cheapest else
             "best-value Mac" if b.best_value else "closest Mac")
-    st.markdown(f"**Details for the {what}: {pick.product}, {pick.chip_label}, {pick.ram_gb} GB**")
-    return {"chip": mac_chip_ids()[pick.mac], "ram_gb": float(pick.ram_gb)}
+    st.markdown(f"**Details for the {what}: {pick.product}, {pick.chip_label}, {pick.ram_gb} GB** ({pick.runtime} "
+                f"{pick.quant}, the configuration in the chart)")
+    # the details show the chart's configuration, not a fresh recommendation (issue 35: 11.7 vs 17.2 tok/s)
+    return {"chip": mac_chip_ids()[pick.mac], "ram_gb": float(pick.ram_gb),
+            "pin": {"runtimes": [pick.runtime], "quants": [pick.quant], "kv_type": pick.kv_type}}
 
 
 def capped(model: str, quants, context: int, prompt: int, gen: int) -> tuple[int, int, int, str | None]:
@@ -611,12 +619,9 @@ def cached_serve(model: str, chip: str, gpu_cores: int, ram_gb: float, runtime: 
 def show_serve(model: str, mac: dict, wl) -> None:
     """Latency under load (`plan serve`): TTFT percentiles, per-user speed, the latency–throughput curve and the
     slot count that serves the most requests under the TTFT target."""
-    st.subheader("Serve a team: latency under load")
     c1, c2, c3, c4 = st.columns(4)
     runtime = c1.selectbox("Server", ["llama.cpp", "mlx-lm"], key="serve_runtime",
                            help="llama-server (llama.cpp) or mlx_lm.server (mlx-lm)")
-    slots = int(c2.number_input("Slots (-np / --decode-concurrency)", 1, 64, min(max(wl.users, 1), 64),
-                                key="serve_slots"))
     per_min = c3.number_input("Requests per minute", 0.1, 6000.0, 6.0, step=1.0, key="serve_rate")
     target = c4.number_input("TTFT p95 target [s] (0 = none)", 0.0, 600.0, float(wl.targets.max_ttft_s or 0),
                              key="serve_target")
@@ -624,6 +629,13 @@ def show_serve(model: str, mac: dict, wl) -> None:
         "One KV stream (--kv-unified)", False, key="serve_kv_unified",
         help="llama-server -np N keeps a KV stream per slot and splits each batch by slot; --kv-unified (the "
              "default of -np auto) batches all slots together")
+    if "serve_slots" not in st.session_state:  # first look: the slot count the simulation recommends
+        probe = cached_serve(model, mac["chip"], mac["gpu_cores"], mac["ram_gb"], runtime, min(max(wl.users, 1), 64),
+                             per_min / 60, wl.prompt_tokens.model_dump_json(), wl.gen_tokens.model_dump_json(),
+                             target or None, unified)
+        st.session_state["serve_slots"] = min(probe.best_slots, 64)
+    slots = int(c2.number_input("Slots (-np / --decode-concurrency)", 1, 64, key="serve_slots",
+                                help="starts at the recommended count (the slot sweep below)"))
     streams = {True: "one unified KV stream", False: "a KV stream per slot"}[unified] \
         if runtime == "llama.cpp" else "mlx_lm.server batching"
     st.caption(f"Prompts {wl.prompt_tokens.label()}, answers {wl.gen_tokens.label()} tokens (from the workload); "
@@ -635,8 +647,9 @@ def show_serve(model: str, mac: dict, wl) -> None:
                 f"p50 likely {fmt_seconds(r.ttft_s_fast.p50)}–{fmt_seconds(r.ttft_s_slow.p50)}"
                 if r.ttft_s_slow is not None else None, delta_color="off")
     m[1].metric("Per user (median / slowest 5 %)", f"{r.decode_tok_s_p50:.0f} / {r.decode_tok_s_p5:.0f} tok/s")
-    m[2].metric("Saturation", f"{r.saturation_rate_per_s * 60:.1f} req/min",
-                f"{'stable' if r.stable else 'overloaded'} at {r.utilisation:.0%} load", delta_color="off")
+    status, ok = readings.serve_status(r)
+    m[2].metric("Saturation", f"{r.saturation_rate_per_s * 60:.1f} req/min", status,
+                delta_color="normal" if ok else "inverse")  # green only when stable and within the target
     m[3].metric("Recommended slots", str(r.best_slots))
     section("Latency against request rate", charts.serve_curve(r), readings.serve_reading(r), "chart_serve")
     st.dataframe(readings.serve_rows(r), hide_index=True, width="stretch", key="serve_table")
@@ -645,7 +658,7 @@ def show_serve(model: str, mac: dict, wl) -> None:
 
     st.caption(energy_text(serve_energy(r.chip, min(r.utilisation, 1.0), r.throughput_tok_s)).strip())
     for n in r.notes:
-        st.caption(f"Note: {n}")
+        st.caption(f"Note: {readings.for_web(n)}")
 
 
 def prepare_workload(mode: str, model: str, workload: dict, wl_args: tuple):
@@ -676,12 +689,13 @@ def main() -> None:
     if page == finetune_page.PAGE_TITLE:  # app/finetune_page.py, = `plan finetune`
         finetune_page.page()
         return
-    st.title("Will this LLM run on this Mac?")
-    st.caption("Memory and speed of a model on Apple Silicon for llama.cpp and mlx-lm, against the GPU memory limit "
-               "macOS actually enforces. Change the inputs on the left; the page updates.")
     model = model_form()
     mode, macs = mac_form()
     workload, wl_args = workload_form()
+    title = PAGE_TITLES.get(mode, PAGE_PLAN_TITLE)  # the view's own question, in the heading and the tab
+    st.set_page_config(page_title=f"{title} · Mac LLM planner")
+    st.title(title)
+    st.caption(INTRO)
     if not model:
         st.info("Type a Hugging Face repo id (e.g. meta-llama/Llama-3.3-70B-Instruct) or a local path, "
                 "or upload a config.json.")
@@ -699,6 +713,7 @@ def main() -> None:
             picked = show_buy(model, wl, workload["runtimes"], workload["macos"], **macs[0])
             if picked is None:
                 return
+            workload = {**workload, **picked.pop("pin")}
             macs = [picked]
         items = [plan_for(PlanRequest(model=model, **mac, **workload), upload_dir) for mac in macs]
         if mode == MODE_COMPARE:

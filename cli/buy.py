@@ -74,7 +74,7 @@ def buy_cmd(
     out = _header(r, wl) + _verdict_lines(r) + (_table_lines(r, all_rows) if r.per_mac else [])
     out += cost_lines(costs, busy_hours, kwh_price, years)
     if clusters:
-        out += _cluster_lines(model[0], wl, link, budget)
+        out += _cluster_lines(model[0], wl, link, budget, include_discontinued)
     out += [f"note: {n}" for n in r.notes]
     typer.echo("\n".join(out))
 
@@ -211,23 +211,24 @@ def _table_lines(r, all_rows: bool) -> list[str]:
     return out
 
 
-def _cluster_lines(model: str, wl, link: str, budget: float | None) -> list[str]:
+def _cluster_lines(model: str, wl, link: str, budget: float | None, include_discontinued: bool = False) -> list[str]:
     """k linked identical Macs, and one Mac on the same engine and quant (a fair comparison: pipeline stages run
     one after another, so linking adds memory, not decode speed)."""
     from planner.cluster import cluster_candidates
 
     kw = {"link": link, "context": wl.context, "users": wl.users, "prompt": wl.prompt_tokens.p90_tokens,
-          "gen": wl.gen_tokens.p90_tokens, "budget_usd": budget}
+          "gen": wl.gen_tokens.p90_tokens, "budget_usd": budget, "include_discontinued": include_discontinued}
     cands = cluster_candidates(model, **kw)
     out = ["", f"Clusters of identical Macs over {link} (mlx pipeline; see `plan cluster` for recipes):"]
     if not cands:
         return [*out, "  none holds the model" + (f" within ${budget:,.0f}" if budget else "")]
-    rows = [[f"${c.price_usd:,.0f}", c.macs, fmt_tok_s(c.decode_tok_s_per_user), fmt_seconds(c.ttft_s), c.binding]
-            for c in cands[:6]]
+    rows = [[f"${c.price_usd:,.0f}", c.macs, fmt_tok_s(c.decode_tok_s_per_user), fmt_seconds(c.ttft_s),
+             c.binding + ("; needs the wired limit raised" if c.needs_raised_limit else "")] for c in cands[:6]]
     out.append(table(rows, ["price", "Macs", "tok/s/user", "TTFT", "binding"], "rlrrl"))
     one = cluster_candidates(model, counts=(1,), **kw)
     if one and one[0].decode_tok_s_per_user:
         s = one[0]
         out.append(f"  vs one Mac: {s.macs.removeprefix('1x ')} at ${s.price_usd:,.0f}, "
-                   f"{fmt_tok_s(s.decode_tok_s_per_user)} tok/s/user (same engine and quant)")
+                   f"{fmt_tok_s(s.decode_tok_s_per_user)} tok/s/user (same engine and quant"
+                   + ("; only with the wired limit raised)" if s.needs_raised_limit else ")"))
     return out

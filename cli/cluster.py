@@ -63,17 +63,16 @@ def cluster_cmd(
             out.append(f"  {n.label}: {n.reason}" + (f"  → {n.sysctl}" if n.sysctl else ""))
     s = p.speed
     out.append("")
-    out.append(f"Cluster: decode {fmt_tok_s(s.decode_tok_s_per_user)} tok/s per user ({fmt_tok_s(s.decode_tok_s_total)} "
-               f"all users), prefill {fmt_tok_s(s.prefill_tok_s)} tok/s, TTFT {fmt_seconds(s.ttft_s)}")
-    out.append(f"  per token: compute {s.compute_s_per_step * 1000:.1f} ms + communication "
-               f"{s.comm_s_per_step * 1000:.2f} ms ({s.comm_latency_s_per_step * 1000:.2f} ms latency)")
-    if s.pipelined_ceiling_tok_s:
-        out.append(f"  pipelined ceiling with ≥ {len(p.nodes)} batches in flight: {fmt_tok_s(s.pipelined_ceiling_tok_s)} "
-                   "tok/s (the slowest stage bounds it; the engines above run one batch through the stages at a time)")
+    if s is None:  # a node cannot hold its share: no speed to show, only what would fit
+        out.append("Cluster: does not fit, so no speed" + (": try " + "; or ".join(p.suggestions)
+                                                           if p.suggestions else ""))
+    else:
+        out += _speed_lines(p)
     for m in p.single_macs:
         sp = (f"decode {fmt_tok_s(m.decode_tok_s)} tok/s, prefill {fmt_tok_s(m.prefill_tok_s)} tok/s"
               if m.decode_tok_s is not None else "does not fit alone")
-        out.append(f"One {m.label}: {sp}")
+        raise_ = " (only with the GPU wired limit raised)" if m.verdict == "raise-limit" else ""
+        out.append(f"One {m.label}: {sp}{raise_}")
     if len(p.scaling) > 1:
         out.append("Decode by number of Macs: " + ", ".join(
             f"{k}: {fmt_tok_s(v) if v is not None else 'no fit'}" for k, v in p.scaling.items()))
@@ -87,3 +86,15 @@ def cluster_cmd(
         out.append(f"note: {n}")
     out.append(f"calibration: {p.calibration}")
     typer.echo("\n".join(out))
+
+
+def _speed_lines(p) -> list[str]:
+    s, out = p.speed, []
+    out.append(f"Cluster: decode {fmt_tok_s(s.decode_tok_s_per_user)} tok/s per user ({fmt_tok_s(s.decode_tok_s_total)} "
+               f"all users), prefill {fmt_tok_s(s.prefill_tok_s)} tok/s, TTFT {fmt_seconds(s.ttft_s)}")
+    out.append(f"  per token: compute {s.compute_s_per_step * 1000:.1f} ms + communication "
+               f"{s.comm_s_per_step * 1000:.2f} ms ({s.comm_latency_s_per_step * 1000:.2f} ms latency)")
+    if s.pipelined_ceiling_tok_s:
+        out.append(f"  pipelined ceiling with ≥ {len(p.nodes)} batches in flight: {fmt_tok_s(s.pipelined_ceiling_tok_s)} "
+                   "tok/s (the slowest stage bounds it; the engines above run one batch through the stages at a time)")
+    return out

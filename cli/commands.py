@@ -93,6 +93,7 @@ def plan_cmd(
     app_version: str | None = opt(P, "app_version", "--app-version"),
     guardrail: str | None = opt(P, "guardrail", "--guardrail"),
     ssd_gb: int | None = opt(P, "ssd_gb", "--ssd-gb"),
+    thinking_tokens: int | None = opt(P, "thinking_tokens", "--thinking-tokens"),
 ):
     """Memory fit (and speed, with --chip) of one model on one Mac, for both runtimes."""
     if ctx.invoked_subcommand is not None:
@@ -102,7 +103,7 @@ def plan_cmd(
               "macos": macos, "flash_attn": flash_attn, "n_ubatch": ubatch, "prompt_tokens": prompt,
               "gen_tokens": gen, "images": images, "image_size": image_size, "draft_model": draft_model,
               "draft_acceptance": draft_acceptance, "draft_tokens": draft_tokens, "app_version": app_version,
-              "guardrail": guardrail, "ssd_gb": ssd_gb}
+              "guardrail": guardrail, "ssd_gb": ssd_gb, "thinking_tokens": thinking_tokens}
     typer.echo(run_plan(values, file=file, json_out=json_out), nl=False)
 
 

@@ -29,6 +29,7 @@ def finetune_cmd(
     scale: float = opt(R, "scale", "--scale"),
     layers: int = opt(R, "layers", "--layers", "--num-layers"),
     grad_checkpoint: bool = opt(R, "grad_checkpoint", "--grad-checkpoint"),
+    lengths: str | None = opt(R, "lengths", "--lengths"),
     dataset_tokens: int | None = opt(R, "dataset_tokens", "--dataset-tokens"),
     epochs: float = opt(R, "epochs", "--epochs"),
     macos: str = opt(R, "macos", "--macos"),
@@ -57,8 +58,11 @@ def render(p) -> str:
     lines = [f"{p.model_name} · {kind}{qlora} on {p.quant} · {p.layers_trained} of {p.n_layers} layers · "
              f"batch {r.batch} × {r.seq_len:,} tokens" + (f" · rank {r.rank}" if r.fine_tune_type != "full" else "")
              + (" · gradient checkpointing" if r.grad_checkpoint else ""),
-             f"GPU limit {fmt_bytes(p.wired.effective_bytes)} of {fmt_bytes(p.wired.ram_bytes)} RAM", "",
-             "Peak memory (mlx_lm.lora, one optimizer step):"]
+             f"GPU limit {fmt_bytes(p.wired.effective_bytes)} of {fmt_bytes(p.wired.ram_bytes)} RAM",
+             f"lengths: {p.assumption}", "",
+             f"Peak memory (mlx_lm.lora, one optimizer step, batch {r.batch} × {p.padded_len:,} tokens):"]
+    if p.lead:
+        lines.insert(0, f"Bottom line: {p.lead}.")
     rows = [("base weights", m.weights), (f"trainable parameters ({m.trainable_params / 1e6:,.1f} M)", m.adapters),
             ("their gradients", m.gradients), ("Adam moments (2 per parameter)", m.optimizer),
             ("activations kept for the backward pass", m.activations),
@@ -68,14 +72,14 @@ def render(p) -> str:
     lines += ["", f"verdict: {verdict_text(p.chosen.fit.verdict)}: {p.chosen.fit.reason}"]
     if p.chosen.fit.sysctl:
         lines.append(f"  {p.chosen.fit.sysctl}")
-    lines.append(f"largest batch at {r.seq_len:,} tokens: {p.max_batch} · longest sequence at batch {r.batch}: "
+    lines.append(f"largest batch at {p.padded_len:,} tokens: {p.max_batch} · longest sequence at batch {r.batch}: "
                  f"{p.max_seq_len:,} tokens")
     alt = [[a.fine_tune_type, "on" if a.grad_checkpoint else "off", fmt_bytes(a.memory.total),
             verdict_text(a.fit.verdict)] for a in p.alternatives]
     lines += ["", "Alternatives:", table(alt, ["type", "checkpointing", "peak", "verdict"], "llrl")]
     if p.speed:
         s = p.speed
-        lines += ["", f"speed: {fmt_tok_s(s.tokens_per_s)} training tok/s, {fmt_seconds(s.step_s)} per step"
+        lines += ["", f"speed (an unmeasured prior): {fmt_tok_s(s.tokens_per_s)} training tok/s, {fmt_seconds(s.step_s)} per step"
                   + (f"; {s.steps:,} steps ≈ {fmt_seconds(s.total_s)} for {r.dataset_tokens:,} tokens × {r.epochs:g} "
                      f"epoch(s)" if s.total_s else ""), f"  ({s.basis})"]
     lines += ["", "Command:", f"  {p.command}"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import sys
 import types
 from typing import TYPE_CHECKING
@@ -62,6 +63,7 @@ FAST_FLAGS: dict[str, tuple[str, type, bool]] = {
     "--app-version": ("app_version", str, False),
     "--guardrail": ("guardrail", str, False),
     "--ssd-gb": ("ssd_gb", int, False),
+    "--thinking-tokens": ("thinking_tokens", int, False),
 }
 
 
@@ -253,9 +255,28 @@ def repeated_option(argv: list[str], app) -> str | None:
     return None
 
 
+_RAM_UNIT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:GB|GiB|G)\s*$", re.IGNORECASE)
+
+
+def ram_units(argv: list[str]) -> list[str]:
+    """``--ram 16GB`` / ``--ram=16 GiB`` as ``--ram 16``: Apple's "16 GB" of unified memory is 16 GiB, the unit
+    --ram counts in, so both suffixes name the same number (issue 35: '--ram 16GB' was refused)."""
+    out, it = [], iter(argv)
+    for a in it:
+        if a == "--ram":
+            v = next(it, None)
+            m = _RAM_UNIT.match(v) if v is not None else None
+            out += [a] + ([m.group(1)] if m else [] if v is None else [v])
+        elif a.startswith("--ram=") and (m := _RAM_UNIT.match(a[6:])):
+            out.append(f"--ram={m.group(1)}")
+        else:
+            out.append(a)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit code. One line on stderr for any user error."""
-    argv = sys.argv[1:] if argv is None else list(argv)
+    argv = ram_units(sys.argv[1:] if argv is None else list(argv))
     if sys.platform == "darwin" or os.environ.get("MAC_LLM_PLANNER_FAKE_DARWIN") == "1":
         from .thismac import fill  # on a Mac, no --chip/--ram: answer for this Mac (cli/thismac.py)
 

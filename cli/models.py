@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from planner._model import DEFAULT_MACOS
 from planner.format import SCORE_CAVEAT_NOTE, fmt_bytes, fmt_ctx, fmt_params, fmt_score, fmt_tok_s, table
 
 
@@ -18,7 +19,7 @@ def models_cmd(
     runtime: list[str] | None = typer.Option(None, "--runtime", "-r", help="Runtimes (default llama.cpp, mlx-lm)"),
     max_params: float | None = typer.Option(None, "--max-params", help="Largest model [billions of parameters]"),
     family: str | None = typer.Option(None, "--family", help="Model family, e.g. qwen, llama, gemma"),
-    macos: str = typer.Option("15", "--macos", help="macOS major version (15 or 26)"),
+    macos: str = typer.Option(DEFAULT_MACOS, "--macos", help="macOS major version (15 or 26)"),
     top: int = typer.Option(0, "--top", help="Rows to print (0: all)"),
     json_out: bool = typer.Option(False, "--json", help="Print as JSON"),
     installed: bool = typer.Option(False, "--installed", help="The models on disk (Ollama, LM Studio, HF cache, "

@@ -22,7 +22,7 @@ def run_plan(given: dict[str, Any], file: str | None = None, json_out: bool = Fa
     if rec is not None:
         from .bottom_line import bottom_line
 
-        head = "\n".join(bottom_line(rec)) + "\n\n"
+        head = "\n".join(bottom_line(rec) + _thinking_lines(result.request, rec)) + "\n\n"
     elif result.options and all(o.fit.verdict == "no-fit" for o in result.options):
         from .bottom_line import no_fit_line
 
@@ -50,7 +50,9 @@ def plan_answer(given: dict[str, Any], file: str | None = None):
         quants = req.quants or []
         resolved = resolve_model(model, file=file, quant=quants[0] if len(quants) == 1 else None)
     result = plan(req, resolved)
-    return result, (_recommendation(req) if resolved is None else None)
+    # the plan's context (capped at the model's maximum): the bottom line speaks of the same workload
+    rec = _recommendation(req.model_copy(update={"context": result.request.context})) if resolved is None else None
+    return result, rec
 
 
 def with_bottom_line(result, rec):
@@ -64,6 +66,28 @@ def with_bottom_line(result, rec):
         "workload": rec.workload.id, "targets_met": rec.targets_met,
         "option": top.model_dump(mode="json") if top else None,
         "runtime_verdicts": [v.model_dump(mode="json") for v in runtime_verdicts(rec)]}})
+
+
+def _thinking_lines(req: PlanRequest, rec) -> list[str]:
+    """A reasoning model (catalog task "reasoning") or a stated --thinking-tokens: the wait for the answer's first
+    token after the thinking, at the bottom line's option (planner.advice.answer_wait)."""
+    from planner import profiles
+    from planner.advice import THINKING_BUDGETS, answer_wait
+    from planner.format import fmt_seconds
+
+    top = rec.options[0] if rec.options else None
+    sp = top.speed if top is not None else None
+    reasoning = "reasoning" in profiles.load_model(req.model).tasks
+    if sp is None or not sp.decode_tok_s_per_user or (req.thinking_tokens is None and not reasoning):
+        return []
+    if req.thinking_tokens is not None:
+        return [f"Thinking: after {req.thinking_tokens:,} thinking tokens the answer's first token comes at "
+                f"{fmt_seconds(answer_wait(sp.ttft_s, sp.decode_tok_s_per_user, req.thinking_tokens))} (TTFT "
+                f"{fmt_seconds(sp.ttft_s)} + thinking at {sp.decode_tok_s_per_user:.1f} tok/s)."]
+    cells = ", ".join(f"{t:,} tokens → {fmt_seconds(answer_wait(sp.ttft_s, sp.decode_tok_s_per_user, t))}"
+                      for t in THINKING_BUDGETS)
+    return [f"Thinking: a reasoning model answers after it thinks; the answer's first token after {cells} "
+            "(--thinking-tokens N for your budget)."]
 
 
 def _recommendation(req: PlanRequest):

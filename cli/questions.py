@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from planner._model import Frozen
+from planner._model import DEFAULT_MACOS, Frozen
 from planner.errors import QuestionError  # noqa: E402  (the one hierarchy: bad input or a planner error, one line)
 from planner.plan import PlanRequest
 from planner.requests import BuyRequest, RecommendRequest
@@ -38,7 +38,7 @@ class WhatRunsRequest(BaseModel):
     runtime: list[str] | None = Field(None, description="Runtimes (default llama.cpp, mlx-lm)")
     max_params: float | None = Field(None, gt=0, description="Largest model [billions of parameters]")
     family: str | None = Field(None, description="Model family, e.g. qwen, llama, gemma")
-    macos: str = Field("15", description="macOS major version (15 or 26)")
+    macos: str = Field(DEFAULT_MACOS, description="macOS major version (15 or 26)")
 
 
 class ServeQuestion(BaseModel):
@@ -63,7 +63,7 @@ class ServeQuestion(BaseModel):
     sweep: bool = Field(True, description="Also try 1-32 slots for the best count")
     kv_unified: bool = Field(False, description="llama-server --kv-unified: one KV stream for all slots")
     kwh_price: float = Field(0.16, gt=0, lt=100, description="Electricity price [USD/kWh] for the daily running cost")
-    macos: str = Field("15", description="macOS major version (default GPU limit)")
+    macos: str = Field(DEFAULT_MACOS, description="macOS major version (default GPU limit)")
 
 
 # ------------------------------------------------------------------------------------------- core calls

@@ -25,11 +25,17 @@ def render_plan(p: Plan) -> str:
     chip = p.mac.chip
     mac = f"{chip.label}, {p.mac.ram_gb:g} GB" if chip else f"{p.mac.ram_gb:g} GB RAM"
     out.append(f"Mac: {mac}" + (f"  ({p.mac.note})" if p.mac.note else ""))
-    lim = "your --wired-limit" if w.user_set else f"{w.macos} default, {w.rule.split(' (')[0]}"
+    frac, _, evidence = w.rule.partition(" (")
+    lim = ("your --wired-limit" if w.user_set else  # the default's rule, then the evidence for it
+           f"{w.macos} default, {frac}" + (f"; evidence: {evidence.removesuffix(')')}" if evidence else ""))
     out.append(f"GPU wired-memory limit: {fmt_bytes(w.effective_bytes)} ({lim}); "
                f"{fmt_bytes(w.left_for_macos_bytes)} stays with macOS and apps")
-    out.append(f"  to raise it until reboot: sudo sysctl iogpu.wired_limit_mb={w.sysctl_max_mb}  "
-               f"({fmt_bytes(w.max_raise_bytes)} for the GPU, leaves {fmt_bytes(w.ram_bytes - w.max_raise_bytes)} to macOS)")
+    if w.can_raise:
+        out.append(f"  to raise it until reboot: sudo sysctl iogpu.wired_limit_mb={w.sysctl_max_mb}  "
+                   f"({fmt_bytes(w.max_raise_bytes)} for the GPU, leaves {fmt_bytes(w.ram_bytes - w.max_raise_bytes)} "
+                   "to macOS)")
+    else:
+        out.append(f"  raising it gains nothing here: macOS needs the other {fmt_bytes(w.ram_bytes - w.effective_bytes)}")
     out.append(f"Workload: {req.users} × {fmt_ctx(req.context)}-token context")
     out.append("")
     out.append("KV cache (per token, then one sequence at each context):")

@@ -12,6 +12,7 @@ import re
 
 import typer
 
+from planner._model import DEFAULT_MACOS
 from planner.errors import InputError
 from planner.format import energy_text
 
@@ -30,25 +31,50 @@ def _short(text: str) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def parse_rate(text: str) -> float:
+def parse_rate(text: str, flag: str = "--rate") -> float:
     """'20/min' | '0.5/s' | '300/h' | '0.5' (per second) -> requests per second."""
     m = re.fullmatch(r"\s*([0-9]{0,20}\.?[0-9]{1,20}(?:e-?[0-9]{1,4})?)\s*(?:/\s*([a-z]+))?\s*", text.lower())
     if not m or (m.group(2) and m.group(2) not in _PER):
-        raise InputError(f"--rate {_short(text)!r}: give requests per time, e.g. 20/min, 0.5/s or 300/h")
+        raise InputError(f"{flag} {_short(text)!r}: give requests per time, e.g. 20/min, 0.5/s or 300/h")
     rate = float(m.group(1)) / _PER[m.group(2) or "s"]
     if not MIN_RATE <= rate <= MAX_RATE:   # also inf (1e999) and 0 (1e-300/s)
-        raise InputError(f"--rate {_short(text)!r}: give from one request a year to {MAX_RATE:,.0f}/s, e.g. 20/min")
+        raise InputError(f"{flag} {_short(text)!r}: give from one request a year to {MAX_RATE:,.0f}/s, e.g. 20/min")
     return rate
 
 
-def parse_duration(text: str) -> float:
+def people_rate(rate: str | None, users: int | None, think_time: str | None, per_user: str | None
+                ) -> tuple[float, str]:
+    """The request rate [1/s] from --rate, or from people: --users × --per-user, or --users / --think-time (each
+    person asks, reads the answer, thinks, asks again: one request per think time plus the request's own time,
+    which the rate leaves out, so it slightly overstates the load). -> (rate, the line that shows the arithmetic)"""
+    if users is None:
+        if think_time is not None or per_user is not None:
+            raise InputError("--think-time / --per-user need --users (how many people use the server)")
+        return parse_rate(rate or "20/min"), ""
+    if rate is not None:
+        raise InputError("give either --rate or --users with --think-time / --per-user, not both")
+    if users < 1 or users > 100_000:
+        raise InputError(f"--users {users}: give 1 to 100,000 people")
+    if (think_time is None) == (per_user is None):
+        raise InputError("--users: add one of --think-time (e.g. 2min) or --per-user (e.g. 20/h)")
+    if per_user is not None:
+        each = parse_rate(per_user, "--per-user")
+        how = f"{users} people × {each * 3600:g}/h each"
+    else:
+        pause = parse_duration(think_time, "--think-time")
+        each = 1.0 / pause
+        how = f"{users} people, one request per {pause:g} s of thinking each (the answer's own time left out)"
+    return users * each, f"rate: {how} = {users * each * 60:.3g} requests/min"
+
+
+def parse_duration(text: str, flag: str = "--duration") -> float:
     """'1h' | '30min' | '90s' | '600' (seconds) -> seconds."""
     m = re.fullmatch(r"\s*([0-9]{0,20}\.?[0-9]{1,20})\s*([a-z]*)\s*", text.lower())
     if not m or (m.group(2) and m.group(2) not in _PER):
-        raise InputError(f"--duration {_short(text)!r}: give a positive time, e.g. 1h, 30min or 600s")
+        raise InputError(f"{flag} {_short(text)!r}: give a positive time, e.g. 1h, 30min or 600s")
     seconds = float(m.group(1)) * _PER[m.group(2) or "s"]
     if not MIN_DURATION_S <= seconds <= MAX_DURATION_S:
-        raise InputError(f"--duration {_short(text)!r}: give {MIN_DURATION_S:g} s to {MAX_DURATION_S:,.0f} s "
+        raise InputError(f"{flag} {_short(text)!r}: give {MIN_DURATION_S:g} s to {MAX_DURATION_S:,.0f} s "
                          "(e.g. 1h, 30min or 600s)")
     return seconds
 
@@ -103,7 +129,8 @@ def render(r) -> str:
         f"the slowest 5 %",
         f"  request       p50 {fmt_seconds(r.e2e_s.p50)}   p95 {fmt_seconds(r.e2e_s.p95)}   "
         f"p99 {fmt_seconds(r.e2e_s.p99)}",
-        f"  server        {fmt_tok_s(r.throughput_tok_s)} tok/s generated, slots {r.slot_occupancy:.0%} busy",
+        f"  server        {fmt_tok_s(r.throughput_tok_s)} tok/s generated, {r.slot_occupancy:.0%} of the "
+        "sequences it can hold in flight",
         "  queue         " + " ".join(str(q) for _, q in r.queue_timeline)
         + f" waiting (every {fmt_seconds(r.queue_timeline[0][0])}; max {r.queue_max})",
         f"  capacity      the queue grows without bound above {per_min(r.saturation_rate_per_s)}: "
@@ -157,7 +184,12 @@ def serve_cmd(
     runtime: str = typer.Option("llama.cpp", "--runtime", "-r", help="llama.cpp (llama-server) or mlx-lm (mlx_lm.server)"),
     quant: str | None = typer.Option(None, "--quant", "-q", help="GGUF preset or MLX format; default Q4_K_M / 4bit"),
     slots: int = typer.Option(4, "--slots", help="llama-server -np / mlx_lm.server --decode-concurrency"),
-    rate: str = typer.Option("20/min", "--rate", help="Mean request rate: 20/min, 0.5/s, 300/h"),
+    rate: str | None = typer.Option(None, "--rate", help="Mean request rate: 20/min, 0.5/s, 300/h  [default: 20/min]"),
+    users: int | None = typer.Option(None, "--users", help="People using the server (with --think-time or "
+                                     "--per-user instead of --rate)"),
+    think_time: str | None = typer.Option(None, "--think-time", help="Each person's pause between requests "
+                                          "(reading, typing): 90s, 2min"),
+    per_user: str | None = typer.Option(None, "--per-user", help="Requests per person: 20/h, 1/min"),
     prompt: str = typer.Option("p50=1500,p90=6000", "--prompt", help="Prompt tokens: 1500, p50=..,p90=.. or 512:0.5,4096:0.5"),
     gen: str = typer.Option("p50=300,p90=900", "--gen", help="Answer tokens, same forms as --prompt"),
     duration: str = typer.Option("1h", "--duration", help="Simulated time: 1h, 30min, 600s"),
@@ -169,7 +201,7 @@ def serve_cmd(
     sweep: bool = typer.Option(True, "--sweep/--no-sweep", help="Also try 1-32 slots for the best count"),
     kv_unified: bool = typer.Option(False, "--kv-unified", help="llama-server --kv-unified (the default of -np auto): "
                                     "one KV stream, so a batch is not split by slot"),
-    macos: str = typer.Option("15", "--macos", help="macOS major version (default GPU limit)"),
+    macos: str = typer.Option(DEFAULT_MACOS, "--macos", help="macOS major version (default GPU limit)"),
     kwh_price: float = typer.Option(0.16, "--kwh-price", help="Electricity price [USD/kWh] for the daily cost "
                                     "(default: the 2023 US residential average, 16 ¢/kWh, EIA)"),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON"),
@@ -185,7 +217,8 @@ def serve_cmd(
     from .bounds import check_options
 
     check_options(ram=ram, max_ttft_p95=max_ttft_p95, gpu_cores=gpu_cores, seed=seed, slot_context=slot_context)
-    req = ServeRequest(slots=slots, rate=parse_rate(rate), prompt=parse_length(prompt, "--prompt"),
+    per_s, implied = people_rate(rate, users, think_time, per_user)
+    req = ServeRequest(slots=slots, rate=per_s, prompt=parse_length(prompt, "--prompt"),
                        gen=parse_length(gen, "--gen"), duration=parse_duration(duration), seed=seed,
                        cached_prefix_share=cached_prefix, slot_context=slot_context, max_ttft_p95=max_ttft_p95,
                        sweep=sweep, trace=read_trace(trace) if trace else None, kv_unified=kv_unified)
@@ -197,6 +230,7 @@ def serve_cmd(
     from .contract import dumps
 
     r = r.model_copy(update={"energy": serve_energy(r.chip, min(r.utilisation, 1.0), r.throughput_tok_s, kwh_price)})
-    typer.echo(dumps(r) if json_out else render(r) + "\n" + energy_text(r.energy))
+    typer.echo(dumps(r) if json_out else (implied + "\n" if implied else "") + render(r) + "\n"
+               + energy_text(r.energy))
 
 

@@ -291,7 +291,7 @@ class Found:
     min_total: int | None = None
 
 
-def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip | None = None, macos: str = "15",
+def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip | None = None, macos: str = profiles.DEFAULT_MACOS,
               runtimes: list[str] | None = None, quants: list[str] | None = None, wired_limit_mb: int | None = None,
               top: int = 8, best_effort: bool = False) -> Recommendation:
     """Ranked configurations of ``model`` on one Mac for ``workload``. When none meets the targets:
@@ -506,3 +506,12 @@ def runtime_verdicts(rec: Recommendation) -> list[RuntimeVerdict]:
         out.append(RuntimeVerdict(runtime=top.runtime, other=o.runtime, other_quant=o.quant, code=code,
                                   decode_ratio=ratio, other_meets_targets=o.meets_targets))
     return out
+
+
+THINKING_BUDGETS = (1024, 4096, 16384)  # the table's budgets when none is stated (no typical length is published)
+
+
+def answer_wait(ttft_s: float, decode_tok_s: float, thinking_tokens: int) -> float:
+    """Seconds to the answer's first token of a reasoning model: the prompt (TTFT) then ``thinking_tokens`` decoded
+    at the per-user decode rate (the thinking is ordinary generation: the answer starts after </think>). [s]"""
+    return ttft_s + thinking_tokens / decode_tok_s

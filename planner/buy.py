@@ -159,7 +159,7 @@ class _Config:
 
 
 def buy(models: list[str], workload: WorkloadProfile, budget_usd: float | None = None,
-        include_rumoured: bool = False, runtimes: list[str] | None = None, macos: str = "15",
+        include_rumoured: bool = False, runtimes: list[str] | None = None, macos: str = profiles.DEFAULT_MACOS,
         max_quality_cost: str = "small", include_discontinued: bool = False,
         prices: dict[str, float] | None = None) -> BuyResult:
     """``prices``: user prices by Mac id (see :func:`match_price`); they win over the catalog's, and a priced

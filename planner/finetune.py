@@ -72,9 +72,11 @@ class FinetuneRequest(BaseModel):
     scale: float = Field(20.0, gt=0, le=1e6, allow_inf_nan=False, description="LoRA scale (lora_parameters.scale)")
     layers: int = Field(16, ge=-1, description="--num-layers: blocks trained from the top (-1: all)")
     grad_checkpoint: bool = Field(False, description="--grad-checkpoint")
+    lengths: str | None = Field(None, max_length=200, description="Your examples' lengths [tokens]: p50=..,p90=.. or "
+                                "300:0.5,1200:0.5 (default: every example --max-seq-length long)")
     dataset_tokens: int | None = Field(None, gt=0, description="Training tokens in the dataset [tokens]")
     epochs: float = Field(1.0, gt=0, le=1000, allow_inf_nan=False, description="Passes over the dataset")
-    macos: str = Field("15", description="macOS major version (15 or 26)")
+    macos: str = Field(profiles.DEFAULT_MACOS, description="macOS major version (15 or 26)")
     wired_limit_mb: int | None = Field(None, gt=0, description="GPU wired limit set with sysctl [MB]")
     activation_bytes: int | None = Field(None, gt=0, le=8, description="Activation dtype bytes (default: runtime's)")
 
@@ -130,6 +132,9 @@ class FinetunePlan(BaseModel):
     command: str
     lora_config: str | None = Field(None, description="YAML for -c (rank, scale)")
     notes: list[str] = Field(default_factory=list)
+    padded_len: int = Field(0, description="Tokens of the longest batch after padding: the memory peak's length")
+    assumption: str = Field("", description="What the peak assumes about the examples' lengths")
+    lead: str = Field("", description="The setting that fits when the one asked for does not")
 
 
 # --------------------------------------------------------------------------- memory
@@ -245,8 +250,9 @@ def speed(model: ModelProfile, fmt: QuantFormat, chip: Chip, layers: int, batch:
         steps = math.ceil(tokens_total / tokens)
         total = steps * t_step
     return FinetuneSpeed(tokens_per_s=tps, step_s=t_step, total_s=total, steps=steps,
-                         basis=f"6 FLOP/param/token on the trained path at {eff:.0%} of {peak / 1e12:.1f} TFLOPS "
-                               f"(prefill efficiency x {train} training factor)")
+                         basis=f"an unmeasured prior: 6 FLOP/param/token on the trained path at {eff:.0%} of "
+                               f"{peak / 1e12:.1f} TFLOPS (prefill efficiency x {train}, a training factor no training "
+                               "run has measured: profiles/finetune/mlx-lm.yaml)")
 
 
 # --------------------------------------------------------------------------- recipe
@@ -262,6 +268,40 @@ def command(req: FinetuneRequest, model: ModelProfile, fmt: QuantFormat, layers:
         cmd += " -c lora.yaml"
         cfg = f"lora_parameters:\n  rank: {req.rank}\n  scale: {req.scale:g}\n  dropout: 0.0\n"
     return cmd, cfg
+
+
+# --------------------------------------------------------------------------- example lengths
+PAD_TO = 32  # mlx_lm/tuner/trainer.py iterate_batches: pad_to = 32
+
+
+def _padded(n: float, cap: int) -> int:
+    """mlx_lm iterate_batches pads a batch to 1 + the multiple of 32 at or above its longest example, at most
+    --max-seq-length (longer examples are truncated)."""
+    return min(1 + PAD_TO * math.ceil(n / PAD_TO), cap)
+
+
+def padded_lengths(req: FinetuneRequest) -> tuple[int, int, str]:
+    """(the longest batch's padded length: the memory peak, the mean padded length: the speed, what it assumes).
+    iterate_batches sorts the dataset by length and batches neighbours, so the peak comes from the batch of the
+    longest examples: the p99 of a lognormal through p50 and p90 (serve's length model), or the largest value."""
+    from statistics import NormalDist
+
+    from .workload import parse_length
+
+    if req.lengths is None:
+        return req.seq_len, req.seq_len, (
+            f"assumes every batch is {req.seq_len:,} tokens long (mlx_lm pads each batch to its longest example, at "
+            "most --max-seq-length): give --lengths p50=..,p90=.. of your examples for their own peak")
+    ln = parse_length(req.lengths, "--lengths")
+    if ln.p50 is not None and ln.p90 is not None:
+        z = NormalDist().inv_cdf(0.99) / NormalDist().inv_cdf(0.90)
+        longest, how = math.ceil(ln.p50 * (ln.p90 / max(ln.p50, 1)) ** z), "the p99 of a lognormal through p50/p90"
+    else:
+        longest, how = ln.max_tokens, "your longest"
+    peak, mean = _padded(longest, req.seq_len), _padded(ln.mean, req.seq_len)
+    cut = f", truncated to --max-seq-length {req.seq_len:,}" if longest + 1 > req.seq_len else ""
+    return peak, mean, (f"your examples: the longest batch holds ~{longest:,}-token examples ({how}), padded to "
+                        f"{peak:,} tokens{cut} (mlx_lm sorts examples by length and pads each batch to its longest)")
 
 
 # --------------------------------------------------------------------------- the plan
@@ -283,9 +323,11 @@ def plan_finetune(req: FinetuneRequest) -> FinetunePlan:
         raise InputError(f"--quant {req.quant}: full fine-tuning needs unquantized weights; use --quant bf16 "
                          "or --fine-tune-type lora (QLoRA)")
 
+    pad, mean_pad, assumption = padded_lengths(req)
+
     def option(ftt: str, ckpt: bool, f: QuantFormat = fmt) -> FinetuneOption:
         mem = peak_memory(model, f, req, layers, fine_tune_type=ftt, checkpoint=ckpt, batch=req.batch,
-                          seq=req.seq_len)
+                          seq=pad)
         return FinetuneOption(fine_tune_type=ftt, grad_checkpoint=ckpt, memory=mem,
                               fit=capacity.fit(mem.total, mem.weights, wired, rt))
 
@@ -299,21 +341,28 @@ def plan_finetune(req: FinetuneRequest) -> FinetunePlan:
                         batch=batch, seq=seq)
         return m.total <= budget
 
-    max_batch = _largest(lambda b: fits(b, req.seq_len), 4096)
+    max_batch = _largest(lambda b: fits(b, pad), 4096)
     max_seq = _largest(lambda s: fits(req.batch, s), model.config.max_position_embeddings)
+    lead, run = "", req
     if chosen.fit.verdict not in ("fits", "tight"):
         notes.append(_way_out(chosen, alts, max_batch, max_seq, req))
+        ckpt = next((a for a in alts if a.fine_tune_type == req.fine_tune_type and a.grad_checkpoint), None)
+        if ckpt is not None and ckpt.fit.verdict in ("fits", "tight"):  # lead with the setting that fits
+            lead = (f"fits with gradient checkpointing (--grad-checkpoint): {ckpt.memory.total / 2**30:.1f} GiB peak, "
+                    f"{ckpt.fit.verdict}; the command below uses it")
+            run = req.model_copy(update={"grad_checkpoint": True})
     sp = None
     if chip is not None and chip.memory_bandwidth_gb_s:
         tot = req.dataset_tokens * req.epochs if req.dataset_tokens else None
-        sp = speed(model, fmt, chip, layers, req.batch, req.seq_len, tot)
+        sp = speed(model, fmt, chip, layers, req.batch, mean_pad, tot)
     else:
         notes.append("name the chip for training speed")
-    cmd, cfg = command(req, model, fmt, layers)
+    cmd, cfg = command(run, model, fmt, layers)
     return FinetunePlan(request=req, model_name=model.name, quant=fmt.id, chip=chip.id if chip else None,
                         chip_label=chip.label if chip else None, ram_gb=ram, layers_trained=layers, n_layers=n_layers,
                         wired=wired, chosen=chosen, alternatives=alts, max_batch=max_batch, max_seq_len=max_seq,
-                        speed=sp, command=cmd, lora_config=cfg, notes=notes)
+                        speed=sp, command=cmd, lora_config=cfg, notes=notes, padded_len=pad, assumption=assumption,
+                        lead=lead)
 
 
 def _way_out(chosen: FinetuneOption, alts: list[FinetuneOption], max_batch: int, max_seq: int,

@@ -301,10 +301,24 @@ def kv_element_bytes(kv_type: str, runtime: Runtime, table: GgmlTypeTable, ne0: 
     return bits / 8 + 2 * act / runtime.kv_group_size
 
 
+_MLX_KV = {"8bit": "kv8", "4bit": "kv4", "q8": "kv8", "q4": "kv4", "8": "kv8", "4": "kv4", "q80": "kv8", "q40": "kv4",
+           "f16": "bf16", "fp16": "bf16"}
+# the same spellings for llama.cpp's types (common/arg.cpp kv_cache_types: f16, q8_0, q4_0, ...): "q8" is q8_0
+_LLAMA_KV = {"q8": "q8_0", "q4": "q4_0", "8bit": "q8_0", "4bit": "q4_0", "kv8": "q8_0", "kv4": "q4_0", "8": "q8_0",
+             "4": "q4_0", "fp16": "f16", "q80": "q8_0", "q40": "q4_0", "q8-0": "q8_0", "q4-0": "q4_0"}
+
+
+def kv_alias(kv_type: str, runtime: Runtime) -> str:
+    """A --kv-type as the runtime spells it (q8 -> q8_0 on llama.cpp, kv8 on mlx-lm); unknown names unchanged."""
+    if runtime.family == "mlx-lm":
+        k = kv_type.lower().replace("-", "").replace("_", "")
+        return _MLX_KV.get(k, k)
+    k = kv_type.lower()
+    return _LLAMA_KV.get(k, k)
+
+
 def check_kv_type(kv_type: str, runtime: Runtime, model: ModelProfile) -> str:
-    k = kv_type.lower().replace("-", "").replace("_", "") if runtime.family == "mlx-lm" else kv_type.lower()
-    k = {"8bit": "kv8", "4bit": "kv4", "q8": "kv8", "q4": "kv4", "8": "kv8", "4": "kv4", "q80": "kv8",
-         "q40": "kv4", "f16": "bf16", "fp16": "bf16"}.get(k, k) if runtime.family == "mlx-lm" else k
+    k = kv_alias(kv_type, runtime)
     if k not in runtime.kv_types:
         raise InputError(f"--kv-type {kv_type} is not offered by {runtime.id}; choose one of {', '.join(runtime.kv_types)}")
     if runtime.family == "mlx-lm" and k != "bf16" and _mlx_rotating(model, runtime):

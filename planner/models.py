@@ -44,7 +44,7 @@ class Query:
     runtimes: tuple[str, ...] = ()
     max_params_b: float | None = None
     family: str | None = None
-    macos: str = "15"
+    macos: str = profiles.DEFAULT_MACOS
     prompt_tokens: int = 1024
     gen_tokens: int = 256
 

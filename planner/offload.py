@@ -3,8 +3,11 @@
 llama.cpp keeps the token embeddings on the CPU, puts the last N repeating layers on the GPU and the output
 layer too when N > n_layer (src/llama-model.cpp load_tensors: dev_input is the CPU, dev_output the GPU only
 when n_gpu_layers > n_layer); with offload_kqv (default) each layer's KV sits with its layer. Decode reads the
-GPU layers at the calibrated GPU rate and the CPU layers at the CPU cores' bandwidth
-(profiles/hardware/cpu-memory.yaml, measured): t = t_gpu_all × gpu_share + cpu_bytes / cpu_bandwidth.
+GPU layers at the calibrated GPU rate and the CPU layers at the rate llama.cpp's CPU kernels draw from the CPU
+cores' bandwidth (profiles/hardware/cpu-memory.yaml: the CPU share measured on M1 Max times the decode efficiency
+measured on M2 Ultra): t = t_gpu_all × gpu_share + cpu_bytes / cpu_rate. A byte is never read faster on the CPU
+than the full-GPU decode reads it (the CPU cluster reaches ~59 % of the bandwidth, the GPU more), so partial
+offload is never faster than all on the GPU.
 """
 
 from __future__ import annotations
@@ -50,7 +53,8 @@ def offload_decode(mm: MemoryModel, ngl: int, full_tok_s: float, bytes_per_step:
     rep_read = max(bytes_per_step - out, 0)
     cpu_read = rep_read * (L - min(ngl, L)) / L + (out if ngl <= L else 0)
     gpu_read = bytes_per_step - cpu_read
-    t = (gpu_read / bytes_per_step) / full_tok_s + cpu_read / cpu_bw
+    cpu_rate = min(cpu_bw, bytes_per_step * full_tok_s)  # never above the full-GPU effective rate (module doc)
+    t = (gpu_read / bytes_per_step) / full_tok_s + cpu_read / cpu_rate
     return 1.0 / t
 
 
@@ -68,8 +72,10 @@ def offload(mm: MemoryModel, context: int, users: int, wired: WiredLimit, chip=N
     in_ram = gpu + cpu <= wired.max_raise_bytes
     dec = full = bw = None
     if chip is not None and chip.memory_bandwidth_gb_s and rf_estimate is not None and ngl > 0:
-        bw = chip.memory_bandwidth_gb_s * 1e9 * profiles.cpu_memory().fraction_of_vendor_bandwidth
+        cm = profiles.cpu_memory()
         full = rf_estimate.decode_tok_s_per_seq
+        bw = min(chip.memory_bandwidth_gb_s * 1e9 * cm.fraction_of_vendor_bandwidth * cm.decode_efficiency,
+                 rf_estimate.bytes_per_step * full)  # the rate the CPU layers are read at (module doc)
         dec = offload_decode(mm, ngl, full, rf_estimate.bytes_per_step, bw)
     return OffloadEstimate(gpu_layers=ngl, n_layers=L, gpu_bytes=gpu, cpu_bytes=cpu, fit=_fit_text(fit, ngl, L),
                            fits_in_ram=in_ram, decode_tok_s=dec, full_gpu_decode_tok_s=full,

@@ -13,7 +13,7 @@ from ._model import Frozen
 from .arch_attention import describe as arch_notes
 from .beyond import with_energy, with_streaming
 from .errors import InputError
-from .memory import MemoryModel, check_kv_type, kv_layout, memory_model
+from .memory import MemoryModel, check_kv_type, kv_alias, kv_layout, memory_model
 from .power import EnergyPerToken
 from .recipes import Recipe, recipe
 from .results import (
@@ -54,7 +54,7 @@ class PlanRequest(BaseModel):
     users: int = Field(1, gt=0, le=capacity.MAX_USERS, description="Concurrent sequences")
     kv_type: str | None = Field(None, description="KV cache type: f16/q8_0/q4_0 (llama.cpp), bf16/kv8/kv4 (mlx-lm)")
     wired_limit_mb: int | None = Field(None, description="GPU wired limit you set with sysctl iogpu.wired_limit_mb [MB]")
-    macos: str = Field("15", description="macOS major version (15 or 26); changes the default GPU limit")
+    macos: str = Field(profiles.DEFAULT_MACOS, description="macOS major version (15 or 26); changes the default GPU limit")
     flash_attn: bool | None = Field(None, description="llama.cpp flash attention (default on)")
     n_ubatch: int | None = Field(None, gt=0, le=65536, description="llama.cpp physical batch -ub (default 512)")
     prompt_tokens: int = Field(1024, ge=0, le=10_000_000, description="Prompt tokens per request (speed: TTFT) [tokens]")
@@ -70,6 +70,8 @@ class PlanRequest(BaseModel):
     app_version: str | None = Field(None, description="Ollama / LM Studio version, for its defaults (default: current)")
     guardrail: str | None = Field(None, description="LM Studio model-loading guardrail: off, relaxed, balanced, "
                                   "strict or custom:<GB>")
+    thinking_tokens: int | None = Field(None, ge=0, le=1_000_000, description="Tokens a reasoning model thinks "
+                                        "before its answer: the wait for the answer's first token")
     ssd_gb: int | None = Field(None, gt=0, le=16384, description="Internal SSD capacity [GB], for models streamed "
                                "from the SSD (default: the smallest SSD sold with this chip and RAM)")
 
@@ -274,7 +276,8 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
     raised = capacity.raised_limit(ram, macos, wired)
     table = profiles.ggml_types()
     max_ctx = model.config.max_position_embeddings
-    contexts = sorted({c for c in CONTEXTS if c <= max_ctx} | {min(req.context, max_ctx)})
+    req, cap_notes = _capped(req, model, max_ctx)
+    contexts = sorted({c for c in CONTEXTS if c <= max_ctx} | {req.context})
     user_counts = sorted(set(USER_COUNTS) | {req.users})
     req, runtimes, vision_notes = with_images(req, model)
     if not runtimes:
@@ -286,7 +289,7 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
     if req.kv_type is not None and not any(_kv_applies(req.kv_type, rt) for rt in runtimes):  # was ignored
         raise InputError(f"--kv-type {req.kv_type!r} is not a KV type of {', '.join(r.id for r in runtimes)}; "
                          "use f16, q8_0, q4_0 (llama.cpp) or bf16, kv8, kv4 (mlx-lm)")
-    kv_rows, options, notes = [], [], [*vision_notes, *(getattr(resolved, "notes", None) or [])]
+    kv_rows, options, notes = [], [], [*cap_notes, *vision_notes, *(getattr(resolved, "notes", None) or [])]
     runtimes = _file_runtimes(req, runtimes, resolved, model.name, notes)
     for rt in runtimes:
         quants = _exact_quants(req, rt, resolved) or _quants_for(req, rt, model)
@@ -321,6 +324,15 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
                 contexts=contexts, user_counts=user_counts, kv=kv_rows, options=options, notes=notes)
 
 
+
+
+def _capped(req: PlanRequest, model: ModelProfile, max_ctx: int) -> tuple[PlanRequest, list[str]]:
+    """A context above the model's maximum planned at the maximum: one value everywhere (headline, tables, JSON),
+    said once."""
+    if req.context <= max_ctx:
+        return req, []
+    return req.model_copy(update={"context": max_ctx}), [
+        f"the context {req.context:,} is above {model.name}'s maximum of {max_ctx:,} tokens: capped at {max_ctx:,}"]
 
 
 def pinned_by_name(req: PlanRequest, runtimes: list, resolved=None) -> tuple[PlanRequest, list, list[str]]:
@@ -382,17 +394,15 @@ def _kv_rows(first: MemoryModel, rt, model: ModelProfile, table, req: PlanReques
 def _kv_applies(kv_type: str | None, rt) -> bool:
     if kv_type is None:
         return False
-    k = kv_type.lower()
-    if rt.family == "llama.cpp":
-        return k in rt.kv_types
-    return k in rt.kv_types or k in ("8bit", "4bit", "kv8", "kv4", "q8", "q4", "q8_0", "q4_0", "bf16", "f16", "fp16")
+    return kv_alias(kv_type, rt) in rt.kv_types  # the runtime's own spelling (q8 -> q8_0 / kv8)
 
 
 # --------------------------------------------------------------------------- exact weights from real files
 def _exact_format(resolved) -> str | None:
-    """Weight format ('gguf' | 'mlx') the resolved files are in, when they pin one runtime."""
+    """Weight format ('gguf' | 'mlx') the resolved files are in, when they pin one runtime: read weights, or a
+    config whose quantization block names the format (an MLX folder without its safetensors: estimated bytes)."""
     hint = getattr(resolved, "runtime_hint", None)
-    if resolved is None or resolved.exact_weights is None or hint is None:
+    if resolved is None or hint is None or (resolved.exact_weights is None and not resolved.quant_id):
         return None
     return "gguf" if hint == "llama.cpp" else "mlx"
 

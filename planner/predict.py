@@ -10,7 +10,7 @@ from .memory import memory_model
 
 
 def predict_result(chip: str, gpu_cores: int | None, ram: float | None, model: str, quant: str, runtime: str,
-                   prompt: int, gen: int, depth: int, batch: int, macos: str = "15",
+                   prompt: int, gen: int, depth: int, batch: int, macos: str = profiles.DEFAULT_MACOS,
                    flash_attn: bool | None = None, ubatch: int | None = None, kv_type: str | None = None) -> dict:
     """The contract's JSON object (a plain dict: ThroughputEstimate fields + memory fit)."""
     mac = resolve_mac(chip, gpu_cores, ram)

@@ -501,6 +501,9 @@ def all_macs() -> list[MacProduct]:
     return _all("macs", MacProduct)
 
 
+from ._model import DEFAULT_MACOS  # noqa: E402,F401  (re-exported: profiles.DEFAULT_MACOS)
+
+
 def load_macos(name: str) -> MacOS:
     idx = _index("macos")
     key = norm(name)

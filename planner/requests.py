@@ -9,7 +9,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from ._model import Frozen
+from ._model import DEFAULT_MACOS, Frozen
 
 # ---------------------------------------------------------------------------------------- shared fields
 CatalogModel = Annotated[str, Field(description="Catalog id or alias, e.g. llama-3.3-70b")]
@@ -54,7 +54,7 @@ class PredictRequest(BaseModel):
     gen: int = Field(128, description="Generated tokens per sequence (llama-bench tgG)")
     depth: int = Field(0, description="Tokens already cached before the prompt (llama-bench @ dD)")
     batch: int = Field(1, description="Concurrent sequences, each with its own prompt")
-    macos: Macos = "15"
+    macos: Macos = DEFAULT_MACOS
     flash_attn: bool | None = Field(None, description="llama.cpp flash attention")
     ubatch: int | None = Field(None, description="llama.cpp physical batch -ub")
 
@@ -66,7 +66,7 @@ class RecommendRequest(_Targets):
     ram: Ram = None
     runtime: Runtimes = None
     quant: list[str] | None = Field(None, description="Restrict to these quantizations")
-    macos: Macos = "15"
+    macos: Macos = DEFAULT_MACOS
     wired_limit: int | None = Field(None, description="GPU wired limit you set [MB]")
     top: int = Field(8, description="Configurations to list")
 
@@ -84,7 +84,7 @@ class BuyRequest(_Targets):
     max_quality_cost: str = Field("small", description="Worst quant quality cost allowed: lossless, small, "
                                   "noticeable, large")
     runtime: Runtimes = None
-    macos: Macos = "15"
+    macos: Macos = DEFAULT_MACOS
     all_rows: bool = Field(False, description="List the best configuration of every Mac")
     clusters: bool = Field(False, description="Also set 2-4 identical linked Macs against one larger Mac")
     link: str = Field("tb5", description="Interconnect for --clusters: tb5, tb4, 10gbe")
@@ -107,5 +107,5 @@ class ClusterRequest(BaseModel):
     users: int = Field(1, description="Concurrent sequences")
     prompt: int = Field(1024, description="Prompt tokens (prefill/TTFT)")
     gen: int = Field(256, description="Generated tokens")
-    macos: str = Field("26", description="macOS major version (RDMA over TB5 needs 26.2+)")
+    macos: str = Field(DEFAULT_MACOS, description="macOS major version (RDMA over TB5 needs 26.2+)")
     no_rdma: bool = Field(False, description="Use TCP (ring) even over Thunderbolt 5")

@@ -91,6 +91,12 @@ class WiredLimit(_RoundTrip):
     def sysctl_max_mb(self) -> int:
         return self.max_raise_bytes // (1024 * 1024)
 
+    @property
+    def can_raise(self) -> bool:
+        """Whether the highest safe limit is above the current one: on 8 GB macOS keeps min_left_for_macos_gb
+        (4 GiB), less than the 2/3 default leaves it, so raising gains nothing (capacity.wired_limit)."""
+        return self.sysctl_max_mb * 1024 * 1024 > self.effective_bytes
+
 
 class Fit(BaseModel):
     model_config = Frozen
@@ -323,7 +329,7 @@ class ServeResult(BaseModel):
     decode_tok_s_p50: float = Field(description="Per-user decode rate after the first token, median [tok/s]")
     decode_tok_s_p5: float = Field(description="Per-user decode rate, 5th percentile (the slow users) [tok/s]")
     throughput_tok_s: float = Field(description="Generated tokens per second, all users [tok/s]")
-    slot_occupancy: float = Field(description="Mean share of slots busy [0-1]")
+    slot_occupancy: float = Field(description="Mean sequences in flight / the most the server holds at once [0-1]")
     queue_timeline: list[tuple[float, int]] = Field(description="(time [s], requests waiting) samples")
     queue_max: int
     saturation_rate_per_s: float = Field(description="Rate at which the queue grows without bound [1/s]")

@@ -292,6 +292,7 @@ class CpuMemory(_Profile):
     name: str
     fraction_of_vendor_bandwidth: float = Field(gt=0, le=1, description="CPU-side / vendor bandwidth [1]")
     measured_on: str = ""
+    decode_efficiency: float = Field(gt=0, le=1, description="llama.cpp CPU decode bytes/s / CPU-side bandwidth [1]")
 
 
 class DraftPair(BaseModel):

@@ -164,13 +164,15 @@ class StepModel:
 
 @dataclass
 class Trace:
-    """Per-request times [s] (NaN: not reached) and the time-integral of busy slots [slot·s]."""
+    """Per-request times [s] (NaN: not reached), the time-integral of sequences in flight [seq·s] and the most
+    sequences the scheduler can hold at once (``capacity``; slot occupancy = busy_integral / makespan / capacity)."""
 
     admit: np.ndarray
     first: np.ndarray
     end: np.ndarray
     busy_integral: float = 0.0
     makespan: float = 0.0
+    capacity: int = 0
 
 
 def simulate(arrival, prompt, gen, cached, sched: Scheduler, steps: StepModel) -> Trace:
@@ -277,6 +279,7 @@ def _run_llama(req, sched: Scheduler, steps: StepModel, tr: Trace) -> None:
     n, nslot, nb = len(arr), sched.slots, sched.n_batch
     split = not sched.kv_unified and nslot > 1
     last_used = [-1.0] * nslot   # slot.t_last_used: -1 until released, then the release time
+    tr.capacity = nslot          # a request holds a slot from admission to its last token
     act: list[list] = []         # [rid, left_prompt, ctx, left_gen, slot]
     t, nxt, done, busy = 0.0, 0, 0, 0.0
     while done < n:
@@ -347,6 +350,9 @@ def _run_mlx(req, sched: Scheduler, steps: StepModel, tr: Trace) -> None:
     arr, pr, gn, ca = req
     n, step = len(arr), sched.n_batch
     cap = max(sched.slots, sched.prompt_concurrency)   # BatchGenerator.completion_batch_size
+    # BatchGenerator._next admits min(prefill - len(prompt batch), completion - len(generation batch)) prompts: the
+    # prompt batch is not counted against the completion size, so up to cap + prefill - 1 sequences are in flight
+    tr.capacity = cap + sched.prompt_concurrency - 1
     gens: list[list] = []
     pb: list[list] = []        # prompt batch rows: [rid, left_prompt, ctx, left_gen]
     t, nxt, done, busy = 0.0, 0, 0, 0.0

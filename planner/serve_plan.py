@@ -102,7 +102,7 @@ def summarise(rq: Requests, tr: Trace, slots: int, duration: float, points: int 
         decode_tok_s_p50=float(np.percentile(rate, 50)) if rate.size else 0.0,
         decode_tok_s_p5=float(np.percentile(rate, 5)) if rate.size else 0.0,
         throughput_tok_s=float(rq.gen[ok].sum() / max(tr.makespan, 1e-9)),
-        slot_occupancy=float(tr.busy_integral / max(tr.makespan, 1e-9) / slots),
+        slot_occupancy=float(tr.busy_integral / max(tr.makespan, 1e-9) / (tr.capacity or slots)),
         queue_timeline=[(float(a), int(b)) for a, b in zip(grid, queue)], queue_max=int(queue.max(initial=0)))
 
 
@@ -206,7 +206,7 @@ class Setup:
 
 
 def setup(chip: str, gpu_cores: int | None, ram: float | None, model, quant: str | None, runtime: str,
-          macos: str = "15") -> Setup:
+          macos: str = profiles.DEFAULT_MACOS) -> Setup:
     """``model``: a catalog id, or a sources.ResolvedModel (duck-typed, as in planner.plan) read from a local GGUF
     or folder, whose exact weight bytes replace the estimate when its quant is the one served."""
     mac = resolve_mac(chip, gpu_cores, ram)

@@ -97,14 +97,14 @@ def _known_quant(qid: str | None, kind: str) -> str | None:
 def resolve_gguf(path: Path, quant: str | None = None) -> ResolvedModel:
     from .local import load_gguf
 
-    cfg, w, qid, notes, files = load_gguf(path)
+    cfg, w, qid, notes, files, title = load_gguf(path)
     known = _known_quant(qid, "gguf")
     if qid and not known:
         notes.append(f"quant {qid} is not one of our presets; exact bytes used as read")
     elif not qid:
         notes.append("quant type not recorded in the GGUF; exact bytes used as read")
     stem = re.sub(r"-\d{5}-of-\d{5}$", "", path.stem)
-    prof = make_profile(cfg, id_=stem.lower(), name=stem, source_url=str(path.resolve()),
+    prof = make_profile(cfg, id_=stem.lower(), name=title or stem, source_url=str(path.resolve()),
                         vision_bytes=w.vision_bytes)
     return ResolvedModel(profile=prof, source="gguf", exact_weights=w, quant_id=known or qid,
                          runtime_hint="llama.cpp", vision_bytes=w.vision_bytes, files=files, notes=notes)

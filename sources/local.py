@@ -74,7 +74,7 @@ def find_mmproj(path: Path) -> Path | None:
 
 
 def load_gguf(path: Path):
-    """-> (config, exact weights, quant id, notes, files)."""
+    """-> (config, exact weights, quant id, notes, files, title: general.name or None)."""
     shards = gguf_shards(path)
     parts = [(*read_gguf(s), _size(s)) for s in shards]
     kv = parts[0][0]
@@ -93,7 +93,7 @@ def load_gguf(path: Path):
         files.append(str(mm))
     w = exact_weights(tensors, vision, mtp_layers(cfg))
     qid = None if any("general.file_type says" in n for n in notes) else quant_from_gguf(kv, path.name)
-    return cfg, w, qid, notes, files
+    return cfg, w, qid, notes, files, gguf_title(kv)
 
 
 def _size(path: Path) -> int | None:
@@ -101,6 +101,14 @@ def _size(path: Path) -> int | None:
         return path.stat().st_size
     except OSError:
         return None
+def gguf_title(kv: dict) -> str | None:
+    """general.name (GGUF spec: "the name of the model ... human-readable"), one printable line of at most 120
+    characters; None when absent, empty or not text."""
+    name = kv.get("general.name")
+    if not isinstance(name, str):
+        return None
+    name = " ".join("".join(c if c.isprintable() else " " for c in name).split())[:120]
+    return name or None
 
 
 # --------------------------------------------------------------------------- safetensors

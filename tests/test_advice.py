@@ -22,19 +22,19 @@ def _chat70(users=4):
 
 
 def test_70b_4x8k_48gb_q4_k_m_excluded_by_wired_limit():
-    # Llama-3.3-70B Q4_K_M weights are 42.5 GB = 39.6 GiB. A 48 GB Mac's default GPU limit is 3/4 = 36 GiB: the
+    # Llama-3.3-70B Q4_K_M weights are 42.5 GB = 39.6 GiB. A 48 GB Mac's default GPU limit under macOS 15 is 3/4 = 36 GiB: the
     # weights alone exceed it. The most we would raise it to leaves max(4 GiB, 12.5 %) = 6 GiB to macOS (42 GiB);
     # minus the 1 GiB runtime margin that is 41 GiB: 4 concurrent 8K sessions (4 × 0.7 GiB even with q4_0 KV)
     # never fit; a single queued slot with q4_0 KV (39.6 + 0.7 + buffers = 40.8 GiB) just does.
-    r = recommend("llama-3.3-70b", 48, _chat70(), quants=["Q4_K_M"])
+    r = recommend("llama-3.3-70b", 48, _chat70(), quants=["Q4_K_M"], macos="15")
     assert r.options
     for o in r.options:
         assert o.fit.verdict == "raise-limit" and o.slots == 1 and o.kv_type == "q4_0", o
     # and Q5_K_M (46.5 GiB of weights) does not fit at all
     with pytest.raises(NoFitError, match="does not fit"):
-        recommend("llama-3.3-70b", 48, _chat70(), quants=["Q5_K_M"])
+        recommend("llama-3.3-70b", 48, _chat70(), quants=["Q5_K_M"], macos="15")
     # what remains at 48 GB needs the limit raised (≥4-bit) or a 3-bit quant with a large quality cost
-    r = recommend("llama-3.3-70b", 48, _chat70())
+    r = recommend("llama-3.3-70b", 48, _chat70(), macos="15")
     for o in r.options:
         assert o.fit.verdict == "raise-limit" or o.quality.tier in ("noticeable", "large"), o
 
@@ -198,7 +198,7 @@ def test_closest_options_prefer_quality_among_equally_close(model, ram, wl):
     """When nothing meets the targets, options whose worst miss is within 5 % of each other are equally close, and
     quality decides: a slightly faster decode that does not help the binding target (here TTFT, compute-bound and
     the same for every weight format) is no reason to offer a lossier quant or a 4-bit KV cache first."""
-    from planner.advice import QUALITY_ORDER, quality_rank, shortfall
+    from planner.advice import quality_rank, shortfall
 
     r = recommend(model, ram, wl, chip=_m4max(), best_effort=True)
     assert not r.targets_met and len(r.options) >= 2

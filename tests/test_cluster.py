@@ -216,3 +216,30 @@ def test_rpc_head_host_holds_the_embedding_and_the_output_head():
         a, b = s.layers
         extra = lay.embed_bytes + lay.head_bytes if i == 0 else 0.0
         assert s.weights_bytes == pytest.approx(sum(lay.layer_bytes[a:b]) + extra, abs=2), i
+
+
+def test_a_cluster_that_does_not_fit_has_no_speed_and_says_what_would_fit():
+    # Kimi K2 at 8 bits is ~1.09 TB of weights; two 512 GB Macs hold at most 2 × 448 GiB (each keeps 64 GiB for
+    # macOS): no speed, and the ways out: a quant under ~896 GiB, or a third 512 GB Mac (3 × 448 = 1,344 GiB)
+    p = plan_cluster("kimi-k2", parse_macs("2x Mac Studio M3 Ultra 512GB"), quant="mlx-8bit-g64")
+    assert not p.fits and p.speed is None
+    smaller = next(s for s in p.suggestions if s.startswith("a smaller quant"))
+    q = smaller.split(": ")[1].split(" ")[0]
+    assert plan_cluster("kimi-k2", parse_macs("2x Mac Studio M3 Ultra 512GB"), quant=q).fits
+    assert any("1 more Mac Studio M3 Ultra" in s and "(3 in all)" in s for s in p.suggestions)
+    assert plan_cluster("kimi-k2", parse_macs("3x Mac Studio M3 Ultra 512GB"), quant="mlx-8bit-g64").fits
+
+
+def test_cluster_candidates_leave_out_discontinued_macs_like_the_single_mac_search():
+    old = {m.id for m in profiles.all_macs() if m.discontinued}
+    assert old
+    kw = dict(counts=(2,), budget_usd=20000)
+    assert not {c.mac_id for c in cluster_candidates("llama-3.3-70b", **kw)} & old
+    assert {c.mac_id for c in cluster_candidates("llama-3.3-70b", include_discontinued=True, **kw)} & old
+
+
+def test_one_mac_that_needs_the_limit_raised_says_so():
+    # Llama 3.3 70B at 4 bits (~37 GiB) on one 48 GB Mac mini: over the 36 GiB default, under the raised limit
+    one = cluster_candidates("llama-3.3-70b", counts=(1,), budget_usd=2000)
+    mini = next(c for c in one if "48GB" in c.macs)
+    assert mini.needs_raised_limit

@@ -61,3 +61,10 @@ def test_bad_input_one_line_exit_2(capsys, args):
     code, _out, err = run(capsys, "--model", "deepseek-v3", *args)
     assert code == 2
     assert err.startswith("plan: error:") and err.count("\n") == 1
+
+
+def test_a_cluster_that_does_not_fit_prints_no_speed_and_the_ways_out(capsys):
+    code, out, err = run(capsys, "--model", "kimi-k2", "--macs", "2x Mac Studio M3 Ultra 512GB", "--quant", "mlx-8bit")
+    assert code == 0, err
+    assert "tok/s per user" not in out and "Cluster: does not fit" in out
+    assert "a smaller quant" in out and "(3 in all)" in out

@@ -145,3 +145,28 @@ def test_adapter_gradient_and_adam_bytes_are_trainable_params_times_four(kind):
     mem = next(o.memory for o in (p.chosen, *p.alternatives) if o.fine_tune_type == kind)
     assert mem.trainable_params == n
     assert mem.adapters == mem.gradients == 4 * n and mem.optimizer == 2 * 4 * n
+
+
+def test_peak_uses_the_longest_padded_batch_of_the_given_lengths():
+    """Issue 35: mlx_lm sorts examples by length and pads each batch to 1 + a multiple of 32 of its longest
+    (tuner/trainer.py iterate_batches). p50=300, p90=600: the p99 of the lognormal is 300 × 2^(2.3263/1.2816)
+    = 1,055.7 -> 1,056 tokens, padded to 1 + 32 × 33 = 1,057: the same peak as every batch 1,057 long."""
+    from planner.finetune import FinetuneRequest, padded_lengths, plan_finetune
+
+    base = dict(model="llama-3.1-8b", ram_gb=32, chip="M2 Pro", gpu_cores=19)
+    given = FinetuneRequest(**base, lengths="p50=300,p90=600")
+    peak, mean, text = padded_lengths(given)
+    assert peak == 1057 and "1,056" in text
+    assert mean == 1 + 32 * 15   # the mean of the p50/p90 stand-in, 450 -> 481
+    same = plan_finetune(FinetuneRequest(**base, seq_len=1057)).chosen.memory.total
+    assert plan_finetune(given).chosen.memory.total == same
+    assert padded_lengths(FinetuneRequest(**base, lengths="4000"))[0] == 2048   # truncated at --max-seq-length
+
+
+def test_the_full_length_assumption_is_said_and_the_fitting_setting_leads():
+    from planner.finetune import FinetuneRequest, plan_finetune
+
+    p = plan_finetune(FinetuneRequest(model="llama-3.1-8b", ram_gb=32, chip="M2 Pro", gpu_cores=19))
+    assert "every batch is 2,048 tokens" in p.assumption
+    assert p.chosen.fit.verdict == "no-fit" and "--grad-checkpoint" in p.lead and "--grad-checkpoint" in p.command
+    assert "unmeasured prior" in p.speed.basis

@@ -103,7 +103,7 @@ def test_highest_precision_that_fits_comfortably(catalog):
     # GiB and Q6_K >= 6.5625 bpw = 53.9 GiB exceed the limit; Q5_K_M (~5.7 bpw, 46.8 GiB) + 8K of f16 KV (80
     # layers x 8 KV heads x 128 x 2 x 2 B = 320 KiB/token = 2.5 GiB) = 49.3 GiB is over it too; Q4_K_M (~4.85
     # bpw, 39.8 GiB + 2.5) fits with the 1 GiB margin. qwen3-8b at Q8_0 (8.1 GiB) fits with room: its best format.
-    r = M.what_runs(M.Query(ram_gb=64, runtimes=("llama.cpp",)))
+    r = M.what_runs(M.Query(ram_gb=64, runtimes=("llama.cpp",), macos="15"))
     row = {x.model: x for x in r.rows}
     assert (row["llama-3.3-70b"].quant, row["llama-3.3-70b"].verdict) == ("Q4_K_M", "fits")
     assert row["qwen3-8b"].quant == "Q8_0" and row["qwen3-8b"].kv_type == "f16"

@@ -280,3 +280,30 @@ def test_trace_is_read_bounded(capsys, tmp_path, kind):
         p.write_text("arrival_s,prompt,gen\n" + "".join(f"{i},10,10\n" for i in range(MAX_SIM_REQUESTS + 1)))
     code, out, err = run(capsys, [*BASE, "--trace", str(p), "--no-sweep"])
     assert code == 2 and err.count("\n") == 1 and "--trace" in err, err
+
+
+def test_people_and_their_pace_give_the_rate_and_say_it():
+    # issue 35: people ask "how many people", not "what rate": 30 people × 20/h = 600/h = 10/min; 30 people who
+    # think 2 minutes between requests: 30 / 120 s = 0.25/s = 15/min
+    from cli.serve import people_rate
+
+    assert people_rate(None, 30, None, "20/h") == (pytest.approx(30 * 20 / 3600), pytest.approx(
+        "rate: 30 people × 20/h each = 10 requests/min"))
+    per_s, line = people_rate(None, 30, "2min", None)
+    assert per_s == pytest.approx(0.25) and line.endswith("= 15 requests/min")
+    assert people_rate(None, None, None, None)[0] == pytest.approx(20 / 60)  # the default 20/min
+
+
+@pytest.mark.parametrize("args", [["--users", "30"], ["--users", "30", "--rate", "2/min", "--think-time", "1min"],
+                                  ["--think-time", "1min"], ["--users", "3", "--think-time", "soon"]])
+def test_people_rate_bad_input_is_one_line(capsys, args):
+    code = main(["serve", "--model", "qwen3-8b", "--chip", "M4 Max", "--ram", "64", *args])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "--" in err
+
+
+def test_people_rate_is_shown_above_the_simulation(capsys):
+    code = main(["serve", "--model", "qwen3-8b", "--chip", "M4 Max", "--ram", "64", "--users", "10", "--per-user",
+                 "6/h", "--no-sweep", "--duration", "10min"])
+    out = capsys.readouterr().out
+    assert code == 0 and out.startswith("rate: 10 people × 6/h each = 1 requests/min") and "1.0/min" in out

@@ -289,7 +289,7 @@ def _stages(shares: list[NodeShare], mode: str) -> list[tuple[int, int]] | None:
 
 def plan_cluster(model: str, nodes: list[Node], link: str | LinkProfile = "tb5", engine: str = "mlx",
                  mode: str = "pipeline", quant: str | None = None, context: int = 8192, users: int = 1,
-                 prompt: int = 1024, gen: int = 256, macos: str = "26", rdma: bool = True,
+                 prompt: int = 1024, gen: int = 256, macos: str = profiles.DEFAULT_MACOS, rdma: bool = True,
                  scaling: bool = True) -> ClusterPlan:
     engine, mode = check_engine(engine, mode)
     if not nodes:
@@ -337,11 +337,41 @@ def plan_cluster(model: str, nodes: list[Node], link: str | LinkProfile = "tb5",
     if engine == "exo":
         notes.append("exo runs mlx underneath; its scheduling overhead is not modelled (exo #2070: exo tensor-RDMA "
                      "48 tok/s vs pure mlx 98 tok/s on the same two MacBooks)")
+    suggestions = [] if fits else _what_fits(prof, rt, mm, nodes, mode, engine, context, users, macos)
     return ClusterPlan(model=prof.id, engine=engine, mode=mode, runtime=rt.id, quant=q.id, transport=tr,
                        context=context, users=users, prompt_tokens=prompt, gen_tokens=gen, nodes=shares, fits=fits,
-                       speed=sp, single_macs=list(singles.values()), best_single=best, slower_than_single=slower,
+                       speed=sp if fits else None, suggestions=suggestions, single_macs=list(singles.values()), best_single=best, slower_than_single=slower,
                        scaling=scal, binding=binding, calibration=profiles.load_speed_constants(
                            nodes[0].chip, rt.id).source, notes=notes)
+
+
+def _what_fits(prof, rt, mm: MemoryModel, nodes: list[Node], mode: str, engine: str, context: int, users: int,
+               macos: str, most_extra: int = 8) -> list[str]:
+    """When a node cannot hold its share: the largest smaller quant that fits on these Macs, and how many Macs of the
+    largest kind given hold the model at this quant (issue 35: a speed for a cluster that does not fit, and no way
+    out)."""
+    from ..plan import default_quants
+
+    def fits(m: MemoryModel, nds: list[Node]) -> bool:
+        return all(x.verdict != "no-fit" for x in place(m, nds, mode, engine, context, users, macos))
+
+    out = []
+    have = mm.weights.total_bytes
+    smaller = []
+    for q in default_quants(prof, rt.weight_format):
+        m = memory_model(prof, rt, q, profiles.ggml_types())
+        if m.weights.total_bytes < have:
+            smaller.append((m.weights.total_bytes, q.id, m))
+    for _, qid, m in sorted(smaller, key=lambda t: t[0], reverse=True):
+        if fits(m, nodes):
+            out.append(f"a smaller quant: {qid} fits on these {len(nodes)} Macs")
+            break
+    big = max(nodes, key=lambda nd: nd.ram_gb)
+    for k in range(len(nodes) + 1, len(nodes) + most_extra + 1):
+        if fits(mm, [*nodes, *[big] * (k - len(nodes))]):
+            out.append(f"more Macs: {k - len(nodes)} more {big.label} ({k} in all) hold it at {mm.quant_id}")
+            break
+    return out
 
 
 def _binding(shares: list[NodeShare], sp: ClusterSpeed, mode: str, tr: Transport) -> str:
@@ -361,10 +391,11 @@ def _binding(shares: list[NodeShare], sp: ClusterSpeed, mode: str, tr: Transport
 
 def cluster_candidates(model: str, counts: tuple[int, ...] = (2, 3, 4), link: str = "tb5", engine: str = "mlx",
                        mode: str = "pipeline", quant: str | None = None, context: int = 8192, users: int = 1,
-                       prompt: int = 1024, gen: int = 256, macos: str = "26", budget_usd: float | None = None,
-                       include_laptops: bool = False) -> list[ClusterCandidate]:
+                       prompt: int = 1024, gen: int = 256, macos: str = profiles.DEFAULT_MACOS, budget_usd: float | None = None,
+                       include_laptops: bool = False, include_discontinued: bool = False) -> list[ClusterCandidate]:
     """k identical catalogued Macs (k in ``counts``) that hold the model together, cheapest first: what
-    planner.buy can set against a single larger Mac. Macs whose k-fold RAM cannot hold the weights are skipped."""
+    planner.buy can set against a single larger Mac. Macs whose k-fold RAM cannot hold the weights are skipped, and
+    discontinued ones unless asked for (as planner.buy's single-Mac search)."""
     rt = profiles.load_runtime(RUNTIME_OF[check_engine(engine, mode)[0]])
     q = profiles.load_quant(quant or DEFAULT_QUANT[rt.id], rt.weight_format)
     need = memory_model(profiles.load_model(model), rt, q, profiles.ggml_types()).weights.total_bytes
@@ -372,7 +403,8 @@ def cluster_candidates(model: str, counts: tuple[int, ...] = (2, 3, 4), link: st
     seen, out = set(), []
     for m in sorted(profiles.all_macs(), key=lambda m: m.price_usd):
         ch = chips.get(m.chip)
-        if ch is None or ch.status == "rumoured" or (m.form_factor == "laptop" and not include_laptops):
+        if ch is None or ch.status == "rumoured" or (m.form_factor == "laptop" and not include_laptops) \
+                or (m.discontinued and not include_discontinued):
             continue
         if (m.chip, m.ram_gb) in seen:
             continue
@@ -389,7 +421,9 @@ def cluster_candidates(model: str, counts: tuple[int, ...] = (2, 3, 4), link: st
             except InputError:
                 continue
             if p.fits and p.speed is not None:  # a plan that fits has a speed
+                raise_ = any(x.verdict == "raise-limit" for x in p.nodes)
                 out.append(ClusterCandidate(macs=f"{k}x {node.label}", mac_id=m.id, count=k, price_usd=price,
+                                            needs_raised_limit=raise_,
                                             decode_tok_s_per_user=p.speed.decode_tok_s_per_user,
                                             prefill_tok_s=p.speed.prefill_tok_s, ttft_s=p.speed.ttft_s,
                                             binding=p.binding, engine=p.engine, mode=p.mode, link=p.transport.link))

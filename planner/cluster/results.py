@@ -66,6 +66,7 @@ class ClusterPlan(BaseModel):
     slower_than_single: bool
     scaling: dict[int, float | None] = Field(default_factory=dict, description="Decode tok/s with the first k Macs")
     binding: str
+    suggestions: list[str] = Field(default_factory=list, description="When it does not fit: what would")
     calibration: str = ""
     notes: list[str] = Field(default_factory=list)
 
@@ -85,3 +86,4 @@ class ClusterCandidate(BaseModel):
     engine: str
     mode: str
     link: str
+    needs_raised_limit: bool = Field(False, description="a Mac's share fits only with iogpu.wired_limit_mb raised")

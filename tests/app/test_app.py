@@ -164,3 +164,56 @@ def test_a_first_run_stopped_before_the_form_keeps_the_presets_context():
     t.run()
     assert not t.exception
     assert t.select_slider(key="context").value == 8192 and t.session_state["users"] >= 1
+
+
+def test_buy_view_details_the_configuration_it_charts_and_lists_the_budget_first(at):
+    """Issue 35: the chart said 11.7 tok/s and "Details" 17.2 for the same Mac (a fresh recommendation); over-budget
+    laptops headed the table; the heading was the fit page's; notes spoke CLI flags."""
+    import re
+
+    from planner.format import fmt_tok_s
+
+    at.selectbox(key="model").set_value("llama-3.3-70b").run()
+    at.radio(key="mac_mode").set_value("Which Mac should I buy?").run()
+    at.number_input(key="budget").set_value(4000).run()
+    assert not at.exception and not at.error
+    assert [t.value for t in at.title] == ["Which Mac should I buy?"]
+    rows = at.dataframe[0].value
+    within = list(rows["within budget"])
+    assert within == sorted(within, reverse=True) and within[0] and not within[-1]  # every Mac within first
+    details = next(m.value for m in at.markdown if m.value.startswith("**Details for"))
+    product, chip, ram = re.match(r"\*\*Details for the [^:]+: (.+?), (.+?), (\d+) GB\*\*", details).groups()
+    row = rows[(rows["Mac"] == product) & (rows["chip"] == chip) & (rows["RAM [GB]"] == int(ram))].iloc[0]
+    assert f"{row['runtime']} {row['quantization']}" in details
+    answer = (list(at.success) + list(at.warning))[0].value
+    assert f"about {fmt_tok_s(row['tok/s per user'])} tok/s" in answer  # the chart's figure, not another option's
+    assert not any(re.search(r"(?<![\w-])--[a-z]", c.value) for c in at.caption)
+
+
+def test_serve_view_starts_at_the_recommended_slots_and_is_not_green_over_the_target(at):
+    """Issue 35: "Serve a team" defaulted to 1 slot while recommending 32, and showed a green "stable at 93 % load"
+    next to a p95 TTFT of 53 s against a 3 s target."""
+    at.selectbox(key="model").set_value("qwen3-8b").run()
+    at.radio(key="mac_mode").set_value("Serve a team").run()
+    assert not at.exception and not at.error
+    rec = next(m for m in at.metric if m.label == "Recommended slots")
+    assert at.number_input(key="serve_slots").value == int(rec.value)
+    at.number_input(key="serve_slots").set_value(1).run()
+    at.number_input(key="serve_target").set_value(0.01).run()   # no server answers in 10 ms
+    sat = next(m for m in at.metric if m.label == "Saturation")
+    assert "misses" in str(sat.delta) or "overloaded" in str(sat.delta)
+    from streamlit.proto.Metric_pb2 import Metric
+
+    assert sat.proto.color == Metric.RED   # never green
+
+
+def test_serve_status_is_good_news_only_when_stable_and_within_the_target():
+    from types import SimpleNamespace as NS
+
+    from planner.results import Percentiles
+
+    r = NS(stable=True, utilisation=0.93, target_ttft_p95_s=3.0, ttft_s=Percentiles(p50=10, p95=53, p99=60))
+    text, ok = readings.serve_status(r)
+    assert not ok and "misses the 3 s target" in text
+    assert readings.serve_status(NS(**{**vars(r), "target_ttft_p95_s": None}))[1]
+    assert not readings.serve_status(NS(**{**vars(r), "stable": False}))[1]

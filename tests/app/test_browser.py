@@ -517,3 +517,61 @@ def test_which_mac_to_buy(page):
     expect(page.locator(".js-plotly-plot").first).to_contain_text("Pareto front")
     expect(page.get_by_test_id("stDataFrame")).to_have_count(1)
     assert page.get_by_test_id("stException").count() == 0
+
+
+def test_buy_and_serve_views_answer_without_contradicting_themselves(page):
+    """Issue 35 in the browser: the buy view is titled by its question (heading and tab), speaks no CLI flags,
+    names the Pareto Macs on the chart, lists the Macs within the budget first and details the configuration the
+    chart shows (one tok/s figure); "Serve a team" starts at its recommended slots; the intro names the sidebar's »
+    for a phone."""
+    from playwright.sync_api import expect
+
+    from planner.format import fmt_tok_s
+
+    expect.set_options(timeout=TIMEOUT_MS)
+    _wait_idle(page)
+    assert "»" in page.get_by_test_id("stMain").get_by_test_id("stCaptionContainer").first.inner_text()
+    side = page.get_by_test_id("stSidebar")
+    _pick(page, "Model (type to search)", "Llama 3.3 70B Instruct · 70.6 B")
+    _wait_idle(page)
+    side.get_by_text("Which Mac should I buy?", exact=True).click()
+    expect(page.get_by_role("heading", name="Which Mac should I buy?")).to_have_count(1)
+    _wait_idle(page)
+    _set_number(page, "Budget [USD] (0 = no limit)", "4000")
+    main = page.get_by_test_id("stMain")
+    expect(main).to_contain_text("Budget: $4,000")
+    expect(page).to_have_title(re.compile(r"^Which Mac should I buy\?"))
+    _no_cli_words(page)
+    names = page.evaluate("""() => { const gd = document.querySelector('.js-plotly-plot');
+      const t = gd.data.find(t => t.name === 'Pareto front'); return t ? Array.from(t.text || []) : []; }""")
+    assert names and all(" GB" in n for n in names), names
+    expect(page.locator(".js-plotly-plot").first).to_contain_text(names[0])   # drawn, not only in the data
+    details = main.get_by_test_id("stMarkdownContainer").filter(has_text="Details for the").last.inner_text()
+    m = re.match(r"Details for the [^:]+: (.+?), (.+?), (\d+) GB \((\S+) (\S+),", details)
+    assert m, details
+    product, chip, ram, runtime, quant = m.groups()
+    from planner.buy import buy
+    from planner.workload import custom_workload
+
+    wl = custom_workload("chat", users=1, context=8192)
+    b = buy(["llama-3.3-70b"], wl, budget_usd=4000)
+    row = next(x for x in b.per_mac if (x.product, x.chip, str(x.ram_gb)) == (product, chip, ram))
+    assert (row.runtime, row.quant) == (runtime, quant)
+    assert f"about {fmt_tok_s(row.decode_tok_s_per_user)} tok/s" in _answer(page)
+    rows = page.get_by_test_id("stDataFrame")
+    expect(rows).to_have_count(1)
+
+    _pick(page, "Model (type to search)", "Qwen3 8B · 8.2 B")
+    _wait_idle(page)
+    side.get_by_text("Serve a team", exact=True).click()
+    expect(page.get_by_role("heading", name="Serve a team: latency under load")).to_have_count(1)
+    _wait_idle(page)
+    rec = page.get_by_test_id("stMetric").filter(has_text="Recommended slots").get_by_test_id("stMetricValue")
+    expect(rec).to_be_visible()
+    slots = page.get_by_role("spinbutton", name="Slots (-np / --decode-concurrency)")
+    assert rec.inner_text().strip() != "1"   # the form's old default (one per user) would differ
+    expect(slots).to_have_value(rec.inner_text().strip())
+    side.get_by_text("Chip and RAM", exact=True).click()
+    _wait_idle(page)
+    _pick(page, "Model (type to search)", "Llama 3.1 8B Instruct · 8.0 B")
+    _wait_idle(page)

@@ -13,7 +13,7 @@ from planner.plan import PlanRequest, plan
 
 @pytest.fixture(scope="module")
 def p70():
-    return plan(PlanRequest(model="llama-3.3-70b", ram_gb=64))
+    return plan(PlanRequest(model="llama-3.3-70b", ram_gb=64, macos="15"))  # 48 GiB limit: Q5_K_M needs raising
 
 
 @pytest.fixture(scope="module")
@@ -305,3 +305,26 @@ def test_for_web_speaks_the_forms_words():
     assert readings.for_web("--wired-limit 9 MB is too small") == "GPU wired limit (Advanced) 9 MB is too small"
     assert readings.for_web("meets nothing for 1 user(s) with 2 slot(s)") == "Meets nothing for 1 user with 2 slots"
     assert readings.for_web("read /tmp/up/ab12/M/config.json", "/tmp/up/ab12/M") == "Read the uploaded config.json"
+
+
+def test_log_ticks_are_1_2_5_and_labelled_in_full():
+    # 0.3 to 40 s: ticks 0.2 0.5 1 2 5 10 20 50 (one below and above the data), each with its own label
+    vals, text = charts.log_ticks(0.3, 40, charts.fmt_seconds)
+    assert vals == pytest.approx([0.2, 0.5, 1, 2, 5, 10, 20, 50])
+    assert text == [charts.fmt_seconds(v) for v in vals]
+
+
+def test_declutter_keeps_the_best_and_drops_only_overlaps():
+    keep = charts.declutter([10, 10.2, 50, 10.1], [80, 79.9, 79.9, 60], log_x=True)
+    assert keep == [True, False, True, True]   # the second sits on the first; the third is far in x; the last in y
+
+
+def test_finetune_chart_draws_one_limit_line_when_the_limit_cannot_be_raised():
+    # 8 GB: the highest safe limit is the default (macOS keeps 4 GiB), so one line and one label, not two on top of
+    # each other; 32 GB: the default and the raised limit
+    from app.finetune_page import memory_chart
+    from planner.finetune import FinetuneRequest, plan_finetune
+
+    for ram, lines in ((8, 1), (32, 2)):
+        fig = memory_chart(plan_finetune(FinetuneRequest(model="qwen3-0.6b", ram_gb=ram)))
+        assert sum(s.type == "line" for s in fig.layout.shapes) == lines

@@ -20,7 +20,8 @@ PLAN_FIELDS = {"model": "model", "ram": "ram_gb", "chip": "chip", "gpu_cores": "
                "wired_limit": "wired_limit_mb", "macos": "macos", "flash_attn": "flash_attn", "ubatch": "n_ubatch",
                "prompt": "prompt_tokens", "gen": "gen_tokens", "images": "images", "image_size": "image_size",
                "draft_model": "draft_model", "draft_acceptance": "draft_acceptance", "draft_tokens": "draft_tokens",
-               "app_version": "app_version", "guardrail": "guardrail", "ssd_gb": "ssd_gb"}
+               "app_version": "app_version", "guardrail": "guardrail", "ssd_gb": "ssd_gb",
+               "thinking_tokens": "thinking_tokens"}
 
 
 def _click():

@@ -130,3 +130,21 @@ def test_fuzz_gguf_only_planner_errors(tmp_path_factory, valid_gguf, data):
 
         assert isinstance(e, NeedMore)
     os.unlink(p)
+
+
+def test_mlx_folder_quantization_block_pins_the_format_without_safetensors(tmp_path):
+    """Issue 35: an MLX folder's config.json says bits 4, group 64 but has no .safetensors yet: the plan is that one
+    mlx-lm format (estimated bytes), not every runtime × quant."""
+    from planner import profiles
+
+    cfg = profiles.load_model("qwen3-8b").config.model_dump(exclude_none=True)
+    cfg.update(architectures=["Qwen3ForCausalLM"], model_type="qwen3", torch_dtype="bfloat16",
+               quantization={"bits": 4, "group_size": 64})
+    d = tmp_path / "Qwen3-8B-4bit"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(cfg))
+    r = resolve_model(str(d))
+    assert r.exact_weights is None and r.quant_id == "mlx-4bit-g64"
+    p = plan(PlanRequest(model=str(d), ram_gb=16), r)
+    assert [(o.runtime, o.quant) for o in p.options] == [("mlx-lm", "mlx-4bit-g64")]
+    assert any("weights are estimated" in n for n in p.notes)

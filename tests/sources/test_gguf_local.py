@@ -359,3 +359,17 @@ def test_a_gguf_without_vocab_size_resolves_the_same_config(tmp_path):
     a, b = resolve_model(str(with_key)).profile.config, resolve_model(str(without)).profile.config
     assert b.vocab_size == 1024 != TINY["h"]
     assert a == b
+
+
+def test_gguf_title_is_its_general_name_and_its_own_context_is_the_workload(tmp_path, capsys):
+    """Issue 35: a GGUF's general.name is its title; a 4K-context GGUF is planned at 1 × 4K, not the default 8K."""
+    p = tmp_path / "tiny-4k-Q8_0.gguf"
+    kv = {**LLAMA8B_KV, "context_length": 4096, "general.name": "Acme Tiny\nChat 4K"}
+    write_gguf(p, "llama", kv, llama_tensors(n_layers=2, h=256, heads=4, kv_heads=2, hd=64, ffn=512, vocab=1024),
+               file_type=7)
+    r = resolve_model(str(p))
+    assert r.profile.name == "Acme Tiny Chat 4K" and r.profile.id == "tiny-4k-q8_0"
+    assert main(["--model", str(p), "--ram", "16"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Acme Tiny Chat 4K (tiny-4k-q8_0)")
+    assert "Workload: 1 × 4K-token context" in out and "8K-token" not in out and "Fit at 1 × 4K" in out

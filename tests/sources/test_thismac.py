@@ -136,7 +136,9 @@ def test_plan_without_flags_answers_for_the_detected_mac(tmp_path):
     assert auto.returncode == 0, auto.stderr
     assert auto.stderr.startswith("This Mac: M2 Pro 19-core GPU")   # stdout stays JSON
     off = {k: v for k, v in env.items() if k != thismac.FAKE_ENV}
-    typed = plan(off, "--model", "qwen3-8b", "--chip", "M2 Pro", "--gpu-cores", "19", "--ram", "32", "--json")
+    # macOS 14.5 answers with the "Sequoia and earlier" rules: the typed question names them
+    typed = plan(off, "--model", "qwen3-8b", "--chip", "M2 Pro", "--gpu-cores", "19", "--ram", "32", "--macos", "15",
+                 "--json")
     assert typed.returncode == 0, typed.stderr
     a, b = json.loads(auto.stdout), json.loads(typed.stdout)
     assert a["mac"] == b["mac"] and a["options"] == b["options"] and a["wired"] == b["wired"]
