@@ -201,8 +201,7 @@ def _typer(argv: list[str], json_mode: bool = False) -> int:
 
     twice = repeated_option(argv, app)
     if twice:
-        print(f"plan: error: {_one_line(twice)}", file=sys.stderr)
-        return 2
+        return _error("input", twice, json_mode)
     try:
         rv = app(args=argv, prog_name="plan", standalone_mode=False)
         return rv if isinstance(rv, int) else 0
