@@ -6,6 +6,7 @@ from __future__ import annotations
 import typer
 from pydantic import BaseModel, ConfigDict, Field
 
+from planner._model import DEFAULT_MACOS
 from planner.format import fmt_bytes, table
 
 
@@ -124,7 +125,7 @@ def running_cmd(
     ram: float | None = typer.Option(None, "--ram", help="Unified memory [GB] (detected on a Mac)"),
     chip: str | None = typer.Option(None, "--chip", help="Apple chip, e.g. 'M4 Max'"),
     gpu_cores: int | None = typer.Option(None, "--gpu-cores", help="GPU cores of a binned chip"),
-    macos: str = typer.Option("15", "--macos", help="macOS major version (15 or 26)"),
+    macos: str = typer.Option(DEFAULT_MACOS, "--macos", help="macOS major version (15 or 26)"),
     wired_limit: int | None = typer.Option(None, "--wired-limit", help="iogpu.wired_limit_mb you set [MB]"),
     llama_port: list[int] | None = typer.Option(None, "--llama-port", help="llama-server port(s) (default 8080)"),
     ollama_port: list[int] | None = typer.Option(None, "--ollama-port", help="Ollama port(s) (default 11434)"),

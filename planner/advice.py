@@ -83,7 +83,7 @@ def quality_of(q: QuantFormat, model: ModelProfile | None = None) -> QualityNote
     GGUF, mlx-lm MMLU-Pro deltas for MLX); 'unknown' where nothing is published. The model's own checkpoint format
     (ModelProfile.native_quant, e.g. gpt-oss in MXFP4) loses nothing against the weights as published."""
     nq = model.native_quant if model is not None else None
-    if nq is not None and q.id in (nq.gguf_preset, nq.mlx_quant):
+    if model is not None and nq is not None and q.id in (nq.gguf_preset, nq.mlx_quant):
         # zero by definition: these are the published weights (so it sorts first among lossless formats)
         gguf = q.kind == "gguf"
         return QualityNote(quant=q.id, tier="lossless", approximate=False, ppl_delta_pct=0.0 if gguf else None,

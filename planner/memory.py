@@ -109,6 +109,7 @@ def _fixed_type(t: arch.Tensor, preset: QuantFormat, model: ModelProfile, classe
         # type and refuses to requantize one ('requantizing from type %s is disabled'), so every preset keeps it
         return nq.gguf_type
     base = preset.base_type
+    assert base is not None  # QuantFormat._check_kind: every gguf format has a base_type
     kept = kept_type(t.name, base, classes)
     if kept is not None:
         return kept

@@ -379,9 +379,9 @@ def _repo_format(s: str, hf_tagged: bool) -> tuple[str | None, str | None, list[
         ud, bits, group, named = m.groups()
         quant = f"mlx-{bits}bit-g{group or 64}" if bits else (
             "mlx-bf16" if named.lower() in ("bf16", "fp16") else f"mlx-{named.lower()}")
-        quant = quant if _known_quant(quant, "mlx") else None
-        notes = [f"{last}: an unsloth dynamic MLX quant (mixed bit widths); sized as {quant}"] if ud else []
-        return "mlx", quant, notes, last[:m.start()]
+        known = quant if _known_quant(quant, "mlx") else None
+        notes = [f"{last}: an unsloth dynamic MLX quant (mixed bit widths); sized as {known}"] if ud else []
+        return "mlx", known, notes, last[:m.start()]
     if _MLX_FOLDER.search(last):
         return "mlx", None, [], _MLX_FOLDER.sub("", last)
     if repo.lower() == "mlx-community":  # mlx-community/gpt-oss-20b-MXFP4-Q8: MLX weights, a recipe of its own

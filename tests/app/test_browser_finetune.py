@@ -28,7 +28,7 @@ def test_finetune_page(page):  # noqa: F811
     expect(page.get_by_test_id("stCode").first).to_contain_text("mlx_lm.lora --model")
 
     # checkpointing on: the verdict follows the core again
-    page.get_by_text("Gradient checkpointing").click()
+    page.get_by_test_id("stCheckbox").get_by_text("Gradient checkpointing").click()
     _wait_idle(page)
     p2 = plan_finetune(FinetuneRequest(model="llama-3.1-8b", ram_gb=32.0, quant="4bit", grad_checkpoint=True,
                                        dataset_tokens=2_000_000))
