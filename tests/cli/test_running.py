@@ -111,7 +111,7 @@ def test_headroom_is_the_gpu_limit_minus_what_is_loaded(servers, capsys):
     loaded: Ollama's size_vram 5,137,025,024 + LM Studio's 241,410,208 bytes."""
     o = servers({"/api/ps": OLLAMA_PS, "POST /api/show mistral:latest": OLLAMA_SHOW})
     lm = servers({"/api/v1/models": LMS_V1})
-    rc = main(["running", "--ram", "64", "--ollama-port", str(o), "--lmstudio-port", str(lm), "--json"])
+    rc = main(["running", "--ram", "64", "--macos", "15", "--ollama-port", str(o), "--lmstudio-port", str(lm), "--json"])
     d = json.loads(capsys.readouterr().out)
     assert rc == 0
     assert d["in_use_bytes"] == 5137025024 + 241410208
