@@ -442,17 +442,24 @@ def config_from_gguf(kv: dict, tensors: list[TensorInfo], source: str) -> tuple[
     if mt == "qwen3_next":
         interval = g("full_attention_interval") or 4
         d["full_attention_interval"] = interval
-        d["linear_conv_kernel_dim"] = g("ssm.conv_kernel")
-        d["linear_key_head_dim"] = g("ssm.state_size")
-        d["linear_num_key_heads"] = g("ssm.group_count")
-        d["linear_num_value_heads"] = g("ssm.time_step_rank")
-        inner = g("ssm.inner_size")
-        if not all((d["linear_key_head_dim"], d["linear_num_key_heads"], d["linear_num_value_heads"], inner)):
-            raise UnsupportedArchitectureError(f"{source}: qwen3next GGUF without ssm.* keys is not supported yet: "
-                                               "linear-attention sizes missing")
-        d["linear_value_head_dim"] = inner // d["linear_num_value_heads"]
+        _gated_delta_keys(g, d, f"{source}: qwen3next GGUF without ssm.* keys is not supported yet: "
+                                "linear-attention sizes missing")
     gguf_attention.normalise(arch, kv, names, d, source)
     return from_hf_config({k: v for k, v in d.items() if v is not None}, source), notes
+
+
+def _gated_delta_keys(g, d: dict, missing: str) -> None:
+    """Gated-delta-net sizes from llama.cpp's ssm.* keys (Qwen3-Next and Qwen3.5 alike: convert_hf_to_gguf writes
+    linear_key_head_dim as ssm.state_size, linear_num_key_heads as ssm.group_count, linear_num_value_heads as
+    ssm.time_step_rank, value heads x head dim as ssm.inner_size); ``missing``: the error when they are absent."""
+    d["linear_conv_kernel_dim"] = g("ssm.conv_kernel")
+    d["linear_key_head_dim"] = g("ssm.state_size")
+    d["linear_num_key_heads"] = g("ssm.group_count")
+    d["linear_num_value_heads"] = g("ssm.time_step_rank")
+    inner = g("ssm.inner_size")
+    if not all((d["linear_key_head_dim"], d["linear_num_key_heads"], d["linear_num_value_heads"], inner)):
+        raise UnsupportedArchitectureError(missing)
+    d["linear_value_head_dim"] = inner // d["linear_num_value_heads"]
 
 
 def _recurrent_keys(arch: str, kv: dict, g, d: dict, source: str, notes: list[str], names: dict) -> None:
@@ -471,15 +478,8 @@ def _recurrent_keys(arch: str, kv: dict, g, d: dict, source: str, notes: list[st
                      "--spec-type draft-mtp")
     if arch in ("qwen35", "qwen35moe"):
         n = n_all
-        d["linear_conv_kernel_dim"] = g("ssm.conv_kernel")
-        d["linear_key_head_dim"] = g("ssm.state_size")
-        d["linear_num_key_heads"] = g("ssm.group_count")
-        d["linear_num_value_heads"] = g("ssm.time_step_rank")
-        inner = g("ssm.inner_size")
-        if not all((d["linear_key_head_dim"], d["linear_num_key_heads"], d["linear_num_value_heads"], inner)):
-            raise UnsupportedArchitectureError(f"{source}: {arch} GGUF without ssm.* keys is not supported: "
-                                               "gated-delta-net sizes missing")
-        d["linear_value_head_dim"] = inner // d["linear_num_value_heads"]
+        _gated_delta_keys(g, d, f"{source}: {arch} GGUF without ssm.* keys is not supported: "
+                                "gated-delta-net sizes missing")
         rec = kv.get(f"{arch}.attention.recurrent_layers")
         if isinstance(rec, list) and len(rec) >= n:
             d["layer_types"] = ["linear_attention" if r else "full_attention" for r in rec[:n]]
