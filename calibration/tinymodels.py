@@ -328,6 +328,18 @@ def _gguf_vocab(hf_dir: Path) -> tuple[list[str], list[int], list[str]]:
     return tokens, [int(t) for t in types], merges
 
 
+def add_gguf_vocab(w, hf_dir: str | os.PathLike[str]) -> None:
+    """The tiny tokenizer as GGUF metadata: gpt2 BPE (``pre=default``), its tokens, types and merges, bos 0, eos 1."""
+    tokens, types, merges = _gguf_vocab(Path(hf_dir))
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("default")
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(merges)
+    w.add_bos_token_id(0)
+    w.add_eos_token_id(1)
+
+
 def build_gguf(hf_dir: str | os.PathLike[str], out_path: str | os.PathLike[str], ftype: str = "F32",  # noqa: C901 - one branch per architecture's GGUF keys
                arch: str = "llama", ffn_type: str | None = None) -> Path:
     """Write the HF folder's weights as a llama-arch GGUF (gpt2 BPE vocab, ``pre=default``).
@@ -368,14 +380,7 @@ def build_gguf(hf_dir: str | os.PathLike[str], out_path: str | os.PathLike[str],
     w.add_layer_norm_rms_eps(spec.rms_eps)
     w.add_vocab_size(spec.vocab)
     w.add_file_type(int(file_type))
-    tokens, types, merges = _gguf_vocab(hf)
-    w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("default")
-    w.add_token_list(tokens)
-    w.add_token_types(types)
-    w.add_token_merges(merges)
-    w.add_bos_token_id(0)
-    w.add_eos_token_id(1)
+    add_gguf_vocab(w, hf)
     w.add_pad_token_id(2)
     w.add_add_bos_token(True)
 

@@ -88,7 +88,7 @@ SUFFIX = {"ffn_gate_inp_s": "ffn_gate_inp.scale", "ffn_down_exps_s": "ffn_down_e
 def _write_gguf(path, cfg, hf_tok_dir):
     import gguf
 
-    from calibration.tinymodels import _gguf_vocab
+    from calibration.tinymodels import add_gguf_vocab
 
     a = "gemma4"
     n = cfg.num_hidden_layers
@@ -120,14 +120,7 @@ def _write_gguf(path, cfg, hf_tok_dir):
     w.add_uint32(f"{a}.expert_used_count", cfg.num_experts_per_tok)
     w.add_uint32(f"{a}.expert_feed_forward_length", cfg.moe_intermediate_size)
     w.add_uint32(f"{a}.vocab_size", cfg.vocab_size)
-    tokens, types, merges = _gguf_vocab(hf_tok_dir)
-    w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("default")
-    w.add_token_list(tokens)
-    w.add_token_types(types)
-    w.add_token_merges(merges)
-    w.add_bos_token_id(0)
-    w.add_eos_token_id(1)
+    add_gguf_vocab(w, hf_tok_dir)
     rng = np.random.default_rng(0)
     for t in arch.tensors(cfg):
         base = SUFFIX.get(t.name) or (GGUF_NAME.get(t.name, t.name) + ".weight")
@@ -312,7 +305,7 @@ def _write_dsa_gguf(path, cfg, hf_tok_dir):
     and indexer.k_norm (weight + bias) as its two vectors."""
     import gguf
 
-    from calibration.tinymodels import _gguf_vocab
+    from calibration.tinymodels import add_gguf_vocab
 
     a = "deepseek32"
     H, rank, rope, nope, vd = (cfg.num_attention_heads, cfg.kv_lora_rank, cfg.qk_rope_head_dim,
@@ -334,14 +327,7 @@ def _write_dsa_gguf(path, cfg, hf_tok_dir):
         w.add_uint32(f"{a}.{k}", v)
     w.add_float32(f"{a}.attention.layer_norm_rms_epsilon", 1e-6)
     w.add_float32(f"{a}.rope.freq_base", 1e4)
-    tokens, types, merges = _gguf_vocab(hf_tok_dir)
-    w.add_tokenizer_model("gpt2")
-    w.add_tokenizer_pre("default")
-    w.add_token_list(tokens)
-    w.add_token_types(types)
-    w.add_token_merges(merges)
-    w.add_bos_token_id(0)
-    w.add_eos_token_id(1)
+    add_gguf_vocab(w, hf_tok_dir)
     rng = np.random.default_rng(0)
 
     def put(name, shape):
