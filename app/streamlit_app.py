@@ -19,11 +19,14 @@ except ImportError:  # `streamlit run app/streamlit_app.py` from a checkout puts
     from app import finetune_page, installed_page, models_page, readings, uploads
 
 
+from cli.profile_cache import install as _install_profile_cache
 from planner import profiles
 from planner.capacity import MAX_USERS
 from planner.errors import PlannerError, render_validation_error
 from planner.format import fmt_bytes, fmt_ctx, fmt_params, fmt_seconds
 from planner.plan import Plan, PlanRequest
+
+_install_profile_cache()  # validated profiles kept between reruns and restarts (the core keeps none)
 
 
 class _LazyCharts:

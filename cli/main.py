@@ -280,6 +280,9 @@ def main(argv: list[str] | None = None) -> int:
         from .thismac import fill  # on a Mac, no --chip/--ram: answer for this Mac (cli/thismac.py)
 
         argv = fill(argv)
+    from .profile_cache import install
+
+    install()  # validated profiles kept between runs (the core keeps none)
     given = fast_values(argv)
     json_mode = "--json" in argv  # errors under --json are JSON on stdout (cli/contract.py)
     raw, sys.stdout = sys.stdout, _SafeStdout(sys.stdout)

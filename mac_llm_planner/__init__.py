@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from cli.profile_cache import install as _install_profile_cache
 from cli.questions import ServeQuestion, WhatRunsRequest
 from planner.advice import Recommendation
 from planner.buy import BuyResult
@@ -26,6 +27,8 @@ from planner.finetune import FinetunePlan, FinetuneRequest
 from planner.plan import Plan, PlanRequest
 from planner.requests import BuyRequest, PredictRequest, RecommendRequest
 from planner.results import ModelsResult, ServeResult
+
+_install_profile_cache()  # validated profiles kept in the user cache dir between runs, as the CLI does
 
 __all__ = [
     "AnswerIsNo", "BuyRequest", "BuyResult", "FinetunePlan", "FinetuneRequest", "ModelsResult", "NoFitError", "Plan",

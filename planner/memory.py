@@ -7,6 +7,7 @@ mlx/primitives.h + mlx_lm/utils.py quantize_model (MLX bits), mlx_lm/models/cach
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -74,6 +75,7 @@ def _static_conditions(cfg) -> dict:
 _FFN_CATEGORIES = ("ffn_up", "ffn_gate", "ffn_down")  # tensor_get_category: name.find order up, gate, down
 
 
+@functools.cache
 def _ffn_category(name: str) -> str | None:
     return next((c for c in _FFN_CATEGORIES if c in name), None)
 
@@ -181,12 +183,23 @@ def quantize_counters(cfg, ts, classes: QuantizeClasses) -> dict:
     counters: dict = {"n_attn_v": sum(t.name in classes.attn_v_like for t in ts) + mtp,
                       "n_layer_all": (max(layers) + 1 if layers else cfg.num_hidden_layers) + mtp,
                       "attn_v_index": _file_order(ts, lambda t: t.name in classes.attn_v_like)}
-    ffn: dict = {}
-    for c in _FFN_CATEGORIES:
-        ffn.update({(c, *k): j for k, j in _file_order(
-            ts, lambda t, c=c: t.quantizable and _ffn_category(t.name) == c).items()})
-    counters["ffn_index"] = ffn
+    by_cat: dict[str, set] = {c: set() for c in _FFN_CATEGORIES}
+    for t in ts:  # one pass: each tensor's category once
+        c = _ffn_category(t.name) if t.quantizable and t.layer is not None else None
+        if c is not None:
+            by_cat[c].add((t.layer, t.name))
+    counters["ffn_index"] = {(c, *k): j for c in _FFN_CATEGORIES for j, k in enumerate(sorted(by_cat[c]))}
     return counters
+
+
+def _base_counters(cfg, ts, classes: QuantizeClasses) -> dict:
+    """:func:`quantize_counters` once per (config, tensor classes): they do not depend on the preset, and a catalog
+    sweep sizes each model in several presets (architecture's identity memo, the classes kept alive beside them)."""
+    per_cfg = arch._memo("quantize_counters", cfg, lambda c: {})
+    hit = per_cfg.get(id(classes))
+    if hit is None or hit[0] is not classes:
+        hit = per_cfg[id(classes)] = (classes, quantize_counters(cfg, ts, classes))
+    return hit[1]
 
 
 def row_bytes(types: dict, typ: str, ne0: int) -> int:
@@ -199,7 +212,7 @@ def gguf_weights(model: ModelProfile, preset: QuantFormat, table: GgmlTypeTable)
     types = {t.name: t for t in table.types}
     classes = table.llama_quantize
     ts = arch.tensors(model.config)
-    counters = quantize_counters(model.config, ts, classes)
+    counters = dict(_base_counters(model.config, ts, classes))  # the preset adds its own entries to its copy
     static = _static_conditions(model.config)
     by_group: dict[str, int] = {}
     by_type: dict[str, int] = {}

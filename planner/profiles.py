@@ -7,15 +7,11 @@ User profiles (custom Macs, models) in ``$MAC_LLM_PLANNER_USER_PROFILES`` or the
 
 from __future__ import annotations
 
-import atexit
 import functools
-import hashlib
 import os
-import pickle
 import re
-import sys
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -93,19 +89,20 @@ def _adapter(tp):
 
 def load_file(path: Path, cls):
     """Read and validate one profile; ``cls`` is a model class or a discriminated union such as ``Runtime``.
-    A file validated before (same path, size and mtime, same schema code) comes from the validated cache."""
+    A file validated before (same path, size and mtime) comes from the installed :class:`ValidatedStore`, if any."""
     key = (str(path), getattr(cls, "__qualname__", None) or repr(cls))
     try:
         st = path.stat()
         stamp = (st.st_mtime_ns, st.st_size)
     except OSError:
         stamp = None
-    hit = _STORE.get(key, stamp)
+    store = _STORE
+    hit = store.get(key, stamp) if store is not None else None
     if hit is not None:
         return hit
     obj = _validate_file(path, cls)
-    if stamp is not None:
-        _STORE.put(key, stamp, obj)
+    if stamp is not None and store is not None:
+        store.put(key, stamp, obj)
     return obj
 
 
@@ -120,98 +117,25 @@ def _validate_file(path: Path, cls):
     return obj
 
 
-# --------------------------------------------------------------------------- validated-profile cache
-def cache_dir() -> Path | None:
-    """Where validated profiles are kept between runs: ``$MAC_LLM_PLANNER_CACHE`` ('off' disables it) or the
-    user cache dir (``platformdirs.user_cache_dir('mac-llm-planner')``)."""
-    env = os.environ.get("MAC_LLM_PLANNER_CACHE")
-    if env is not None:
-        return None if env in ("", "off") else Path(env)
-    try:
-        import platformdirs
-    except ImportError:  # pragma: no cover
-        return None
-    return Path(platformdirs.user_cache_dir("mac-llm-planner"))
+# --------------------------------------------------------------------------- validated-profile store
+class ValidatedStore(Protocol):
+    """Where validated profiles may be kept between runs, keyed ``(path, class name)`` and stamped ``(mtime, size)``.
+    The core keeps none: an edge installs one with :func:`use_validated_store` (cli/profile_cache.py keeps them in
+    the user's cache dir), so the core reads the YAML profiles and nothing else."""
+
+    def get(self, key: tuple, stamp: tuple | None) -> Any: ...
+
+    def put(self, key: tuple, stamp: tuple, obj: Any) -> None: ...
 
 
-@functools.cache
-def _schema_fingerprint() -> str:
-    """Changes whenever the code that defines the cached classes (or Python, or pydantic) changes."""
-    import pydantic
-
-    here = Path(__file__).resolve().parent
-    parts = [sys.version, pydantic.VERSION]
-    for name in ("schema.py", "_model.py", "workload.py", "profiles.py", "cluster/links.py"):
-        try:
-            st = (here / name).stat()
-            parts.append(f"{name}:{st.st_mtime_ns}:{st.st_size}")
-        except OSError:
-            parts.append(f"{name}:missing")
-    return hashlib.sha1("|".join(parts).encode()).hexdigest()[:16]
+_STORE: ValidatedStore | None = None
 
 
-class _ValidatedStore:
-    """(path, class) -> ((mtime, size), the validated object pickled on its own), written once at process exit when
-    something new was validated. Each object is unpickled only when asked for: a run pays for the profiles it
-    reads, not for every profile validated before (all 112 models after one `plan models`). The pickle lives in the
-    user's own cache dir (as trusted as their profile dir); a file or an entry that does not read is a miss."""
-
-    def __init__(self) -> None:
-        self.entries: dict | None = None
-        self.objects: dict = {}  # key -> object unpickled (or validated) in this process
-        self.dirty = False
-
-    def _file(self) -> Path | None:
-        d = cache_dir()
-        return None if d is None else d / f"profiles-{_schema_fingerprint()}.pickle"
-
-    def _load(self) -> dict:
-        if self.entries is None:
-            self.entries = {}
-            f = self._file()
-            try:
-                data = pickle.loads(f.read_bytes()) if f is not None and f.is_file() else {}
-                self.entries = data if isinstance(data, dict) else {}
-            except Exception:  # noqa: BLE001 - a stale or corrupt cache is only a miss
-                self.entries = {}
-        return self.entries
-
-    def get(self, key: tuple, stamp: tuple | None):
-        hit = self._load().get(key) if stamp is not None else None
-        if hit is None or not isinstance(hit, tuple) or len(hit) != 2 or hit[0] != stamp:
-            return None
-        if key not in self.objects:
-            try:
-                self.objects[key] = pickle.loads(hit[1])
-            except Exception:  # noqa: BLE001 - a corrupt entry is only a miss
-                return None
-        return self.objects[key]
-
-    def put(self, key: tuple, stamp: tuple, obj) -> None:
-        self._load()[key] = (stamp, pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
-        self.objects[key] = obj
-        if not self.dirty:
-            self.dirty = True
-            atexit.register(self.save)
-
-    def save(self) -> None:
-        f = self._file()
-        if f is None or not self.dirty or self.entries is None:
-            return
-        try:
-            f.parent.mkdir(parents=True, exist_ok=True)
-            tmp = f.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_bytes(pickle.dumps(self.entries, protocol=pickle.HIGHEST_PROTOCOL))
-            os.replace(tmp, f)
-            self.dirty = False
-            for old in f.parent.glob("profiles-*.pickle"):  # caches of other code versions
-                if old != f:
-                    old.unlink(missing_ok=True)
-        except OSError:  # a read-only cache dir only costs speed
-            pass
-
-
-_STORE = _ValidatedStore()
+def use_validated_store(store: ValidatedStore | None) -> ValidatedStore | None:
+    """Install ``store`` (None: validate every profile read in this process) and return the one it replaces."""
+    global _STORE
+    old, _STORE = _STORE, store
+    return old
 
 
 def _files(kind: str) -> dict[str, Path]:

@@ -1,0 +1,133 @@
+"""cli/profile_cache.py: the validated profiles kept between runs in the user's cache dir (the core keeps none)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cli import profile_cache as C
+from planner import profiles as P
+from planner.schema import Runtime
+
+ROOT = Path(__file__).resolve().parents[2]
+PROFILES = ROOT / "profiles"
+
+
+def _fresh(monkeypatch) -> C.DiskStore:
+    store = C.DiskStore()
+    monkeypatch.setattr(P, "_STORE", store)
+    return store
+
+
+def test_the_core_keeps_no_cache_of_its_own(monkeypatch):
+    """Without an installed store every read validates the file (nothing pickled, nothing written at exit)."""
+    monkeypatch.setattr(P, "_STORE", None)
+    calls = []
+    real = P._validate_file
+    monkeypatch.setattr(P, "_validate_file", lambda path, cls: calls.append(path) or real(path, cls))
+    f = PROFILES / "runtimes" / "llama.cpp.yaml"
+    assert P.load_file(f, Runtime) == P.load_file(f, Runtime)
+    assert calls == [f, f]
+    src = (ROOT / "planner" / "profiles.py").read_text(encoding="utf-8")
+    assert "import pickle" not in src and "atexit" not in src
+
+
+def test_install_is_once_per_process(monkeypatch):
+    monkeypatch.setattr(P, "_STORE", None)
+    first = C.install()
+    assert C.install() is first and P._STORE is first
+
+
+def test_validated_cache_round_trips_and_sees_edits(tmp_path, monkeypatch):
+    monkeypatch.setenv("MAC_LLM_PLANNER_CACHE", str(tmp_path / "cache"))
+    _fresh(monkeypatch)
+    src = PROFILES / "runtimes" / "mlx-lm.yaml"
+    f = tmp_path / "mlx-lm.yaml"
+    f.write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
+    first = P.load_file(f, Runtime)
+    stale = tmp_path / "cache" / "profiles-0000000000000000.pickle"  # a cache written by other code
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"old")
+    P._STORE.save()
+    assert [p.name for p in (tmp_path / "cache").glob("profiles-*.pickle")] == [P._STORE.file().name]
+    _fresh(monkeypatch)  # a new process: reads the pickle
+    monkeypatch.setattr(P, "_validate_file", lambda *a: pytest.fail("validated again despite the cache"))
+    assert P.load_file(f, Runtime) == first
+    monkeypatch.undo()
+    monkeypatch.setenv("MAC_LLM_PLANNER_CACHE", str(tmp_path / "cache"))
+    # an edit (new size) is a miss: the file is validated again and the new value wins
+    f.write_text(f.read_text(encoding="utf-8").replace("kv_step: 256", "kv_step: 512"), encoding="utf-8")
+    assert P.load_file(f, Runtime).kv_step == 512
+
+
+def test_corrupt_cache_is_only_a_miss(tmp_path, monkeypatch):
+    monkeypatch.setenv("MAC_LLM_PLANNER_CACHE", str(tmp_path))
+    store = C.DiskStore()
+    store.file().write_bytes(b"not a pickle")
+    monkeypatch.setattr(P, "_STORE", store)
+    assert P.load_file(PROFILES / "runtimes" / "llama.cpp.yaml", Runtime).n_ubatch == 512
+
+
+def _runtime_copies(tmp_path: Path, n: int) -> list[Path]:
+    out = []
+    for i in range(n):
+        f = tmp_path / "profiles" / str(i) / "llama.cpp.yaml"
+        f.parent.mkdir(parents=True)
+        f.write_text((PROFILES / "runtimes" / "llama.cpp.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+        out.append(f)
+    return out
+
+
+def test_a_corrupt_cache_entry_is_only_a_miss(tmp_path, monkeypatch):
+    """One entry that does not unpickle is validated again; the other entries still come from the cache."""
+    import pickle
+
+    monkeypatch.setenv("MAC_LLM_PLANNER_CACHE", str(tmp_path / "cache"))
+    _fresh(monkeypatch)
+    good, bad = _runtime_copies(tmp_path, 2)
+    want = P.load_file(bad, Runtime)
+    P.load_file(good, Runtime)
+    P._STORE.save()
+    f = P._STORE.file()
+    data = pickle.loads(f.read_bytes())
+    key = next(k for k in data if k[0] == str(bad))
+    data[key] = (data[key][0], b"not a pickle")
+    f.write_bytes(pickle.dumps(data))
+    _fresh(monkeypatch)  # a new process
+    assert len(P._STORE._load()) == 2 and P._STORE.objects == {}  # read, nothing unpickled yet
+    validated = []
+    real = P._validate_file
+    monkeypatch.setattr(P, "_validate_file", lambda path, cls: validated.append(path) or real(path, cls))
+    assert P.load_file(bad, Runtime) == want
+    assert P.load_file(good, Runtime).n_ubatch == want.n_ubatch
+    assert validated == [bad]
+    assert [k[0] for k in P._STORE.objects] == [str(bad), str(good)]  # unpickled when read, in that order
+
+
+def test_concurrent_writers_leave_a_cache_that_reads(tmp_path):
+    """Processes that save at once (each writes a private temporary file, then renames it): the cache is one
+    writer's whole file, and every entry in it loads."""
+    import pickle
+    import subprocess
+    import sys
+
+    files = _runtime_copies(tmp_path, 4)
+    code = ("import sys\n"
+            "from planner import profiles as P\n"
+            "from cli.profile_cache import install\n"
+            "install()\n"
+            "from planner.schema import Runtime\n"
+            "for _ in range(10):\n"
+            "    P.load_file(P.Path(sys.argv[1]), Runtime)\n"
+            "    P._STORE.dirty = True\n"
+            "    P._STORE.save()\n")
+    env = {**__import__("os").environ, "MAC_LLM_PLANNER_CACHE": str(tmp_path / "cache")}
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(f)], cwd=ROOT, env=env) for f in files]
+    assert [p.wait(timeout=120) for p in procs] == [0] * len(files)
+    caches = list((tmp_path / "cache").glob("profiles-*"))
+    assert len(caches) == 1  # no temporary file left behind
+    entries = pickle.loads(caches[0].read_bytes())
+    assert entries and {k[0] for k in entries} <= {str(f) for f in files}
+    for _, blob in entries.values():
+        assert pickle.loads(blob).n_ubatch == 512
