@@ -1,4 +1,5 @@
-"""Wall time of `plan --model llama-3.3-70b --ram 64` next to llmfit answering the same question, in one run.
+"""Wall time of `plan --model llama-3.3-70b --ram 64` (or, with --question models, the catalog listing
+`plan models --ram 64 --chip "M4 Max"`) next to llmfit answering the same question, in one run.
 
 Both commands run in fresh subprocesses, interleaved (plan, llmfit, plan, llmfit, ...) so they share the machine's
 load; the script prints each median and the ratio plan / llmfit (<= 1.0: plan is no slower), and, interleaved
@@ -7,11 +8,12 @@ with them, the floor: the interpreter importing pydantic and nothing else. Not a
 llmfit (https://pypi.org/project/llmfit/, a Rust binary) goes in a throw-away venv, never the project's:
     python -m venv /tmp/llmfit-venv && /tmp/llmfit-venv/bin/pip install llmfit
     python benchmarks/cli_startup.py --llmfit /tmp/llmfit-venv/bin/llmfit
-Its question: `llmfit --memory 64G --ram 64G info meta-llama/Llama-3.3-70B-Instruct` (one model, a 64 GB machine).
+Its questions: `llmfit --memory 64G --ram 64G info meta-llama/Llama-3.3-70B-Instruct` (one model, a 64 GB machine)
+and `llmfit --memory 64G --ram 64G fit` (its whole catalog ranked for a 64 GB machine).
 
 plan runs as a user's install does: bytecode cached (a private PYTHONPYCACHEPREFIX, warmed by the first run), an
 empty user profile dir, and the profile index cache in a private dir (built by the warm-up run).
-Usage: python benchmarks/cli_startup.py [-n 15] [--llmfit PATH] [--importtime]
+Usage: python benchmarks/cli_startup.py [-n 15] [--question plan|models] [--llmfit PATH] [--importtime]
 """
 
 from __future__ import annotations
@@ -27,8 +29,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-ARGS = ["--model", "llama-3.3-70b", "--ram", "64"]
-LLMFIT_ARGS = ["--memory", "64G", "--ram", "64G", "info", "meta-llama/Llama-3.3-70B-Instruct"]
+QUESTIONS = {  # question -> (plan's arguments, llmfit's arguments)
+    "plan": (["--model", "llama-3.3-70b", "--ram", "64"],
+             ["--memory", "64G", "--ram", "64G", "info", "meta-llama/Llama-3.3-70B-Instruct"]),
+    "models": (["models", "--ram", "64", "--chip", "M4 Max"], ["--memory", "64G", "--ram", "64G", "fit"]),
+}
+ARGS, LLMFIT_ARGS = QUESTIONS["plan"]
 CODE = "from cli.main import run; run()"  # what the installed `plan` script runs (pyproject [project.scripts])
 # The floor under plan's time: the interpreter plus the pydantic names the core's models are built from. plan
 # cannot start faster than this while its models are pydantic models.
@@ -79,7 +85,10 @@ def main() -> None:
     ap.add_argument("-n", type=int, default=15)
     ap.add_argument("--llmfit", default=shutil.which("llmfit"), help="llmfit binary (default: on PATH)")
     ap.add_argument("--importtime", action="store_true")
+    ap.add_argument("--question", choices=sorted(QUESTIONS), default="plan")
     a = ap.parse_args()
+    global ARGS, LLMFIT_ARGS
+    ARGS, LLMFIT_ARGS = QUESTIONS[a.question]
     env = _env()
     plan_cmd = [sys.executable, "-c", CODE, *ARGS]
     floor_cmd = [sys.executable, "-c", FLOOR]
@@ -101,6 +110,7 @@ def main() -> None:
     if llmfit_cmd:
         print(_summary(f"llmfit {' '.join(LLMFIT_ARGS)}", llmfit_t))
     print(_summary("floor: python -c 'from pydantic import BaseModel, ...'", floor_t))
+    print(f"ratio plan / floor = {statistics.median(plan_t) / statistics.median(floor_t):.2f}")
     if llmfit_cmd:
         ratio = statistics.median(plan_t) / statistics.median(llmfit_t)
         print(f"ratio plan / llmfit = {ratio:.2f} ({'plan no slower' if ratio <= 1 else 'plan slower'}); "
