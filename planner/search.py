@@ -61,12 +61,9 @@ def speed_model(mm: MemoryModel, chip: Chip, quant: QuantFormat, geo=None):
         return None
     from . import throughput as tp
 
-    rt = mm.runtime
-    chunk = rt.prefill_chunk
     try:
         geo = geo or tp.geometry(mm, quant.kind, quant.mode)
-        return tp.roofline(geo, chip, _constants(chip.id, rt.id), rt.family, flash_attn=mm.flash_attn,
-                           chunk=chunk, reference_chips=profiles.all_chips(), prefill_batch=rt.prefill_batch)
+        return tp.roofline_for(mm, chip, _constants(chip.id, mm.runtime.id), geo, profiles.all_chips())
     except PlannerError:
         return None
 
