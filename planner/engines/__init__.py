@@ -14,6 +14,7 @@ engine named by ``wraps``), its ``id`` the adapter.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ class Engine(Protocol):
     def rotating(self, model: ModelProfile, runtime: Runtime) -> bool: ...
     def cache_layer_bytes(self, c: Any, kv_type: str, runtime: Runtime, table: GgmlTypeTable) -> float: ...
     def state_bytes(self, c: Any) -> int: ...
-    def decode_reads(self, cfg: ModelConfig, layers: list, runtime: Runtime, kv_type: str,
+    def decode_reads(self, cfg: ModelConfig, layers: Sequence[Any], runtime: Runtime, kv_type: str,
                      table: GgmlTypeTable) -> dict: ...
     def resident_weights(self, by_group: dict[str, int], total: int) -> int: ...
     def memory_parts(self, mm: Any, context: int, users: int,

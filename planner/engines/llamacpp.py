@@ -8,6 +8,7 @@ References: src/llama-kv-cache.cpp and src/llama-kv-cache-iswa.cpp (KV sizing), 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from ..arch_attention import LLAMA_CPP_NO_SWA
@@ -99,7 +100,7 @@ class LlamaCpp:
         """llama_memory_recurrent: one F32 row of n_embd_r + n_embd_s per recurrent layer (planner/hybrid.py)."""
         return c.state_f32_elems * 4
 
-    def decode_reads(self, cfg: ModelConfig, layers: list, runtime: Runtime, kv_type: str,
+    def decode_reads(self, cfg: ModelConfig, layers: Sequence[Any], runtime: Runtime, kv_type: str,
                      table: GgmlTypeTable) -> dict:
         """llama.cpp applies DSA's top-k as a mask over the whole cache (src/llama-graph.cpp build_attn with
         top_k: kq_mask_top_k), so it reads what it stores: no entry."""

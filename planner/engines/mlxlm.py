@@ -8,6 +8,7 @@ deepseek_v3.py and deepseek_v32.py (MLA, DSA).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from .. import architecture as arch
@@ -89,7 +90,7 @@ class MlxLm:
         """ArraysCache: conv state in the activation dtype, SSM / delta state in float32 (planner/hybrid.py)."""
         return c.mlx_state_bytes
 
-    def decode_reads(self, cfg: ModelConfig, layers: list, runtime: Runtime, kv_type: str,
+    def decode_reads(self, cfg: ModelConfig, layers: Sequence[Any], runtime: Runtime, kv_type: str,
                      table: GgmlTypeTable) -> dict:
         """mlx-lm DSA decode (mlx_lm/models/deepseek_v32.py DeepseekV32Attention, L == 1): the indexer scores every
         cached key (keys only; its zero values are never read), then attention gathers the top index_topk latents
