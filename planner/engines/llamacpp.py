@@ -156,6 +156,14 @@ class LlamaCpp:
         """llama-server batches any KV type: no cap."""
         return None
 
+    def warn_fraction(self, runtime: Runtime) -> float | None:
+        """llama.cpp does not warn about the working set."""
+        return None
+
+    def hidden_state_bytes(self, runtime: Runtime) -> int:
+        """ggml keeps hidden states in F32 between backends."""
+        return 4
+
     # ---- step times
     def prefill_chunk(self, mm: Any) -> int:
         """Prompt tokens per prefill step: the physical batch -ub of this memory model (Runtime.prefill_chunk

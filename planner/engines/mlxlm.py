@@ -149,6 +149,14 @@ class MlxLm:
         """mlx_lm.server --kv-bits disables batching: one slot with a quantized KV cache."""
         return 1 if kv_type != "bf16" else None
 
+    def warn_fraction(self, runtime: Runtime) -> float | None:
+        """Share of the working set above which mlx-lm warns (mlx_lm/generate.py wired_limit())."""
+        return _mlx(runtime).warn_fraction
+
+    def hidden_state_bytes(self, runtime: Runtime) -> int:
+        """mlx activations are in the activation dtype (bf16, runtime activation_bytes)."""
+        return _mlx(runtime).activation_bytes
+
     # ---- step times
     def prefill_chunk(self, mm: Any) -> int:
         """Prompt tokens per prefill step: prefill_step_size (Runtime.prefill_chunk)."""
