@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from ..schema import Chip, GgmlTypeTable, ModelConfig, ModelProfile, QuantFormat, Runtime
 
 
+@runtime_checkable
 class Engine(Protocol):
     """What the core asks of an engine. ``name`` is the engine whose rules and speed constants apply (an adapter
     answers its engine's name); ``server`` the server program plan serve simulates."""
