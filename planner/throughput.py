@@ -215,7 +215,7 @@ def geometry(mm: MemoryModel, quant_kind: str = "gguf", quant_mode: str | None =
     kv_swa_window = kv.window if kv.swa_bytes_per_token else None
     if kv.read_window:  # mlx-lm DSA decode reads only the top-k latents (KVLayout.read_window)
         kv_swa_window = kv.read_window
-    full, swa = _attention_dims(cfg, mm.runtime.family)
+    full, swa = _attention_dims(cfg, mm.engine.name)
     if not kv.swa_bytes_per_token:
         full, swa = full + swa, 0.0  # mlx-lm keeps a full cache for models without a rotating cache
     return Geometry(
