@@ -34,11 +34,11 @@ def with_streaming(opt: Option, mm: MemoryModel, chip: Chip | None, wired: Wired
     (mmap, the default) instead of a bare 'does not fit'. Needs the chip (SSD and compute speed)."""
     if opt.memory.total <= wired.max_raise_bytes:
         return opt
-    if mm.runtime.family == "mlx-lm":  # mlx_lm/utils.py load_model: mx.load, then mx.eval(model.parameters())
+    if not mm.engine.mmap_streams:  # mlx_lm/utils.py load_model: mx.load, then mx.eval(model.parameters())
         return opt.model_copy(update={"notes": [*opt.notes, (
             "larger than RAM: mlx-lm evaluates every weight into memory at load, so it would swap (SSD writes); "
             "llama.cpp maps the GGUF and streams it from the SSD instead")]})
-    if chip is None or mm.runtime.family != "llama.cpp" or opt.speed is None:
+    if chip is None or opt.speed is None:
         return opt
     one = min(opt.speed.decode_tok_s_per_seq)
     full = opt.speed.decode_tok_s_per_seq[one]

@@ -262,7 +262,7 @@ def _configs(profs: list[ModelProfile], workload: WorkloadProfile, pt: _Point, r
                 if len(mms) < len(maybe):  # a profile refuses this KV type
                     continue
                 # mlx_lm.server --kv-bits disables batching: one slot
-                sl = (1,) if rt.family == "mlx-lm" and mms[0].kv.kv_type != "bf16" else pt.slots
+                sl = (1,) if mms[0].engine.max_slots(mms[0].kv.kv_type) == 1 else pt.slots
                 out.append(_Config(rt, q, mms[0].kv.kv_type, mms, sl, qn, workload.cached_tokens(pt.prompt, rt)))
     if not out:
         raise InputError(f"--max-quality-cost {max_quality_cost}: no quantization that good for this model; "

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import math
 
+from .engines import engine_for
 from .errors import InputError
 from .memory import MemoryModel
 from .results import Fit, WiredLimit
-from .schema import MacOS, MlxRuntime, Runtime
+from .schema import MacOS, Runtime
 from .units import GiB, MiB
 
 MAX_USERS = 4096
@@ -61,7 +62,7 @@ def sysctl_for(total_bytes: int, runtime: Runtime) -> str:
 
 def warn_fraction(runtime: Runtime) -> float | None:
     """Share of the working set above which the runtime warns (mlx_lm/generate.py wired_limit()); only mlx-lm."""
-    return runtime.warn_fraction if isinstance(runtime, MlxRuntime) else None
+    return engine_for(runtime).warn_fraction(runtime)
 
 
 def fit(total: int, weights: int, wired: WiredLimit, runtime: Runtime) -> Fit:

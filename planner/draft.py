@@ -76,12 +76,12 @@ def draft_plan(main: MemoryModel, main_total: int, draft_id: str, wired: WiredLi
     if not 0 < alpha < 1:
         raise InputError(f"--draft-acceptance {alpha:g}: give a probability between 0 and 1, e.g. 0.7")
     rt = main.runtime
-    g = draft_tokens or profiles.speculative_pairs().draft_tokens.get(rt.family, 3)
+    g = draft_tokens or profiles.speculative_pairs().draft_tokens.get(main.engine.name, 3)
     w, kv, buf = draft_parts(dm, context, slots)
     total = main_total + w + kv + buf
     fit = capacity.fit(total, main.weights.total_bytes + w, wired, rt)
     notes = []
-    if rt.family == "mlx-lm" and slots > 1:
+    if main.engine.draft_one_at_a_time and slots > 1:
         notes.append("mlx_lm.server serves one request at a time with a draft model (not batchable)")
     dec = base = ceil = None
     if rf is not None and chip is not None:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
+from typing import cast
 
 from . import architecture as arch
-from . import hybrid
-from .arch_attention import LLAMA_CPP_NO_SWA
+from .engines import Engine, engine_for
 from .errors import InputError
 from .results import KVLayout, MemoryEstimate, WeightsEstimate
 from .schema import (
@@ -25,11 +25,9 @@ from .schema import (
     QuantizeClasses,
     Runtime,
 )
-from .units import MiB, pad_to
 
 # --------------------------------------------------------------------------- GGUF presets
-# (the per-layer embedding table and the tensors never quantized: profiles/quants/ggml-types.yaml llama_quantize)
-LAZY_MIN_BYTES = 4 * 1024**3  # llama-model-loader.cpp lazy_read::add auto_min_size
+# (the tensors never quantized: profiles/quants/ggml-types.yaml llama_quantize)
 
 
 def use_more_bits(i: int, n: int) -> bool:
@@ -290,61 +288,25 @@ def weights(model: ModelProfile, quant: QuantFormat, runtime: Runtime, table: Gg
 
 
 # --------------------------------------------------------------------------- KV cache
-_LOWER: dict[int, tuple[GgmlTypeTable, dict]] = {}
-
-
-def _types_lower(table: GgmlTypeTable) -> dict:
-    """name.lower() -> type, built once per table (kv_element_bytes runs per cache layer per KV type)."""
-    hit = _LOWER.get(id(table))
-    if hit is None or hit[0] is not table:
-        hit = _LOWER[id(table)] = (table, {t.name.lower(): t for t in table.types})
-    return hit[1]
-
-
+# every runtime-specific rule (element bytes, spellings, rotating caches, MLA/DSA layout, state dtype) is its
+# engine's (planner/engines/llamacpp.py, planner/engines/mlxlm.py)
 def kv_element_bytes(kv_type: str, runtime: Runtime, table: GgmlTypeTable, ne0: int) -> float:
     """Bytes per KV row element: ggml_row_size for llama.cpp; mlx QuantizedKVCache bits + 32/group."""
-    if not isinstance(runtime, MlxRuntime):
-        tt = _types_lower(table)[kv_type.lower()]
-        if ne0 % tt.block_size:
-            raise InputError(f"--kv-type {kv_type}: row of {ne0} values is not a multiple of its block {tt.block_size}")
-        return tt.bytes_per_block / tt.block_size
-    act = runtime.activation_bytes
-    if kv_type in ("bf16", "f16", "fp16"):
-        return act
-    bits = {"kv8": 8, "kv4": 4, "kv6": 6, "kv3": 3, "kv2": 2}[kv_type]
-    return bits / 8 + 2 * act / runtime.kv_group_size
-
-
-_MLX_KV = {"8bit": "kv8", "4bit": "kv4", "q8": "kv8", "q4": "kv4", "8": "kv8", "4": "kv4", "q80": "kv8", "q40": "kv4",
-           "f16": "bf16", "fp16": "bf16"}
-# the same spellings for llama.cpp's types (common/arg.cpp kv_cache_types: f16, q8_0, q4_0, ...): "q8" is q8_0
-_LLAMA_KV = {"q8": "q8_0", "q4": "q4_0", "8bit": "q8_0", "4bit": "q4_0", "kv8": "q8_0", "kv4": "q4_0", "8": "q8_0",
-             "4": "q4_0", "fp16": "f16", "q80": "q8_0", "q40": "q4_0", "q8-0": "q8_0", "q4-0": "q4_0"}
+    return engine_for(runtime).kv_element_bytes(kv_type, runtime, table, ne0)
 
 
 def kv_alias(kv_type: str, runtime: Runtime) -> str:
     """A --kv-type as the runtime spells it (q8 -> q8_0 on llama.cpp, kv8 on mlx-lm); unknown names unchanged."""
-    if runtime.family == "mlx-lm":
-        k = kv_type.lower().replace("-", "").replace("_", "")
-        return _MLX_KV.get(k, k)
-    k = kv_type.lower()
-    return _LLAMA_KV.get(k, k)
+    return engine_for(runtime).kv_alias(kv_type)
 
 
 def check_kv_type(kv_type: str, runtime: Runtime, model: ModelProfile) -> str:
     k = kv_alias(kv_type, runtime)
     if k not in runtime.kv_types:
         raise InputError(f"--kv-type {kv_type} is not offered by {runtime.id}; choose one of {', '.join(runtime.kv_types)}")
-    if runtime.family == "mlx-lm" and k != "bf16" and _mlx_rotating(model, runtime):
-        raise InputError(f"--kv-type {kv_type}: mlx-lm cannot quantize the sliding-window (rotating) cache of "
-                         f"{model.id} (RotatingKVCache Quantization NYI); use bf16")
+    engine_for(runtime).check_kv_type(kv_type, k, runtime, model)
     # a quantized V cache needs flash attention: memory_model checks it against the effective setting
     return k
-
-
-def _mlx_rotating(model: ModelProfile, runtime: Runtime) -> bool:
-    return isinstance(runtime, MlxRuntime) and model.config.model_type in runtime.swa_model_types and any(
-        c.kind == "sliding" for c in arch.cache_layers(model.config))
 
 
 _KV_MEMO: dict[tuple, tuple] = {}
@@ -366,11 +328,11 @@ def kv_layout(model: ModelProfile, runtime: Runtime, kv_type: str, table: GgmlTy
 
 def _kv_layout(model: ModelProfile, runtime: Runtime, kv_type: str, table: GgmlTypeTable) -> KVLayout:
     layers = arch.cache_layers(model.config)
+    eng = engine_for(runtime)
     full = swa = 0.0
     state = 0
     window = None
-    rotating = (runtime.family == "llama.cpp" and model.config.model_type not in LLAMA_CPP_NO_SWA) or _mlx_rotating(
-        model, runtime)
+    rotating = eng.rotating(model, runtime)
     per_layer: list[float] = []
     read_full = read_swa = 0.0  # KV-shared layers (Gemma 4) read their owner's cache again: decode reads, not stores
     for c in layers:
@@ -385,43 +347,21 @@ def _kv_layout(model: ModelProfile, runtime: Runtime, kv_type: str, table: GgmlT
             continue
         if c.kind == "linear":
             per_layer.append(0.0)
-            state += c.state_f32_elems * 4 if runtime.family == "llama.cpp" else c.mlx_state_bytes
+            state += eng.state_bytes(c)
             continue
-        per = c.k_elems * kv_element_bytes(kv_type, runtime, table, c.k_elems)
-        if c.v_elems and not (runtime.family == "llama.cpp" and c.kind == "mla"):
-            per += c.v_elems * kv_element_bytes(kv_type, runtime, table, c.v_elems)
-        if c.kind == "mla" and runtime.family == "mlx-lm":
-            per = c.k_elems * kv_element_bytes(kv_type, runtime, table, c.k_elems)
-        if c.index_elems:
-            # DSA indexer keys (planner/arch_attention.py): llama.cpp K only, in type_k; mlx keys + zero values
-            per += c.index_elems * kv_element_bytes(kv_type, runtime, table, c.index_elems) * (
-                2 if runtime.family == "mlx-lm" else 1)
+        per = eng.cache_layer_bytes(c, kv_type, runtime, table)
         per_layer.append(per)
         if c.kind == "sliding" and rotating:
             swa += per
             window = c.window
         else:
             full += per
-    reads = _dsa_reads(model.config, layers, runtime, kv_type, table)
+    reads = eng.decode_reads(model.config, layers, runtime, kv_type, table)
     if read_full or read_swa:
         reads = {"read_bytes_per_token": math.ceil(full + read_full),
                  "swa_read_bytes_per_token": math.ceil(swa + read_swa)}
     return KVLayout(kv_type=kv_type, bytes_per_token=math.ceil(full), swa_bytes_per_token=math.ceil(swa),
                     window=window, state_bytes_per_seq=state, **reads)
-
-
-def _dsa_reads(cfg, layers, runtime: Runtime, kv_type: str, table: GgmlTypeTable) -> dict:
-    """mlx-lm DSA decode (mlx_lm/models/deepseek_v32.py DeepseekV32Attention, L == 1): the indexer scores every
-    cached key (keys only; its zero values are never read), then attention gathers the top index_topk latents
-    (take_along_axis): per step idx_keys x context + latents x min(context, topk). llama.cpp applies the top-k as
-    a mask over the whole cache (src/llama-graph.cpp build_attn with top_k: kq_mask_top_k), so it reads what it
-    stores (no entry)."""
-    if runtime.family != "mlx-lm" or not cfg.index_topk or not any(c.index_elems for c in layers):
-        return {}
-    idx = sum(c.index_elems * kv_element_bytes(kv_type, runtime, table, c.index_elems) for c in layers)
-    lat = sum(c.k_elems * kv_element_bytes(kv_type, runtime, table, c.k_elems) for c in layers if c.kind == "mla")
-    return {"read_bytes_per_token": math.ceil(idx), "swa_read_bytes_per_token": math.ceil(lat),
-            "read_window": cfg.index_topk}
 
 
 # --------------------------------------------------------------------------- whole estimate
@@ -439,26 +379,10 @@ class MemoryModel:
     kv_unified: bool
     images: int = 0  # images per request: the projector (weights.vision_bytes) is loaded only when > 0
 
-    def _llama_cells(self, rt: LlamaCppFamily, context: int, users: int) -> tuple[int, int, int]:
-        """(full cells, swa cells, per-stream n_kv) for llama-server -c context*users -np users."""
-        pad = rt.ctx_pad
-        n_ctx = pad_to(context * users, pad)  # llama-server -c is the total over slots
-        if self.kv_unified:
-            streams, per_stream = 1, n_ctx
-        else:
-            streams = users
-            per_stream = pad_to(n_ctx // users, pad)
-        full = per_stream * streams
-        swa = 0
-        if self.kv.swa_bytes_per_token:
-            w = self.kv.window or 0
-            if rt.swa_full:
-                swa_size = per_stream
-            else:
-                # llama-kv-cache-iswa.cpp: size_swa = PAD(min(size_base, n_swa*(unified ? n_seq : 1) + n_ubatch), 256)
-                swa_size = pad_to(min(per_stream, w * (users if self.kv_unified else 1) + self.n_ubatch), pad)
-            swa = swa_size * streams
-        return full, swa, per_stream
+    @property
+    def engine(self) -> Engine:
+        """The engine whose memory rules apply (planner/engines)."""
+        return engine_for(self.runtime)
 
     def estimate(self, context: int, users: int = 1, prompt_chunk: int | None = None) -> MemoryEstimate:
         if context <= 0 or users <= 0:
@@ -476,13 +400,9 @@ class MemoryModel:
 
     @property
     def resident_weights(self) -> int:
-        """Weight bytes held in memory: all of them, except that llama.cpp reads a per-layer embedding table
-        (Gemma 4 PLE, group lookup) of over 4 GiB lazily from the mmap, only the rows a batch needs
-        (llama-model-loader.cpp lazy_read::add, default LLAMA_LAZY_MODE_AUTO; TENSOR_READ_LAZY in gemma4.cpp)."""
-        lazy = self.weights.by_group.get("lookup", 0)
-        if self.runtime.family == "llama.cpp" and lazy > LAZY_MIN_BYTES:
-            return self.weights.total_bytes - lazy
-        return self.weights.total_bytes
+        """Weight bytes held in memory: all of them, except what the engine reads lazily (llama.cpp: a per-layer
+        embedding table over 4 GiB, Engine.resident_weights)."""
+        return self.engine.resident_weights(self.weights.by_group, self.weights.total_bytes)
 
     @property
     def vision_bytes(self) -> int:
@@ -490,65 +410,22 @@ class MemoryModel:
         return self.weights.vision_bytes if self.images else 0
 
     def _parts(self, context: int, users: int, prompt_chunk: int | None) -> tuple[int, int, int, int, int, int]:
-        m, rt, kv = self.model.config, self.runtime, self.kv
-        if isinstance(rt, LlamaCppFamily):
-            full, swa, n_kv = self._llama_cells(rt, context, users)
-            kv_bytes = full * kv.bytes_per_token + swa * kv.swa_bytes_per_token
-            ub = min(self.n_ubatch, n_kv)
-            # compute buffer, fitted to llama.cpp's allocator (docs/model-facts.md §4.1)
-            cb_fa = ub * (rt.compute_vocab_bytes * m.vocab_size + rt.compute_embd_factor * m.hidden_size)
-            cb = cb_fa
-            if not self.flash_attn:
-                cb = max(cb_fa, ub * (4 * n_kv * (m.num_attention_heads + 1) + rt.compute_noflash_embd_factor * m.hidden_size))
-            out = int(rt.output_bytes_per_vocab * m.vocab_size * users)
-            cells = full + swa
-        else:
-            step = rt.kv_step
-            per_seq = pad_to(context, step)  # KVCache grows in 256-token steps
-            S = min(prompt_chunk or rt.prefill_chunk, context)
-            swa_cells = min(per_seq, (kv.window or 0) + S - 1) if kv.swa_bytes_per_token else 0
-            kv_bytes = users * (per_seq * kv.bytes_per_token + swa_cells * kv.swa_bytes_per_token)
-            cells = users * (per_seq + swa_cells)
-            cb = self._mlx_activations(rt, S, context, users)
-            out = 0
-        return (int(kv_bytes), kv.state_bytes_per_seq * users, int(cb), out, int(rt.runtime_overhead_mib * MiB), cells)
-
-    def _mlx_activations(self, rt: MlxRuntime, S: int, context: int, users: int) -> int:
-        """Peak transient memory of the last prefill chunk (S tokens against L = context keys), on top of the
-        weights and the grown KV cache. mlx_lm/generate.py generate_step evaluates only the cache state per chunk
-        (prefill_step_size), then mx.clear_cache(); the lm_head runs on the final token alone. Per chunk:
-
-        - MLP phase: residual + normed input (2·S·h) and gate, up and the swiglu product (3·S·ffn)
-          (mlx_lm/models/llama.py MLP);
-        - attention without a fused kernel (head dim outside the Metal kernels, MLA, quantized KV): the
-          H×S×L score matrix (mlx/fast.cpp scaled_dot_product_attention fallback; where() and softmax reuse
-          the donated buffer) and its S×L bool causal mask (greater_equal); MLA holds a second H×S×L matrix,
-          the rope scores passed as an additive mask (mlx_lm/models/deepseek_v3.py pe_scores);
-        - cache growth: KVCache.update_and_fetch (mlx_lm/models/cache.py) concatenates a layer's old keys and
-          values with the next 256-token steps, so one layer's old K/V (L − S tokens) is alive with the new;
-        - logits of the last token in float32."""
-        m = self.model.config
-        act, L = rt.activation_bytes, context
-        per_chunk = S * (2 * m.hidden_size + 3 * m.ffn_width) * act
-        if m.head_dim not in rt.fused_sdpa_head_dims or m.is_mla or self.kv.kv_type != "bf16":
-            per_chunk += (2 if m.is_mla else 1) * m.num_attention_heads * S * L * act + S * L
-        per_chunk += self.kv.bytes_per_token * max(L - S, 0) // m.num_hidden_layers
-        per_chunk += hybrid.mlx_prefill_transient(m, S, act)  # recurrent layers' scan buffers (planner/hybrid.py)
-        logits = m.vocab_size * 4
-        return min(users, rt.prefill_batch_size) * per_chunk + logits
+        """(KV, recurrent state, compute buffer, output buffer, overhead, cells): the engine's buffers
+        (llama-server cells and compute reserve; mlx-lm per-sequence caches and prefill activations)."""
+        return self.engine.memory_parts(self, context, users, prompt_chunk)
 
 
 def memory_model(model: ModelProfile, runtime: Runtime, quant: QuantFormat, table: GgmlTypeTable,
                  kv_type: str | None = None, flash_attn: bool | None = None, n_ubatch: int | None = None,
                  kv_unified: bool | None = None) -> MemoryModel:
     kv_type = check_kv_type(kv_type or runtime.default_kv_type, runtime, model)
-    llama = runtime if isinstance(runtime, LlamaCppFamily) else None  # flash attention and kv_unified are llama.cpp's
-    fa = (llama is not None and llama.flash_attn) if flash_attn is None else flash_attn
-    if llama and kv_type not in ("f16", "bf16", "f32") and not fa:
+    eng = engine_for(runtime)
+    fa, unified = eng.settings(runtime, flash_attn, kv_unified)  # flash attention and kv_unified are llama.cpp's
+    if eng.quantized_v_needs_flash(kv_type) and not fa:
+        llama = cast(LlamaCppFamily, runtime)  # only llama.cpp asks for flash attention
         how = "drop --no-flash-attn" if llama.flash_attn else f"{runtime.id} has it off by default: add --flash-attn"
         raise InputError(f"--kv-type {kv_type}: a quantized V cache requires flash attention ({how})")
     return MemoryModel(
         model=model, runtime=runtime, quant_id=quant.id, weights=weights(model, quant, runtime, table),
         kv=kv_layout(model, runtime, kv_type, table), flash_attn=bool(fa),
-        n_ubatch=n_ubatch or runtime.prefill_chunk,
-        kv_unified=(llama is not None and llama.kv_unified) if kv_unified is None else kv_unified)
+        n_ubatch=n_ubatch or runtime.prefill_chunk, kv_unified=unified)

@@ -61,7 +61,7 @@ def offload_decode(mm: MemoryModel, ngl: int, full_tok_s: float, bytes_per_step:
 def offload(mm: MemoryModel, context: int, users: int, wired: WiredLimit, chip=None, rf_estimate=None) -> OffloadEstimate | None:
     """Partial offload of a llama.cpp option that does not fit whole; None for other runtimes or when the whole
     model fits. ``rf_estimate``: the full-GPU ThroughputEstimate at batch 1 (for the decode estimate)."""
-    if mm.runtime.family != "llama.cpp":
+    if not mm.engine.partial_offload:
         return None
     L = mm.model.config.num_hidden_layers
     ngl = largest_ngl(mm, context, users, wired)

@@ -310,7 +310,7 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
                 *opt.notes, "weights: exact bytes read from the model files"]}))
         if first is not None:
             kv_rows += _kv_rows(first, rt, model, table, req, contexts)
-            if getattr(rt, "kind", "") == "llama.cpp" and first.kv.state_bytes_per_seq:  # llama-server itself
+            if first.engine.context_checkpoints and first.kv.state_bytes_per_seq:  # llama-server itself
                 notes.append(hybrid.checkpoint_note(first.kv.state_bytes_per_seq, rt.id))
     options = judge_offloads(options)
     if req.quants and not options:

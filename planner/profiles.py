@@ -595,7 +595,9 @@ def _calibration_profile(p: Path, scope: str, r: str, origin: str, notes: list[s
 
 def _engine(rt) -> str:
     """The engine whose speed constants a runtime starts from: its own family (wrappers: the engine they wrap)."""
-    return getattr(rt, "wraps", None) or rt.family
+    from .engines import engine_for  # planner/engines imports the schema this module loads into
+
+    return engine_for(rt).name
 
 
 @functools.cache

@@ -31,28 +31,22 @@ class Recipe(BaseModel):
 def recipe(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit,
            draft: tuple[MemoryModel, int] | None = None) -> Recipe:
     """Launch commands for one option; ``draft``: (draft model's memory model, tokens drafted per step)."""
-    rt = mm.runtime
-    if rt.id == "ollama":
-        r = _ollama(mm, context, slots, fit)
-    elif rt.id.startswith("lmstudio"):
-        r = _lms(mm, q, context, slots, fit)
-    elif rt.family == "llama.cpp":
-        r = _llama_server(mm, q, context, slots, fit)
-    elif rt.id == "mlx-vlm":
-        r = _mlx_vlm(mm, q, context, slots, fit)
-    else:
-        r = _mlx_lm(mm, q, context, slots, fit)
-    return r if draft is None else _with_draft(r, mm, draft[0], draft[1])
+    eng = mm.engine  # the engine or product adapter (planner/engines) picks the launch line
+    r = eng.launch(mm, q, context, slots, fit)
+    return r if draft is None else eng.with_draft(r, mm, draft[0], draft[1])
 
 
-def _with_draft(r: Recipe, mm: MemoryModel, dm: MemoryModel, g: int) -> Recipe:
-    """llama-server -md (common/arg.cpp --spec-draft-model, --draft-max, -ctkd/-ctvd); mlx-lm --draft-model."""
-    if mm.runtime.family == "llama.cpp":
-        kv = mm.kv.kv_type
-        name = (dm.model.hf_repo or dm.model.id).split("/")[-1]
-        flags = f" -md {name}-{dm.quant_id}.gguf -ngld 99 --draft-max {g} -ctkd {kv} -ctvd {kv}"
-        return r.model_copy(update={"server": r.server + flags, "notes": [
-            *r.notes, "the draft gets the same -c and -np as the main model (its KV is counted)"]})
+def _llama_draft(r: Recipe, mm: MemoryModel, dm: MemoryModel, g: int) -> Recipe:
+    """llama-server -md (common/arg.cpp --spec-draft-model, --draft-max, -ctkd/-ctvd)."""
+    kv = mm.kv.kv_type
+    name = (dm.model.hf_repo or dm.model.id).split("/")[-1]
+    flags = f" -md {name}-{dm.quant_id}.gguf -ngld 99 --draft-max {g} -ctkd {kv} -ctvd {kv}"
+    return r.model_copy(update={"server": r.server + flags, "notes": [
+        *r.notes, "the draft gets the same -c and -np as the main model (its KV is counted)"]})
+
+
+def _mlx_draft(r: Recipe, mm: MemoryModel, dm: MemoryModel, g: int) -> Recipe:
+    """mlx-lm --draft-model (mlx_lm/server.py, mlx_lm/generate.py --num-draft-tokens)."""
     repo = mlx_repo(dm.model, _quant_of(dm))
     flags = f" --draft-model {repo} --num-draft-tokens {g}"
     server = r.server.split(" --decode-concurrency")[0] + flags
@@ -61,7 +55,7 @@ def _with_draft(r: Recipe, mm: MemoryModel, dm: MemoryModel, g: int) -> Recipe:
 
 
 def _llama(rt: Runtime) -> LlamaCppFamily:
-    """The runtime of a llama.cpp recipe (the dispatch above sends only llama.cpp-family runtimes here)."""
+    """The runtime of a llama.cpp recipe (planner/engines sends only llama.cpp-family runtimes here)."""
     assert isinstance(rt, LlamaCppFamily), rt.id
     return rt
 
@@ -116,7 +110,7 @@ def _lms(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) ->
     """LM Studio: lms load (lmstudio-ai/lms src/subcommands/load.ts: --context-length, --parallel, --gpu); flash
     attention and the KV cache type are load settings of the app (lms-kv-config schema.ts) with no lms flag."""
     rt, model, kv = mm.runtime, mm.model, mm.kv.kv_type
-    gguf = rt.family == "llama.cpp"
+    gguf = rt.weight_format == "gguf"
     key = f"{(model.hf_repo or model.id).lower()}@{q.id.lower()}" if gguf else mlx_repo(model, q)
     # unified KV (useUnifiedKvCache): the parallel predictions share --context-length, so it holds them all
     ctx = pad_to(context * slots, _llama(rt).ctx_pad) if gguf and mm.kv_unified else context

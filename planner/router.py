@@ -23,8 +23,9 @@ def best_pair(ctx: Search, found: Found, rts: list[Runtime]) -> RouterOption | N
     """The best pair that fits together, or the single runtime and why no pair is better; None without speed."""
     fam = {rt.id: rt for rt in rts}
     opts = [o for o in found.every if o.speed is not None]
-    a_side = [o for o in opts if fam[o.runtime].family == "llama.cpp"]
-    b_side = [o for o in opts if fam[o.runtime].family == "mlx-lm"]
+    # one server of each engine: GGUF weights on a llama.cpp server, MLX weights on an mlx-lm one
+    a_side = [o for o in opts if fam[o.runtime].weight_format == "gguf"]
+    b_side = [o for o in opts if fam[o.runtime].weight_format == "mlx"]
     if not opts:
         return None
     buckets = ctx.wl.prompt_tokens._points()

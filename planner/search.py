@@ -61,12 +61,9 @@ def speed_model(mm: MemoryModel, chip: Chip, quant: QuantFormat, geo=None):
         return None
     from . import throughput as tp
 
-    rt = mm.runtime
-    chunk = rt.prefill_chunk
     try:
         geo = geo or tp.geometry(mm, quant.kind, quant.mode)
-        return tp.roofline(geo, chip, _constants(chip.id, rt.id), rt.family, flash_attn=mm.flash_attn,
-                           chunk=chunk, reference_chips=profiles.all_chips(), prefill_batch=rt.prefill_batch)
+        return tp.roofline_for(mm, chip, _constants(chip.id, mm.runtime.id), geo, profiles.all_chips())
     except PlannerError:
         return None
 
@@ -124,7 +121,7 @@ def with_kv(mm: MemoryModel, kv_type: str) -> MemoryModel | None:
         return None
     if k == mm.kv.kv_type:
         return mm
-    if mm.runtime.family == "llama.cpp" and k not in ("f16", "bf16", "f32") and not mm.flash_attn:
+    if mm.engine.quantized_v_needs_flash(k) and not mm.flash_attn:
         return None
     return dataclasses.replace(mm, kv=kv_layout(mm.model, mm.runtime, k, profiles.ggml_types()))
 
@@ -148,8 +145,8 @@ def quants_for(model: ModelProfile, rt: Runtime, only: list[str] | None = None) 
 
 def slot_choices(rt: Runtime, mm: MemoryModel, users: int) -> list[int]:
     """Parallel-sequence counts to try: powers of two up to the users, and the users themselves."""
-    if rt.family == "mlx-lm" and mm.kv.kv_type != "bf16":
-        return [1]  # mlx_lm.server --kv-bits disables batching
+    if mm.engine.max_slots(mm.kv.kv_type) == 1:
+        return [1]  # mlx_lm.server --kv-bits disables batching (Engine.max_slots)
     app = profiles.serving_app_of(rt.id)
     if app is not None and app.one_at_a_time(mm.model.id, mm.model.config.model_type):
         return [1]  # e.g. Ollama serves qwen3-next one request at a time (profiles/serving/ollama.yaml)

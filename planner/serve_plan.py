@@ -16,6 +16,7 @@ import numpy as np
 from . import capacity, profiles
 from . import throughput as tp
 from .deployment import resolve_mac
+from .engines import engines
 from .errors import InputError, NoFitError, PlannerError
 from .memory import MemoryModel, memory_model
 from .predict import _quant
@@ -190,10 +191,8 @@ class Setup:
     names: dict
 
     def scheduler(self, slots: int, kv_unified: bool = False) -> Scheduler:
-        rt = self.rt
-        if rt.family == "mlx-lm":
-            return Scheduler("mlx-lm", slots, rt.prefill_step_size, min(rt.prefill_batch_size, slots))
-        return Scheduler("llama.cpp", slots, max(rt.n_batch, self.mm.n_ubatch), slots, kv_unified=kv_unified)
+        """The server's batching settings (Engine.scheduler: llama-server or mlx_lm.server)."""
+        return self.mm.engine.scheduler(self.mm, slots, kv_unified)
 
     def memory(self, slots: int, slot_context: int) -> int:
         """llama-server -c slots × slot_context split over -np slots; mlx-lm one cache per sequence. [bytes]"""
@@ -213,7 +212,7 @@ def setup(chip: str, gpu_cores: int | None, ram: float | None, model, quant: str
     c, chip_note, ram_gb = mac.chip, mac.bin_note, mac.ram_gb
     assert c is not None  # a chip name was given
     rt = profiles.load_runtime(runtime)
-    if rt.family not in ("llama.cpp", "mlx-lm"):
+    if rt.family not in engines():
         raise InputError(f"--runtime {runtime}: plan serve simulates llama-server (llama.cpp) and mlx_lm.server "
                          "(mlx-lm); give one of those")
     resolved = None if isinstance(model, str) else model
@@ -221,16 +220,14 @@ def setup(chip: str, gpu_cores: int | None, ram: float | None, model, quant: str
     q, quant_note = _quant(quant or _file_quant(resolved, rt) or ("Q4_K_M" if rt.weight_format == "gguf" else "4bit"),
                            rt)
     mm = _exact_weights(memory_model(m, rt, q, profiles.ggml_types()), q, rt, resolved)
-    chunk = rt.prefill_chunk if rt.family == "mlx-lm" else mm.n_ubatch
-    rf = tp.roofline(tp.geometry(mm, q.kind, q.mode), c, profiles.load_speed_constants(c, rt.id), rt.family,
-                     flash_attn=mm.flash_attn, chunk=chunk, reference_chips=profiles.all_chips(),
-                     prefill_batch=rt.prefill_batch)
+    rf = tp.roofline_for(mm, c, profiles.load_speed_constants(c, rt.id), tp.geometry(mm, q.kind, q.mode),
+                         profiles.all_chips())
     wired = capacity.wired_limit(ram_gb, profiles.load_macos(macos))
     names = dict(model=m.id, quant=q.id, chip=c.id, chip_label=c.label, ram_gb=ram_gb, runtime=rt.id,
                  max_context=m.config.max_position_embeddings, notes=[n for n in (chip_note, quant_note) if n])
-    if rt.id not in ("llama.cpp", "mlx-lm"):
+    if rt.id != mm.engine.name:  # a product on an engine (Ollama, LM Studio, mlx-vlm)
         names["notes"].append(f"{rt.id} is simulated with the scheduler of the server it wraps "
-                              f"({'llama-server' if rt.family == 'llama.cpp' else 'mlx_lm.server'})")
+                              f"({mm.engine.server})")
     return Setup(mm, rf, rt, wired, names)
 
 
@@ -304,11 +301,11 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
     arrival, prompt, gen, duration = _arrivals(r, np.random.default_rng(r.seed), notes)
     rq, clipped = make_requests(arrival, prompt, gen, r.cached_prefix_share, ctx)
     if clipped:
-        refuse = "llama-server refuses them" if s.rt.family == "llama.cpp" else "they would not fit the slot's memory"
+        refuse = "llama-server refuses them" if s.mm.engine.refuses_long_prompts else "they would not fit the slot's memory"
         notes.append(f"{clipped} of {len(arrival)} prompts exceed the {ctx}-token slot and were cut to fit "
                      f"({refuse}; raise --slot-context)")
     steps = StepModel(s.rf, ctx)
-    if not steps.host and s.rt.family == "llama.cpp":
+    if not steps.host and s.mm.engine.host_step:
         notes.append("llama-server's host work per token (sampling, streaming) is not in these steps: "
                      "`plan calibrate --runtime llama.cpp --server` times it on this machine")
     sched = s.scheduler(slots, r.kv_unified)
@@ -325,7 +322,7 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
         **{k: s.names[k] for k in ("model", "quant", "chip", "chip_label", "ram_gb", "runtime")}, slots=slots, slot_context=ctx,
         rate_per_s=rate, duration_s=duration,
         seed=r.seed, n_requests=len(rq.arrival), prompt=r.prompt.label(), gen=r.gen.label(),
-        cached_prefix_share=r.cached_prefix_share, kv_unified=r.kv_unified if s.rt.family == "llama.cpp" else None,
+        cached_prefix_share=r.cached_prefix_share, kv_unified=r.kv_unified if s.mm.engine.kv_unified_option else None,
         **stats, saturation_rate_per_s=mu,
         utilisation=rate / mu, stable=rate < mu, memory_bytes=mem,
         wired_limit_bytes=s.wired.effective_bytes, fit_verdict=fit.verdict, target_ttft_p95_s=r.max_ttft_p95,

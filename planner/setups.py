@@ -58,7 +58,7 @@ def with_serving(opt: Option, mm: MemoryModel, q, wired: WiredLimit, req: PlanRe
 
 def with_offload(opt: Option, mm: MemoryModel, q, chip: Chip | None, wired: WiredLimit, req: PlanRequest) -> Option:
     """A llama.cpp option too big for the GPU limit: the largest -ngl that fits and its decode."""
-    if opt.fit.verdict not in ("no-fit", "raise-limit") or mm.runtime.family != "llama.cpp":
+    if opt.fit.verdict not in ("no-fit", "raise-limit") or not mm.engine.partial_offload:
         return opt
     from .offload import offload
 
@@ -78,7 +78,7 @@ def with_offload(opt: Option, mm: MemoryModel, q, chip: Chip | None, wired: Wire
 
 def with_draft(opt: Option, mm: MemoryModel, q, chip: Chip | None, wired: WiredLimit, req: PlanRequest) -> Option:
     """--draft-model: the draft's memory at the same context and slots, the decode speed-up, and the recipe."""
-    if not req.draft_model or mm.runtime.id == "ollama" or profiles.serving_app_of(mm.runtime.id) is not None:
+    if not req.draft_model or not mm.engine.drafts or profiles.serving_app_of(mm.runtime.id) is not None:
         return opt
     from .draft import draft_memory_model, draft_plan
     from .search import speed_model

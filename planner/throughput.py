@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 from . import architecture as arch
 from . import hybrid
+from .engines import Engine, by_name
 from .errors import InputError
 from .memory import MemoryModel
 from .results import ThroughputEstimate
@@ -167,20 +168,9 @@ def quant_class(quant_id: str, kind: str, mode: str | None = None) -> str:
     return "legacy"
 
 
-def _mlx_mla_prefill_dims(cfg: ModelConfig) -> float | None:
-    """mlx-lm prefills MLA with decompressed heads, not the absorbed latent of decode: for L > 1 it expands the
-    latent to per-head keys (qk_nope) and values (v_head_dim) and scores the rope part apart (mlx_lm/models/
-    deepseek_v3.py DeepseekV3Attention.__call__: ``if L == 1: ... else: k = self.embed_q(kv_latent,
-    transpose=False); v = self.unembed_out(kv_latent)``): Σ H·(d_nope + d_rope + d_v) over the MLA layers."""
-    if not cfg.is_mla:
-        return None
-    per = cfg.num_attention_heads * ((cfg.qk_nope_head_dim or 128) + (cfg.qk_rope_head_dim or 64)
-                                     + (cfg.v_head_dim or 128))
-    return float(per * sum(1 for c in arch.cache_layers(cfg) if c.kind == "mla"))
-
-
 def _attention_dims(cfg: ModelConfig, runtime_family: str) -> tuple[float, float]:
-    """(Σ H·(d_qk+d_v) over full layers, same over sliding layers)."""
+    """(Σ H·(d_qk+d_v) over full layers, same over sliding layers); the same for every engine (decode attends
+    absorbed MLA in the latent on both; mlx-lm's decompressed MLA prefill is Engine.prefill_attn_dims)."""
     full = swa = 0.0
     H = cfg.num_attention_heads
     for c in arch.cache_layers(cfg):
@@ -225,7 +215,7 @@ def geometry(mm: MemoryModel, quant_kind: str = "gguf", quant_mode: str | None =
     kv_swa_window = kv.window if kv.swa_bytes_per_token else None
     if kv.read_window:  # mlx-lm DSA decode reads only the top-k latents (KVLayout.read_window)
         kv_swa_window = kv.read_window
-    full, swa = _attention_dims(cfg, mm.runtime.family)
+    full, swa = _attention_dims(cfg, mm.engine.name)
     if not kv.swa_bytes_per_token:
         full, swa = full + swa, 0.0  # mlx-lm keeps a full cache for models without a rotating cache
     return Geometry(
@@ -238,7 +228,7 @@ def geometry(mm: MemoryModel, quant_kind: str = "gguf", quant_mode: str | None =
                      else kv.swa_bytes_per_token), window=kv_swa_window, state_bytes=float(kv.state_bytes_per_seq),
         attn_full=full, attn_swa=swa, quant_class=quant_class(mm.quant_id, quant_kind, quant_mode),
         expert_matmul_params=float(expert_mm) if cfg.is_moe else 0.0,
-        prefill_attn_full=_mlx_mla_prefill_dims(cfg) if mm.runtime.family == "mlx-lm" else None,
+        prefill_attn_full=mm.engine.prefill_attn_dims(cfg),
         state_flops=hybrid.state_flops(cfg))
 
 
@@ -285,6 +275,11 @@ class Roofline:
     unified_kv: bool = False  # one cache for all sequences, every query scanning all its cells (masked)
     attn_unfused: bool = False  # prefill attention as plain matmuls over the whole score rectangle (MLX on a CPU)
     calibration: str = ""     # where ``k`` came from (ResolvedSpeedConstants.source); estimate() reports it
+
+    @property
+    def engine(self) -> Engine:
+        """The engine named by ``runtime_family`` (planner/engines): its step rules apply."""
+        return by_name(self.runtime_family)
 
     # ---- decode
     def step_bytes(self, batch: int, context: float) -> float:
@@ -380,7 +375,7 @@ class Roofline:
         # + the recurrent layers' state update, one per sequence per step (hybrid.state_flops)
         t_flops = (2 * batch * g.attn_keys(self.keys_per_query(batch, context)) + batch * g.state_flops) / (
             k.eta_attn * (k.eta_attn_decode or 1.0) * self.flops)
-        slow = 1.0 if self.flash_attn or self.runtime_family == "mlx-lm" else k.noflash_kv_factor
+        slow = self.engine.noflash(self.flash_attn, k.noflash_kv_factor)
         return max(t_read, t_flops) * slow
 
     def mm_flops(self, rows: float) -> float:
@@ -436,7 +431,7 @@ class Roofline:
         if prompt <= 0:
             return 0.0, "compute"
         tokens = prompt * batch
-        n_chunks = prefill_steps(self.runtime_family, prompt, batch, self.chunk, self.prefill_batch)
+        n_chunks = self.engine.prefill_steps(prompt, batch, self.chunk, self.prefill_batch)
         per_chunk_tokens = tokens / n_chunks
         ct = int(math.ceil(per_chunk_tokens))
         # routed experts: each chunk's rows per expert padded to the tile (expert_time)
@@ -461,7 +456,7 @@ class Roofline:
         if self.attn_unfused:
             return (self.unfused_attn_flops(prompt, depth, batch) + self.prefill_state_flops(prompt, batch)) / (
                 k.eta_c * self.flops)
-        fa = 1.0 if self.flash_attn or self.runtime_family == "mlx-lm" else k.noflash_attn_factor
+        fa = self.engine.noflash(self.flash_attn, k.noflash_attn_factor)
         return (self.prefill_attn_flops(prompt, depth, batch) * fa + self.prefill_state_flops(prompt, batch)) / (
             k.eta_attn * self.flops)
 
@@ -483,12 +478,10 @@ class Roofline:
 
 
 def prefill_steps(runtime_family: str, prompt: int, batch: int, chunk: int, prefill_batch: int = 1) -> int:
-    """Prefill graph evaluations for ``batch`` prompts of ``prompt`` tokens. llama.cpp: n_ubatch tokens per graph
-    over all sequences. mlx-lm: ``chunk`` tokens of up to ``prefill_batch`` sequences per step
-    (BatchGenerator._process_prompts: model(tokens[:, :prefill_step_size]) on a (B, P) array)."""
-    if runtime_family == "mlx-lm":
-        return math.ceil(batch / prefill_batch) * math.ceil(prompt / chunk)
-    return math.ceil(prompt * batch / chunk)
+    """Prefill graph evaluations for ``batch`` prompts of ``prompt`` tokens: the engine's rule (Engine.prefill_steps;
+    llama.cpp n_ubatch tokens per graph over all sequences, mlx-lm ``chunk`` tokens of up to ``prefill_batch``
+    sequences per step)."""
+    return by_name(runtime_family).prefill_steps(prompt, batch, chunk, prefill_batch)
 
 
 def _chunk_keys(prompt: int, depth: int, chunk: int, cap: int | None) -> float:
@@ -560,9 +553,18 @@ def roofline(geo: Geometry, chip: Chip, resolved: ResolvedSpeedConstants, runtim
 
 
 def unfused_attention(runtime_family: str, chip: Chip) -> bool:
-    """MLX computes prefill attention from separate ops on a CPU stream (Roofline.prefill_attn_time); llama.cpp's
-    CPU backend has a flash-attention kernel of its own (ggml-cpu ops.cpp ggml_compute_forward_flash_attn_ext)."""
-    return runtime_family == "mlx-lm" and chip.on_cpu
+    """Whether the engine's prefill attention runs unfused on this chip (Engine.unfused_attention: MLX on a CPU
+    stream; llama.cpp's CPU backend has a flash-attention kernel of its own)."""
+    return by_name(runtime_family).unfused_attention(chip)
+
+
+def roofline_for(mm: MemoryModel, chip: Chip, resolved: ResolvedSpeedConstants, geo: Geometry,
+                 reference_chips: list[Chip] | None = None) -> Roofline:
+    """The roofline of one memory model on one chip: its engine, flash attention, and the one prefill chunk rule
+    (Engine.prefill_chunk: llama.cpp the memory model's -ub, mlx-lm prefill_step_size)."""
+    eng, rt = mm.engine, mm.runtime
+    return roofline(geo, chip, resolved, eng.name, flash_attn=mm.flash_attn, chunk=eng.prefill_chunk(mm),
+                    reference_chips=reference_chips, prefill_batch=rt.prefill_batch)
 
 
 def estimate(rf: Roofline, prompt: int, gen: int, depth: int = 0, batch: int = 1, calibration: str | None = None,
@@ -604,10 +606,7 @@ def predict(mm: MemoryModel, chip: Chip, resolved: ResolvedSpeedConstants, quant
             prompt: int, gen: int, depth: int = 0, batch: int = 1,
             reference_chips: list[Chip] | None = None) -> ThroughputEstimate:
     """One workload on one Mac: the memory model's geometry + the chip's peaks + the resolved calibration."""
-    rt = mm.runtime
-    chunk = rt.prefill_chunk if rt.family == "mlx-lm" else mm.n_ubatch
-    rf = roofline(geometry(mm, quant_kind, quant_mode), chip, resolved, rt.family, flash_attn=mm.flash_attn,
-                  chunk=chunk, reference_chips=reference_chips, prefill_batch=rt.prefill_batch)
+    rf = roofline_for(mm, chip, resolved, geometry(mm, quant_kind, quant_mode), reference_chips)
     _, basis = peak_flops(chip, reference_chips)
     notes = [f"peak GPU FLOPS: {basis}"] if basis.startswith("derived") else []
     if chip.gpu_matrix_units:

@@ -153,7 +153,7 @@ def test_mlx_kv_grows_in_256_steps():
     assert m.estimate(257, 2).kv_cache == 2 * 512 * 131_072
 
 
-# --------------------------------------------------------------------------- mlx-lm prefill peak (planner.memory._mlx_activations)
+# --------------------------------------------------------------------------- mlx-lm prefill peak (planner.engines.mlxlm MlxLm.activations)
 def test_mlx_prefill_peak_fused_attention():
     # Llama-3.1-8B (h 4096, ffn 14336, 32 layers, 8 KV heads x 128, vocab 128256), head_dim 128: fused kernel, no
     # scores. Last 2048-token chunk at L = 32768:

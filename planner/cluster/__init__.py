@@ -33,7 +33,6 @@ from .. import capacity, profiles
 from .. import throughput as tp
 from ..errors import InputError
 from ..memory import MemoryModel, memory_model
-from ..schema import MlxRuntime
 from .links import RUNTIME_OF, LinkProfile, Transport, check_engine, load_link, transport
 from .results import ClusterCandidate, ClusterPlan, ClusterSpeed, NodeShare, SingleMac
 from .spec import Node
@@ -145,16 +144,13 @@ def shard_geometry(geo: tp.Geometry, lay: Layout, n: int, kv_rep: bool) -> tp.Ge
 
 # --------------------------------------------------------------------------- the model
 def _roofline(geo: tp.Geometry, node: Node, mm: MemoryModel) -> tp.Roofline:
-    rt = mm.runtime
-    chunk = rt.prefill_chunk if rt.family == "mlx-lm" else mm.n_ubatch
-    return tp.roofline(geo, node.chip, profiles.load_speed_constants(node.chip, rt.id), rt.family,
-                       flash_attn=mm.flash_attn, chunk=chunk, reference_chips=profiles.all_chips(),
-                       prefill_batch=rt.prefill_batch)
+    return tp.roofline_for(mm, node.chip, profiles.load_speed_constants(node.chip, mm.runtime.id), geo,
+                           profiles.all_chips())
 
 
 def act_bytes(mm: MemoryModel) -> int:
-    # ggml keeps hidden states in F32 between backends; mlx activations are bf16 (runtime activation_bytes)
-    return mm.runtime.activation_bytes if isinstance(mm.runtime, MlxRuntime) else 4
+    # the hidden state one node hands the next (Engine.hidden_state_bytes)
+    return mm.engine.hidden_state_bytes(mm.runtime)
 
 
 def allreduce_s(size: float, n: int, tr: Transport) -> tuple[float, float]:

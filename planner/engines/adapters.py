@@ -1,0 +1,76 @@
+"""Products that run an engine underneath: they inherit every memory and speed rule of their engine (profiles/
+runtimes/<id>.yaml ``wraps``) and override only what differs, the launch line and what the product lets you do.
+Keyed by runtime profile id."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .llamacpp import LlamaCpp
+from .mlxlm import MlxLm
+
+
+class LlamaCppProduct(LlamaCpp):
+    """Any product on llama.cpp (runtime kind ``wrapper``): llama.cpp's rules, but not llama-server itself."""
+
+    context_checkpoints = False  # the checkpoints are llama-server's (planner/hybrid.py checkpoint_note)
+
+
+class MlxProduct(MlxLm):
+    """Any product on mlx-lm (runtime kind ``mlx-wrapper``): mlx-lm's rules and launch line."""
+
+
+class Ollama(LlamaCppProduct):
+    """Ollama runs llama.cpp (its ggml runner): llama.cpp's memory and steps; launched with ``ollama``."""
+
+    drafts = False               # Ollama has no draft-model option
+
+    def launch(self, mm: Any, q: Any, context: int, slots: int, fit: Any) -> Any:
+        from ..recipes import _ollama
+
+        return _ollama(mm, context, slots, fit)
+
+
+class LmStudioLlamaCpp(LlamaCppProduct):
+    """LM Studio's llama.cpp engine: llama.cpp's memory and steps; launched with ``lms load``."""
+
+    def launch(self, mm: Any, q: Any, context: int, slots: int, fit: Any) -> Any:
+        from ..recipes import _lms
+
+        return _lms(mm, q, context, slots, fit)
+
+
+class LmStudioMlx(MlxProduct):
+    """LM Studio's mlx-engine (mlx-lm underneath): mlx-lm's memory and steps; launched with ``lms load``."""
+
+    def launch(self, mm: Any, q: Any, context: int, slots: int, fit: Any) -> Any:
+        from ..recipes import _lms
+
+        return _lms(mm, q, context, slots, fit)
+
+
+class MlxVlm(MlxProduct):
+    """mlx-vlm: the language model's caches as mlx-lm's; launched with mlx_vlm's server."""
+
+    def launch(self, mm: Any, q: Any, context: int, slots: int, fit: Any) -> Any:
+        from ..recipes import _mlx_vlm
+
+        return _mlx_vlm(mm, q, context, slots, fit)
+
+
+def adapter_for(runtime: Any) -> Any:
+    """The adapter of a product runtime: by profile id, any other ``lmstudio*`` id as LM Studio on its engine, any
+    other wrapper as a plain product of its engine; None for the engines themselves (kind llama.cpp / mlx-lm)."""
+    hit = ADAPTERS.get(runtime.id)
+    if hit is not None:
+        return hit
+    wraps = getattr(runtime, "wraps", None)
+    if runtime.id.startswith("lmstudio"):
+        return LMSTUDIO[wraps or runtime.family]
+    return PRODUCTS[wraps] if wraps else None
+
+
+ADAPTERS = {"ollama": Ollama(), "lmstudio-llama.cpp": LmStudioLlamaCpp(), "lmstudio-mlx": LmStudioMlx(),
+            "mlx-vlm": MlxVlm()}
+LMSTUDIO = {"llama.cpp": ADAPTERS["lmstudio-llama.cpp"], "mlx-lm": ADAPTERS["lmstudio-mlx"]}
+PRODUCTS = {"llama.cpp": LlamaCppProduct(), "mlx-lm": MlxProduct()}

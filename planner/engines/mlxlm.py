@@ -1,0 +1,208 @@
+"""mlx-lm: its memory layout, step rules and launch line (mlx_lm.server).
+
+References: mlx_lm/models/cache.py (KVCache growth, RotatingKVCache, QuantizedKVCache, ArraysCache),
+mlx_lm/generate.py (generate_step, BatchGenerator, prefill_step_size), mlx_lm/server.py, mlx_lm/models/
+deepseek_v3.py and deepseek_v32.py (MLA, DSA).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from .. import architecture as arch
+from .. import hybrid
+from ..errors import InputError
+from ..schema import Chip, GgmlTypeTable, MlxRuntime, ModelConfig, ModelProfile, Runtime
+from ..units import MiB, pad_to
+
+_MLX_KV = {"8bit": "kv8", "4bit": "kv4", "q8": "kv8", "q4": "kv4", "8": "kv8", "4": "kv4", "q80": "kv8", "q40": "kv4",
+           "f16": "bf16", "fp16": "bf16"}
+
+
+def _mlx(rt: Runtime) -> MlxRuntime:
+    assert isinstance(rt, MlxRuntime), rt.id  # engine_for sends only mlx-lm-family runtimes here
+    return rt
+
+
+class MlxLm:
+    """mlx-lm and the products whose caches follow it (adapters.py: LM Studio mlx-engine, mlx-vlm)."""
+
+    name = "mlx-lm"
+    server = "mlx_lm.server"
+    mmap_streams = False      # mlx_lm/utils.py load_model: mx.load, then mx.eval(model.parameters())
+    partial_offload = False
+    kv_unified_option = False
+    refuses_long_prompts = False
+    host_step = False
+    context_checkpoints = False
+    drafts = True             # mlx_lm.server --draft-model
+    draft_one_at_a_time = True  # mlx_lm.server with a draft model serves one request at a time (not batchable)
+
+    # ---- memory layout
+    def kv_alias(self, kv_type: str) -> str:
+        """A --kv-type as mlx-lm spells it (q8 -> kv8); unknown names unchanged."""
+        k = kv_type.lower().replace("-", "").replace("_", "")
+        return _MLX_KV.get(k, k)
+
+    def check_kv_type(self, given: str, kv_type: str, runtime: Runtime, model: ModelProfile) -> None:
+        if kv_type != "bf16" and self.rotating(model, runtime):
+            raise InputError(f"--kv-type {given}: mlx-lm cannot quantize the sliding-window (rotating) cache of "
+                             f"{model.id} (RotatingKVCache Quantization NYI); use bf16")
+
+    def quantized_v_needs_flash(self, kv_type: str) -> bool:
+        """mlx has no flash-attention switch: any KV type runs."""
+        return False
+
+    def settings(self, runtime: Runtime, flash_attn: bool | None, kv_unified: bool | None) -> tuple[bool, bool]:
+        """(flash attention, unified KV): neither is an mlx-lm setting, so off unless the caller says."""
+        return (False if flash_attn is None else flash_attn, False if kv_unified is None else kv_unified)
+
+    def kv_element_bytes(self, kv_type: str, runtime: Runtime, table: GgmlTypeTable, ne0: int) -> float:
+        """Bytes per KV row element: the activation dtype, or QuantizedKVCache bits + 32/group (a scale and a
+        bias in the activation dtype per group)."""
+        rt = _mlx(runtime)
+        act = rt.activation_bytes
+        if kv_type in ("bf16", "f16", "fp16"):
+            return act
+        bits = {"kv8": 8, "kv4": 4, "kv6": 6, "kv3": 3, "kv2": 2}[kv_type]
+        return bits / 8 + 2 * act / rt.kv_group_size
+
+    def rotating(self, model: ModelProfile, runtime: Runtime) -> bool:
+        """RotatingKVCache for the sliding layers of the model_types whose make_cache builds one
+        (profiles/runtimes swa_model_types)."""
+        return isinstance(runtime, MlxRuntime) and model.config.model_type in runtime.swa_model_types and any(
+            c.kind == "sliding" for c in arch.cache_layers(model.config))
+
+    def cache_layer_bytes(self, c: Any, kv_type: str, runtime: Runtime, table: GgmlTypeTable) -> float:
+        """KV bytes per token of one attention layer: K and V rows; MLA caches the latent (+ rope) as keys only
+        (deepseek_v3.py cache.update_and_fetch(kv_latent, k_pe)); DSA indexer keys with zero values, so twice
+        (deepseek_v32.py Indexer)."""
+        per = c.k_elems * self.kv_element_bytes(kv_type, runtime, table, c.k_elems)
+        if c.v_elems and c.kind != "mla":
+            per += c.v_elems * self.kv_element_bytes(kv_type, runtime, table, c.v_elems)
+        if c.index_elems:
+            per += c.index_elems * self.kv_element_bytes(kv_type, runtime, table, c.index_elems) * 2
+        return per
+
+    def state_bytes(self, c: Any) -> int:
+        """ArraysCache: conv state in the activation dtype, SSM / delta state in float32 (planner/hybrid.py)."""
+        return c.mlx_state_bytes
+
+    def decode_reads(self, cfg: ModelConfig, layers: Sequence[Any], runtime: Runtime, kv_type: str,
+                     table: GgmlTypeTable) -> dict:
+        """mlx-lm DSA decode (mlx_lm/models/deepseek_v32.py DeepseekV32Attention, L == 1): the indexer scores every
+        cached key (keys only; its zero values are never read), then attention gathers the top index_topk latents
+        (take_along_axis): per step idx_keys x context + latents x min(context, topk)."""
+        if not cfg.index_topk or not any(c.index_elems for c in layers):
+            return {}
+        idx = sum(c.index_elems * self.kv_element_bytes(kv_type, runtime, table, c.index_elems) for c in layers)
+        lat = sum(c.k_elems * self.kv_element_bytes(kv_type, runtime, table, c.k_elems)
+                  for c in layers if c.kind == "mla")
+        return {"read_bytes_per_token": math.ceil(idx), "swa_read_bytes_per_token": math.ceil(lat),
+                "read_window": cfg.index_topk}
+
+    def resident_weights(self, by_group: dict[str, int], total: int) -> int:
+        """mlx-lm evaluates every weight into memory at load."""
+        return total
+
+    def memory_parts(self, mm: Any, context: int, users: int,
+                     prompt_chunk: int | None) -> tuple[int, int, int, int, int, int]:
+        """(KV, recurrent state, activations, output buffer, overhead, cells) of mlx-lm: one cache per sequence."""
+        rt, kv = _mlx(mm.runtime), mm.kv
+        step = rt.kv_step
+        per_seq = pad_to(context, step)  # KVCache grows in 256-token steps
+        S = min(prompt_chunk or rt.prefill_chunk, context)
+        swa_cells = min(per_seq, (kv.window or 0) + S - 1) if kv.swa_bytes_per_token else 0
+        kv_bytes = users * (per_seq * kv.bytes_per_token + swa_cells * kv.swa_bytes_per_token)
+        cells = users * (per_seq + swa_cells)
+        cb = self.activations(mm, rt, S, context, users)
+        out = 0
+        return (int(kv_bytes), kv.state_bytes_per_seq * users, int(cb), out, int(rt.runtime_overhead_mib * MiB), cells)
+
+    def activations(self, mm: Any, rt: MlxRuntime, S: int, context: int, users: int) -> int:
+        """Peak transient memory of the last prefill chunk (S tokens against L = context keys), on top of the
+        weights and the grown KV cache. mlx_lm/generate.py generate_step evaluates only the cache state per chunk
+        (prefill_step_size), then mx.clear_cache(); the lm_head runs on the final token alone. Per chunk:
+
+        - MLP phase: residual + normed input (2·S·h) and gate, up and the swiglu product (3·S·ffn)
+          (mlx_lm/models/llama.py MLP);
+        - attention without a fused kernel (head dim outside the Metal kernels, MLA, quantized KV): the
+          H×S×L score matrix (mlx/fast.cpp scaled_dot_product_attention fallback; where() and softmax reuse
+          the donated buffer) and its S×L bool causal mask (greater_equal); MLA holds a second H×S×L matrix,
+          the rope scores passed as an additive mask (mlx_lm/models/deepseek_v3.py pe_scores);
+        - cache growth: KVCache.update_and_fetch (mlx_lm/models/cache.py) concatenates a layer's old keys and
+          values with the next 256-token steps, so one layer's old K/V (L − S tokens) is alive with the new;
+        - logits of the last token in float32."""
+        m = mm.model.config
+        act, L = rt.activation_bytes, context
+        per_chunk = S * (2 * m.hidden_size + 3 * m.ffn_width) * act
+        if m.head_dim not in rt.fused_sdpa_head_dims or m.is_mla or mm.kv.kv_type != "bf16":
+            per_chunk += (2 if m.is_mla else 1) * m.num_attention_heads * S * L * act + S * L
+        per_chunk += mm.kv.bytes_per_token * max(L - S, 0) // m.num_hidden_layers
+        per_chunk += hybrid.mlx_prefill_transient(m, S, act)  # recurrent layers' scan buffers (planner/hybrid.py)
+        logits = m.vocab_size * 4
+        return min(users, rt.prefill_batch_size) * per_chunk + logits
+
+    def max_slots(self, kv_type: str) -> int | None:
+        """mlx_lm.server --kv-bits disables batching: one slot with a quantized KV cache."""
+        return 1 if kv_type != "bf16" else None
+
+    def warn_fraction(self, runtime: Runtime) -> float | None:
+        """Share of the working set above which mlx-lm warns (mlx_lm/generate.py wired_limit())."""
+        return _mlx(runtime).warn_fraction
+
+    def hidden_state_bytes(self, runtime: Runtime) -> int:
+        """mlx activations are in the activation dtype (bf16, runtime activation_bytes)."""
+        return _mlx(runtime).activation_bytes
+
+    # ---- step times
+    def prefill_chunk(self, mm: Any) -> int:
+        """Prompt tokens per prefill step: prefill_step_size (Runtime.prefill_chunk)."""
+        return _mlx(mm.runtime).prefill_chunk
+
+    def prefill_steps(self, prompt: int, batch: int, chunk: int, prefill_batch: int = 1) -> int:
+        """``chunk`` tokens of up to ``prefill_batch`` sequences per step (BatchGenerator._process_prompts:
+        model(tokens[:, :prefill_step_size]) on a (B, P) array)."""
+        return math.ceil(batch / prefill_batch) * math.ceil(prompt / chunk)
+
+    def unfused_attention(self, chip: Chip) -> bool:
+        """MLX computes prefill attention from separate ops on a CPU stream (Roofline.prefill_attn_time)."""
+        return chip.on_cpu
+
+    def noflash(self, flash_attn: bool, factor: float) -> float:
+        """mlx has no flash-attention switch: no slowdown."""
+        return 1.0
+
+    def prefill_attn_dims(self, cfg: ModelConfig) -> float | None:
+        """mlx-lm prefills MLA with decompressed heads, not the absorbed latent of decode: for L > 1 it expands the
+        latent to per-head keys (qk_nope) and values (v_head_dim) and scores the rope part apart (mlx_lm/models/
+        deepseek_v3.py DeepseekV3Attention.__call__: ``if L == 1: ... else: k = self.embed_q(kv_latent,
+        transpose=False); v = self.unembed_out(kv_latent)``): Σ H·(d_nope + d_rope + d_v) over the MLA layers."""
+        if not cfg.is_mla:
+            return None
+        per = cfg.num_attention_heads * ((cfg.qk_nope_head_dim or 128) + (cfg.qk_rope_head_dim or 64)
+                                         + (cfg.v_head_dim or 128))
+        return float(per * sum(1 for c in arch.cache_layers(cfg) if c.kind == "mla"))
+
+    # ---- launch line
+    def scheduler(self, mm: Any, slots: int, kv_unified: bool) -> Any:
+        """mlx_lm.server: --decode-concurrency slots, prefill_step_size per step, --prompt-concurrency prompts."""
+        from ..serve import Scheduler
+
+        rt = _mlx(mm.runtime)
+        return Scheduler("mlx-lm", slots, rt.prefill_step_size, min(rt.prefill_batch_size, slots))
+
+    def launch(self, mm: Any, q: Any, context: int, slots: int, fit: Any) -> Any:
+        from ..recipes import _mlx_lm
+
+        return _mlx_lm(mm, q, context, slots, fit)
+
+    def with_draft(self, r: Any, mm: Any, dm: Any, g: int) -> Any:
+        from ..recipes import _mlx_draft
+
+        return _mlx_draft(r, mm, dm, g)
+
+
+ENGINE = MlxLm()

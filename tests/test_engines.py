@@ -1,0 +1,184 @@
+"""planner/engines: every runtime profile has an engine, the products delegate to theirs, and the core outside
+planner/engines asks the engine instead of comparing runtime names."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from planner import memory as M
+from planner import profiles as P
+from planner import throughput as tp
+from planner.capacity import fit as judge
+from planner.capacity import wired_limit
+from planner.engines import Engine, adapters, by_name, engine_for, engines, llamacpp, mlxlm
+
+ROOT = Path(__file__).resolve().parent.parent
+TABLE = P.ggml_types()
+
+
+def mm(model: str, runtime: str, quant: str | None = None, **kw) -> M.MemoryModel:
+    rt = P.load_runtime(runtime)
+    q = P.load_quant(quant or ("Q4_K_M" if rt.weight_format == "gguf" else "4bit"), rt.weight_format)
+    return M.memory_model(P.load_model(model), rt, q, TABLE, **kw)
+
+
+# --------------------------------------------------------------------------- every runtime has an engine
+def test_every_runtime_profile_maps_to_an_engine():
+    rts = P.all_runtimes()
+    assert {r.id for r in rts} >= {"llama.cpp", "mlx-lm", "ollama", "lmstudio-llama.cpp", "lmstudio-mlx"}
+    for rt in rts:
+        eng = engine_for(rt)
+        assert isinstance(eng, Engine), rt.id
+        # the engine is the runtime's family (a wrapper's: the engine it wraps), whose speed constants it starts from
+        assert eng.name == rt.family == (getattr(rt, "wraps", None) or rt.family), rt.id
+        assert isinstance(eng, type(engines()[eng.name])), rt.id  # an adapter is its engine plus overrides
+
+
+def test_engines_by_kind_and_products_by_id():
+    assert engine_for(P.load_runtime("llama.cpp")) is llamacpp.ENGINE
+    assert engine_for(P.load_runtime("mlx-lm")) is mlxlm.ENGINE
+    assert isinstance(engine_for(P.load_runtime("ollama")), adapters.Ollama)
+    assert isinstance(engine_for(P.load_runtime("lmstudio-llama.cpp")), adapters.LmStudioLlamaCpp)
+    assert isinstance(engine_for(P.load_runtime("lmstudio-mlx")), adapters.LmStudioMlx)
+    # another product on an engine (a user's wrapper profile) gets that engine's rules, not llama-server's extras
+    other = P.load_runtime("ollama").model_copy(update={"id": "my-llama-app"})
+    eng = engine_for(other)
+    assert isinstance(eng, llamacpp.LlamaCpp) and not eng.context_checkpoints
+    lms = P.load_runtime("lmstudio-mlx").model_copy(update={"id": "lmstudio-mlx-beta"})
+    assert isinstance(engine_for(lms), adapters.LmStudioMlx)
+
+
+def test_unknown_engine_name_is_refused():
+    with pytest.raises(ValueError, match="no engine named"):
+        by_name("vllm")
+
+
+# --------------------------------------------------------------------------- adapters delegate
+@pytest.mark.parametrize("model", ["llama-3.1-8b", "gemma-3-12b", "deepseek-coder-v2-lite", "qwen3-next-80b-a3b"])
+@pytest.mark.parametrize(("product", "engine", "kv"), [("ollama", "llama.cpp", "f16"),
+                                                       ("lmstudio-llama.cpp", "llama.cpp", "q8_0"),
+                                                       ("lmstudio-mlx", "mlx-lm", "bf16")])
+def test_product_kv_layout_is_its_engines(model, product, engine, kv):
+    """Same model, same KV type: the product's cache layout (rotating SWA, MLA latent, recurrent state) is the
+    engine's, whatever else its profile changes."""
+    m = P.load_model(model)
+    a = M.kv_layout(m, P.load_runtime(product), kv, TABLE)
+    b = M.kv_layout(m, P.load_runtime(engine), kv, TABLE)
+    assert a == b
+
+
+def test_adapters_override_only_what_differs():
+    for product, base in (("ollama", llamacpp.LlamaCpp), ("lmstudio-llama.cpp", llamacpp.LlamaCpp),
+                          ("lmstudio-mlx", mlxlm.MlxLm), ("mlx-vlm", mlxlm.MlxLm)):
+        eng = engine_for(P.load_runtime(product))
+        own = {k for cls in type(eng).__mro__ if cls is not base and issubclass(cls, base) for k in vars(cls)}
+        own -= {"__module__", "__doc__", "__qualname__", "__firstlineno__", "__static_attributes__"}
+        # memory and step rules are inherited: an adapter overrides the launch line and product facts only
+        assert own <= {"launch", "drafts", "context_checkpoints"}, (product, own)
+
+
+def test_product_launch_lines():
+    o = mm("llama-3.1-8b", "ollama")
+    wl = wired_limit(64, P.load_macos(P.DEFAULT_MACOS))
+    fit = judge(o.total(8192, 1), o.weights.total_bytes, wl, o.runtime)
+    assert o.engine.launch(o, P.load_quant("Q4_K_M"), 8192, 1, fit).server.endswith("ollama serve")
+    s = mm("llama-3.1-8b", "lmstudio-llama.cpp")
+    assert s.engine.launch(s, P.load_quant("Q4_K_M"), 8192, 1, fit).server.startswith("lms load")
+    ll = mm("llama-3.1-8b", "llama.cpp")
+    assert ll.engine.launch(ll, P.load_quant("Q4_K_M"), 8192, 1, fit).server.startswith("llama-server")
+
+
+def test_ollama_takes_no_draft_and_mlx_drafts_serve_one_request():
+    assert not engine_for(P.load_runtime("ollama")).drafts
+    assert engine_for(P.load_runtime("llama.cpp")).drafts
+    assert engine_for(P.load_runtime("mlx-lm")).draft_one_at_a_time
+    assert not engine_for(P.load_runtime("llama.cpp")).draft_one_at_a_time
+
+
+# --------------------------------------------------------------------------- the rules, once
+def test_prefill_chunk_rule():
+    """llama.cpp: the memory model's -ub (the user's --ubatch when given); mlx-lm: prefill_step_size."""
+    ll = mm("llama-3.1-8b", "llama.cpp", n_ubatch=1024)
+    assert ll.engine.prefill_chunk(ll) == 1024
+    mx = mm("llama-3.1-8b", "mlx-lm", n_ubatch=1024)
+    rt = P.load_runtime("mlx-lm")
+    assert mx.engine.prefill_chunk(mx) == rt.prefill_step_size
+    chip = P.resolve_chip("M4 Max", 40)
+    for m in (ll, mx):
+        rf = tp.roofline_for(m, chip, P.load_speed_constants(chip, m.runtime.id), tp.geometry(m), P.all_chips())
+        assert rf.chunk == m.engine.prefill_chunk(m) and rf.runtime_family == m.engine.name
+
+
+def test_prefill_steps_by_hand():
+    # llama.cpp: ceil(P·B / ub); mlx-lm: ceil(B / prefill_batch) · ceil(P / step)
+    assert llamacpp.ENGINE.prefill_steps(3000, 12, 512) == math.ceil(36000 / 512) == 71
+    assert mlxlm.ENGINE.prefill_steps(3000, 12, 2048, 8) == 2 * 2
+    assert engine_for(P.load_runtime("ollama")).prefill_steps(3000, 12, 512) == 71
+
+
+def test_one_slot_with_quantized_mlx_kv():
+    assert mlxlm.ENGINE.max_slots("kv8") == 1 and mlxlm.ENGINE.max_slots("bf16") is None
+    assert llamacpp.ENGINE.max_slots("q4_0") is None
+
+
+def test_kv_spellings():
+    assert llamacpp.ENGINE.kv_alias("q8") == "q8_0" and mlxlm.ENGINE.kv_alias("q8") == "kv8"
+    assert llamacpp.ENGINE.quantized_v_needs_flash("q8_0") and not llamacpp.ENGINE.quantized_v_needs_flash("f16")
+    assert not mlxlm.ENGINE.quantized_v_needs_flash("kv4")
+
+
+# --------------------------------------------------------------------------- no runtime names in the core
+_NAMES = r"""["'](?:llama\.cpp|mlx-lm|mlx-vlm|ollama|lmstudio[\w.-]*)["']"""
+_BRANCH = re.compile(
+    r"(?:family|\.kind|\.id)\s*(?:==|!=|not\s+in|in)\s*[\(\[{]?\s*" + _NAMES  # rt.family == "mlx-lm", id in (...)
+    + r"|\.id\.startswith\(\s*" + _NAMES  # rt.id.startswith("lmstudio")
+    + r"|getattr\([^)]*[\"']kind[\"']")  # getattr(rt, "kind", "") == ...
+
+# branches that stay outside planner/engines, each with why
+ALLOWED = {
+    ("planner/serve.py", 'sched.kind != "mlx-lm"'):
+        "the discrete-event loops of llama-server and mlx_lm.server are the simulator's own; the engine builds the "
+        "Scheduler whose kind picks the loop (Engine.scheduler)",
+    ("planner/setups.py", 'rt.id == "mlx-lm"'):
+        "a product choice, not a rule: with images the plan offers mlx-vlm instead of mlx-lm (both the mlx-lm engine)",
+}
+
+
+def _branches() -> list[tuple[str, str]]:
+    out = []
+    for p in sorted((ROOT / "planner").rglob("*.py")):
+        rel = p.relative_to(ROOT).as_posix()
+        if rel.startswith("planner/engines/"):
+            continue
+        for line in p.read_text(encoding="utf-8").splitlines():
+            code = line.split("#", 1)[0]
+            for m in _BRANCH.finditer(code):
+                out.append((rel, m.group(0), line.strip()))
+    return out
+
+
+def test_the_grep_finds_the_old_branches():
+    """The pattern below would have caught the branches this package replaced."""
+    for old in ('chunk = rt.prefill_chunk if rt.family == "mlx-lm" else mm.n_ubatch',
+                'if runtime.family == "llama.cpp" and lazy > LAZY_MIN_BYTES:',
+                'if rt.family not in ("llama.cpp", "mlx-lm"):',
+                'if rt.id not in ("llama.cpp", "mlx-lm"):',
+                'elif rt.id.startswith("lmstudio"):',
+                'if getattr(rt, "kind", "") == "llama.cpp" and first.kv.state_bytes_per_seq:',
+                'if mm.runtime.id == "ollama":'):
+        assert _BRANCH.search(old), old
+    assert not _BRANCH.search('if rt.family not in engines():')
+
+
+def test_no_runtime_name_branches_outside_engines():
+    found = _branches()
+    unexplained = [f"{rel}: {line}" for rel, hit, line in found
+                   if not any(rel == a and a_hit in line for a, a_hit in ALLOWED)]
+    assert not unexplained, "ask planner.engines.engine_for(runtime) instead:\n" + "\n".join(unexplained)
+    # the allow-list holds only what is still there
+    for rel, hit in ALLOWED:
+        assert any(r == rel and hit in line for r, _, line in found), (rel, hit)
