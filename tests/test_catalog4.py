@@ -59,3 +59,104 @@ def test_qwen38_27b_has_qwen36_27b_text_model_and_hub_total():
 def test_falcon_h1_layout_rounds_to_the_technical_report_size(name, paper_b):
     # Falcon-H1 technical report Table 1 gives two decimals; the planner's count must round to it
     assert round(A.n_params(P.load_model(name).config) / 1e9, 2) == paper_b
+
+
+# --------------------------------------------------------------------------- 2026 architectures (hand-derived)
+def _tiny(model_type, **kw):
+    from sources.hfconfig import from_hf_config
+
+    raw = {"model_type": model_type, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 3,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100, "max_position_embeddings": 512,
+           "tie_word_embeddings": False, **kw}
+    return from_hf_config(raw)
+
+
+def test_apertus_has_a_two_matrix_mlp_and_qk_norms():
+    c = _tiny("apertus", qk_norm=True, mlp_bias=False, attention_bias=False, head_dim=999)
+    h, f, L, H, kv, V = 64, 96, 3, 4, 2, 100
+    hd = h // H  # apertus.py: head_dim = hidden_size / heads, a head_dim key is not read
+    # per layer: q/k/v/o, q_norm + k_norm (hd each), up + down (no gate: xIELU), attention and feed-forward norms
+    per_layer = h * H * hd + 2 * h * kv * hd + H * hd * h + 2 * hd + 2 * h * f + 2 * h
+    assert A.n_params(c) == 2 * V * h + h + L * per_layer
+    assert {cl.kind for cl in A.cache_layers(c)} == {"full"}
+    assert all(cl.k_elems == cl.v_elems == kv * hd for cl in A.cache_layers(c))
+
+
+@pytest.mark.parametrize("key", ["mlp_bias", "attention_bias"])
+def test_apertus_with_biases_is_refused_in_one_line(key):
+    from planner.errors import UnsupportedArchitectureError
+
+    with pytest.raises(UnsupportedArchitectureError, match=f"'apertus' with {key} true"):
+        _tiny("apertus", **{key: True})
+
+
+def test_apertus_8b_reproduces_the_checkpoint_total():
+    # 8,053,338,240 BF16 parameters at revision b946d40 = the planner's tensors + 4 xIELU scalars in each of the
+    # 32 MLPs (alpha_p, alpha_n, beta, eps)
+    c = P.load_model("swiss-ai/Apertus-8B-Instruct-2509").config
+    assert A.n_params(c) + 4 * c.num_hidden_layers == 8_053_338_240
+    # KV bytes per token at f16: 32 layers x 2 (K, V) x 8 heads x 128 x 2 bytes = 128 KiB
+    assert sum(cl.k_elems + cl.v_elems for cl in A.cache_layers(c)) * 2 == 32 * 2 * 8 * 128 * 2 == 131_072
+
+
+def test_hunyuan_dense_is_llama_with_qk_norms():
+    h, f, L, H, kv, V, hd = 64, 96, 3, 4, 2, 100, 16
+    llama = h * H * hd + 2 * h * kv * hd + H * hd * h + 3 * h * f + 2 * h
+    c = _tiny("hunyuan_v1_dense", use_qk_norm=True)
+    assert A.n_params(c) == 2 * V * h + h + L * (llama + 2 * hd)
+    plain = _tiny("hunyuan_v1_dense", use_qk_norm=False)
+    assert plain.model_type == "llama" and A.n_params(plain) == 2 * V * h + h + L * llama
+
+
+@pytest.mark.parametrize("key", ["attention_bias", "use_cla"])
+def test_hunyuan_dense_o_bias_and_cross_layer_kv_are_refused(key):
+    from planner.errors import UnsupportedArchitectureError
+
+    with pytest.raises(UnsupportedArchitectureError, match=f"with {key} true"):
+        _tiny("hunyuan_v1_dense", **{key: True})
+
+
+ERNIE = dict(moe_num_experts=8, moe_k=2, moe_intermediate_size=32, moe_num_shared_experts=2, moe_layer_start_index=1,
+             tie_word_embeddings=True)
+
+
+def test_ernie45_moe_dense_lead_routed_and_shared_experts():
+    c = _tiny("ernie4_5_moe", **ERNIE)
+    assert [c.is_moe_layer(i) for i in range(3)] == [False, True, True]
+    h, f, V, H, kv, hd, E, fe = 64, 96, 100, 4, 2, 16, 8, 32
+    attn = h * H * hd + 2 * h * kv * hd + H * hd * h + 2 * h
+    dense = 3 * h * f
+    # mlx_lm ernie4_5_moe.py: router h x E (no bias), E SwiGLU experts of moe_intermediate_size, one shared SwiGLU of
+    # moe_num_shared_experts x moe_intermediate_size
+    moe = h * E + E * 3 * h * fe + 3 * h * (2 * fe)
+    assert A.n_params(c) == V * h + h + 3 * attn + dense + 2 * moe  # tied head
+    # per token: the tied head, attention, the dense layer, 2 of 8 experts + the shared MLP + the router
+    assert A.active_params(c) == V * h + h + 3 * attn + dense + 2 * (h * E + 2 * 3 * h * fe + 3 * h * 2 * fe)
+
+
+def test_ernie45_moe_end_index_leaves_the_last_layers_dense():
+    c = _tiny("ernie4_5_moe", **ERNIE, moe_layer_end_index=1)
+    assert [c.is_moe_layer(i) for i in range(3)] == [False, True, False]
+    assert _tiny("ernie4_5_moe", **ERNIE, moe_layer_end_index=-1).mlp_only_layers is None  # -1: the last layer
+
+
+@pytest.mark.parametrize("kw, match", [({"moe_layer_interval": 2}, "moe_layer_interval 2"),
+                                       ({"use_bias": True}, "use_bias true")])
+def test_ernie45_moe_unmodelled_variants_are_refused(kw, match):
+    from planner.errors import UnsupportedArchitectureError
+
+    with pytest.raises(UnsupportedArchitectureError, match=match):
+        _tiny("ernie4_5_moe", **ERNIE, **kw)
+
+
+def test_exaone4_5_text_is_exaone4():
+    from sources.hfconfig import from_hf_config
+
+    text = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 8, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 100, "sliding_window": 8,
+            "sliding_window_pattern": "LLLG", "max_position_embeddings": 256}
+    vlm = {"model_type": "exaone4_5", "tie_word_embeddings": False, "vision_config": {"depth": 2},
+           "text_config": {**text, "model_type": "exaone4_5_text"}}
+    c = from_hf_config(vlm)
+    assert c == from_hf_config({**text, "model_type": "exaone4", "tie_word_embeddings": False})
+    assert [cl.kind for cl in A.cache_layers(c)] == ["sliding"] * 3 + ["full"] + ["sliding"] * 3 + ["full"]
