@@ -160,3 +160,28 @@ def test_exaone4_5_text_is_exaone4():
     c = from_hf_config(vlm)
     assert c == from_hf_config({**text, "model_type": "exaone4", "tie_word_embeddings": False})
     assert [cl.kind for cl in A.cache_layers(c)] == ["sliding"] * 3 + ["full"] + ["sliding"] * 3 + ["full"]
+
+
+def test_exaone45_33b_text_is_exaone40_32b_with_the_larger_vocabulary():
+    e45, e40 = P.load_model("LGAI-EXAONE/EXAONE-4.5-33B").config, P.load_model("LGAI-EXAONE/EXAONE-4.0-32B").config
+    # same trunk; embedding and untied head grow by (153,600 - 102,400) rows of 5120; context 131,072 -> 262,144
+    assert A.n_params(e45) - A.n_params(e40) == 2 * (153_600 - 102_400) * 5120
+    assert [cl.kind for cl in A.cache_layers(e45)] == [cl.kind for cl in A.cache_layers(e40)]
+    assert e45.max_position_embeddings == 262_144
+
+
+def test_exaone45_vision_tower_from_its_config():
+    # transformers modular_exaone4_5.py: Qwen2.5-VL vision blocks with GQA qkv (32 query, 8 KV heads of 64)
+    h, inter, depth, out, q, kv = 2048, 5120, 28, 5120, 2048, 8 * 64
+    block = 2 * h + h * (q + 2 * kv) + (q + 2 * kv) + h * h + h + 2 * h * inter + 2 * inter + inter * h + h
+    hm = 4 * h
+    tower = 3 * 2 * 14 * 14 * h + depth * block + h + hm * hm + hm + hm * out + out
+    assert P.load_model("LGAI-EXAONE/EXAONE-4.5-33B").vision_params_b == pytest.approx(tower / 1e9, abs=5e-4)
+
+
+def test_ernie45_21b_a3b_layout():
+    c = P.load_model("baidu/ERNIE-4.5-21B-A3B-PT").config
+    assert sum(c.is_moe_layer(i) for i in range(c.num_hidden_layers)) == 27 and not c.is_moe_layer(0)
+    assert c.shared_ffn == 2 * 1536 and c.head_dim == 2560 // 20
+    # KV per token at f16: 28 layers x 2 x 4 heads x 128 x 2 bytes = 56 KiB
+    assert sum(cl.k_elems + cl.v_elems for cl in A.cache_layers(c)) * 2 == 57_344
