@@ -1,7 +1,8 @@
 """The 2026 families laid out on the Llama attention path (apertus, hunyuan_v1_dense, ernie4_5_moe; exaone4_5_text
 read as exaone4) against mlx-lm: its own Model class built from a tiny config has the planner's parameter count
 (plus the few scalars the planner leaves out, named per family) and the K/V bytes per cached token of the caches it
-makes equal the planner's KV layout."""
+makes equal the planner's KV layout. Against the vendored llama.cpp: a GGUF written from the planner's tensor list
+under the runtime's architecture name loads, and the KV bytes and cells it logs equal the planner's."""
 
 from __future__ import annotations
 
@@ -14,8 +15,6 @@ from planner import memory as M
 from planner import profiles as P
 from sources import make_profile
 from sources.hfconfig import from_hf_config
-
-pytestmark = pytest.mark.requires_mlx
 
 BASE = {"hidden_size": 64, "num_hidden_layers": 3, "intermediate_size": 96, "num_attention_heads": 4,
         "num_key_value_heads": 2, "vocab_size": 1000, "rms_norm_eps": 1e-5, "rope_theta": 10000.0,
@@ -50,6 +49,7 @@ def _mlx_counts(model_type: str, raw: dict):
     return n, per
 
 
+@pytest.mark.requires_mlx
 @pytest.mark.parametrize("model_type", sorted(RAW))
 def test_mlx_params_and_kv_bytes(model_type):
     raw = {**RAW[model_type], "model_type": model_type}
@@ -61,6 +61,7 @@ def test_mlx_params_and_kv_bytes(model_type):
     assert M.kv_layout(prof, rt, "bf16", P.ggml_types()).bytes_per_token == per
 
 
+@pytest.mark.requires_mlx
 def test_mlx_exaone4_5_text_is_exaone4():
     # EXAONE 4.5's text_config (model_type exaone4_5_text) is run by mlx-lm's exaone4.py after the transformers
     # rename; every layer global here (no sliding_window_pattern): one KVCache per layer
@@ -76,3 +77,78 @@ def test_mlx_exaone4_5_text_is_exaone4():
     rt = P.load_runtime("mlx-lm").model_copy(update={"activation_bytes": 4})
     prof = make_profile(cfg, id_="t", name="t", source_url="test")
     assert M.kv_layout(prof, rt, "bf16", P.ggml_types()).bytes_per_token == per
+
+
+# --------------------------------------------------------------------------- llama.cpp
+# GGUF architecture names (src/llama-arch.cpp LLM_ARCH_NAMES); the planner's tensor short names are llama.cpp's
+GGUF_ARCH = {"apertus": "apertus", "hunyuan_v1_dense": "hunyuan-dense", "ernie4_5_moe": "ernie4_5-moe"}
+
+
+def _write_gguf(path, cfg, model_type, hf_tok_dir):
+    import gguf
+    import numpy as np
+
+    from calibration.tinymodels import add_gguf_vocab
+
+    a = GGUF_ARCH[model_type]
+    n = cfg.num_hidden_layers
+    w = gguf.GGUFWriter(str(path), a)
+    w.add_uint32(f"{a}.context_length", cfg.max_position_embeddings)
+    w.add_uint32(f"{a}.embedding_length", cfg.hidden_size)
+    w.add_uint32(f"{a}.block_count", n)
+    w.add_uint32(f"{a}.feed_forward_length", cfg.intermediate_size)
+    w.add_uint32(f"{a}.attention.head_count", cfg.num_attention_heads)
+    w.add_uint32(f"{a}.attention.head_count_kv", cfg.num_key_value_heads)
+    w.add_uint32(f"{a}.attention.key_length", cfg.head_dim)
+    w.add_uint32(f"{a}.attention.value_length", cfg.head_dim)
+    w.add_float32(f"{a}.attention.layer_norm_rms_epsilon", 1e-5)
+    w.add_uint32(f"{a}.rope.dimension_count", cfg.head_dim)
+    w.add_float32(f"{a}.rope.freq_base", 1e4)
+    w.add_uint32(f"{a}.vocab_size", cfg.vocab_size)
+    if model_type == "apertus":  # src/models/apertus.cpp: per-layer xIELU scalars (conversion/apertus.py)
+        for k, v in (("alpha_n", 0.3), ("alpha_p", 0.8), ("beta", 0.5), ("eps", -1e-6)):
+            w.add_array(f"xielu.{k}", [v] * n)
+    if model_type == "ernie4_5_moe":  # src/models/ernie4-5.cpp load_arch_hparams
+        w.add_uint32(f"{a}.expert_count", cfg.n_experts)
+        w.add_uint32(f"{a}.expert_used_count", cfg.num_experts_per_tok)
+        w.add_uint32(f"{a}.expert_feed_forward_length", cfg.moe_intermediate_size)
+        w.add_uint32(f"{a}.expert_shared_feed_forward_length", cfg.shared_ffn)
+        w.add_uint32(f"{a}.interleave_moe_layer_step", 1)
+        w.add_uint32(f"{a}.leading_dense_block_count", cfg.first_k_dense_replace)
+    add_gguf_vocab(w, hf_tok_dir)
+    rng = np.random.default_rng(0)
+    for t in arch.tensors(cfg):
+        name = f"{t.name}.weight" if t.layer is None else f"blk.{t.layer}.{t.name}.weight"
+        shape = (t.ne1, t.ne0) if t.n == 1 else (t.n, t.ne1, t.ne0)
+        if t.ne1 == 1 and t.n == 1:
+            shape = (t.ne0,)
+        w.add_tensor(name, (rng.standard_normal(shape) * 0.02).astype(np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+@pytest.mark.requires_llama_cpp
+@pytest.mark.parametrize("model_type", sorted(GGUF_ARCH))
+@pytest.mark.parametrize(("n_ctx", "n_seq"), [(512, 1), (2048, 2)])
+def test_llama_cpp_loads_the_planned_tensors_and_allocates_the_planned_kv(xc_root, xc_hf, model_type, n_ctx, n_seq):
+    # llama.cpp refuses a GGUF whose tensor count or shapes differ from what its loader creates, so loading proves
+    # the planner's tensor list (q/k norms, the missing ffn_gate, the MoE/shared split); the KV it logs is compared
+    pytest.importorskip("gguf")
+    from planner.units import MiB
+
+    from .test_crosscheck_attention import _llama_kv
+
+    raw = {**RAW[model_type], "model_type": model_type, "vocab_size": 1024}  # the tiny tokenizer's vocabulary
+    cfg = from_hf_config(raw)
+    path = xc_root / f"tiny-{model_type}.gguf"
+    if not path.exists():
+        _write_gguf(path, cfg, model_type, xc_hf)
+    mib, cells, _ = _llama_kv(path, n_ctx, n_seq, False)
+    rt = P.load_runtime("llama.cpp")
+    prof = make_profile(cfg, id_="t", name="t", source_url="test")
+    mm = M.memory_model(prof, rt, P.load_quant("F16", "gguf"), P.ggml_types(), flash_attn=True, kv_unified=False)
+    est = mm.estimate(n_ctx // n_seq, n_seq)
+    assert est.kv_cells == cells * n_seq
+    assert est.kv_cache / MiB == pytest.approx(mib, abs=0.006)
