@@ -152,3 +152,33 @@ def test_llama_cpp_loads_the_planned_tensors_and_allocates_the_planned_kv(xc_roo
     est = mm.estimate(n_ctx // n_seq, n_seq)
     assert est.kv_cells == cells * n_seq
     assert est.kv_cache / MiB == pytest.approx(mib, abs=0.006)
+
+
+@pytest.mark.requires_llama_cpp
+@pytest.mark.parametrize("model_type", sorted(GGUF_ARCH))
+@pytest.mark.parametrize("preset", ["Q4_K_M", "Q3_K_M", "Q6_K", "Q2_K", "Q8_0"])
+def test_llama_quantize_file_bytes(xc_root, xc_hf, model_type, preset):
+    # rows of 256 so the k-quants apply; llama-quantize's per-tensor type rules (llama_tensor_get_type: attn_v /
+    # ffn_down counters, which count ffn_down once per layer whether or not there is an ffn_gate) against the planner
+    pytest.importorskip("gguf")
+    import shutil
+
+    from gguf import GGUFReader
+
+    if not shutil.which("llama-quantize"):
+        from .conftest import llama_cpp_or_skip
+        llama_cpp_or_skip()
+    from calibration.tinymodels import quantize_gguf
+
+    wide = {"hidden_size": 256, "intermediate_size": 768, "num_hidden_layers": 4, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "vocab_size": 1024}
+    if model_type == "ernie4_5_moe":
+        wide["moe_intermediate_size"] = 256
+    cfg = from_hf_config({**RAW[model_type], **wide, "model_type": model_type})
+    src = xc_root / f"wide-{model_type}.gguf"
+    if not src.exists():
+        _write_gguf(src, cfg, model_type, xc_hf)
+    out = quantize_gguf(src, xc_root / f"wide-{model_type}-{preset}.gguf", preset)
+    prof = make_profile(cfg, id_="t", name="t", source_url="test")
+    planned = M.gguf_weights(prof, P.load_quant(preset, "gguf"), P.ggml_types()).total_bytes
+    assert planned == sum(int(t.n_bytes) for t in GGUFReader(str(out)).tensors)
