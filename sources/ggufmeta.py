@@ -560,6 +560,8 @@ def _recurrent_keys(arch: str, kv: dict, g, d: dict, source: str, notes: list[st
         d["moe_shared_expert_intermediate_size"] = sh
         d["n_shared_experts"] = g("expert_shared_count") or (1 if sh else None)
         d.pop("shared_expert_intermediate_size", None)
+        if g("moe_latent_size"):  # Nemotron 3 Super (conversion/nemotron.py add_moe_latent_size)
+            d["moe_latent_size"] = g("moe_latent_size")
 
 
 # --------------------------------------------------------------------------- tensors -> exact weights

@@ -356,7 +356,7 @@ def _mamba2_blocks(d: dict[str, Any], mt: str, source: str) -> None:
     d.pop("layer_types", None)
     if mt == "granitemoehybrid":
         _mamba_keys(d)
-    if d.get("moe_latent_size"):
+    if d.get("moe_latent_size") and mt != "nemotron_h":
         raise UnsupportedArchitectureError(f"{source}: model_type {mt!r} with moe_latent_size (latent expert "
                                            "projections, Nemotron 3 Super) is not supported yet")
 

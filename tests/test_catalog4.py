@@ -185,3 +185,32 @@ def test_ernie45_21b_a3b_layout():
     assert c.shared_ffn == 2 * 1536 and c.head_dim == 2560 // 20
     # KV per token at f16: 28 layers x 2 x 4 heads x 128 x 2 bytes = 56 KiB
     assert sum(cl.k_elems + cl.v_elems for cl in A.cache_layers(c)) * 2 == 57_344
+
+
+def test_nemotron3_super_latent_moe_reproduces_the_bf16_headers():
+    # BF16 tensors in the checkpoint headers 123,611,012,096, of which the MTP block holds 2,942,324,736; the 40 trunk
+    # MoE layers' F32 score-correction biases (512 each, llama.cpp exp_probs_b) are in the planner's count
+    c = P.load_model("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16").config
+    moe = [i for i, b in enumerate(c.layers_block_type) if b == "moe"]
+    assert len(moe) == 40 and c.moe_latent_size == 1024
+    assert A.n_params(c) == 123_611_012_096 - 2_942_324_736 + 40 * 512
+    # the latent projections (h -> 1024 -> h) replace h with 1024 in every routed expert: per MoE layer
+    # 512 x 2 x 2688 x (4096 - 1024) elements fewer, 2 x 4096 x 1024 more
+    lt = {t.name: t for t in A.tensors(c) if t.layer == moe[0]}
+    assert (lt["ffn_up_exps"].ne0, lt["ffn_down_exps"].ne1) == (1024, 1024)
+    assert lt["ffn_latent_down"].n_elements == lt["ffn_latent_up"].n_elements == 4096 * 1024
+    assert lt["ffn_up_shexp"].ne0 == 4096  # the shared expert stays at the model width
+
+
+def test_latent_moe_on_a_tiny_nemotron():
+    from sources.hfconfig import from_hf_config
+
+    raw = {"model_type": "nemotron_h", "vocab_size": 100, "hidden_size": 64, "intermediate_size": 96,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "mamba_num_heads": 4,
+           "mamba_head_dim": 16, "ssm_state_size": 16, "conv_kernel": 4, "n_groups": 2, "hybrid_override_pattern": "E",
+           "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "tie_word_embeddings": True}
+    plain, latent = from_hf_config(raw), from_hf_config({**raw, "moe_latent_size": 8})
+    # experts 4 x 2 x 32 x 64 -> 4 x 2 x 32 x 8, plus down 64x8 and up 8x64
+    assert A.n_params(plain) - A.n_params(latent) == 4 * 2 * 32 * (64 - 8) - 2 * 64 * 8
+    # active: 2 of 4 experts at the latent width, both projections
+    assert A.active_params(plain) - A.active_params(latent) == 2 * 2 * 32 * (64 - 8) - 2 * 64 * 8
