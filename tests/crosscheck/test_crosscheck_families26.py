@@ -146,6 +146,13 @@ def test_llama_cpp_loads_the_planned_tensors_and_allocates_the_planned_kv(xc_roo
     if not path.exists():
         _write_gguf(path, cfg, model_type, xc_hf)
     mib, cells, _ = _llama_kv(path, n_ctx, n_seq, False)
+    from sources.ggufmeta import config_from_gguf, read_header
+
+    with open(path, "rb") as f:  # the planner's GGUF reader gives back the same layout
+        kv, ts = read_header(f, str(path))
+    back, _ = config_from_gguf(kv, ts, str(path))
+    assert back.model_type == model_type
+    assert arch.tensors(back) == arch.tensors(cfg) and arch.cache_layers(back) == arch.cache_layers(cfg)
     rt = P.load_runtime("llama.cpp")
     prof = make_profile(cfg, id_="t", name="t", source_url="test")
     mm = M.memory_model(prof, rt, P.load_quant("F16", "gguf"), P.ggml_types(), flash_attn=True, kv_unified=False)
