@@ -40,6 +40,17 @@ SUPPORTED |= _GEMMA4 | {"glm4_moe_lite", "deepseek_v32", "glm_moe_dsa"}  # MLA v
 SUPPORTED |= {"ministral3", "olmo3"}
 # recurrent / linear-attention hybrids (Qwen3.5 gated delta net, Mamba-2, short conv): planner/hybrid.py
 SUPPORTED |= hybrid.MODEL_TYPES
+# 2026 families on the Llama attention layout (keys mapped in sources/hfconfig.py):
+# - Apertus: per-head q/k RMSNorm and a non-gated xIELU MLP (up_proj, down_proj only): mlx_lm/models/apertus.py
+#   (ApertusMLP, q_norm/k_norm), llama.cpp src/models/apertus.cpp (ffn_up/ffn_down, attn_q_norm/attn_k_norm; the
+#   xIELU alpha/beta/eps are GGUF scalars, mlx-lm keeps them as 4 scalar arrays per layer, neither counted here)
+# - Hunyuan dense (hunyuan_v1_dense): Llama tensors + per-head q/k RMSNorm: mlx_lm/models/hunyuan_v1_dense.py
+#   (query_layernorm/key_layernorm), llama.cpp src/models/hunyuan-vl.cpp (attn_q_norm/attn_k_norm, required)
+# - ERNIE 4.5 MoE: Llama attention, dense leading layer(s), softmax-routed experts + one shared MLP of
+#   moe_num_shared_experts x moe_intermediate_size: mlx_lm/models/ernie4_5_moe.py, llama.cpp src/models/ernie4-5.cpp
+SUPPORTED |= {"apertus", "hunyuan_v1_dense", "ernie4_5_moe"}
+QK_NORM_TYPES = {"apertus", "hunyuan_v1_dense"}  # attn_q_norm / attn_k_norm of head_dim per layer
+NON_GATED_FFN = {"apertus"}  # ffn_up + ffn_down, no ffn_gate
 
 
 @dataclass(frozen=True)
@@ -146,6 +157,9 @@ def _attention(cfg: ModelConfig, i: int) -> list[Tensor]:
         # o_proj bias and per-head attention sinks (llama.cpp src/models/openai-moe.cpp wo_b, attn_sinks; mlx_lm gpt_oss.py)
         out += [Tensor("attn_output_bias", i, h, 1, group="norm", quantizable=False),
                 Tensor("attn_sinks", i, H, 1, group="norm", quantizable=False)]
+    if cfg.model_type in QK_NORM_TYPES:
+        out += [Tensor("attn_q_norm", i, hd, 1, group="norm", quantizable=False),
+                Tensor("attn_k_norm", i, hd, 1, group="norm", quantizable=False)]
     return out
 
 
@@ -175,6 +189,8 @@ def _ffn(cfg: ModelConfig, i: int) -> list[Tensor]:
             ]
         return out
     f = cfg.dense_ffn
+    if cfg.model_type in NON_GATED_FFN:
+        return [Tensor("ffn_up", i, h, f, group="ffn"), Tensor("ffn_down", i, f, h, group="ffn")]
     return [
         Tensor("ffn_gate", i, h, f, group="ffn"),
         Tensor("ffn_up", i, h, f, group="ffn"),

@@ -210,12 +210,18 @@ def _nemotron_layer(cfg: ModelConfig, i: int, kind: str) -> list:
         f = cfg.intermediate_size
         return out + [Tensor("ffn_up", i, h, f, group="ffn"), Tensor("ffn_down", i, f, h, group="ffn")]
     E, fe = cfg.n_experts, cfg.expert_ffn
+    # latent MoE (Nemotron 3 Super): the router reads h, the experts run at moe_latent_size between two dense
+    # projections every token passes (llama.cpp nemotron-h.cpp ffn_latent_down {n_embd, moe_n_embd}, ffn_latent_up
+    # {moe_n_embd, n_embd}, experts {moe_n_embd, n_ff_exp}; mlx_lm nemotron_h.py fc1/fc2_latent_proj, SwitchMLP)
+    lat = cfg.moe_latent_size or h
     # the router is a bare (E, h) array in mlx-lm (nemotron_h.py MoEGate.weight), not a Linear: never quantized, so
     # it stays in the activation dtype like a norm (group "norm"); llama-quant.cpp keeps ffn_gate_inp unquantized too
     out += [Tensor("ffn_gate_inp", i, h, E, group="norm", quantizable=False),
             Tensor("exp_probs_b", i, E, 1, group="norm", quantizable=False),
-            Tensor("ffn_up_exps", i, h, fe, E, group="experts"),
-            Tensor("ffn_down_exps", i, fe, h, E, group="experts")]
+            Tensor("ffn_up_exps", i, lat, fe, E, group="experts"),
+            Tensor("ffn_down_exps", i, fe, lat, E, group="experts")]
+    if cfg.moe_latent_size:
+        out += [Tensor("ffn_latent_down", i, h, lat, group="ffn"), Tensor("ffn_latent_up", i, lat, h, group="ffn")]
     fs = cfg.moe_shared_expert_intermediate_size or 0
     if cfg.n_shared_experts and fs:
         out += [Tensor("ffn_up_shexp", i, h, fs, group="shared_experts"),

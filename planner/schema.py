@@ -488,6 +488,9 @@ class ModelConfig(BaseModel):
     mamba_rms_norm: bool = True  # Falcon-H1 writes false: no gated norm before out_proj (the others always have one)
     use_conv_bias: bool = True
     moe_shared_expert_intermediate_size: int | None = Field(None, gt=0, le=MAX_DIM)
+    # Nemotron 3 Super latent MoE: routed experts run at this width between ffn_latent_down / ffn_latent_up
+    # (mlx_lm nemotron_h.py fc1/fc2_latent_proj, llama.cpp src/models/nemotron-h.cpp moe_n_embd)
+    moe_latent_size: int | None = Field(None, gt=0, le=MAX_DIM)
     # LFM2 short convolution (conv_L_cache taps, depthwise over hidden_size) and LFM2-MoE's expert bias
     conv_L_cache: int | None = Field(None, gt=0, le=MAX_DIM)
     conv_bias: bool = False

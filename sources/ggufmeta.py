@@ -55,6 +55,9 @@ ARCH_TO_MODEL_TYPE = {
     **hybrid.GGUF_ARCHS,  # recurrent hybrids (planner/hybrid.py), read by _recurrent_keys below
 }
 ARCH_TO_MODEL_TYPE.update(gguf_attention.ARCHS)  # --- Gemma 4, DSA indexer, MLA variants, encoders
+# 2026 families on the Llama attention path (planner/architecture.py): llama.cpp src/models/apertus.cpp,
+# hunyuan-dense.cpp (hunyuan-vl.cpp tensors), ernie4-5.cpp (LLM_ARCH_ERNIE4_5_MOE)
+ARCH_TO_MODEL_TYPE.update({"apertus": "apertus", "hunyuan-dense": "hunyuan_v1_dense", "ernie4_5-moe": "ernie4_5_moe"})
 # recurrent / state-space architectures we refuse explicitly
 SSM_ARCHS = {"mamba", "mamba2", "jamba", "falcon-h1", "plamo2", "lfm2", "lfm2moe", "kimi-linear", "rwkv6",
              "rwkv7", "arwkv7", "rwkv6qwen2"} - set(hybrid.GGUF_ARCHS)
@@ -397,6 +400,8 @@ def config_from_gguf(kv: dict, tensors: list[TensorInfo], source: str) -> tuple[
             sh = g("expert_shared_feed_forward_length")
             if sh:
                 d["shared_expert_intermediate_size"] = sh
+            if mt == "ernie4_5_moe":  # ernie4-5.cpp: layers below leading_dense_block_count keep a dense FFN
+                d["first_k_dense_replace"] = g("leading_dense_block_count") or 0
     d["intermediate_size"] = ffn or d.get("moe_intermediate_size")
     kl, vl = g("attention.key_length"), g("attention.value_length")
     if kl and mt not in ("deepseek_v3", "kimi_linear"):  # MLA: key_length is the latent + rope
@@ -560,6 +565,8 @@ def _recurrent_keys(arch: str, kv: dict, g, d: dict, source: str, notes: list[st
         d["moe_shared_expert_intermediate_size"] = sh
         d["n_shared_experts"] = g("expert_shared_count") or (1 if sh else None)
         d.pop("shared_expert_intermediate_size", None)
+        if g("moe_latent_size"):  # Nemotron 3 Super (conversion/nemotron.py add_moe_latent_size)
+            d["moe_latent_size"] = g("moe_latent_size")
 
 
 # --------------------------------------------------------------------------- tensors -> exact weights

@@ -45,6 +45,11 @@ VLM_FLAT_TYPES = {"qwen2_vl": "qwen2", "qwen2_5_vl": "qwen2"}
 # Qwen3-VL's decoders are Qwen3 / Qwen3-MoE with interleaved M-RoPE and DeepStack features added to the hidden
 # states (positions and activations, no extra weights): transformers modeling_qwen3_vl.py / modeling_qwen3_vl_moe.py
 TEXT_TYPES = {"llama4_text": "llama4", "qwen3_vl_text": "qwen3", "qwen3_vl_moe_text": "qwen3_moe",
+              # EXAONE 4.5's text model is EXAONE 4.0's: transformers configuration_exaone4_5.py renames
+              # text_config model_type exaone4_5_text to exaone4 ('first released with the text model type as
+              # exaone4_5_text'); llama.cpp conversion/exaone.py Exaone4_5_TextModel(Exaone4Model) 'Tensors match
+              # EXAONE4', its MTP block loaded as a skipped nextn layer (src/models/exaone4.cpp TENSOR_SKIP)
+              "exaone4_5_text": "exaone4",
               **hybrid.TEXT_TYPES}  # recurrent hybrids: Qwen3.5 qwen3_5_text / qwen3_5_moe_text (planner/hybrid.py)
 # key spellings of configs written before the transformers names settled (EXAONE 3.x configuration_exaone.py)
 KEY_ALIASES = {"num_layers": "num_hidden_layers"}
@@ -89,6 +94,68 @@ def _exaone4(d: dict[str, Any], source: str) -> None:
     d["model_type"] = "olmo3"
 
 
+def _refuse_true(d: dict[str, Any], source: str, keys: tuple[str, ...], why: str) -> None:
+    for k in keys:
+        if d.get(k):
+            raise UnsupportedArchitectureError(
+                f"{source}: model_type {d.get('model_type')!r} with {k} true is not supported yet: {why}")
+
+
+def _apertus(d: dict[str, Any], source: str) -> None:
+    """Apertus (mlx_lm/models/apertus.py): q/k/v/o without bias whatever attention_bias says, up/down with bias iff
+    mlp_bias, head_dim = hidden_size / num_attention_heads; q/k norms always present (llama.cpp apertus.cpp loads
+    them as required tensors). Only the bias-free form is laid out."""
+    _refuse_true(d, source, ("mlp_bias", "attention_bias"), "only the bias-free Apertus layout is modelled")
+    h, n = d.get("hidden_size"), d.get("num_attention_heads")
+    if isinstance(h, int) and isinstance(n, int) and n > 0:
+        d["head_dim"] = h // n  # apertus.py ignores a head_dim key
+
+
+def _hunyuan_dense(d: dict[str, Any], source: str) -> None:
+    """Hunyuan dense (mlx_lm/models/hunyuan_v1_dense.py): attention_bias puts a bias on q/k/v AND o_proj, which the
+    Llama layout does not model; use_cla (cross-layer KV sharing) is ignored by mlx-lm and llama.cpp alike, so a
+    config asking for it is refused rather than planned with a cache neither runtime would build. Without
+    use_qk_norm the tensors are plain Llama ones."""
+    _refuse_true(d, source, ("attention_bias", "mlp_bias", "use_cla"),
+                 "o_proj biases and cross-layer KV sharing are not modelled")
+    if d.get("use_qk_norm") is False:
+        d["model_type"] = "llama"
+
+
+def _ernie45_moe(d: dict[str, Any], source: str) -> None:
+    """ERNIE 4.5 MoE keys -> the planner's MoE fields (transformers configuration_ernie4_5_moe.py defaults:
+    moe_k 6, moe_layer_start_index 1, moe_layer_end_index -1 = last layer, moe_layer_interval 1, tie true;
+    mlx_lm/models/ernie4_5_moe.py: layer i is MoE iff (i + 1) % interval == 0 and start <= i <= end, shared MLP
+    width moe_num_shared_experts x moe_intermediate_size, no router bias in the model (e_score_correction_bias and
+    the mtp_* tensors are dropped by sanitize))."""
+    _refuse_true(d, source, ("use_bias",), "q/k/v/o and MLP biases are not modelled")
+    n = d.get("num_hidden_layers")
+    start = 1 if d.get("moe_layer_start_index") is None else d["moe_layer_start_index"]
+    end = d.get("moe_layer_end_index")
+    step = 1 if d.get("moe_layer_interval") is None else d["moe_layer_interval"]
+    for k, v in (("moe_layer_start_index", start), ("moe_layer_interval", step)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise UnsupportedArchitectureError(
+                f"{source}: model_type 'ernie4_5_moe' with {k} {v!r} is not supported yet: only one integer is modelled")
+    if step != 1:
+        raise UnsupportedArchitectureError(
+            f"{source}: model_type 'ernie4_5_moe' with moe_layer_interval {step} is not supported yet: "
+            "only every layer from moe_layer_start_index on is modelled")
+    if "moe_num_experts" in d:
+        d.setdefault("num_experts", d["moe_num_experts"])
+    d.setdefault("num_experts_per_tok", d.get("moe_k", 6))
+    if d.get("moe_num_shared_experts"):
+        d.setdefault("n_shared_experts", d["moe_num_shared_experts"])
+    d.setdefault("tie_word_embeddings", True)
+    d["first_k_dense_replace"] = start
+    if end is not None and end != -1 and isinstance(n, int):
+        if not isinstance(end, int) or isinstance(end, bool) or end < start:
+            raise SourceError(f"{source}: moe_layer_end_index {end!r} is not a layer index after "
+                              "moe_layer_start_index; fix or re-download config.json")
+        n = check_layers(n, source)
+        d["mlp_only_layers"] = list(range(end + 1, n))
+
+
 def swa_layer_types(n_layers: int, pattern: int, first_sliding: bool = True) -> list[str]:
     """llama.cpp llama_hparams::set_swa_pattern(n): layer il is SWA iff il % n < n - 1 (n=6: 5 local + 1 global)."""
     return ["sliding_attention" if il % pattern < pattern - 1 else "full_attention" for il in range(n_layers)]
@@ -123,6 +190,12 @@ def from_hf_config(raw: dict, source: str = "config.json") -> ModelConfig:
         _seed_oss(d, source)
     if d.get("model_type") == "exaone4":
         _exaone4(d, source)
+    if d.get("model_type") == "apertus":
+        _apertus(d, source)
+    if d.get("model_type") == "hunyuan_v1_dense":
+        _hunyuan_dense(d, source)
+    if d.get("model_type") == "ernie4_5_moe":
+        _ernie45_moe(d, source)
     for src, dst in KEY_ALIASES.items():
         if dst not in d and src in d:
             d[dst] = d[src]
@@ -283,7 +356,7 @@ def _mamba2_blocks(d: dict[str, Any], mt: str, source: str) -> None:
     d.pop("layer_types", None)
     if mt == "granitemoehybrid":
         _mamba_keys(d)
-    if d.get("moe_latent_size"):
+    if d.get("moe_latent_size") and mt != "nemotron_h":
         raise UnsupportedArchitectureError(f"{source}: model_type {mt!r} with moe_latent_size (latent expert "
                                            "projections, Nemotron 3 Super) is not supported yet")
 

@@ -133,6 +133,8 @@ def metadata(cfg: ModelConfig, gguf_arch: str) -> dict:
                    "expert_feed_forward_length": cfg.expert_ffn, "expert_shared_count": cfg.n_shared_experts or 0,
                    "expert_shared_feed_forward_length": cfg.moe_shared_expert_intermediate_size or 0,
                    "expert_weights_norm": True, "expert_weights_scale": 1.0})
+        if cfg.moe_latent_size:  # Nemotron 3 Super: conversion/nemotron.py add_moe_latent_size
+            kv["moe_latent_size"] = cfg.moe_latent_size
     return kv
 
 

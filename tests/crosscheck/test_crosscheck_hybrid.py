@@ -99,6 +99,8 @@ NEMOTRON_H = {
     "num_experts_per_tok": 2, "n_group": 1, "topk_group": 1, "norm_topk_prob": True, "routed_scaling_factor": 1.0,
     "tie_word_embeddings": False,
 }
+# Nemotron 3 Super's latent MoE: experts at moe_latent_size between ffn_latent_down / ffn_latent_up
+NEMOTRON_LATENT = dict(NEMOTRON_H, moe_latent_size=32)
 # tiny Granite 4.0-H (granitemoehybrid): Mamba-2 + attention mixers, routed SwiGLU experts + shared MLP every layer;
 # d_inner = 4 x 32 = 2 x hidden, which llama.cpp granite-hybrid.cpp asserts
 GRANITE_H = {
@@ -163,9 +165,10 @@ KIMI_LINEAR = {
 
 
 @pytest.mark.requires_mlx
-@pytest.mark.parametrize("raw", [NEMOTRON_H, GRANITE_H, FALCON_H1, LFM2, LFM2_MOE, JAMBA, KIMI_LINEAR],
-                         ids=["nemotron_h", "granitemoehybrid", "falcon_h1", "lfm2", "lfm2_moe", "jamba",
-                              "kimi_linear"])
+@pytest.mark.parametrize("raw", [NEMOTRON_H, NEMOTRON_LATENT, GRANITE_H, FALCON_H1, LFM2, LFM2_MOE, JAMBA,
+                                 KIMI_LINEAR],
+                         ids=["nemotron_h", "nemotron_h_latent", "granitemoehybrid", "falcon_h1", "lfm2", "lfm2_moe",
+                              "jamba", "kimi_linear"])
 def test_mlx_mamba2_cache_and_params(raw):
     import mlx.core as mx
     from mlx.utils import tree_flatten
@@ -202,6 +205,7 @@ LLAMA_CASES = [
     (Q35_MOE, "qwen35moe"),
     (Q35_DENSE, "qwen35"),
     (dict(NEMOTRON_H, hybrid_override_pattern="M*EMEE"), "nemotron_h_moe"),
+    (dict(NEMOTRON_LATENT, hybrid_override_pattern="M*EMEE"), "nemotron_h_moe"),
     (dict(NEMOTRON_H, hybrid_override_pattern="M*M-", n_routed_experts=None, n_shared_experts=None,
           num_experts_per_tok=None), "nemotron_h"),
     (GRANITE_H, "granitehybrid"),
@@ -219,7 +223,8 @@ MODEL_LOG = re.compile(r"CPU_Mapped model buffer size =\s*([\d.]+) MiB")
 
 
 @pytest.mark.requires_llama_cpp
-@pytest.mark.parametrize(("raw", "gguf_arch"), LLAMA_CASES, ids=[a for _, a in LLAMA_CASES])
+@pytest.mark.parametrize(("raw", "gguf_arch"), LLAMA_CASES,
+                         ids=[a + ("-latent" if r.get("moe_latent_size") else "") for r, a in LLAMA_CASES])
 def test_llama_cpp_loads_planner_tensors_and_allocates_its_state(raw, gguf_arch, tmp_path):
     """The GGUF holds exactly the planner's tensors (llama.cpp loads it: no missing, extra or misshapen tensor);
     the KV buffer, the recurrent R and S buffers and the model buffer it logs equal the planner's bytes to the
@@ -260,9 +265,10 @@ def test_llama_cpp_loads_planner_tensors_and_allocates_its_state(raw, gguf_arch,
 
 
 @pytest.mark.requires_mlx
-@pytest.mark.parametrize("raw", [Q35_MOE, NEMOTRON_H, GRANITE_H, FALCON_H1, LFM2, LFM2_MOE, JAMBA, KIMI_LINEAR],
-                         ids=["qwen3_5_moe", "nemotron_h", "granitemoehybrid", "falcon_h1", "lfm2", "lfm2_moe", "jamba",
-                              "kimi_linear"])
+@pytest.mark.parametrize("raw", [Q35_MOE, NEMOTRON_H, NEMOTRON_LATENT, GRANITE_H, FALCON_H1, LFM2, LFM2_MOE, JAMBA,
+                                 KIMI_LINEAR],
+                         ids=["qwen3_5_moe", "nemotron_h", "nemotron_h_latent", "granitemoehybrid", "falcon_h1", "lfm2",
+                              "lfm2_moe", "jamba", "kimi_linear"])
 def test_mlx_quantized_weight_bytes(raw):
     """mlx_lm.utils.quantize_model at 4 bits, group 32 (the model's own quant_predicate: 8-bit routers) on the float32
     tiny model: the bytes of every parameter against planner.memory.mlx_weights (activation_bytes 4 here)."""
@@ -352,6 +358,9 @@ WIDE = [
     (dict(NEMOTRON_H, hidden_size=256, num_attention_heads=2, num_key_value_heads=1, head_dim=128,
           mamba_head_dim=64, intermediate_size=256, moe_intermediate_size=256,
           moe_shared_expert_intermediate_size=256, hybrid_override_pattern="M*EMEE"), "nemotron_h_moe"),
+    (dict(NEMOTRON_H, hidden_size=256, num_attention_heads=2, num_key_value_heads=1, head_dim=128,
+          mamba_head_dim=64, intermediate_size=256, moe_intermediate_size=256, moe_latent_size=256,
+          moe_shared_expert_intermediate_size=256, hybrid_override_pattern="M*EMEE"), "nemotron_h_moe"),
     (dict(GRANITE_H, hidden_size=256, num_attention_heads=2, num_key_value_heads=1, mamba_d_head=128,
           intermediate_size=256, shared_intermediate_size=256), "granitehybrid"),
     (dict(FALCON_H1, hidden_size=256, num_attention_heads=2, num_key_value_heads=1, head_dim=128, mamba_d_ssm=256,
@@ -368,7 +377,8 @@ WIDE = [
 
 
 @pytest.mark.requires_llama_cpp
-@pytest.mark.parametrize(("raw", "gguf_arch"), WIDE, ids=[a for _, a in WIDE])
+@pytest.mark.parametrize(("raw", "gguf_arch"), WIDE,
+                         ids=[a + ("-latent" if r.get("moe_latent_size") else "") for r, a in WIDE])
 def test_llama_quantize_q4_k_m_of_other_hybrids(raw, gguf_arch, tmp_path):
     """Q4_K_M by llama-quantize vs planner.memory.gguf_weights, type by type (the SSM / short-conv projections are
     llama-quant.cpp category OTHER: the base type; conv kernels and norms stay F32)."""
