@@ -896,12 +896,13 @@ def _record_factors(runtime: str, r: FitRecord, shipped: dict, diag: dict) -> di
 def era_factor(params: dict, era: str) -> float:
     """The prefill build-era factor of ``era``: its own fit, else the nearest newer era's that was fitted (a refit
     without the only source of an era: llama.cpp's Metal prefill only got faster through 2023, calibration/data
-    README caveat 1, so a build is at most as fast as the next fitted one; the "llama.cpp PRs" builds of
-    August/September 2023 are predicted at the October 2023 builds' speed instead of a current build's), else 1."""
+    README caveat 1, so a build is at most as fast as the next fitted one, and at most as fast as a current one;
+    the "llama.cpp PRs" builds of August/September 2023 are predicted at the October 2023 builds' speed instead of
+    a current build's), else 1."""
     if f"era:{era}" in params:
         return params[f"era:{era}"]
     newer = sorted(k for k in params if k.startswith("era:") and k[4:] > era)
-    return params[newer[0]] if newer else 1.0
+    return min(1.0, params[newer[0]]) if newer else 1.0  # and at most a current build's speed
 
 
 def era_adjusted(k: SpeedConstants, params: dict, era: str) -> SpeedConstants:
@@ -1120,6 +1121,13 @@ def build_profiles(data, fits, ranges: dict[str, dict] | None = None) -> list[Ca
                          f"attention, batch sizes, parallel slots) and its own overhead: decode/prefill_factor = its "
                          f"measured rate / {engine}'s predicted one, from {diag['n_records']} rows of "
                          f"{diag['sources']} source group(s); a phase without rows keeps {engine}'s speed.")
+                if diag.get("engine_factors"):
+                    ef = {e: {k: round(v, 3) for k, v in f.items() if k.endswith("_factor")} or "prior"
+                          for e, f in diag["engine_factors"].items()}
+                    notes += (f" One factor per engine Ollama ran the rows on (calibration/data/ollama_engines.yaml, "
+                              f"read in ollama/ollama; fitted when {MIN_FACTOR_SOURCES} source groups measured it, "
+                              f"else the prior 1): {ef}; shipped: the current engine's "
+                              f"({ollama_engines()['current_engine']}, Ollama >= {ollama_engines()['switch_version']}).")
             out.append(CalibrationProfile(
                 id=f"{scope}__{runtime}", scope=scope, runtime=runtime, constants=consts,
                 provenance=Provenance(method=method, fitted_on=FIT_DATE, rows=_rows_by_scope(recs, scope),

@@ -315,3 +315,4 @@ def test_an_era_without_a_fit_takes_the_nearest_newer_fitted_era():
     assert F.era_factor(params, "2023-08") == 0.86
     assert F.era_factor(params, "2023-11") == 0.92
     assert F.era_factor(params, "2024") == 1.0
+    assert F.era_factor({"era:2024": 1.07}, "2023-11") == 1.0  # never faster than a current build
