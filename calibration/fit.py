@@ -145,6 +145,7 @@ class FitRecord:
     label: str = ""
     source: str = ""             # the CSV's source_group (leave-one-source-out holds a whole one out)
     shared_prefix: int = 0       # decode: leading cached tokens all sequences share (llama-batched-bench -pps)
+    wrapper_engine: str = ""     # the engine a wrapper ran the row on, when it has several (ollama_engine)
 
     @property
     def engine(self) -> str:
@@ -196,6 +197,59 @@ def planner_runtime(m) -> str | None:
     return {"llama.cpp": "llama.cpp", "mlx-lm": "mlx-lm", "ollama": "ollama"}.get(m.runtime_family)
 
 
+OLLAMA_ENGINES_FILE = DATA_DIR / "ollama_engines.yaml"
+_OLLAMA_ENGINES: dict = {}
+
+
+def ollama_engines() -> dict:
+    """The family -> engine table of calibration/data/ollama_engines.yaml (read from Ollama's code at a commit)."""
+    if not _OLLAMA_ENGINES:
+        _OLLAMA_ENGINES.update(yaml.safe_load(OLLAMA_ENGINES_FILE.read_text(encoding="utf-8")))
+    return _OLLAMA_ENGINES
+
+
+def _version_tuple(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in v.split("."))
+
+
+def ollama_version(runtime_version: str) -> str | None:
+    """The Ollama version a row names ("ollama 0.18.2", "Ollama v0.31", or a bare "0.31.2"), else None (a row's
+    "llmfit 1.1.10" is the benchmark tool's version, not Ollama's)."""
+    import re
+
+    m = re.search(r"ollama\s+v?(\d+\.\d+(?:\.\d+)?)", runtime_version or "", re.I) \
+        or re.fullmatch(r"\s*v?(\d+\.\d+\.\d+)\s*", runtime_version or "")
+    return m.group(1) if m else None
+
+
+def gguf_architecture(model_type: str) -> str:
+    """A catalog model's GGUF general.architecture from its config.model_type (ollama_engines.yaml)."""
+    return ollama_engines()["gguf_architecture"].get(model_type, model_type.replace("_", ""))
+
+
+def ollama_engine(version: str | None, year_month: str | None, model_type: str) -> str:
+    """The engine Ollama ran a GGUF model on: llama-server from v0.30.0 on (or, with no version, from the month it
+    was tagged), before it its own Go engine (ollamarunner) for the architectures OllamaEngineRequired lists and the
+    llama.cpp CGO runner (llamarunner) for the rest (calibration/data/ollama_engines.yaml cites the code)."""
+    t = ollama_engines()
+    if version is not None:
+        current = _version_tuple(version)[:3] >= _version_tuple(t["switch_version"])
+    else:
+        current = year_month is None or year_month >= t["switch_month"]
+    if current:
+        return t["current_engine"]
+    return "ollamarunner" if gguf_architecture(model_type) in t["ollamarunner_architectures"] else "llamarunner"
+
+
+def ollama_flash_attn(engine: str, model_type: str) -> bool:
+    """Ollama's default flash attention on Metal for an engine (ollama_engines.yaml): llama.cpp's auto (on) for
+    llama-server and llamarunner, on for the ollamarunner architectures GGML.FlashAttention() lists."""
+    e = ollama_engines()["engines"][engine]
+    if "flash_attn_architectures" in e:
+        return gguf_architecture(model_type) in e["flash_attn_architectures"]
+    return bool(e["flash_attn"])
+
+
 def records_from_measurements(ms, label_prefix: str = "") -> tuple[list[FitRecord], Counter]:
     """CSV Measurements (already filtered) -> FitRecords; returns the records and a Counter of skip reasons.
 
@@ -214,6 +268,11 @@ def records_from_measurements(ms, label_prefix: str = "") -> tuple[list[FitRecor
             continue
         rt = profiles.load_runtime(runtime)
         fa = m.flash_attn if m.flash_attn is not None else (rt.flash_attn if isinstance(rt, LlamaCppFamily) else None)
+        wrapper_engine = ""
+        if runtime == "ollama":  # the engine Ollama ran the row on, and that engine's flash-attention default
+            mt = profiles.load_model(m.model_id).config.model_type
+            wrapper_engine = ollama_engine(ollama_version(m.runtime_version), m.year_month, mt)
+            fa = m.flash_attn if m.flash_attn is not None else ollama_flash_attn(wrapper_engine, mt)
         try:
             geo = geometry_for(m.model_id, runtime, m.quant_id)
         except Exception as e:  # a quant that does not apply to the model (e.g. a row mislabelled)
@@ -240,7 +299,7 @@ def records_from_measurements(ms, label_prefix: str = "") -> tuple[list[FitRecor
                              prompt=P, gen=G, depth=D, batch=batch, value=m.value, flash_attn=bool(fa),
                              chunk=chunk, prefill_batch=rt.prefill_batch, era=_era(m.year_month, runtime),
                              label=f"{label_prefix}row {m.row_id}", source=m.source_group,
-                             shared_prefix=shared))
+                             shared_prefix=shared, wrapper_engine=wrapper_engine))
     return out, skipped
 
 
@@ -736,6 +795,31 @@ def fit_wrapper_factors(records: list[FitRecord], predicted) -> dict[str, float]
     return out
 
 
+# An engine's factor is fitted only when this many source groups measured it on that phase; otherwise it keeps the
+# prior (1: the engine's speed) and its likely range is the between-source spread of all wrapper sources
+# (loso_ranges). One source's offset is its Mac and habits as much as the engine.
+MIN_FACTOR_SOURCES = 2
+
+
+def fit_wrapper_engine_factors(records: list[FitRecord], predicted) -> dict[str, dict]:
+    """{engine: {"decode_factor": f, ..., "prior": [phases left at the prior]}} for a wrapper with several
+    engines (FitRecord.wrapper_engine: Ollama's llama-server, ollamarunner, llamarunner): fit_wrapper_factors on
+    each engine's rows, a phase measured by fewer than MIN_FACTOR_SOURCES source groups left at 1."""
+    out: dict[str, dict] = {}
+    for eng in sorted({r.wrapper_engine for r in records}):
+        rs = [(r, p) for r, p in zip(records, predicted) if r.wrapper_engine == eng]
+        fitted = fit_wrapper_factors([r for r, _ in rs], [p for _, p in rs])
+        f: dict = {"prior": []}
+        for phase in ("decode", "prefill"):
+            n_src = len({r.source for r, _ in rs if r.phase == phase})
+            if n_src >= MIN_FACTOR_SOURCES:
+                f[f"{phase}_factor"] = fitted[f"{phase}_factor"]
+            elif n_src:
+                f["prior"].append(phase)
+        out[eng] = f
+    return out
+
+
 def engine_constants(fits, runtime: str, r: FitRecord) -> SpeedConstants:
     """The engine's constants for one record (a wrapper: the engine it wraps), its build era applied. An engine the
     refit has no rows for falls back to the priors (mlx-lm) the way the planner's defaults would."""
@@ -776,10 +860,17 @@ def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None,
             continue
         base = [predict_record(r, engine_constants(out, rt, r)) for r in recs]
         factors = fit_wrapper_factors(recs, base)
-        pred = np.array([b * factors.get(f"{r.phase}_factor", 1.0) for r, b in zip(recs, base)])
+        diag: dict = {}
+        if any(r.wrapper_engine for r in recs):  # one factor per engine; the shipped one is the current engine's
+            per_engine = fit_wrapper_engine_factors(recs, base)
+            current = ollama_engines()["current_engine"]
+            factors = {k: v for k, v in per_engine.get(current, {}).items() if k.endswith("_factor")}
+            diag["engine_factors"] = per_engine
+        pred = np.array([b * _record_factors(rt, r, factors, diag).get(f"{r.phase}_factor", 1.0)
+                         for r, b in zip(recs, base)])
         value = np.array([r.value for r in recs])
         out[rt] = (factors, {}, {"predicted": pred, "ape": np.abs(pred / value - 1) * 100, "n_records": len(recs),
-                                 "cost": 0.0, "sources": len({r.source for r in recs})})
+                                 "cost": 0.0, "sources": len({r.source for r in recs}), **diag})
     return out
 
 
@@ -788,14 +879,37 @@ def held_out_constants(fits, runtime: str, r: FitRecord) -> SpeedConstants:
     measured factors on top (none when the refit has no rows of that wrapper: the engine's speed)."""
     k = engine_constants(fits, runtime, r)
     if runtime in WRAPPERS and runtime in fits:
-        k = k.model_copy(update=fits[runtime][0])
+        k = k.model_copy(update={"decode_factor": 1.0, "prefill_factor": 1.0,
+                                 **_record_factors(runtime, r, fits[runtime][0], fits[runtime][2])})
     return k
+
+
+def _record_factors(runtime: str, r: FitRecord, shipped: dict, diag: dict) -> dict:
+    """A wrapper's factors for one record: its engine's (diag["engine_factors"]) when the wrapper has several
+    engines, none when the refit has no rows of the record's engine (the prior: the engine's speed), else the
+    shipped ones."""
+    per_engine = diag.get("engine_factors")
+    if per_engine is None or not r.wrapper_engine:
+        return shipped
+    return {k: v for k, v in per_engine.get(r.wrapper_engine, {}).items() if k.endswith("_factor")}
+
+def era_factor(params: dict, era: str) -> float:
+    """The prefill build-era factor of ``era``: its own fit, else the nearest newer era's that was fitted (a refit
+    without the only source of an era: llama.cpp's Metal prefill only got faster through 2023, calibration/data
+    README caveat 1, so a build is at most as fast as the next fitted one, and at most as fast as a current one;
+    the "llama.cpp PRs" builds of August/September 2023 are predicted at the October 2023 builds' speed instead of
+    a current build's), else 1."""
+    if f"era:{era}" in params:
+        return params[f"era:{era}"]
+    newer = sorted(k for k in params if k.startswith("era:") and k[4:] > era)
+    return min(1.0, params[newer[0]]) if newer else 1.0  # and at most a current build's speed
+
 
 def era_adjusted(k: SpeedConstants, params: dict, era: str) -> SpeedConstants:
     """Constants of an old llama.cpp build: the nuisance build-era factors applied (current builds: unchanged)."""
     if era == "current":
         return k
-    e = params.get(f"era:{era}", 1.0)
+    e = era_factor(params, era)
     # batched decode (B > mv_max_batch) runs at eta_c_decode × eta_c · q: the era factor reaches it through eta_c
     d = params.get("era_decode", 1.0)
     return k.model_copy(update={"eta_c": min(1.0, k.eta_c * e), "eta_bw": min(1.0, k.eta_bw * d),
@@ -847,6 +961,27 @@ def regime_of(r: FitRecord) -> str:
     return tp.regime(r.phase, r.prompt, r.depth, r.batch, KERNELS[r.runtime]["mv_max_batch"])
 
 
+MIN_WRAPPER_SPREAD_SOURCES = 3  # wrapper sources (all wrappers together) their between-source spread needs
+
+
+def wrapper_source_spread(held: list[tuple[str, FitRecord, float]], phase: str) -> tuple[float, float] | None:
+    """(low, high) log offsets around the median of the wrapper sources' typical residuals on ``phase``: each
+    source group of any wrapper (Ollama, LM Studio) is one point, its median log(measured / predicted), and the
+    range is their 10th and 90th percentile (weighted_percentiles, equal weights) minus their median. A wrapper's
+    rows come from few sources with their own Macs and engine versions (Ollama changed engines twice): the scatter
+    between those sources, not the rows of the source that posted most, is how far a user's setup lands. None
+    with fewer than MIN_WRAPPER_SPREAD_SOURCES sources."""
+    by_src: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for rt, r, p in held:
+        if r.phase == phase:
+            by_src[(rt, r.source)].append(math.log(r.value / p))
+    if len(by_src) < MIN_WRAPPER_SPREAD_SOURCES:
+        return None
+    med = [float(np.median(v)) for v in by_src.values()]
+    lo, mid, hi = weighted_percentiles(med, np.ones(len(med)), [RANGE_QUANTILES[0], 50, RANGE_QUANTILES[1]])
+    return float(lo - mid), float(hi - mid)
+
+
 def loso_ranges(held: list[tuple[str, FitRecord, float]]) -> dict[str, dict[str, tuple[float, float]]]:
     """{runtime: {regime or phase: (low, high) factor on the prediction}} from out-of-source residuals
     r = log(measured / predicted), the shipped likely ranges.
@@ -887,6 +1022,10 @@ def loso_ranges(held: list[tuple[str, FitRecord, float]]) -> dict[str, dict[str,
                 return float(lo - med), float(hi - med)
         return 0.0, 0.0
 
+    # a wrapper's spread: how far one wrapper source's typical row lands from another's (wrapper_source_spread)
+    wrapper_spread = {ph: wrapper_source_spread([(rt, r, p) for rt, r, p in held if rt in WRAPPERS], ph)
+                      for ph in REGIMES}
+
     out: dict[str, dict[str, tuple[float, float]]] = {}
     for rt in RUNTIMES:
         table = {}
@@ -894,6 +1033,8 @@ def loso_ranges(held: list[tuple[str, FitRecord, float]]) -> dict[str, dict[str,
             for reg in (ph, *regs):
                 c = centre([(rt, reg), (rt, ph), ("*", ph)] if reg != ph else [(rt, ph), ("*", ph)])
                 lo, hi = spread([(rt, reg), (rt, ph), ("*", reg), ("*", ph)])
+                if rt in WRAPPERS and wrapper_spread[ph] is not None:
+                    lo, hi = min(lo, wrapper_spread[ph][0]), max(hi, wrapper_spread[ph][1])
                 table[reg] = (round(min(1.0, math.exp(c + lo)), 3), round(max(1.0, math.exp(c + hi)), 3))
         out[rt] = table
     return out
@@ -980,6 +1121,13 @@ def build_profiles(data, fits, ranges: dict[str, dict] | None = None) -> list[Ca
                          f"attention, batch sizes, parallel slots) and its own overhead: decode/prefill_factor = its "
                          f"measured rate / {engine}'s predicted one, from {diag['n_records']} rows of "
                          f"{diag['sources']} source group(s); a phase without rows keeps {engine}'s speed.")
+                if diag.get("engine_factors"):
+                    ef = {e: {k: round(v, 3) for k, v in f.items() if k.endswith("_factor")} or "prior"
+                          for e, f in diag["engine_factors"].items()}
+                    notes += (f" One factor per engine Ollama ran the rows on (calibration/data/ollama_engines.yaml, "
+                              f"read in ollama/ollama; fitted when {MIN_FACTOR_SOURCES} source groups measured it, "
+                              f"else the prior 1): {ef}; shipped: the current engine's "
+                              f"({ollama_engines()['current_engine']}, Ollama >= {ollama_engines()['switch_version']}).")
             out.append(CalibrationProfile(
                 id=f"{scope}__{runtime}", scope=scope, runtime=runtime, constants=consts,
                 provenance=Provenance(method=method, fitted_on=FIT_DATE, rows=_rows_by_scope(recs, scope),

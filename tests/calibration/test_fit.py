@@ -227,3 +227,92 @@ def test_quant_prior_is_the_within_source_ratio_to_float_weights():
     assert set(pri) == {"q_affine"}
     assert pri["q_affine"][0] == pytest.approx(0.72, rel=1e-9)
     assert pri["q_affine"][1] == F.QUANT_CONTRAST_SIGMA
+
+
+# --------------------------------------------------------------------------- Ollama's engines (issue 33)
+def test_ollama_engine_follows_the_version_then_the_architecture():
+    """calibration/data/ollama_engines.yaml: from v0.30.0 every GGUF runs on llama-server; before it Ollama's own
+    engine for the architectures OllamaEngineRequired lists (gemma3, qwen3moe...), the llama.cpp runner for the rest
+    (llama). A row without a version is placed by its month (v0.30.0: 2026-06); a version beats the month."""
+    assert F.ollama_engine("0.31.2", "2026-07", "llama") == "llama-server"
+    assert F.ollama_engine(None, "2026-06", "qwen3_moe") == "llama-server"
+    assert F.ollama_engine(None, "2026-03", "gemma3_text") == "ollamarunner"  # gemma3_text -> GGUF gemma3
+    assert F.ollama_engine(None, "2026-03", "qwen3_moe") == "ollamarunner"    # qwen3_moe -> qwen3moe
+    assert F.ollama_engine(None, "2026-03", "llama") == "llamarunner"
+    assert F.ollama_engine(None, "2026-03", "mistral") == "llamarunner"       # Mistral converts as llama
+    assert F.ollama_engine("0.29.1", "2026-08", "qwen3_moe") == "ollamarunner"
+    assert F.ollama_version("ollama 0.32.1, mlx-chronos 0.4.0") == "0.32.1"
+    assert F.ollama_version("0.31.2") == "0.31.2"
+    assert F.ollama_version("llmfit 1.1.10") is None  # the benchmark tool's version, not Ollama's
+
+
+def test_ollama_flash_attention_default_per_engine():
+    """llama-server and the llama.cpp runner: llama.cpp's auto (on for Metal); Ollama's own engine: on only for the
+    architectures GGML.FlashAttention() lists (gemma3 yes; llama4 runs on that engine but is not listed)."""
+    assert F.ollama_flash_attn("llama-server", "llama") is True
+    assert F.ollama_flash_attn("llamarunner", "llama") is True
+    assert F.ollama_flash_attn("ollamarunner", "gemma3_text") is True
+    assert F.ollama_flash_attn("ollamarunner", "llama4") is False
+
+
+def test_wrapper_engine_factor_needs_two_sources():
+    """Engine A: sources s1 and s2 both measure 0.8 x the engine's prediction -> the pooled random effect
+    exp(2 ln 0.8 / (2 + λ)), λ = (0.15 / 0.3)² = 0.25: exp(-0.446287 / 2.25) = exp(-0.198350) = 0.82008.
+    Engine B: one source at 0.5 -> no factor (the prior, the engine's speed), its phase listed as at the prior."""
+    chip = profiles.resolve_chip("m2-max-38gpu")
+
+    def rec(eng, src, value):
+        return F.FitRecord(runtime="ollama", chip=chip, geo=_geo(), phase="decode", prompt=0, gen=32, depth=0,
+                           batch=1, value=value, source=src, wrapper_engine=eng)
+    recs = [rec("A", "s1", 0.8), rec("A", "s1", 0.8), rec("A", "s2", 0.8), rec("B", "s3", 0.5)]
+    out = F.fit_wrapper_engine_factors(recs, [1.0] * len(recs))
+    assert out["A"]["decode_factor"] == pytest.approx(0.82008, rel=1e-4)
+    assert out["A"]["prior"] == []
+    assert "decode_factor" not in out["B"] and out["B"]["prior"] == ["decode"]
+
+
+def test_wrapper_range_is_the_spread_between_wrapper_sources():
+    """Ollama sources a (5 rows at 1.0 x predicted) and b (5 at 1.1), LM Studio sources c (1.2) and d (0.5).
+    Ollama's centre: the source-weighted median of its 10 residuals, half-way between 0 and ln 1.1 = 0.047655;
+    its own spread ±0.047655. The wrapper sources' medians sorted: ln 0.5, 0, ln 1.1, ln 1.2 at Hazen positions
+    0.125 ... 0.875: 10th percentile ln 0.5 = -0.693147 (flat below the first), median 0.047655, 90th ln 1.2 =
+    0.182322; spread (-0.740802, 0.134667), wider than Ollama's own -> the range exp(0.047655 - 0.740802) = 0.5,
+    exp(0.047655 + 0.134667) = 1.2."""
+    chip = profiles.resolve_chip("m2-max-38gpu")
+
+    def rec(rt, value, src):
+        return F.FitRecord(runtime=rt, chip=chip, geo=_geo(), phase="decode", prompt=0, gen=32, depth=0, batch=1,
+                           value=value, source=src)
+    held = [("ollama", rec("ollama", 1.0, "a"), 1.0) for _ in range(5)]
+    held += [("ollama", rec("ollama", 1.1, "b"), 1.0) for _ in range(5)]
+    held += [("lmstudio-mlx", rec("lmstudio-mlx", 1.2, "c"), 1.0) for _ in range(5)]
+    held += [("lmstudio-mlx", rec("lmstudio-mlx", 0.5, "d"), 1.0) for _ in range(5)]
+    lo, hi = F.wrapper_source_spread(held, "decode")
+    assert (lo, hi) == pytest.approx((-0.740802, 0.134667), abs=1e-5)
+    assert F.loso_ranges(held)["ollama"]["decode"] == pytest.approx((0.5, 1.2), abs=1e-3)
+    assert F.wrapper_source_spread(held[:10], "decode") is None  # two sources: too few for a spread
+
+
+def test_famstack_ollama_rows_ran_on_the_engine_of_their_month():
+    """The famstack M1 Max rows (March 2026, no Ollama version: before v0.30.0) ran gemma3 and qwen3moe on
+    Ollama's own engine with flash attention on, Llama 3.1 on the llama.cpp runner (auto: on); Macyou's rows name
+    Ollama 0.31.2: llama-server. Their decode depth is the prompt Ollama evaluated (prompt_eval_count 16299 at
+    gemma3's 4th turn), not the characters-based estimate 8496."""
+    data, _ = F.load_training_records()
+    fam = [r for r in data["ollama"] if r.source.startswith("famstack")]
+    assert {r.wrapper_engine for r in fam if r.geo.window is not None} == {"ollamarunner"}  # gemma3 (sliding window)
+    assert {r.wrapper_engine for r in fam} == {"ollamarunner", "llamarunner"}
+    assert all(r.flash_attn for r in fam)
+    assert max(r.depth for r in fam) == 16299
+    assert {r.wrapper_engine for r in data["ollama"] if r.source.startswith("mac-llm-calculator")} == {"llama-server"}
+
+
+def test_an_era_without_a_fit_takes_the_nearest_newer_fitted_era():
+    """A refit without the only source of the 2023-09 builds: those rows take the 2023-10 factor (builds only got
+    faster), not a current build's 1; an era newer than every fitted one stays at 1; a fitted era keeps its own."""
+    params = {"era:2023-10": 0.86, "era:2023-11": 0.92}
+    assert F.era_factor(params, "2023-09") == 0.86
+    assert F.era_factor(params, "2023-08") == 0.86
+    assert F.era_factor(params, "2023-11") == 0.92
+    assert F.era_factor(params, "2024") == 1.0
+    assert F.era_factor({"era:2024": 1.07}, "2023-11") == 1.0  # never faster than a current build
