@@ -392,12 +392,21 @@ class ServingApp(_Profile):
     own_engine: list[str] = Field([], description="Catalog model_types or ids the app runs on "
                                   "its own engine instead of the wrapped one")
     own_engine_source: str = ""
+    own_engine_until: str | None = Field(None, description="First app version that no longer runs any model on its "
+                                         "own engine (None: the list holds for every version)")
+    own_engine_until_source: str = ""
     single_parallel: list[str] = Field([], description="model_types or ids served one request at a "
                                        "time whatever the parallel setting")
     single_parallel_source: str = ""
     notes: str = ""
 
-    def runs_own_engine(self, model_id: str, model_type: str) -> bool:
+    def runs_own_engine(self, model_id: str, model_type: str, version: tuple[int, ...] | None = None) -> bool:
+        """``version``: the app's version as a tuple (planner.serving.version_tuple); None = current_version."""
+        if self.own_engine_until is not None:
+            until = tuple(int(x) for x in self.own_engine_until.split("."))
+            now = version or tuple(int(x) for x in self.current_version.split("."))
+            if now >= until:
+                return False
         return model_id in self.own_engine or model_type in self.own_engine
 
     def one_at_a_time(self, model_id: str, model_type: str) -> bool:

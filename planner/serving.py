@@ -66,13 +66,14 @@ def app_defaults(mm: MemoryModel, app: ServingApp, wired: WiredLimit, version: s
     gr = check_guardrail(app, total, fit, guardrail)
     return ServingDefaults(app=app.id, version=version, default_context=ctx, default_parallel=par, context_rule=why,
                            memory_bytes=total, fit=fit, guardrail=gr[0], guardrail_allows=gr[1],
-                           guardrail_reason=gr[2], engine_note=engine_note(app, mm.model.id, mt), sources=[src])
+                           guardrail_reason=gr[2], engine_note=engine_note(app, mm.model.id, mt, version), sources=[src])
 
 
-def engine_note(app: ServingApp, model_id: str, model_type: str) -> str:
-    """What the app does differently for this model: its own engine, one request at a time (with sources)."""
+def engine_note(app: ServingApp, model_id: str, model_type: str, version: str | None = None) -> str:
+    """What the app does differently for this model at ``version`` (default: the current one): its own engine, one
+    request at a time (with sources)."""
     parts = []
-    if app.runs_own_engine(model_id, model_type):
+    if app.runs_own_engine(model_id, model_type, version_tuple(version) if version else None):
         parts.append(f"{app.name} runs {model_id} on its own engine, not llama.cpp ({app.own_engine_source}); "
                      "memory and speed here are llama.cpp's")
     if app.one_at_a_time(model_id, model_type):

@@ -57,10 +57,14 @@ def test_bad_version_is_one_clear_error(bad):
 
 
 def test_ollama_own_engine_and_one_request_at_a_time():
-    # fs/ggml/ggml.go OllamaEngineRequired lists qwen3next; server/sched.go forces numParallel = 1 for it
+    # server/sched.go forces numParallel = 1 for qwen3next in every version; fs/ggml/ggml.go OllamaEngineRequired
+    # sent it to Ollama's own engine until v0.30.0 (#16031: llama-server for every GGUF model)
     p = plan(PlanRequest(model="qwen3-next-80b-a3b", ram_gb=128, runtimes=["ollama"], quants=["Q4_K_M"], users=2))
     o = p.options[0]
-    assert "own engine" in o.serving.engine_note and "one request at a time" in o.serving.engine_note
+    assert "own engine" not in o.serving.engine_note and "one request at a time" in o.serving.engine_note
+    old = plan(PlanRequest(model="qwen3-next-80b-a3b", ram_gb=128, runtimes=["ollama"], quants=["Q4_K_M"], users=2,
+                           app_version="0.29.9")).options[0]
+    assert "own engine" in old.serving.engine_note and "one request at a time" in old.serving.engine_note
     assert o.serving.default_parallel == 1
     assert "OLLAMA_NUM_PARALLEL=1 " in o.recipe.server and any("queue" in n for n in o.recipe.notes)
     # a llama.cpp-engine model keeps its slots
