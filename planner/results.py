@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, computed_field, model_validator
 
@@ -18,7 +18,7 @@ class _RoundTrip(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _drop_computed(cls, data):
+    def _drop_computed(cls, data: Any) -> Any:  # raw input before validation: anything
         if isinstance(data, dict) and any(k in data for k in cls.model_computed_fields):
             data = {k: v for k, v in data.items() if k not in cls.model_computed_fields}
         return data

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import date
 from functools import cached_property
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
@@ -167,7 +167,7 @@ class QuantFormat(_Profile):
     quality: Quality | None = None
 
     @model_validator(mode="after")
-    def _check_kind(self):
+    def _check_kind(self) -> Self:
         if self.kind == "gguf" and not self.base_type:
             raise ValueError("gguf formats need base_type")
         if self.kind == "mlx" and (self.mode is None or self.bits is None):
@@ -194,7 +194,7 @@ class _RuntimeBase(_Profile):
                                "the part of a new prompt after the common prefix")
 
     @model_validator(mode="after")
-    def _advised_subset(self):
+    def _advised_subset(self) -> Self:
         extra = [k for k in self.advised_kv_types if k not in self.kv_types]
         if extra:
             raise ValueError(f"advised_kv_types {extra} are not in kv_types")
@@ -337,7 +337,7 @@ class VisionFamily(_Profile):
     notes: str = ""
 
     @model_validator(mode="after")
-    def _one_rule(self):
+    def _one_rule(self) -> Self:
         rules = [self.tokens_per_image, self.pixels_per_token_side, self.tile_px]
         if sum(r is not None for r in rules) != 1:
             raise ValueError("give one of tokens_per_image (fixed), pixels_per_token_side (per pixel area) or "
@@ -495,7 +495,7 @@ class ModelConfig(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _null_is_unset(cls, data):
+    def _null_is_unset(cls, data: Any) -> Any:  # raw input before validation: anything
         # HF configs write `head_dim: null` for "derive it", as if the key were left out
         if isinstance(data, dict) and any(data.get(k, 0) is None for k in ("num_key_value_heads", "head_dim")):
             data = {k: v for k, v in data.items() if not (k in ("num_key_value_heads", "head_dim") and v is None)}
@@ -506,7 +506,7 @@ class ModelConfig(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _normalise(self):
+    def _normalise(self) -> Self:
         # mlx_lm/models/*.py ModelArgs.__post_init__: kv heads default to heads, head_dim to hidden/heads
         if not self.num_key_value_heads:
             object.__setattr__(self, "num_key_value_heads", self.num_attention_heads)
