@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from datetime import date
 from functools import cached_property
-from typing import Annotated, Any, ClassVar, Literal, Self
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Protocol, Self
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from ._model import Frozen
+
+if TYPE_CHECKING:
+    from .results import WeightsEstimate
 
 # Upper bounds on user-editable sizes: ~100x the largest real value, so a hostile or mistyped profile
 # (num_hidden_layers: 1e12, params_b: 1e400 = inf) is a ProfileError instead of a hang or a nonsense plan.
@@ -812,3 +815,21 @@ class FinetuneConstants(BaseModel):
     c_s: float = Field(ge=0, le=100, description="Checkpointing: rebuilt block's attention [x B·heads·S²]")
     train_efficiency: float = Field(gt=0, le=1, description="Training matmuls vs the prefill efficiency [1]")
     provenance: Provenance
+
+
+class ResolvedFiles(Protocol):
+    """What the core reads of a model resolved from local files or the Hub (sources.ResolvedModel, passed in by
+    the edge: the core does not import sources)."""
+
+    @property
+    def profile(self) -> ModelProfile: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def exact_weights(self) -> WeightsEstimate | None: ...
+    @property
+    def quant_id(self) -> str | None: ...
+    @property
+    def runtime_hint(self) -> str | None: ...
+    @property
+    def notes(self) -> list[str]: ...
