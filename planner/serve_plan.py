@@ -225,6 +225,7 @@ def setup(chip: str, gpu_cores: int | None, ram: float | None, model: str | Reso
     rf = tp.roofline_for(mm, c, profiles.load_speed_constants(c, rt.id), tp.geometry(mm, q.kind, q.mode),
                          profiles.all_chips())
     wired = capacity.wired_limit(ram_gb, profiles.load_macos(macos))
+    names: dict[str, Any]  # heterogeneous: ids, labels, sizes, notes
     names = dict(model=m.id, quant=q.id, chip=c.id, chip_label=c.label, ram_gb=ram_gb, runtime=rt.id,
                  max_context=m.config.max_position_embeddings, notes=[n for n in (chip_note, quant_note) if n])
     if rt.id != mm.engine.name:  # a product on an engine (Ollama, LM Studio, mlx-vlm)
