@@ -280,7 +280,7 @@ class MlxRuntime(_RuntimeBase):
 class MlxWrapperRuntime(MlxRuntime):
     """A product on MLX whose KV caches and buffers follow mlx-lm's (LM Studio mlx-engine, mlx-vlm)."""
 
-    kind: Literal["mlx-wrapper"]  # type: ignore[assignment]
+    kind: Literal["mlx-wrapper"]  # type: ignore[assignment]  # its own tag in the Runtime union (MlxRuntime: mlx-lm)
     wraps: Literal["mlx-lm"] = Field(description="engine whose memory and speed rules apply")
 
 
