@@ -30,11 +30,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import numpy.typing as npt
 
 from .throughput import Roofline
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 # a request in a server's batch: [rid, left_prompt, ctx, left_gen] (+ slot on llama.cpp), updated in place
 Row = list[int]
