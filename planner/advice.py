@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
@@ -25,6 +25,13 @@ from .schema import Chip, ModelProfile, QuantFormat, Runtime
 from .search import Speed, candidates, speed_at, speed_available, speed_model
 from .units import GiB
 from .workload import WorkloadProfile
+
+if TYPE_CHECKING:
+    from .memory import MemoryModel
+    from .throughput import Roofline
+
+# a ranking key: numbers (bools, ints, floats) compared in order, smallest first
+RankKey = tuple[float, ...]
 
 VERDICT_RANK = {"fits": 0, "tight": 1, "raise-limit": 2, "no-fit": 3}
 # Ranking heuristic (no measurement cited yet): 4-bit KV is assumed to cost more accuracy than 8-bit KV, so it
@@ -223,7 +230,7 @@ def quality_rank(o: ServingOption) -> tuple[int, int]:
     return QUALITY_ORDER[o.quality.tier], KV_PRECISION.get(o.kv_type, 1)
 
 
-def preference(o: ServingOption, wl: WorkloadProfile) -> tuple:
+def preference(o: ServingOption, wl: WorkloadProfile) -> RankKey:
     """Ranking key of an option that meets the targets, smallest first. Options with headroom come first, ordered
     by quality (lossless before small-loss weights, then 16- before 8- before 4-bit KV), then speed; the rest keep
     the speed-first order within a coarse quality tier."""
@@ -284,9 +291,9 @@ class Found:
     """What the search saw: every option that fits memory, the ones meeting the targets (with sort keys)."""
 
     every: list[ServingOption] = dataclass_field(default_factory=list)
-    passing: list[tuple[tuple, ServingOption]] = dataclass_field(default_factory=list)
+    passing: list[tuple[RankKey, ServingOption]] = dataclass_field(default_factory=list)
     rejected: dict[str, int] = dataclass_field(default_factory=dict)
-    speed_models: dict[tuple[str, str, str], object] = dataclass_field(default_factory=dict)
+    speed_models: dict[tuple[str, str, str], Roofline | None] = dataclass_field(default_factory=dict)
     evaluated: int = 0
     min_total: int | None = None
 
@@ -362,7 +369,7 @@ def _search(ctx: Search, rts: list[Runtime], quants: list[str] | None) -> Found:
     return found
 
 
-def _evaluate(ctx: Search, mm, q: QuantFormat, slots: int, rf, found: Found) -> ServingOption | None:
+def _evaluate(ctx: Search, mm: MemoryModel, q: QuantFormat, slots: int, rf: Roofline | None, found: Found) -> ServingOption | None:
     """One configuration: memory verdict (None when it does not fit at all), speed, targets, reason, recipe."""
     rt, need = mm.runtime, ctx.context
     total = mm.total(need, slots)
@@ -382,7 +389,7 @@ def _evaluate(ctx: Search, mm, q: QuantFormat, slots: int, rf, found: Found) -> 
                   quality=qn, reason=_reason(sp, fit, qn, ctx.wl, slots, maxc), recipe=recipe(mm, q, need, slots, fit))
 
 
-def _sort_key(ctx: Search, o: ServingOption, mm) -> tuple:
+def _sort_key(ctx: Search, o: ServingOption, mm: MemoryModel) -> RankKey:
     """Quality first when the targets are met with headroom, else speed first (see :func:`preference`)."""
     return preference(o, ctx.wl)
 
@@ -405,7 +412,7 @@ def shortfall(o: ServingOption, wl: WorkloadProfile) -> float:
     return max(ratios)
 
 
-def _closest(found: Found, wl: WorkloadProfile) -> list[tuple[tuple, ServingOption]]:
+def _closest(found: Found, wl: WorkloadProfile) -> list[tuple[RankKey, ServingOption]]:
     """Options that miss a target, closest first: a large quality cost last (it is never worth paying for a target
     the option still misses), then fewest misses, then the smallest shortfall on the worst-missed target (in 5 %
     steps from the closest), then quality (a faster decode that does not help the binding target is no reason for
@@ -431,7 +438,7 @@ def best_per_runtime(found: Found, wl: WorkloadProfile) -> list[ServingOption]:
     return out
 
 
-def _rank(cands: list[tuple[tuple, ServingOption]], top: int) -> list[ServingOption]:
+def _rank(cands: list[tuple[RankKey, ServingOption]], top: int) -> list[ServingOption]:
     """Best first, one row per (runtime, quant, KV type), numbered."""
     seen: set[tuple[str, str, str]] = set()
     ranked: list[ServingOption] = []

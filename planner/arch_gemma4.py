@@ -95,7 +95,8 @@ def tensors(cfg: ModelConfig) -> list[Tensor]:
     m = first_shared(cfg)
     for i in range(L):
         kvh, hd = layer_heads(cfg, i)
-        norm = lambda name, n=h, i=i: Tensor(name, i, n, 1, group="norm", quantizable=False)  # noqa: E731
+        def norm(name: str, n: int = h, i: int = i) -> Tensor:
+            return Tensor(name, i, n, 1, group="norm", quantizable=False)
         out += [norm("attn_norm"), Tensor("attn_q", i, h, H * hd), norm("attn_q_norm", hd)]
         if i < m:
             out += [Tensor("attn_k", i, h, kvh * hd), norm("attn_k_norm", hd)]

@@ -8,7 +8,9 @@ mlx-lm mlx_lm/models/{llama,qwen3_moe,deepseek_v3,qwen3_next,gpt_oss}.py.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar, cast
 
 from . import hybrid
 from .errors import UnsupportedArchitectureError
@@ -199,15 +201,16 @@ def _ffn(cfg: ModelConfig, i: int) -> list[Tensor]:
 
 
 _MEMO: dict[tuple[str, int], tuple[ModelConfig, object]] = {}
+R = TypeVar("R")
 
 
-def _memo(kind: str, cfg: ModelConfig, build):
+def _memo(kind: str, cfg: ModelConfig, build: Callable[[ModelConfig], R]) -> R:
     """Per-config cache keyed on identity (configs are frozen and profiles are loaded once); keeps the config
     alive so its id is not reused. A plan asks for the same layout once per quant and KV type."""
     key = (kind, id(cfg))
     hit = _MEMO.get(key)
     if hit is not None and hit[0] is cfg:
-        return hit[1]
+        return cast(R, hit[1])  # stored by build() under this kind: one cache for layouts of several types
     if len(_MEMO) > 4096:  # a catalog sweep keeps ~6 entries for each of 100+ models
         _MEMO.clear()
     val = build(cfg)
@@ -228,7 +231,7 @@ def cache_layers(cfg: ModelConfig) -> tuple[CacheLayer, ...]:
 def tensor_summary(cfg: ModelConfig) -> tuple[tuple[str, int, bool, int], ...]:
     """(group, ne0, quantizable, elements) summed over tensors that share them: enough for formats whose cost
     does not depend on the layer index (MLX)."""
-    def build(c):
+    def build(c: ModelConfig) -> tuple[tuple[str, int, bool, int], ...]:
         acc: dict[tuple[str, int, bool], int] = {}
         for t in tensors(c):
             k = (t.group, t.ne0, t.quantizable)

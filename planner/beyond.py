@@ -12,6 +12,7 @@ from .results import WiredLimit
 from .schema import Chip
 
 if TYPE_CHECKING:
+    from .buy import BuyRow
     from .plan import FitOption as Option
 
 
@@ -103,7 +104,7 @@ def serve_energy(chip_id: str, utilisation: float, throughput_tok_s: float,
                        usd_per_million_tokens=d.usd_per_day / tokens * 1e6 if tokens else None)
 
 
-def running_costs(rows: list, busy_hours: float, kwh_price: float = power.DEFAULT_KWH_PRICE_USD,
+def running_costs(rows: list[BuyRow], busy_hours: float, kwh_price: float = power.DEFAULT_KWH_PRICE_USD,
                   years: float | None = None) -> list[power.RunningCost]:
     """Per buy row (planner.buy.BuyRow): kWh and USD per day with the GPU busy ``busy_hours`` a day; ranked by
     total cost of ownership when ``years`` is given, else by cost per day."""

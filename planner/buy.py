@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from pydantic import BaseModel, Field
@@ -23,8 +23,9 @@ from . import capacity, profiles
 from ._model import Frozen
 from .advice import KV_RANK, TIER_RANK, QualityNote, quality_of
 from .errors import BudgetError, InputError, PlannerError  # noqa: F401  (BudgetError re-exported)
+from .memory import MemoryModel
 from .power import RunningCost
-from .schema import Chip, MacProduct, ModelProfile, QuantFormat, Runtime
+from .schema import Chip, MacOS, MacProduct, ModelProfile, QuantFormat, Runtime
 from .search import (
     SLOT_CHOICES,
     Speed,
@@ -37,6 +38,9 @@ from .search import (
 )
 from .units import GiB
 from .workload import Targets, WorkloadProfile
+
+if TYPE_CHECKING:  # throughput is imported where a speed is asked for
+    from .throughput import Geometry, Roofline
 
 QUALITY_MAX = {"lossless": 0, "small": 1, "noticeable": 2, "large": 3}
 _TIER_NUM = {"lossless": 0, "small": 1, "unknown": 2, "noticeable": 2, "large": 3}
@@ -131,7 +135,8 @@ class BuyResult(BaseModel):
                                              "ownership per Mac (plan buy --kwh-price --busy-hours --years)")
 
     def speed(self, row: BuyRow) -> float | None:
-        return getattr(row, self.speed_axis)
+        v: float | None = getattr(row, self.speed_axis)
+        return v
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,11 +156,11 @@ class _Config:
     rt: Runtime
     quant: QuantFormat
     kv: str
-    mms: list            # one MemoryModel per model; speed from the first (largest)
+    mms: list[MemoryModel]  # one MemoryModel per model; speed from the first (largest)
     slots: tuple[int, ...]
     quality: QualityNote
     cached: int          # prompt tokens the runtime's prefix cache saves
-    geo: object = None   # throughput.geometry, built on first use
+    geo: Geometry | Literal[False] | None = None  # throughput.geometry, built on first use (False: none)
 
 
 def buy(models: list[str], workload: WorkloadProfile, budget_usd: float | None = None,
@@ -281,7 +286,7 @@ def _memory(configs: list[_Config], pt: _Point) -> np.ndarray:
     return mem
 
 
-def _verdicts(macs: list[MacProduct], configs: list[_Config], mem: np.ndarray, mac_os) -> np.ndarray:
+def _verdicts(macs: list[MacProduct], configs: list[_Config], mem: np.ndarray, mac_os: MacOS) -> np.ndarray:
     """capacity.fit's verdict code for every [mac, config, slots] (capacity.fit_codes)."""
     limits = {r: capacity.wired_limit(r, mac_os) for r in {m.ram_gb for m in macs}}
     eff = np.array([limits[m.ram_gb].effective_bytes for m in macs], dtype=float)[:, None, None]
@@ -299,7 +304,7 @@ class _SpeedTable:
     def __init__(self, configs: list[_Config], pt: _Point):
         self.configs, self.pt = configs, pt
         self.available = speed_available()
-        self._rf: dict[tuple[str, int], object] = {}
+        self._rf: dict[tuple[str, int], Roofline | None] = {}
         self._sp: dict[tuple[str, int, int], Speed | None] = {}
         self._sources: set[str] = set()
 
@@ -312,7 +317,7 @@ class _SpeedTable:
                              speed_at(rf, p.prompt, p.gen, slots, p.users, p.staggered, self.configs[ci].cached))
         return self._sp[key]
 
-    def _roofline(self, chip: Chip, ci: int):
+    def _roofline(self, chip: Chip, ci: int) -> Roofline | None:
         if not self.available:
             return None
         if (chip.id, ci) not in self._rf:
@@ -353,7 +358,7 @@ def misses(sp: Speed | None, t: Targets) -> dict[str, float]:
 
 
 # --------------------------------------------------------------------------- the best configuration per Mac
-def rank_key(missed: dict[str, float], c: _Config, code: int, sp: Speed | None, objective: str, slots: int) -> tuple:
+def rank_key(missed: dict[str, float], c: _Config, code: int, sp: Speed | None, objective: str, slots: int) -> tuple[float, ...]:
     """Lexicographic: meets the targets, then the fewest targets missed and the smallest miss (the closest), quality
     tier, KV quality, comfort of the fit (fits < tight < raise-limit), then the objective (aggregate tok/s for
     throughput, time per request else)."""
@@ -428,7 +433,7 @@ def _row(m: MacProduct, ch: Chip, c: _Config, slots: int, total: float, code: in
                   sysctl=capacity.sysctl_for(int(total), c.rt) if verdict == "raise-limit" else None, flags=flags)
 
 
-def _no_fit(profs, pt: _Point, mem: np.ndarray, macs: list[MacProduct], macos: str,
+def _no_fit(profs: list[ModelProfile], pt: _Point, mem: np.ndarray, macs: list[MacProduct], macos: str,
             include_rumoured: bool) -> tuple[str, list[str]]:
     """When no Mac holds the model: what it needs against the largest Mac, and what would change that."""
     need = float(np.min(mem))
@@ -445,7 +450,7 @@ def _no_fit(profs, pt: _Point, mem: np.ndarray, macs: list[MacProduct], macos: s
 
 
 # --------------------------------------------------------------------------- the answer
-def _result(profs, wl: WorkloadProfile, rows: list[BuyRow], budget: float | None, include_rumoured: bool,
+def _result(profs: list[ModelProfile], wl: WorkloadProfile, rows: list[BuyRow], budget: float | None, include_rumoured: bool,
             include_discontinued: bool, max_quality_cost: str, src: str, evaluated: int,
             excluded: dict[str, int], notes: list[str], pt: _Point) -> BuyResult:
     axis = "decode_tok_s" if wl.objective == "throughput" else "decode_tok_s_per_user"

@@ -7,6 +7,7 @@ llama.cpp common/fit.cpp (1 GiB fit margin); mlx_lm/generate.py wired_limit() (0
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from .engines import engine_for
 from .errors import InputError
@@ -14,6 +15,9 @@ from .memory import MemoryModel
 from .results import Fit, WiredLimit
 from .schema import MacOS, Runtime
 from .units import GiB, MiB
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MAX_USERS = 4096
 
@@ -90,7 +94,8 @@ def fit(total: int, weights: int, wired: WiredLimit, runtime: Runtime) -> Fit:
 VERDICTS = ("fits", "tight", "raise-limit", "no-fit")
 
 
-def fit_codes(total, weights, effective, max_raise, headroom_mib, warn):
+def fit_codes(total: np.ndarray, weights: np.ndarray, effective: np.ndarray, max_raise: np.ndarray,
+              headroom_mib: np.ndarray, warn: np.ndarray) -> np.ndarray:
     """:func:`fit`'s verdict for many configurations at once, as indices into :data:`VERDICTS`.
 
     Arguments are numpy arrays that broadcast together (bytes; the runtime's headroom_mib and warn_fraction, 0 for

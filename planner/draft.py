@@ -12,10 +12,16 @@ acceptance a. Decode = E / (g·t_draft + t_verify), never above the bandwidth bo
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from . import capacity, profiles
 from .errors import InputError, UnknownProfileError
 from .memory import MemoryModel, memory_model
 from .results import DraftEstimate, WiredLimit
+from .schema import Chip
+
+if TYPE_CHECKING:  # throughput imports the memory model this module builds on
+    from .throughput import Roofline
 
 
 def tokens_per_step(alpha: float, g: int) -> float:
@@ -57,7 +63,7 @@ def draft_parts(dm: MemoryModel, context: int, slots: int) -> tuple[int, int, in
     return e.weights + e.vision, e.kv_cache + e.recurrent_state, e.compute_buffer + e.output_buffer
 
 
-def speculative_speed(rf_main, rf_draft, alpha: float, g: int, depth: float) -> tuple[float, float, float]:
+def speculative_speed(rf_main: Roofline, rf_draft: Roofline, alpha: float, g: int, depth: float) -> tuple[float, float, float]:
     """(decode with draft, decode without, bandwidth ceiling) for one sequence at ``depth`` cached tokens [tok/s]."""
     t_main = rf_main.step_time(1, depth)
     t_draft = rf_draft.step_time(1, depth)
@@ -68,7 +74,8 @@ def speculative_speed(rf_main, rf_draft, alpha: float, g: int, depth: float) -> 
 
 
 def draft_plan(main: MemoryModel, main_total: int, draft_id: str, wired: WiredLimit, context: int, slots: int,
-               acceptance: float | None = None, draft_tokens: int | None = None, rf=None, chip=None,
+               acceptance: float | None = None, draft_tokens: int | None = None, rf: Roofline | None = None,
+               chip: Chip | None = None,
                depth: float = 0.0) -> DraftEstimate:
     """Memory and speed of ``main`` with ``draft_id`` drafting. ``rf``: the main model's roofline (speed)."""
     dm = draft_memory_model(main, draft_id)

@@ -13,7 +13,10 @@ The message names the input and says what to do; ``fields`` carries the same fac
 from __future__ import annotations
 
 import difflib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 
 class PlannerError(Exception):
@@ -53,7 +56,7 @@ class UnknownProfileError(PlannerError, KeyError):
         super().__init__(msg, fields={"kind": kind, "suggestions": close_ids})
 
     def __str__(self) -> str:  # KeyError would quote the message
-        return self.args[0]
+        return str(self.args[0])
 
 
 class ProfileError(PlannerError):
@@ -132,7 +135,7 @@ class BudgetError(AnswerIsNo):
     code = "over_budget"
 
 
-def render_validation_error(source: str, err) -> str:
+def render_validation_error(source: str, err: ValidationError) -> str:
     """pydantic ValidationError -> one line: 'source: loc: msg; loc: msg'."""
     parts = []
     for e in err.errors():

@@ -33,6 +33,7 @@ efficiency (the same matmul kernels) times the profile's train_efficiency (a pri
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -44,7 +45,7 @@ from .deployment import resolve_mac
 from .errors import InputError, ProfileError
 from .memory import mlx_weights
 from .results import Fit, WiredLimit
-from .schema import Chip, MlxRuntime, ModelProfile, QuantFormat
+from .schema import Chip, MlxRuntime, ModelConfig, ModelProfile, QuantFormat
 from .units import MiB
 
 # The activation coefficients (copies of a width per token) live in profiles/finetune/mlx-lm.yaml, fitted by
@@ -138,7 +139,7 @@ class FinetunePlan(BaseModel):
 
 
 # --------------------------------------------------------------------------- memory
-def _block_linears(cfg, layer: int) -> list[arch.Tensor]:
+def _block_linears(cfg: ModelConfig, layer: int) -> list[arch.Tensor]:
     return [t for t in arch.tensors(cfg) if t.layer == layer and t.group in LINEAR_GROUPS and t.ne1 > 1]
 
 
@@ -211,7 +212,7 @@ def peak_memory(model: ModelProfile, fmt: QuantFormat, req: FinetuneRequest, lay
 
 
 # --------------------------------------------------------------------------- limits
-def _largest(fits, hi: int) -> int:
+def _largest(fits: Callable[[int], bool], hi: int) -> int:
     """Largest n in [1, hi] with fits(n) (fits is monotone); 0 when even 1 does not fit."""
     if not fits(1):
         return 0

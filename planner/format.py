@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from .units import GiB, KiB, MiB
+
+if TYPE_CHECKING:
+    from .advice import RuntimeVerdict
+    from .power import EnergyPerToken, ServeEnergy
+    from .results import KVLayout
+    from .streaming import StreamingEstimate
 
 VERDICT_TEXT = {
     "fits": "fits comfortably",
@@ -32,7 +39,7 @@ def fmt_gb(b: float) -> str:
     return f"{b / 1e9:.2f} GB"
 
 
-def fmt_kv_per_token(layout) -> str:
+def fmt_kv_per_token(layout: KVLayout) -> str:
     """'20.0 KiB + 62.8 MiB/seq state': a KVLayout's cache per token, with its sliding part and its state per
     sequence (the CLI's KV table and the web form's)."""
     per_tok = fmt_bytes(layout.bytes_per_token)
@@ -106,14 +113,14 @@ def table(rows: list[list[str]], header: list[str], align: str | None = None) ->
     align = align or "l" * cols
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(cols)]
 
-    def line(r):
+    def line(r: list[str]) -> str:
         return "  ".join(str(c).ljust(w) if a == "l" else str(c).rjust(w) for c, w, a in zip(r, widths, align)).rstrip()
 
     sep = "  ".join("-" * w for w in widths)
     return "\n".join([line(header), sep, *(line(r) for r in rows)])
 
 
-def _versus(v) -> str:
+def _versus(v: RuntimeVerdict) -> str:
     if v.code == "only":
         return f"{v.runtime}, the only runtime asked for (or fitting) here"
     mark = "" if v.other_meets_targets else ", which misses the targets"
@@ -127,13 +134,13 @@ def _versus(v) -> str:
             f"{(1 / (v.decode_ratio or 1) - 1) * 100:.0f} % faster")
 
 
-def versus_text(verdicts) -> str:
+def versus_text(verdicts: list[RuntimeVerdict]) -> str:
     """'mlx-lm or llama.cpp? ...': planner.advice.runtime_verdicts in one sentence (CLI and web form alike)."""
     return "mlx-lm or llama.cpp? " + "; ".join(_versus(v) for v in verdicts) + "."
 
 
 # --------------------------------------------------------------------------- beyond memory and the power bill
-def streaming_lines(runtime: str, quant: str, s) -> list[str]:
+def streaming_lines(runtime: str, quant: str, s: StreamingEstimate) -> list[str]:
     """One option's 'streamed from SSD' verdict, the recipe, and whether it only reads or would swap."""
     gb = 1e9
     what = (f"routed experts that miss the {fmt_bytes(s.expert_cache_bytes)} expert cache (hit rate "
@@ -163,7 +170,7 @@ def streaming_lines(runtime: str, quant: str, s) -> list[str]:
     return out
 
 
-def energy_line(runtime: str, quant: str, e) -> str:
+def energy_line(runtime: str, quant: str, e: EnergyPerToken) -> str:
     pm = e.power
     lean = " (from full-load readings: leans high)" if pm.decode_basis == "load" else ""
     line = (f"  {runtime} {quant}{' (streamed)' if e.streamed else ''}: {e.decode_j_per_token:.2f} J/token decoding (likely {e.decode_j_range[0]:.2f}–"
@@ -176,7 +183,7 @@ def energy_line(runtime: str, quant: str, e) -> str:
     return line
 
 
-def energy_text(e) -> str:
+def energy_text(e: ServeEnergy) -> str:
     """Words for planner.beyond.ServeEnergy: kWh and money per day at this load, the rate running all day."""
     d, pm = e.daily, e.daily.power
     lean = "; from full-load readings, leans high" if pm.decode_basis == "load" else ""
@@ -206,7 +213,7 @@ def redact_urls(text: str) -> str:
 def safe_text(text: str, keep_newlines: bool = True) -> str:
     """``text`` with its control and bidi characters shown as escapes (``\\x1b``, ``\\u202e``) and URLs redacted:
     safe to print to a terminal or a page. Tabs (and newlines unless ``keep_newlines`` is False) are kept."""
-    def esc(m: re.Match) -> str:
+    def esc(m: re.Match[str]) -> str:
         c = m.group(0)
         return f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
 

@@ -15,8 +15,14 @@ Recurrent state, per sequence, constant in context:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from .errors import UnsupportedArchitectureError
 from .schema import ModelConfig
+
+if TYPE_CHECKING:  # architecture.py imports this module
+    from .architecture import CacheLayer, Tensor
 
 # Gated DeltaNet (Qwen3.5 / 3.6 / 3.8): llama.cpp src/models/qwen35.cpp, qwen35moe.cpp; mlx_lm/models/qwen3_5.py
 QWEN35 = {"qwen3_5", "qwen3_5_moe"}
@@ -68,7 +74,7 @@ def _gdn_dims(cfg: ModelConfig) -> tuple[int, int, int, int]:
     return kh, kd, vh, vd
 
 
-def _qwen35_layer(cfg: ModelConfig, i: int) -> list:
+def _qwen35_layer(cfg: ModelConfig, i: int) -> list[Tensor]:
     from .architecture import Tensor, _ffn
 
     h = cfg.hidden_size
@@ -111,7 +117,7 @@ def _qwen35_layer(cfg: ModelConfig, i: int) -> list:
     return out
 
 
-def _gdn_cache(cfg: ModelConfig):
+def _gdn_cache(cfg: ModelConfig) -> CacheLayer:
     from .architecture import CacheLayer
 
     n_kh, khd, n_vh, vhd = _gdn_dims(cfg)
@@ -150,7 +156,7 @@ def _mamba2_dims(cfg: ModelConfig) -> tuple[int, int, int, int, int]:
     return H, P, N, G, cfg.conv_kernel or 4
 
 
-def _mamba2_mixer(cfg: ModelConfig, i: int) -> list:
+def _mamba2_mixer(cfg: ModelConfig, i: int) -> list[Tensor]:
     """llama.cpp nemotron-h.cpp / granite-hybrid.cpp (is_recr): ssm_in {n_embd, 2*d_inner + 2*G*N + H} (z, xBC, dt),
     depthwise conv over d_inner + 2*G*N channels, per-head dt bias, A, D, a grouped RMS norm, ssm_out;
     mlx-lm NemotronHMamba2Mixer / GraniteMoeHybridMamba2Mixer (in_proj, conv1d, dt_bias, A_log, D, norm, out_proj)."""
@@ -174,7 +180,7 @@ def _mamba2_mixer(cfg: ModelConfig, i: int) -> list:
     return out
 
 
-def _attn_plain(cfg: ModelConfig, i: int) -> list:
+def _attn_plain(cfg: ModelConfig, i: int) -> list[Tensor]:
     from .architecture import Tensor
 
     h, H, Hkv, hd = cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim
@@ -194,7 +200,7 @@ def _block_types(cfg: ModelConfig) -> list[str]:
     return list(bt)
 
 
-def _nemotron_layer(cfg: ModelConfig, i: int, kind: str) -> list:
+def _nemotron_layer(cfg: ModelConfig, i: int, kind: str) -> list[Tensor]:
     """Nemotron-H: one norm and one mixer per layer (mlx_lm nemotron_h.py NemotronHBlock): M Mamba-2, * attention,
     - a squared-ReLU MLP (up, down; no gate), E routed experts (up, down; relu2) + router with a score-correction
     bias + a shared expert (up, down), llama.cpp nemotron-h.cpp load_arch_tensors."""
@@ -229,7 +235,7 @@ def _nemotron_layer(cfg: ModelConfig, i: int, kind: str) -> list:
     return out
 
 
-def _granite_layer(cfg: ModelConfig, i: int, kind: str) -> list:
+def _granite_layer(cfg: ModelConfig, i: int, kind: str) -> list[Tensor]:
     """Granite 4.0-H: attn_norm, a Mamba-2 or attention mixer, ffn_norm, then routed SwiGLU experts + a shared SwiGLU
     MLP (shared_intermediate_size), or a dense SwiGLU MLP without experts (granite-hybrid.cpp; mlx-lm
     GraniteMoeHybridLayer)."""
@@ -256,7 +262,7 @@ def _granite_layer(cfg: ModelConfig, i: int, kind: str) -> list:
                   Tensor("ffn_down", i, f, h, group="ffn")]
 
 
-def _falcon_h1_layer(cfg: ModelConfig, i: int) -> list:
+def _falcon_h1_layer(cfg: ModelConfig, i: int) -> list[Tensor]:
     """Falcon-H1 (falcon-h1.cpp load_arch_tensors): attn_norm, the Mamba-2 mixer and attention in parallel on the
     same input, ffn_norm, a SwiGLU MLP of intermediate_size (mlx-lm FalconH1DecoderLayer)."""
     from .architecture import Tensor
@@ -268,7 +274,7 @@ def _falcon_h1_layer(cfg: ModelConfig, i: int) -> list:
                                      Tensor("ffn_down", i, f, h, group="ffn")])
 
 
-def _lfm2_layer(cfg: ModelConfig, i: int, kind: str) -> list:
+def _lfm2_layer(cfg: ModelConfig, i: int, kind: str) -> list[Tensor]:
     """LFM2 (lfm2.cpp / lfm2moe.cpp load_arch_tensors; mlx-lm Lfm2DecoderLayer): operator norm (attn_norm), either
     attention with q/k RMS norms or a short conv (in_proj h -> 3h for B, C, x; depthwise conv of conv_L_cache taps;
     out_proj), ffn_norm, a SwiGLU MLP (LFM2-MoE: dense for the first num_dense_layers, then routed experts with a
@@ -304,7 +310,7 @@ def _mamba1_dims(cfg: ModelConfig) -> tuple[int, int, int, int]:
     return d, N, R, cfg.conv_kernel or 4
 
 
-def _jamba_layer(cfg: ModelConfig, i: int, kind: str) -> list:
+def _jamba_layer(cfg: ModelConfig, i: int, kind: str) -> list[Tensor]:
     """Jamba (jamba.cpp load_arch_tensors; mlx-lm JambaMambaMixer / JambaAttention): attn_norm, a Mamba-1 mixer
     (in_proj h -> 2 d_inner, conv over d_inner with bias, x_proj d_inner -> R + 2N, dt_proj R -> d_inner with bias,
     RMS norms on dt, B, C, A {N, d_inner}, D, out_proj) or attention, ffn_norm, routed SwiGLU experts or a dense
@@ -329,7 +335,7 @@ def _jamba_layer(cfg: ModelConfig, i: int, kind: str) -> list:
     return out + _ffn(cfg, i)
 
 
-def _kimi_layer(cfg: ModelConfig, i: int) -> list:
+def _kimi_layer(cfg: ModelConfig, i: int) -> list[Tensor]:
     """Kimi Linear (kimi-linear.cpp load_arch_tensors; mlx-lm KimiDeltaAttention / KimiMLAAttention): attn_norm;
     KDA = q, k, v projections, a depthwise conv on each (no bias), the decay's low-rank f_a (h -> d), f_b (d -> H d),
     beta (h -> H), A (H), dt bias (H d), the output gate's g_a, g_b, a head norm (d), o_proj; or MLA (planner/
@@ -367,7 +373,7 @@ def _kimi_layer(cfg: ModelConfig, i: int) -> list:
     return out
 
 
-def _kda_cache(cfg: ModelConfig):
+def _kda_cache(cfg: ModelConfig) -> CacheLayer:
     from .architecture import CacheLayer
 
     H, d, _, _ = _gdn_dims(cfg)
@@ -386,7 +392,7 @@ def _conv_taps(cfg: ModelConfig) -> int:
     return cfg.conv_L_cache
 
 
-def _mamba2_cache(cfg: ModelConfig):
+def _mamba2_cache(cfg: ModelConfig) -> CacheLayer:
     from .architecture import CacheLayer
 
     H, P, N, G, k = _mamba2_dims(cfg)
@@ -422,7 +428,7 @@ def _kinds(cfg: ModelConfig) -> list[str]:
     return _block_types(cfg)
 
 
-def _layer_builder(cfg: ModelConfig):
+def _layer_builder(cfg: ModelConfig) -> Callable[[ModelConfig, int, str], list[Tensor]]:
     """(cfg, i, kind) -> the tensors of layer i."""
     if cfg.model_type in QWEN35:
         return lambda c, i, k: _qwen35_layer(c, i)
@@ -434,7 +440,7 @@ def _layer_builder(cfg: ModelConfig):
             "granitemoehybrid": _granite_layer}[cfg.model_type]
 
 
-def tensors(cfg: ModelConfig) -> list:
+def tensors(cfg: ModelConfig) -> list[Tensor]:
     """Every weight tensor of a hybrid text model, in llama.cpp naming (the MTP block excluded: llama.cpp skips it
     unless --spec-type draft-mtp loads it, qwen35.cpp ``mtp_flags = TENSOR_SKIP``; mlx-lm drops ``mtp.*`` in
     qwen3_5.py sanitize)."""
@@ -453,7 +459,7 @@ def tensors(cfg: ModelConfig) -> list:
     return out
 
 
-def _jamba_cache(cfg: ModelConfig):
+def _jamba_cache(cfg: ModelConfig) -> CacheLayer:
     """llama.cpp (n_group 0): n_embd_r = (k-1) d_inner, n_embd_s = N d_inner, F32. mlx-lm ArraysCache(size=2):
     conv rows (B, k-1, d_inner) and the scan state (B, d_inner, N), both in the activation dtype (jamba.py ssm_step
     builds the state from delta * x * B without a float32 cast)."""
@@ -463,7 +469,7 @@ def _jamba_cache(cfg: ModelConfig):
     return CacheLayer("linear", state_f32_elems=(k - 1) * d + N * d, mlx_state_bytes=((k - 1) * d + N * d) * MLX_CONV_BYTES)
 
 
-def _conv_cache(cfg: ModelConfig):
+def _conv_cache(cfg: ModelConfig) -> CacheLayer:
     """llama.cpp n_embd_r = n_embd * (n_shortconv_l_cache - 1), n_embd_s = 0 (llama-hparams.cpp); mlx-lm
     ArraysCache(size=1): the last L-1 rows of B*x, (B, L-1, hidden) in the activation dtype (lfm2.py ShortConv)."""
     from .architecture import CacheLayer
@@ -472,7 +478,7 @@ def _conv_cache(cfg: ModelConfig):
     return CacheLayer("linear", state_f32_elems=r, mlx_state_bytes=r * MLX_CONV_BYTES)
 
 
-def _recurrent_cache(cfg: ModelConfig):
+def _recurrent_cache(cfg: ModelConfig) -> CacheLayer:
     if cfg.model_type in MAMBA2 | FALCON_H1:
         return _mamba2_cache(cfg)
     if cfg.model_type in JAMBA:
@@ -484,7 +490,7 @@ def _recurrent_cache(cfg: ModelConfig):
     return _gdn_cache(cfg)
 
 
-def cache_layers(cfg: ModelConfig) -> list:
+def cache_layers(cfg: ModelConfig) -> list[CacheLayer]:
     """Cache entries in layer order: an attention layer holds K and V per token (Kimi Linear's MLA: the latent + rope
     key, no V), a recurrent layer a state per sequence, a Falcon-H1 layer both, MoE / MLP blocks nothing.
     llama.cpp src/llama-model.cpp create_memory: llama_memory_hybrid with filter_attn = !is_recr and filter_recr =
@@ -499,9 +505,9 @@ def cache_layers(cfg: ModelConfig) -> list:
         attn = CacheLayer("full", Hkv * hd, Hkv * hd)
     kinds = _kinds(cfg)
     rec = _recurrent_cache(cfg) if any(k in RECURRENT_KINDS for k in kinds) else None
-    out = []
+    out: list[CacheLayer] = []
     for kind in kinds:
-        if kind in RECURRENT_KINDS:
+        if kind in RECURRENT_KINDS and rec is not None:  # rec is None only when no layer is recurrent
             out.append(rec)
         if kind in ATTENTION_KINDS:
             out.append(attn)

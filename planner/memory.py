@@ -9,22 +9,29 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from . import architecture as arch
 from .engines import Engine, engine_for
 from .errors import InputError
 from .results import KVLayout, MemoryEstimate, WeightsEstimate
 from .schema import (
+    GgmlType,
     GgmlTypeTable,
     LlamaCppFamily,
     MlxRuntime,
+    ModelConfig,
     ModelProfile,
     QuantFormat,
     QuantizeClasses,
     Runtime,
 )
+
+# llama-quantize's per-file state (init_quantize_state_counters) plus per-name caches of the preset walk: counts,
+# index maps, rule lists, flags and types under str or tuple keys, so the values are heterogeneous
+Counters = dict[str | tuple[str | int, ...], Any]
 
 # --------------------------------------------------------------------------- GGUF presets
 # (the tensors never quantized: profiles/quants/ggml-types.yaml llama_quantize)
@@ -35,7 +42,7 @@ def use_more_bits(i: int, n: int) -> bool:
     return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
 
 
-def _cond(c: str, i: int | None, n: int, static: dict) -> bool:
+def _cond(c: str, i: int | None, n: int, static: dict[str, bool]) -> bool:
     neg = c.startswith("not_")
     c = c.removeprefix("not_")
     if c in static:
@@ -62,7 +69,7 @@ def _matches(rule_tensor: str, name: str) -> bool:
     return name == rule_tensor or (rule_tensor.startswith("ffn_") and name.startswith(rule_tensor))
 
 
-def _static_conditions(cfg) -> dict:
+def _static_conditions(cfg: ModelConfig) -> dict[str, bool]:
     """Model-level conditions of the preset rules (src/llama-quant.cpp: n_gqa, n_expert, LLM_TYPE_70B)."""
     gqa = cfg.num_attention_heads // cfg.num_key_value_heads
     return {"gqa_ge_4": gqa >= 4, "gqa_lt_4": gqa < 4, "gqa_ge_4_or_moe": gqa >= 4 or cfg.n_experts >= 4,
@@ -78,7 +85,7 @@ def _ffn_category(name: str) -> str | None:
     return next((c for c in _FFN_CATEGORIES if c in name), None)
 
 
-def rule_name(name: str, cfg, classes: QuantizeClasses) -> str:
+def rule_name(name: str, cfg: ModelConfig, classes: QuantizeClasses) -> str:
     """The name llama-quantize's rules see: attn_qkv / attn_kv_b take attn_v's rules (category_is_attn_v),
     per_layer_token_embd takes token_embd's, and a token embedding shared with the output (no output.weight,
     qs.has_tied_embeddings) takes the output's (src/llama-quant.cpp tensor_get_category, llama_tensor_get_type_impl)."""
@@ -120,8 +127,9 @@ def _fixed_type(t: arch.Tensor, preset: QuantFormat, model: ModelProfile, classe
     return None
 
 
-def gguf_tensor_type(t: arch.Tensor, preset: QuantFormat, model: ModelProfile, types: dict, counters: dict,
-                     static: dict | None = None, classes: QuantizeClasses | None = None) -> str:
+def gguf_tensor_type(t: arch.Tensor, preset: QuantFormat, model: ModelProfile, types: dict[str, GgmlType],
+                     counters: Counters, static: dict[str, bool] | None = None,
+                     classes: QuantizeClasses | None = None) -> str:
     cfg = model.config
     classes = classes or QuantizeClasses()
     fixed = _fixed_type(t, preset, model, classes)
@@ -150,7 +158,9 @@ def gguf_tensor_type(t: arch.Tensor, preset: QuantFormat, model: ModelProfile, t
         free = counters[("free", name)] = all(c.removeprefix("not_") in static for r in rules for c in r.when)
     key = ("type", name, t.ne0)
     if free and key in counters:
-        return counters[key]
+        known: str = counters[key]
+        return known
+    assert base is not None  # _fixed_type returned None: a gguf preset, which has a base_type
     typ = base
     for r in rules:
         if all(_cond(c, i, n, static) for c in r.when) and (r.if_type_in is None or typ in r.if_type_in):
@@ -164,43 +174,43 @@ def gguf_tensor_type(t: arch.Tensor, preset: QuantFormat, model: ModelProfile, t
     return typ
 
 
-def _file_order(ts, pick) -> dict:
+def _file_order(ts: Sequence[arch.Tensor], pick: Callable[[arch.Tensor], bool]) -> dict[tuple[int, str], int]:
     """Position of each picked tensor in llama-quantize's order: by layer, then by name
     (llama-model-loader.h weight_name_comparer), keyed (layer, name)."""
     chosen = sorted({(t.layer, t.name) for t in ts if t.layer is not None and pick(t)})
     return {k: j for j, k in enumerate(chosen)}
 
 
-def quantize_counters(cfg, ts, classes: QuantizeClasses) -> dict:
+def quantize_counters(cfg: ModelConfig, ts: Sequence[arch.Tensor], classes: QuantizeClasses) -> Counters:
     """The per-file counts llama-quantize keeps (init_quantize_state_counters): n_attention_wv over the attn_v-like
     tensors, n_ffn_* = n_layer_all (every block in the file, MTP blocks included), and each counted tensor's index."""
     layers = [t.layer for t in ts if t.layer is not None]
     # an MTP block (Qwen3.5 mtp_num_hidden_layers) is in the file after the last layer, with its own attn_v: the
     # converter keeps it and llama-quantize counts it, though the layout (and llama.cpp's loader) leave it out
     mtp = cfg.mtp_num_hidden_layers or 0
-    counters: dict = {"n_attn_v": sum(t.name in classes.attn_v_like for t in ts) + mtp,
+    counters: Counters = {"n_attn_v": sum(t.name in classes.attn_v_like for t in ts) + mtp,
                       "n_layer_all": (max(layers) + 1 if layers else cfg.num_hidden_layers) + mtp,
                       "attn_v_index": _file_order(ts, lambda t: t.name in classes.attn_v_like)}
-    by_cat: dict[str, set] = {c: set() for c in _FFN_CATEGORIES}
+    by_cat: dict[str, set[tuple[int, str]]] = {c: set() for c in _FFN_CATEGORIES}
     for t in ts:  # one pass: each tensor's category once
         c = _ffn_category(t.name) if t.quantizable and t.layer is not None else None
-        if c is not None:
+        if c is not None and t.layer is not None:  # c is None for a tensor outside a layer
             by_cat[c].add((t.layer, t.name))
     counters["ffn_index"] = {(c, *k): j for c in _FFN_CATEGORIES for j, k in enumerate(sorted(by_cat[c]))}
     return counters
 
 
-def _base_counters(cfg, ts, classes: QuantizeClasses) -> dict:
+def _base_counters(cfg: ModelConfig, ts: Sequence[arch.Tensor], classes: QuantizeClasses) -> Counters:
     """:func:`quantize_counters` once per (config, tensor classes): they do not depend on the preset, and a catalog
     sweep sizes each model in several presets (architecture's identity memo, the classes kept alive beside them)."""
-    per_cfg = arch._memo("quantize_counters", cfg, lambda c: {})
+    per_cfg: dict[int, tuple[QuantizeClasses, Counters]] = arch._memo("quantize_counters", cfg, lambda c: {})
     hit = per_cfg.get(id(classes))
     if hit is None or hit[0] is not classes:
         hit = per_cfg[id(classes)] = (classes, quantize_counters(cfg, ts, classes))
     return hit[1]
 
 
-def row_bytes(types: dict, typ: str, ne0: int) -> int:
+def row_bytes(types: dict[str, GgmlType], typ: str, ne0: int) -> int:
     """ggml_row_size(type, ne0)."""
     tt = types[typ]
     return ne0 // tt.block_size * tt.bytes_per_block
@@ -234,11 +244,11 @@ def gguf_weights(model: ModelProfile, preset: QuantFormat, table: GgmlTypeTable)
                            by_type=by_type, vision_bytes=vision)
 
 
-def _by_name(cfg) -> list[tuple[str, list[tuple[arch.Tensor, int]]]]:
+def _by_name(cfg: ModelConfig) -> list[tuple[str, list[tuple[arch.Tensor, int]]]]:
     """Tensors grouped by name, then by (row length, group, quantizable, layer kind): one representative tensor
     and the rows (ne1 × n) they hold together. Built once per config (architecture's identity memo)."""
-    def build(c):
-        out: dict[str, dict[tuple, list]] = {}
+    def build(c: ModelConfig) -> list[tuple[str, list[tuple[arch.Tensor, int]]]]:
+        out: dict[str, dict[tuple[int, str, bool, bool], list[Any]]] = {}  # [representative tensor, rows]
         for t in arch.tensors(c):
             k = (t.ne0, t.group, t.quantizable, t.layer is None)
             slot = out.setdefault(t.name, {}).setdefault(k, [t, 0])
@@ -247,7 +257,7 @@ def _by_name(cfg) -> list[tuple[str, list[tuple[arch.Tensor, int]]]]:
     return arch._memo("gguf_by_name", cfg, build)
 
 
-def _tensors_named(ts, name: str):
+def _tensors_named(ts: Sequence[arch.Tensor], name: str) -> list[arch.Tensor]:
     return [t for t in ts if t.name == name]
 
 
@@ -309,7 +319,7 @@ def check_kv_type(kv_type: str, runtime: Runtime, model: ModelProfile) -> str:
     return k
 
 
-_KV_MEMO: dict[tuple, tuple] = {}
+_KV_MEMO: dict[tuple[int, int, str, int], tuple[ModelProfile, Runtime, GgmlTypeTable, KVLayout]] = {}
 
 
 def kv_layout(model: ModelProfile, runtime: Runtime, kv_type: str, table: GgmlTypeTable) -> KVLayout:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from . import capacity, profiles
 from .advice import KV_RANK, QualityNote, _quality_loss, quality_of
@@ -24,6 +25,9 @@ from .memory import MemoryModel
 from .results import Fit, ModelRow, ModelsResult, WiredLimit
 from .schema import Chip, MlxRuntime, ModelProfile, QuantFormat, Runtime
 from .search import Speed, base_memory_model, quants_for, speed_at, speed_available, speed_model, with_kv
+
+if TYPE_CHECKING:  # throughput is imported where a speed is asked for
+    from .throughput import Roofline
 
 DEFAULT_RUNTIMES = ["llama.cpp", "mlx-lm"]
 TASKS = ("chat", "code", "reasoning", "vision", "embedding")
@@ -87,7 +91,7 @@ def _nominal_bits(q: QuantFormat) -> float:
 
 
 @functools.lru_cache(maxsize=4096)
-def _speed_model(model_id: str, runtime_id: str, quant_id: str, kv: str, chip_id: str):
+def _speed_model(model_id: str, runtime_id: str, quant_id: str, kv: str, chip_id: str) -> Roofline | None:
     mm = with_kv(base_memory_model(model_id, runtime_id, quant_id), kv)
     if mm is None:  # the runtime refuses this KV type (_evaluate checks it first)
         return None
@@ -212,7 +216,7 @@ def best_for_runtime(m: ModelProfile, rt: Runtime, qy: Query, wired: WiredLimit,
 
 def _choose(cands: list[_Cand], qy: Query) -> _Cand:
     """Across runtimes: meets the asked speed first, then quant quality tier, faster decode, more memory left."""
-    def key(c: _Cand):
+    def key(c: _Cand) -> tuple[float, ...]:
         slow = bool(qy.min_tok_s and c.decode is not None and "embedding" not in c.model.tasks
                     and c.decode < qy.min_tok_s)
         return (c.fit.verdict == "no-fit", slow, TIER_ORDER[c.qn.tier], -(c.decode or 0.0), c.total)
@@ -350,12 +354,12 @@ def _row(c: _Cand, qy: Query, wired: WiredLimit, basis: str | None) -> ModelRow:
         score_caveats=list(m.quality.caveats) if scored and m.quality else [], meets=not misses, misses=misses)
 
 
-def _range(sp, name: str) -> tuple[float, float] | None:
+def _range(sp: Speed | None, name: str) -> tuple[float, float] | None:
     r = getattr(sp, name, None) if sp is not None else None
     return (float(r[0]), float(r[1])) if r is not None else None
 
 
-def rank_key(r: ModelRow) -> tuple:
+def rank_key(r: ModelRow) -> tuple[float, ...]:
     """Meets the asked speed, context and memory (under the default GPU limit), scored on the common benchmark,
     not at a quant with a large quality cost (advice.quality_of tier 'large': the score no longer describes it),
     higher score, better quant, faster, more memory left."""
@@ -363,7 +367,7 @@ def rank_key(r: ModelRow) -> tuple:
             -(r.decode_tok_s or 0.0), -r.memory_left_bytes)
 
 
-def _closeness(r: ModelRow) -> tuple:
+def _closeness(r: ModelRow) -> tuple[float, ...]:
     """Best effort order: runs in memory, fewest misses, fastest, smallest."""
     return (r.verdict == "no-fit", len(r.misses), -(r.decode_tok_s or 0.0), r.memory_bytes)
 
@@ -413,7 +417,8 @@ def _basis_text(basis: str | None, ebasis: str | None) -> str:
     return "; ".join(parts)
 
 
-def _notes(rows, erows, basis, ebasis, qy: Query, want_speed: bool) -> list[str]:
+def _notes(rows: list[ModelRow], erows: list[ModelRow], basis: str | None, ebasis: str | None, qy: Query,
+           want_speed: bool) -> list[str]:
     notes = []
     unscored = [r for r in rows if r.score is None]
     if unscored and basis:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from . import capacity, profiles
 from .memory import MemoryModel
-from .results import Fit, OffloadEstimate, WiredLimit
+from .results import Fit, OffloadEstimate, ThroughputEstimate, WiredLimit
+from .schema import Chip
 
 
 def layer_split(mm: MemoryModel, context: int, users: int, ngl: int) -> tuple[int, int]:
@@ -58,7 +59,8 @@ def offload_decode(mm: MemoryModel, ngl: int, full_tok_s: float, bytes_per_step:
     return 1.0 / t
 
 
-def offload(mm: MemoryModel, context: int, users: int, wired: WiredLimit, chip=None, rf_estimate=None) -> OffloadEstimate | None:
+def offload(mm: MemoryModel, context: int, users: int, wired: WiredLimit, chip: Chip | None = None,
+            rf_estimate: ThroughputEstimate | None = None) -> OffloadEstimate | None:
     """Partial offload of a llama.cpp option that does not fit whole; None for other runtimes or when the whole
     model fits. ``rf_estimate``: the full-GPU ThroughputEstimate at batch 1 (for the decode estimate)."""
     if not mm.engine.partial_offload:

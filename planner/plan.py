@@ -27,7 +27,7 @@ from .results import (
     WeightsEstimate,
     WiredLimit,
 )
-from .schema import Chip, ModelProfile, QuantFormat
+from .schema import Chip, GgmlTypeTable, ModelProfile, QuantFormat, ResolvedFiles, Runtime
 from .setups import judge_offloads, with_draft, with_images, with_offload, with_serving
 from .streaming import StreamingEstimate
 
@@ -77,14 +77,14 @@ class PlanRequest(BaseModel):
 
     @field_validator("guardrail")
     @classmethod
-    def _guardrail(cls, v):
+    def _guardrail(cls, v: str | None) -> str | None:
         if v is not None and not v.strip():  # --guardrail "" was taken as no guardrail
             raise ValueError("is empty; give off, relaxed, balanced, strict or custom:<GB>")
         return v
 
     @field_validator("ram_gb")
     @classmethod
-    def _ram(cls, v):
+    def _ram(cls, v: float | None) -> float | None:
         # `not 0 < v < inf` also rejects nan and inf (inf reached int() in ram_gb_valid: OverflowError traceback)
         if v is not None and not 0 < v < float("inf"):
             raise ValueError("must be a positive size in GB, e.g. 64")
@@ -188,7 +188,7 @@ def resolve_mac(req: PlanRequest) -> tuple[float, Chip | None, str]:
     return mac.ram_gb, mac.chip, mac.bin_note or ""
 
 
-def _quants_for(req: PlanRequest, runtime, model: ModelProfile) -> list:
+def _quants_for(req: PlanRequest, runtime: Runtime, model: ModelProfile) -> list[QuantFormat]:
     if req.quants:
         out = []
         for q in req.quants:
@@ -252,7 +252,7 @@ def build_option(mm: MemoryModel, req: PlanRequest, wired: WiredLimit, raised: W
         notes=notes)
 
 
-def _option(mm: MemoryModel, q, req: PlanRequest, chip: Chip | None, ram: float, limits: tuple[WiredLimit, WiredLimit],
+def _option(mm: MemoryModel, q: QuantFormat, req: PlanRequest, chip: Chip | None, ram: float, limits: tuple[WiredLimit, WiredLimit],
             contexts: list[int], user_counts: list[int], max_ctx: int) -> FitOption:
     """One runtime x quant: the fit, then each optional part from its own module (speed, wrapper app, partial
     offload, draft model, streaming from the SSD, energy)."""
@@ -266,7 +266,7 @@ def _option(mm: MemoryModel, q, req: PlanRequest, chip: Chip | None, ram: float,
     return with_energy(opt, chip, ram)
 
 
-def plan(req: PlanRequest, resolved=None) -> Plan:
+def plan(req: PlanRequest, resolved: ResolvedFiles | None = None) -> Plan:
     """``resolved``: a sources.ResolvedModel (duck-typed: the core does not import the edge); its profile
     replaces the catalog lookup and its exact weight bytes replace the estimate for the matching runtime x quant."""
     model = resolved.profile if resolved is not None else profiles.load_model(req.model)
@@ -284,8 +284,8 @@ def plan(req: PlanRequest, resolved=None) -> Plan:
         raise InputError("--runtime: give at least one of llama.cpp, mlx-lm, ollama")
     req, runtimes, name_notes = pinned_by_name(req, runtimes, resolved)
     vision_notes = [*vision_notes, *name_notes]
-    for q in req.quants or []:  # a --quant no format knows was silently dropped when another --quant was valid
-        profiles.load_quant(q)  # UnknownProfileError with close matches
+    for qn in req.quants or []:  # a --quant no format knows was silently dropped when another --quant was valid
+        profiles.load_quant(qn)  # UnknownProfileError with close matches
     if req.kv_type is not None and not any(_kv_applies(req.kv_type, rt) for rt in runtimes):  # was ignored
         raise InputError(f"--kv-type {req.kv_type!r} is not a KV type of {', '.join(r.id for r in runtimes)}; "
                          "use f16, q8_0, q4_0 (llama.cpp) or bf16, kv8, kv4 (mlx-lm)")
@@ -335,7 +335,8 @@ def _capped(req: PlanRequest, model: ModelProfile, max_ctx: int) -> tuple[PlanRe
         f"the context {req.context:,} is above {model.name}'s maximum of {max_ctx:,} tokens: capped at {max_ctx:,}"]
 
 
-def pinned_by_name(req: PlanRequest, runtimes: list, resolved=None) -> tuple[PlanRequest, list, list[str]]:
+def pinned_by_name(req: PlanRequest, runtimes: list[Runtime],
+                   resolved: ResolvedFiles | None = None) -> tuple[PlanRequest, list[Runtime], list[str]]:
     """A catalog name that names a published repo of one format plans that format (and its preset, when the name
     says which) instead of every runtime x quant: ``mlx-community/Qwen3-30B-A3B-4bit`` is mlx-lm at mlx-4bit-g64,
     ``hf.co/unsloth/<Model>-GGUF:Q4_K_M`` the GGUF runtimes at Q4_K_M (profiles.parse_name). --quant wins over the
@@ -359,7 +360,7 @@ def pinned_by_name(req: PlanRequest, runtimes: list, resolved=None) -> tuple[Pla
     return req, keep, notes
 
 
-def launch_recipe(req: PlanRequest, o: FitOption, resolved=None) -> Recipe | None:
+def launch_recipe(req: PlanRequest, o: FitOption, resolved: ResolvedFiles | None = None) -> Recipe | None:
     """The launch commands of one plan option at the request's context and users (the web form's chosen option):
     the option's own recipe when the plan has one (wrapper apps, vision), else planner.recipes for its runtime,
     quant and KV cache. None for weights read from files in a format no profile names."""
@@ -375,7 +376,8 @@ def launch_recipe(req: PlanRequest, o: FitOption, resolved=None) -> Recipe | Non
     return recipe(mm, q, o.memory.context, req.users, o.fit)
 
 
-def _kv_rows(first: MemoryModel, rt, model: ModelProfile, table, req: PlanRequest, contexts: list[int]) -> list[KVRow]:
+def _kv_rows(first: MemoryModel, rt: Runtime, model: ModelProfile, table: GgmlTypeTable, req: PlanRequest,
+             contexts: list[int]) -> list[KVRow]:
     """KV cost of one sequence for the runtime's main KV types (the chosen one first)."""
     kinds = list(dict.fromkeys([first.kv.kv_type, *rt.advised_kv_types]))
     rows = []
@@ -391,14 +393,14 @@ def _kv_rows(first: MemoryModel, rt, model: ModelProfile, table, req: PlanReques
     return rows
 
 
-def _kv_applies(kv_type: str | None, rt) -> bool:
+def _kv_applies(kv_type: str | None, rt: Runtime) -> bool:
     if kv_type is None:
         return False
     return kv_alias(kv_type, rt) in rt.kv_types  # the runtime's own spelling (q8 -> q8_0 / kv8)
 
 
 # --------------------------------------------------------------------------- exact weights from real files
-def _exact_format(resolved) -> str | None:
+def _exact_format(resolved: ResolvedFiles | None) -> str | None:
     """Weight format ('gguf' | 'mlx') the resolved files are in, when they pin one runtime: read weights, or a
     config whose quantization block names the format (an MLX folder without its safetensors: estimated bytes)."""
     hint = getattr(resolved, "runtime_hint", None)
@@ -407,7 +409,8 @@ def _exact_format(resolved) -> str | None:
     return "gguf" if hint == "llama.cpp" else "mlx"
 
 
-def _file_runtimes(req: PlanRequest, runtimes: list, resolved, name: str, notes: list[str]) -> list:
+def _file_runtimes(req: PlanRequest, runtimes: list[Runtime], resolved: ResolvedFiles | None, name: str,
+                   notes: list[str]) -> list[Runtime]:
     """The runtimes that can load the model's files; a --runtime that cannot is said (a note), or refused when
     none of those asked for can (-r mlx-lm on a GGUF was answered for llama.cpp without a word)."""
     kept = _exact_runtimes(runtimes, resolved)
@@ -423,34 +426,37 @@ def _file_runtimes(req: PlanRequest, runtimes: list, resolved, name: str, notes:
     return kept
 
 
-def _exact_runtimes(runtimes: list, resolved) -> list:
+def _exact_runtimes(runtimes: list[Runtime], resolved: ResolvedFiles | None) -> list[Runtime]:
     """A GGUF file runs on llama.cpp-family runtimes, MLX weights on mlx-lm: keep only those."""
     fmt = _exact_format(resolved)
     if fmt is None:
         return runtimes
     keep = [rt for rt in runtimes if rt.weight_format == fmt]
+    assert resolved is not None and resolved.runtime_hint is not None  # _exact_format found the files' format
     return keep or [profiles.load_runtime(resolved.runtime_hint)]
 
 
-def _exact_quants(req: PlanRequest, rt, resolved) -> list:
+def _exact_quants(req: PlanRequest, rt: Runtime, resolved: ResolvedFiles | None) -> list[QuantFormat]:
     """The file's own quant (or a stand-in preset of the same format, relabelled later), unless --quant was given."""
     fmt = _exact_format(resolved)
     if fmt is None or req.quants or rt.weight_format != fmt:
         return []
+    assert resolved is not None  # _exact_format found the files' format
     qid = resolved.quant_id
     if qid and _known(qid, fmt):
         return [profiles.load_quant(qid, fmt)]
     return [profiles.load_quant("Q8_0" if fmt == "gguf" else "mlx-8bit-g64", fmt)]
 
 
-def _apply_exact(mm: MemoryModel, q, rt, resolved) -> tuple[MemoryModel, str | None]:
+def _apply_exact(mm: MemoryModel, q: QuantFormat, rt: Runtime,
+                 resolved: ResolvedFiles | None) -> tuple[MemoryModel, str | None]:
     """Swap in the exact bytes for the option whose format and quant match the files; label unknown quants."""
     w = getattr(resolved, "exact_weights", None)
-    if w is None:
+    if w is None or resolved is None:
         return mm, None
     fmt = _exact_format(resolved)
     qid = resolved.quant_id
-    known = bool(qid) and _known(qid, rt.weight_format)
+    known = bool(qid and _known(qid, rt.weight_format))
     if fmt is not None and rt.weight_format == fmt and (q.id == qid or not known):
         label = None if known else f"{qid or fmt} (as read)"
         return dataclasses.replace(mm, weights=w), label
@@ -460,7 +466,7 @@ def _apply_exact(mm: MemoryModel, q, rt, resolved) -> tuple[MemoryModel, str | N
 
 
 # --------------------------------------------------------------------------- speed (planner/throughput.py)
-def with_speed(opt: FitOption, mm: MemoryModel, q, chip: Chip | None, req: PlanRequest, user_counts: list[int]) -> FitOption:
+def with_speed(opt: FitOption, mm: MemoryModel, q: QuantFormat, chip: Chip | None, req: PlanRequest, user_counts: list[int]) -> FitOption:
     """Add prefill/TTFT at the workload's prompt and decode at 1..N users when the chip is known."""
     if chip is None:
         return opt

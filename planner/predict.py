@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from . import capacity, profiles
 from . import throughput as tp
 from .deployment import resolve_mac
 from .errors import InputError, UnknownProfileError
 from .memory import memory_model
+from .schema import QuantFormat, Runtime
 
 
 def predict_result(chip: str, gpu_cores: int | None, ram: float | None, model: str, quant: str, runtime: str,
                    prompt: int, gen: int, depth: int, batch: int, macos: str = profiles.DEFAULT_MACOS,
-                   flash_attn: bool | None = None, ubatch: int | None = None, kv_type: str | None = None) -> dict:
+                   flash_attn: bool | None = None, ubatch: int | None = None, kv_type: str | None = None) -> dict[str, Any]:
     """The contract's JSON object (a plain dict: ThroughputEstimate fields + memory fit)."""
     mac = resolve_mac(chip, gpu_cores, ram)
     c, chip_note, ram_gb = mac.chip, mac.bin_note, mac.ram_gb
@@ -46,7 +49,7 @@ def predict_result(chip: str, gpu_cores: int | None, ram: float | None, model: s
 _GGUF_BY_BITS = {2: "Q2_K", 3: "Q3_K_M", 4: "Q4_K_M", 5: "Q5_K_M", 6: "Q6_K", 8: "Q8_0", 16: "F16"}
 
 
-def _quant(name: str, rt):
+def _quant(name: str, rt: Runtime) -> tuple[QuantFormat, str | None]:
     """-> (quant, note). A format of the other weight kind is answered with the same bit class in the runtime's own
     format (Q4_K_M on mlx-lm -> 4bit), and the note says so: the speed and size depend on the bits, not the file."""
     try:
@@ -68,7 +71,7 @@ def _quant(name: str, rt):
                f"{t.id}, the same {bits}-bit class")
 
 
-def _bits(q) -> int:
+def _bits(q: QuantFormat) -> int:
     """Nominal bits of a format: MLX's own field; GGUF from the preset name (Q4_K_M -> 4, IQ2_XS -> 2, F16 -> 16)."""
     if q.kind == "mlx":
         return q.bits or 16

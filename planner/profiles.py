@@ -10,8 +10,9 @@ from __future__ import annotations
 import functools
 import os
 import re
+import types
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -37,7 +38,15 @@ from .schema import (
     VisionFamily,
 )
 
+if TYPE_CHECKING:
+    from .power import PowerTable
+    from .schema import CalibrationProfile, FinetuneConstants, ResolvedSpeedConstants
+    from .streaming import SSDTable
+
 T = TypeVar("T", bound=BaseModel)
+# mypy types the value of the ``Runtime`` alias (an Annotated discriminated union) as types.UnionType: the overloads
+# below take it as that and return the union, any model class returns an instance of itself
+RuntimeForm = types.UnionType
 
 
 def builtin_dir() -> Path:
@@ -66,7 +75,7 @@ def user_dir() -> Path | None:
     return Path(platformdirs.user_config_dir("mac-llm-planner")) / "profiles"
 
 
-def _read_yaml(path: Path) -> dict:
+def _read_yaml(path: Path) -> dict[str, Any]:
     import yaml  # only when a profile is not in the validated cache
 
     # bounded: a profile named as a FIFO or a link to /dev/zero in the user's folder is one line, not a hang
@@ -83,11 +92,15 @@ def _read_yaml(path: Path) -> dict:
 
 
 @functools.cache
-def _adapter(tp):
+def _adapter(tp: Any) -> TypeAdapter[Any]:  # Any: a type form (the Annotated Runtime union), not typable before PEP 747
     return TypeAdapter(tp)
 
 
-def load_file(path: Path, cls):
+@overload
+def load_file(path: Path, cls: type[T]) -> T: ...
+@overload
+def load_file(path: Path, cls: RuntimeForm) -> Runtime: ...
+def load_file(path: Path, cls: type[BaseModel] | RuntimeForm) -> BaseModel:
     """Read and validate one profile; ``cls`` is a model class or a discriminated union such as ``Runtime``.
     A file validated before (same path, size and mtime) comes from the installed :class:`ValidatedStore`, if any."""
     key = (str(path), getattr(cls, "__qualname__", None) or repr(cls))
@@ -97,7 +110,7 @@ def load_file(path: Path, cls):
     except OSError:
         stamp = None
     store = _STORE
-    hit = store.get(key, stamp) if store is not None else None
+    hit: BaseModel | None = store.get(key, stamp) if store is not None else None
     if hit is not None:
         return hit
     obj = _validate_file(path, cls)
@@ -106,14 +119,19 @@ def load_file(path: Path, cls):
     return obj
 
 
-def _validate_file(path: Path, cls):
+@overload
+def _validate_file(path: Path, cls: type[T]) -> T: ...
+@overload
+def _validate_file(path: Path, cls: RuntimeForm) -> Runtime: ...
+def _validate_file(path: Path, cls: type[BaseModel] | RuntimeForm) -> BaseModel:
     data = _read_yaml(path)
     try:
-        obj = cls.model_validate(data) if hasattr(cls, "model_validate") else _adapter(cls).validate_python(data)
+        obj: BaseModel = (cls.model_validate(data) if isinstance(cls, type)
+                          else _adapter(cls).validate_python(data))
     except ValidationError as e:
         raise ProfileError(render_validation_error(str(path), e)) from None
-    if getattr(obj, "id", path.stem) != path.stem:
-        raise ProfileError(f"{path}: id {obj.id!r} does not match the file name; rename one of them")
+    if (oid := getattr(obj, "id", path.stem)) != path.stem:
+        raise ProfileError(f"{path}: id {oid!r} does not match the file name; rename one of them")
     return obj
 
 
@@ -123,9 +141,9 @@ class ValidatedStore(Protocol):
     The core keeps none: an edge installs one with :func:`use_validated_store` (cli/profile_cache.py keeps them in
     the user's cache dir), so the core reads the YAML profiles and nothing else."""
 
-    def get(self, key: tuple, stamp: tuple | None) -> Any: ...
+    def get(self, key: tuple[str, str], stamp: tuple[int, int] | None) -> Any: ...
 
-    def put(self, key: tuple, stamp: tuple, obj: Any) -> None: ...
+    def put(self, key: tuple[str, str], stamp: tuple[int, int], obj: Any) -> None: ...
 
 
 _STORE: ValidatedStore | None = None
@@ -181,21 +199,27 @@ def _index(kind: str) -> dict[str, Path]:
 
 
 @functools.cache
-def _load(kind: str, id_: str, cls_name: str):
-    classes = {c.__name__: c for c in (Chip, MacOS, MacProduct, ModelProfile, QuantFormat, GgmlTypeTable, ServingApp,
-                                       CpuMemory, SpeculativePairs, VisionFamily)}
-    cls = Runtime if cls_name == "Runtime" else classes[cls_name]
+def _loaded(kind: str, id_: str, cls: type[BaseModel] | RuntimeForm) -> BaseModel:
     return load_file(_index(kind)[id_], cls)
 
 
+@overload
+def _load(kind: str, id_: str, cls: type[T]) -> T: ...
+@overload
+def _load(kind: str, id_: str, cls: RuntimeForm) -> Runtime: ...
+def _load(kind: str, id_: str, cls: type[BaseModel] | RuntimeForm) -> BaseModel:
+    """Profile ``id_`` of ``kind`` validated as ``cls``, once per process (:func:`clear_cache` forgets)."""
+    return _loaded(kind, id_, cls)
+
+
 def _all(kind: str, cls: type[T]) -> list[T]:
-    return [_load(kind, i, cls.__name__) for i in sorted(_index(kind))]
+    return [_load(kind, i, cls) for i in sorted(_index(kind))]
 
 
 def clear_cache() -> None:
     _index.cache_clear()
     _quant_stems.cache_clear()
-    _load.cache_clear()
+    _loaded.cache_clear()
     _alias_map.cache_clear()
     _calibration_files.cache_clear()
     _speed_constants.cache_clear()
@@ -354,19 +378,19 @@ def load_model(name: str) -> ModelProfile:
     idx = _index("models")
     key = norm(name)
     if key in idx:
-        return _load("models", key, "ModelProfile")
+        return _load("models", key, ModelProfile)
     amap = _alias_map()
     spec = parse_name(name)
     for spelling in spec.candidates:
         for cand in (norm(spelling), norm(spelling.split("/")[-1])):
             if cand in idx:
-                return _load("models", cand, "ModelProfile")
+                return _load("models", cand, ModelProfile)
             if cand in amap:
-                return _load("models", amap[cand], "ModelProfile")
+                return _load("models", amap[cand], ModelProfile)
     for spelling in spec.candidates:
         cand = _strip_decorations(spelling)
         if cand in amap:
-            return _load("models", amap[cand], "ModelProfile")
+            return _load("models", amap[cand], ModelProfile)
     from .arch_attention import refused_name  # architectures refused by name (llama3.2-vision, bge-m3, ...)
     why = refused_name(name)
     if why:
@@ -401,7 +425,7 @@ def resolve_chip(name: str, gpu_cores: int | None = None) -> Chip:
     idx = _index("chips")
     key = norm(name)
     if key in idx:
-        chip = _load("chips", key, "Chip")
+        chip = _load("chips", key, Chip)
         if gpu_cores is not None and gpu_cores != chip.gpu_cores:
             raise InputError(f"--gpu-cores {gpu_cores} contradicts --chip {name} ({chip.gpu_cores} GPU cores)")
         return chip
@@ -425,7 +449,7 @@ def all_macs() -> list[MacProduct]:
     return _all("macs", MacProduct)
 
 
-from ._model import DEFAULT_MACOS  # noqa: E402,F401  (re-exported: profiles.DEFAULT_MACOS)
+from ._model import DEFAULT_MACOS as DEFAULT_MACOS  # noqa: E402  (re-exported: profiles.DEFAULT_MACOS)
 
 
 def load_macos(name: str) -> MacOS:
@@ -435,7 +459,7 @@ def load_macos(name: str) -> MacOS:
     key = {"macos-sequoia": "macos-15", "macos-tahoe": "macos-26", "macos-14": "macos-15", "macos-13": "macos-15"}.get(key, key)
     if key not in idx:
         raise UnknownProfileError("macOS version", name, [k.removeprefix("macos-") for k in idx], flag="--macos")
-    return _load("macos", key, "MacOS")
+    return _load("macos", key, MacOS)
 
 
 # --------------------------------------------------------------------------- runtimes and quants
@@ -445,7 +469,7 @@ def load_runtime(name: str) -> Runtime:
     key = {"mlx": "mlx-lm", "mlx_lm": "mlx-lm", "mlxlm": "mlx-lm", "llama": "llama.cpp"}.get(key, key)
     if key not in idx:
         raise UnknownProfileError("runtime", name, list(idx), flag="--runtime")
-    return _load("runtimes", key, "Runtime")
+    return _load("runtimes", key, Runtime)
 
 
 def load_serving_app(name: str) -> ServingApp:
@@ -454,13 +478,13 @@ def load_serving_app(name: str) -> ServingApp:
     key = norm(name).replace("lm-studio", "lmstudio").replace("lm studio", "lmstudio")
     if key not in idx:
         raise UnknownProfileError("serving app", name, list(idx), flag="--runtime")
-    return _load("serving", key, "ServingApp")
+    return _load("serving", key, ServingApp)
 
 
 def vision_family(model_id: str) -> VisionFamily | None:
     """The image-token rule of a vision model (profiles/vision/*.yaml), None for a text-only model."""
     for key in _index("vision"):
-        fam = _load("vision", key, "VisionFamily")
+        fam = _load("vision", key, VisionFamily)
         if model_id in fam.models:
             return fam
     return None
@@ -468,12 +492,12 @@ def vision_family(model_id: str) -> VisionFamily | None:
 
 def speculative_pairs() -> SpeculativePairs:
     """Draft lengths and acceptance rates (profiles/speculative/pairs.yaml)."""
-    return _load("speculative", "pairs", "SpeculativePairs")
+    return _load("speculative", "pairs", SpeculativePairs)
 
 
 def cpu_memory() -> CpuMemory:
     """The CPU-side memory bandwidth share (profiles/hardware/cpu-memory.yaml)."""
-    return _load("hardware", "cpu-memory", "CpuMemory")
+    return _load("hardware", "cpu-memory", CpuMemory)
 
 
 def expand_runtimes(names: list[str]) -> list[str]:
@@ -482,21 +506,21 @@ def expand_runtimes(names: list[str]) -> list[str]:
     apps = _index("serving")
     for n in names:
         key = norm(n).replace("lm-studio", "lmstudio")
-        out += _load("serving", key, "ServingApp").runtimes if key in apps else [n]
+        out += _load("serving", key, ServingApp).runtimes if key in apps else [n]
     return list(dict.fromkeys(out))
 
 
 def serving_app_of(runtime_id: str) -> ServingApp | None:
     """The wrapper app that serves with this runtime profile, if any."""
     for key in _index("serving"):
-        app = _load("serving", key, "ServingApp")
+        app = _load("serving", key, ServingApp)
         if runtime_id in app.runtimes:
             return app
     return None
 
 
 def all_runtimes() -> list[Runtime]:
-    return [_load("runtimes", i, "Runtime") for i in sorted(_index("runtimes"))]
+    return [_load("runtimes", i, Runtime) for i in sorted(_index("runtimes"))]
 
 
 @functools.cache
@@ -505,7 +529,7 @@ def ggml_types() -> GgmlTypeTable:
 
 
 def all_quants() -> list[QuantFormat]:
-    return [_load("quants", i, "QuantFormat") for i in sorted(_index("quants")) if i != "ggml-types"]
+    return [_load("quants", i, QuantFormat) for i in sorted(_index("quants")) if i != "ggml-types"]
 
 
 @functools.cache
@@ -519,7 +543,7 @@ def load_quant(name: str, kind: str | None = None) -> QuantFormat:
     by_stem = _quant_stems()
     stem = by_stem.get(key.lower()) or by_stem.get(f"mlx-{key.lower()}")
     if stem and stem != "ggml-types":
-        q = _load("quants", stem, "QuantFormat")
+        q = _load("quants", stem, QuantFormat)
         if kind is None or q.kind == kind:
             return q
     cands = [q for q in all_quants() if kind is None or q.kind == kind]
@@ -550,7 +574,7 @@ def _calibration_files(root: Path | None) -> dict[str, Path]:
     return {p.stem: p for p in sorted(folder.glob("*.yaml"))} if folder is not None and folder.is_dir() else {}
 
 
-def load_speed_constants(chip: Chip, runtime: str, include_user: bool = True):
+def load_speed_constants(chip: Chip, runtime: str, include_user: bool = True) -> ResolvedSpeedConstants:
     """Merged calibration constants for (chip, runtime), generic to specific:
     runtime default -> tier -> generation (or the newest earlier one) -> chip id -> user calibration dir
     (``user_dir()/calibration``). ollama starts from llama.cpp's chain and applies its own files on top.
@@ -576,7 +600,7 @@ def _generation_scope(builtin: dict[str, Path], r: str, generation: str, notes: 
     return gen_scope
 
 
-def _calibration_profile(p: Path, scope: str, r: str, origin: str, notes: list[str]):
+def _calibration_profile(p: Path, scope: str, r: str, origin: str, notes: list[str]) -> CalibrationProfile | None:
     """The calibration file at ``p`` if it is what its name says; a broken user file is noted and skipped."""
     from .schema import CalibrationProfile
 
@@ -593,7 +617,7 @@ def _calibration_profile(p: Path, scope: str, r: str, origin: str, notes: list[s
     return prof
 
 
-def _engine(rt) -> str:
+def _engine(rt: Runtime) -> str:
     """The engine whose speed constants a runtime starts from: its own family (wrappers: the engine they wrap)."""
     from .engines import engine_for  # planner/engines imports the schema this module loads into
 
@@ -602,7 +626,7 @@ def _engine(rt) -> str:
 
 @functools.cache
 def _speed_constants(chip_id: str, generation: str, tier: str, matrix_units: bool, runtime: str, include_user: bool,
-                     _builtin_env: str | None, _user_env: str | None):
+                     _builtin_env: str | None, _user_env: str | None) -> ResolvedSpeedConstants:
     from .schema import ResolvedSpeedConstants
 
     rt = load_runtime(runtime).id
@@ -646,7 +670,7 @@ def _speed_constants(chip_id: str, generation: str, tier: str, matrix_units: boo
     return ResolvedSpeedConstants(constants=merged.resolved(), source=source, scopes=scopes)
 
 
-def load_finetune(runtime: str = "mlx-lm", include_user: bool = True):
+def load_finetune(runtime: str = "mlx-lm", include_user: bool = True) -> FinetuneConstants:
     """Fine-tuning constants: a user calibration (``user_dir()/calibration/finetune__<runtime>.yaml``, written by
     ``plan calibrate --finetune``) when one loads, else the shipped ``profiles/finetune/<runtime>.yaml``."""
     env = os.environ.get
@@ -654,7 +678,7 @@ def load_finetune(runtime: str = "mlx-lm", include_user: bool = True):
 
 
 @functools.cache
-def _finetune(runtime: str, include_user: bool, _builtin_env: str | None, _user_env: str | None):
+def _finetune(runtime: str, include_user: bool, _builtin_env: str | None, _user_env: str | None) -> FinetuneConstants:
     from .schema import FinetuneConstants
 
     user = user_dir() if include_user else None
@@ -675,7 +699,7 @@ def _finetune(runtime: str, include_user: bool, _builtin_env: str | None, _user_
 
 
 @functools.cache
-def ssd_speeds():
+def ssd_speeds() -> SSDTable:
     """Measured SSD read speeds by chip and capacity (profiles/hardware/ssd-read.yaml; planner/streaming.py)."""
     from .streaming import SSDTable
 
@@ -683,7 +707,7 @@ def ssd_speeds():
 
 
 @functools.cache
-def power_table():
+def power_table() -> PowerTable:
     """Measured wall power under LLM load, batteries (profiles/hardware/power.yaml; planner/power.py)."""
     from .power import PowerTable
 

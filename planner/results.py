@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, computed_field, model_validator
 
@@ -18,7 +18,7 @@ class _RoundTrip(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _drop_computed(cls, data):
+    def _drop_computed(cls, data: Any) -> Any:  # raw input before validation: anything
         if isinstance(data, dict) and any(k in data for k in cls.model_computed_fields):
             data = {k: v for k, v in data.items() if k not in cls.model_computed_fields}
         return data
@@ -65,7 +65,7 @@ class MemoryEstimate(_RoundTrip):
     users: int
     kv_cells: int = Field(description="KV cells allocated (llama.cpp) or held (mlx-lm), all sequences [tokens]")
 
-    @computed_field  # type: ignore[prop-decorator]
+    @computed_field  # type: ignore[prop-decorator]  # mypy rejects decorators above @property (pydantic docs)
     @property
     def total(self) -> int:
         return (self.weights + self.kv_cache + self.recurrent_state + self.compute_buffer + self.output_buffer
@@ -86,7 +86,7 @@ class WiredLimit(_RoundTrip):
     rule: str
     user_set: bool = False
 
-    @computed_field  # type: ignore[prop-decorator]
+    @computed_field  # type: ignore[prop-decorator]  # mypy rejects decorators above @property (pydantic docs)
     @property
     def sysctl_max_mb(self) -> int:
         return self.max_raise_bytes // (1024 * 1024)

@@ -12,11 +12,16 @@ from __future__ import annotations
 from . import capacity
 from .advice import KV_RANK, TIER_RANK, Found, RouterOption, Search, ServingOption
 from .recipes import on_port
+from .results import Fit
 from .schema import Runtime
 from .search import speed_at
 from .units import GiB, MiB
 
 PORTS = (8081, 8082)  # two servers on one Mac need two ports
+
+Buckets = list[tuple[int, float]]  # the workload's prompt lengths: (tokens, weight)
+Split = list[tuple[ServingOption, float, list[float]]]  # (option, share of requests, its time per bucket)
+Stats = tuple[int, int, float]  # (pairs searched, pairs fitting, the best single runtime's score)
 
 
 def best_pair(ctx: Search, found: Found, rts: list[Runtime]) -> RouterOption | None:
@@ -53,9 +58,10 @@ def best_pair(ctx: Search, found: Found, rts: list[Runtime]) -> RouterOption | N
     return _pair(ctx, best, stats)
 
 
-def _bucket_times(ctx: Search, found: Found, o: ServingOption, buckets) -> list[float]:
+def _bucket_times(ctx: Search, found: Found, o: ServingOption, buckets: Buckets) -> list[float]:
     """Time per request [s] of this option at each prompt length of the workload."""
     rf = found.speed_models[(o.runtime, o.quant, o.kv_type)]
+    assert rf is not None  # an option with a speed had a speed model
     out = []
     for tokens, _ in buckets:
         p = max(1, min(tokens, ctx.context - ctx.gen))
@@ -63,7 +69,7 @@ def _bucket_times(ctx: Search, found: Found, o: ServingOption, buckets) -> list[
     return out
 
 
-def _split(a: ServingOption, b: ServingOption, buckets, times) -> list[tuple[ServingOption, float, list[float]]]:
+def _split(a: ServingOption, b: ServingOption, buckets: Buckets, times: dict[int, list[float]]) -> Split:
     """Each prompt length goes to the faster of the pair: [(option, share of requests, its times)]."""
     ta, tb = times[id(a)], times[id(b)]
     share_a = sum(w for (_, w), x, y in zip(buckets, ta, tb) if x <= y)
@@ -72,7 +78,7 @@ def _split(a: ServingOption, b: ServingOption, buckets, times) -> list[tuple[Ser
     return [(a, share_a, ma), (b, 1.0 - share_a, mb)]
 
 
-def _score(ctx: Search, plan) -> float:
+def _score(ctx: Search, plan: Split) -> float:
     """latency: mean time per request [s] over the prompt mix; throughput: requests/s the pair sustains, set by
     the runtime that saturates first (each serves its share with its slots in parallel)."""
     buckets = ctx.wl.prompt_tokens._points()
@@ -101,14 +107,15 @@ def _better(ctx: Search, x: float, y: float) -> bool:
     return x > y * 1.01 if ctx.wl.objective == "throughput" else x < y * 0.99
 
 
-def _fit_together(ctx: Search, a: ServingOption, b: ServingOption, fam: dict[str, Runtime]):
+def _fit_together(ctx: Search, a: ServingOption, b: ServingOption, fam: dict[str, Runtime]) -> Fit:
     """Both totals plus the second runtime's margin against the GPU limit (the first's margin is in the verdict)."""
     rb = fam[b.runtime]
     total = a.memory_bytes + b.memory_bytes + int(rb.headroom_mib * MiB)
     return capacity.fit(total, 0, ctx.wired, fam[a.runtime])
 
 
-def _pair(ctx: Search, best, stats) -> RouterOption:
+def _pair(ctx: Search, best: tuple[float, ServingOption, ServingOption, Fit, Split, tuple[int, int]],
+          stats: Stats) -> RouterOption:
     sc, a, b, fit, plan, _ = best
     searched, fitting, single_score = stats
     buckets = ctx.wl.prompt_tokens._points()
@@ -132,7 +139,7 @@ def _pair(ctx: Search, best, stats) -> RouterOption:
                         single_score=single_score)
 
 
-def _single(ctx: Search, o: ServingOption, stats, smallest: int | None, some_fit: bool) -> RouterOption:
+def _single(ctx: Search, o: ServingOption, stats: Stats, smallest: int | None, some_fit: bool) -> RouterOption:
     searched, fitting, single_score = stats
     if not searched:
         why = "a router needs a llama.cpp option and an mlx-lm option with speed; run one runtime"

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from datetime import date
 from functools import cached_property
-from typing import Annotated, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Protocol, Self
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from ._model import Frozen
+
+if TYPE_CHECKING:
+    from .results import WeightsEstimate
 
 # Upper bounds on user-editable sizes: ~100x the largest real value, so a hostile or mistyped profile
 # (num_hidden_layers: 1e12, params_b: 1e400 = inf) is a ProfileError instead of a hang or a nonsense plan.
@@ -167,7 +170,7 @@ class QuantFormat(_Profile):
     quality: Quality | None = None
 
     @model_validator(mode="after")
-    def _check_kind(self):
+    def _check_kind(self) -> Self:
         if self.kind == "gguf" and not self.base_type:
             raise ValueError("gguf formats need base_type")
         if self.kind == "mlx" and (self.mode is None or self.bits is None):
@@ -194,7 +197,7 @@ class _RuntimeBase(_Profile):
                                "the part of a new prompt after the common prefix")
 
     @model_validator(mode="after")
-    def _advised_subset(self):
+    def _advised_subset(self) -> Self:
         extra = [k for k in self.advised_kv_types if k not in self.kv_types]
         if extra:
             raise ValueError(f"advised_kv_types {extra} are not in kv_types")
@@ -277,7 +280,7 @@ class MlxRuntime(_RuntimeBase):
 class MlxWrapperRuntime(MlxRuntime):
     """A product on MLX whose KV caches and buffers follow mlx-lm's (LM Studio mlx-engine, mlx-vlm)."""
 
-    kind: Literal["mlx-wrapper"]  # type: ignore[assignment]
+    kind: Literal["mlx-wrapper"]  # type: ignore[assignment]  # its own tag in the Runtime union (MlxRuntime: mlx-lm)
     wraps: Literal["mlx-lm"] = Field(description="engine whose memory and speed rules apply")
 
 
@@ -337,7 +340,7 @@ class VisionFamily(_Profile):
     notes: str = ""
 
     @model_validator(mode="after")
-    def _one_rule(self):
+    def _one_rule(self) -> Self:
         rules = [self.tokens_per_image, self.pixels_per_token_side, self.tile_px]
         if sum(r is not None for r in rules) != 1:
             raise ValueError("give one of tokens_per_image (fixed), pixels_per_token_side (per pixel area) or "
@@ -507,7 +510,7 @@ class ModelConfig(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _null_is_unset(cls, data):
+    def _null_is_unset(cls, data: Any) -> Any:  # raw input before validation: anything
         # HF configs write `head_dim: null` for "derive it", as if the key were left out
         if isinstance(data, dict) and any(data.get(k, 0) is None for k in ("num_key_value_heads", "head_dim")):
             data = {k: v for k, v in data.items() if not (k in ("num_key_value_heads", "head_dim") and v is None)}
@@ -518,7 +521,7 @@ class ModelConfig(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _normalise(self):
+    def _normalise(self) -> Self:
         # mlx_lm/models/*.py ModelArgs.__post_init__: kv heads default to heads, head_dim to hidden/heads
         if not self.num_key_value_heads:
             object.__setattr__(self, "num_key_value_heads", self.num_attention_heads)
@@ -824,3 +827,21 @@ class FinetuneConstants(BaseModel):
     c_s: float = Field(ge=0, le=100, description="Checkpointing: rebuilt block's attention [x B·heads·S²]")
     train_efficiency: float = Field(gt=0, le=1, description="Training matmuls vs the prefill efficiency [1]")
     provenance: Provenance
+
+
+class ResolvedFiles(Protocol):
+    """What the core reads of a model resolved from local files or the Hub (sources.ResolvedModel, passed in by
+    the edge: the core does not import sources)."""
+
+    @property
+    def profile(self) -> ModelProfile: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def exact_weights(self) -> WeightsEstimate | None: ...
+    @property
+    def quant_id(self) -> str | None: ...
+    @property
+    def runtime_hint(self) -> str | None: ...
+    @property
+    def notes(self) -> list[str]: ...

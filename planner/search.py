@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Literal
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from pydantic import BaseModel, Field
 
@@ -18,7 +19,12 @@ from ._model import Frozen
 from .errors import InputError, PlannerError
 from .memory import MemoryModel, check_kv_type, kv_layout, memory_model
 from .plan import default_quants
-from .schema import Chip, ModelProfile, QuantFormat, Runtime
+from .schema import Chip, ModelProfile, QuantFormat, ResolvedSpeedConstants, Runtime
+
+if TYPE_CHECKING:  # numpy and throughput are imported where a speed is asked for
+    import numpy as np
+
+    from .throughput import Geometry, Roofline
 
 SLOT_CHOICES = [1, 2, 4, 8, 16, 32, 64]
 
@@ -48,12 +54,12 @@ def speed_available() -> bool:
     return True
 
 
-def _constants(chip_id: str, runtime_id: str):
+def _constants(chip_id: str, runtime_id: str) -> ResolvedSpeedConstants:
     # profiles.load_speed_constants caches (and profiles.clear_cache() resets it after a user calibration)
     return profiles.load_speed_constants(profiles.resolve_chip(chip_id), runtime_id)
 
 
-def speed_model(mm: MemoryModel, chip: Chip, quant: QuantFormat, geo=None):
+def speed_model(mm: MemoryModel, chip: Chip, quant: QuantFormat, geo: Geometry | None = None) -> Roofline | None:
     """The roofline for (chip, runtime, model, quant, kv); None when no speed can be predicted
     (throughput not installed, or a chip without bandwidth). ``geo``: the model's throughput.geometry for this
     memory model and quant, when the caller already has it (it walks every tensor; a sweep builds it once)."""
@@ -68,7 +74,12 @@ def speed_model(mm: MemoryModel, chip: Chip, quant: QuantFormat, geo=None):
         return None
 
 
-def queue(ttft, t_req, per_user, slots, users):
+@overload
+def queue(ttft: float, t_req: float, per_user: float, slots: int, users: int) -> tuple[float, float, float]: ...
+@overload
+def queue(ttft: np.ndarray, t_req: np.ndarray, per_user: np.ndarray, slots: np.ndarray,
+          users: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+def queue(ttft: Any, t_req: Any, per_user: Any, slots: Any, users: int) -> tuple[Any, Any, Any]:
     """``users`` users on ``slots`` parallel sequences: the one queueing rule (scalars or numpy arrays).
 
     Users beyond the slots wait for a free one: ceil(users / slots) waves, on average half a request of waiting
@@ -79,7 +90,7 @@ def queue(ttft, t_req, per_user, slots, users):
     return ttft + wait, t_req + wait, per_user * b / users
 
 
-def speed_at(rf, prompt: int, gen: int, slots: int, users: int, staggered: bool, cached: int = 0) -> Speed:
+def speed_at(rf: Roofline, prompt: int, gen: int, slots: int, users: int, staggered: bool, cached: int = 0) -> Speed:
     """Speed of ``users`` users served by ``slots`` parallel sequences (slots ≤ users queue, time-shared).
 
     staggered: prompts arrive one at a time (interactive use), so TTFT is one prompt's prefill while the others
@@ -153,7 +164,8 @@ def slot_choices(rt: Runtime, mm: MemoryModel, users: int) -> list[int]:
     return sorted({s for s in SLOT_CHOICES if s <= users} | {users})
 
 
-def candidates(model: ModelProfile, runtimes: list[Runtime], quants: list[str] | None, users: int):
+def candidates(model: ModelProfile, runtimes: list[Runtime], quants: list[str] | None,
+               users: int) -> Iterator[tuple[Runtime, QuantFormat, MemoryModel, int]]:
     """Every (runtime, quant, memory model with its KV type, slots) that recommend evaluates, in search order."""
     for rt in runtimes:
         for q in quants_for(model, rt, quants):

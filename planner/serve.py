@@ -30,10 +30,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .throughput import Roofline
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+# a request in a server's batch: [rid, left_prompt, ctx, left_gen] (+ slot on llama.cpp), updated in place
+Row = list[int]
+# the requests by arrival: (arrival [s], prompt, gen, cached tokens)
+RequestLists = tuple[list[float], list[int], list[int], list[int]]
 
 GRID = 256  # tokens between decode-table points (the step time is piecewise linear in depth)
 
@@ -58,8 +67,8 @@ class StepModel:
     prefill_scale: float = 1.0   # step-time multipliers of prompt and decode rows: 1 / a speed factor (the likely
     decode_scale: float = 1.0    # range's ends, serve_plan.speed_range), on top of server_scales; the host work
     #                              is not scaled
-    _dec: dict = field(default_factory=dict)
-    _memo: dict = field(default_factory=dict)
+    _dec: dict[int, tuple[list[float], list[float], npt.NDArray[np.float64]]] = field(default_factory=dict)
+    _memo: dict[tuple[str | int, ...], float] = field(default_factory=dict)
 
     @property
     def host(self) -> float:
@@ -81,7 +90,7 @@ class StepModel:
         """Tokens per physical batch (llama.cpp -ub): the roofline's prefill chunk."""
         return self.rf.chunk
 
-    def _table(self, batch: int):
+    def _table(self, batch: int) -> tuple[list[float], list[float], npt.NDArray[np.float64]]:
         t = self._dec.get(batch)
         if t is None:
             xs = np.arange(0, self.ctx_max + 3 * GRID, GRID, dtype=float)
@@ -175,7 +184,8 @@ class Trace:
     capacity: int = 0
 
 
-def simulate(arrival, prompt, gen, cached, sched: Scheduler, steps: StepModel) -> Trace:
+def simulate(arrival: np.ndarray, prompt: np.ndarray, gen: np.ndarray, cached: np.ndarray, sched: Scheduler,
+             steps: StepModel) -> Trace:
     """Run the scheduler over requests sorted by ``arrival`` [s] with ``prompt``/``gen``/``cached`` tokens."""
     n = len(arrival)
     tr = Trace(np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan))
@@ -188,7 +198,8 @@ def simulate(arrival, prompt, gen, cached, sched: Scheduler, steps: StepModel) -
     return tr
 
 
-def _jump(act, nfree_ok: bool, nxt_arrival: float | None, t: float, steps: StepModel, groups=None):
+def _jump(act: list[Row], nfree_ok: bool, nxt_arrival: float | None, t: float, steps: StepModel,
+          groups: list[list[Row]] | None = None) -> tuple[int, float]:
     """Decode-only stretch: k steps until the first sequence finishes or (when it could be admitted) the next
     request arrives. Slot rows are [rid, left_prompt, ctx, left_gen, ...]; ``groups`` (lists of rows) are the
     physical batches of each step (split_equal), None = all rows in one. -> (k, dt)"""
@@ -236,13 +247,13 @@ def split_equal(seqs: list[tuple[int, int]], n_ubatch: int) -> list[list[tuple[i
     return out
 
 
-def _decode_groups(rows, n_ubatch: int) -> list[list]:
+def _decode_groups(rows: list[Row], n_ubatch: int) -> list[list[Row]]:
     """Decoding slots (rows[4] the slot id) as split_equal groups one decode token each: the physical batches."""
     by = {s[4]: s for s in rows}
     return [[by[sid] for sid, _ in ub] for ub in split_equal([(sid, 1) for sid in sorted(by)], n_ubatch)]
 
 
-def _split_step(gens, pieces, steps: StepModel) -> float:
+def _split_step(gens: list[Row], pieces: list[tuple[Row, int]], steps: StepModel) -> float:
     """One llama-server batch over per-slot streams: decode tokens in slot order, then prompt pieces in slot
     order (update_slots), split by split_equal; each physical batch is timed by the step model (decode tokens
     only: a decode step of that many sequences; with prompt tokens: StepModel.mixed, each piece on its depth)."""
@@ -266,7 +277,7 @@ def _split_step(gens, pieces, steps: StepModel) -> float:
     return dt
 
 
-def _finish(act, t: float, tr: Trace) -> tuple[list, int]:
+def _finish(act: list[Row], t: float, tr: Trace) -> tuple[list[Row], int]:
     keep = [s for s in act if s[1] > 0 or s[3] > 0]
     for s in act:
         if s[1] <= 0 and s[3] <= 0:
@@ -274,13 +285,13 @@ def _finish(act, t: float, tr: Trace) -> tuple[list, int]:
     return keep, len(act) - len(keep)
 
 
-def _run_llama(req, sched: Scheduler, steps: StepModel, tr: Trace) -> None:
+def _run_llama(req: RequestLists, sched: Scheduler, steps: StepModel, tr: Trace) -> None:
     arr, pr, gn, ca = req
     n, nslot, nb = len(arr), sched.slots, sched.n_batch
     split = not sched.kv_unified and nslot > 1
     last_used = [-1.0] * nslot   # slot.t_last_used: -1 until released, then the release time
     tr.capacity = nslot          # a request holds a slot from admission to its last token
-    act: list[list] = []         # [rid, left_prompt, ctx, left_gen, slot]
+    act: list[Row] = []          # [rid, left_prompt, ctx, left_gen, slot]
     t, nxt, done, busy = 0.0, 0, 0, 0.0
     while done < n:
         while len(act) < nslot and nxt < n and arr[nxt] <= t:
@@ -318,7 +329,8 @@ def _run_llama(req, sched: Scheduler, steps: StepModel, tr: Trace) -> None:
     tr.busy_integral, tr.makespan = busy, t
 
 
-def _llama_batch(act, gens, n_batch: int, split: bool, steps: StepModel):
+def _llama_batch(act: list[Row], gens: list[Row], n_batch: int, split: bool,
+                 steps: StepModel) -> tuple[list[tuple[Row, int]], float]:
     """One update_slots batch: a token per generating slot, then prompt tokens of the slots in slot order up to
     n_batch, timed as one llama_decode call. -> (prompt pieces [(row, tokens)], duration [s])"""
     budget, pieces = n_batch - len(gens), []
@@ -334,7 +346,7 @@ def _llama_batch(act, gens, n_batch: int, split: bool, steps: StepModel):
     return pieces, steps.mixed(len(gens), ctx, [(p, s[2]) for s, p in pieces], ends)
 
 
-def _lru_slot(act, last_used: list[float]) -> int:
+def _lru_slot(act: list[Row], last_used: list[float]) -> int:
     """server_context::get_available_slot without a prompt match: the idle slot released longest ago, the later
     slot on a tie (``slot.t_last_used <= t_last``)."""
     busy = {s[4] for s in act}
@@ -346,15 +358,15 @@ def _lru_slot(act, last_used: list[float]) -> int:
     return best
 
 
-def _run_mlx(req, sched: Scheduler, steps: StepModel, tr: Trace) -> None:
+def _run_mlx(req: RequestLists, sched: Scheduler, steps: StepModel, tr: Trace) -> None:
     arr, pr, gn, ca = req
     n, step = len(arr), sched.n_batch
     cap = max(sched.slots, sched.prompt_concurrency)   # BatchGenerator.completion_batch_size
     # BatchGenerator._next admits min(prefill - len(prompt batch), completion - len(generation batch)) prompts: the
     # prompt batch is not counted against the completion size, so up to cap + prefill - 1 sequences are in flight
     tr.capacity = cap + sched.prompt_concurrency - 1
-    gens: list[list] = []
-    pb: list[list] = []        # prompt batch rows: [rid, left_prompt, ctx, left_gen]
+    gens: list[Row] = []
+    pb: list[Row] = []         # prompt batch rows: [rid, left_prompt, ctx, left_gen]
     t, nxt, done, busy = 0.0, 0, 0, 0.0
     while done < n:
         waiting = nxt < n and arr[nxt] <= t
@@ -396,7 +408,7 @@ def _run_mlx(req, sched: Scheduler, steps: StepModel, tr: Trace) -> None:
     tr.busy_integral, tr.makespan = busy, t
 
 
-def _advance(gens, k: int, t0: float, t1: float, tr: Trace) -> None:
+def _advance(gens: list[Row], k: int, t0: float, t1: float, tr: Trace) -> None:
     """k decode steps of the generation batch between t0 and t1; a sequence's first decode is its first token."""
     for s in gens:
         if math.isnan(tr.first[s[0]]):

@@ -21,7 +21,7 @@ from .errors import InputError, NoFitError, PlannerError
 from .memory import MemoryModel, memory_model
 from .predict import _quant
 from .results import CurvePoint, Percentiles, ServeResult, SlotOption, WiredLimit
-from .schema import Runtime
+from .schema import Constants, QuantFormat, ResolvedFiles, Runtime
 from .serve import Scheduler, StepModel, Trace, simulate
 from .workload import Length
 
@@ -71,7 +71,8 @@ class Requests:
         return Requests(self.arrival * (base_rate / rate), self.prompt, self.gen, self.cached)
 
 
-def make_requests(arrival, prompt, gen, share: float, slot_context: int) -> tuple[Requests, int]:
+def make_requests(arrival: np.ndarray, prompt: np.ndarray, gen: np.ndarray, share: float,
+                  slot_context: int) -> tuple[Requests, int]:
     """Clip each request to the slot (llama-server refuses longer ones) -> (requests, how many were clipped)."""
     gen = np.minimum(np.asarray(gen, np.int64), slot_context // 2)
     room = slot_context - gen
@@ -85,10 +86,11 @@ def make_requests(arrival, prompt, gen, share: float, slot_context: int) -> tupl
 # --------------------------------------------------------------------------- statistics
 def _ttft(rq: Requests, tr: Trace) -> np.ndarray:
     """Arrival to first token of the requests that finished [s]."""
-    return (tr.first - rq.arrival)[~np.isnan(tr.end)]
+    out: np.ndarray = (tr.first - rq.arrival)[~np.isnan(tr.end)]
+    return out
 
 
-def summarise(rq: Requests, tr: Trace, slots: int, duration: float, points: int = 12) -> dict:
+def summarise(rq: Requests, tr: Trace, slots: int, duration: float, points: int = 12) -> dict[str, Any]:
     ok = ~np.isnan(tr.end)
     ttft = _ttft(rq, tr)
     e2e = (tr.end - rq.arrival)[ok]
@@ -161,7 +163,7 @@ def max_rate(rq: Requests, base_rate: float, sched: Scheduler, steps: StepModel,
     return lo, floor
 
 
-def speed_range(k, prompt: int, slots: int) -> tuple[tuple[float, float], tuple[float, float]] | None:
+def speed_range(k: Constants, prompt: int, slots: int) -> tuple[tuple[float, float], tuple[float, float]] | None:
     """The calibration's 80 % likely range as (prefill, decode) speed factors at the slow and the fast end:
     the 10th / 90th percentile of measured / predicted in each phase's regime (throughput.likely_range's table),
     for a typical ``prompt`` and ``slots`` sequences decoding. None when the calibration has no range."""
@@ -188,7 +190,7 @@ class Setup:
     rf: tp.Roofline
     rt: Runtime
     wired: WiredLimit
-    names: dict
+    names: dict[str, Any]  # model, quant, chip ids and labels, RAM, max context, notes: what the CLI prints
 
     def scheduler(self, slots: int, kv_unified: bool = False) -> Scheduler:
         """The server's batching settings (Engine.scheduler: llama-server or mlx_lm.server)."""
@@ -204,7 +206,7 @@ class Setup:
         return capacity.safe_users(self.mm, slot_context, capacity.safe_budget(self.wired, self.rt))
 
 
-def setup(chip: str, gpu_cores: int | None, ram: float | None, model, quant: str | None, runtime: str,
+def setup(chip: str, gpu_cores: int | None, ram: float | None, model: str | ResolvedFiles, quant: str | None, runtime: str,
           macos: str = profiles.DEFAULT_MACOS) -> Setup:
     """``model``: a catalog id, or a sources.ResolvedModel (duck-typed, as in planner.plan) read from a local GGUF
     or folder, whose exact weight bytes replace the estimate when its quant is the one served."""
@@ -216,13 +218,14 @@ def setup(chip: str, gpu_cores: int | None, ram: float | None, model, quant: str
         raise InputError(f"--runtime {runtime}: plan serve simulates llama-server (llama.cpp) and mlx_lm.server "
                          "(mlx-lm); give one of those")
     resolved = None if isinstance(model, str) else model
-    m = profiles.load_model(model) if resolved is None else resolved.profile
+    m = profiles.load_model(model) if isinstance(model, str) else model.profile
     q, quant_note = _quant(quant or _file_quant(resolved, rt) or ("Q4_K_M" if rt.weight_format == "gguf" else "4bit"),
                            rt)
     mm = _exact_weights(memory_model(m, rt, q, profiles.ggml_types()), q, rt, resolved)
     rf = tp.roofline_for(mm, c, profiles.load_speed_constants(c, rt.id), tp.geometry(mm, q.kind, q.mode),
                          profiles.all_chips())
     wired = capacity.wired_limit(ram_gb, profiles.load_macos(macos))
+    names: dict[str, Any]  # heterogeneous: ids, labels, sizes, notes
     names = dict(model=m.id, quant=q.id, chip=c.id, chip_label=c.label, ram_gb=ram_gb, runtime=rt.id,
                  max_context=m.config.max_position_embeddings, notes=[n for n in (chip_note, quant_note) if n])
     if rt.id != mm.engine.name:  # a product on an engine (Ollama, LM Studio, mlx-vlm)
@@ -231,7 +234,7 @@ def setup(chip: str, gpu_cores: int | None, ram: float | None, model, quant: str
     return Setup(mm, rf, rt, wired, names)
 
 
-def _file_quant(resolved, rt) -> str | None:
+def _file_quant(resolved: ResolvedFiles | None, rt: Runtime) -> str | None:
     """The quant of the model files when they are in the runtime's format (else the runtime cannot load them)."""
     hint = getattr(resolved, "runtime_hint", None)
     if resolved is None or hint is None:
@@ -248,7 +251,7 @@ def _file_quant(resolved, rt) -> str | None:
         return None
 
 
-def _exact_weights(mm: MemoryModel, q, rt, resolved) -> MemoryModel:
+def _exact_weights(mm: MemoryModel, q: QuantFormat, rt: Runtime, resolved: ResolvedFiles | None) -> MemoryModel:
     """Exact weight bytes read from the files, when the simulated quant is the files' own."""
     w = getattr(resolved, "exact_weights", None)
     if w is None or _file_quant(resolved, rt) != q.id:
@@ -274,7 +277,7 @@ class ServeRequest:
     slot_context: int | None = None
     max_ttft_p95: float | None = None
     sweep: bool = True
-    trace: tuple | None = None  # (arrival [s], prompt, gen) arrays from a trace file
+    trace: tuple[list[float], list[int], list[int]] | None = None  # (arrival [s], prompt, gen) from a trace file
     kv_unified: bool = False    # llama-server --kv-unified: one KV stream for all slots (no per-slot batch split)
 
 
@@ -331,7 +334,8 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
         notes=notes)
 
 
-def _arrivals(r: ServeRequest, rng: np.random.Generator, notes: list[str]):
+def _arrivals(r: ServeRequest, rng: np.random.Generator,
+              notes: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """-> (arrival [s], prompt, gen [tokens], duration [s]): the --trace sorted by arrival, or seeded Poisson
     arrivals (at most ~MAX_SIM_REQUESTS) with lengths drawn from the request's distributions."""
     if r.trace is not None:
@@ -373,7 +377,8 @@ def _bounded_arrivals(r: ServeRequest, rng: np.random.Generator, notes: list[str
     return arrival, duration
 
 
-def _likely(rq: Requests, search: Requests, sched: Scheduler, steps: StepModel, ends) -> dict:
+def _likely(rq: Requests, search: Requests, sched: Scheduler, steps: StepModel,
+            ends: tuple[tuple[float, float], tuple[float, float]] | None) -> dict[str, Any]:
     """TTFT percentiles and the saturation rate at the slow and the fast end of the speed range (the same
     requests, so only the speed differs). Near saturation the queue amplifies a speed error: this is how much."""
     if ends is None:
@@ -396,7 +401,8 @@ def _search_requests(r: ServeRequest, ctx: int, rng: np.random.Generator) -> Req
     return rq
 
 
-def _sweep(s: Setup, r: ServeRequest, ctx: int, search: Requests, steps: StepModel, slots: int, most: int):
+def _sweep(s: Setup, r: ServeRequest, ctx: int, search: Requests, steps: StepModel, slots: int,
+           most: int) -> tuple[list[SlotOption], int, str | None, float | None]:
     """Saturation rate and the highest rate under the TTFT target for each slot count that fits.
     -> (options, best slot count, what binds when no rate meets the target, best rate at the chosen slots)"""
     counts = sorted({slots, *(c for c in SWEEP_SLOTS if c <= most)}) if r.sweep else [slots]

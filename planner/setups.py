@@ -11,7 +11,7 @@ from .errors import InputError
 from .memory import MemoryModel
 from .recipes import recipe
 from .results import WiredLimit
-from .schema import Chip, ModelProfile
+from .schema import Chip, ModelProfile, QuantFormat, Runtime
 from .serving import app_defaults, check_guardrail
 
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from .plan import PlanRequest
 
 
-def with_images(req: PlanRequest, model: ModelProfile) -> tuple[PlanRequest, list, list[str]]:
+def with_images(req: PlanRequest, model: ModelProfile) -> tuple[PlanRequest, list[Runtime], list[str]]:
     """--images N: image tokens join the context and the prompt, mlx-lm gives way to mlx-vlm (mlx-lm reads text
     only), and the projector is counted. Without images: the runtimes asked for, no projector."""
     names = profiles.expand_runtimes(req.runtimes)
@@ -41,7 +41,7 @@ def with_images(req: PlanRequest, model: ModelProfile) -> tuple[PlanRequest, lis
     return req.model_copy(update=upd), rts, notes
 
 
-def with_serving(opt: Option, mm: MemoryModel, q, wired: WiredLimit, req: PlanRequest) -> Option:
+def with_serving(opt: Option, mm: MemoryModel, q: QuantFormat, wired: WiredLimit, req: PlanRequest) -> Option:
     """Wrapper apps: what the app does with no settings (default context, guardrail) and its launch recipe."""
     app = profiles.serving_app_of(mm.runtime.id)
     if app is None:
@@ -56,7 +56,7 @@ def with_serving(opt: Option, mm: MemoryModel, q, wired: WiredLimit, req: PlanRe
     return opt.model_copy(update={"serving": dflt, "recipe": rec})
 
 
-def with_offload(opt: Option, mm: MemoryModel, q, chip: Chip | None, wired: WiredLimit, req: PlanRequest) -> Option:
+def with_offload(opt: Option, mm: MemoryModel, q: QuantFormat, chip: Chip | None, wired: WiredLimit, req: PlanRequest) -> Option:
     """A llama.cpp option too big for the GPU limit: the largest -ngl that fits and its decode."""
     if opt.fit.verdict not in ("no-fit", "raise-limit") or not mm.engine.partial_offload:
         return opt
@@ -76,7 +76,7 @@ def with_offload(opt: Option, mm: MemoryModel, q, chip: Chip | None, wired: Wire
     return opt if off is None else opt.model_copy(update={"offload": off})
 
 
-def with_draft(opt: Option, mm: MemoryModel, q, chip: Chip | None, wired: WiredLimit, req: PlanRequest) -> Option:
+def with_draft(opt: Option, mm: MemoryModel, q: QuantFormat, chip: Chip | None, wired: WiredLimit, req: PlanRequest) -> Option:
     """--draft-model: the draft's memory at the same context and slots, the decode speed-up, and the recipe."""
     if not req.draft_model or not mm.engine.drafts or profiles.serving_app_of(mm.runtime.id) is not None:
         return opt

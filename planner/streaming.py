@@ -100,7 +100,7 @@ def ssd_speed(table: SSDTable, generation: str, tier: str, storage_gb: int) -> S
     gen_no = int(generation[1:])
     want = "max" if tier == "ultra" else tier
 
-    def key(r: SSDRead) -> tuple:
+    def key(r: SSDRead) -> tuple[int, int, int, bool]:
         if r.storage_gb == storage_gb:
             size = (0, 0)
         elif r.storage_gb < storage_gb:

@@ -415,7 +415,7 @@ class Roofline:
         padding make compute/memory flip more than once; every batch up to 512, then doubling."""
         ctxs = contexts if isinstance(contexts, list) else [contexts]
 
-        def cb(b):
+        def cb(b: int) -> bool:
             return any(c >= m for _, m, c in (self.step_parts(b, x) for x in ctxs))
         b = 1
         while b <= cap:

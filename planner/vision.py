@@ -92,4 +92,4 @@ def image_tokens(model: ModelProfile, images: int, size: str | None) -> tuple[in
 
 
 def _families() -> list[VisionFamily]:
-    return [profiles._load("vision", k, "VisionFamily") for k in sorted(profiles._index("vision"))]
+    return [profiles._load("vision", k, VisionFamily) for k in sorted(profiles._index("vision"))]

@@ -8,14 +8,14 @@ or ``p50``/``p90``. Targets are checked at the p90 lengths (the slow requests), 
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from . import profiles
 from ._model import Frozen
 from .errors import InputError, UnknownProfileError, render_validation_error
-from .schema import Workload
+from .schema import Runtime, Workload
 
 
 class Length(BaseModel):
@@ -28,7 +28,7 @@ class Length(BaseModel):
     p90: int | None = Field(None, ge=0, le=10_000_000)
 
     @model_validator(mode="after")
-    def _one_form(self):
+    def _one_form(self) -> Self:
         forms = [self.value is not None, self.dist is not None, self.p50 is not None or self.p90 is not None]
         if sum(forms) != 1:
             raise ValueError("give exactly one of value, dist, or p50/p90")
@@ -134,7 +134,7 @@ class WorkloadProfile(BaseModel):
                         prompt_tokens=self.prompt_tokens.p90_tokens if prompt is None else prompt,
                         gen_tokens=math.ceil(self.gen_tokens.mean) if gen is None else gen)
 
-    def cached_tokens(self, prompt: int, runtime) -> int:
+    def cached_tokens(self, prompt: int, runtime: Runtime) -> int:
         """Leading tokens of a ``prompt``-token request that a prefix-caching runtime does not prefill again."""
         return int(prompt * self.cached_prefix_share) if runtime.prefix_cache else 0
 
@@ -195,7 +195,7 @@ def custom_workload(base: str | None = None, *, prompt: str | None = None, gen: 
                     max_ttft: float | None = None, max_request: float | None = None) -> WorkloadProfile:
     """A preset (default 'chat') with any field overridden from the command line."""
     wl = load_workload(base or "chat")
-    upd: dict = {}
+    upd: dict[str, Any] = {}  # WorkloadProfile fields of several types
     if prompt is not None:
         upd["prompt_tokens"] = parse_length(prompt, "--prompt")
     if gen is not None:

@@ -33,6 +33,7 @@ from .. import capacity, profiles
 from .. import throughput as tp
 from ..errors import InputError
 from ..memory import MemoryModel, memory_model
+from ..schema import ModelProfile, Runtime
 from .links import RUNTIME_OF, LinkProfile, Transport, check_engine, load_link, transport
 from .results import ClusterCandidate, ClusterPlan, ClusterSpeed, NodeShare, SingleMac
 from .spec import Node
@@ -341,7 +342,7 @@ def plan_cluster(model: str, nodes: list[Node], link: str | LinkProfile = "tb5",
                            nodes[0].chip, rt.id).source, notes=notes)
 
 
-def _what_fits(prof, rt, mm: MemoryModel, nodes: list[Node], mode: str, engine: str, context: int, users: int,
+def _what_fits(prof: ModelProfile, rt: Runtime, mm: MemoryModel, nodes: list[Node], mode: str, engine: str, context: int, users: int,
                macos: str, most_extra: int = 8) -> list[str]:
     """When a node cannot hold its share: the largest smaller quant that fits on these Macs, and how many Macs of the
     largest kind given hold the model at this quant (issue 35: a speed for a cluster that does not fit, and no way

@@ -7,6 +7,8 @@ ring|jaccl); mlx-lm mlx_lm/examples/pipeline_generate.py and sharded_generate.py
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field
 
 from .._model import Frozen
@@ -18,7 +20,7 @@ RPC_PORT = 50052
 
 class ClusterRecipe(BaseModel):
     model_config = Frozen
-    hostfile: list[dict] | None = Field(None, description="mlx.launch host file (ring backend) as JSON")
+    hostfile: list[dict[str, Any]] | None = Field(None, description="mlx.launch host file (ring backend) as JSON")
     commands: list[str] = Field(description="One line per step; 'on <host>:' says where to run it")
     notes: list[str] = Field(default_factory=list)
 

@@ -41,7 +41,7 @@ def _bad(item: str, why: str) -> InputError:
                       f"1x MacBook Pro M4 Max 128GB\")")
 
 
-def _check_family(item: str, fam: str, chip_name: str, chips: list) -> None:
+def _check_family(item: str, fam: str, chip_name: str, chips: list[Chip]) -> None:
     """The product family must offer this chip (any GPU bin): no Mac mini with an M3 Ultra."""
     named = [x for x in profiles.all_macs() if x.chip in {c.id for c in chips}]
     if named and not any(x.product.lower().startswith(fam) for x in named):

@@ -4,10 +4,16 @@ Keyed by runtime profile id."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .llamacpp import LlamaCpp
 from .mlxlm import MlxLm
+
+if TYPE_CHECKING:  # these modules import planner.engines
+    from ..memory import MemoryModel
+    from ..recipes import Recipe
+    from ..results import Fit
+    from ..schema import QuantFormat, Runtime
 
 
 class LlamaCppProduct(LlamaCpp):
@@ -25,7 +31,7 @@ class Ollama(LlamaCppProduct):
 
     drafts = False               # Ollama has no draft-model option
 
-    def launch(self, mm: Any, q: Any, context: int, slots: int, fit: Any) -> Any:
+    def launch(self, mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) -> Recipe:
         from ..recipes import _ollama
 
         return _ollama(mm, context, slots, fit)
@@ -34,7 +40,7 @@ class Ollama(LlamaCppProduct):
 class LmStudioLlamaCpp(LlamaCppProduct):
     """LM Studio's llama.cpp engine: llama.cpp's memory and steps; launched with ``lms load``."""
 
-    def launch(self, mm: Any, q: Any, context: int, slots: int, fit: Any) -> Any:
+    def launch(self, mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) -> Recipe:
         from ..recipes import _lms
 
         return _lms(mm, q, context, slots, fit)
@@ -43,7 +49,7 @@ class LmStudioLlamaCpp(LlamaCppProduct):
 class LmStudioMlx(MlxProduct):
     """LM Studio's mlx-engine (mlx-lm underneath): mlx-lm's memory and steps; launched with ``lms load``."""
 
-    def launch(self, mm: Any, q: Any, context: int, slots: int, fit: Any) -> Any:
+    def launch(self, mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) -> Recipe:
         from ..recipes import _lms
 
         return _lms(mm, q, context, slots, fit)
@@ -52,13 +58,13 @@ class LmStudioMlx(MlxProduct):
 class MlxVlm(MlxProduct):
     """mlx-vlm: the language model's caches as mlx-lm's; launched with mlx_vlm's server."""
 
-    def launch(self, mm: Any, q: Any, context: int, slots: int, fit: Any) -> Any:
+    def launch(self, mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) -> Recipe:
         from ..recipes import _mlx_vlm
 
         return _mlx_vlm(mm, q, context, slots, fit)
 
 
-def adapter_for(runtime: Any) -> Any:
+def adapter_for(runtime: Runtime) -> LlamaCpp | MlxLm | None:
     """The adapter of a product runtime: by profile id, any other ``lmstudio*`` id as LM Studio on its engine, any
     other wrapper as a plain product of its engine; None for the engines themselves (kind llama.cpp / mlx-lm)."""
     hit = ADAPTERS.get(runtime.id)
@@ -70,7 +76,8 @@ def adapter_for(runtime: Any) -> Any:
     return PRODUCTS[wraps] if wraps else None
 
 
-ADAPTERS = {"ollama": Ollama(), "lmstudio-llama.cpp": LmStudioLlamaCpp(), "lmstudio-mlx": LmStudioMlx(),
-            "mlx-vlm": MlxVlm()}
-LMSTUDIO = {"llama.cpp": ADAPTERS["lmstudio-llama.cpp"], "mlx-lm": ADAPTERS["lmstudio-mlx"]}
-PRODUCTS = {"llama.cpp": LlamaCppProduct(), "mlx-lm": MlxProduct()}
+ADAPTERS: dict[str, LlamaCpp | MlxLm] = {"ollama": Ollama(), "lmstudio-llama.cpp": LmStudioLlamaCpp(),
+                                         "lmstudio-mlx": LmStudioMlx(), "mlx-vlm": MlxVlm()}
+LMSTUDIO: dict[str, LlamaCpp | MlxLm] = {"llama.cpp": ADAPTERS["lmstudio-llama.cpp"],
+                                         "mlx-lm": ADAPTERS["lmstudio-mlx"]}
+PRODUCTS: dict[str, LlamaCpp | MlxLm] = {"llama.cpp": LlamaCppProduct(), "mlx-lm": MlxProduct()}

@@ -9,12 +9,28 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..arch_attention import LLAMA_CPP_NO_SWA
 from ..errors import InputError
-from ..schema import Chip, GgmlTypeTable, LlamaCppFamily, ModelConfig, ModelProfile, Runtime
+from ..schema import (
+    Chip,
+    GgmlType,
+    GgmlTypeTable,
+    LlamaCppFamily,
+    ModelConfig,
+    ModelProfile,
+    QuantFormat,
+    Runtime,
+)
 from ..units import pad_to
+
+if TYPE_CHECKING:  # these modules import planner.engines
+    from ..architecture import CacheLayer
+    from ..memory import MemoryModel
+    from ..recipes import Recipe
+    from ..results import Fit
+    from ..serve import Scheduler
 
 LAZY_MIN_BYTES = 4 * 1024**3  # llama-model-loader.cpp lazy_read::add auto_min_size
 
@@ -23,10 +39,10 @@ LAZY_MIN_BYTES = 4 * 1024**3  # llama-model-loader.cpp lazy_read::add auto_min_s
 _LLAMA_KV = {"q8": "q8_0", "q4": "q4_0", "8bit": "q8_0", "4bit": "q4_0", "kv8": "q8_0", "kv4": "q4_0", "8": "q8_0",
              "4": "q4_0", "fp16": "f16", "q80": "q8_0", "q40": "q4_0", "q8-0": "q8_0", "q4-0": "q4_0"}
 
-_LOWER: dict[int, tuple[GgmlTypeTable, dict]] = {}
+_LOWER: dict[int, tuple[GgmlTypeTable, dict[str, GgmlType]]] = {}
 
 
-def _types_lower(table: GgmlTypeTable) -> dict:
+def _types_lower(table: GgmlTypeTable) -> dict[str, GgmlType]:
     """name.lower() -> type, built once per table (kv_element_bytes runs per cache layer per KV type)."""
     hit = _LOWER.get(id(table))
     if hit is None or hit[0] is not table:
@@ -85,7 +101,7 @@ class LlamaCpp:
         model_types llama.cpp runs without SWA (planner/arch_attention.py LLAMA_CPP_NO_SWA)."""
         return model.config.model_type not in LLAMA_CPP_NO_SWA
 
-    def cache_layer_bytes(self, c: Any, kv_type: str, runtime: Runtime, table: GgmlTypeTable) -> float:
+    def cache_layer_bytes(self, c: CacheLayer, kv_type: str, runtime: Runtime, table: GgmlTypeTable) -> float:
         """KV bytes per token of one attention layer: K and V rows; MLA stores the latent (+ rope) as K only
         (llama-model.cpp deepseek2: V is a view of K); DSA indexer keys (planner/arch_attention.py): K only,
         in type_k."""
@@ -96,12 +112,12 @@ class LlamaCpp:
             per += c.index_elems * self.kv_element_bytes(kv_type, runtime, table, c.index_elems)
         return per
 
-    def state_bytes(self, c: Any) -> int:
+    def state_bytes(self, c: CacheLayer) -> int:
         """llama_memory_recurrent: one F32 row of n_embd_r + n_embd_s per recurrent layer (planner/hybrid.py)."""
         return c.state_f32_elems * 4
 
-    def decode_reads(self, cfg: ModelConfig, layers: Sequence[Any], runtime: Runtime, kv_type: str,
-                     table: GgmlTypeTable) -> dict:
+    def decode_reads(self, cfg: ModelConfig, layers: Sequence[CacheLayer], runtime: Runtime, kv_type: str,
+                     table: GgmlTypeTable) -> dict[str, int]:
         """llama.cpp applies DSA's top-k as a mask over the whole cache (src/llama-graph.cpp build_attn with
         top_k: kq_mask_top_k), so it reads what it stores: no entry."""
         return {}
@@ -113,7 +129,7 @@ class LlamaCpp:
         lazy = by_group.get("lookup", 0)
         return total - lazy if lazy > LAZY_MIN_BYTES else total
 
-    def cells(self, mm: Any, rt: LlamaCppFamily, context: int, users: int) -> tuple[int, int, int]:
+    def cells(self, mm: MemoryModel, rt: LlamaCppFamily, context: int, users: int) -> tuple[int, int, int]:
         """(full cells, swa cells, per-stream n_kv) for llama-server -c context*users -np users."""
         pad = rt.ctx_pad
         n_ctx = pad_to(context * users, pad)  # llama-server -c is the total over slots
@@ -134,7 +150,7 @@ class LlamaCpp:
             swa = swa_size * streams
         return full, swa, per_stream
 
-    def memory_parts(self, mm: Any, context: int, users: int,
+    def memory_parts(self, mm: MemoryModel, context: int, users: int,
                      prompt_chunk: int | None) -> tuple[int, int, int, int, int, int]:
         """(KV, recurrent state, compute buffer, output buffer, overhead, cells) of llama-server."""
         from ..units import MiB
@@ -165,7 +181,7 @@ class LlamaCpp:
         return 4
 
     # ---- step times
-    def prefill_chunk(self, mm: Any) -> int:
+    def prefill_chunk(self, mm: MemoryModel) -> int:
         """Prompt tokens per prefill step: the physical batch -ub of this memory model (Runtime.prefill_chunk
         unless the user gave --ubatch)."""
         return mm.n_ubatch
@@ -189,19 +205,19 @@ class LlamaCpp:
         return None
 
     # ---- launch line
-    def scheduler(self, mm: Any, slots: int, kv_unified: bool) -> Any:
+    def scheduler(self, mm: MemoryModel, slots: int, kv_unified: bool) -> Scheduler:
         """llama-server: -np slots, -b logical batch (at least the -ub chunk), every slot may prefill."""
         from ..serve import Scheduler
 
         rt = _llama(mm.runtime)
         return Scheduler("llama.cpp", slots, max(rt.n_batch, mm.n_ubatch), slots, kv_unified=kv_unified)
 
-    def launch(self, mm: Any, q: Any, context: int, slots: int, fit: Any) -> Any:
+    def launch(self, mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) -> Recipe:
         from ..recipes import _llama_server
 
         return _llama_server(mm, q, context, slots, fit)
 
-    def with_draft(self, r: Any, mm: Any, dm: Any, g: int) -> Any:
+    def with_draft(self, r: Recipe, mm: MemoryModel, dm: MemoryModel, g: int) -> Recipe:
         from ..recipes import _llama_draft
 
         return _llama_draft(r, mm, dm, g)

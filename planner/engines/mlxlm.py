@@ -9,13 +9,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .. import architecture as arch
 from .. import hybrid
 from ..errors import InputError
-from ..schema import Chip, GgmlTypeTable, MlxRuntime, ModelConfig, ModelProfile, Runtime
+from ..schema import Chip, GgmlTypeTable, MlxRuntime, ModelConfig, ModelProfile, QuantFormat, Runtime
 from ..units import MiB, pad_to
+
+if TYPE_CHECKING:  # these modules import planner.engines
+    from ..architecture import CacheLayer
+    from ..memory import MemoryModel
+    from ..recipes import Recipe
+    from ..results import Fit
+    from ..serve import Scheduler
 
 _MLX_KV = {"8bit": "kv8", "4bit": "kv4", "q8": "kv8", "q4": "kv4", "8": "kv8", "4": "kv4", "q80": "kv8", "q40": "kv4",
            "f16": "bf16", "fp16": "bf16"}
@@ -75,7 +82,7 @@ class MlxLm:
         return isinstance(runtime, MlxRuntime) and model.config.model_type in runtime.swa_model_types and any(
             c.kind == "sliding" for c in arch.cache_layers(model.config))
 
-    def cache_layer_bytes(self, c: Any, kv_type: str, runtime: Runtime, table: GgmlTypeTable) -> float:
+    def cache_layer_bytes(self, c: CacheLayer, kv_type: str, runtime: Runtime, table: GgmlTypeTable) -> float:
         """KV bytes per token of one attention layer: K and V rows; MLA caches the latent (+ rope) as keys only
         (deepseek_v3.py cache.update_and_fetch(kv_latent, k_pe)); DSA indexer keys with zero values, so twice
         (deepseek_v32.py Indexer)."""
@@ -86,12 +93,12 @@ class MlxLm:
             per += c.index_elems * self.kv_element_bytes(kv_type, runtime, table, c.index_elems) * 2
         return per
 
-    def state_bytes(self, c: Any) -> int:
+    def state_bytes(self, c: CacheLayer) -> int:
         """ArraysCache: conv state in the activation dtype, SSM / delta state in float32 (planner/hybrid.py)."""
         return c.mlx_state_bytes
 
-    def decode_reads(self, cfg: ModelConfig, layers: Sequence[Any], runtime: Runtime, kv_type: str,
-                     table: GgmlTypeTable) -> dict:
+    def decode_reads(self, cfg: ModelConfig, layers: Sequence[CacheLayer], runtime: Runtime, kv_type: str,
+                     table: GgmlTypeTable) -> dict[str, int]:
         """mlx-lm DSA decode (mlx_lm/models/deepseek_v32.py DeepseekV32Attention, L == 1): the indexer scores every
         cached key (keys only; its zero values are never read), then attention gathers the top index_topk latents
         (take_along_axis): per step idx_keys x context + latents x min(context, topk)."""
@@ -107,7 +114,7 @@ class MlxLm:
         """mlx-lm evaluates every weight into memory at load."""
         return total
 
-    def memory_parts(self, mm: Any, context: int, users: int,
+    def memory_parts(self, mm: MemoryModel, context: int, users: int,
                      prompt_chunk: int | None) -> tuple[int, int, int, int, int, int]:
         """(KV, recurrent state, activations, output buffer, overhead, cells) of mlx-lm: one cache per sequence."""
         rt, kv = _mlx(mm.runtime), mm.kv
@@ -121,7 +128,7 @@ class MlxLm:
         out = 0
         return (int(kv_bytes), kv.state_bytes_per_seq * users, int(cb), out, int(rt.runtime_overhead_mib * MiB), cells)
 
-    def activations(self, mm: Any, rt: MlxRuntime, S: int, context: int, users: int) -> int:
+    def activations(self, mm: MemoryModel, rt: MlxRuntime, S: int, context: int, users: int) -> int:
         """Peak transient memory of the last prefill chunk (S tokens against L = context keys), on top of the
         weights and the grown KV cache. mlx_lm/generate.py generate_step evaluates only the cache state per chunk
         (prefill_step_size), then mx.clear_cache(); the lm_head runs on the final token alone. Per chunk:
@@ -158,7 +165,7 @@ class MlxLm:
         return _mlx(runtime).activation_bytes
 
     # ---- step times
-    def prefill_chunk(self, mm: Any) -> int:
+    def prefill_chunk(self, mm: MemoryModel) -> int:
         """Prompt tokens per prefill step: prefill_step_size (Runtime.prefill_chunk)."""
         return _mlx(mm.runtime).prefill_chunk
 
@@ -187,19 +194,19 @@ class MlxLm:
         return float(per * sum(1 for c in arch.cache_layers(cfg) if c.kind == "mla"))
 
     # ---- launch line
-    def scheduler(self, mm: Any, slots: int, kv_unified: bool) -> Any:
+    def scheduler(self, mm: MemoryModel, slots: int, kv_unified: bool) -> Scheduler:
         """mlx_lm.server: --decode-concurrency slots, prefill_step_size per step, --prompt-concurrency prompts."""
         from ..serve import Scheduler
 
         rt = _mlx(mm.runtime)
         return Scheduler("mlx-lm", slots, rt.prefill_step_size, min(rt.prefill_batch_size, slots))
 
-    def launch(self, mm: Any, q: Any, context: int, slots: int, fit: Any) -> Any:
+    def launch(self, mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) -> Recipe:
         from ..recipes import _mlx_lm
 
         return _mlx_lm(mm, q, context, slots, fit)
 
-    def with_draft(self, r: Any, mm: Any, dm: Any, g: int) -> Any:
+    def with_draft(self, r: Recipe, mm: MemoryModel, dm: MemoryModel, g: int) -> Recipe:
         from ..recipes import _mlx_draft
 
         return _mlx_draft(r, mm, dm, g)
