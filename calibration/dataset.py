@@ -105,6 +105,12 @@ FIXES: dict[int, dict] = {
     # 1% and 29% of the weight-bandwidth bound -- the GPU was contended or the model was paging. Not a speed.
     1248: {"reliability": "low"},
     1250: {"reliability": "low"},
+    # mlx-lm PR #40 (ml-explore/mlx-lm, 2025-03) measures one M2 Ultra Mistral-7B 4-bit 33,898-token prefill before
+    # (676 tok/s, this row) and after (869 tok/s, row 332) its causal-mask change: the "before" build built an
+    # explicit mask array for the prompt, every build since passes mask="causal" to the fused kernel
+    # (mlx_lm/models/base.py create_attention_mask). The planner models current builds, as it drops llama.cpp's
+    # old build eras: the superseded build's row is not a current efficiency.
+    330: {"reliability": "low"},
     # Ollama "-mlx" tags run Ollama's MLX engine, not a GGUF: the "ollama tag default (usually Q4_K_M)" quant is
     # wrong for them. Handled by rule in _normalize_quant (any ollama model tag containing "mlx"), listed here
     # for the record: rows 1365-1406 (M5 Max), 1407-1432 (M5 Pro), 1327 (M4 Pro) among others.

@@ -71,6 +71,8 @@ class Geometry:
     expert_matmul_params: float = 0.0  # routed-expert params per token (top_k × one expert), within matmul_params [1]
     prefill_attn_full: float | None = None  # attn_full as prefill computes it, when it differs (mlx-lm MLA) [1]
     state_flops: float = 0.0  # recurrent-state update per token per sequence, all layers (planner/hybrid.py) [FLOP]
+    score_heads: float = 0.0  # Σ_layers H where attention is unfused on the GPU, materialising the score matrix
+                              # (MLX_UNFUSED_ATTENTION); 0 = a fused attention kernel [1]
 
     def expert_union(self, tokens: int) -> float:
         """Expected fraction of routed experts touched by ``tokens`` tokens, uniform routing: 1 − (1 − k/E)^n."""
@@ -179,6 +181,24 @@ def _mlx_mla_prefill_dims(cfg: ModelConfig) -> float | None:
     return float(per * sum(1 for c in arch.cache_layers(cfg) if c.kind == "mla"))
 
 
+# mlx-lm model files whose attention does not call mx.fast.scaled_dot_product_attention but computes it from separate
+# ops on the GPU: mlx_lm/models/gemma2.py Attention.__call__ soft-caps the logits (attn_logit_softcapping), which the
+# fused kernel cannot do: ``scores = queries @ keys.swapaxes(-1, -2)``; ``mx.tanh(scores / cap)``; ``scores *= cap``;
+# ``mx.where(mask, scores, min)``; ``mx.softmax(scores, precise=True)``; ``scores @ values`` (mlx-lm 0.32.2).
+MLX_UNFUSED_ATTENTION = frozenset({"gemma2"})
+# Passes of the (H, L, K) score matrix through memory in that sequence, each op its own kernel (no mx.compile):
+# the QKᵀ matmul writes it (1), the division, tanh, multiplication, mask select and softmax each read and write it
+# (5 × 2), the PV matmul reads it (1).
+SCORE_PASSES = 12
+
+
+def _mlx_score_heads(cfg: ModelConfig, runtime_family: str) -> float:
+    """Σ over attention layers of query heads whose scores mlx-lm materialises (MLX_UNFUSED_ATTENTION), else 0."""
+    if runtime_family != "mlx-lm" or cfg.model_type not in MLX_UNFUSED_ATTENTION:
+        return 0.0
+    return float(cfg.num_attention_heads * sum(1 for c in arch.cache_layers(cfg) if c.kind != "linear"))
+
+
 def _attention_dims(cfg: ModelConfig, runtime_family: str) -> tuple[float, float]:
     """(Σ H·(d_qk+d_v) over full layers, same over sliding layers)."""
     full = swa = 0.0
@@ -239,7 +259,7 @@ def geometry(mm: MemoryModel, quant_kind: str = "gguf", quant_mode: str | None =
         attn_full=full, attn_swa=swa, quant_class=quant_class(mm.quant_id, quant_kind, quant_mode),
         expert_matmul_params=float(expert_mm) if cfg.is_moe else 0.0,
         prefill_attn_full=_mlx_mla_prefill_dims(cfg) if mm.runtime.family == "mlx-lm" else None,
-        state_flops=hybrid.state_flops(cfg))
+        state_flops=hybrid.state_flops(cfg), score_heads=_mlx_score_heads(cfg, mm.runtime.family))
 
 
 # --------------------------------------------------------------------------- chip peaks
@@ -461,6 +481,11 @@ class Roofline:
         if self.attn_unfused:
             return (self.unfused_attn_flops(prompt, depth, batch) + self.prefill_state_flops(prompt, batch)) / (
                 k.eta_c * self.flops)
+        if self.geo.score_heads:
+            # unfused on the GPU (MLX_UNFUSED_ATTENTION): the two matmuls at η_c like any matmul, plus the score
+            # matrix's SCORE_PASSES trips through memory at the weight stream's η_bw (score_bytes)
+            return ((self.unfused_attn_flops(prompt, depth, batch) + self.prefill_state_flops(prompt, batch))
+                    / (k.eta_c * self.flops) + self.score_bytes(prompt, depth, batch) / (k.eta_bw * self.bw))
         fa = 1.0 if self.flash_attn or self.runtime_family == "mlx-lm" else k.noflash_attn_factor
         return (self.prefill_attn_flops(prompt, depth, batch) * fa + self.prefill_state_flops(prompt, batch)) / (
             k.eta_attn * self.flops)
@@ -470,6 +495,12 @@ class Roofline:
         linear in the prompt (llama.cpp ggml_gated_delta_net / ggml_ssm_scan, mlx gated_delta_kernel /
         ssm_update), at the attention kernels' efficiency. [FLOP]"""
         return self.geo.state_flops * prompt * batch
+
+    def score_bytes(self, prompt: int, depth: int, batch: int) -> float:
+        """Memory traffic of a materialised score matrix over a chunked prefill: SCORE_PASSES × 2 bytes (bf16, the
+        activations' dtype) × Σ_layers H × Σ_chunks (queries × keys), the rectangle unfused_attn_flops computes. [bytes]"""
+        c = max(self.chunk, 1)
+        return SCORE_PASSES * 2 * batch * self.geo.score_heads * _chunk_keys(prompt, depth, c, None)
 
     def unfused_attn_flops(self, prompt: int, depth: int, batch: int) -> float:
         """Attention FLOPs of an unfused prefill: each chunk of ``chunk`` queries times all D + end-of-chunk keys

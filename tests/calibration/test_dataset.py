@@ -344,3 +344,11 @@ def test_roofline_check_takes_bits_from_the_quant_profiles():
     assert _bits_per_weight("MXFP4_MOE") == pytest.approx(4.25)
     assert _bits_per_weight("mlx-5bit-g32") == pytest.approx(6.0)
     assert _bits_per_weight("no-such-format") is None
+
+
+def test_superseded_mlx_lm_build_row_is_not_a_current_efficiency(by_id):
+    """mlx-lm PR #40 measures the same M2 Ultra Mistral-7B 33,898-token prefill before (row 330) and after (row 332)
+    its causal-mask change: only the build the planner models (after) feeds the fit."""
+    assert not usable_for_efficiency(by_id[330]) and "fixed" in by_id[330].flags
+    assert usable_for_efficiency(by_id[332])
+    assert by_id[332].value > by_id[330].value

@@ -227,3 +227,37 @@ def test_quant_prior_is_the_within_source_ratio_to_float_weights():
     assert set(pri) == {"q_affine"}
     assert pri["q_affine"][0] == pytest.approx(0.72, rel=1e-9)
     assert pri["q_affine"][1] == F.QUANT_CONTRAST_SIGMA
+
+
+def test_vectorised_fit_model_matches_planner_throughput_for_mlx_gemma2_on_the_gpu():
+    """mlx-lm gemma2's unfused GPU attention (matmuls at η_c + the score matrix's trips at η_bw) is in the fit's
+    vectorised model too, and it is slower than the fused kernel on the same geometry."""
+    import dataclasses
+
+    import numpy as np
+
+    c = profiles.resolve_chip("m3-ultra-80gpu")
+    k = F.full_constants(TRUE, {**FIXED_Q, "noflash_attn_factor": 2.0, "matrix_unit_factor": 1.0}, c, "mlx-lm")
+    g = dataclasses.replace(_geo(4, 512), score_heads=4 * 8.0)
+    recs = []
+    for P in (512, 4096, 32768):
+        r = F.FitRecord(runtime="mlx-lm", chip=c, geo=g, phase="prefill", prompt=P, gen=0, depth=0, batch=1,
+                        value=1.0, chunk=2048)
+        recs.append(F.FitRecord(**{**r.__dict__, "value": F.predict_record(r, k)}))
+    fused = F.predict_record(F.FitRecord(**{**recs[-1].__dict__, "geo": _geo(4, 512)}), k)
+    assert recs[-1].value < fused
+    spec = F.Spec("mlx-lm", free={"eta_bw", "eta_c", "t_layer_s"})
+    names = F._param_names(recs, spec)
+    theta = np.log([k.eta_c if n.startswith("eta_c") else k.eta_bw if n.startswith("eta_bw") else k.t_layer_s
+                    for n in names])
+    fixed = {**FIXED_Q, "eta_attn": k.eta_attn}
+    pred = F._predict(theta, F._Arrays(recs), F._index(recs, spec, names), F._fixed_values(recs, spec, fixed))
+    assert pred == pytest.approx([r.value for r in recs], rel=1e-9)
+
+
+def test_mlx_dequantization_factors_never_exceed_the_float_matmul():
+    """A quantized mlx matmul does the float gemm's work plus the dequantization: q_affine and q_fp4 are capped at 1
+    (a fit without float rows is otherwise free to trade η_c for q, as the leave-one-out of mlx-lm BENCHMARKS.md
+    once did: q_affine 987, η_c 0.0006)."""
+    assert F.UPPER["q_affine"] == 1.0 and F.UPPER["q_fp4"] == 1.0
+    assert tp.quant_class("mlx-4bit-g64", "mlx", "affine") == "affine"
