@@ -283,6 +283,7 @@ class Spec:
     tier_eta_bw: bool = True          # η_bw per tier (else one)
     gen_eta_bw: tuple[str, ...] = ()  # generations with their own η_bw (replacing the tier's): GEN_ETA_BW
     gen_eta_c: bool = True            # η_c per generation (else one)
+    eta_c_family: dict[str, str] = field(default_factory=dict)  # generation -> the generation whose η_c it shares
     free: set[str] = field(default_factory=lambda: {"eta_bw", "eta_c", "eta_attn", "eta_c_decode", "eta_mv",
                                                     "moe_bw_factor", "t_layer_s", "noflash_attn_factor",
                                                     "eta_kv", "noflash_kv_factor",
@@ -297,8 +298,10 @@ def _param_names(records: list[FitRecord], spec: Spec) -> list[str]:
             else ["eta_bw:*"]
         names += [f"eta_bw:{g}" for g in spec.gen_eta_bw if any(r.chip.generation == g for r in records)]
     if "eta_c" in spec.free:
-        names += [f"eta_c:{g}" for g in GENERATIONS if any(r.chip.generation == g and r.phase == "prefill"
-                                                            for r in records)] if spec.gen_eta_c else ["eta_c:*"]
+        fam = spec.eta_c_family
+        names += [f"eta_c:{g}" for g in GENERATIONS if any(fam.get(r.chip.generation, r.chip.generation) == g
+                                                            and r.phase == "prefill" for r in records)] \
+            if spec.gen_eta_c else ["eta_c:*"]
     for p in SHARED:
         if p in spec.free:
             names.append(p)
@@ -407,7 +410,8 @@ def _index(records, spec, names):
     idx = {
         "eta_bw": np.array([col(f"eta_bw:{r.chip.generation}") if r.chip.generation in spec.gen_eta_bw else
                             col(f"eta_bw:{r.chip.tier}") if spec.tier_eta_bw else col("eta_bw:*") for r in records]),
-        "eta_c": np.array([col(f"eta_c:{r.chip.generation}") if spec.gen_eta_c else col("eta_c:*") for r in records]),
+        "eta_c": np.array([col(f"eta_c:{spec.eta_c_family.get(r.chip.generation, r.chip.generation)}")
+                           if spec.gen_eta_c else col("eta_c:*") for r in records]),
         "q": np.array([col(f"q_{r.geo.quant_class}") for r in records]),
         "era": np.array([col(f"era:{r.era}") for r in records]),
         "era_decode": np.array([col("era_decode") if r.era != "current" else -1 for r in records]),
@@ -554,7 +558,8 @@ def _scope_rows(records: list[FitRecord], spec: Spec, name: str) -> list[FitReco
             return [r for r in records if r.phase == "decode" and r.chip.generation == key]
         return [r for r in records if r.phase == "decode" and r.chip.tier == key
                 and r.chip.generation not in spec.gen_eta_bw]
-    return [r for r in records if r.phase == "prefill" and r.chip.generation == key]
+    return [r for r in records if r.phase == "prefill"
+            and spec.eta_c_family.get(r.chip.generation, r.chip.generation) == key]
 
 
 def fit_hierarchical(records: list[FitRecord], spec: Spec, priors: dict[str, tuple[float, float]] | None = None,
@@ -746,6 +751,26 @@ def fit_wrapper_factors(records: list[FitRecord], predicted) -> dict[str, float]
     return out
 
 
+# MLX's prefill efficiency η_c is fitted per GPU family, not per generation: MLX picks its Metal kernels by the
+# GPU's architecture generation (Device::get_architecture_gen(), applegpu_g13 = M1, g14 = M2, g15 = M3, g16 = M4,
+# g17 = M5) at two thresholds: gen >= 15 (mlx/backend/metal/quantized.cpp at v0.32.0, use_qmv_wide: "affine
+# qmv_wide only beats qmv on gen-15+"; the M3 GPU's new shader core with Dynamic Caching, Apple newsroom 2023-10-30)
+# and gen >= 17 with macOS 26.2 (the M5 neural accelerators, mlx device.cpp is_nax_available). One source measured
+# each generation's prefill (issue 33), so a per-generation η_c was that source's habit: held out, M3 Ultra
+# (guruswami-ai) missed by -22 %, M2 Max by +84 %. M2 shares M1's η_c and M4 shares M3's.
+MLX_ETA_C_FAMILY = {"M2": "M1", "M4": "M3"}
+
+
+def mlx_family_eta_c(params: dict[str, float], records: list[FitRecord]) -> dict[str, float]:
+    """Fitted mlx-lm params with each family member's η_c written out (eta_c:M2 = eta_c:M1...) for the generations
+    the records measured, so the shipped gen-M2 / gen-M4 profiles say their value instead of falling back."""
+    out = dict(params)
+    for g, lead in MLX_ETA_C_FAMILY.items():
+        if f"eta_c:{lead}" in params and any(r.chip.generation == g for r in records):
+            out[f"eta_c:{g}"] = params[f"eta_c:{lead}"]
+    return out
+
+
 def engine_constants(fits, runtime: str, r: FitRecord) -> SpeedConstants:
     """The engine's constants for one record (a wrapper: the engine it wraps), its build era applied. An engine the
     refit has no rows for falls back to the priors (mlx-lm) the way the planner's defaults would."""
@@ -775,10 +800,11 @@ def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None,
     if mx:
         # per-tier η_bw and per-generation η_c as llama.cpp's, shrunk toward mlx-lm's pooled values by their
         # source groups (fit_hierarchical): M3 Ultra prefills 1.5x faster per FLOP than M1/M2 users' Macs
-        spec = Spec("mlx-lm", tier_eta_bw=True, gen_eta_c=True,
+        spec = Spec("mlx-lm", tier_eta_bw=True, gen_eta_c=True, eta_c_family=MLX_ETA_C_FAMILY,
                     free={"eta_bw", "eta_c", "eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor", "t_layer_s",
                           "matrix_unit_factor", "q", "eta_kv"})
         p_mx, d_mx = fit_hierarchical(mx, spec, priors={**shared, **within_source_quant_priors(mx)})
+        p_mx = mlx_family_eta_c(p_mx, mx)
         out["mlx-lm"] = (p_mx, {}, d_mx)
     for rt in WRAPPERS:
         recs = keep(data.get(rt, []))

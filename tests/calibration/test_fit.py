@@ -261,3 +261,26 @@ def test_mlx_dequantization_factors_never_exceed_the_float_matmul():
     once did: q_affine 987, η_c 0.0006)."""
     assert F.UPPER["q_affine"] == 1.0 and F.UPPER["q_fp4"] == 1.0
     assert tp.quant_class("mlx-4bit-g64", "mlx", "affine") == "affine"
+
+
+def test_mlx_eta_c_is_shared_within_a_gpu_family():
+    """MLX_ETA_C_FAMILY: M2 rows use M1's η_c and M4 rows M3's (MLX picks kernels at architecture generation 15 and
+    17). Synthetic mlx-lm prefill rows made with η_c 0.5 on an M1 and an M2 chip and 0.8 on an M3 and an M4 chip:
+    the fit has one η_c per family, recovers 0.5 and 0.8, and writes the members' values out."""
+    chips = [profiles.resolve_chip(i) for i in ("m1-max-32gpu", "m2-max-38gpu", "m3-max-40gpu", "m4-max-40gpu")]
+    truth = {"M1": 0.5, "M2": 0.5, "M3": 0.8, "M4": 0.8}
+    recs = []
+    for i, c in enumerate(chips):
+        k = F.full_constants({"eta_bw:max": 0.7, "eta_c:" + c.generation: truth[c.generation], "t_layer_s": 5e-5},
+                             {**FIXED_Q, "eta_attn": 0.35, "matrix_unit_factor": 1.0}, c, "mlx-lm")
+        for P in (512, 2048, 8192):
+            r = F.FitRecord(runtime="mlx-lm", chip=c, geo=_geo(), phase="prefill", prompt=P, gen=0, depth=0,
+                            batch=1, value=1.0, chunk=2048, source=f"s{i}")
+            recs.append(F.FitRecord(**{**r.__dict__, "value": F.predict_record(r, k)}))
+    spec = F.Spec("mlx-lm", eta_c_family=F.MLX_ETA_C_FAMILY, free={"eta_c"})
+    assert [n for n in F._param_names(recs, spec) if n.startswith("eta_c")] == ["eta_c:M1", "eta_c:M3"]
+    params, _ = F.fit_efficiency_least_squares(recs, spec, fixed={**FIXED_Q, "eta_attn": 0.35, "t_layer_s": 5e-5,
+                                                                 "eta_bw:max": 0.7})
+    assert params["eta_c:M1"] == pytest.approx(0.5, rel=1e-3) and params["eta_c:M3"] == pytest.approx(0.8, rel=1e-3)
+    full = F.mlx_family_eta_c(params, recs)
+    assert full["eta_c:M2"] == full["eta_c:M1"] and full["eta_c:M4"] == full["eta_c:M3"]
