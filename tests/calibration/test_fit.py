@@ -284,3 +284,26 @@ def test_mlx_eta_c_is_shared_within_a_gpu_family():
     assert params["eta_c:M1"] == pytest.approx(0.5, rel=1e-3) and params["eta_c:M3"] == pytest.approx(0.8, rel=1e-3)
     full = F.mlx_family_eta_c(params, recs)
     assert full["eta_c:M2"] == full["eta_c:M1"] and full["eta_c:M4"] == full["eta_c:M3"]
+
+
+def test_mlx_range_is_the_between_source_prediction_interval():
+    """Residuals log(measured / predicted) of three mlx-lm decode sources: a = [-0.1, 0.1], b = [0.2, 0.2],
+    c = [0.4, 0.4]. Source medians 0, 0.2, 0.4: centre 0.2, τ² = (0.2² + 0 + 0.2²) / 2 = 0.04; within-source mean
+    square (0.01 + 0 + 0) / 3 = 1/300. sd = √(0.04 · (1 + 1/3) + 1/300) = √0.0566667 = 0.238048, z(90 %) = 1.281552:
+    range exp(0.2 ± 0.305070) = (0.9003, 1.6571). LM Studio's MLX engine shares the table; with two sources only
+    (fewer than MIN_BETWEEN_SOURCES) the MLX runtimes keep loso_ranges' pooled method."""
+    import math
+
+    chip = profiles.resolve_chip("m3-max-40gpu")
+
+    def rec(x, src, rt="mlx-lm"):
+        return (rt, F.FitRecord(runtime=rt, chip=chip, geo=_geo(), phase="decode", prompt=0, gen=32, depth=0,
+                                batch=1, value=math.exp(x), source=src), 1.0)
+    held = [rec(-0.1, "a"), rec(0.1, "a"), rec(0.2, "b"), rec(0.2, "b"), rec(0.4, "c"), rec(0.4, "c")]
+    c, lo, hi = F.between_source_interval([(math.log(r.value), r.source) for _, r, _ in held])
+    assert (c, lo, hi) == pytest.approx((0.2, 0.2 - 0.305070, 0.2 + 0.305070), abs=1e-5)
+    table = F.loso_ranges(held)
+    assert table["mlx-lm"]["decode"] == pytest.approx((0.900, 1.657), abs=1e-3)
+    assert table["lmstudio-mlx"] == table["mlx-lm"]
+    two = [h for h in held if h[1].source != "c"]
+    assert F.mlx_between_source_ranges(two) == {}
