@@ -358,6 +358,12 @@ class _Arrays:
         self.attn_mm = np.zeros(n)         # unfused prefill attention (MLX on a CPU): FLOPs at the matmul η_c
         self.head = np.zeros(n)
         self.score_rd = np.zeros(n)        # unfused GPU attention (tp.MLX_UNFUSED_ATTENTION): score-matrix bytes
+        # mlx-lm prompt speed = P / TTFT (Roofline.reported_prefill_time): + one decode step at depth D + P
+        self.pstep = np.zeros(n, bool)
+        self.pstep_w = np.zeros(n)         # its dense weight bytes
+        self.pstep_exp = np.zeros(n)       # its routed-expert bytes (k of E)
+        self.pstep_kv = np.zeros(n)        # its KV + state bytes
+        self.pstep_attn = np.zeros(n)      # its attention + state-update FLOPs
         self.fa_off = np.array([(not r.flash_attn) and r.engine != "mlx-lm" for r in records])
         self.tokens = np.zeros(n)
         for i, r in enumerate(records):
@@ -400,6 +406,13 @@ class _Arrays:
                 else:
                     self.attn[i] = rf.prefill_attn_flops(r.prompt, r.depth, r.batch)
                 self.head[i] = 2 * g.head_params * r.batch
+                if r.engine == "mlx-lm" and r.batch == 1:
+                    c = r.depth + r.prompt
+                    self.pstep[i] = True
+                    self.pstep_w[i] = g.dense_bytes
+                    self.pstep_exp[i] = g.expert_bytes * g.expert_reads(1, kern["mm_id_min_batch"])
+                    self.pstep_kv[i] = g.kv_read(c)
+                    self.pstep_attn[i] = 2 * g.attn_keys(c) + g.state_flops
 
 
 def _index(records, spec, names):
@@ -478,6 +491,11 @@ def _predict(theta: np.ndarray, A: _Arrays, idx, fixedv) -> np.ndarray:
     t = (A.n_chunks * fixed + np.maximum(A.mm / (eta_c * F), (A.rd + A.rd_exp / moe) / (pick("eta_bw") * A.bw))
          + A.attn * fa / (pick("eta_attn") * F) + (A.head + A.attn_mm) / (pick("eta_c") * F)
          + A.score_rd / (pick("eta_bw") * A.bw))
+    # mlx-lm's prompt speed includes the first decode step (Roofline.reported_prefill_time; step_parts at B = 1)
+    t_ps = (fixed + (A.pstep_w + A.pstep_exp / moe) / (eta_bw * A.bw)
+            + np.maximum(A.pstep_kv / (eta_bw * pick("eta_kv") * A.bw),
+                         A.pstep_attn / (pick("eta_attn") * pick("eta_attn_decode") * F)))
+    t = t + np.where(A.pstep, t_ps, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         pre = np.where(A.dec, 0.0, A.tokens / np.where(A.dec, 1.0, t))
     return np.where(A.dec, dec, pre)
@@ -686,8 +704,7 @@ def predict_record(r: FitRecord, consts: SpeedConstants) -> float:
                      shared_prefix=r.shared_prefix, unified_kv=r.unified_kv,
                      attn_unfused=tp.unfused_attention(r.engine, r.chip))
     if r.phase == "prefill":
-        t, _ = rf.prefill_time(r.prompt, r.depth, r.batch)
-        return r.prompt * r.batch / t
+        return r.prompt * r.batch / rf.reported_prefill_time(r.prompt, r.depth, r.batch)
     return r.batch * max(r.gen, 1) / rf.decode_time(r.batch, r.depth, max(r.gen, 1))
 
 

@@ -469,6 +469,17 @@ class Roofline:
         t = n_chunks * g.n_layers * k.t_layer_s + max(t_mm, t_rd) + self.prefill_attn_time(prompt, depth, batch) + head
         return t / (k.prefill_factor or 1.0), bound  # a wrapper's measured prefill_factor (as step_time)
 
+    def reported_prefill_time(self, prompt: int, depth: int = 0, batch: int = 1) -> float:
+        """The time a runtime's own prompt speed divides the prompt by. [s] llama-bench's pp: the prefill alone.
+        mlx-lm's "Prompt: N tokens, X tokens-per-sec" (mlx_lm/generate.py stream_generate: prompt_tps = prompt.size /
+        prompt_time, taken when the first token is out): generate_step prefills the first P − 1 tokens in
+        prefill_step_size chunks and runs the last one through _step with the first sampled token, a decode step at
+        depth D + P, so its prompt speed is P / TTFT (one sequence; BatchGenerator keeps its own stats)."""
+        t, _ = self.prefill_time(prompt, depth, batch)
+        if self.runtime_family == "mlx-lm" and batch == 1 and prompt > 0:
+            t += self.step_time(1, depth + prompt)
+        return t
+
     def prefill_attn_time(self, prompt: int, depth: int = 0, batch: int = 1) -> float:
         """The causal attention part of prefill_time: prefill_attn_flops at η_attn (× the no-flash slowdown). [s]
 
@@ -611,7 +622,7 @@ def estimate(rf: Roofline, prompt: int, gen: int, depth: int = 0, batch: int = 1
     per_seq = g_eff / t_dec
     _, t_mem, t_cmp = rf.step_parts(batch, start)
     step_bytes = rf.step_bytes(batch, start)
-    pf = (prompt * batch / t_pf) if prompt else 0.0
+    pf = (prompt * batch / rf.reported_prefill_time(prompt, depth, batch)) if prompt else 0.0
     return ThroughputEstimate(
         prefill_tok_s=pf,
         decode_tok_s_range=likely_range(rf.k, per_seq, "decode", prompt, depth, batch, rf.bw / step_bytes),

@@ -547,3 +547,18 @@ def test_only_mlx_lm_gemma2_materialises_its_scores():
     assert geo("gemma-2-9b", "mlx-lm", "mlx-4bit-g64").score_heads == 16 * 42
     assert geo("gemma-2-9b", "llama.cpp", "Q4_K_M").score_heads == 0
     assert geo("gemma-3-12b", "mlx-lm", "mlx-4bit-g64").score_heads == 0
+
+
+def test_mlx_lm_prompt_speed_is_the_prompt_over_the_time_to_first_token():
+    """mlx_lm/generate.py: generate_step prefills P − 1 tokens and runs the last through _step with the first
+    sampled token; stream_generate's prompt_tps = P / (time until that token). So mlx-lm's reported prompt speed
+    includes one decode step at depth P: on GEO at 1000 tokens that step is 20 ms of weights (1e9 B at 0.5 × 1e11
+    B/s) + 0.02 ms of KV (1000 × 1000 B) + 2 × 0.1 ms fixed = 20.22 ms. llama-bench's pp is the prefill alone."""
+    mlx = tp.roofline(GEO, chip(), RES, "mlx-lm", chunk=2048)
+    t_pf, _ = mlx.prefill_time(1000)
+    assert mlx.reported_prefill_time(1000) == pytest.approx(t_pf + 0.02022, rel=1e-12)
+    est = tp.estimate(mlx, prompt=1000, gen=1)
+    assert est.prefill_tok_s == pytest.approx(1000 / est.ttft_s, rel=1e-12)
+    lc = rf()
+    assert lc.reported_prefill_time(1000) == lc.prefill_time(1000)[0]
+    assert tp.estimate(lc, prompt=1000, gen=1).prefill_tok_s == pytest.approx(1000 / lc.prefill_time(1000)[0])
