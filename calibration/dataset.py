@@ -105,6 +105,21 @@ FIXES: dict[int, dict] = {
     # 1% and 29% of the weight-bandwidth bound -- the GPU was contended or the model was paging. Not a speed.
     1248: {"reliability": "low"},
     1250: {"reliability": "low"},
+    # mlx-lm PR #40 (ml-explore/mlx-lm, 2025-03) measures one M2 Ultra Mistral-7B 4-bit 33,898-token prefill before
+    # (676 tok/s, this row) and after (869 tok/s, row 332) its causal-mask change: the "before" build built an
+    # explicit mask array for the prompt, every build since passes mask="causal" to the fused kernel
+    # (mlx_lm/models/base.py create_attention_mask). The planner models current builds, as it drops llama.cpp's
+    # old build eras: the superseded build's row is not a current efficiency.
+    330: {"reliability": "low"},
+    # enescingoz/mac-llm-bench MLX rows: lib/run_bench_mlx.sh (commit d9512e59) runs ``mlx_lm.benchmark -p PP -g TG``
+    # for (PP, TG) in (128, 128), (128, 256), (256, 128), (256, 256), (512, 128) and stores ``tg{TG}`` from each run,
+    # so the tg128 it keeps is the (512, 128) run's: 128 tokens generated after a 512-token prompt
+    # (mlx_lm/benchmark.py: one stream_generate of the random prompt, then the generation), not from an empty cache
+    # as llama-bench's tg128. The result files (e.g. results/m5/base/.../Qwen3-0.6B-4bit_4bit_ngl99.json) hold
+    # pp128, pp256, pp512, tg128, tg256, the keys of that loop.
+    **{rid: {"context_depth": 512} for rid in (20134, 20136, 20138, 20206, 20208, 20276, 20278, 20280, 20282, 20284,
+                                                20286, 20288, 20290, 20292, 20294, 20296, 20298, 20300, 20302, 20306,
+                                                20308, 20310, 20312, 20314, 20316)},
     # Ollama "-mlx" tags run Ollama's MLX engine, not a GGUF: the "ollama tag default (usually Q4_K_M)" quant is
     # wrong for them. Handled by rule in _normalize_quant (any ollama model tag containing "mlx"), listed here
     # for the record: rows 1365-1406 (M5 Max), 1407-1432 (M5 Pro), 1327 (M4 Pro) among others.
@@ -510,6 +525,7 @@ def _normalize(row: dict[str, str], path: Path) -> Measurement:
     prompt = _int_or_none(row["prompt_tokens"], row_id=rid, column="prompt_tokens", strict=False)
     gen = _int_or_none(row["gen_tokens"], row_id=rid, column="gen_tokens", strict=False)
     depth = _int_or_none(row["context_depth"], row_id=rid, column="context_depth", strict=True)
+    depth = fix.get("context_depth", depth)  # a FIXES depth decides the depth flags below too
     value = _float_or_none(row["value"])
     if value is None and metric != "gpu_run_status":
         raise DatasetError(f"row_id {rid}: value {row['value']!r} is not a number for metric {metric!r}")
@@ -595,6 +611,17 @@ def _normalize(row: dict[str, str], path: Path) -> Measurement:
     return m
 
 
+def _row_ids_of_other_files(p: Path) -> set[int]:
+    """Row ids of the other measurement CSVs next to ``p`` (row ids are unique across the files, README: the
+    community file's from 20001), which FIXES may name too."""
+    ids: set[int] = set()
+    for other in p.parent.glob("measured_benchmarks_*.csv"):
+        if other != p:
+            with other.open(newline="", encoding="utf-8") as fh:
+                ids |= {int(r["row_id"]) for r in csv.DictReader(fh) if (r.get("row_id") or "").strip().isdigit()}
+    return ids
+
+
 def load_measurements(path: str | Path | None = None) -> list[Measurement]:
     """Read the benchmark CSV (default: the repo copy) into normalized, validated Measurements, one per row."""
     p = Path(path) if path is not None else DEFAULT_PATH
@@ -625,7 +652,7 @@ def load_measurements(path: str | Path | None = None) -> list[Measurement]:
                 raise DatasetError(f"{p}:{line_no}: duplicate row_id {m.row_id}; row ids must be unique")
             seen.add(m.row_id)
             out.append(m)
-    unknown_fixes = set(FIXES) - seen
+    unknown_fixes = set(FIXES) - seen - (_row_ids_of_other_files(p) if path is None else set())
     if unknown_fixes and path is None:
         raise DatasetError(f"FIXES name row_id(s) {sorted(unknown_fixes)} absent from {p}")
     return out

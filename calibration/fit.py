@@ -90,7 +90,12 @@ BASE_PRIORS: dict[str, tuple[float, float]] = {
 NOISE_SIGMA = 0.05
 UPPER = {"eta_bw": 1.0, "eta_c": 1.0, "eta_attn": 1.0, "eta_c_decode": 1.0, "eta_mv": 1.0, "moe_bw_factor": 1.0,
          "eta_kv": 1.0, "eta_attn_decode": 1.0,
-         "era_decode": 1.0}
+         "era_decode": 1.0,
+         # MLX's weight classes (tp.quant_class, kind mlx): a quantized matmul (mlx qmm: dequantize a tile, then the
+         # same simdgroup MMA as the float steel gemm) does the float gemm's work and more, so q <= 1; mlx-lm
+         # BENCHMARKS.md: Qwen3-4B bf16 1780.6 tok/s prefill, every quant below it (1570.8-1622.3). Unbounded, a fit
+         # without float rows (the leave-one-out of BENCHMARKS.md) drifted to q_affine = 987 with η_c = 0.0006.
+         "q_affine": 1.0, "q_fp4": 1.0}
 LOWER = {"noflash_attn_factor": 1.0, "noflash_kv_factor": 1.0}  # slowdowns, never speed-ups
 # Kernel regimes are code facts, not fits: ggml-metal-ops.cpp `ne11_mm_min = 8` (matrix-vector kernels up to a
 # batch of 8) and kernel_mul_mm's 32-column tiles. mlx-lm has no batched data: the same values are assumed.
@@ -337,6 +342,7 @@ class Spec:
     tier_eta_bw: bool = True          # η_bw per tier (else one)
     gen_eta_bw: tuple[str, ...] = ()  # generations with their own η_bw (replacing the tier's): GEN_ETA_BW
     gen_eta_c: bool = True            # η_c per generation (else one)
+    eta_c_family: dict[str, str] = field(default_factory=dict)  # generation -> the generation whose η_c it shares
     free: set[str] = field(default_factory=lambda: {"eta_bw", "eta_c", "eta_attn", "eta_c_decode", "eta_mv",
                                                     "moe_bw_factor", "t_layer_s", "noflash_attn_factor",
                                                     "eta_kv", "noflash_kv_factor",
@@ -351,8 +357,10 @@ def _param_names(records: list[FitRecord], spec: Spec) -> list[str]:
             else ["eta_bw:*"]
         names += [f"eta_bw:{g}" for g in spec.gen_eta_bw if any(r.chip.generation == g for r in records)]
     if "eta_c" in spec.free:
-        names += [f"eta_c:{g}" for g in GENERATIONS if any(r.chip.generation == g and r.phase == "prefill"
-                                                            for r in records)] if spec.gen_eta_c else ["eta_c:*"]
+        fam = spec.eta_c_family
+        names += [f"eta_c:{g}" for g in GENERATIONS if any(fam.get(r.chip.generation, r.chip.generation) == g
+                                                            and r.phase == "prefill" for r in records)] \
+            if spec.gen_eta_c else ["eta_c:*"]
     for p in SHARED:
         if p in spec.free:
             names.append(p)
@@ -408,6 +416,13 @@ class _Arrays:
         self.attn = np.zeros(n)
         self.attn_mm = np.zeros(n)         # unfused prefill attention (MLX on a CPU): FLOPs at the matmul η_c
         self.head = np.zeros(n)
+        self.score_rd = np.zeros(n)        # unfused GPU attention (Engine.score_heads): score-matrix bytes
+        # mlx-lm prompt speed = P / TTFT (Roofline.reported_prefill_time): + one decode step at depth D + P
+        self.pstep = np.zeros(n, bool)
+        self.pstep_w = np.zeros(n)         # its dense weight bytes
+        self.pstep_exp = np.zeros(n)       # its routed-expert bytes (k of E)
+        self.pstep_kv = np.zeros(n)        # its KV + state bytes
+        self.pstep_attn = np.zeros(n)      # its attention + state-update FLOPs
         self.fa_off = np.array([(not r.flash_attn) and r.engine != "mlx-lm" for r in records])
         self.tokens = np.zeros(n)
         for i, r in enumerate(records):
@@ -444,9 +459,19 @@ class _Arrays:
                                                                        kern["mm_id_min_batch"])
                 if tp.unfused_attention(r.engine, r.chip):  # Roofline.prefill_attn_time: plain matmuls at η_c
                     self.attn_mm[i] = rf.unfused_attn_flops(r.prompt, r.depth, r.batch)
+                elif g.score_heads:  # mlx-lm gemma2 on the GPU: matmuls at η_c + the score matrix's memory trips
+                    self.attn_mm[i] = rf.unfused_attn_flops(r.prompt, r.depth, r.batch)
+                    self.score_rd[i] = rf.score_bytes(r.prompt, r.depth, r.batch)
                 else:
                     self.attn[i] = rf.prefill_attn_flops(r.prompt, r.depth, r.batch)
                 self.head[i] = 2 * g.head_params * r.batch
+                if r.engine == "mlx-lm" and r.batch == 1:
+                    c = r.depth + r.prompt
+                    self.pstep[i] = True
+                    self.pstep_w[i] = g.dense_bytes
+                    self.pstep_exp[i] = g.expert_bytes * g.expert_reads(1, kern["mm_id_min_batch"])
+                    self.pstep_kv[i] = g.kv_read(c)
+                    self.pstep_attn[i] = 2 * g.attn_keys(c) + g.state_flops
 
 
 def _index(records, spec, names):
@@ -457,7 +482,8 @@ def _index(records, spec, names):
     idx = {
         "eta_bw": np.array([col(f"eta_bw:{r.chip.generation}") if r.chip.generation in spec.gen_eta_bw else
                             col(f"eta_bw:{r.chip.tier}") if spec.tier_eta_bw else col("eta_bw:*") for r in records]),
-        "eta_c": np.array([col(f"eta_c:{r.chip.generation}") if spec.gen_eta_c else col("eta_c:*") for r in records]),
+        "eta_c": np.array([col(f"eta_c:{spec.eta_c_family.get(r.chip.generation, r.chip.generation)}")
+                           if spec.gen_eta_c else col("eta_c:*") for r in records]),
         "q": np.array([col(f"q_{r.geo.quant_class}") for r in records]),
         "era": np.array([col(f"era:{r.era}") for r in records]),
         "era_decode": np.array([col("era_decode") if r.era != "current" else -1 for r in records]),
@@ -522,7 +548,13 @@ def _predict(theta: np.ndarray, A: _Arrays, idx, fixedv) -> np.ndarray:
     # prefill
     fa = np.where(A.fa_off, pick("noflash_attn_factor"), 1.0)
     t = (A.n_chunks * fixed + np.maximum(A.mm / (eta_c * F), (A.rd + A.rd_exp / moe) / (pick("eta_bw") * A.bw))
-         + A.attn * fa / (pick("eta_attn") * F) + (A.head + A.attn_mm) / (pick("eta_c") * F))
+         + A.attn * fa / (pick("eta_attn") * F) + (A.head + A.attn_mm) / (pick("eta_c") * F)
+         + A.score_rd / (pick("eta_bw") * A.bw))
+    # mlx-lm's prompt speed includes the first decode step (Roofline.reported_prefill_time; step_parts at B = 1)
+    t_ps = (fixed + (A.pstep_w + A.pstep_exp / moe) / (eta_bw * A.bw)
+            + np.maximum(A.pstep_kv / (eta_bw * pick("eta_kv") * A.bw),
+                         A.pstep_attn / (pick("eta_attn") * pick("eta_attn_decode") * F)))
+    t = t + np.where(A.pstep, t_ps, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         pre = np.where(A.dec, 0.0, A.tokens / np.where(A.dec, 1.0, t))
     return np.where(A.dec, dec, pre)
@@ -603,7 +635,8 @@ def _scope_rows(records: list[FitRecord], spec: Spec, name: str) -> list[FitReco
             return [r for r in records if r.phase == "decode" and r.chip.generation == key]
         return [r for r in records if r.phase == "decode" and r.chip.tier == key
                 and r.chip.generation not in spec.gen_eta_bw]
-    return [r for r in records if r.phase == "prefill" and r.chip.generation == key]
+    return [r for r in records if r.phase == "prefill"
+            and spec.eta_c_family.get(r.chip.generation, r.chip.generation) == key]
 
 
 def fit_hierarchical(records: list[FitRecord], spec: Spec, priors: dict[str, tuple[float, float]] | None = None,
@@ -730,8 +763,7 @@ def predict_record(r: FitRecord, consts: SpeedConstants) -> float:
                      shared_prefix=r.shared_prefix, unified_kv=r.unified_kv,
                      attn_unfused=tp.unfused_attention(r.engine, r.chip))
     if r.phase == "prefill":
-        t, _ = rf.prefill_time(r.prompt, r.depth, r.batch)
-        return r.prompt * r.batch / t
+        return r.prompt * r.batch / rf.reported_prefill_time(r.prompt, r.depth, r.batch)
     return r.batch * max(r.gen, 1) / rf.decode_time(r.batch, r.depth, max(r.gen, 1))
 
 
@@ -820,6 +852,26 @@ def fit_wrapper_engine_factors(records: list[FitRecord], predicted) -> dict[str,
     return out
 
 
+# MLX's prefill efficiency η_c is fitted per GPU family, not per generation: MLX picks its Metal kernels by the
+# GPU's architecture generation (Device::get_architecture_gen(), applegpu_g13 = M1, g14 = M2, g15 = M3, g16 = M4,
+# g17 = M5) at two thresholds: gen >= 15 (mlx/backend/metal/quantized.cpp at v0.32.0, use_qmv_wide: "affine
+# qmv_wide only beats qmv on gen-15+"; the M3 GPU's new shader core with Dynamic Caching, Apple newsroom 2023-10-30)
+# and gen >= 17 with macOS 26.2 (the M5 neural accelerators, mlx device.cpp is_nax_available). One source measured
+# each generation's prefill (issue 33), so a per-generation η_c was that source's habit: held out, M3 Ultra
+# (guruswami-ai) missed by -22 %, M2 Max by +84 %. M2 shares M1's η_c and M4 shares M3's.
+MLX_ETA_C_FAMILY = {"M2": "M1", "M4": "M3"}
+
+
+def mlx_family_eta_c(params: dict[str, float], records: list[FitRecord]) -> dict[str, float]:
+    """Fitted mlx-lm params with each family member's η_c written out (eta_c:M2 = eta_c:M1...) for the generations
+    the records measured, so the shipped gen-M2 / gen-M4 profiles say their value instead of falling back."""
+    out = dict(params)
+    for g, lead in MLX_ETA_C_FAMILY.items():
+        if f"eta_c:{lead}" in params and any(r.chip.generation == g for r in records):
+            out[f"eta_c:{g}"] = params[f"eta_c:{lead}"]
+    return out
+
+
 def engine_constants(fits, runtime: str, r: FitRecord) -> SpeedConstants:
     """The engine's constants for one record (a wrapper: the engine it wraps), its build era applied. An engine the
     refit has no rows for falls back to the priors (mlx-lm) the way the planner's defaults would."""
@@ -849,10 +901,11 @@ def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None,
     if mx:
         # per-tier η_bw and per-generation η_c as llama.cpp's, shrunk toward mlx-lm's pooled values by their
         # source groups (fit_hierarchical): M3 Ultra prefills 1.5x faster per FLOP than M1/M2 users' Macs
-        spec = Spec("mlx-lm", tier_eta_bw=True, gen_eta_c=True,
+        spec = Spec("mlx-lm", tier_eta_bw=True, gen_eta_c=True, eta_c_family=MLX_ETA_C_FAMILY,
                     free={"eta_bw", "eta_c", "eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor", "t_layer_s",
                           "matrix_unit_factor", "q", "eta_kv"})
         p_mx, d_mx = fit_hierarchical(mx, spec, priors={**shared, **within_source_quant_priors(mx)})
+        p_mx = mlx_family_eta_c(p_mx, mx)
         out["mlx-lm"] = (p_mx, {}, d_mx)
     for rt in WRAPPERS:
         recs = keep(data.get(rt, []))
@@ -982,6 +1035,28 @@ def wrapper_source_spread(held: list[tuple[str, FitRecord, float]], phase: str) 
     return float(lo - mid), float(hi - mid)
 
 
+def _range_centre(groups: dict, keys: list[tuple[str, str]]) -> float:
+    """loso_ranges' centre: the source-weighted median of the first group of ``keys`` with enough rows."""
+    for i, k in enumerate(keys):
+        g = groups.get(k, [])
+        # a regime's own offset needs two sources (one source's regime offset is its own habit); the
+        # runtime's offset over a phase may rest on one (mlx-lm, Ollama: the runtime differs, not the source)
+        if len(g) >= MIN_CENTER_ROWS and (i > 0 or k[1] in REGIMES or len({s for _, s in g}) >= 2):
+            return float(weighted_percentiles([x for x, _ in g], per_source_weights([s for _, s in g]), [50])[0])
+    return 0.0
+
+
+def _range_spread(groups: dict, keys: list[tuple[str, str]]) -> tuple[float, float]:
+    """loso_ranges' spread: the source-weighted 10th/90th percentile minus the median, first group with enough."""
+    for k in keys:
+        g = groups.get(k, [])
+        if len(g) >= MIN_RANGE_ROWS and len({s for _, s in g}) >= MIN_RANGE_SOURCES:
+            lo, med, hi = weighted_percentiles([x for x, _ in g], per_source_weights([s for _, s in g]),
+                                               [RANGE_QUANTILES[0], 50, RANGE_QUANTILES[1]])
+            return float(lo - med), float(hi - med)
+    return 0.0, 0.0
+
+
 def loso_ranges(held: list[tuple[str, FitRecord, float]]) -> dict[str, dict[str, tuple[float, float]]]:
     """{runtime: {regime or phase: (low, high) factor on the prediction}} from out-of-source residuals
     r = log(measured / predicted), the shipped likely ranges.
@@ -1005,29 +1080,16 @@ def loso_ranges(held: list[tuple[str, FitRecord, float]]) -> dict[str, dict[str,
             groups[key].append(x)
 
     def centre(keys):
-        for i, k in enumerate(keys):
-            g = groups.get(k, [])
-            # a regime's own offset needs two sources (one source's regime offset is its own habit); the
-            # runtime's offset over a phase may rest on one (mlx-lm, Ollama: the runtime differs, not the source)
-            if len(g) >= MIN_CENTER_ROWS and (i > 0 or k[1] in REGIMES or len({s for _, s in g}) >= 2):
-                return float(weighted_percentiles([x for x, _ in g], per_source_weights([s for _, s in g]), [50])[0])
-        return 0.0
+        return _range_centre(groups, keys)
 
     def spread(keys):
-        for k in keys:
-            g = groups.get(k, [])
-            if len(g) >= MIN_RANGE_ROWS and len({s for _, s in g}) >= MIN_RANGE_SOURCES:
-                lo, med, hi = weighted_percentiles([x for x, _ in g], per_source_weights([s for _, s in g]),
-                                                   [RANGE_QUANTILES[0], 50, RANGE_QUANTILES[1]])
-                return float(lo - med), float(hi - med)
-        return 0.0, 0.0
+        return _range_spread(groups, keys)
 
     # a wrapper's spread: how far one wrapper source's typical row lands from another's (wrapper_source_spread)
     wrapper_spread = {ph: wrapper_source_spread([(rt, r, p) for rt, r, p in held if rt in WRAPPERS], ph)
                       for ph in REGIMES}
 
-    out: dict[str, dict[str, tuple[float, float]]] = {}
-    for rt in RUNTIMES:
+    def table_of(rt: str) -> dict[str, tuple[float, float]]:
         table = {}
         for ph, regs in REGIMES.items():
             for reg in (ph, *regs):
@@ -1036,8 +1098,67 @@ def loso_ranges(held: list[tuple[str, FitRecord, float]]) -> dict[str, dict[str,
                 if rt in WRAPPERS and wrapper_spread[ph] is not None:
                     lo, hi = min(lo, wrapper_spread[ph][0]), max(hi, wrapper_spread[ph][1])
                 table[reg] = (round(min(1.0, math.exp(c + lo)), 3), round(max(1.0, math.exp(c + hi)), 3))
-        out[rt] = table
-    return out
+        return table
+
+    mlx_table = mlx_between_source_ranges(held)
+    return {rt: dict(mlx_table) if rt in MLX_ENGINE_RUNTIMES and mlx_table else table_of(rt) for rt in RUNTIMES}
+
+
+# The MLX engine's runtimes (mlx-lm and LM Studio's MLX engine, which runs mlx-lm's models and kernels with its own
+# measured overhead factor already in its predictions) share one range table: a between-source predictive range.
+MLX_ENGINE_RUNTIMES = ("mlx-lm", "lmstudio-mlx")
+MIN_BETWEEN_SOURCES = 3  # source groups a between-source spread needs (a sample variance of k >= 2 medians, k - 1 df)
+
+
+def between_source_interval(group: list[tuple[float, str]], quantiles=RANGE_QUANTILES) -> tuple[float, float, float]:
+    """(centre, low, high) in log units of where a new source's row lands, from held-out residuals
+    ``group`` = [(log(measured / predicted), source)]: a random-effects model, each source offset m_s ~ N(μ, τ²) and
+    each row of it m_s + e, e ~ N(0, σ_w²). The predictive distribution of a row of a new source is
+    N(μ, τ² (1 + 1/k) + σ_w²) (Higgins, Thompson & Spiegelhalter 2009, J. R. Stat. Soc. A 172:137, the prediction
+    interval of a random-effects meta-analysis, with the normal quantile): μ the median of the k source medians,
+    τ² their sample variance, σ_w² the source-weighted mean squared deviation of rows from their source's median.
+    The range is centre ± z · sd, z the normal quantile of ``quantiles`` (1.2816 for 10/90 %)."""
+    from scipy.stats import norm
+
+    by: dict[str, list[float]] = defaultdict(list)
+    for x, src in group:
+        by[src].append(x)
+    k = len(by)
+    med = {s: float(np.median(v)) for s, v in by.items()}
+    m = np.array(list(med.values()))
+    tau2 = float(m.var(ddof=1)) if k > 1 else 0.0
+    within = sum(float(np.mean([(x - med[s]) ** 2 for x in v])) for s, v in by.items()) / k
+    sd = math.sqrt(tau2 * (1 + 1 / k) + within)
+    c = float(np.median(m))
+    return c, c + norm.ppf(quantiles[0] / 100) * sd, c + norm.ppf(quantiles[1] / 100) * sd
+
+
+def mlx_between_source_ranges(held: list[tuple[str, FitRecord, float]]) -> dict[str, tuple[float, float]]:
+    """{regime or phase: (low, high)} for the MLX engine's runtimes (MLX_ENGINE_RUNTIMES) from their held-out
+    residuals, each regime from its own rows when MIN_BETWEEN_SOURCES source groups show it, else its phase's.
+
+    Why not loso_ranges' pooled percentiles: mlx-lm's out-of-source error is mostly each source's own offset (per
+    source MAPE 5-15 % around offsets of -25 % to +35 %, issue 33), and one source holds 324 of its 398 rows, so
+    the source-weighted percentiles of 6-9 sources put the 80 % range inside the spread of source offsets (62 % of
+    held-out rows covered, 0 of LM Studio's 7). The random-effects prediction interval (between_source_interval)
+    is the spread a new user's setup lands in. {} when no phase has MIN_BETWEEN_SOURCES sources."""
+    groups: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    for rt, r, p in held:
+        if rt in MLX_ENGINE_RUNTIMES:
+            x = (math.log(r.value / p), r.source)
+            groups[regime_of(r)].append(x)
+            groups[r.phase].append(x)
+
+    def nsrc(key):
+        return len({s for _, s in groups.get(key, [])})
+    table = {}
+    for ph, regs in REGIMES.items():
+        if nsrc(ph) < MIN_BETWEEN_SOURCES:
+            continue
+        for reg in (ph, *regs):
+            _, lo, hi = between_source_interval(groups[reg] if nsrc(reg) >= MIN_BETWEEN_SOURCES else groups[ph])
+            table[reg] = (round(min(1.0, math.exp(lo)), 3), round(max(1.0, math.exp(hi)), 3))
+    return table
 
 
 def _rows_by_scope(records: list[FitRecord], scope: str) -> int:

@@ -72,6 +72,8 @@ class Geometry:
     expert_matmul_params: float = 0.0  # routed-expert params per token (top_k × one expert), within matmul_params [1]
     prefill_attn_full: float | None = None  # attn_full as prefill computes it, when it differs (mlx-lm MLA) [1]
     state_flops: float = 0.0  # recurrent-state update per token per sequence, all layers (planner/hybrid.py) [FLOP]
+    score_heads: float = 0.0  # Σ_layers H where attention is unfused on the GPU, materialising the score matrix
+                              # (Engine.score_heads); 0 = a fused attention kernel [1]
 
     def expert_union(self, tokens: int) -> float:
         """Expected fraction of routed experts touched by ``tokens`` tokens, uniform routing: 1 − (1 − k/E)^n."""
@@ -168,6 +170,12 @@ def quant_class(quant_id: str, kind: str, mode: str | None = None) -> str:
     return "legacy"
 
 
+# Passes of the (H, L, K) score matrix through memory when an engine computes attention from separate ops on the GPU
+# (Engine.score_heads, e.g. mlx-lm gemma2's soft-capped logits): the QKᵀ matmul writes it (1), the division, tanh,
+# multiplication, mask select and softmax each read and write it (5 × 2), the PV matmul reads it (1).
+SCORE_PASSES = 12
+
+
 def _attention_dims(cfg: ModelConfig, runtime_family: str) -> tuple[float, float]:
     """(Σ H·(d_qk+d_v) over full layers, same over sliding layers); the same for every engine (decode attends
     absorbed MLA in the latent on both; mlx-lm's decompressed MLA prefill is Engine.prefill_attn_dims)."""
@@ -229,7 +237,7 @@ def geometry(mm: MemoryModel, quant_kind: str = "gguf", quant_mode: str | None =
         attn_full=full, attn_swa=swa, quant_class=quant_class(mm.quant_id, quant_kind, quant_mode),
         expert_matmul_params=float(expert_mm) if cfg.is_moe else 0.0,
         prefill_attn_full=mm.engine.prefill_attn_dims(cfg),
-        state_flops=hybrid.state_flops(cfg))
+        state_flops=hybrid.state_flops(cfg), score_heads=mm.engine.score_heads(cfg))
 
 
 # --------------------------------------------------------------------------- chip peaks
@@ -444,6 +452,17 @@ class Roofline:
         t = n_chunks * g.n_layers * k.t_layer_s + max(t_mm, t_rd) + self.prefill_attn_time(prompt, depth, batch) + head
         return t / (k.prefill_factor or 1.0), bound  # a wrapper's measured prefill_factor (as step_time)
 
+    def reported_prefill_time(self, prompt: int, depth: int = 0, batch: int = 1) -> float:
+        """The time a runtime's own prompt speed divides the prompt by. [s] llama-bench's pp: the prefill alone.
+        mlx-lm's "Prompt: N tokens, X tokens-per-sec" (mlx_lm/generate.py stream_generate: prompt_tps = prompt.size /
+        prompt_time, taken when the first token is out): generate_step prefills the first P − 1 tokens in
+        prefill_step_size chunks and runs the last one through _step with the first sampled token, a decode step at
+        depth D + P, so its prompt speed is P / TTFT (one sequence; BatchGenerator keeps its own stats)."""
+        t, _ = self.prefill_time(prompt, depth, batch)
+        if self.runtime_family == "mlx-lm" and batch == 1 and prompt > 0:
+            t += self.step_time(1, depth + prompt)
+        return t
+
     def prefill_attn_time(self, prompt: int, depth: int = 0, batch: int = 1) -> float:
         """The causal attention part of prefill_time: prefill_attn_flops at η_attn (× the no-flash slowdown). [s]
 
@@ -456,6 +475,11 @@ class Roofline:
         if self.attn_unfused:
             return (self.unfused_attn_flops(prompt, depth, batch) + self.prefill_state_flops(prompt, batch)) / (
                 k.eta_c * self.flops)
+        if self.geo.score_heads:
+            # unfused on the GPU (Engine.score_heads): the two matmuls at η_c like any matmul, plus the score
+            # matrix's SCORE_PASSES trips through memory at the weight stream's η_bw (score_bytes)
+            return ((self.unfused_attn_flops(prompt, depth, batch) + self.prefill_state_flops(prompt, batch))
+                    / (k.eta_c * self.flops) + self.score_bytes(prompt, depth, batch) / (k.eta_bw * self.bw))
         fa = self.engine.noflash(self.flash_attn, k.noflash_attn_factor)
         return (self.prefill_attn_flops(prompt, depth, batch) * fa + self.prefill_state_flops(prompt, batch)) / (
             k.eta_attn * self.flops)
@@ -465,6 +489,12 @@ class Roofline:
         linear in the prompt (llama.cpp ggml_gated_delta_net / ggml_ssm_scan, mlx gated_delta_kernel /
         ssm_update), at the attention kernels' efficiency. [FLOP]"""
         return self.geo.state_flops * prompt * batch
+
+    def score_bytes(self, prompt: int, depth: int, batch: int) -> float:
+        """Memory traffic of a materialised score matrix over a chunked prefill: SCORE_PASSES × 2 bytes (bf16, the
+        activations' dtype) × Σ_layers H × Σ_chunks (queries × keys), the rectangle unfused_attn_flops computes. [bytes]"""
+        c = max(self.chunk, 1)
+        return SCORE_PASSES * 2 * batch * self.geo.score_heads * _chunk_keys(prompt, depth, c, None)
 
     def unfused_attn_flops(self, prompt: int, depth: int, batch: int) -> float:
         """Attention FLOPs of an unfused prefill: each chunk of ``chunk`` queries times all D + end-of-chunk keys
@@ -582,7 +612,7 @@ def estimate(rf: Roofline, prompt: int, gen: int, depth: int = 0, batch: int = 1
     per_seq = g_eff / t_dec
     _, t_mem, t_cmp = rf.step_parts(batch, start)
     step_bytes = rf.step_bytes(batch, start)
-    pf = (prompt * batch / t_pf) if prompt else 0.0
+    pf = (prompt * batch / rf.reported_prefill_time(prompt, depth, batch)) if prompt else 0.0
     return ThroughputEstimate(
         prefill_tok_s=pf,
         decode_tok_s_range=likely_range(rf.k, per_seq, "decode", prompt, depth, batch, rf.bw / step_bytes),

@@ -519,3 +519,46 @@ def test_range_regimes_switch_exactly_at_their_documented_boundaries():
     assert regime("prefill", 2 * DEEP_CONTEXT - 1, 0, 1) == "prefill"
     assert regime("prefill", 2 * DEEP_CONTEXT, 0, 1) == "prefill_deep"
     assert regime("decode", 1, 0, 8) == "decode" and regime("decode", 1, 0, 9) == "decode_batched"
+
+
+def test_mlx_gemma2_attention_is_unfused_on_the_gpu_and_pays_the_score_matrix_trips():
+    """mlx_lm/models/gemma2.py soft-caps the logits, so it cannot call the fused sdpa: Q·Kᵀ, /cap, tanh, ×cap, mask
+    select, softmax, ·V are separate GPU kernels. GEO with Σ_layers H = 2 layers × 4 heads = 8 score heads, 1000
+    tokens in 512-token chunks on 0 cached: Σ chunk queries × keys = 512 × 512 + 488 × 1000 = 750,144.
+    Matmuls: 2 · 256 · 750,144 = 384,073,728 FLOP at η_c · F = 5e12 -> 76.8147456 µs. Score matrix: 12 trips
+    (1 write, 5 read+write, 1 read) × 2 bytes × 8 × 750,144 = 144,027,648 bytes at η_bw · BW = 5e10 -> 2.88055296 ms."""
+    geo = dataclasses.replace(GEO, score_heads=8.0)
+    r = tp.roofline(geo, chip(), RES, "mlx-lm", chunk=512)
+    assert r.score_bytes(1000, 0, 1) == 144_027_648
+    assert r.prefill_attn_time(1000, 0, 1) == pytest.approx(384_073_728 / 5e12 + 144_027_648 / 5e10, rel=1e-12)
+    # the fused kernel (score_heads 0) keeps the causal count at η_attn
+    assert tp.roofline(GEO, chip(), RES, "mlx-lm", chunk=512).prefill_attn_time(1000, 0, 1) == pytest.approx(
+        2 * 256 * 1000 ** 2 / 2 / 2.5e12, rel=1e-12)
+
+
+def test_only_mlx_lm_gemma2_materialises_its_scores():
+    """score_heads = num_attention_heads × attention layers for mlx-lm gemma2 (Gemma 2 9B: 16 × 42 = 672); llama.cpp
+    runs Gemma 2 through its fused flash-attention kernel (soft-capping inside it), and mlx-lm's Gemma 3 calls sdpa."""
+    def geo(model, runtime, quant):
+        rt = profiles.load_runtime(runtime)
+        q = profiles.load_quant(quant, rt.weight_format)
+        mm = memory_model(profiles.load_model(model), rt, q, profiles.ggml_types())
+        return tp.geometry(mm, q.kind, q.mode)
+    assert geo("gemma-2-9b", "mlx-lm", "mlx-4bit-g64").score_heads == 16 * 42
+    assert geo("gemma-2-9b", "llama.cpp", "Q4_K_M").score_heads == 0
+    assert geo("gemma-3-12b", "mlx-lm", "mlx-4bit-g64").score_heads == 0
+
+
+def test_mlx_lm_prompt_speed_is_the_prompt_over_the_time_to_first_token():
+    """mlx_lm/generate.py: generate_step prefills P − 1 tokens and runs the last through _step with the first
+    sampled token; stream_generate's prompt_tps = P / (time until that token). So mlx-lm's reported prompt speed
+    includes one decode step at depth P: on GEO at 1000 tokens that step is 20 ms of weights (1e9 B at 0.5 × 1e11
+    B/s) + 0.02 ms of KV (1000 × 1000 B) + 2 × 0.1 ms fixed = 20.22 ms. llama-bench's pp is the prefill alone."""
+    mlx = tp.roofline(GEO, chip(), RES, "mlx-lm", chunk=2048)
+    t_pf, _ = mlx.prefill_time(1000)
+    assert mlx.reported_prefill_time(1000) == pytest.approx(t_pf + 0.02022, rel=1e-12)
+    est = tp.estimate(mlx, prompt=1000, gen=1)
+    assert est.prefill_tok_s == pytest.approx(1000 / est.ttft_s, rel=1e-12)
+    lc = rf()
+    assert lc.reported_prefill_time(1000) == lc.prefill_time(1000)[0]
+    assert tp.estimate(lc, prompt=1000, gen=1).prefill_tok_s == pytest.approx(1000 / lc.prefill_time(1000)[0])

@@ -28,6 +28,13 @@ _MLX_KV = {"8bit": "kv8", "4bit": "kv4", "q8": "kv8", "q4": "kv4", "8": "kv8", "
            "f16": "bf16", "fp16": "bf16"}
 
 
+# mlx-lm model files whose attention does not call mx.fast.scaled_dot_product_attention but computes it from separate
+# ops on the GPU: mlx_lm/models/gemma2.py Attention.__call__ soft-caps the logits (attn_logit_softcapping), which the
+# fused kernel cannot do: ``scores = queries @ keys.swapaxes(-1, -2)``; ``mx.tanh(scores / cap)``; ``scores *= cap``;
+# ``mx.where(mask, scores, min)``; ``mx.softmax(scores, precise=True)``; ``scores @ values`` (mlx-lm 0.32.2).
+MLX_UNFUSED_ATTENTION = frozenset({"gemma2"})
+
+
 def _mlx(rt: Runtime) -> MlxRuntime:
     assert isinstance(rt, MlxRuntime), rt.id  # engine_for sends only mlx-lm-family runtimes here
     return rt
@@ -192,6 +199,12 @@ class MlxLm:
         per = cfg.num_attention_heads * ((cfg.qk_nope_head_dim or 128) + (cfg.qk_rope_head_dim or 64)
                                          + (cfg.v_head_dim or 128))
         return float(per * sum(1 for c in arch.cache_layers(cfg) if c.kind == "mla"))
+
+    def score_heads(self, cfg: ModelConfig) -> float:
+        """Σ over attention layers of query heads whose scores mlx-lm materialises (MLX_UNFUSED_ATTENTION), else 0."""
+        if cfg.model_type not in MLX_UNFUSED_ATTENTION:
+            return 0.0
+        return float(cfg.num_attention_heads * sum(1 for c in arch.cache_layers(cfg) if c.kind != "linear"))
 
     # ---- launch line
     def scheduler(self, mm: MemoryModel, slots: int, kv_unified: bool) -> Scheduler:

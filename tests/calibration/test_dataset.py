@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -36,7 +37,12 @@ def test_every_row_loads(ms):
         raw_ids = [int(r["row_id"]) for r in csv.DictReader(fh)]
     assert len(ms) == len(raw_ids) == N_ROWS
     assert [m.row_id for m in ms] == raw_ids
-    assert FIXES.keys() <= set(raw_ids)
+    # FIXES name rows of any measurement CSV (row ids are unique across them: the community file's from 20001)
+    every = set(raw_ids)
+    for other in DEFAULT_PATH.parent.glob("measured_benchmarks_*.csv"):
+        with other.open(newline="") as fh:
+            every |= {int(r["row_id"]) for r in csv.DictReader(fh)}
+    assert FIXES.keys() <= every
 
 
 def test_measurements_are_frozen(by_id):
@@ -344,3 +350,23 @@ def test_roofline_check_takes_bits_from_the_quant_profiles():
     assert _bits_per_weight("MXFP4_MOE") == pytest.approx(4.25)
     assert _bits_per_weight("mlx-5bit-g32") == pytest.approx(6.0)
     assert _bits_per_weight("no-such-format") is None
+
+
+def test_superseded_mlx_lm_build_row_is_not_a_current_efficiency(by_id):
+    """mlx-lm PR #40 measures the same M2 Ultra Mistral-7B 33,898-token prefill before (row 330) and after (row 332)
+    its causal-mask change: only the build the planner models (after) feeds the fit."""
+    assert not usable_for_efficiency(by_id[330]) and "fixed" in by_id[330].flags
+    assert usable_for_efficiency(by_id[332])
+    assert by_id[332].value > by_id[330].value
+
+
+def test_mlx_benchmark_tg128_of_enescingoz_follows_the_512_token_prompt():
+    """enescingoz/mac-llm-bench lib/run_bench_mlx.sh keeps tg128 from its ``mlx_lm.benchmark -p 512 -g 128`` run:
+    the 128 tokens are decoded after the 512-token prompt, so the rows' depth is 512 (not llama-bench's empty
+    cache), and they are not the 'tg N from depth 0' averages."""
+    ms = {m.row_id: m for m in load_measurements(
+        Path(__file__).resolve().parents[2] / "calibration" / "data" / "measured_benchmarks_community.csv")}
+    for rid in (20134, 20206, 20276, 20302, 20316):
+        m = ms[rid]
+        assert m.metric == "tg_tps" and m.gen_tokens == 128 and m.context_depth == 512
+        assert "old-tg-average" not in m.flags and "fixed" in m.flags

@@ -82,7 +82,9 @@ def test_vectorised_fit_model_matches_planner_throughput_for_mlx_on_a_cpu():
     spec = F.Spec("mlx-lm", free={"eta_c", "t_layer_s"})
     names = F._param_names(recs, spec)
     theta = np.log([k.eta_c if n.startswith("eta_c") else k.t_layer_s for n in names])
-    pred = F._predict(theta, F._Arrays(recs), F._index(recs, spec, names), F._fixed_values(recs, spec, FIXED_Q))
+    # mlx-lm's prompt speed includes one decode step (Roofline.reported_prefill_time): its constants too
+    fixed = {**FIXED_Q, "eta_bw:max": k.eta_bw, "eta_attn": k.eta_attn, "eta_kv": k.eta_kv}
+    pred = F._predict(theta, F._Arrays(recs), F._index(recs, spec, names), F._fixed_values(recs, spec, fixed))
     assert pred == pytest.approx([r.value for r in recs], rel=1e-9)
 
 
@@ -316,3 +318,83 @@ def test_an_era_without_a_fit_takes_the_nearest_newer_fitted_era():
     assert F.era_factor(params, "2023-11") == 0.92
     assert F.era_factor(params, "2024") == 1.0
     assert F.era_factor({"era:2024": 1.07}, "2023-11") == 1.0  # never faster than a current build
+
+
+def test_vectorised_fit_model_matches_planner_throughput_for_mlx_gemma2_on_the_gpu():
+    """mlx-lm gemma2's unfused GPU attention (matmuls at η_c + the score matrix's trips at η_bw) is in the fit's
+    vectorised model too, and it is slower than the fused kernel on the same geometry."""
+    import dataclasses
+
+    import numpy as np
+
+    c = profiles.resolve_chip("m3-ultra-80gpu")
+    k = F.full_constants(TRUE, {**FIXED_Q, "noflash_attn_factor": 2.0, "matrix_unit_factor": 1.0}, c, "mlx-lm")
+    g = dataclasses.replace(_geo(4, 512), score_heads=4 * 8.0)
+    recs = []
+    for P in (512, 4096, 32768):
+        r = F.FitRecord(runtime="mlx-lm", chip=c, geo=g, phase="prefill", prompt=P, gen=0, depth=0, batch=1,
+                        value=1.0, chunk=2048)
+        recs.append(F.FitRecord(**{**r.__dict__, "value": F.predict_record(r, k)}))
+    fused = F.predict_record(F.FitRecord(**{**recs[-1].__dict__, "geo": _geo(4, 512)}), k)
+    assert recs[-1].value < fused
+    spec = F.Spec("mlx-lm", free={"eta_bw", "eta_c", "t_layer_s"})
+    names = F._param_names(recs, spec)
+    theta = np.log([k.eta_c if n.startswith("eta_c") else k.eta_bw if n.startswith("eta_bw") else k.t_layer_s
+                    for n in names])
+    fixed = {**FIXED_Q, "eta_attn": k.eta_attn}
+    pred = F._predict(theta, F._Arrays(recs), F._index(recs, spec, names), F._fixed_values(recs, spec, fixed))
+    assert pred == pytest.approx([r.value for r in recs], rel=1e-9)
+
+
+def test_mlx_dequantization_factors_never_exceed_the_float_matmul():
+    """A quantized mlx matmul does the float gemm's work plus the dequantization: q_affine and q_fp4 are capped at 1
+    (a fit without float rows is otherwise free to trade η_c for q, as the leave-one-out of mlx-lm BENCHMARKS.md
+    once did: q_affine 987, η_c 0.0006)."""
+    assert F.UPPER["q_affine"] == 1.0 and F.UPPER["q_fp4"] == 1.0
+    assert tp.quant_class("mlx-4bit-g64", "mlx", "affine") == "affine"
+
+
+def test_mlx_eta_c_is_shared_within_a_gpu_family():
+    """MLX_ETA_C_FAMILY: M2 rows use M1's η_c and M4 rows M3's (MLX picks kernels at architecture generation 15 and
+    17). Synthetic mlx-lm prefill rows made with η_c 0.5 on an M1 and an M2 chip and 0.8 on an M3 and an M4 chip:
+    the fit has one η_c per family, recovers 0.5 and 0.8, and writes the members' values out."""
+    chips = [profiles.resolve_chip(i) for i in ("m1-max-32gpu", "m2-max-38gpu", "m3-max-40gpu", "m4-max-40gpu")]
+    truth = {"M1": 0.5, "M2": 0.5, "M3": 0.8, "M4": 0.8}
+    recs = []
+    for i, c in enumerate(chips):
+        k = F.full_constants({"eta_bw:max": 0.7, "eta_c:" + c.generation: truth[c.generation], "t_layer_s": 5e-5},
+                             {**FIXED_Q, "eta_attn": 0.35, "matrix_unit_factor": 1.0}, c, "mlx-lm")
+        for P in (512, 2048, 8192):
+            r = F.FitRecord(runtime="mlx-lm", chip=c, geo=_geo(), phase="prefill", prompt=P, gen=0, depth=0,
+                            batch=1, value=1.0, chunk=2048, source=f"s{i}")
+            recs.append(F.FitRecord(**{**r.__dict__, "value": F.predict_record(r, k)}))
+    spec = F.Spec("mlx-lm", eta_c_family=F.MLX_ETA_C_FAMILY, free={"eta_c"})
+    assert [n for n in F._param_names(recs, spec) if n.startswith("eta_c")] == ["eta_c:M1", "eta_c:M3"]
+    params, _ = F.fit_efficiency_least_squares(recs, spec, fixed={**FIXED_Q, "eta_attn": 0.35, "t_layer_s": 5e-5,
+                                                                 "eta_bw:max": 0.7})
+    assert params["eta_c:M1"] == pytest.approx(0.5, rel=1e-3) and params["eta_c:M3"] == pytest.approx(0.8, rel=1e-3)
+    full = F.mlx_family_eta_c(params, recs)
+    assert full["eta_c:M2"] == full["eta_c:M1"] and full["eta_c:M4"] == full["eta_c:M3"]
+
+
+def test_mlx_range_is_the_between_source_prediction_interval():
+    """Residuals log(measured / predicted) of three mlx-lm decode sources: a = [-0.1, 0.1], b = [0.2, 0.2],
+    c = [0.4, 0.4]. Source medians 0, 0.2, 0.4: centre 0.2, τ² = (0.2² + 0 + 0.2²) / 2 = 0.04; within-source mean
+    square (0.01 + 0 + 0) / 3 = 1/300. sd = √(0.04 · (1 + 1/3) + 1/300) = √0.0566667 = 0.238048, z(90 %) = 1.281552:
+    range exp(0.2 ± 0.305070) = (0.9003, 1.6571). LM Studio's MLX engine shares the table; with two sources only
+    (fewer than MIN_BETWEEN_SOURCES) the MLX runtimes keep loso_ranges' pooled method."""
+    import math
+
+    chip = profiles.resolve_chip("m3-max-40gpu")
+
+    def rec(x, src, rt="mlx-lm"):
+        return (rt, F.FitRecord(runtime=rt, chip=chip, geo=_geo(), phase="decode", prompt=0, gen=32, depth=0,
+                                batch=1, value=math.exp(x), source=src), 1.0)
+    held = [rec(-0.1, "a"), rec(0.1, "a"), rec(0.2, "b"), rec(0.2, "b"), rec(0.4, "c"), rec(0.4, "c")]
+    c, lo, hi = F.between_source_interval([(math.log(r.value), r.source) for _, r, _ in held])
+    assert (c, lo, hi) == pytest.approx((0.2, 0.2 - 0.305070, 0.2 + 0.305070), abs=1e-5)
+    table = F.loso_ranges(held)
+    assert table["mlx-lm"]["decode"] == pytest.approx((0.900, 1.657), abs=1e-3)
+    assert table["lmstudio-mlx"] == table["mlx-lm"]
+    two = [h for h in held if h[1].source != "c"]
+    assert F.mlx_between_source_ranges(two) == {}
