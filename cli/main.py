@@ -168,18 +168,20 @@ def _core_errors(run, json_mode: bool = False) -> int:
 
     from planner.errors import AnswerIsNo, PlannerError
 
+    from .words import said
+
     try:
         return run()
     except AnswerIsNo as e:
         from .contract import answer_json
 
-        print(answer_json(e) if json_mode else _one_line(e))
+        print(answer_json(e) if json_mode else _one_line(said(e)))
         return 0
     except PlannerError as e:
         if e.exit_code != 2:
-            print(f"plan: error: {_one_line(e)}", file=sys.stderr)
+            print(f"plan: error: {_one_line(said(e))}", file=sys.stderr)
             return e.exit_code
-        return _error(e.code, str(e), json_mode)
+        return _error(e.code, said(e), json_mode)
     except ValidationError as e:
         return _error("input", _flag_error(e), json_mode)
     except BrokenPipeError:

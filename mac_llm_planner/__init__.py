@@ -7,6 +7,8 @@ Each function takes its request model (or the same fields as keywords) and answe
 --json does (docs/api.md; the JSON Schema of each result is docs/schema/<command>.json). Model sources are the
 CLI's: a catalog id or alias, a local .gguf file, an MLX/HF folder, or a Hugging Face repo id (read by sources/).
 
+Inputs named in notes read as the functions' keyword arguments (cli/words.py in_args); an error names its
+input as ``e.fields["input"]`` and ``str(e)`` reads it as that key (planner/inputs.py).
 Errors: bad input raises planner.errors.PlannerError (``e.code``, one-line ``str(e)``); a valid question answered
 "no" (does not fit, targets missed, over budget) raises planner.errors.AnswerIsNo with the closest options in
 ``e.fields``. This module is an edge, like cli/ and app/: the core (planner/) stays pure and never imports it.
@@ -19,6 +21,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from cli.questions import ServeQuestion, WhatRunsRequest
+from cli.words import in_args
 from planner.advice import Recommendation
 from planner.buy import BuyResult
 from planner.errors import AnswerIsNo, NoFitError, PlannerError, TargetsUnreachableError
@@ -51,42 +54,42 @@ def plan(request: PlanRequest | dict[str, Any] | None = None, /, *, file: str | 
     from cli.plan import plan_answer, with_bottom_line
 
     req = _request(PlanRequest, request, fields)
-    return with_bottom_line(*plan_answer(req.model_dump(exclude_unset=True), file))
+    return in_args(with_bottom_line(*plan_answer(req.model_dump(exclude_unset=True), file)), "plan")
 
 
 def what_runs(request: WhatRunsRequest | dict[str, Any] | None = None, /, **fields: Any) -> ModelsResult:
     """The catalog models that run on one Mac, best first: `plan models --ram ... --json`."""
     from cli.questions import _what_runs
 
-    return _what_runs(_request(WhatRunsRequest, request, fields))
+    return in_args(_what_runs(_request(WhatRunsRequest, request, fields)), "what_runs")
 
 
 def recommend(request: RecommendRequest | dict[str, Any] | None = None, /, **fields: Any) -> Recommendation:
     """Ranked runtime × quant × KV × slots for a workload on one Mac: `plan recommend --json`."""
     from cli.questions import _recommend
 
-    return _recommend(_request(RecommendRequest, request, fields))
+    return in_args(_recommend(_request(RecommendRequest, request, fields)), "recommend")
 
 
 def buy(request: BuyRequest | dict[str, Any] | None = None, /, **fields: Any) -> BuyResult:
     """Which Mac to buy for a model and a workload: `plan buy --json`."""
     from cli.questions import _buy
 
-    return _buy(_request(BuyRequest, request, fields))
+    return in_args(_buy(_request(BuyRequest, request, fields)), "buy")
 
 
 def serve(request: ServeQuestion | dict[str, Any] | None = None, /, **fields: Any) -> ServeResult:
     """Latency under load of one llama-server / mlx_lm.server (a seeded simulation): `plan serve --json`."""
     from cli.questions import _serve
 
-    return _serve(_request(ServeQuestion, request, fields))
+    return in_args(_serve(_request(ServeQuestion, request, fields)), "serve")
 
 
 def finetune(request: FinetuneRequest | dict[str, Any] | None = None, /, **fields: Any) -> FinetunePlan:
     """Memory, limits, speed and command line of an mlx_lm.lora fine-tune: `plan finetune --json`."""
     from planner.finetune import plan_finetune
 
-    return plan_finetune(_request(FinetuneRequest, request, fields))
+    return in_args(plan_finetune(_request(FinetuneRequest, request, fields)))
 
 
 def predict(request: PredictRequest | dict[str, Any] | None = None, /, **fields: Any) -> dict[str, Any]:
@@ -98,5 +101,5 @@ def predict(request: PredictRequest | dict[str, Any] | None = None, /, **fields:
     q = _request(PredictRequest, request, fields)
     check_options(gpu_cores=q.gpu_cores, ram=q.ram, prompt=q.prompt, gen=q.gen, depth=q.depth, batch=q.batch,
                   ubatch=q.ubatch)
-    return predict_result(q.chip, q.gpu_cores, q.ram, q.model, q.quant, q.runtime, q.prompt, q.gen, q.depth,
-                          q.batch, q.macos, q.flash_attn, q.ubatch)
+    return in_args(predict_result(q.chip, q.gpu_cores, q.ram, q.model, q.quant, q.runtime, q.prompt, q.gen, q.depth,
+                                  q.batch, q.macos, q.flash_attn, q.ubatch))

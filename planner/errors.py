@@ -8,12 +8,18 @@ Two kinds, each with a stable ``code`` (the JSON contract: ``{"error": {"code": 
   meets the targets, no Mac within the budget). Not an error for the user: exit 0, rendered as an answer, with
   the closest options in ``fields``.
 The message names the input and says what to do; ``fields`` carries the same facts as numbers for programs.
+A message names an input by a marker (planner/inputs.py: ``f"{IN.ram} ..."``), never by a front end's spelling:
+``err.template`` keeps the markers for the edges to render (:meth:`PlannerError.message`), ``str(err)`` reads
+each as its key, and ``fields["input"]`` is the first input the message names.
 """
 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable, Mapping
 from typing import Any
+
+from .inputs import keys_in, render
 
 
 class PlannerError(Exception):
@@ -24,11 +30,22 @@ class PlannerError(Exception):
 
     def __init__(self, *args: object, fields: dict[str, Any] | None = None):
         super().__init__(*args)
+        self.template = args[0] if len(args) == 1 and isinstance(args[0], str) else Exception.__str__(self)
         self.fields: dict[str, Any] = dict(fields or {})
+        named = keys_in(self.template)
+        if named and "input" not in self.fields:
+            self.fields["input"] = named[0]
 
-    def to_json(self) -> dict[str, Any]:
+    def message(self, names: Mapping[str, str] | Callable[[str], str] | None = None) -> str:
+        """The message with each input spelled by ``names`` (an edge's table; None: the keys)."""
+        return render(self.template, names)
+
+    def __str__(self) -> str:
+        return self.message()
+
+    def to_json(self, names: Mapping[str, str] | Callable[[str], str] | None = None) -> dict[str, Any]:
         """``{"code", "message"}`` plus the structured ``fields`` (the JSON form of this error)."""
-        return {"code": self.code, "message": " ".join(str(self).splitlines()), **self.fields}
+        return {"code": self.code, "message": " ".join(self.message(names).splitlines()), **self.fields}
 
 
 class UnknownProfileError(PlannerError, KeyError):
@@ -37,6 +54,7 @@ class UnknownProfileError(PlannerError, KeyError):
     code = "unknown_profile"
 
     def __init__(self, kind: str, value: str, known: list[str], flag: str | None = None, hint: str = ""):
+        """``flag``: the input's marker (planner.inputs.IN.model), said after the kind."""
         close = difflib.get_close_matches(value.lower(), [k.lower() for k in known], n=4, cutoff=0.5)
         lower_to_id = {k.lower(): k for k in known}
         close_ids = [lower_to_id[c] for c in close]
@@ -53,7 +71,7 @@ class UnknownProfileError(PlannerError, KeyError):
         super().__init__(msg, fields={"kind": kind, "suggestions": close_ids})
 
     def __str__(self) -> str:  # KeyError would quote the message
-        return self.args[0]
+        return self.message()
 
 
 class ProfileError(PlannerError):
