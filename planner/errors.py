@@ -10,7 +10,8 @@ Two kinds, each with a stable ``code`` (the JSON contract: ``{"error": {"code": 
 The message names the input and says what to do; ``fields`` carries the same facts as numbers for programs.
 A message names an input by a marker (planner/inputs.py: ``f"{IN.ram} ..."``), never by a front end's spelling:
 ``err.template`` keeps the markers for the edges to render (:meth:`PlannerError.message`), ``str(err)`` reads
-each as its key, and ``fields["input"]`` is the first input the message names.
+each as its key, and ``fields["input"]`` is the first input the message names (a "no" answer:
+``fields["inputs"]``, the inputs it suggests changing).
 """
 
 from __future__ import annotations
@@ -27,14 +28,15 @@ class PlannerError(Exception):
 
     exit_code = 2
     code = "error"
+    inputs_field = "input"
 
     def __init__(self, *args: object, fields: dict[str, Any] | None = None):
         super().__init__(*args)
         self.template = args[0] if len(args) == 1 and isinstance(args[0], str) else Exception.__str__(self)
         self.fields: dict[str, Any] = dict(fields or {})
         named = keys_in(self.template)
-        if named and "input" not in self.fields:
-            self.fields["input"] = named[0]
+        if named and self.inputs_field not in self.fields:  # the input it is about; a "no": the inputs to change
+            self.fields[self.inputs_field] = named[0] if self.inputs_field == "input" else named
 
     def message(self, names: Mapping[str, str] | Callable[[str], str] | None = None) -> str:
         """The message with each input spelled by ``names`` (an edge's table; None: the keys)."""
@@ -130,6 +132,7 @@ class AnswerIsNo(PlannerError):
 
     exit_code = 0
     code = "no"
+    inputs_field = "inputs"
 
 
 class NoFitError(AnswerIsNo):

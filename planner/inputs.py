@@ -2,7 +2,7 @@
 
 The core never writes a front end's spelling of an input (a `plan` flag, a form label, an MCP argument): a
 message names the input by a marker, ``f"{IN.wired_limit} {mb} MB must be ..."`` -> ``"[[wired_limit]] ... "``,
-and each edge renders the markers with its own table (cli/words.py: ``--wired-limit``; app/readings.py: "GPU
+and each edge renders the markers with its own table (cli/words.py: the `plan` flag; app/readings.py: "GPU
 wired limit (Advanced)"; MCP / HTTP / Python API: the argument name ``wired_limit_mb``). Without an edge
 (``str(err)`` in plain Python) a marker reads as its key. Errors carry the first input they name as
 ``fields["input"]`` (planner/errors.py). Standard library only.

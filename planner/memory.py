@@ -268,7 +268,7 @@ def mlx_weights(model: ModelProfile, fmt: QuantFormat, runtime: MlxRuntime) -> W
 
 def weights(model: ModelProfile, quant: QuantFormat, runtime: Runtime, table: GgmlTypeTable) -> WeightsEstimate:
     if runtime.weight_format != quant.kind:
-        raise InputError(f"--quant {quant.id} is a {quant.kind} format; {runtime.id} loads {runtime.weight_format} "
+        raise InputError(f"[[quant]] {quant.id} is a {quant.kind} format; {runtime.id} loads {runtime.weight_format} "
                          f"weights (pick a {runtime.weight_format} quant, e.g. "
                          f"{'Q4_K_M' if runtime.weight_format == 'gguf' else '4bit'})")
     if isinstance(runtime, MlxRuntime):
@@ -293,7 +293,7 @@ def kv_element_bytes(kv_type: str, runtime: Runtime, table: GgmlTypeTable, ne0: 
     if not isinstance(runtime, MlxRuntime):
         tt = _types_lower(table)[kv_type.lower()]
         if ne0 % tt.block_size:
-            raise InputError(f"--kv-type {kv_type}: row of {ne0} values is not a multiple of its block {tt.block_size}")
+            raise InputError(f"[[kv_type]] {kv_type}: row of {ne0} values is not a multiple of its block {tt.block_size}")
         return tt.bytes_per_block / tt.block_size
     act = runtime.activation_bytes
     if kv_type in ("bf16", "f16", "fp16"):
@@ -310,7 +310,7 @@ _LLAMA_KV = {"q8": "q8_0", "q4": "q4_0", "8bit": "q8_0", "4bit": "q4_0", "kv8": 
 
 
 def kv_alias(kv_type: str, runtime: Runtime) -> str:
-    """A --kv-type as the runtime spells it (q8 -> q8_0 on llama.cpp, kv8 on mlx-lm); unknown names unchanged."""
+    """A KV cache type (kv_type) as the runtime spells it (q8 -> q8_0 on llama.cpp, kv8 on mlx-lm); unknown names unchanged."""
     if runtime.family == "mlx-lm":
         k = kv_type.lower().replace("-", "").replace("_", "")
         return _MLX_KV.get(k, k)
@@ -321,9 +321,9 @@ def kv_alias(kv_type: str, runtime: Runtime) -> str:
 def check_kv_type(kv_type: str, runtime: Runtime, model: ModelProfile) -> str:
     k = kv_alias(kv_type, runtime)
     if k not in runtime.kv_types:
-        raise InputError(f"--kv-type {kv_type} is not offered by {runtime.id}; choose one of {', '.join(runtime.kv_types)}")
+        raise InputError(f"[[kv_type]] {kv_type} is not offered by {runtime.id}; choose one of {', '.join(runtime.kv_types)}")
     if runtime.family == "mlx-lm" and k != "bf16" and _mlx_rotating(model, runtime):
-        raise InputError(f"--kv-type {kv_type}: mlx-lm cannot quantize the sliding-window (rotating) cache of "
+        raise InputError(f"[[kv_type]] {kv_type}: mlx-lm cannot quantize the sliding-window (rotating) cache of "
                          f"{model.id} (RotatingKVCache Quantization NYI); use bf16")
     # a quantized V cache needs flash attention: memory_model checks it against the effective setting
     return k
@@ -532,8 +532,8 @@ def memory_model(model: ModelProfile, runtime: Runtime, quant: QuantFormat, tabl
     llama = runtime if isinstance(runtime, LlamaCppFamily) else None  # flash attention and kv_unified are llama.cpp's
     fa = (llama is not None and llama.flash_attn) if flash_attn is None else flash_attn
     if llama and kv_type not in ("f16", "bf16", "f32") and not fa:
-        how = "drop --no-flash-attn" if llama.flash_attn else f"{runtime.id} has it off by default: add --flash-attn"
-        raise InputError(f"--kv-type {kv_type}: a quantized V cache requires flash attention ({how})")
+        how = "drop [[no_flash_attn]]" if llama.flash_attn else f"{runtime.id} has it off by default: add [[flash_attn]]"
+        raise InputError(f"[[kv_type]] {kv_type}: a quantized V cache requires flash attention ({how})")
     return MemoryModel(
         model=model, runtime=runtime, quant_id=quant.id, weights=weights(model, quant, runtime, table),
         kv=kv_layout(model, runtime, kv_type, table), flash_attn=bool(fa),

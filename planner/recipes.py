@@ -46,7 +46,7 @@ def recipe(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit,
 
 
 def _with_draft(r: Recipe, mm: MemoryModel, dm: MemoryModel, g: int) -> Recipe:
-    """llama-server -md (common/arg.cpp --spec-draft-model, --draft-max, -ctkd/-ctvd); mlx-lm --draft-model."""
+    """llama-server -md (common/arg.cpp --spec-draft-model, --draft-max, -ctkd/-ctvd); mlx_lm.server --draft-model."""
     if mm.runtime.family == "llama.cpp":
         kv = mm.kv.kv_type
         name = (dm.model.hf_repo or dm.model.id).split("/")[-1]

@@ -49,7 +49,7 @@ def test_images_add_the_projector_and_their_tokens():
 
 
 def test_images_on_a_text_model_is_one_clear_error():
-    with pytest.raises(InputError, match="--images 1: llama-3.1-8b has no vision encoder"):
+    with pytest.raises(InputError, match="images 1: llama-3.1-8b has no vision encoder"):
         plan(PlanRequest(model="llama-3.1-8b", ram_gb=16, images=1))
 
 
