@@ -136,8 +136,8 @@ def _serve(req: ServeQuestion) -> Any:
 
     from .serve import _model, parse_duration, parse_rate
 
-    sr = ServeRequest(slots=req.slots, rate=parse_rate(req.rate), prompt=parse_length(req.prompt, "--prompt"),
-                      gen=parse_length(req.gen, "--gen"), duration=parse_duration(req.duration), seed=req.seed,
+    sr = ServeRequest(slots=req.slots, rate=parse_rate(req.rate), prompt=parse_length(req.prompt, "[[prompt]]"),
+                      gen=parse_length(req.gen, "[[gen]]"), duration=parse_duration(req.duration), seed=req.seed,
                       cached_prefix_share=req.cached_prefix, slot_context=req.slot_context,
                       max_ttft_p95=req.max_ttft_p95, sweep=req.sweep, trace=None, kv_unified=req.kv_unified)
     r = serve(setup(req.chip, req.gpu_cores, req.ram, _model(req.model, req.quant), req.quant, req.runtime,
