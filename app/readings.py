@@ -81,8 +81,7 @@ LABELS: dict[str, str] = {
     "layers": "Layers trained", "num_layers": "Layers trained", "lengths": "example lengths (command line)",
     "fine_tune_type": "Type", "seq_len": "Max sequence length", "batch_size": "Batch size",
     "grad_checkpoint": "“Gradient checkpointing”",
-    "calibrate_server": "the server calibration (command line: plan calibrate --server)",
-    "calibrate_finetune": "the fine-tuning calibration (command line: plan calibrate --finetune)",
+    "calibrate_server": "the server calibration (command line: plan calibrate --runtime llama.cpp --server)",
     "json": "the JSON download",
 }
 

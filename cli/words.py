@@ -33,14 +33,14 @@ FLAGS: dict[str, str] = {
     "macs": "--macs", "link": "--link", "engine": "--engine", "mode": "--mode",
     "layers": "--layers", "lengths": "--lengths", "fine_tune_type": "--fine-tune-type", "seq_len": "--max-seq-length", "num_layers": "--num-layers",
     "batch_size": "--batch-size", "grad_checkpoint": "--grad-checkpoint",
-    "calibrate_server": "plan calibrate --server", "calibrate_finetune": "plan calibrate --finetune",
+    "calibrate_server": "plan calibrate --runtime llama.cpp --server",
     "json": "--json",
 }
 
 # key -> argument name of the agent interfaces where it is not the key itself; per question where the question's
 # request names it otherwise (cli/questions.py QUESTIONS: `plan` takes PlanRequest's field names)
-ARGS: dict[str, str] = {"all": "all_rows", "calibrate_server": "`plan calibrate --server`",
-                        "calibrate_finetune": "`plan calibrate --finetune`", "json": "the JSON answer"}
+ARGS: dict[str, str] = {"all": "all_rows", "calibrate_server": "plan calibrate --runtime llama.cpp --server",
+                        "json": "the JSON answer"}
 QUESTION_ARGS: dict[str, dict[str, str]] = {
     "plan": {"ram": "ram_gb", "wired_limit": "wired_limit_mb", "runtime": "runtimes", "quant": "quants",
              "prompt": "prompt_tokens", "gen": "gen_tokens", "no_flash_attn": "flash_attn"},

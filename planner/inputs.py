@@ -48,7 +48,7 @@ KEYS: dict[str, str] = {
     "layers": "trained layers", "num_layers": "trained layers (as mlx_lm.lora names it)", "lengths": "example lengths", "fine_tune_type": "fine-tuning type",
     "seq_len": "sequence length [tokens]", "batch_size": "batch size [sequences]", "grad_checkpoint": "gradient checkpointing",
     # calibrate (a command of its own)
-    "calibrate_server": "the server calibration", "calibrate_finetune": "the fine-tuning calibration",
+    "calibrate_server": "timing llama-server's host work on this Mac",
     # output
     "json": "the JSON answer",
 }
