@@ -111,7 +111,7 @@ def page() -> None:  # pragma: no cover - exercised by tests/app/test_browser_mo
     head = f"{r.chip_label}, {r.ram_gb:g} GB" if r.chip else f"{r.ram_gb:g} GB (pick a chip for speed)"
     st.info(f"{head}: {len(r.rows)} models. {r.quality_basis[:1].upper() + r.quality_basis[1:]}.")
     if r.best_effort:
-        st.warning("Nothing meets every filter; the closest are shown. " + " ".join(r.binding))
+        st.warning("Nothing meets every filter; the closest are shown. " + " ".join(for_web(b) for b in r.binding))
     st.plotly_chart(quality_speed_chart(r), width="stretch", key="mr_chart")
     st.table(table_rows(r, r.rows))
     if r.embedding_rows:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import io
+import json
 import re
 import tokenize
 from pathlib import Path
@@ -213,3 +214,24 @@ def test_an_unknown_id_names_its_input_on_each_edge():
     assert e.fields["input"] == "model"
     assert said(e).startswith("unknown model --model 'llama-3.1-8bb'; did you mean llama-3.1-8b")
     assert for_web(e).startswith("Unknown model 'llama-3.1-8bb'; did you mean llama-3.1-8b")
+
+
+def test_a_note_names_its_input_on_each_edge(capsys):
+    """The same note of the core (no chip given: how to get speed) as the command line, the agents and the page
+    say it."""
+    from app.readings import for_web
+    from cli.main import main
+    from cli.questions import answer
+
+    assert main(["models", "--ram", "16", "--json"]) == 0
+    cli_notes = json.loads(capsys.readouterr().out)["notes"]
+    agent_notes = answer("what_runs", {"ram": 16})["notes"]
+    said_cli = [n for n in cli_notes if n.startswith("speed needs a chip")]
+    said_agent = [n for n in agent_notes if n.startswith("speed needs a chip")]
+    assert said_cli and said_cli[0].startswith("speed needs a chip: add --chip (e.g. --chip 'M4 Max') for decode")
+    assert said_agent and said_agent[0].startswith("speed needs a chip: add chip (e.g. chip 'M4 Max') for decode")
+    from planner.models import Query, what_runs
+
+    core = [n for n in what_runs(Query(ram_gb=16)).notes if n.startswith("speed needs a chip")][0]
+    assert core.startswith("speed needs a chip: add [[chip]] (e.g. [[chip]] 'M4 Max')")
+    assert for_web(core).startswith("Speed needs a chip: add Chip (e.g. Chip 'M4 Max') for decode")
