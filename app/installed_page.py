@@ -60,7 +60,7 @@ def page() -> None:
     context = c4.number_input("Context per user", 256, 1_048_576, 8192, step=1024, key="in_ctx")
     dirs = st.text_input("More folders to read (separated by ;)", key="in_dirs")
     if mac is not None:
-        st.caption(mac.headline())
+        st.caption(for_web(mac.headline()))
     try:
         r = installed([d.strip() for d in dirs.split(";") if d.strip()], ram=float(ram),
                       chip=name if chip else None, gpu_cores=cores if chip else None, context=int(context), users=1,
