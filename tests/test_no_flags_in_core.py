@@ -235,3 +235,17 @@ def test_a_note_names_its_input_on_each_edge(capsys):
     core = [n for n in what_runs(Query(ram_gb=16)).notes if n.startswith("speed needs a chip")][0]
     assert core.startswith("speed needs a chip: add [[chip]] (e.g. [[chip]] 'M4 Max')")
     assert for_web(core).startswith("Speed needs a chip: add Chip (e.g. Chip 'M4 Max') for decode")
+
+
+def test_the_fine_tune_lead_on_each_edge():
+    """The fitting setting of a fine-tune (gradient checkpointing) as the command line and the page name it."""
+    from app.finetune_page import summary_lines
+    from cli.finetune import render
+    from cli.words import say
+    from planner.finetune import FinetuneRequest, plan_finetune
+
+    p = plan_finetune(FinetuneRequest(model="llama-3.1-8b", ram_gb=32, chip="M2 Pro", gpu_cores=19))
+    assert p.lead.startswith("fits with gradient checkpointing ([[grad_checkpoint]]): ")
+    assert "fits with gradient checkpointing (--grad-checkpoint): " in say(render(p))
+    assert any(line.startswith("It fits with gradient checkpointing (“Gradient checkpointing”): ")
+               for line in summary_lines(p))
