@@ -17,6 +17,7 @@ each as its key, and ``fields["input"]`` is the first input the message names (a
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -72,8 +73,8 @@ class UnknownProfileError(PlannerError, KeyError):
         self.kind, self.value, self.suggestions = kind, value, close_ids
         super().__init__(msg, fields={"kind": kind, "suggestions": close_ids})
 
-    def __str__(self) -> str:  # KeyError would quote the message
-        return self.message()
+    def __str__(self) -> str:  # KeyError would quote the message; "unknown model 'x'", not "unknown model model 'x'"
+        return render(re.sub(r"^(unknown [^\[]*?)\[\[[a-z_]+\]\] ", r"\1", self.template))
 
 
 class ProfileError(PlannerError):

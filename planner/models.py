@@ -278,7 +278,7 @@ def what_runs(qy: Query) -> ModelsResult:
             try:
                 c = best_for_runtime(m, rt, qy, wired, want_speed, count)
             except PlannerError as e:
-                notes.append(f"{m.id} on {rt.id}: {e}")
+                notes.append(f"{m.id} on {rt.id}: {e.template}")  # inputs kept by key
                 continue
             if c is not None:
                 cands.append(c)

@@ -472,7 +472,7 @@ def with_speed(opt: FitOption, mm: MemoryModel, q, chip: Chip | None, req: PlanR
         P, G = req.prompt_tokens, req.gen_tokens
         ests = {u: tp.predict(mm, chip, res, q.kind, q.mode, P, G, 0, u, refs) for u in user_counts}
     except InputError as e:
-        return opt.model_copy(update={"notes": [*opt.notes, f"speed: {e}"]})
+        return opt.model_copy(update={"notes": [*opt.notes, f"speed: {e.template}"]})  # inputs kept by key
     one = ests[user_counts[0]]
     speed = SpeedSummary(
         prompt_tokens=P, gen_tokens=G, prefill_tok_s=one.prefill_tok_s, ttft_s=one.ttft_s,

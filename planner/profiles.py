@@ -664,7 +664,7 @@ def _calibration_profile(p: Path, scope: str, r: str, origin: str, notes: list[s
     except ProfileError as e:
         if origin != "user":
             raise
-        notes.append(f"user calibration ignored ({e}); shipped constants used")
+        notes.append(f"user calibration ignored ({e.template}); shipped constants used")
         return None
     return prof
 

@@ -212,6 +212,7 @@ def test_an_unknown_id_names_its_input_on_each_edge():
         profiles.load_model("llama-3.1-8bb")
     e = exc.value
     assert e.fields["input"] == "model"
+    assert str(e).startswith("unknown model 'llama-3.1-8bb'; did you mean llama-3.1-8b")  # plain Python
     assert said(e).startswith("unknown model --model 'llama-3.1-8bb'; did you mean llama-3.1-8b")
     assert for_web(e).startswith("Unknown model 'llama-3.1-8bb'; did you mean llama-3.1-8b")
 
