@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel
+
 from planner.inputs import render, render_tree
 
 # key -> flag, as the `plan` commands spell it (the command in front where the input belongs to another command)
@@ -75,7 +77,7 @@ def arg_names(question: str | None = None) -> dict[str, str]:
 def in_args(data: Any, question: str | None = None) -> Any:
     """A JSON-like answer, a result model or a message with each input named as the question's argument."""
     names = arg_names(question)
-    if hasattr(data, "model_fields") and hasattr(data, "model_copy"):
+    if isinstance(data, BaseModel):
         update = {}
         for name in type(data).model_fields:
             value = getattr(data, name)

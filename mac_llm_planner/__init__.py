@@ -16,15 +16,17 @@ Errors: bad input raises planner.errors.PlannerError (``e.code``, one-line ``str
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from cli.questions import ServeQuestion, WhatRunsRequest
-from cli.words import in_args
+from cli.words import arg_names, in_args
 from planner.advice import Recommendation
 from planner.buy import BuyResult
-from planner.errors import AnswerIsNo, NoFitError, PlannerError, TargetsUnreachableError
+from planner.errors import AnswerIsNo, NoFitError, PlannerError, TargetsUnreachableError, UnknownProfileError
 from planner.finetune import FinetunePlan, FinetuneRequest
 from planner.plan import Plan, PlanRequest
 from planner.requests import BuyRequest, PredictRequest, RecommendRequest
@@ -38,6 +40,22 @@ __all__ = [
 ]
 
 R = TypeVar("R", bound=BaseModel)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _words(question: str | None) -> Callable[[F], F]:
+    """Errors of the function name their input as its keyword argument (``wired_limit_mb``), as its notes do."""
+    def wrap(fn: F) -> F:
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except PlannerError as e:
+                if not isinstance(e, UnknownProfileError):  # "unknown model 'x'" already reads well
+                    e.template = e.message(arg_names(question))
+                raise
+        return call  # type: ignore[return-value]
+    return wrap
 
 
 def _request(cls: type[R], request: R | dict[str, Any] | None, fields: dict[str, Any]) -> R:
@@ -48,6 +66,7 @@ def _request(cls: type[R], request: R | dict[str, Any] | None, fields: dict[str,
     return cls(**{**(request or {}), **fields})
 
 
+@_words('plan')
 def plan(request: PlanRequest | dict[str, Any] | None = None, /, *, file: str | None = None, **fields: Any) -> Plan:
     """Memory fit (and speed, with a chip) of one model on one Mac, with the chat bottom line: `plan --json`.
     ``file`` picks the GGUF in a HF repo or folder holding several (as ``--file``)."""
@@ -57,6 +76,7 @@ def plan(request: PlanRequest | dict[str, Any] | None = None, /, *, file: str | 
     return in_args(with_bottom_line(*plan_answer(req.model_dump(exclude_unset=True), file)), "plan")
 
 
+@_words('what_runs')
 def what_runs(request: WhatRunsRequest | dict[str, Any] | None = None, /, **fields: Any) -> ModelsResult:
     """The catalog models that run on one Mac, best first: `plan models --ram ... --json`."""
     from cli.questions import _what_runs
@@ -64,6 +84,7 @@ def what_runs(request: WhatRunsRequest | dict[str, Any] | None = None, /, **fiel
     return in_args(_what_runs(_request(WhatRunsRequest, request, fields)), "what_runs")
 
 
+@_words('recommend')
 def recommend(request: RecommendRequest | dict[str, Any] | None = None, /, **fields: Any) -> Recommendation:
     """Ranked runtime × quant × KV × slots for a workload on one Mac: `plan recommend --json`."""
     from cli.questions import _recommend
@@ -71,6 +92,7 @@ def recommend(request: RecommendRequest | dict[str, Any] | None = None, /, **fie
     return in_args(_recommend(_request(RecommendRequest, request, fields)), "recommend")
 
 
+@_words('buy')
 def buy(request: BuyRequest | dict[str, Any] | None = None, /, **fields: Any) -> BuyResult:
     """Which Mac to buy for a model and a workload: `plan buy --json`."""
     from cli.questions import _buy
@@ -78,6 +100,7 @@ def buy(request: BuyRequest | dict[str, Any] | None = None, /, **fields: Any) ->
     return in_args(_buy(_request(BuyRequest, request, fields)), "buy")
 
 
+@_words('serve')
 def serve(request: ServeQuestion | dict[str, Any] | None = None, /, **fields: Any) -> ServeResult:
     """Latency under load of one llama-server / mlx_lm.server (a seeded simulation): `plan serve --json`."""
     from cli.questions import _serve
@@ -85,6 +108,7 @@ def serve(request: ServeQuestion | dict[str, Any] | None = None, /, **fields: An
     return in_args(_serve(_request(ServeQuestion, request, fields)), "serve")
 
 
+@_words(None)
 def finetune(request: FinetuneRequest | dict[str, Any] | None = None, /, **fields: Any) -> FinetunePlan:
     """Memory, limits, speed and command line of an mlx_lm.lora fine-tune: `plan finetune --json`."""
     from planner.finetune import plan_finetune
@@ -92,6 +116,7 @@ def finetune(request: FinetuneRequest | dict[str, Any] | None = None, /, **field
     return in_args(plan_finetune(_request(FinetuneRequest, request, fields)))
 
 
+@_words(None)
 def predict(request: PredictRequest | dict[str, Any] | None = None, /, **fields: Any) -> dict[str, Any]:
     """Prefill, TTFT, decode speed and memory fit at one operating point: `plan predict --json` (a dict;
     docs/schema/predict.json)."""

@@ -250,3 +250,14 @@ def test_the_fine_tune_lead_on_each_edge():
     assert "fits with gradient checkpointing (--grad-checkpoint): " in say(render(p))
     assert any(line.startswith("It fits with gradient checkpointing (“Gradient checkpointing”): ")
                for line in summary_lines(p))
+
+
+def test_the_python_api_says_the_keyword():
+    import mac_llm_planner as api
+
+    with pytest.raises(PlannerError) as exc:
+        api.plan(model="llama-3.1-8b", ram_gb=16, wired_limit_mb=20000)
+    assert str(exc.value) == "wired_limit_mb 20000 MB must be between 1 and the RAM size (16384 MB)"
+    assert exc.value.fields["input"] == "wired_limit"
+    notes = api.what_runs(ram=16).notes
+    assert any(n.startswith("speed needs a chip: add chip (e.g. chip 'M4 Max')") for n in notes)
