@@ -261,3 +261,12 @@ def test_the_python_api_says_the_keyword():
     assert exc.value.fields["input"] == "wired_limit"
     notes = api.what_runs(ram=16).notes
     assert any(n.startswith("speed needs a chip: add chip (e.g. chip 'M4 Max')") for n in notes)
+
+
+def test_the_json_error_carries_the_input(capsys):
+    from cli.main import main
+
+    assert main(["--model", "llama-3.1-8b", "--ram", "16", "--wired-limit", "20000", "--json"]) == 2
+    err = json.loads(capsys.readouterr().out)["error"]
+    assert err == {"code": "input", "input": "wired_limit",
+                   "message": "--wired-limit 20000 MB must be between 1 and the RAM size (16384 MB)"}
