@@ -88,7 +88,7 @@ LABELS: dict[str, str] = {
 # the page's other words: the kind of an unknown id without the input named after it, the commands of the command
 # line as this site's pages, plurals spelled out
 WEB_WORDS = [
-    (r"\b(unknown [\w ]+?) \[\[[a-z_]+\]\] ", r"\1 "),
+    (r"\b(unknown [\w ]+?) \[\[[a-z_]+\]\] ", r"\1 "), (r"`plan buy \[\[all\]\]`", "the full table of “Which Mac should I buy?”"),
     (r"`?plan models`?", "the model catalog"), (r"`?plan buy`?", "“Which Mac should I buy?”"),
     (r"\b(\d+) user\(s\)", None), (r"\b(\d+) slot\(s\)", None),
 ]

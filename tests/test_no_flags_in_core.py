@@ -270,3 +270,19 @@ def test_the_json_error_carries_the_input(capsys):
     err = json.loads(capsys.readouterr().out)["error"]
     assert err == {"code": "input", "input": "wired_limit",
                    "message": "--wired-limit 20000 MB must be between 1 and the RAM size (16384 MB)"}
+
+
+def test_a_message_naming_another_command_input_on_each_edge():
+    """`plan buy --all` on the command line; the page has no such option and names its buy table."""
+    from app.readings import for_web
+    from cli.words import said
+    from planner.buy import match_price
+
+    with pytest.raises(InputError) as exc:
+        match_price("Mac Studio M9 Max 128GB=3499")
+    e = exc.value
+    assert said(e) == ("--price 'Mac Studio M9 Max 128GB=3499': no such configuration in the catalog (product, chip "
+                       "and RAM as in `plan buy --all`, e.g. 'Mac Studio M4 Max 128GB=3499')")
+    assert for_web(e) == ("“Your prices” 'Mac Studio M9 Max 128GB=3499': no such configuration in the catalog "
+                          "(product, chip and RAM as in the full table of “Which Mac should I buy?”, e.g. "
+                          "'Mac Studio M4 Max 128GB=3499')")
