@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from app.readings import LABELS
 from planner.finetune import FinetunePlan
 from planner.format import fmt_bytes, fmt_seconds, fmt_tok_s, verdict_text
+from planner.inputs import IN, render
 
 PAGE_TITLE = "Fine-tune (LoRA / QLoRA)"
 PARTS = [("weights", "base weights", "#5c6bc0"), ("adapters", "trainable parameters", "#26a69a"),
@@ -53,15 +55,16 @@ def summary_lines(p: FinetunePlan) -> list[str]:
             line += f"; {s.steps:,} steps ≈ **{fmt_seconds(s.total_s)}** for the dataset"
         out.append(line)
     if p.lead:  # the setting that fits, which the command line below uses
-        out.append("It " + p.lead.replace("(--grad-checkpoint)", "(“Gradient checkpointing”)") + ".")
-    out.append("Lengths: " + p.assumption.replace("give --lengths p50=..,p90=.. of your examples for their own peak",
-                                                  "shorter examples need less"))
+        out.append("It " + render(p.lead, LABELS) + ".")
+    out.append("Lengths: " + render(p.assumption.replace(f"give {IN.lengths} p50=..,p90=.. of your examples for their "
+                                                         "own peak", "shorter examples need less"), LABELS))
     return out
 
 
 def page() -> None:  # pragma: no cover - exercised in a real browser by tests/app/test_browser_finetune.py
     import streamlit as st
 
+    from app.readings import for_web
     from planner import profiles
     from planner.errors import PlannerError
     from planner.finetune import FinetuneRequest, plan_finetune
@@ -97,12 +100,12 @@ def page() -> None:  # pragma: no cover - exercised in a real browser by tests/a
                                           seq_len=int(seq), batch=int(batch), rank=int(rank), layers=int(layers),
                                           grad_checkpoint=ckpt, dataset_tokens=int(tokens) or None))
     except (PlannerError, ValueError) as e:
-        st.error(str(e).splitlines()[0])
+        st.error(for_web(e).splitlines()[0])
         return
     box = st.success if p.chosen.fit.verdict == "fits" else st.warning if p.chosen.fit.verdict in (
         "tight", "raise-limit") else st.error
     box("  \n".join(summary_lines(p)))
     for n in p.notes:
-        st.caption(n)
+        st.caption(for_web(n))
     st.plotly_chart(memory_chart(p), width="stretch", key="ft_chart")
     st.code(p.command + (f"\n\n# lora.yaml\n{p.lora_config}" if p.lora_config else ""), language="bash")

@@ -31,6 +31,7 @@ def _this_mac():
 def page() -> None:
     import streamlit as st
 
+    from app.readings import for_web
     from planner import profiles
     from planner.errors import PlannerError
     from sources.installed_fit import installed
@@ -59,13 +60,13 @@ def page() -> None:
     context = c4.number_input("Context per user", 256, 1_048_576, 8192, step=1024, key="in_ctx")
     dirs = st.text_input("More folders to read (separated by ;)", key="in_dirs")
     if mac is not None:
-        st.caption(mac.headline())
+        st.caption(for_web(mac.headline()))
     try:
         r = installed([d.strip() for d in dirs.split(";") if d.strip()], ram=float(ram),
                       chip=name if chip else None, gpu_cores=cores if chip else None, context=int(context), users=1,
                       macos=(mac.macos if mac is not None and mac.macos else "15"))
     except (PlannerError, ValueError) as e:
-        st.error(str(e).splitlines()[0])
+        st.error(for_web(e).splitlines()[0])
         return
     if r.roots:
         st.caption("Read: " + "; ".join(f"{s} {p}" for s, p in r.roots))

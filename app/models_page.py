@@ -76,6 +76,7 @@ def quality_speed_chart(r: ModelsResult) -> go.Figure:
 def page() -> None:  # pragma: no cover - exercised by tests/app/test_browser_models.py in a real browser
     import streamlit as st
 
+    from app.readings import for_web
     from planner import profiles
     from planner.errors import PlannerError
     from planner.models import TASKS
@@ -105,12 +106,12 @@ def page() -> None:  # pragma: no cover - exercised by tests/app/test_browser_mo
         r = _cached(float(ram), chip.id if chip else None, None if task == "any" else task, min_tok_s or None,
                     int(context), int(users), max_params or None)
     except PlannerError as e:
-        st.error(str(e))
+        st.error(for_web(e))
         return
     head = f"{r.chip_label}, {r.ram_gb:g} GB" if r.chip else f"{r.ram_gb:g} GB (pick a chip for speed)"
     st.info(f"{head}: {len(r.rows)} models. {r.quality_basis[:1].upper() + r.quality_basis[1:]}.")
     if r.best_effort:
-        st.warning("Nothing meets every filter; the closest are shown. " + " ".join(r.binding))
+        st.warning("Nothing meets every filter; the closest are shown. " + " ".join(for_web(b) for b in r.binding))
     st.plotly_chart(quality_speed_chart(r), width="stretch", key="mr_chart")
     st.table(table_rows(r, r.rows))
     if r.embedding_rows:
@@ -119,7 +120,7 @@ def page() -> None:  # pragma: no cover - exercised by tests/app/test_browser_mo
     if any(x.score_caveats for x in (*r.rows, *r.embedding_rows)):
         st.caption(SCORE_CAVEAT_NOTE)
     for n in r.notes:
-        st.caption(n)
+        st.caption(for_web(n))
 
 
 def _cached(ram: float, chip_id: str | None, task, min_tok_s, context: int, users: int, max_params) -> ModelsResult:

@@ -53,37 +53,70 @@ def fitting_users(p: Plan, o: FitOption) -> list[int]:
     return [u for u in p.user_counts if _limits(o).get(u, 0) >= p.request.context or u <= tight]
 
 
-# CLI wording in core messages -> the web form's own control names (the core speaks CLI; this page does not)
+# The core names inputs by key (planner/inputs.py); the page names them by its own controls. One label per key
+# (tests/test_no_flags_in_core.py checks every key has one); inputs without a control on the page say where
+# they are set instead.
+LABELS: dict[str, str] = {
+    "model": "Model", "ram": "Unified memory (RAM)", "chip": "Chip", "gpu_cores": "GPU cores",
+    "macos": "macOS (Advanced)", "wired_limit": "GPU wired limit (Advanced)", "ssd_gb": "SSD size (command line)",
+    "runtime": "Runtimes", "quant": "Quantizations", "kv_type": "KV cache type (Advanced)",
+    "flash_attn": "flash attention on", "no_flash_attn": "flash attention off",
+    "app_version": "app version (command line)", "guardrail": "LM Studio guardrail (command line)",
+    "draft_model": "draft model (command line)", "draft_acceptance": "draft acceptance (command line)",
+    "images": "images per request (command line)", "image_size": "image size (command line)",
+    "context": "Context per user", "users": "Concurrent users", "prompt": "Prompt length", "gen": "Answer length",
+    "workload": "Workload preset", "min_tok_s": "Minimum tok/s per user",
+    "max_ttft": "Longest wait for the first token", "max_request": "Longest request",
+    "batch": "batch (command line)", "depth": "depth (command line)",
+    "task": "Task", "family": "model family (command line)", "max_params": "Largest model [B params]",
+    "budget": "Budget", "price": "“Your prices”", "prices": "“Your prices”",
+    "max_quality_cost": "Quantizations", "include_rumoured": "“Include rumoured chips”",
+    "include_discontinued": "“Include discontinued Macs”", "clusters": "clusters (command line: plan buy)",
+    "kwh_price": "electricity price (command line: plan buy)", "busy_hours": "busy hours (command line: plan buy)",
+    "years": "years of ownership (command line: plan buy)", "all": "every configuration (command line: plan buy)",
+    "slots": "Slots", "rate": "Requests per minute", "duration": "simulated duration (command line: plan serve)",
+    "slot_context": "context per slot (command line: plan serve)", "trace": "request trace (command line: plan serve)",
+    "macs": "Macs (command line: plan cluster)", "link": "link (command line: plan cluster)",
+    "engine": "engine (command line: plan cluster)", "mode": "split mode (command line: plan cluster)",
+    "layers": "Layers trained", "num_layers": "Layers trained", "lengths": "example lengths (command line)",
+    "fine_tune_type": "Type", "seq_len": "Max sequence length", "batch_size": "Batch size",
+    "grad_checkpoint": "“Gradient checkpointing”",
+    "calibrate_server": "the server calibration (command line: plan calibrate --runtime llama.cpp --server)",
+    "json": "the JSON download",
+}
+
+# the page's other words: the kind of an unknown id without the input named after it, the commands of the command
+# line as this site's pages, plurals spelled out
 WEB_WORDS = [
-    (r"\b(unknown \w+) --[a-z-]+ ", r"\1 "), (r"--model\b", "Model"), (r"--ram\b", "Unified memory (RAM)"), (r"--chip\b", "Chip"),
-    (r"--gpu-cores\b", "GPU cores"), (r"--context\b", "Context per user"), (r"--users\b", "Concurrent users"),
-    (r"--wired-limit\b", "GPU wired limit (Advanced)"), (r"--quant\b", "Quantizations"),
-    (r"--runtime\b", "Runtimes"), (r"--kv-type\b", "KV cache type (Advanced)"), (r"--macos\b", "macOS (Advanced)"),
-    (r"--budget\b", "Budget"), (r"--include-rumoured\b", "“Include rumoured chips”"),
-    (r"--include-discontinued\b", "“Include discontinued Macs”"), (r"--price\b", "“Your prices”"),
-    (r"--slots\b", "Slots"), (r"--rate\b", "Requests per minute"), (r"--max-ttft-p95\b", "TTFT p95 target"),
-    (r"--prompt\b", "Prompt length"), (r"--gen\b", "Answer length"), (r"--min-tok-s\b", "Minimum tok/s per user"),
-    (r"--max-ttft\b", "Longest wait for the first token"), (r"--max-request\b", "Longest request"),
-    (r"--workload\b", "Workload preset"), (r"--json\b", "the JSON download"),
+    (r"\b(unknown [\w ]+?) \[\[[a-z_]+\]\] ", r"\1 "), (r"`plan buy \[\[all\]\]`", "the full table of “Which Mac should I buy?”"),
     (r"`?plan models`?", "the model catalog"), (r"`?plan buy`?", "“Which Mac should I buy?”"),
     (r"\b(\d+) user\(s\)", None), (r"\b(\d+) slot\(s\)", None),
 ]
+# messages of the edge readers (sources/) still spell a flag: '--gpu-cores' read as the input of that key
+_EDGE_FLAG = r"(?<![\w-])--([a-z][a-z-]+)\b"
 
 
-def for_web(text: str, upload_dir: str | None = None) -> str:
-    """A core message in the page's words: form control names instead of CLI flags, plurals spelled out, no
-    server path of an uploaded file, a capital first letter."""
+def for_web(text: str | BaseException, upload_dir: str | None = None) -> str:
+    """A core message (or a core error) in the page's words: form control names instead of input keys, plurals
+    spelled out, no server path of an uploaded file, a capital first letter."""
     import re
 
+    from planner.inputs import render, template
+
+    if isinstance(text, BaseException):
+        text = template(text)
     text = safe_text(text)  # names read from files and hubs: no control characters, no URL credentials
     if upload_dir:
         text = text.replace(f"{upload_dir}/config.json", upload_dir).replace(upload_dir, "the uploaded config.json")
+    text = re.sub(r"\b(unknown [\w ]+?) --[a-z-]+ ", r"\1 ", text)  # an edge reader's "unknown model --model 'x'"
     for pat, word in WEB_WORDS:
         if word is None:
             noun = "user" if "user" in pat else "slot"
             text = re.sub(pat, lambda m, n=noun: _plural(int(m.group(1)), n), text)
         else:
             text = re.sub(pat, word, text)
+    text = render(text, LABELS)
+    text = re.sub(_EDGE_FLAG, lambda m: LABELS.get(m.group(1).replace("-", "_"), m.group(0)), text)
     return text[:1].upper() + text[1:]
 
 

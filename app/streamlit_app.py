@@ -24,6 +24,7 @@ from planner import profiles
 from planner.capacity import MAX_USERS
 from planner.errors import PlannerError, render_validation_error
 from planner.format import fmt_bytes, fmt_ctx, fmt_params, fmt_seconds
+from planner.inputs import template
 from planner.plan import Plan, PlanRequest
 
 _install_profile_cache()  # validated profiles kept between reruns and restarts (the core keeps none)
@@ -345,7 +346,7 @@ def cached_answer(model: str, ram_gb: float, chip: str | None, wl_json: str, mac
     try:
         return cached_recommend(model, ram_gb, chip, None, wl_json, macos, runtimes, quants, wired), None
     except PlannerError as e:
-        return None, str(e)
+        return None, template(e)  # the page renders it (readings.for_web)
 
 
 class Answer:
@@ -726,7 +727,7 @@ def main() -> None:
             items = [items[names.index(pick)]]
         show_plan(*items[0], wl, upload_dir)
     except PlannerError as e:
-        st.error(readings.for_web(str(e), upload_dir))
+        st.error(readings.for_web(e, upload_dir))
     except ValidationError as e:
         st.error(readings.for_web(render_validation_error("input", e), upload_dir))
 

@@ -13,6 +13,7 @@ from planner.format import fmt_bytes, fmt_seconds, fmt_tok_s, table
 from planner.requests import BuyRequest
 
 from .options import check, opt
+from .words import say
 
 TABLE_ROWS = 25
 MAX_PRICE_ROWS = 5_000     # the catalog lists a few hundred Mac configurations
@@ -76,7 +77,7 @@ def buy_cmd(
     if clusters:
         out += _cluster_lines(model[0], wl, link, budget, include_discontinued)
     out += [f"note: {n}" for n in r.notes]
-    typer.echo("\n".join(out))
+    typer.echo(say("\n".join(out)))
 
 
 def cost_lines(costs, busy_hours: float, kwh_price: float, years: float | None, n: int = 8) -> list[str]:

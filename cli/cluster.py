@@ -10,6 +10,7 @@ from planner.format import VERDICT_MARK, fmt_bytes, fmt_seconds, fmt_tok_s, tabl
 from planner.requests import ClusterRequest
 
 from .options import check, opt
+from .words import say
 
 R = ClusterRequest
 
@@ -85,7 +86,7 @@ def cluster_cmd(
     for n in [*r.notes, *p.notes]:
         out.append(f"note: {n}")
     out.append(f"calibration: {p.calibration}")
-    typer.echo("\n".join(out))
+    typer.echo(say("\n".join(out)))
 
 
 def _speed_lines(p) -> list[str]:

@@ -28,7 +28,9 @@ def with_version(data: Any) -> dict[str, Any]:
 
 def dumps(data: Any) -> str:
     """The JSON text of a command's answer (indented, schema_version first)."""
-    return json.dumps(with_version(data), indent=2, ensure_ascii=False)
+    from .words import say_json
+
+    return json.dumps(say_json(with_version(data)), indent=2, ensure_ascii=False)
 
 
 def one_line(msg: object) -> str:
@@ -36,13 +38,17 @@ def one_line(msg: object) -> str:
 
 
 def error_json(code: str, message: str, **fields: Any) -> str:
-    return json.dumps({"schema_version": SCHEMA_VERSION, "error": {"code": code, "message": one_line(message),
+    from .words import say
+
+    return json.dumps({"schema_version": SCHEMA_VERSION, "error": {"code": code, "message": one_line(say(message)),
                                                                    **fields}}, indent=2, ensure_ascii=False)
 
 
 def answer_json(e: Any) -> str:
     """The JSON of a planner.errors.AnswerIsNo: a valid question answered "no", with the closest options."""
-    return json.dumps({"schema_version": SCHEMA_VERSION, "answer": e.to_json()}, indent=2, ensure_ascii=False)
+    from .words import FLAGS
+
+    return json.dumps({"schema_version": SCHEMA_VERSION, "answer": e.to_json(FLAGS)}, indent=2, ensure_ascii=False)
 
 
 def load(model: Any, text: str) -> Any:

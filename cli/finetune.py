@@ -12,6 +12,7 @@ import typer
 from planner.finetune import FinetuneRequest
 
 from .options import check, opt
+from .words import say
 
 R = FinetuneRequest
 
@@ -46,7 +47,7 @@ def finetune_cmd(
     p = plan_finetune(check(R, locals()))
     from .contract import dumps
 
-    typer.echo(dumps(p) if json_out else render(p))
+    typer.echo(dumps(p) if json_out else say(render(p)))
 
 
 def render(p) -> str:

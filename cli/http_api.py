@@ -35,12 +35,13 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _error(self, status: int, msg: str, code: str | None = None) -> None:
+    def _error(self, status: int, msg: str, code: str | None = None, fields: dict | None = None) -> None:
         """The --json error object of the command line (cli/contract.py), the HTTP status beside it."""
         from .contract import SCHEMA_VERSION
 
         code = code or {404: "not_found", 405: "method", 413: "too_large", 500: "internal"}.get(status, "input")
-        self._send(status, {"schema_version": SCHEMA_VERSION, "error": {"code": code, "message": one_line(msg)}})
+        self._send(status, {"schema_version": SCHEMA_VERSION,
+                            "error": {"code": code, "message": one_line(msg), **(fields or {})}})
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
         path = self.path.split("?", 1)[0].rstrip("/")
@@ -76,7 +77,7 @@ class Handler(BaseHTTPRequestHandler):
         try:
             result = answer(name, args)
         except QuestionError as e:
-            self._error(400, str(e), e.code)
+            self._error(400, str(e), e.code, e.fields)
             return
         except Exception as e:  # noqa: BLE001 - a bug in the core: one line, not a traceback
             self._error(500, f"{name}: internal error: {type(e).__name__}: {e}")

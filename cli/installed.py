@@ -6,6 +6,8 @@ from __future__ import annotations
 from planner.format import fmt_bytes, fmt_tok_s, table
 from sources.installed_fit import InstalledResult, installed
 
+from .words import say
+
 __all__ = ["InstalledResult", "installed", "installed_cmd", "render"]
 
 
@@ -41,4 +43,4 @@ def installed_cmd(dirs, *, ram, chip, gpu_cores, context, users, macos, json_out
     import typer
 
     r = installed(dirs, ram=ram, chip=chip, gpu_cores=gpu_cores, context=context, users=users, macos=macos)
-    typer.echo(r.model_dump_json(indent=2) if json_out else render(r))
+    typer.echo(say(r.model_dump_json(indent=2) if json_out else render(r)))

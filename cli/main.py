@@ -149,12 +149,13 @@ def _flag_error(e: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def _error(code: str, message: str, json_mode: bool) -> int:
-    """Bad input: one line on stderr, or under --json the error object on stdout (cli/contract.py); exit 2."""
+def _error(code: str, message: str, json_mode: bool, fields: dict | None = None) -> int:
+    """Bad input: one line on stderr, or under --json the error object on stdout (cli/contract.py) with the
+    error's structured ``fields`` (``input``: the key of the input it is about); exit 2."""
     if json_mode:
         from .contract import error_json
 
-        print(error_json(code, message))
+        print(error_json(code, message, **(fields or {})))
     else:
         print(f"plan: error: {_one_line(message)}", file=sys.stderr)
     return 2
@@ -168,18 +169,20 @@ def _core_errors(run, json_mode: bool = False) -> int:
 
     from planner.errors import AnswerIsNo, PlannerError
 
+    from .words import said
+
     try:
         return run()
     except AnswerIsNo as e:
         from .contract import answer_json
 
-        print(answer_json(e) if json_mode else _one_line(e))
+        print(answer_json(e) if json_mode else _one_line(said(e)))
         return 0
     except PlannerError as e:
         if e.exit_code != 2:
-            print(f"plan: error: {_one_line(e)}", file=sys.stderr)
+            print(f"plan: error: {_one_line(said(e))}", file=sys.stderr)
             return e.exit_code
-        return _error(e.code, str(e), json_mode)
+        return _error(e.code, said(e), json_mode, e.fields)
     except ValidationError as e:
         return _error("input", _flag_error(e), json_mode)
     except BrokenPipeError:

@@ -7,6 +7,8 @@ import typer
 from planner._model import DEFAULT_MACOS
 from planner.format import SCORE_CAVEAT_NOTE, fmt_bytes, fmt_ctx, fmt_params, fmt_score, fmt_tok_s, table
 
+from .words import say
+
 
 def models_cmd(
     ram: float | None = typer.Option(None, "--ram", help="Unified memory [GB]: rank the models that run on it"),
@@ -56,7 +58,7 @@ def models_cmd(
 
         typer.echo(dumps(r))
         return
-    typer.echo(render_models(r, top))
+    typer.echo(say(render_models(r, top)))
 
 def render_models(r, top: int = 0) -> str:
     mac = f"{r.chip_label}, {r.ram_gb:g} GB" if r.chip else f"{r.ram_gb:g} GB (no chip: memory and quality only)"

@@ -23,7 +23,9 @@ def opt(request: type[BaseModel], field: str, *decls: str, default: Any = _UNSET
             default = None
         else:
             default = f.default
-    text = (f.description or "") + help_suffix + (" (repeatable)" if repeatable else "")
+    from .words import say
+
+    text = say(f.description or "") + help_suffix + (" (repeatable)" if repeatable else "")
     import typer  # here, not at the top: cli/plan.py (the fast path) uses values() without typer
 
     return typer.Option(default, *decls, help=text)

@@ -27,7 +27,9 @@ def run_plan(given: dict[str, Any], file: str | None = None, json_out: bool = Fa
         from .bottom_line import no_fit_line
 
         head = no_fit_line(result) + "\n\n"
-    return head + render_plan(result) + "\n"
+    from .words import say
+
+    return say(head + render_plan(result) + "\n")
 
 
 def plan_answer(given: dict[str, Any], file: str | None = None):

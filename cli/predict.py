@@ -12,6 +12,7 @@ from planner.predict import predict_result
 from planner.requests import PredictRequest
 
 from .options import opt
+from .words import say
 
 
 def render(r: dict) -> str:
@@ -63,4 +64,4 @@ def predict_cmd(
                        q.macos, q.flash_attn, q.ubatch)
     from .contract import dumps
 
-    typer.echo(dumps(r) if json_out else render(r))
+    typer.echo(dumps(r) if json_out else say(render(r)))

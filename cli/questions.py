@@ -136,8 +136,8 @@ def _serve(req: ServeQuestion) -> Any:
 
     from .serve import _model, parse_duration, parse_rate
 
-    sr = ServeRequest(slots=req.slots, rate=parse_rate(req.rate), prompt=parse_length(req.prompt, "--prompt"),
-                      gen=parse_length(req.gen, "--gen"), duration=parse_duration(req.duration), seed=req.seed,
+    sr = ServeRequest(slots=req.slots, rate=parse_rate(req.rate), prompt=parse_length(req.prompt, "[[prompt]]"),
+                      gen=parse_length(req.gen, "[[gen]]"), duration=parse_duration(req.duration), seed=req.seed,
                       cached_prefix_share=req.cached_prefix, slot_context=req.slot_context,
                       max_ttft_p95=req.max_ttft_p95, sweep=req.sweep, trace=None, kv_unified=req.kv_unified)
     r = serve(setup(req.chip, req.gpu_cores, req.ram, _model(req.model, req.quant), req.quant, req.runtime,
@@ -240,6 +240,7 @@ def answer(name: str, arguments: dict[str, Any] | None) -> Any:
     from planner.errors import AnswerIsNo, PlannerError
 
     from .contract import SCHEMA_VERSION, with_version
+    from .words import arg_names, in_args
 
     q = QUESTIONS.get(name)
     if q is None:
@@ -254,15 +255,15 @@ def answer(name: str, arguments: dict[str, Any] | None) -> Any:
     try:
         arguments = with_this_mac(name, arguments)
         req = q.request(**arguments)
-        return with_version(q.call(req))
+        return in_args(with_version(q.call(req)), name)   # inputs named as this question's arguments
     except AnswerIsNo as e:  # a valid question answered no (does not fit...): an answer, as in the CLI
-        return {"schema_version": SCHEMA_VERSION, "answer": e.to_json()}
+        return {"schema_version": SCHEMA_VERSION, "answer": e.to_json(arg_names(name))}
     except QuestionError:
         raise
     except ValidationError as e:
         raise QuestionError(f"{name}: {one_line(_validation_line(e))}") from None
     except PlannerError as e:
-        err = QuestionError(f"{name}: {one_line(e)}", fields=e.fields)
+        err = QuestionError(f"{name}: {one_line(e.message(arg_names(name)))}", fields=e.fields)
         err.code = e.code  # the core's code (unknown_profile, input...), as the command line's --json error
         raise err from None
     except (ValueError, TypeError, OverflowError) as e:   # a malformed value the core did not name

@@ -9,6 +9,7 @@ from planner.format import fmt_bytes, fmt_ctx, fmt_seconds, fmt_tok_s, table
 from planner.requests import RecommendRequest
 
 from .options import check, opt
+from .words import say
 
 R = RecommendRequest
 
@@ -90,7 +91,7 @@ def recommend_cmd(
     out += _router_lines(r.router)
     for n in r.notes:
         out.append(f"note: {n}")
-    typer.echo("\n".join(out))
+    typer.echo(say("\n".join(out)))
 
 
 def _router_lines(router) -> list[str]:

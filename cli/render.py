@@ -15,9 +15,14 @@ from planner.format import (
 from planner.plan import FitOption, Plan
 
 from .beyond import render_energy, render_streaming
+from .words import say
 
 
 def render_plan(p: Plan) -> str:
+    return say(_render_plan(p))
+
+
+def _render_plan(p: Plan) -> str:
     m, w, req = p.model, p.wired, p.request
     out = [f"{m.name} ({m.id}) · {fmt_params(m.params)} params"
            + (f", {fmt_params(m.active_params)} active" if m.active_params < 0.8 * m.params else "")

@@ -9,6 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from planner._model import DEFAULT_MACOS
 from planner.format import fmt_bytes, table
 
+from .words import say
+
 
 class RunningRow(BaseModel):
     model_config = ConfigDict(frozen=True)
@@ -144,4 +146,4 @@ def running_cmd(
     ports = ({k: list(v) for k, v in given.items() if v} if any(given.values())
              else {k: [v] for k, v in DEFAULT_PORTS.items()})
     r = running(ports, ram=ram, chip=chip, gpu_cores=gpu_cores, macos=macos, wired_limit_mb=wired_limit)
-    typer.echo(r.model_dump_json(indent=2) if json_out else render(r))
+    typer.echo(say(r.model_dump_json(indent=2) if json_out else render(r)))

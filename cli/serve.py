@@ -16,6 +16,8 @@ from planner._model import DEFAULT_MACOS
 from planner.errors import InputError
 from planner.format import energy_text
 
+from .words import say
+
 _PER = {"s": 1.0, "sec": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0, "hour": 3600.0}
 # one set of bounds for the simulated work: at most MAX_RATE requests a second (no single Mac serves more than a few
 # hundred), from one request a year; a duration from 1 s to MAX_DURATION_S; a trace's arrivals within the same span
@@ -230,7 +232,7 @@ def serve_cmd(
     from .contract import dumps
 
     r = r.model_copy(update={"energy": serve_energy(r.chip, min(r.utilisation, 1.0), r.throughput_tok_s, kwh_price)})
-    typer.echo(dumps(r) if json_out else (implied + "\n" if implied else "") + render(r) + "\n"
-               + energy_text(r.energy))
+    typer.echo(dumps(r) if json_out else say((implied + "\n" if implied else "") + render(r) + "\n"
+                                              + energy_text(r.energy)))
 
 

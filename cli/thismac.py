@@ -73,6 +73,8 @@ def fill(argv: list[str], detect=None) -> list[str]:
         extra += ["--wired-limit", str(mac.wired_limit_mb)]
     if mac.macos and "--macos" in takes and not _given(argv, "--macos"):
         extra += ["--macos", mac.macos]
+    from .words import say
+
     out = sys.stderr if "--json" in argv else sys.stdout
-    print(mac.headline(), file=out, flush=True)
+    print(say(mac.headline()), file=out, flush=True)
     return [*argv, *extra]

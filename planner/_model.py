@@ -9,6 +9,6 @@ from pydantic import ConfigDict
 Frozen = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
-# The macOS every command assumes unless --macos says otherwise: the current release (macOS 26 Tahoe, shipping since
+# The macOS every command assumes unless the macOS input says otherwise: the current release (macOS 26 Tahoe, shipping since
 # 2025-09; a Mac bought today runs it). Its GPU limit rules and their evidence: profiles/macos/macos-26.yaml.
 DEFAULT_MACOS = "26"

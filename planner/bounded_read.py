@@ -1,7 +1,7 @@
 """The one bounded reader of files a user names or drops in their config folder (model files, profiles, price
 lists, traces): a FIFO, device or folder is refused without blocking (opening a FIFO for reading waits for a
 writer forever; /dev/zero never ends) and at most ``cap`` bytes are read. sources/bounds.py wraps it for model
-files; planner.profiles for profile YAMLs; the CLI for --prices and --trace. Standard library only.
+files; planner.profiles for profile YAMLs; the CLI for the price list and the request trace. Standard library only.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from .errors import PlannerError
 
 MiB = 2**20
 MAX_PROFILE_BYTES = 4 * MiB    # the largest shipped profile YAML is under 40 KiB
-MAX_TABLE_BYTES = 16 * MiB     # --prices / --trace CSVs: ~300,000 rows of a trace
+MAX_TABLE_BYTES = 16 * MiB     # price list / request trace CSVs: ~300,000 rows of a trace
 
 
 def open_regular(path: Path | str, source: str | None = None, error: type[PlannerError] = PlannerError,

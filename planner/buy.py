@@ -132,7 +132,7 @@ class BuyResult(BaseModel):
     excluded_macs: dict[str, int] = Field(description="Macs dropped before the sweep, by reason")
     notes: list[str] = Field(default_factory=list)
     running_costs: list[RunningCost] = Field(default_factory=list, description="Energy per day and total cost of "
-                                             "ownership per Mac (plan buy --kwh-price --busy-hours --years)")
+                                             "ownership per Mac (electricity price, busy hours and years of the question)")
 
     def speed(self, row: BuyRow) -> float | None:
         v: float | None = getattr(row, self.speed_axis)
@@ -198,11 +198,11 @@ def buy(models: list[str], workload: WorkloadProfile, budget_usd: float | None =
 # --------------------------------------------------------------------------- inputs
 def _check_args(models: list[str], max_quality_cost: str, budget_usd: float | None) -> None:
     if not models:
-        raise InputError("--model: give at least one model (repeat --model for several resident together)")
+        raise InputError("[[model]]: give at least one model (repeat [[model]] for several resident together)")
     if max_quality_cost not in QUALITY_MAX:
-        raise InputError(f"--max-quality-cost {max_quality_cost!r}: choose {', '.join(QUALITY_MAX)}")
+        raise InputError(f"[[max_quality_cost]] {max_quality_cost!r}: choose {', '.join(QUALITY_MAX)}")
     if budget_usd is not None and budget_usd <= 0:
-        raise InputError(f"--budget {budget_usd:g}: give a positive price in USD, e.g. --budget 4000")
+        raise InputError(f"[[budget]] {budget_usd:g}: give a positive price in USD, e.g. [[budget]] 4000")
 
 
 def _catalog(include_rumoured: bool, include_discontinued: bool,
@@ -229,9 +229,9 @@ def _catalog(include_rumoured: bool, include_discontinued: bool,
 def _check_budget(macs: list[MacProduct], budget_usd: float | None) -> None:
     if budget_usd is not None and macs and min(m.price_usd for m in macs) > budget_usd:
         c = min(macs, key=lambda m: m.price_usd)
-        raise BudgetError(f"--budget {budget_usd:,.0f}: below every Mac in the catalog; the cheapest is the "
-                          f"{c.product} {c.ram_gb} GB at ${c.price_usd:,.0f} ({c.id}); raise --budget or give "
-                          "your own price with --price",
+        raise BudgetError(f"[[budget]] {budget_usd:,.0f}: below every Mac in the catalog; the cheapest is the "
+                          f"{c.product} {c.ram_gb} GB at ${c.price_usd:,.0f} ({c.id}); raise [[budget]] or give "
+                          "your own price with [[price]]",
                           fields={"budget_usd": budget_usd, "cheapest": {"mac": c.id, "product": c.product,
                                                                          "ram_gb": c.ram_gb, "price_usd": c.price_usd}})
 
@@ -270,7 +270,7 @@ def _configs(profs: list[ModelProfile], workload: WorkloadProfile, pt: _Point, r
                 sl = (1,) if mms[0].engine.max_slots(mms[0].kv.kv_type) == 1 else pt.slots
                 out.append(_Config(rt, q, mms[0].kv.kv_type, mms, sl, qn, workload.cached_tokens(pt.prompt, rt)))
     if not out:
-        raise InputError(f"--max-quality-cost {max_quality_cost}: no quantization that good for this model; "
+        raise InputError(f"[[max_quality_cost]] {max_quality_cost}: no quantization that good for this model; "
                          "allow 'noticeable' or 'large'")
     return out
 
@@ -442,10 +442,10 @@ def _no_fit(profs: list[ModelProfile], pt: _Point, mem: np.ndarray, macs: list[M
     why = (f"{' + '.join(p.id for p in profs)} for {pt.users} × {pt.context:,} tokens fits no Mac: the smallest "
            f"configuration needs {need / GiB:.0f} GiB; the largest Mac ({top.product} {top.ram_gb} GB) allows "
            f"{allow / GiB:.0f} GiB with a raised limit")
-    change = ["a cluster of linked Macs that holds it together (`plan cluster`, `plan buy --clusters`)",
-              "a smaller quant (--max-quality-cost large)", "a shorter --context or fewer --users"]
+    change = ["a cluster of linked Macs that holds it together (`plan cluster`, `plan buy [[clusters]]`)",
+              "a smaller quant ([[max_quality_cost]] large)", "a shorter [[context]] or fewer [[users]]"]
     if not include_rumoured:
-        change.append("--include-rumoured (unreleased chips)")
+        change.append("[[include_rumoured]] (unreleased chips)")
     return why, change
 
 
@@ -507,10 +507,10 @@ def what_would_change(rows: list[BuyRow], meeting: list[BuyRow], gaps: list[Targ
         elif g.target == "min_tok_s_per_user":
             out.append(f"a speed target of {g.best:.1f} tok/s or less (the best Mac reaches that)")
             if max_quality_cost in ("lossless", "small"):
-                out.append("a smaller quant (--max-quality-cost noticeable): fewer bytes read per token")
+                out.append("a smaller quant ([[max_quality_cost]] noticeable): fewer bytes read per token")
             if pt.users > 1:
                 out.append(f"fewer users than {pt.users}: each gets a share of the decode")
-            out.append("a cluster of linked Macs (--clusters, `plan cluster`)")
+            out.append("a cluster of linked Macs ([[clusters]], `plan cluster`)")
         else:
             out.append(f"a time-per-request target of {g.best:.0f} s or more, or shorter answers")
     near = [r for r in rows if r.within_budget and r.misses]
@@ -530,10 +530,10 @@ def _notes(rows: list[BuyRow], budget: float | None, meeting: list[BuyRow], incl
         out.append(f"nothing within ${budget:,.0f} meets the targets; the cheapest that does is the {c.label} "
                    f"at ${c.price_usd:,.0f}")
     if not include_rumoured:
-        out.append("rumoured chips excluded (--include-rumoured to add them)")
+        out.append("rumoured chips excluded ([[include_rumoured]] to add them)")
     if excluded.get("discontinued") and not include_discontinued:
-        out.append(f"{excluded['discontinued']} discontinued configurations left out (--include-discontinued, or "
-                   "give a refurbished / used price with --price)")
+        out.append(f"{excluded['discontinued']} discontinued configurations left out ([[include_discontinued]], or "
+                   "give a refurbished / used price with [[price]])")
     out.append(PRICE_RULE)
     if any(r.form_factor == "laptop" for r in rows):
         out.append("MacBooks throttle under sustained load (fans, power limits): their speeds assume full clocks; "
@@ -560,33 +560,33 @@ def match_price(spec: str, macs: list[MacProduct] | None = None) -> tuple[list[s
     """'Mac Studio M4 Max 128GB=3499' -> (the Mac ids it names, price). Product and chip names as in the catalog;
     add the GPU cores ('M3 Ultra 80-core') or the launch ('2023-06') when several configurations match."""
     if "=" not in spec:
-        raise InputError(f"--price {spec!r}: write 'PRODUCT CHIP RAMGB=USD', e.g. 'Mac Studio M4 Max 128GB=3499'")
+        raise InputError(f"[[price]] {spec!r}: write 'PRODUCT CHIP RAMGB=USD', e.g. 'Mac Studio M4 Max 128GB=3499'")
     if len(spec) > 200:
-        raise InputError(f"--price {spec[:40]!r}...: {len(spec):,} characters; write 'PRODUCT CHIP RAMGB=USD', e.g. "
+        raise InputError(f"[[price]] {spec[:40]!r}...: {len(spec):,} characters; write 'PRODUCT CHIP RAMGB=USD', e.g. "
                          "'Mac Studio M4 Max 128GB=3499'")
     name, _, usd = spec.rpartition("=")
     try:
         price = float(usd.replace(",", "").replace("$", "").strip())
     except ValueError:
-        raise InputError(f"--price {spec!r}: {usd.strip()!r} is not a price in USD (e.g. 3499)") from None
+        raise InputError(f"[[price]] {spec!r}: {usd.strip()!r} is not a price in USD (e.g. 3499)") from None
     if not 0 < price <= MAX_PRICE_USD:  # also nan and inf (printed as "$nan")
-        raise InputError(f"--price {spec!r}: give a price above 0 and at most ${MAX_PRICE_USD:,.0f}")
+        raise InputError(f"[[price]] {spec!r}: give a price above 0 and at most ${MAX_PRICE_USD:,.0f}")
     text = " ".join(name.split()).lower()
     ram = re.search(r"(?<!\d)(\d{1,5})\s*gb\b", text)
     cores = re.search(r"(?<!\d)(\d{1,4})[- ]core", text)
     launch = re.search(r"\b(20\d\d-\d\d)\b", text)
     if not ram:
-        raise InputError(f"--price {spec!r}: name the RAM size, e.g. 128GB")
+        raise InputError(f"[[price]] {spec!r}: name the RAM size, e.g. 128GB")
     chips = {c.id: c for c in profiles.all_chips()}
     hits = [m for m in (macs if macs is not None else profiles.all_macs())
             if m.ram_gb == int(ram.group(1)) and text.startswith(m.product.lower())
             and f" {chips[m.chip].name.lower()} " in f" {text} " and (not cores or chips[m.chip].gpu_cores == int(cores.group(1)))
             and (not launch or m.launch == launch.group(1))]
     if not hits:
-        raise InputError(f"--price {spec!r}: no such configuration in the catalog (product, chip and RAM as in "
-                         "`plan buy --all`, e.g. 'Mac Studio M4 Max 128GB=3499')")
+        raise InputError(f"[[price]] {spec!r}: no such configuration in the catalog (product, chip and RAM as in "
+                         "`plan buy [[all]]`, e.g. 'Mac Studio M4 Max 128GB=3499')")
     ids = sorted({(m.launch, chips[m.chip].gpu_cores) for m in hits})
     if len(ids) > 1:
         opts = ", ".join(f"{g}-core {lau}" for lau, g in ids)
-        raise InputError(f"--price {spec!r}: matches several configurations ({opts}); add the GPU cores or launch")
+        raise InputError(f"[[price]] {spec!r}: matches several configurations ({opts}); add the GPU cores or launch")
     return [m.id for m in hits], price

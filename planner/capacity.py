@@ -33,7 +33,7 @@ def wired_limit(ram_gb: float, macos: MacOS, user_limit_mb: int | None = None) -
     effective = default
     if user_limit_mb is not None:
         if user_limit_mb <= 0 or user_limit_mb * MiB > ram:
-            raise InputError(f"--wired-limit {user_limit_mb} MB must be between 1 and the RAM size ({ram // MiB} MB)")
+            raise InputError(f"[[wired_limit]] {user_limit_mb} MB must be between 1 and the RAM size ({ram // MiB} MB)")
         effective = user_limit_mb * MiB
     return WiredLimit(ram_bytes=ram, macos=macos.name, default_bytes=default, effective_bytes=effective,
                       max_raise_bytes=max_raise, left_for_macos_bytes=ram - effective,

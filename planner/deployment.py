@@ -42,7 +42,7 @@ def resolve_bin(name: str, gpu_cores: int | None, ram: float | None) -> tuple[Ch
             fit = [c for c in bins if min(c.ram_options_gb) <= ram <= max(c.ram_options_gb)]
             if not fit:
                 sold = "; ".join(f"{c.gpu_cores}-core GPU: {', '.join(map(str, c.ram_options_gb))} GB" for c in bins)
-                raise InputError(f"--ram {ram:g}: the {bins[0].name} comes with {sold}")
+                raise InputError(f"[[ram]] {ram:g}: the {bins[0].name} comes with {sold}")
         bins = fit
     first = bins[0]
     if len(bins) == 1:
@@ -52,9 +52,9 @@ def resolve_bin(name: str, gpu_cores: int | None, ram: float | None) -> tuple[Ch
         return first, None
     others = ", ".join(f"{c.gpu_cores}-core ({c.memory_bandwidth_gb_s:g} GB/s)" for c in bins[1:])
     sold = " with this memory" if ram is not None else ""
-    return first, (f"{first.name} without --gpu-cores: answered for the {first.gpu_cores}-core GPU "
+    return first, (f"{first.name} without [[gpu_cores]]: answered for the {first.gpu_cores}-core GPU "
                    f"({first.memory_bandwidth_gb_s:g} GB/s), the slowest bin sold{sold}; also sold as "
-                   f"{others}: add --gpu-cores for that one")
+                   f"{others}: add [[gpu_cores]] for that one")
 
 
 def resolve_mac(chip: str | None, gpu_cores: int | None, ram: float | None) -> Mac:
@@ -62,9 +62,9 @@ def resolve_mac(chip: str | None, gpu_cores: int | None, ram: float | None) -> M
     chip's largest option is assumed. Every command enters here."""
     if chip is None:
         if gpu_cores is not None:
-            raise InputError("--gpu-cores needs --chip (e.g. --chip 'M3 Max' --gpu-cores 40)")
+            raise InputError("[[gpu_cores]] needs [[chip]] (e.g. [[chip]] 'M3 Max' [[gpu_cores]] 40)")
         if ram is None:
-            raise InputError("give --ram (e.g. --ram 64) or --chip")
+            raise InputError("give [[ram]] (e.g. [[ram]] 64) or [[chip]]")
         profiles.ram_gb_valid(ram)
         return Mac(chip=None, ram_gb=ram)
     c, note = resolve_bin(chip, gpu_cores, ram)
@@ -82,5 +82,5 @@ def check_ram(chip: Chip, ram_gb: float) -> str | None:
     if int(ram_gb) == ram_gb and int(ram_gb) in chip.ram_options_gb:
         return None
     if not min(chip.ram_options_gb) <= ram_gb <= max(chip.ram_options_gb):
-        raise InputError(f"--ram {ram_gb:g}: the {chip.label} comes with {sold} GB")
+        raise InputError(f"[[ram]] {ram_gb:g}: the {chip.label} comes with {sold} GB")
     return f"Apple does not sell the {chip.label} with {ram_gb:g} GB (it comes with {sold} GB); answered as given"

@@ -43,10 +43,10 @@ def draft_memory_model(main: MemoryModel, draft_id: str, quant_id: str | None = 
     try:
         d = profiles.load_model(draft_id)
     except UnknownProfileError:
-        raise UnknownProfileError("draft model", draft_id, profiles.model_ids(), flag="--draft-model") from None
+        raise UnknownProfileError("draft model", draft_id, profiles.model_ids(), flag="[[draft_model]]") from None
     m = main.model
     if d.config.vocab_size != m.config.vocab_size:
-        raise InputError(f"--draft-model {draft_id}: vocabulary {d.config.vocab_size:,} ≠ {m.config.vocab_size:,} "
+        raise InputError(f"[[draft_model]] {draft_id}: vocabulary {d.config.vocab_size:,} ≠ {m.config.vocab_size:,} "
                          f"of {m.id}; pick a draft of the same family (e.g. a 1B-8B model with the same tokenizer)")
     rt = main.runtime
     q = profiles.load_quant(quant_id or main.quant_id, rt.weight_format)
@@ -79,9 +79,9 @@ def draft_plan(main: MemoryModel, main_total: int, draft_id: str, wired: WiredLi
                depth: float = 0.0) -> DraftEstimate:
     """Memory and speed of ``main`` with ``draft_id`` drafting. ``rf``: the main model's roofline (speed)."""
     dm = draft_memory_model(main, draft_id)
-    alpha, src = acceptance_for(main.model.id, draft_id) if acceptance is None else (acceptance, "--draft-acceptance")
+    alpha, src = acceptance_for(main.model.id, draft_id) if acceptance is None else (acceptance, "[[draft_acceptance]]")
     if not 0 < alpha < 1:
-        raise InputError(f"--draft-acceptance {alpha:g}: give a probability between 0 and 1, e.g. 0.7")
+        raise InputError(f"[[draft_acceptance]] {alpha:g}: give a probability between 0 and 1, e.g. 0.7")
     rt = main.runtime
     g = draft_tokens or profiles.speculative_pairs().draft_tokens.get(main.engine.name, 3)
     w, kv, buf = draft_parts(dm, context, slots)

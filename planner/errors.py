@@ -8,15 +8,23 @@ Two kinds, each with a stable ``code`` (the JSON contract: ``{"error": {"code": 
   meets the targets, no Mac within the budget). Not an error for the user: exit 0, rendered as an answer, with
   the closest options in ``fields``.
 The message names the input and says what to do; ``fields`` carries the same facts as numbers for programs.
+A message names an input by a marker (planner/inputs.py: ``f"{IN.ram} ..."``), never by a front end's spelling:
+``err.template`` keeps the markers for the edges to render (:meth:`PlannerError.message`), ``str(err)`` reads
+each as its key, and ``fields["input"]`` is the first input the message names (a "no" answer:
+``fields["inputs"]``, the inputs it suggests changing).
 """
 
 from __future__ import annotations
 
 import difflib
+import re
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
+
+from .inputs import keys_in, render
 
 
 class PlannerError(Exception):
@@ -24,14 +32,26 @@ class PlannerError(Exception):
 
     exit_code = 2
     code = "error"
+    inputs_field = "input"
 
     def __init__(self, *args: object, fields: dict[str, Any] | None = None):
         super().__init__(*args)
+        self.template = args[0] if len(args) == 1 and isinstance(args[0], str) else Exception.__str__(self)
         self.fields: dict[str, Any] = dict(fields or {})
+        named = keys_in(self.template)
+        if named and self.inputs_field not in self.fields:  # the input it is about; a "no": the inputs to change
+            self.fields[self.inputs_field] = named[0] if self.inputs_field == "input" else named
 
-    def to_json(self) -> dict[str, Any]:
+    def message(self, names: Mapping[str, str] | Callable[[str], str] | None = None) -> str:
+        """The message with each input spelled by ``names`` (an edge's table; None: the keys)."""
+        return render(self.template, names)
+
+    def __str__(self) -> str:
+        return self.message()
+
+    def to_json(self, names: Mapping[str, str] | Callable[[str], str] | None = None) -> dict[str, Any]:
         """``{"code", "message"}`` plus the structured ``fields`` (the JSON form of this error)."""
-        return {"code": self.code, "message": " ".join(str(self).splitlines()), **self.fields}
+        return {"code": self.code, "message": " ".join(self.message(names).splitlines()), **self.fields}
 
 
 class UnknownProfileError(PlannerError, KeyError):
@@ -40,6 +60,7 @@ class UnknownProfileError(PlannerError, KeyError):
     code = "unknown_profile"
 
     def __init__(self, kind: str, value: str, known: list[str], flag: str | None = None, hint: str = ""):
+        """``flag``: the input's marker (planner.inputs.IN.model), said after the kind."""
         close = difflib.get_close_matches(value.lower(), [k.lower() for k in known], n=4, cutoff=0.5)
         lower_to_id = {k.lower(): k for k in known}
         close_ids = [lower_to_id[c] for c in close]
@@ -55,8 +76,8 @@ class UnknownProfileError(PlannerError, KeyError):
         self.kind, self.value, self.suggestions = kind, value, close_ids
         super().__init__(msg, fields={"kind": kind, "suggestions": close_ids})
 
-    def __str__(self) -> str:  # KeyError would quote the message
-        return str(self.args[0])
+    def __str__(self) -> str:  # KeyError would quote the message; "unknown model 'x'", not "unknown model model 'x'"
+        return render(re.sub(r"^(unknown [^\[]*?)\[\[[a-z_]+\]\] ", r"\1", self.template))
 
 
 class ProfileError(PlannerError):
@@ -115,6 +136,7 @@ class AnswerIsNo(PlannerError):
 
     exit_code = 0
     code = "no"
+    inputs_field = "inputs"
 
 
 class NoFitError(AnswerIsNo):

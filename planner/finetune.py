@@ -4,15 +4,15 @@ What the trainer holds during one optimizer step (mlx-lm 0.32.2, mlx_lm/lora.py 
 mlx_lm/tuner/trainer.py ``train``)::
 
     weights      the base model in its format (QLoRA = LoRA on a quantized base; mlx_lm.load keeps it quantized)
-    adapters     trainable parameters: LoRA A (in x r) and B (r x out) on every linear of the last --num-layers
-                 blocks (tuner/utils.py linear_to_lora_layers; float32: tuner/lora.py LoRALinear.__init__ makes
+    adapters     trainable parameters: LoRA A (in x r) and B (r x out) on every linear of the trained
+                 blocks (the last ones: mlx_lm.lora --num-layers; tuner/utils.py linear_to_lora_layers; float32: tuner/lora.py LoRALinear.__init__ makes
                  them with mx.random.uniform / mx.zeros); DoRA adds a magnitude vector per output (tuner/dora.py);
                  full fine-tuning unfreezes the blocks' own weights (model dtype)
     gradients    one per trainable parameter (nn.value_and_grad)
     optimizer    Adam / AdamW: two moments per trainable parameter (mlx/optimizers Adam.init_single: m, v)
     activations  what the backward pass needs from the forward of each trained block, per token: about
                  a_hq x (hidden + q + 2 kv) + a_f x ffn values in the activation dtype; blocks below the first
-                 trained one leave about a_frozen hidden states. With --grad-checkpoint (trainer.py
+                 trained one leave about a_frozen hidden states. With gradient checkpointing (trainer.py
                  grad_checkpoint: mx.checkpoint on each block call) a block keeps only its input and is rebuilt,
                  with its gradients, during its backward.
     transient    the peak of the backward on top of that: the logits with their log-softmax and gradient
@@ -49,7 +49,7 @@ from .schema import Chip, MlxRuntime, ModelConfig, ModelProfile, QuantFormat
 from .units import MiB
 
 # The activation coefficients (copies of a width per token) live in profiles/finetune/mlx-lm.yaml, fitted by
-# calibration/finetune_fit.py to real mlx_lm.lora runs, or a user calibration (plan calibrate --finetune); read
+# calibration/finetune_fit.py to real mlx_lm.lora runs, or a user calibration (`plan calibrate`); read
 # with profiles.load_finetune(). Their meaning: docs/model-facts.md §10.
 ADAM_MOMENTS = 2     # mlx/optimizers/optimizers.py Adam.init_single: state["m"], state["v"]
 LORA_BYTES = 4       # float32 adapters (tuner/lora.py: mx.random.uniform / mx.zeros default dtype)
@@ -67,14 +67,14 @@ class FinetuneRequest(BaseModel):
     gpu_cores: int | None = Field(None, gt=0, description="GPU cores, to pick a binned chip")
     quant: str = Field("4bit", description="Base weights: 4bit / 8bit (QLoRA) or bf16, or an MLX format id")
     fine_tune_type: Literal["lora", "dora", "full"] = Field("lora", description="mlx_lm.lora --fine-tune-type")
-    seq_len: int = Field(2048, ge=2, le=1_000_000, description="--max-seq-length [tokens] (the loss needs 2 or more)")
-    batch: int = Field(4, gt=0, le=4096, description="--batch-size [sequences]")
+    seq_len: int = Field(2048, ge=2, le=1_000_000, description="mlx_lm.lora --max-seq-length [tokens] (the loss needs 2+)")
+    batch: int = Field(4, gt=0, le=4096, description="mlx_lm.lora --batch-size [sequences]")
     rank: int = Field(8, gt=0, le=4096, description="LoRA rank (lora_parameters.rank)")
     scale: float = Field(20.0, gt=0, le=1e6, allow_inf_nan=False, description="LoRA scale (lora_parameters.scale)")
-    layers: int = Field(16, ge=-1, description="--num-layers: blocks trained from the top (-1: all)")
-    grad_checkpoint: bool = Field(False, description="--grad-checkpoint")
+    layers: int = Field(16, ge=-1, description="Blocks trained from the top, mlx_lm.lora --num-layers (-1: all)")
+    grad_checkpoint: bool = Field(False, description="mlx_lm.lora --grad-checkpoint")
     lengths: str | None = Field(None, max_length=200, description="Your examples' lengths [tokens]: p50=..,p90=.. or "
-                                "300:0.5,1200:0.5 (default: every example --max-seq-length long)")
+                                "300:0.5,1200:0.5 (default: every example as long as the sequence length)")
     dataset_tokens: int | None = Field(None, gt=0, description="Training tokens in the dataset [tokens]")
     epochs: float = Field(1.0, gt=0, le=1000, allow_inf_nan=False, description="Passes over the dataset")
     macos: str = Field(profiles.DEFAULT_MACOS, description="macOS major version (15 or 26)")
@@ -127,8 +127,8 @@ class FinetunePlan(BaseModel):
     wired: WiredLimit
     chosen: FinetuneOption
     alternatives: list[FinetuneOption] = Field(description="Checkpointing toggled, and full fine-tuning")
-    max_batch: int = Field(description="Largest --batch-size that fits comfortably at --max-seq-length")
-    max_seq_len: int = Field(description="Longest --max-seq-length that fits comfortably at --batch-size")
+    max_batch: int = Field(description="Largest batch size that fits comfortably at the sequence length")
+    max_seq_len: int = Field(description="Longest sequence length that fits comfortably at the batch size")
     speed: FinetuneSpeed | None = None
     command: str
     lora_config: str | None = Field(None, description="YAML for -c (rank, scale)")
@@ -277,7 +277,7 @@ PAD_TO = 32  # mlx_lm/tuner/trainer.py iterate_batches: pad_to = 32
 
 def _padded(n: float, cap: int) -> int:
     """mlx_lm iterate_batches pads a batch to 1 + the multiple of 32 at or above its longest example, at most
-    --max-seq-length (longer examples are truncated)."""
+    the sequence length (mlx_lm.lora --max-seq-length; longer examples are truncated)."""
     return min(1 + PAD_TO * math.ceil(n / PAD_TO), cap)
 
 
@@ -292,15 +292,15 @@ def padded_lengths(req: FinetuneRequest) -> tuple[int, int, str]:
     if req.lengths is None:
         return req.seq_len, req.seq_len, (
             f"assumes every batch is {req.seq_len:,} tokens long (mlx_lm pads each batch to its longest example, at "
-            "most --max-seq-length): give --lengths p50=..,p90=.. of your examples for their own peak")
-    ln = parse_length(req.lengths, "--lengths")
+            "most [[seq_len]]): give [[lengths]] p50=..,p90=.. of your examples for their own peak")
+    ln = parse_length(req.lengths, "[[lengths]]")
     if ln.p50 is not None and ln.p90 is not None:
         z = NormalDist().inv_cdf(0.99) / NormalDist().inv_cdf(0.90)
         longest, how = math.ceil(ln.p50 * (ln.p90 / max(ln.p50, 1)) ** z), "the p99 of a lognormal through p50/p90"
     else:
         longest, how = ln.max_tokens, "your longest"
     peak, mean = _padded(longest, req.seq_len), _padded(ln.mean, req.seq_len)
-    cut = f", truncated to --max-seq-length {req.seq_len:,}" if longest + 1 > req.seq_len else ""
+    cut = f", truncated to [[seq_len]] {req.seq_len:,}" if longest + 1 > req.seq_len else ""
     return peak, mean, (f"your examples: the longest batch holds ~{longest:,}-token examples ({how}), padded to "
                         f"{peak:,} tokens{cut} (mlx_lm sorts examples by length and pads each batch to its longest)")
 
@@ -311,7 +311,7 @@ def plan_finetune(req: FinetuneRequest) -> FinetunePlan:
     n_layers = model.config.num_hidden_layers
     layers = n_layers if req.layers == -1 else req.layers
     if not 0 < layers <= n_layers:
-        raise InputError(f"--layers {req.layers}: {model.name} has {n_layers} layers; give 1 to {n_layers}, "
+        raise InputError(f"[[layers]] {req.layers}: {model.name} has {n_layers} layers; give 1 to {n_layers}, "
                          "or -1 for all")
     fmt = profiles.load_quant(req.quant, "mlx")  # aliases: 4bit, 8bit, bf16, qlora, ...
     mac = resolve_mac(req.chip or None, req.gpu_cores, req.ram_gb)
@@ -321,8 +321,8 @@ def plan_finetune(req: FinetuneRequest) -> FinetunePlan:
     budget = capacity.safe_budget(wired, rt)
     notes: list[str] = []
     if req.fine_tune_type == "full" and fmt.bits and fmt.bits < 16:
-        raise InputError(f"--quant {req.quant}: full fine-tuning needs unquantized weights; use --quant bf16 "
-                         "or --fine-tune-type lora (QLoRA)")
+        raise InputError(f"[[quant]] {req.quant}: full fine-tuning needs unquantized weights; use [[quant]] bf16 "
+                         "or [[fine_tune_type]] lora (QLoRA)")
 
     pad, mean_pad, assumption = padded_lengths(req)
 
@@ -349,7 +349,7 @@ def plan_finetune(req: FinetuneRequest) -> FinetunePlan:
         notes.append(_way_out(chosen, alts, max_batch, max_seq, req))
         ckpt = next((a for a in alts if a.fine_tune_type == req.fine_tune_type and a.grad_checkpoint), None)
         if ckpt is not None and ckpt.fit.verdict in ("fits", "tight"):  # lead with the setting that fits
-            lead = (f"fits with gradient checkpointing (--grad-checkpoint): {ckpt.memory.total / 2**30:.1f} GiB peak, "
+            lead = (f"fits with gradient checkpointing ([[grad_checkpoint]]): {ckpt.memory.total / 2**30:.1f} GiB peak, "
                     f"{ckpt.fit.verdict}; the command below uses it")
             run = req.model_copy(update={"grad_checkpoint": True})
     sp = None
@@ -371,15 +371,15 @@ def _way_out(chosen: FinetuneOption, alts: list[FinetuneOption], max_batch: int,
     """Best effort: what would make it fit."""
     ways = []
     if max_batch:
-        ways.append(f"--batch-size {max_batch}")
+        ways.append(f"[[batch_size]] {max_batch}")
     if max_seq:
-        ways.append(f"--max-seq-length {max_seq}")
+        ways.append(f"[[seq_len]] {max_seq}")
     ckpt = next((a for a in alts if a.fine_tune_type == req.fine_tune_type and a.grad_checkpoint), None)
     if ckpt and ckpt.fit.verdict in ("fits", "tight"):
-        ways.append("--grad-checkpoint")
+        ways.append("[[grad_checkpoint]]")
     msg = f"does not fit comfortably ({chosen.fit.reason})"
     if ways:
         msg += "; it would with " + " or ".join(ways)
     else:
-        msg += "; try fewer --num-layers, a smaller rank, a 4-bit base, or a Mac with more memory"
+        msg += "; try fewer [[num_layers]], a smaller rank, a 4-bit base, or a Mac with more memory"
     return msg

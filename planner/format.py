@@ -83,7 +83,7 @@ def fmt_tok_s_range(x: float | None, rng: tuple[float, float] | None) -> str:
 
 SCORE_CAVEAT_MARK = "*"
 SCORE_CAVEAT_NOTE = ("* the score does not compare like for like: measured by a third party, on the base model or "
-                     "with another protocol (--json: score_caveats; the model's profile names the table)")
+                     "with another protocol ([[json]]: score_caveats; the model's profile names the table)")
 
 
 def fmt_score(score: float | None, caveats: list[str] | tuple[str, ...] = ()) -> str:

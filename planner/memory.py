@@ -289,7 +289,7 @@ def mlx_weights(model: ModelProfile, fmt: QuantFormat, runtime: MlxRuntime) -> W
 
 def weights(model: ModelProfile, quant: QuantFormat, runtime: Runtime, table: GgmlTypeTable) -> WeightsEstimate:
     if runtime.weight_format != quant.kind:
-        raise InputError(f"--quant {quant.id} is a {quant.kind} format; {runtime.id} loads {runtime.weight_format} "
+        raise InputError(f"[[quant]] {quant.id} is a {quant.kind} format; {runtime.id} loads {runtime.weight_format} "
                          f"weights (pick a {runtime.weight_format} quant, e.g. "
                          f"{'Q4_K_M' if runtime.weight_format == 'gguf' else '4bit'})")
     if isinstance(runtime, MlxRuntime):
@@ -306,14 +306,14 @@ def kv_element_bytes(kv_type: str, runtime: Runtime, table: GgmlTypeTable, ne0: 
 
 
 def kv_alias(kv_type: str, runtime: Runtime) -> str:
-    """A --kv-type as the runtime spells it (q8 -> q8_0 on llama.cpp, kv8 on mlx-lm); unknown names unchanged."""
+    """A KV cache type (kv_type) as the runtime spells it (q8 -> q8_0 on llama.cpp, kv8 on mlx-lm); unknown names unchanged."""
     return engine_for(runtime).kv_alias(kv_type)
 
 
 def check_kv_type(kv_type: str, runtime: Runtime, model: ModelProfile) -> str:
     k = kv_alias(kv_type, runtime)
     if k not in runtime.kv_types:
-        raise InputError(f"--kv-type {kv_type} is not offered by {runtime.id}; choose one of {', '.join(runtime.kv_types)}")
+        raise InputError(f"[[kv_type]] {kv_type} is not offered by {runtime.id}; choose one of {', '.join(runtime.kv_types)}")
     engine_for(runtime).check_kv_type(kv_type, k, runtime, model)
     # a quantized V cache needs flash attention: memory_model checks it against the effective setting
     return k
@@ -433,8 +433,8 @@ def memory_model(model: ModelProfile, runtime: Runtime, quant: QuantFormat, tabl
     fa, unified = eng.settings(runtime, flash_attn, kv_unified)  # flash attention and kv_unified are llama.cpp's
     if eng.quantized_v_needs_flash(kv_type) and not fa:
         llama = cast(LlamaCppFamily, runtime)  # only llama.cpp asks for flash attention
-        how = "drop --no-flash-attn" if llama.flash_attn else f"{runtime.id} has it off by default: add --flash-attn"
-        raise InputError(f"--kv-type {kv_type}: a quantized V cache requires flash attention ({how})")
+        how = "drop [[no_flash_attn]]" if llama.flash_attn else f"{runtime.id} has it off by default: add [[flash_attn]]"
+        raise InputError(f"[[kv_type]] {kv_type}: a quantized V cache requires flash attention ({how})")
     return MemoryModel(
         model=model, runtime=runtime, quant_id=quant.id, weights=weights(model, quant, runtime, table),
         kv=kv_layout(model, runtime, kv_type, table), flash_attn=bool(fa),

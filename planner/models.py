@@ -2,7 +2,7 @@
 
 Per model and runtime, quants are tried from the highest quality down (advice.quality_of: llama.cpp perplexity
 scoreboard, mlx-lm MMLU-Pro deltas) and KV types in the runtime's advised order; the first configuration that fits
-the asked context and users (planner.capacity.fit) and reaches --min-tok-s (planner.search speed adapter) is the
+the asked context and users (planner.capacity.fit) and reaches the minimum tok/s (planner.search speed adapter) is the
 model's row. Rows rank by (rank_key): meets the asked speed, context and memory under the default GPU limit; has a
 published score on the catalog's common benchmark; not at a quant with a large quality cost; higher score; better
 quant; faster decode; more memory left. Embedding models rank among themselves.
@@ -171,7 +171,7 @@ def floor_bits_per_weight(runtime_id: str, quant_id: str) -> float:
 
 def decode_ceiling(model_id: str, runtime_id: str, quant_id: str, chip: Chip) -> float:
     """An upper bound on decode tok/s for one user: peak bandwidth over the fewest bytes a token can read (the
-    active parameters at the format's cheapest type, no KV). [tok/s] Skips formats too slow for --min-tok-s."""
+    active parameters at the format's cheapest type, no KV). [tok/s] Skips formats too slow for the minimum tok/s."""
     from .throughput import bandwidth
 
     active = _n_params(model_id)[1] * _model_floor_bits(model_id, runtime_id, quant_id) / 8
@@ -180,7 +180,7 @@ def decode_ceiling(model_id: str, runtime_id: str, quant_id: str, chip: Chip) ->
 
 def best_for_runtime(m: ModelProfile, rt: Runtime, qy: Query, wired: WiredLimit, want_speed: bool,
                      count: list[int]) -> _Cand | None:
-    """Highest-quality configuration that meets --min-tok-s and fits comfortably; else the best 'tight' one, else
+    """Highest-quality configuration that meets the minimum tok/s and fits comfortably; else the best 'tight' one, else
     the best that needs the limit raised; else the fastest that fits; else the smallest evaluated (no-fit).
     8/16-bit KV before 4-bit KV (advice.KV_RANK: a quality cost). None: no format of this runtime can fit (its
     weights alone exceed the highest GPU limit)."""
@@ -225,20 +225,20 @@ def _choose(cands: list[_Cand], qy: Query) -> _Cand:
 
 # --------------------------------------------------------------------------- catalog selection
 def resolve_chip_for_ram(name: str, ram_gb: float | None, gpu_cores: int | None = None) -> Chip:
-    """--chip 'M4 Max' --ram 64: the bin the deployment stage resolves (planner.deployment.resolve_bin)."""
+    """Chip 'M4 Max' with 64 GB: the bin the deployment stage resolves (planner.deployment.resolve_bin)."""
     return resolve_bin(name, gpu_cores, ram_gb)[0]
 
 
 def select(qy: Query) -> tuple[list[ModelProfile], dict[str, int]]:
-    """Catalog models passing --task, --family and --max-params; the rest counted by reason."""
+    """Catalog models passing the task, family and largest-size filters; the rest counted by reason."""
     if qy.task is not None and qy.task not in TASKS:
-        raise InputError(f"--task {qy.task!r}: choose one of {', '.join(TASKS)}")
+        raise InputError(f"[[task]] {qy.task!r}: choose one of {', '.join(TASKS)}")
     models = profiles.all_models()
     families = sorted({m.family for m in models if m.family})
     if qy.family is not None and profiles.norm(qy.family) not in {profiles.norm(f) for f in families}:
-        raise InputError(f"--family {qy.family!r} is not in the catalog; known: {', '.join(families) or 'none yet'}")
+        raise InputError(f"[[family]] {qy.family!r} is not in the catalog; known: {', '.join(families) or 'none yet'}")
     if qy.max_params_b is not None and not 0 < qy.max_params_b < float("inf"):  # nan passed every model
-        raise InputError(f"--max-params {qy.max_params_b:g}: give a positive size in billions, e.g. --max-params 14")
+        raise InputError(f"[[max_params]] {qy.max_params_b:g}: give a positive size in billions, e.g. [[max_params]] 14")
     out: list[ModelProfile] = []
     excluded: Counter[str] = Counter()
     for m in models:
@@ -254,7 +254,7 @@ def select(qy: Query) -> tuple[list[ModelProfile], dict[str, int]]:
         smallest = min((m for m in models if qy.task is None or qy.task in m.tasks), key=lambda m: m.params_b,
                        default=None)
         if smallest is not None and smallest.params_b > qy.max_params_b:
-            raise InputError(f"--max-params {qy.max_params_b:g} binds: the smallest matching model is "
+            raise InputError(f"[[max_params]] {qy.max_params_b:g} binds: the smallest matching model is "
                              f"{smallest.id} at {smallest.params_b:g} B; raise it to {smallest.params_b:g}")
     return out, dict(excluded)
 
@@ -282,7 +282,7 @@ def what_runs(qy: Query) -> ModelsResult:
             try:
                 c = best_for_runtime(m, rt, qy, wired, want_speed, count)
             except PlannerError as e:
-                notes.append(f"{m.id} on {rt.id}: {e}")
+                notes.append(f"{m.id} on {rt.id}: {e.template}")  # inputs kept by key
                 continue
             if c is not None:
                 cands.append(c)
@@ -316,11 +316,11 @@ def _check(qy: Query) -> None:
     if qy.chip is not None:
         check_ram(qy.chip, qy.ram_gb)  # refuses sizes outside the chip's range; the rest are answered as given
     if not 0 < qy.context <= 10_000_000:
-        raise InputError(f"--context {qy.context}: give tokens per user between 1 and 10,000,000, e.g. --context 8192")
+        raise InputError(f"[[context]] {qy.context}: give tokens per user between 1 and 10,000,000, e.g. [[context]] 8192")
     if not 0 < qy.users <= capacity.MAX_USERS:
-        raise InputError(f"--users {qy.users}: give 1 to {capacity.MAX_USERS} concurrent users")
+        raise InputError(f"[[users]] {qy.users}: give 1 to {capacity.MAX_USERS} concurrent users")
     if qy.min_tok_s is not None and qy.min_tok_s <= 0:
-        raise InputError(f"--min-tok-s {qy.min_tok_s:g}: give a positive speed, e.g. --min-tok-s 20")
+        raise InputError(f"[[min_tok_s]] {qy.min_tok_s:g}: give a positive speed, e.g. [[min_tok_s]] 20")
 
 
 def _row(c: _Cand, qy: Query, wired: WiredLimit, basis: str | None) -> ModelRow:
@@ -385,29 +385,29 @@ def _binding(rows: list[ModelRow], qy: Query, wired: WiredLimit) -> list[str]:
     if not in_ctx:
         top = max(rows, key=lambda r: r.max_context if r.verdict != "no-fit" else 0)
         longest = max(profiles.load_model(r.model).config.max_position_embeddings for r in rows)
-        out.append(f"--context {qy.context:,} binds: the longest any selected model supports is {longest:,} tokens"
-                   f" ({top.model} fits {top.max_context:,} here); lower --context to {longest:,}")
+        out.append(f"[[context]] {qy.context:,} binds: the longest any selected model supports is {longest:,} tokens"
+                   f" ({top.model} fits {top.max_context:,} here); lower [[context]] to {longest:,}")
     if not fitting:
         small = min(rows, key=lambda r: r.memory_bytes)
         out.append(f"memory binds: the smallest, {small.model} ({small.runtime} {small.quant}), needs "
                    f"{small.memory_bytes / 2**30:.1f} GiB for {qy.users} × {small.context:,} tokens, "
                    f"{(small.memory_bytes - wired.effective_bytes) / 2**30:.1f} GiB over the "
-                   f"{wired.effective_bytes / 2**30:.1f} GiB GPU limit; lower --context or --users, or more RAM")
+                   f"{wired.effective_bytes / 2**30:.1f} GiB GPU limit; lower [[context]] or [[users]], or more RAM")
     fast = [(r.decode_tok_s, r) for r in fitting if r.decode_tok_s is not None and "embedding" not in r.tasks]
     if qy.min_tok_s and fast:
         tok_s, best = max(fast, key=lambda t: t[0])
         if tok_s < qy.min_tok_s:
-            out.append(f"--min-tok-s {qy.min_tok_s:g} binds: the fastest model that fits, {best.model} "
+            out.append(f"[[min_tok_s]] {qy.min_tok_s:g} binds: the fastest model that fits, {best.model} "
                        f"({best.runtime} {best.quant}), reaches {tok_s:.1f} tok/s per user, "
-                       f"{1 - tok_s / qy.min_tok_s:.0%} short; lower --min-tok-s to "
-                       f"{int(tok_s)}, or fewer --users, or a faster chip")
+                       f"{1 - tok_s / qy.min_tok_s:.0%} short; lower [[min_tok_s]] to "
+                       f"{int(tok_s)}, or fewer [[users]], or a faster chip")
     return out or ["no model meets every filter at once; the closest are shown"]
 
 
 def _basis_text(basis: str | None, ebasis: str | None) -> str:
     parts = []
     if basis:
-        parts.append(f"quality = the {basis} score (%) published for each model (source on each profile; --json "
+        parts.append(f"quality = the {basis} score (%) published for each model (source on each profile; [[json]] "
                      "lists it), not parameter count")
     else:
         parts.append("quality = no published benchmark score in the catalog yet: ranked by quant quality, speed, "
@@ -428,7 +428,7 @@ def _notes(rows: list[ModelRow], erows: list[ModelRow], basis: str | None, ebasi
     if eun and ebasis:
         notes.append(f"{len(eun)} embedding model(s) have no published {ebasis} score: listed after the scored ones")
     if qy.chip is None:
-        notes.append("speed needs a chip: add --chip (e.g. --chip 'M4 Max') for decode and prefill speed; "
+        notes.append("speed needs a chip: add [[chip]] (e.g. [[chip]] 'M4 Max') for decode and prefill speed; "
                      "ranked on quality, then memory left")
     elif not want_speed:
         notes.append(f"{qy.chip.label}: no speed model (bandwidth unpublished); ranked on quality and memory")

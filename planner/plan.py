@@ -78,7 +78,7 @@ class PlanRequest(BaseModel):
     @field_validator("guardrail")
     @classmethod
     def _guardrail(cls, v: str | None) -> str | None:
-        if v is not None and not v.strip():  # --guardrail "" was taken as no guardrail
+        if v is not None and not v.strip():  # a guardrail "" was taken as no guardrail
             raise ValueError("is empty; give off, relaxed, balanced, strict or custom:<GB>")
         return v
 
@@ -110,14 +110,14 @@ class FitOption(BaseModel):
     max_context: dict[int, int] = Field(description="Longest context per sequence that fits comfortably, by users")
     max_context_raised: dict[int, int] = Field(description="Same with the wired limit raised to the safe maximum")
     notes: list[str] = []
-    speed: SpeedSummary | None = Field(None, description="Prefill/TTFT and decode by users (needs --chip)")
-    draft: DraftEstimate | None = Field(None, description="Speculative decoding with --draft-model: memory and speed-up")
+    speed: SpeedSummary | None = Field(None, description="Prefill/TTFT and decode by users (needs a chip)")
+    draft: DraftEstimate | None = Field(None, description="Speculative decoding with a draft model: memory and speed-up")
     offload: OffloadEstimate | None = Field(None, description="llama.cpp partial offload when the whole model does not fit")
     serving: ServingDefaults | None = Field(None, description="Wrapper app (Ollama, LM Studio): its defaults and guardrail")
     recipe: Recipe | None = Field(None, description="Launch command of a wrapper app at the requested context and users")
     streaming: StreamingEstimate | None = Field(None, description="llama.cpp paging the weights from the SSD when "
-                                                "they do not fit in RAM (needs --chip)")
-    energy: EnergyPerToken | None = Field(None, description="Joules per token and battery hours (needs --chip)")
+                                                "they do not fit in RAM (needs a chip)")
+    energy: EnergyPerToken | None = Field(None, description="Joules per token and battery hours (needs a chip)")
 
 
 class ModelSummary(BaseModel):
@@ -181,7 +181,7 @@ def describe_architecture(m: ModelProfile) -> str:
 
 def resolve_mac(req: PlanRequest) -> tuple[float, Chip | None, str]:
     """-> (RAM, chip, note) through the one deployment stage (planner.deployment.resolve_mac)."""
-    # `is not None`: --chip "" was silently treated as no chip
+    # `is not None`: a chip "" was silently treated as no chip
     mac = deployment.resolve_mac(req.chip, req.gpu_cores, req.ram_gb)
     if mac.chip is None:
         return mac.ram_gb, None, "memory answers only need RAM; name the chip for speed answers"
@@ -281,24 +281,24 @@ def plan(req: PlanRequest, resolved: ResolvedFiles | None = None) -> Plan:
     user_counts = sorted(set(USER_COUNTS) | {req.users})
     req, runtimes, vision_notes = with_images(req, model)
     if not runtimes:
-        raise InputError("--runtime: give at least one of llama.cpp, mlx-lm, ollama")
+        raise InputError("[[runtime]]: give at least one of llama.cpp, mlx-lm, ollama")
     req, runtimes, name_notes = pinned_by_name(req, runtimes, resolved)
     vision_notes = [*vision_notes, *name_notes]
-    for qn in req.quants or []:  # a --quant no format knows was silently dropped when another --quant was valid
+    for qn in req.quants or []:  # a quant no format knows was silently dropped when another asked quant was valid
         profiles.load_quant(qn)  # UnknownProfileError with close matches
     if req.kv_type is not None and not any(_kv_applies(req.kv_type, rt) for rt in runtimes):  # was ignored
-        raise InputError(f"--kv-type {req.kv_type!r} is not a KV type of {', '.join(r.id for r in runtimes)}; "
+        raise InputError(f"[[kv_type]] {req.kv_type!r} is not a KV type of {', '.join(r.id for r in runtimes)}; "
                          "use f16, q8_0, q4_0 (llama.cpp) or bf16, kv8, kv4 (mlx-lm)")
     kv_rows, options, notes = [], [], [*cap_notes, *vision_notes, *(getattr(resolved, "notes", None) or [])]
     runtimes = _file_runtimes(req, runtimes, resolved, model.name, notes)
     for rt in runtimes:
         quants = _exact_quants(req, rt, resolved) or _quants_for(req, rt, model)
         if req.quants and not quants:
-            notes.append(f"{rt.id}: none of --quant {', '.join(req.quants)} is a {rt.weight_format} format; skipped")
+            notes.append(f"{rt.id}: none of [[quant]] {', '.join(req.quants)} is a {rt.weight_format} format; skipped")
             continue
         kv_type = req.kv_type if _kv_applies(req.kv_type, rt) else None
         if req.kv_type and kv_type is None:
-            notes.append(f"{rt.id}: --kv-type {req.kv_type} is not a {rt.id} KV type; using {rt.default_kv_type}")
+            notes.append(f"{rt.id}: [[kv_type]] {req.kv_type} is not a {rt.id} KV type; using {rt.default_kv_type}")
         first = None
         for q in quants:
             mm = memory_model(model, rt, q, table, kv_type=kv_type, flash_attn=req.flash_attn, n_ubatch=req.n_ubatch)
@@ -314,7 +314,7 @@ def plan(req: PlanRequest, resolved: ResolvedFiles | None = None) -> Plan:
                 notes.append(hybrid.checkpoint_note(first.kv.state_bytes_per_seq, rt.id))
     options = judge_offloads(options)
     if req.quants and not options:
-        raise InputError(f"--quant {', '.join(req.quants)}: not a format of {', '.join(r.id for r in runtimes)} "
+        raise InputError(f"[[quant]] {', '.join(req.quants)}: not a format of {', '.join(r.id for r in runtimes)} "
                          "(GGUF: Q4_K_M, Q8_0...; MLX: 4bit, 8bit-g32, mxfp4...)")
     summary = ModelSummary(id=model.id, name=model.name, params=options[0].weights.n_params if options else 0,
                            active_params=arch.active_params(model.config), is_moe=model.config.is_moe,
@@ -339,7 +339,7 @@ def pinned_by_name(req: PlanRequest, runtimes: list[Runtime],
                    resolved: ResolvedFiles | None = None) -> tuple[PlanRequest, list[Runtime], list[str]]:
     """A catalog name that names a published repo of one format plans that format (and its preset, when the name
     says which) instead of every runtime x quant: ``mlx-community/Qwen3-30B-A3B-4bit`` is mlx-lm at mlx-4bit-g64,
-    ``hf.co/unsloth/<Model>-GGUF:Q4_K_M`` the GGUF runtimes at Q4_K_M (profiles.parse_name). --quant wins over the
+    ``hf.co/unsloth/<Model>-GGUF:Q4_K_M`` the GGUF runtimes at Q4_K_M (profiles.parse_name). The asked quants win over the
     name's preset; runtimes that cannot load that format are dropped unless they are all that was asked for."""
     if resolved is not None and getattr(resolved, "source", "catalog") != "catalog":
         return req, runtimes, []  # files read from disk or the Hub pin format and quant themselves
@@ -356,7 +356,7 @@ def pinned_by_name(req: PlanRequest, runtimes: list[Runtime],
         notes.append(f"{req.model} holds {label} weights: planned for {', '.join(r.id for r in keep)} only")
     if spec.quant and not req.quants:
         req = req.model_copy(update={"quants": [spec.quant]})
-        notes.append(f"quant {spec.quant} from the name {req.model} (pass --quant to compare others)")
+        notes.append(f"quant {spec.quant} from the name {req.model} (pass [[quant]] to compare others)")
     return req, keep, notes
 
 
@@ -411,7 +411,7 @@ def _exact_format(resolved: ResolvedFiles | None) -> str | None:
 
 def _file_runtimes(req: PlanRequest, runtimes: list[Runtime], resolved: ResolvedFiles | None, name: str,
                    notes: list[str]) -> list[Runtime]:
-    """The runtimes that can load the model's files; a --runtime that cannot is said (a note), or refused when
+    """The runtimes that can load the model's files; an asked runtime that cannot is said (a note), or refused when
     none of those asked for can (-r mlx-lm on a GGUF was answered for llama.cpp without a word)."""
     kept = _exact_runtimes(runtimes, resolved)
     dropped = [rt.id for rt in runtimes if rt not in kept]
@@ -419,10 +419,10 @@ def _file_runtimes(req: PlanRequest, runtimes: list[Runtime], resolved: Resolved
         fmt = _exact_format(resolved)
         what = "a GGUF file" if fmt == "gguf" else "MLX weights"
         if not any(rt in runtimes for rt in kept):
-            raise InputError(f"--runtime {', '.join(dropped)}: --model {name} is {what}, which "
-                             f"{', '.join(dropped)} cannot load; use --runtime {kept[0].id}, or give a catalog id or "
+            raise InputError(f"[[runtime]] {', '.join(dropped)}: [[model]] {name} is {what}, which "
+                             f"{', '.join(dropped)} cannot load; use [[runtime]] {kept[0].id}, or give a catalog id or "
                              f"{'an MLX folder' if fmt == 'gguf' else 'a .gguf'} for {', '.join(dropped)}")
-        notes.append(f"--runtime {', '.join(dropped)} skipped: --model is {what}, which it cannot load")
+        notes.append(f"[[runtime]] {', '.join(dropped)} skipped: [[model]] is {what}, which it cannot load")
     return kept
 
 
@@ -437,7 +437,7 @@ def _exact_runtimes(runtimes: list[Runtime], resolved: ResolvedFiles | None) -> 
 
 
 def _exact_quants(req: PlanRequest, rt: Runtime, resolved: ResolvedFiles | None) -> list[QuantFormat]:
-    """The file's own quant (or a stand-in preset of the same format, relabelled later), unless --quant was given."""
+    """The file's own quant (or a stand-in preset of the same format, relabelled later), unless quants were asked."""
     fmt = _exact_format(resolved)
     if fmt is None or req.quants or rt.weight_format != fmt:
         return []
@@ -478,7 +478,7 @@ def with_speed(opt: FitOption, mm: MemoryModel, q: QuantFormat, chip: Chip | Non
         P, G = req.prompt_tokens, req.gen_tokens
         ests = {u: tp.predict(mm, chip, res, q.kind, q.mode, P, G, 0, u, refs) for u in user_counts}
     except InputError as e:
-        return opt.model_copy(update={"notes": [*opt.notes, f"speed: {e}"]})
+        return opt.model_copy(update={"notes": [*opt.notes, f"speed: {e.template}"]})  # inputs kept by key
     one = ests[user_counts[0]]
     speed = SpeedSummary(
         prompt_tokens=P, gen_tokens=G, prefill_tok_s=one.prefill_tok_s, ttft_s=one.ttft_s,

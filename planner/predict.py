@@ -23,7 +23,7 @@ def predict_result(chip: str, gpu_cores: int | None, ram: float | None, model: s
     m = profiles.load_model(model)
     q, quant_note = _quant(quant, rt)
     if batch < 1 or min(prompt, gen, depth) < 0:
-        raise InputError("--batch must be ≥ 1 and --prompt/--gen/--depth ≥ 0")
+        raise InputError("[[batch]] must be ≥ 1 and [[prompt]]/[[gen]]/[[depth]] ≥ 0")
     mm = memory_model(m, rt, q, profiles.ggml_types(), kv_type=kv_type, flash_attn=flash_attn, n_ubatch=ubatch)
     est = tp.predict(mm, c, profiles.load_speed_constants(c, rt.id), q.kind, q.mode, prompt, gen, depth, batch,
                      reference_chips=profiles.all_chips())
@@ -64,10 +64,10 @@ def _quant(name: str, rt: Runtime) -> tuple[QuantFormat, str | None]:
     target = (_GGUF_BY_BITS.get(bits) if rt.weight_format == "gguf"
               else ("bf16" if bits >= 16 else f"{bits}bit") if bits in (2, 3, 4, 5, 6, 8, 16) else None)
     if target is None:
-        raise InputError(f"--quant {name} is a {q.kind} format; {rt.id} loads {rt.weight_format} weights "
+        raise InputError(f"[[quant]] {name} is a {q.kind} format; {rt.id} loads {rt.weight_format} weights "
                          f"(e.g. {'Q4_K_M' if rt.weight_format == 'gguf' else '4bit'})")
     t = profiles.load_quant(target, rt.weight_format)
-    return t, (f"--quant {name} is a {q.kind} format and {rt.id} loads {rt.weight_format} weights: answered for "
+    return t, (f"[[quant]] {name} is a {q.kind} format and {rt.id} loads {rt.weight_format} weights: answered for "
                f"{t.id}, the same {bits}-bit class")
 
 

@@ -374,7 +374,7 @@ def load_model(name: str) -> ModelProfile:
     """A catalog model by id, alias, HF repo id or Ollama tag (case-insensitive), also inside the names that pin a
     format or quant: ``hf.co/<org>/<repo>:<quant>``, ``<org>/<Model>-GGUF:<quant>``, ``mlx-community/<Model>-4bit``."""
     if not name or not name.strip():
-        raise InputError("--model is empty; give a catalog id such as llama-3.1-8b (see `plan models`)")
+        raise InputError("[[model]] is empty; give a catalog id such as llama-3.1-8b (see `plan models`)")
     idx = _index("models")
     key = norm(name)
     if key in idx:
@@ -394,12 +394,12 @@ def load_model(name: str) -> ModelProfile:
     from .arch_attention import refused_name  # architectures refused by name (llama3.2-vision, bge-m3, ...)
     why = refused_name(name)
     if why:
-        raise UnsupportedArchitectureError(f"--model {name[:80]!r} is not supported yet: {why}")
+        raise UnsupportedArchitectureError(f"[[model]] {name[:80]!r} is not supported yet: {why}")
     # the commands that come here take catalog ids only (plan and plan serve read local files and the Hub first)
     local = name.lower().endswith((".gguf", ".safetensors")) or os.path.exists(os.path.expanduser(name))
-    raise UnknownProfileError("model", name, list(idx), flag="--model",
+    raise UnknownProfileError("model", name, list(idx), flag="[[model]]",
                               hint="this command takes a catalog id (see `plan models`); a local file or folder "
-                                   "works with `plan --model` and `plan serve`" if local else "see `plan models`")
+                                   "works with `plan [[model]]` and `plan serve`" if local else "see `plan models`")
 
 
 def all_models() -> list[ModelProfile]:
@@ -421,27 +421,27 @@ def chip_names() -> list[str]:
 
 
 def resolve_chip(name: str, gpu_cores: int | None = None) -> Chip:
-    """'M3 Max' + 40 -> m3-max-40gpu. A binned chip without --gpu-cores is ambiguous."""
+    """'M3 Max' + 40 -> m3-max-40gpu. A binned chip without its GPU cores is ambiguous."""
     idx = _index("chips")
     key = norm(name)
     if key in idx:
         chip = _load("chips", key, Chip)
         if gpu_cores is not None and gpu_cores != chip.gpu_cores:
-            raise InputError(f"--gpu-cores {gpu_cores} contradicts --chip {name} ({chip.gpu_cores} GPU cores)")
+            raise InputError(f"[[gpu_cores]] {gpu_cores} contradicts [[chip]] {name} ({chip.gpu_cores} GPU cores)")
         return chip
     key = re.sub(r"^apple-", "", key)
     matches = [c for c in all_chips() if norm(c.name) == key]
     if not matches:
-        raise UnknownProfileError("chip", name, chip_names(), flag="--chip")
+        raise UnknownProfileError("chip", name, chip_names(), flag="[[chip]]")
     if gpu_cores is not None:
         exact = [c for c in matches if c.gpu_cores == gpu_cores]
         if not exact:
             bins = ", ".join(str(c.gpu_cores) for c in matches)
-            raise InputError(f"--gpu-cores {gpu_cores} does not exist for {matches[0].name}; it comes with {bins}")
+            raise InputError(f"[[gpu_cores]] {gpu_cores} does not exist for {matches[0].name}; it comes with {bins}")
         return exact[0]
     if len(matches) > 1:
         bins = " or ".join(str(c.gpu_cores) for c in matches)
-        raise InputError(f"--chip {matches[0].name} is ambiguous: it comes with {bins} GPU cores; add --gpu-cores")
+        raise InputError(f"[[chip]] {matches[0].name} is ambiguous: it comes with {bins} GPU cores; add [[gpu_cores]]")
     return matches[0]
 
 
@@ -458,7 +458,7 @@ def load_macos(name: str) -> MacOS:
     key = key if key.startswith("macos") else f"macos-{key}"
     key = {"macos-sequoia": "macos-15", "macos-tahoe": "macos-26", "macos-14": "macos-15", "macos-13": "macos-15"}.get(key, key)
     if key not in idx:
-        raise UnknownProfileError("macOS version", name, [k.removeprefix("macos-") for k in idx], flag="--macos")
+        raise UnknownProfileError("macOS version", name, [k.removeprefix("macos-") for k in idx], flag="[[macos]]")
     return _load("macos", key, MacOS)
 
 
@@ -468,7 +468,7 @@ def load_runtime(name: str) -> Runtime:
     key = norm(name).replace("llamacpp", "llama.cpp").replace("llama-cpp", "llama.cpp")
     key = {"mlx": "mlx-lm", "mlx_lm": "mlx-lm", "mlxlm": "mlx-lm", "llama": "llama.cpp"}.get(key, key)
     if key not in idx:
-        raise UnknownProfileError("runtime", name, list(idx), flag="--runtime")
+        raise UnknownProfileError("runtime", name, list(idx), flag="[[runtime]]")
     return _load("runtimes", key, Runtime)
 
 
@@ -477,7 +477,7 @@ def load_serving_app(name: str) -> ServingApp:
     idx = _index("serving")
     key = norm(name).replace("lm-studio", "lmstudio").replace("lm studio", "lmstudio")
     if key not in idx:
-        raise UnknownProfileError("serving app", name, list(idx), flag="--runtime")
+        raise UnknownProfileError("serving app", name, list(idx), flag="[[runtime]]")
     return _load("serving", key, ServingApp)
 
 
@@ -501,7 +501,7 @@ def cpu_memory() -> CpuMemory:
 
 
 def expand_runtimes(names: list[str]) -> list[str]:
-    """--runtime names with an app that runs several engines expanded (lmstudio -> its GGUF and MLX runtimes)."""
+    """Runtime names (the runtime input) with an app that runs several engines expanded (lmstudio -> its GGUF and MLX runtimes)."""
     out: list[str] = []
     apps = _index("serving")
     for n in names:
@@ -555,16 +555,16 @@ def load_quant(name: str, kind: str | None = None) -> QuantFormat:
             return q
     if kind == "mlx" and key.lower() in ("bf16", "f16", "fp16", "float16", "bfloat16"):
         return load_quant("mlx-bf16", "mlx")
-    raise UnknownProfileError("quantization", name, [q.id for q in cands], flag="--quant")
+    raise UnknownProfileError("quantization", name, [q.id for q in cands], flag="[[quant]]")
 
 
 def ram_gb_valid(ram_gb: float) -> None:
     """Reject RAM sizes no Mac comes in."""
     if not 0 < ram_gb < float("inf"):
-        raise InputError(f"--ram {ram_gb:g} must be a positive size in GB, e.g. --ram 64")
+        raise InputError(f"[[ram]] {ram_gb:g} must be a positive size in GB, e.g. [[ram]] 64")
     sizes = sorted({r for c in all_chips() for r in c.ram_options_gb})
     if sizes and int(ram_gb) != ram_gb or sizes and int(ram_gb) not in sizes:
-        raise InputError(f"--ram {ram_gb:g} GB: no Mac comes with that; valid sizes are {', '.join(map(str, sizes))}")
+        raise InputError(f"[[ram]] {ram_gb:g} GB: no Mac comes with that; valid sizes are {', '.join(map(str, sizes))}")
 
 
 # --------------------------------------------------------------------------- speed calibration
@@ -612,7 +612,7 @@ def _calibration_profile(p: Path, scope: str, r: str, origin: str, notes: list[s
     except ProfileError as e:
         if origin != "user":
             raise
-        notes.append(f"user calibration ignored ({e}); shipped constants used")
+        notes.append(f"user calibration ignored ({e.template}); shipped constants used")
         return None
     return prof
 
@@ -672,7 +672,7 @@ def _speed_constants(chip_id: str, generation: str, tier: str, matrix_units: boo
 
 def load_finetune(runtime: str = "mlx-lm", include_user: bool = True) -> FinetuneConstants:
     """Fine-tuning constants: a user calibration (``user_dir()/calibration/finetune__<runtime>.yaml``, written by
-    ``plan calibrate --finetune``) when one loads, else the shipped ``profiles/finetune/<runtime>.yaml``."""
+    the fine-tuning calibration, ``plan calibrate``) when one loads, else the shipped ``profiles/finetune/<runtime>.yaml``."""
     env = os.environ.get
     return _finetune(runtime, include_user, env("MAC_LLM_PLANNER_PROFILES"), env("MAC_LLM_PLANNER_USER_PROFILES"))
 

@@ -46,7 +46,7 @@ def _llama_draft(r: Recipe, mm: MemoryModel, dm: MemoryModel, g: int) -> Recipe:
 
 
 def _mlx_draft(r: Recipe, mm: MemoryModel, dm: MemoryModel, g: int) -> Recipe:
-    """mlx-lm --draft-model (mlx_lm/server.py, mlx_lm/generate.py --num-draft-tokens)."""
+    """mlx_lm.server --draft-model (mlx_lm/server.py, mlx_lm/generate.py --num-draft-tokens)."""
     repo = mlx_repo(dm.model, _quant_of(dm))
     flags = f" --draft-model {repo} --num-draft-tokens {g}"
     server = r.server.split(" --decode-concurrency")[0] + flags

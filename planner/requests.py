@@ -21,7 +21,7 @@ Runtimes = Annotated[list[str] | None, Field(description="Runtimes to consider (
 Workload = Annotated[str, Field(description="Preset: chat, rag, agent, batch, code")]
 Users = Annotated[int | None, Field(description="Concurrent users (overrides the preset)")]
 TokenDist = Annotated[str | None, Field(description="Prompt tokens: 12000 | 1024:0.6,8192:0.4 | p50=..,p90=..")]
-GenDist = Annotated[str | None, Field(description="Generated tokens, same forms as --prompt")]
+GenDist = Annotated[str | None, Field(description="Generated tokens, same forms as the prompt tokens")]
 ReserveContext = Annotated[int | None, Field(description="Context to reserve per sequence [tokens]")]
 MinTokS = Annotated[float | None, Field(description="Minimum decode tok/s per user")]
 MaxTtft = Annotated[float | None, Field(description="Maximum time to first token [s]")]
@@ -87,7 +87,7 @@ class BuyRequest(_Targets):
     macos: Macos = DEFAULT_MACOS
     all_rows: bool = Field(False, description="List the best configuration of every Mac")
     clusters: bool = Field(False, description="Also set 2-4 identical linked Macs against one larger Mac")
-    link: str = Field("tb5", description="Interconnect for --clusters: tb5, tb4, 10gbe")
+    link: str = Field("tb5", description="Interconnect of the clusters: tb5, tb4, 10gbe")
     kwh_price: float = Field(0.16, gt=0, lt=100, description="Electricity price [USD/kWh] for the running cost "
                              "(default: the 2023 US residential average, 16 ¢/kWh, EIA)")
     busy_hours: float = Field(8.0, ge=0, le=24, description="Hours a day the Mac generates (running cost)")

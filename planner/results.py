@@ -80,7 +80,7 @@ class WiredLimit(_RoundTrip):
     ram_bytes: int
     macos: str
     default_bytes: int = Field(description="recommendedMaxWorkingSetSize default for this RAM [bytes]")
-    effective_bytes: int = Field(description="Limit used for verdicts (default, or --wired-limit) [bytes]")
+    effective_bytes: int = Field(description="Limit used for verdicts (default, or the wired limit given) [bytes]")
     max_raise_bytes: int = Field(description="Highest limit we would set, leaving RAM for macOS [bytes]")
     left_for_macos_bytes: int
     rule: str
@@ -248,7 +248,7 @@ class ModelRow(BaseModel):
     benchmark: str | None = None
     score_source: str | None = None
     score_caveats: list[str] = Field([], description="third-party, base-model, other-protocol")
-    meets: bool = Field(description="Fits at the asked context/users and meets --min-tok-s")
+    meets: bool = Field(description="Fits at the asked context/users and meets the minimum tok/s")
     misses: list[str] = Field([], description="Why the row does not meet the filters")
 
 
@@ -321,7 +321,7 @@ class ServeResult(BaseModel):
     prompt: str
     gen: str
     cached_prefix_share: float = 0.0
-    kv_unified: bool | None = Field(None, description="llama-server: one KV stream for all slots (--kv-unified), "
+    kv_unified: bool | None = Field(None, description="one KV stream for all slots (llama-server --kv-unified), "
                                     "else one per slot, whose batches split by slot; None for mlx_lm.server")
     ttft_s: Percentiles = Field(description="Time to first token, arrival to first token [s]")
     e2e_s: Percentiles = Field(description="Arrival to last token [s]")
@@ -346,9 +346,9 @@ class ServeResult(BaseModel):
     best_slots: int | None = Field(None, description="Slot count with the highest sustainable rate")
     binding: str | None = Field(None, description="Which target binds when no rate meets it, and by how much")
     host_s_per_token: float = Field(0.0, description="The server's host work per sampled token counted in every "
-                                    "step (sampling, streaming; plan calibrate --server) [s]")
+                                    "step (sampling, streaming; the server calibration, plan calibrate) [s]")
     server_scales: tuple[float, float] = Field((1.0, 1.0), description="(prompt, decode) multipliers of the server's "
-                                               "phases over the benchmark-fitted steps (plan calibrate --server) [1]")
+                                               "phases over the benchmark-fitted steps (the server calibration, plan calibrate) [1]")
     speed_range: tuple[tuple[float, float], tuple[float, float]] | None = Field(
         None, description="(prefill, decode) speed factors at the slow and the fast end of the calibration's 80 % "
                           "likely range; None when it has none")

@@ -212,7 +212,7 @@ class LlamaCppFamily(_RuntimeBase):
     n_ubatch: int = Field(gt=0, description="llama.cpp physical batch -ub [tokens]")
     n_batch: int = Field(gt=0, description="llama.cpp logical batch -b [tokens]")
     flash_attn: bool = Field(description="flash attention on by default (-fa)")
-    kv_unified: bool = Field(description="one KV stream shared by all slots (--kv-unified)")
+    kv_unified: bool = Field(description="one KV stream shared by all slots (llama-server --kv-unified)")
     swa_full: bool = Field(description="full-size sliding-window cache (--swa-full)")
     ctx_pad: int = Field(gt=0, description="n_ctx is padded up to this multiple [tokens]")
     default_parallel: int = Field(gt=0, description="slots (-np) when the user does not say")
@@ -716,8 +716,8 @@ class SpeedConstants(BaseModel):
         None, ge=0, le=0.1, description="A server's host work per sampled token of each sequence (sampling, "
                                         "streaming), beyond the benchmark's step; measured by plan calibrate [s]")
     server_prefill_factor: float | None = Field(
-        None, ge=0.5, le=3, description="A server's prompt phase / the step model's, measured by plan calibrate --server "
-                                        "on a short burst of real requests (unset = 1) [1]")
+        None, ge=0.5, le=3, description="A server's prompt phase / the step model's, measured by the server calibration "
+                                        "(plan calibrate) on a short burst of real requests (unset = 1) [1]")
     server_decode_factor: float | None = Field(
         None, ge=0.5, le=3, description="A server's decode phase / the step model's with the host work, measured with "
                                         "the prompt factor (unset = 1) [1]")

@@ -9,8 +9,8 @@ Two schedulers, each followed from its code:
   first token is sampled from the logits of the step that consumes the prompt's last token (``post_decode`` ->
   ``SLOT_STATE_GENERATING``). ``cache_prompt`` (default on, ``get_common_prefix``) skips the cached prefix.
   A new request takes the least recently released idle slot (``get_available_slot``: ``t_last_used <= t_last``,
-  so ties go to the higher slot). With one KV stream per slot (``-np N`` without ``--kv-unified``), llama.cpp
-  splits the batch with ``split_equal(n_ubatch, sequential = true)`` (src/llama-kv-cache.cpp ``init_batch``,
+  so ties go to the higher slot). With one KV stream per slot (``-np N``, not ``llama-server --kv-unified``),
+  llama.cpp splits the batch with ``split_equal(n_ubatch, sequential = true)`` (src/llama-kv-cache.cpp ``init_batch``,
   src/llama-batch.cpp): a physical batch takes only sequences with consecutive ids, in batch order, the same
   number of tokens from each. So decoding slots 0 and 2 are two graphs, each reading all the weights, and a
   prompt whose slot does not follow the decoding ones runs in a graph of its own (:func:`split_equal`).
@@ -80,8 +80,8 @@ class StepModel:
     @property
     def server_scales(self) -> tuple[float, float]:
         """(prompt, decode) multipliers of the server's phases over the benchmark-fitted steps
-        (SpeedConstants.server_prefill_factor / server_decode_factor, 1 where unmeasured): what `plan calibrate
-        --server` measured on a burst of real requests beyond the host work per token."""
+        (SpeedConstants.server_prefill_factor / server_decode_factor, 1 where unmeasured): what the server
+        calibration (`plan calibrate`) measured on a burst of real requests beyond the host work per token."""
         k = self.rf.k
         return k.server_prefill_factor or 1.0, k.server_decode_factor or 1.0
 

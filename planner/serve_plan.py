@@ -215,7 +215,7 @@ def setup(chip: str, gpu_cores: int | None, ram: float | None, model: str | Reso
     assert c is not None  # a chip name was given
     rt = profiles.load_runtime(runtime)
     if rt.family not in engines():
-        raise InputError(f"--runtime {runtime}: plan serve simulates llama-server (llama.cpp) and mlx_lm.server "
+        raise InputError(f"[[runtime]] {runtime}: plan serve simulates llama-server (llama.cpp) and mlx_lm.server "
                          "(mlx-lm); give one of those")
     resolved = None if isinstance(model, str) else model
     m = profiles.load_model(model) if isinstance(model, str) else model.profile
@@ -241,9 +241,9 @@ def _file_quant(resolved: ResolvedFiles | None, rt: Runtime) -> str | None:
         return None
     fmt = "gguf" if hint == "llama.cpp" else "mlx"
     if fmt != rt.weight_format:
-        served = "llama-server (--runtime llama.cpp)" if fmt == "gguf" else "mlx_lm.server (--runtime mlx-lm)"
-        raise InputError(f"--model {resolved.profile.name}: {fmt.upper()} weights are served by {served}, "
-                         f"not {rt.id}; change --runtime")
+        served = "llama-server ([[runtime]] llama.cpp)" if fmt == "gguf" else "mlx_lm.server ([[runtime]] mlx-lm)"
+        raise InputError(f"[[model]] {resolved.profile.name}: {fmt.upper()} weights are served by {served}, "
+                         f"not {rt.id}; change [[runtime]]")
     qid = resolved.quant_id
     try:
         return profiles.load_quant(qid, fmt).id if qid else None
@@ -284,16 +284,16 @@ class ServeRequest:
 def serve(s: Setup, r: ServeRequest) -> ServeResult:
     """Simulate the requested configuration, then the saturation rate, the target search and the slot sweep."""
     if r.slots < 1 or not (0 < r.rate < math.inf) or not (0 < r.duration < math.inf):
-        raise InputError("--slots, --rate and --duration must be positive and finite")
+        raise InputError("[[slots]], [[rate]] and [[duration]] must be positive and finite")
     notes = list(s.names["notes"])
     ctx = r.slot_context or default_slot_context(r.prompt, r.gen, s.names["max_context"])
     slots = r.slots
     most = s.most_slots(ctx)
     if most < 1:
         longest = _longest_slot(s, ctx)
-        shorter = f"a --slot-context of at most {longest}" if longest else "a shorter --slot-context"
-        raise NoFitError(f"--ram {s.names['ram_gb']:g}: {s.names['model']} with one {ctx}-token slot does not fit "
-                         f"under the GPU limit; pick more RAM, a smaller --quant or {shorter}",
+        shorter = f"a [[slot_context]] of at most {longest}" if longest else "a shorter [[slot_context]]"
+        raise NoFitError(f"[[ram]] {s.names['ram_gb']:g}: {s.names['model']} with one {ctx}-token slot does not fit "
+                         f"under the GPU limit; pick more RAM, a smaller [[quant]] or {shorter}",
                          fields={"model": s.names["model"], "quant": s.names["quant"], "ram_gb": s.names["ram_gb"],
                                  "slot_context": ctx, "wired_limit_bytes": s.wired.effective_bytes,
                                  "longest_slot_context": longest})
@@ -306,11 +306,11 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
     if clipped:
         refuse = "llama-server refuses them" if s.mm.engine.refuses_long_prompts else "they would not fit the slot's memory"
         notes.append(f"{clipped} of {len(arrival)} prompts exceed the {ctx}-token slot and were cut to fit "
-                     f"({refuse}; raise --slot-context)")
+                     f"({refuse}; raise [[slot_context]])")
     steps = StepModel(s.rf, ctx)
     if not steps.host and s.mm.engine.host_step:
         notes.append("llama-server's host work per token (sampling, streaming) is not in these steps: "
-                     "`plan calibrate --runtime llama.cpp --server` times it on this machine")
+                     "`[[calibrate_server]]` times it on this machine")
     sched = s.scheduler(slots, r.kv_unified)
     tr = simulate(rq.arrival, rq.prompt, rq.gen, rq.cached, sched, steps)
     stats = summarise(rq, tr, slots, duration)
@@ -336,11 +336,11 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
 
 def _arrivals(r: ServeRequest, rng: np.random.Generator,
               notes: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """-> (arrival [s], prompt, gen [tokens], duration [s]): the --trace sorted by arrival, or seeded Poisson
+    """-> (arrival [s], prompt, gen [tokens], duration [s]): the request trace sorted by arrival, or seeded Poisson
     arrivals (at most ~MAX_SIM_REQUESTS) with lengths drawn from the request's distributions."""
     if r.trace is not None:
         if len(r.trace[0]) > MAX_SIM_REQUESTS:
-            raise InputError(f"--trace: {len(r.trace[0]):,} requests, over the {MAX_SIM_REQUESTS:,} one simulation "
+            raise InputError(f"[[trace]]: {len(r.trace[0]):,} requests, over the {MAX_SIM_REQUESTS:,} one simulation "
                              "runs; give a shorter trace")
         order = np.argsort(np.asarray(r.trace[0], float), kind="stable")
         arrival, prompt, gen = (np.asarray(x)[order] for x in r.trace)
@@ -372,8 +372,8 @@ def _bounded_arrivals(r: ServeRequest, rng: np.random.Generator, notes: list[str
                      f"(~{MAX_SIM_REQUESTS:,} requests at {r.rate * 60:,.4g}/min, the most one run simulates)")
     arrival = poisson_arrivals(r.rate, duration, rng)
     if not len(arrival):
-        raise InputError(f"--rate {r.rate * 60:.3g}/min for --duration {r.duration:g} s: no request arrives "
-                         f"(expected {r.rate * r.duration:.2g}); give a higher --rate or a longer --duration")
+        raise InputError(f"[[rate]] {r.rate * 60:.3g}/min for [[duration]] {r.duration:g} s: no request arrives "
+                         f"(expected {r.rate * r.duration:.2g}); give a higher [[rate]] or a longer [[duration]]")
     return arrival, duration
 
 

@@ -19,7 +19,7 @@ from .units import GiB
 PARALLEL_AUTO_TRY = 4  # ollama v0.9.0 server/sched.go: defaultParallel = 4, else 1
 
 
-def version_tuple(v: str, flag: str = "--app-version") -> tuple[int, ...]:
+def version_tuple(v: str, flag: str = "[[app_version]]") -> tuple[int, ...]:
     m = re.fullmatch(r"v?(\d+)(?:\.(\d+))?(?:\.(\d+))?", v.strip())
     if not m:
         raise InputError(f"{flag} {v!r}: not a version; write it like 0.15.5")
@@ -39,7 +39,7 @@ def default_context(app: ServingApp, version: str, gpu_bytes: int, train_ctx: in
             if app.context_capped_at_train and r.context > train_ctx:
                 return train_ctx, why + f", capped at the model's {train_ctx:,}", r.source
             return r.context, why, r.source
-    raise InputError(f"--app-version {version}: older than every {app.name} version the planner knows")
+    raise InputError(f"[[app_version]] {version}: older than every {app.name} version the planner knows")
 
 
 def default_parallel(app: ServingApp, version: str, fits: bool) -> int:
@@ -92,7 +92,7 @@ def check_guardrail(app: ServingApp, total: int, fit: Fit, level: str | None) ->
     name, _, cap_gb = name.partition(":")
     lv = next((g for g in app.guardrails if g.name == name), None)
     if lv is None:
-        raise InputError(f"--guardrail {level!r}: {app.name} has {', '.join(g.name for g in app.guardrails)} "
+        raise InputError(f"[[guardrail]] {level!r}: {app.name} has {', '.join(g.name for g in app.guardrails)} "
                          "(custom:<GB> for your own limit)")
     if lv.custom_cap:
         return _custom_guardrail(lv.name, cap_gb, total)
@@ -113,7 +113,7 @@ def _custom_guardrail(name: str, cap_gb: str, total: int) -> tuple[str, bool, st
     except ValueError:
         cap = -1.0
     if not 0 < cap <= 65_536e9:  # also nan and inf: a limit no Mac has
-        raise InputError(f"--guardrail custom:{cap_gb[:20]}: give the memory limit in GB (up to 65,536), e.g. "
+        raise InputError(f"[[guardrail]] custom:{cap_gb[:20]}: give the memory limit in GB (up to 65,536), e.g. "
                          "custom:40")
     ok = total <= cap
     return name, ok, (f"guardrail custom {cap / 1e9:g} GB {'loads' if ok else 'refuses'}: estimate "

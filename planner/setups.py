@@ -20,13 +20,13 @@ if TYPE_CHECKING:
 
 
 def with_images(req: PlanRequest, model: ModelProfile) -> tuple[PlanRequest, list[Runtime], list[str]]:
-    """--images N: image tokens join the context and the prompt, mlx-lm gives way to mlx-vlm (mlx-lm reads text
+    """N images per request: image tokens join the context and the prompt, mlx-lm gives way to mlx-vlm (mlx-lm reads text
     only), and the projector is counted. Without images: the runtimes asked for, no projector."""
     names = profiles.expand_runtimes(req.runtimes)
     _check_app_flags(req, names)
     if not req.images:
         if req.image_size is not None:
-            raise InputError("--image-size needs --images N (images per request)")
+            raise InputError("[[image_size]] needs [[images]] N (images per request)")
         return req, [profiles.load_runtime(r) for r in names], []
     from .vision import image_tokens
 
@@ -77,7 +77,7 @@ def with_offload(opt: Option, mm: MemoryModel, q: QuantFormat, chip: Chip | None
 
 
 def with_draft(opt: Option, mm: MemoryModel, q: QuantFormat, chip: Chip | None, wired: WiredLimit, req: PlanRequest) -> Option:
-    """--draft-model: the draft's memory at the same context and slots, the decode speed-up, and the recipe."""
+    """A draft model (speculative decoding): the draft's memory at the same context and slots, the decode speed-up, and the recipe."""
     if not req.draft_model or not mm.engine.drafts or profiles.serving_app_of(mm.runtime.id) is not None:
         return opt
     from .draft import draft_memory_model, draft_plan
@@ -115,13 +115,13 @@ def judge_offloads(options: list[Option]) -> list[Option]:
 
 
 def _check_app_flags(req: PlanRequest, names: list[str]) -> None:
-    """--app-version / --guardrail / --draft-model only mean something for some runtimes: say so instead of
+    """The app version, the guardrail and the draft model only mean something for some runtimes: say so instead of
     ignoring them."""
     apps = [a for a in (profiles.serving_app_of(profiles.load_runtime(n).id) for n in names) if a is not None]
     if req.app_version is not None and not apps:
-        raise InputError("--app-version applies to Ollama or LM Studio: add --runtime ollama or --runtime lmstudio")
+        raise InputError("[[app_version]] applies to Ollama or LM Studio: add [[runtime]] ollama or [[runtime]] lmstudio")
     if req.guardrail is not None and not any(a.guardrails for a in apps):
-        raise InputError("--guardrail applies to LM Studio's model-loading guardrails: add --runtime lmstudio")
+        raise InputError("[[guardrail]] applies to LM Studio's model-loading guardrails: add [[runtime]] lmstudio")
     if req.draft_model is not None and not any(profiles.serving_app_of(profiles.load_runtime(n).id) is None
                                                for n in names):
-        raise InputError("--draft-model applies to llama.cpp and mlx-lm (llama-server -md, mlx_lm --draft-model)")
+        raise InputError("[[draft_model]] applies to llama.cpp and mlx-lm (llama-server -md, mlx_lm.server --draft-model)")

@@ -244,7 +244,7 @@ def geometry(mm: MemoryModel, quant_kind: str = "gguf", quant_mode: str | None =
 def bandwidth(chip: Chip) -> float:
     """Vendor memory bandwidth [bytes/s]; refuses chips without one."""
     if chip.memory_bandwidth_gb_s is None:
-        raise InputError(f"--chip {chip.name} {chip.gpu_cores}-core: memory bandwidth is not published "
+        raise InputError(f"[[chip]] {chip.name} {chip.gpu_cores}-core: memory bandwidth is not published "
                          f"({chip.status}); speed cannot be predicted (memory answers still work)")
     return gb_s_to_bytes_s(chip.memory_bandwidth_gb_s)
 
@@ -259,7 +259,7 @@ def peak_flops(chip: Chip, reference_chips: list[Chip] | None = None) -> tuple[f
         return tflops_to_flops(chip.gpu_fp16_tflops), chip.tflops_basis or "chip profile"
     refs = [c for c in (reference_chips or []) if c.gpu_fp16_tflops and c.generation < chip.generation]
     if not refs:
-        raise InputError(f"--chip {chip.label}: no GPU FLOPS figure and no earlier generation to derive it from")
+        raise InputError(f"[[chip]] {chip.label}: no GPU FLOPS figure and no earlier generation to derive it from")
     gen = max(c.generation for c in refs)
     per_core = max((c.gpu_fp16_tflops or 0.0) / c.gpu_cores for c in refs if c.generation == gen)
     return (tflops_to_flops(per_core * chip.gpu_cores),
@@ -603,7 +603,7 @@ def estimate(rf: Roofline, prompt: int, gen: int, depth: int = 0, batch: int = 1
     ``calibration`` defaults to the roofline's own source string (set by :func:`roofline`). ``knee=False`` skips
     the knee scan (a few hundred step evaluations) for callers that do not report it (the buy sweep)."""
     if batch < 1 or prompt < 0 or gen < 0 or depth < 0:
-        raise InputError("--batch must be ≥ 1 and --prompt/--gen/--depth ≥ 0")
+        raise InputError("[[batch]] must be ≥ 1 and [[prompt]]/[[gen]]/[[depth]] ≥ 0")
     t_pf, pf_bound = rf.prefill_time(prompt, depth, batch)
     start = depth + prompt
     first_step = rf.step_time(batch, start)

@@ -14,7 +14,7 @@ from . import profiles
 from .errors import InputError
 from .schema import ModelProfile, VisionFamily
 
-DEFAULT_IMAGE = (1024, 1024)  # width x height when --image-size is not given [px]
+DEFAULT_IMAGE = (1024, 1024)  # width x height when no image size is given [px]
 
 
 def parse_size(text: str | None) -> tuple[int, int]:
@@ -23,7 +23,7 @@ def parse_size(text: str | None) -> tuple[int, int]:
         return DEFAULT_IMAGE
     m = re.fullmatch(r"\s*(\d{1,5})\s*[xX×]\s*(\d{1,5})\s*", text)
     if not m or 0 in (int(m.group(1)), int(m.group(2))):
-        raise InputError(f"--image-size {text!r}: give width x height in pixels, e.g. 1280x720")
+        raise InputError(f"[[image_size]] {text!r}: give width x height in pixels, e.g. 1280x720")
     return int(m.group(1)), int(m.group(2))
 
 
@@ -79,7 +79,7 @@ def image_tokens(model: ModelProfile, images: int, size: str | None) -> tuple[in
     fam = profiles.vision_family(model.id)
     if fam is None or not model.vision_params_b:
         known = sorted({m for f in _families() for m in f.models})
-        raise InputError(f"--images {images}: {model.id} has no vision encoder; vision models: {', '.join(known)}")
+        raise InputError(f"[[images]] {images}: {model.id} has no vision encoder; vision models: {', '.join(known)}")
     w, h = parse_size(size)
     per = tokens_per_image(fam, w, h)
     if fam.tokens_per_image:

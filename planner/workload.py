@@ -160,8 +160,8 @@ def load_workload(name: str) -> WorkloadProfile:
     key = profiles.norm(name or "")
     idx = profiles._index("workloads")
     if key not in idx:
-        raise UnknownProfileError("workload", name, list(idx), flag="--workload",
-                                  hint=f"presets: {', '.join(sorted(idx))}, or give --prompt/--gen")
+        raise UnknownProfileError("workload", name, list(idx), flag="[[workload]]",
+                                  hint=f"presets: {', '.join(sorted(idx))}, or give [[prompt]]/[[gen]]")
     return profiles.load_file(idx[key], WorkloadProfile)
 
 
@@ -197,20 +197,20 @@ def custom_workload(base: str | None = None, *, prompt: str | None = None, gen: 
     wl = load_workload(base or "chat")
     upd: dict[str, Any] = {}  # WorkloadProfile fields of several types
     if prompt is not None:
-        upd["prompt_tokens"] = parse_length(prompt, "--prompt")
+        upd["prompt_tokens"] = parse_length(prompt, "[[prompt]]")
     if gen is not None:
-        upd["gen_tokens"] = parse_length(gen, "--gen")
+        upd["gen_tokens"] = parse_length(gen, "[[gen]]")
     if users is not None:
         if users <= 0 or users > 4096:
-            raise InputError(f"--users {users}: give 1 to 4096 concurrent users")
+            raise InputError(f"[[users]] {users}: give 1 to 4096 concurrent users")
         upd["users"] = users
     if context is not None:
         if context <= 0:
-            raise InputError(f"--context {context}: must be a positive number of tokens")
+            raise InputError(f"[[context]] {context}: must be a positive number of tokens")
         upd["context_cap"] = context
     t = wl.targets.model_dump()
-    for k, v, flag in (("min_tok_s_per_user", min_tok_s, "--min-tok-s"), ("max_ttft_s", max_ttft, "--max-ttft"),
-                       ("max_request_s", max_request, "--max-request")):
+    for k, v, flag in (("min_tok_s_per_user", min_tok_s, "[[min_tok_s]]"), ("max_ttft_s", max_ttft, "[[max_ttft]]"),
+                       ("max_request_s", max_request, "[[max_request]]")):
         if v is not None:
             if v <= 0:
                 raise InputError(f"{flag} {v:g}: must be positive")

@@ -47,6 +47,7 @@ def evaluate(item, *, ram: float | None, chip: str | None, gpu_cores: int | None
     from pathlib import Path
 
     from planner.errors import PlannerError
+    from planner.inputs import template
     from planner.plan import PlanRequest, plan
     from sources import resolve_folder, resolve_gguf
 
@@ -61,7 +62,7 @@ def evaluate(item, *, ram: float | None, chip: str | None, gpu_cores: int | None
                           context=context, users=users, macos=macos, wired_limit_mb=wired_limit_mb)
         p = plan(req, res)
     except (PlannerError, ValueError) as e:
-        return InstalledRow(**{**row, "error": " ".join(str(e).split())[:300]})
+        return InstalledRow(**{**row, "error": " ".join(template(e).split())[:300]})  # inputs by key: the edge says them
     if not p.options:
         return InstalledRow(**{**row, "error": "the planner found no option for it"})
     o = p.options[0]

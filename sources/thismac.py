@@ -161,6 +161,7 @@ def map_to_profile(facts: MacFacts) -> ThisMac:
     from planner import profiles
     from planner.deployment import resolve_mac
     from planner.errors import PlannerError
+    from planner.inputs import template
 
     ram_gb = facts.ram_bytes / 2**30 if facts.ram_bytes else None
     if ram_gb is not None and abs(ram_gb - round(ram_gb)) < 1e-9:
@@ -180,7 +181,7 @@ def map_to_profile(facts: MacFacts) -> ThisMac:
         try:
             mac = resolve_mac(name, facts.gpu_cores, ram_gb)
         except PlannerError as e:
-            unknown = (f"this {name} configuration is not in the chip profiles ({' '.join(str(e).split())}; "
+            unknown = (f"this {name} configuration is not in the chip profiles ({' '.join(template(e).split())}; "
                        f"{update}); memory answers only")
         else:
             if mac.chip is not None and (facts.gpu_cores is not None or mac.bin_note is None):

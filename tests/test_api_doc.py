@@ -62,10 +62,14 @@ def test_the_api_reads_the_file_where_the_core_alone_cannot(gguf_here):
     assert not any(o.weights.exact for o in core.options)
 
 
-def test_the_api_answers_as_the_command_line(capsys):
+def test_the_api_answers_as_the_command_line(capsys, monkeypatch):
     import mac_llm_planner as api
+    from cli import words
     from cli.contract import with_version
     from cli.main import main
+
+    # the same answers; only the inputs a note names are spelled as keyword arguments, not flags: spell them alike
+    monkeypatch.setattr(words, "arg_names", lambda question=None: words.FLAGS)
 
     cases = [
         (api.plan, dict(model="llama-3.1-8b", ram_gb=64, chip="M4 Max", gpu_cores=40),

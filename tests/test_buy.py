@@ -73,7 +73,7 @@ def test_two_models_resident_together_need_more_memory():
 def test_rumoured_and_discontinued_left_out_unless_asked():
     r = buy(["llama-3.1-8b"], _no_targets(custom_workload("chat")))
     assert all("rumoured" not in " ".join(x.flags) and not x.discontinued for x in r.per_mac)
-    assert r.excluded_macs["discontinued"] > 0 and any("--include-discontinued" in n for n in r.notes)
+    assert r.excluded_macs["discontinued"] > 0 and any("[[include_discontinued]]" in n for n in r.notes)
     r2 = buy(["llama-3.1-8b"], _no_targets(custom_workload("chat")), include_discontinued=True)
     assert any(x.discontinued for x in r2.per_mac) and "discontinued" not in r2.excluded_macs
 

@@ -42,7 +42,7 @@ def test_max_raise_leaves_4_gib_or_12_5_percent():
 def test_user_wired_limit_bounds():
     assert C.wired_limit(64, MACOS15, 57344).effective_bytes == 56 * GiB
     for bad in (0, -1, 65537, 10**12):
-        with pytest.raises(InputError, match="--wired-limit"):
+        with pytest.raises(InputError, match="^wired_limit "):
             C.wired_limit(64, MACOS15, bad)
 
 

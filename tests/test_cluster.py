@@ -185,7 +185,7 @@ def test_parse_macs_counts_and_fallback_bins():
 def test_parse_macs_bad_specs(spec):
     with pytest.raises(InputError) as e:
         parse_macs(spec)
-    assert "\n" not in str(e.value) and "--macs" in str(e.value)
+    assert "\n" not in str(e.value) and e.value.fields["input"] == "macs" and str(e.value).startswith("macs")
 
 
 def test_cluster_candidates_for_buy():

@@ -59,7 +59,7 @@ def test_draft_memory_is_the_draft_at_the_main_context_and_slots():
     d = draft_plan(mm, mm.total(8192, 2), "llama-3.2-1b", wired, 8192, 2, acceptance=0.7)
     assert d.kv_bytes == 512 * MiB
     assert d.total_bytes == mm.total(8192, 2) + d.weights_bytes + d.kv_bytes + d.buffer_bytes
-    assert d.acceptance == 0.7 and d.acceptance_source == "--draft-acceptance" and d.draft_tokens == 3
+    assert d.acceptance == 0.7 and d.acceptance_source == "[[draft_acceptance]]" and d.draft_tokens == 3
 
 
 def test_documented_pair_and_default_acceptance():
@@ -73,7 +73,7 @@ def test_documented_pair_and_default_acceptance():
 def test_draft_with_another_tokenizer_is_refused():
     mm = base_memory_model("llama-3.3-70b", "llama.cpp", "Q4_K_M")
     wired = capacity.wired_limit(64, profiles.load_macos("15"))
-    with pytest.raises(InputError, match="--draft-model qwen3-0.6b: vocabulary"):
+    with pytest.raises(InputError, match="draft_model qwen3-0.6b: vocabulary"):
         draft_plan(mm, mm.total(4096), "qwen3-0.6b", wired, 4096, 1)
 
 

@@ -63,7 +63,7 @@ def test_custom_guardrail_is_exact():
     assert check_guardrail(LMS, 41_000_000_000, fit, "custom:40")[1] is False
     with pytest.raises(InputError, match="custom:<GB>|custom:abc"):
         check_guardrail(LMS, 1, fit, "custom:abc")
-    with pytest.raises(InputError, match="--guardrail 'lax'"):
+    with pytest.raises(InputError, match="guardrail 'lax'"):
         check_guardrail(LMS, 1, fit, "lax")
 
 

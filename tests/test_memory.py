@@ -255,7 +255,7 @@ def test_output_buffer_per_sequence():
 
 # --------------------------------------------------------------------------- errors
 def test_kv_type_not_offered():
-    with pytest.raises(InputError, match="--kv-type"):
+    with pytest.raises(InputError, match="kv_type"):
         mm("llama-3.1-8b", kv_type="q2_k")
 
 

@@ -53,7 +53,7 @@ def test_kv_type_is_honoured_in_each_runtimes_spelling(typed, llama, mlx):
 def test_an_unknown_kv_type_is_refused_not_replaced():
     from planner.errors import InputError
 
-    with pytest.raises(InputError, match="--kv-type"):
+    with pytest.raises(InputError, match="^kv_type "):
         plan(PlanRequest(model="qwen3-8b", ram_gb=16, runtimes=["llama.cpp"], kv_type="q3"))
 
 

@@ -52,7 +52,7 @@ def test_ollama_default_on_64gb_is_the_full_context():
 
 @pytest.mark.parametrize("bad", ["x", "1.2.3.4", "", "v"])
 def test_bad_version_is_one_clear_error(bad):
-    with pytest.raises(InputError, match="--app-version"):
+    with pytest.raises(InputError, match="app_version"):
         version_tuple(bad)
 
 

@@ -49,12 +49,12 @@ def test_images_add_the_projector_and_their_tokens():
 
 
 def test_images_on_a_text_model_is_one_clear_error():
-    with pytest.raises(InputError, match="--images 1: llama-3.1-8b has no vision encoder"):
+    with pytest.raises(InputError, match="images 1: llama-3.1-8b has no vision encoder"):
         plan(PlanRequest(model="llama-3.1-8b", ram_gb=16, images=1))
 
 
 def test_image_size_needs_images():
-    with pytest.raises(InputError, match="--image-size needs --images"):
+    with pytest.raises(InputError, match=r"image_size needs images N"):
         plan(PlanRequest(model="qwen2.5-vl-7b", ram_gb=16, image_size="640x480"))
 
 

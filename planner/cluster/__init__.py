@@ -93,7 +93,7 @@ def split_layers(n_layers: int, weights: list[float]) -> list[tuple[int, int]]:
     """Contiguous [start, end) ranges with counts proportional to ``weights`` (cumulative rounding), ≥ 1 each."""
     n = len(weights)
     if n > n_layers:
-        raise InputError(f"--macs: {n} Macs but the model has only {n_layers} layers to split")
+        raise InputError(f"[[macs]]: {n} Macs but the model has only {n_layers} layers to split")
     tot = sum(weights)
     cuts, acc = [0], 0.0
     for i, w in enumerate(weights[:-1]):
@@ -290,9 +290,9 @@ def plan_cluster(model: str, nodes: list[Node], link: str | LinkProfile = "tb5",
                  scaling: bool = True) -> ClusterPlan:
     engine, mode = check_engine(engine, mode)
     if not nodes:
-        raise InputError("--macs: give at least one Mac")
+        raise InputError("[[macs]]: give at least one Mac")
     if context <= 0 or users <= 0 or prompt < 0 or gen < 0:
-        raise InputError("--context and --users must be positive, --prompt/--gen ≥ 0")
+        raise InputError("[[context]] and [[users]] must be positive, [[prompt]]/[[gen]] ≥ 0")
     prompt = min(prompt, context - 1)
     lk = link if isinstance(link, LinkProfile) else load_link(link)
     tr = transport(lk, engine, rdma)

@@ -69,7 +69,7 @@ def load_link(name: str) -> LinkProfile:
     key = profiles.norm(name).replace("thunderbolt", "tb").replace("tb-", "tb").replace("10g-ethernet", "10gbe")
     key = {"10g": "10gbe", "10gbit": "10gbe", "2.5g": "2.5gbe", "tb": "tb5"}.get(key, key)
     if key not in idx:
-        raise UnknownProfileError("link", name, list(idx), flag="--link")
+        raise UnknownProfileError("link", name, list(idx), flag="[[link]]")
     return profiles.load_file(idx[key], LinkProfile)  # validation errors -> ProfileError, one line
 
 
@@ -77,13 +77,13 @@ def check_engine(engine: str, mode: str) -> tuple[str, str]:
     e = {"llama.cpp": "llama.cpp-rpc", "rpc": "llama.cpp-rpc", "mlx-lm": "mlx", "llamacpp": "llama.cpp-rpc"}.get(
         engine.strip().lower(), engine.strip().lower())
     if e not in ENGINES:
-        raise InputError(f"--engine {engine!r}: choose one of {', '.join(ENGINES)}")
+        raise InputError(f"[[engine]] {engine!r}: choose one of {', '.join(ENGINES)}")
     m = mode.strip().lower()
     if m not in ("pipeline", "tensor"):
-        raise InputError(f"--mode {mode!r}: choose pipeline or tensor")
+        raise InputError(f"[[mode]] {mode!r}: choose pipeline or tensor")
     if m not in MODES[e]:
-        raise InputError(f"--mode {m} is not offered by {e}: llama.cpp RPC splits layers only (--tensor-split sets "
-                         f"layer proportions; row split is CUDA-only); use --mode pipeline or --engine mlx")
+        raise InputError(f"[[mode]] {m} is not offered by {e}: llama.cpp RPC splits layers only (--tensor-split sets "
+                         f"layer proportions; row split is CUDA-only); use [[mode]] pipeline or [[engine]] mlx")
     return e, m
 
 

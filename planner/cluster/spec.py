@@ -1,4 +1,4 @@
-"""Parse a --macs spec ("2x Mac Studio M3 Ultra 512GB, 1x MacBook Pro M4 Max 128GB") into cluster nodes.
+"""Parse the Macs of a cluster ("2x Mac Studio M3 Ultra 512GB, 1x MacBook Pro M4 Max 128GB") into cluster nodes.
 
 Each item: optional count (``2x``, ``2 x``, ``2×``), a product family (Mac Studio, Mac mini, MacBook Pro, MacBook Air,
 iMac, Mac Pro; optional), a chip name (``M3 Ultra``), optional GPU cores (``80-core``, ``80gpu``) and the RAM
@@ -37,7 +37,7 @@ class Node:
 
 def _bad(item: str, why: str) -> InputError:
     shown = item.strip() if len(item.strip()) <= 80 else item.strip()[:60] + "..."
-    return InputError(f"--macs {shown!r}: {why} (e.g. --macs \"2x Mac Studio M3 Ultra 512GB, "
+    return InputError(f"[[macs]] {shown!r}: {why} (e.g. [[macs]] \"2x Mac Studio M3 Ultra 512GB, "
                       f"1x MacBook Pro M4 Max 128GB\")")
 
 
@@ -106,9 +106,9 @@ def parse_item(item: str) -> tuple[int, Node]:
 
 
 def parse_macs(spec: str) -> list[Node]:
-    """The whole --macs spec -> one Node per Mac, in the order given (the first is the head node)."""
+    """The whole spec of the Macs -> one Node per Mac, in the order given (the first is the head node)."""
     if not spec or not spec.strip():
-        raise InputError("--macs is empty; e.g. --macs \"2x Mac Studio M3 Ultra 512GB\"")
+        raise InputError("[[macs]] is empty; e.g. [[macs]] \"2x Mac Studio M3 Ultra 512GB\"")
     nodes: list[Node] = []
     for item in re.split(r"[,;+]", spec):
         if not item.strip():
@@ -116,5 +116,5 @@ def parse_macs(spec: str) -> list[Node]:
         n, node = parse_item(item)
         nodes += [node] * n
     if len(nodes) > MAX_NODES:
-        raise InputError(f"--macs: {len(nodes)} Macs; at most {MAX_NODES} are modelled")
+        raise InputError(f"[[macs]]: {len(nodes)} Macs; at most {MAX_NODES} are modelled")
     return nodes

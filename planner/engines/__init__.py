@@ -36,9 +36,9 @@ class Engine(Protocol):
     # ---- capabilities (flags the physics modules test instead of runtime names)
     mmap_streams: bool        # weights mapped from the file: a model larger than RAM streams from the SSD
     partial_offload: bool     # -ngl: some layers on the CPU
-    kv_unified_option: bool   # one KV stream shared by all slots (--kv-unified)
+    kv_unified_option: bool   # one KV stream shared by all slots (llama-server --kv-unified)
     refuses_long_prompts: bool  # the server refuses a prompt longer than the slot
-    host_step: bool           # the server's host work per token is timed apart (plan calibrate --server)
+    host_step: bool           # the server's host work per token is timed apart (the server calibration run)
     context_checkpoints: bool  # llama-server keeps recurrent-state checkpoints per slot (hybrid models)
     drafts: bool              # speculative decoding with a draft model
     draft_one_at_a_time: bool  # a draft model makes the server serve one request at a time

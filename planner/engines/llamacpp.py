@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # these modules import planner.engines
 
 LAZY_MIN_BYTES = 4 * 1024**3  # llama-model-loader.cpp lazy_read::add auto_min_size
 
-# the --kv-type spellings of other runtimes for llama.cpp's types (common/arg.cpp kv_cache_types: f16, q8_0, q4_0,
+# the KV cache type spellings of other runtimes for llama.cpp's types (common/arg.cpp kv_cache_types: f16, q8_0, q4_0,
 # ...): "q8" is q8_0
 _LLAMA_KV = {"q8": "q8_0", "q4": "q4_0", "8bit": "q8_0", "4bit": "q4_0", "kv8": "q8_0", "kv4": "q4_0", "8": "q8_0",
              "4": "q4_0", "fp16": "f16", "q80": "q8_0", "q40": "q4_0", "q8-0": "q8_0", "q4-0": "q4_0"}
@@ -60,18 +60,18 @@ class LlamaCpp:
 
     name = "llama.cpp"
     server = "llama-server"
-    mmap_streams = True       # default --load-mode auto = mmap: a GGUF larger than RAM streams from the SSD
+    mmap_streams = True       # default llama-server --load-mode auto = mmap: a GGUF larger than RAM streams from the SSD
     partial_offload = True    # -ngl
-    kv_unified_option = True  # --kv-unified
+    kv_unified_option = True  # llama-server --kv-unified
     refuses_long_prompts = True  # tools/server: a prompt longer than the slot's context is an error
-    host_step = True          # llama-server's sampling/streaming per token (plan calibrate --server)
+    host_step = True          # llama-server's sampling/streaming per token (the server calibration run)
     context_checkpoints = True  # common/common.h n_ctx_checkpoints: recurrent-state checkpoints per slot
     drafts = True             # llama-server -md
     draft_one_at_a_time = False
 
     # ---- memory layout
     def kv_alias(self, kv_type: str) -> str:
-        """A --kv-type as llama.cpp spells it (q8 -> q8_0); unknown names unchanged."""
+        """A KV cache type as llama.cpp spells it (q8 -> q8_0); unknown names unchanged."""
         k = kv_type.lower()
         return _LLAMA_KV.get(k, k)
 
@@ -84,7 +84,7 @@ class LlamaCpp:
         return kv_type not in ("f16", "bf16", "f32")
 
     def settings(self, runtime: Runtime, flash_attn: bool | None, kv_unified: bool | None) -> tuple[bool, bool]:
-        """(flash attention, unified KV): the profile's defaults (-fa, --kv-unified) unless the user set them."""
+        """(flash attention, unified KV): the profile's defaults (flash attention, unified KV cache) unless the user set them."""
         rt = _llama(runtime)
         return (rt.flash_attn if flash_attn is None else flash_attn,
                 rt.kv_unified if kv_unified is None else kv_unified)
@@ -93,7 +93,7 @@ class LlamaCpp:
         """Bytes per KV row element: ggml_row_size."""
         tt = _types_lower(table)[kv_type.lower()]
         if ne0 % tt.block_size:
-            raise InputError(f"--kv-type {kv_type}: row of {ne0} values is not a multiple of its block {tt.block_size}")
+            raise InputError(f"[[kv_type]] {kv_type}: row of {ne0} values is not a multiple of its block {tt.block_size}")
         return tt.bytes_per_block / tt.block_size
 
     def rotating(self, model: ModelProfile, runtime: Runtime) -> bool:
@@ -183,7 +183,7 @@ class LlamaCpp:
     # ---- step times
     def prefill_chunk(self, mm: MemoryModel) -> int:
         """Prompt tokens per prefill step: the physical batch -ub of this memory model (Runtime.prefill_chunk
-        unless the user gave --ubatch)."""
+        unless the user gave a physical batch, n_ubatch)."""
         return mm.n_ubatch
 
     def prefill_steps(self, prompt: int, batch: int, chunk: int, prefill_batch: int = 1) -> int:

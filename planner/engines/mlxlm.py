@@ -56,13 +56,13 @@ class MlxLm:
 
     # ---- memory layout
     def kv_alias(self, kv_type: str) -> str:
-        """A --kv-type as mlx-lm spells it (q8 -> kv8); unknown names unchanged."""
+        """A KV cache type as mlx-lm spells it (q8 -> kv8); unknown names unchanged."""
         k = kv_type.lower().replace("-", "").replace("_", "")
         return _MLX_KV.get(k, k)
 
     def check_kv_type(self, given: str, kv_type: str, runtime: Runtime, model: ModelProfile) -> None:
         if kv_type != "bf16" and self.rotating(model, runtime):
-            raise InputError(f"--kv-type {given}: mlx-lm cannot quantize the sliding-window (rotating) cache of "
+            raise InputError(f"[[kv_type]] {given}: mlx-lm cannot quantize the sliding-window (rotating) cache of "
                              f"{model.id} (RotatingKVCache Quantization NYI); use bf16")
 
     def quantized_v_needs_flash(self, kv_type: str) -> bool:

@@ -303,6 +303,7 @@ def test_model_line_shows_active_params_only_for_moe(p70):
 def test_for_web_speaks_the_forms_words():
     assert readings.for_web("unknown model --model 'x'; see `plan models`") == "Unknown model 'x'; see the model catalog"
     assert readings.for_web("--wired-limit 9 MB is too small") == "GPU wired limit (Advanced) 9 MB is too small"
+    assert readings.for_web("[[wired_limit]] 9 MB is too small") == "GPU wired limit (Advanced) 9 MB is too small"
     assert readings.for_web("meets nothing for 1 user(s) with 2 slot(s)") == "Meets nothing for 1 user with 2 slots"
     assert readings.for_web("read /tmp/up/ab12/M/config.json", "/tmp/up/ab12/M") == "Read the uploaded config.json"
 
