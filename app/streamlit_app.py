@@ -469,7 +469,8 @@ def cached_ceiling(request_json: str, runtime: str, quant: str, users: tuple[int
     for u in users:
         try:
             res = predict_result(r.chip, r.gpu_cores, r.ram_gb, r.model, quant, runtime, r.prompt_tokens,
-                                 r.gen_tokens, 0, u, r.macos, r.flash_attn, r.n_ubatch, r.kv_type)
+                                 r.gen_tokens, 0, u, r.macos, r.flash_attn, r.n_ubatch, r.kv_type,
+                                 cached_prefix=r.cached_prefix)
         except PlannerError:
             return {}
         out[u] = res["decode_ceiling_tok_s"]

@@ -7,6 +7,9 @@ import typer
 from planner._model import DEFAULT_MACOS
 from planner.format import SCORE_CAVEAT_NOTE, fmt_bytes, fmt_ctx, fmt_params, fmt_score, fmt_tok_s, table
 
+from .options import check, wopt
+from .questions import WhatRunsRequest as Q
+
 
 def models_cmd(
     ram: float | None = typer.Option(None, "--ram", help="Unified memory [GB]: rank the models that run on it"),
@@ -15,7 +18,9 @@ def models_cmd(
     task: str | None = typer.Option(None, "--task", help="chat, code, reasoning, vision or embedding"),
     min_tok_s: float | None = typer.Option(None, "--min-tok-s", help="Minimum decode tok/s per user"),
     context: int = typer.Option(8192, "--context", "-c", help="Context per user [tokens]"),
-    users: int = typer.Option(1, "--users", "-u", help="Concurrent users"),
+    users: int = wopt(Q, "users"),
+    prompt: str = wopt(Q, "prompt"),
+    gen: str = wopt(Q, "gen"),
     runtime: list[str] | None = typer.Option(None, "--runtime", "-r", help="Runtimes (default llama.cpp, mlx-lm)"),
     max_params: float | None = typer.Option(None, "--max-params", help="Largest model [billions of parameters]"),
     family: str | None = typer.Option(None, "--family", help="Model family, e.g. qwen, llama, gemma"),
@@ -32,7 +37,7 @@ def models_cmd(
     from .bounds import check_options
 
     check_options(ram=ram, gpu_cores=gpu_cores, context=context, users=users, min_tok_s=min_tok_s,
-                  max_params=max_params)
+                  max_params=max_params, prompt=prompt, gen=gen)
     if not 0 <= top <= 10_000:  # --top -1 printed all but the last row
         raise InputError(f"--top {top}: give 0 (all rows) to 10,000")
     if installed or dirs:   # cli/installed.py
@@ -49,8 +54,10 @@ def models_cmd(
     chip_p = resolve_chip_for_ram(chip, ram, gpu_cores) if chip is not None else None
     if gpu_cores is not None and chip_p is None:
         raise InputError("--gpu-cores needs --chip (e.g. --chip 'M4 Max' --gpu-cores 40)")
+    pt = check(Q, {"ram": ram, "prompt": prompt, "gen": gen})
     r = what_runs(Query(ram_gb=ram, chip=chip_p, task=task, min_tok_s=min_tok_s, context=context, users=users,
-                        runtimes=tuple(runtime or ()), max_params_b=max_params, family=family, macos=macos))
+                        runtimes=tuple(runtime or ()), max_params_b=max_params, family=family, macos=macos,
+                        prompt_tokens=pt.prompt, gen_tokens=pt.gen))
     if json_out:
         from .contract import dumps
 

@@ -24,6 +24,7 @@ from .memory import MemoryModel
 from .results import Fit, ModelRow, ModelsResult, WiredLimit
 from .schema import Chip, MlxRuntime, ModelProfile, QuantFormat, Runtime
 from .search import Speed, base_memory_model, quants_for, speed_at, speed_available, speed_model, with_kv
+from .workload import point_in_context
 
 DEFAULT_RUNTIMES = ["llama.cpp", "mlx-lm"]
 TASKS = ("chat", "code", "reasoning", "vision", "embedding")
@@ -110,8 +111,7 @@ def _evaluate(m: ModelProfile, rt: Runtime, q: QuantFormat, qn: QualityNote, kv:
     if want_speed and qy.chip is not None and c.fit.verdict != "no-fit":
         rf = _speed_model(m.id, rt.id, q.id, kv, qy.chip.id)
         if rf is not None:
-            prompt = max(1, min(qy.prompt_tokens, ctx - 1))
-            gen = max(1, min(qy.gen_tokens, ctx - prompt))
+            prompt, gen = point_in_context(qy.prompt_tokens, qy.gen_tokens, ctx)
             # one user: the staggered TTFT equals the batch one (same prompt, batch 1), so skip the second estimate
             c.speed = speed_at(rf, prompt, gen, qy.users, qy.users, qy.users > 1)
     return c
@@ -302,6 +302,7 @@ def what_runs(qy: Query) -> ModelsResult:
         ram_gb=qy.ram_gb, chip=qy.chip.id if qy.chip else None,
         chip_label=qy.chip.label if qy.chip else None, wired_limit_bytes=wired.effective_bytes,
         context=qy.context, users=qy.users, min_tok_s=qy.min_tok_s, prompt_tokens=qy.prompt_tokens,
+        gen_tokens=qy.gen_tokens,
         quality_basis=_basis_text(basis, ebasis), rows=_rank(rows, best_effort), embedding_rows=_rank(erows, best_effort),
         best_effort=best_effort, binding=binding, excluded={k: v for k, v in excluded.items() if v},
         evaluated=count[0], notes=notes)

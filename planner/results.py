@@ -146,6 +146,7 @@ class SpeedSummary(BaseModel):
     model_config = Frozen
     prompt_tokens: int
     gen_tokens: int
+    cached_prefix_share: float = Field(0.0, description="Share of the prompt assumed in the prompt cache (TTFT)")
     prefill_tok_s: float = Field(description="Prefill of one prompt [tok/s]")
     ttft_s: float = Field(description="Time to first token for one prompt [s]")
     time_per_request_s: float = Field(description="TTFT + generation, one user [s]")
@@ -264,6 +265,7 @@ class ModelsResult(BaseModel):
     users: int
     min_tok_s: float | None = None
     prompt_tokens: int
+    gen_tokens: int = 0
     quality_basis: str = Field(description="What the quality figure is")
     rows: list[ModelRow] = Field(description="Generative models, best first")
     embedding_rows: list[ModelRow] = Field([], description="Embedding models, ranked by their own benchmark")
