@@ -116,7 +116,8 @@ class ThroughputEstimate(BaseModel):
 
     model_config = Frozen
     prefill_tok_s: float = Field(description="Prompt tokens processed per second, all sequences together [tok/s]")
-    ttft_s: float = Field(description="Time to first token: prefill of the prompts plus one decode step [s]")
+    ttft_s: float = Field(description="Time to first token: the prefill (llama.cpp), the prefill of all but the last "
+                          "prompt token plus one decode step (mlx-lm); throughput.first_token_time [s]")
     decode_tok_s: float = Field(description="Generated tokens per second, all sequences together [tok/s]")
     decode_tok_s_per_seq: float = Field(description="Generated tokens per second seen by one sequence [tok/s]")
     decode_tok_s_range: tuple[float, float] = Field(

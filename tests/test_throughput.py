@@ -107,7 +107,12 @@ def test_prefill_golden():
     assert bound == "compute"
     est = tp.estimate(r, prompt=1000, gen=0)
     assert est.prefill_tok_s == pytest.approx(1000 / t)
-    assert est.ttft_s == pytest.approx(t + r.step_time(1, 1000))
+    # llama.cpp samples the first token from the prompt's last logits: TTFT is the prefill (first_token_time)
+    assert est.ttft_s == pytest.approx(t, rel=1e-12)
+    # mlx-lm runs the last prompt token as the first decode step: prefill of 999 tokens + one step at depth 999
+    m = tp.roofline(GEO, chip(), RES, "mlx-lm", flash_attn=True, chunk=512)
+    assert tp.estimate(m, prompt=1000, gen=0).ttft_s == pytest.approx(
+        m.prefill_time(999, 0, 1)[0] + m.step_time(1, 999), rel=1e-12)
 
 
 def test_prefill_steps_rule():
