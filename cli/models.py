@@ -109,7 +109,7 @@ def _table(rows, speed: bool) -> str:
             if "embedding" in x.tasks:   # an embedding model only reads its input: prefill is its speed
                 rng, dec = "–", "–"
             else:
-                dec = fmt_tok_s(x.decode_tok_s)
+                dec = fmt_tok_s(x.decode_tok_s_per_user)
             line += [dec, rng, fmt_tok_s(x.prefill_tok_s)]
         flag = {"tight": "tight", "raise-limit": "raise limit", "no-fit": "no fit"}.get(x.verdict, "")
         why = "; ".join(m.split(":")[0] for m in x.misses)

@@ -344,7 +344,7 @@ def _row(c: _Cand, qy: Query, wired: WiredLimit, basis: str | None) -> ModelRow:
         quant=c.quant.id, quant_quality=c.qn.tier, kv_type=c.mm.kv.kv_type, verdict=c.fit.verdict,
         memory_bytes=c.total, memory_left_bytes=wired.effective_bytes - c.total, context=c.context,
         max_context=capacity.max_context(c.mm, qy.users, budget, max_pos), max_users=capacity.safe_users(c.mm, c.context, budget),
-        decode_tok_s=sp.decode_tok_s_per_user if sp else None, decode_tok_s_range=_range(sp, "decode_tok_s_range"),
+        decode_tok_s_per_user=sp.decode_tok_s_per_user if sp else None, decode_tok_s_range=_range(sp, "decode_tok_s_range"),
         prefill_tok_s=sp.prefill_tok_s if sp else None, prefill_tok_s_range=_range(sp, "prefill_tok_s_range"),
         score=m.quality.score if scored and m.quality else None, benchmark=m.quality.benchmark if m.quality else None,
         score_source=m.quality.source if m.quality else None,
@@ -361,12 +361,12 @@ def rank_key(r: ModelRow) -> tuple:
     not at a quant with a large quality cost (advice.quality_of tier 'large': the score no longer describes it),
     higher score, better quant, faster, more memory left."""
     return (not r.meets, r.score is None, r.quant_quality == "large", -(r.score or 0.0), TIER_ORDER[r.quant_quality],
-            -(r.decode_tok_s or 0.0), -r.memory_left_bytes)
+            -(r.decode_tok_s_per_user or 0.0), -r.memory_left_bytes)
 
 
 def _closeness(r: ModelRow) -> tuple:
     """Best effort order: runs in memory, fewest misses, fastest, smallest."""
-    return (r.verdict == "no-fit", len(r.misses), -(r.decode_tok_s or 0.0), r.memory_bytes)
+    return (r.verdict == "no-fit", len(r.misses), -(r.decode_tok_s_per_user or 0.0), r.memory_bytes)
 
 
 def _rank(rows: list[ModelRow], best_effort: bool) -> list[ModelRow]:
@@ -390,7 +390,7 @@ def _binding(rows: list[ModelRow], qy: Query, wired: WiredLimit) -> list[str]:
                    f"{small.memory_bytes / 2**30:.1f} GiB for {qy.users} × {small.context:,} tokens, "
                    f"{(small.memory_bytes - wired.effective_bytes) / 2**30:.1f} GiB over the "
                    f"{wired.effective_bytes / 2**30:.1f} GiB GPU limit; lower --context or --users, or more RAM")
-    fast = [(r.decode_tok_s, r) for r in fitting if r.decode_tok_s is not None and "embedding" not in r.tasks]
+    fast = [(r.decode_tok_s_per_user, r) for r in fitting if r.decode_tok_s_per_user is not None and "embedding" not in r.tasks]
     if qy.min_tok_s and fast:
         tok_s, best = max(fast, key=lambda t: t[0])
         if tok_s < qy.min_tok_s:

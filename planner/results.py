@@ -242,7 +242,7 @@ class ModelRow(BaseModel):
     context: int = Field(description="Context per user the row was sized for [tokens]")
     max_context: int = Field(description="Longest context per user that fits at the asked users [tokens]")
     max_users: int = Field(description="Most concurrent users that fit at the asked context")
-    decode_tok_s: float | None = Field(None, description="Decode speed per user [tok/s]; None without a chip")
+    decode_tok_s_per_user: float | None = Field(None, description="Decode speed per user [tok/s]; None without a chip")
     decode_tok_s_range: tuple[float, float] | None = Field(None, description="Likely decode range [tok/s]")
     prefill_tok_s: float | None = Field(None, description="Prefill speed of one prompt [tok/s]")
     prefill_tok_s_range: tuple[float, float] | None = Field(None, description="Likely prefill range [tok/s]")

@@ -136,7 +136,7 @@ def test_models_and_buy_give_the_recommend_answer_for_their_configuration(model,
     (row,) = [x for x in m["rows"] if x["model"] == model]
     (ro,) = [x for x in opts if same_config(x, row["runtime"], row["quant"], row["kv_type"])]
     assert row["memory_bytes"] == ro["memory_bytes"] and row["verdict"] == ro["fit"]["verdict"]
-    assert close(row["decode_tok_s"], ro["speed"]["decode_tok_s_per_user"])
+    assert close(row["decode_tok_s_per_user"], ro["speed"]["decode_tok_s_per_user"])
     if wl[2] == 0:   # models reports no TTFT and takes no prompt cache: its prefill is the cold prompt's
         assert close(row["prefill_tok_s"], ro["speed"]["prefill_tok_s"])
 
