@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, BeforeValidator, Field
+from pydantic import BaseModel, BeforeValidator, Field, WithJsonSchema
 
 from ._model import DEFAULT_MACOS, Frozen
 
@@ -53,9 +53,14 @@ def _gen_point(v):
 
 
 # One operating point (plan, predict, models): tokens, or a distribution read at its p90 prompt / mean output
-PromptPoint = Annotated[int, BeforeValidator(_prompt_point),
-                        Field(ge=0, le=10_000_000, description=PROMPT_HELP + POINT_NOTE)]
-GenPoint = Annotated[int, BeforeValidator(_gen_point), Field(ge=0, le=10_000_000, description=GEN_HELP + POINT_NOTE)]
+# an agent's input schema (the MCP/HTTP questions) shows both forms; the answer echoes the tokens used
+_POINT_INPUT = WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 0, "maximum": 10_000_000},
+                                         {"type": "string", "examples": ["12000", "1024:0.6,8192:0.4",
+                                                                         "p50=1500,p90=6000"]}]}, mode="validation")
+_TOKENS = Annotated[int, Field(ge=0, le=10_000_000)]
+PromptPoint = Annotated[_TOKENS, BeforeValidator(_prompt_point), _POINT_INPUT,
+                        Field(description=PROMPT_HELP + POINT_NOTE)]
+GenPoint = Annotated[_TOKENS, BeforeValidator(_gen_point), _POINT_INPUT, Field(description=GEN_HELP + POINT_NOTE)]
 ReserveContext = Annotated[int | None, Field(description="Context to reserve per sequence [tokens]")]
 MinTokS = Annotated[float | None, Field(description="Minimum decode tok/s per user")]
 MaxTtft = Annotated[float | None, Field(description="Maximum time to first token [s]")]
