@@ -146,7 +146,7 @@ class ClusterRequest(BaseModel):
     quant: str | None = Field(None, description="Default mlx-4bit-g64 (mlx/exo) or Q4_K_M (llama.cpp)")
     context: int = Field(8192, description="Context per sequence [tokens]")
     users: int = Field(1, description="Concurrent sequences")
-    prompt: int = Field(1024, description="Prompt tokens (prefill/TTFT)")
-    gen: int = Field(256, description="Generated tokens")
+    prompt: PromptPoint = 1024
+    gen: GenPoint = 256
     macos: str = Field(DEFAULT_MACOS, description="macOS major version (RDMA over TB5 needs 26.2+)")
     no_rdma: bool = Field(False, description="Use TCP (ring) even over Thunderbolt 5")

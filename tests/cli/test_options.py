@@ -93,7 +93,7 @@ def test_fast_path_answers_like_typer(argv):
 
 
 # ------------------------------------------------------------------- one workload spelling in every command
-WORKLOAD_COMMANDS = ["", "predict", "recommend", "buy", "models", "serve"]
+WORKLOAD_COMMANDS = ["", "predict", "recommend", "buy", "models", "serve", "cluster"]
 
 
 def _params(name: str) -> dict:

@@ -210,3 +210,18 @@ def test_the_app_reads_the_same_answer(model, mac, rt, wl):
     for row, x in zip(shown, sorted(b.per_mac, key=lambda r: not r.within_budget), strict=True):
         assert row["first token [s]"] == ask_rows[x.mac]["ttft_s"]
         assert row["tok/s per user"] == ask_rows[x.mac]["decode_tok_s_per_user"]
+
+
+@pytest.mark.parametrize("rt, engine", [(RUNTIMES[0], "llama.cpp-rpc"), (RUNTIMES[1], "mlx")])
+@pytest.mark.parametrize("wl", [w for w in WORKLOADS if w[2] == 0])
+def test_a_cluster_of_one_mac_is_that_mac(rt, engine, wl):
+    """`plan cluster` with one Mac (no link traffic) answers as `plan` for it: TTFT (the same first-token rule),
+    prefill and decode tok/s."""
+    P, G, ctx = point(wl)
+    sp = plan_option("llama-3.1-8b", MACS[0], rt, wl)["speed"]
+    c = ask("cluster", "--model", "llama-3.1-8b", "--macs", "1x Mac Studio M4 Max 64GB", "--engine", engine,
+            "--quant", rt[1], "--prompt", str(P), "--gen", str(G), "--context", str(ctx))["plan"]
+    assert c["nodes"][0]["chip"] == profiles.resolve_chip(MACS[0][0], MACS[0][1]).id
+    cs = c["speed"]
+    assert close(cs["ttft_s"], sp["ttft_s"]) and close(cs["prefill_tok_s"], sp["prefill_tok_s"])
+    assert close(cs["decode_tok_s_per_user"], sp["decode_tok_s_per_seq"]["1"])
