@@ -13,7 +13,7 @@ def table_rows(r) -> list[dict[str, str]]:
     """One dict per installed model (an InstalledResult of cli/installed.py), the columns of the CLI."""
     return [{"model": m.name, "from": m.source, "quant": m.quant or m.format, "bytes": f"{m.bytes:,}",
              "size": fmt_bytes(m.bytes), "fit": VERDICT.get(m.verdict or "", "unreadable" if m.error else "–"),
-             "decode tok/s": fmt_tok_s(m.decode_tok_s) if m.decode_tok_s else "–", "run": m.run,
+             "decode tok/s": fmt_tok_s(m.decode_tok_s_per_user) if m.decode_tok_s_per_user else "–", "run": m.run,
              "path": m.path} for m in r.models]
 
 

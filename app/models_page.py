@@ -24,7 +24,7 @@ def table_rows(r: ModelsResult, rows: list[ModelRow]) -> list[dict[str, str]]:
              if x.verdict != "no-fit" else "does not fit"}
         if r.chip is not None:
             emb = "embedding" in x.tasks
-            d["decode tok/s"] = "–" if emb else fmt_tok_s(x.decode_tok_s)
+            d["decode tok/s"] = "–" if emb else fmt_tok_s(x.decode_tok_s_per_user)
             d["range"] = (f"{fmt_tok_s(x.decode_tok_s_range[0])}–{fmt_tok_s(x.decode_tok_s_range[1])}"
                           if x.decode_tok_s_range and not emb else "–")
             d["prefill tok/s"] = fmt_tok_s(x.prefill_tok_s)
@@ -40,7 +40,7 @@ def quality_speed_chart(r: ModelsResult) -> go.Figure:
     model, coloured by the memory verdict. Unscored models have no y and are left out (the table lists them)."""
     pts = [x for x in r.rows if x.score is not None]
     speed = r.chip is not None
-    xs = [x.decode_tok_s if speed else x.memory_left_bytes / 2**30 for x in pts]
+    xs = [x.decode_tok_s_per_user if speed else x.memory_left_bytes / 2**30 for x in pts]
     from app.charts import declutter
 
     shown = declutter(xs, [x.score for x in pts], log_x=speed)  # names that would overlap stay in the hover
@@ -54,7 +54,7 @@ def quality_speed_chart(r: ModelsResult) -> go.Figure:
             text=[pts[i].model if shown[i] else "" for i in sel], hovertext=[pts[i].model for i in sel],
             textposition="top center", textfont={"size": 10},
             marker={"color": colour, "size": 9, "symbol": ["circle" if pts[i].meets else "circle-open" for i in sel]},
-            customdata=[[pts[i].runtime, pts[i].quant, fmt_tok_s(pts[i].decode_tok_s), fmt_bytes(pts[i].memory_left_bytes)]
+            customdata=[[pts[i].runtime, pts[i].quant, fmt_tok_s(pts[i].decode_tok_s_per_user), fmt_bytes(pts[i].memory_left_bytes)]
                         for i in sel],
             hovertemplate="%{hovertext}<br>%{customdata[0]} %{customdata[1]}<br>score %{y:.1f}<br>decode "
                           "%{customdata[2]} tok/s<br>memory left %{customdata[3]}<extra></extra>"))

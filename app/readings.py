@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from planner.format import (
     VERDICT_MARK,
+    cached_label,
     fmt_bytes,
     fmt_ctx,
     fmt_gb,
@@ -67,6 +68,7 @@ LABELS: dict[str, str] = {
     "context": "Context per user", "users": "Concurrent users", "prompt": "Prompt length", "gen": "Answer length",
     "workload": "Workload preset", "min_tok_s": "Minimum tok/s per user",
     "max_ttft": "Longest wait for the first token", "max_request": "Longest request",
+    "cached_prefix": "Share of each prompt already cached (the workload preset's)",
     "batch": "batch (command line)", "depth": "depth (command line)",
     "task": "Task", "family": "model family (command line)", "max_params": "Largest model [B params]",
     "budget": "Budget", "price": "“Your prices”", "prices": "“Your prices”",
@@ -238,7 +240,7 @@ def answer(p: Plan, wl, top=None, met: bool = True, why: str | None = None, vers
             f"{fmt_bytes(top.memory_bytes)} of the {fmt_bytes(p.wired.effective_bytes)} GPU limit")
     if sp is not None:
         body += (f"; about {fmt_tok_s_range(sp.decode_tok_s_per_user, sp.decode_tok_s_range)} per user, first token in "
-                 f"{fmt_seconds(sp.ttft_s)}")
+                 f"{fmt_seconds(sp.ttft_s)} ({cached_label(sp.cached_prefix_share)})")
     body += "."
     if not met:
         body += (f" It misses {'; '.join(top.misses)}. A shorter prompt, fewer users, a smaller model or a faster Mac "
@@ -428,7 +430,7 @@ def ttft_reading(p: Plan, picks: list[FitOption]) -> str:
     for o in picks:
         sp = o.speed
         parts.append(f"**{option_name(o)}**: your {fmt_ctx(sp.prompt_tokens)}-token prompt waits "
-                     f"{fmt_seconds(sp.ttft_s)}, reading {fmt_tok_s(sp.prefill_tok_s)} tok/s; the longest context "
+                     f"{fmt_seconds(sp.ttft_s)} ({cached_label(sp.cached_prefix_share)}), reading {fmt_tok_s(sp.prefill_tok_s)} tok/s; the longest context "
                      f"that fits is {fmt_ctx(longest_context(o, users))} tokens per session.")
     return " ".join(parts)
 
@@ -481,7 +483,8 @@ def _buy_line(label: str, x) -> str:
     if x is None:
         return ""
     rng = f" (likely {fmt_tok_s(x.decode_tok_s_range[0])}–{fmt_tok_s(x.decode_tok_s_range[1])})" if x.decode_tok_s_range else ""
-    sp = (f", {fmt_tok_s(x.decode_tok_s_per_user)} tok/s per user{rng}, first token in {fmt_seconds(x.ttft_s)}"
+    sp = (f", {fmt_tok_s(x.decode_tok_s_per_user)} tok/s per user{rng}, first token in {fmt_seconds(x.ttft_s)} "
+          f"({cached_label(x.cached_prefix_share)})"
           if x.decode_tok_s_per_user is not None else "")
     return (f"**{label}:** {x.product}, {x.chip_label}, {x.ram_gb} GB — ${x.price_usd:,.0f}, {x.price_confidence} price "
             f"({x.runtime} · {x.quant}{sp}).")

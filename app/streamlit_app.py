@@ -23,7 +23,7 @@ from cli.profile_cache import install as _install_profile_cache
 from planner import profiles
 from planner.capacity import MAX_USERS
 from planner.errors import PlannerError, render_validation_error
-from planner.format import fmt_bytes, fmt_ctx, fmt_params, fmt_seconds
+from planner.format import cached_label, fmt_bytes, fmt_ctx, fmt_params, fmt_seconds
 from planner.inputs import template
 from planner.plan import Plan, PlanRequest
 
@@ -473,7 +473,8 @@ def cached_ceiling(request_json: str, runtime: str, quant: str, users: tuple[int
     for u in users:
         try:
             res = predict_result(r.chip, r.gpu_cores, r.ram_gb, r.model, quant, runtime, r.prompt_tokens,
-                                 r.gen_tokens, 0, u, r.macos, r.flash_attn, r.n_ubatch, r.kv_type)
+                                 r.gen_tokens, 0, u, r.macos, r.flash_attn, r.n_ubatch, r.kv_type,
+                                 cached_prefix=r.cached_prefix or 0.0)
         except PlannerError:
             return {}
         out[u] = res["decode_ceiling_tok_s"]
@@ -610,13 +611,14 @@ def capped(model: str, quants, context: int, prompt: int, gen: int) -> tuple[int
 
 @st.cache_data(show_spinner="Simulating the server…", max_entries=64)
 def cached_serve(model: str, chip: str, gpu_cores: int, ram_gb: float, runtime: str, slots: int, rate: float,
-                 prompt_json: str, gen_json: str, target: float | None, kv_unified: bool = False):
+                 prompt_json: str, gen_json: str, target: float | None, kv_unified: bool = False,
+                 cached_prefix: float = 0.0):
     from planner.serve_plan import ServeRequest, serve, setup
     from planner.workload import Length
 
     req = ServeRequest(slots=slots, rate=rate, prompt=Length.model_validate_json(prompt_json),
                        gen=Length.model_validate_json(gen_json), duration=3600.0, max_ttft_p95=target,
-                       kv_unified=kv_unified)
+                       kv_unified=kv_unified, cached_prefix_share=cached_prefix)
     return serve(setup(chip, gpu_cores, ram_gb, model, None, runtime), req)
 
 
@@ -636,16 +638,18 @@ def show_serve(model: str, mac: dict, wl) -> None:
     if "serve_slots" not in st.session_state:  # first look: the slot count the simulation recommends
         probe = cached_serve(model, mac["chip"], mac["gpu_cores"], mac["ram_gb"], runtime, min(max(wl.users, 1), 64),
                              per_min / 60, wl.prompt_tokens.model_dump_json(), wl.gen_tokens.model_dump_json(),
-                             target or None, unified)
+                             target or None, unified, wl.cached_prefix_share)
         st.session_state["serve_slots"] = min(probe.best_slots, 64)
     slots = int(c2.number_input("Slots (-np / --decode-concurrency)", 1, 64, key="serve_slots",
                                 help="starts at the recommended count (the slot sweep below)"))
     streams = {True: "one unified KV stream", False: "a KV stream per slot"}[unified] \
         if runtime == "llama.cpp" else "mlx_lm.server batching"
-    st.caption(f"Prompts {wl.prompt_tokens.label()}, answers {wl.gen_tokens.label()} tokens (from the workload); "
+    st.caption(f"Prompts {wl.prompt_tokens.label()}, answers {wl.gen_tokens.label()} tokens, "
+               f"{cached_label(wl.cached_prefix_share)} (from the workload); "
                f"one simulated hour of Poisson arrivals, seed 0; {streams}.")
     r = cached_serve(model, mac["chip"], mac["gpu_cores"], mac["ram_gb"], runtime, slots, per_min / 60,
-                     wl.prompt_tokens.model_dump_json(), wl.gen_tokens.model_dump_json(), target or None, unified)
+                     wl.prompt_tokens.model_dump_json(), wl.gen_tokens.model_dump_json(), target or None, unified,
+                     wl.cached_prefix_share)
     m = st.columns(4)
     m[0].metric("TTFT p50 / p95", f"{fmt_seconds(r.ttft_s.p50)} / {fmt_seconds(r.ttft_s.p95)}",
                 f"p50 likely {fmt_seconds(r.ttft_s_fast.p50)}–{fmt_seconds(r.ttft_s_slow.p50)}"
@@ -675,7 +679,8 @@ def prepare_workload(mode: str, model: str, workload: dict, wl_args: tuple):
             st.info(note)
     wl = build_workload(preset, users, context, tok, ttft, prompt, gen)
     st.session_state["_wl"] = wl
-    workload.update(context=context, prompt_tokens=prompt, gen_tokens=gen)
+    # the plan's speed (TTFT reading and charts) at the workload's prompt-cache share, as the answer above it
+    workload.update(context=context, prompt_tokens=prompt, gen_tokens=gen, cached_prefix=wl.cached_prefix_share)
     return wl
 
 

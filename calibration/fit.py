@@ -417,7 +417,7 @@ class _Arrays:
         self.attn_mm = np.zeros(n)         # unfused prefill attention (MLX on a CPU): FLOPs at the matmul η_c
         self.head = np.zeros(n)
         self.score_rd = np.zeros(n)        # unfused GPU attention (Engine.score_heads): score-matrix bytes
-        # mlx-lm prompt speed = P / TTFT (Roofline.reported_prefill_time): + one decode step at depth D + P
+        # mlx-lm prompt speed = P / TTFT (Roofline.reported_prefill_time): + one decode step at depth D + P - 1
         self.pstep = np.zeros(n, bool)
         self.pstep_w = np.zeros(n)         # its dense weight bytes
         self.pstep_exp = np.zeros(n)       # its routed-expert bytes (k of E)
@@ -447,9 +447,13 @@ class _Arrays:
                 if not self.mv[i] and g.top_k:   # Roofline.expert_time: padded per expert, at prefill's η_c · q
                     self.eflops[i] = 2 * g.expert_matmul_params / g.top_k * rf.expert_rows(r.batch)
             else:
-                tokens = r.prompt * r.batch
-                nch = tp.prefill_steps(r.engine, r.prompt, r.batch, r.chunk, r.prefill_batch)
-                self.tokens[i] = tokens
+                # mlx-lm's prompt speed is P / TTFT (throughput.first_token_time): the prefill of P - 1 tokens,
+                # then the last one as the first decode step at depth D + P - 1
+                pstep = r.engine == "mlx-lm" and r.batch == 1 and r.prompt > 0
+                prompt = r.prompt - 1 if pstep else r.prompt
+                tokens = prompt * r.batch
+                nch = tp.prefill_steps(r.engine, prompt, r.batch, r.chunk, r.prefill_batch)
+                self.tokens[i] = r.prompt * r.batch
                 self.n_chunks[i] = nch
                 per_expert = g.expert_matmul_params / g.top_k if g.top_k else 0.0
                 self.mm[i] = (2 * (g.matmul_params - g.expert_matmul_params) * tokens
@@ -458,15 +462,15 @@ class _Arrays:
                 self.rd_exp[i] = nch * g.expert_bytes * g.expert_reads(int(math.ceil(tokens / nch)),
                                                                        kern["mm_id_min_batch"])
                 if tp.unfused_attention(r.engine, r.chip):  # Roofline.prefill_attn_time: plain matmuls at η_c
-                    self.attn_mm[i] = rf.unfused_attn_flops(r.prompt, r.depth, r.batch)
+                    self.attn_mm[i] = rf.unfused_attn_flops(prompt, r.depth, r.batch)
                 elif g.score_heads:  # mlx-lm gemma2 on the GPU: matmuls at η_c + the score matrix's memory trips
-                    self.attn_mm[i] = rf.unfused_attn_flops(r.prompt, r.depth, r.batch)
-                    self.score_rd[i] = rf.score_bytes(r.prompt, r.depth, r.batch)
+                    self.attn_mm[i] = rf.unfused_attn_flops(prompt, r.depth, r.batch)
+                    self.score_rd[i] = rf.score_bytes(prompt, r.depth, r.batch)
                 else:
-                    self.attn[i] = rf.prefill_attn_flops(r.prompt, r.depth, r.batch)
+                    self.attn[i] = rf.prefill_attn_flops(prompt, r.depth, r.batch)
                 self.head[i] = 2 * g.head_params * r.batch
-                if r.engine == "mlx-lm" and r.batch == 1:
-                    c = r.depth + r.prompt
+                if pstep:
+                    c = r.depth + prompt
                     self.pstep[i] = True
                     self.pstep_w[i] = g.dense_bytes
                     self.pstep_exp[i] = g.expert_bytes * g.expert_reads(1, kern["mm_id_min_batch"])

@@ -5,7 +5,7 @@ and `plan recommend` say the same thing in the same words."""
 from __future__ import annotations
 
 from planner.advice import Recommendation, runtime_verdicts
-from planner.format import fmt_bytes, fmt_seconds, fmt_tok_s, versus_text
+from planner.format import cached_label, fmt_bytes, fmt_seconds, fmt_tok_s, versus_text
 
 
 def option_text(o) -> str:
@@ -16,7 +16,8 @@ def _speed(o) -> str:
     sp = o.speed
     if sp is None:
         return ""
-    return f"{fmt_tok_s(sp.decode_tok_s_per_user)} tok/s per user, first token in {fmt_seconds(sp.ttft_s)}, "
+    return (f"{fmt_tok_s(sp.decode_tok_s_per_user)} tok/s per user, first token in {fmt_seconds(sp.ttft_s)} "
+            f"({cached_label(sp.cached_prefix_share)}), ")
 
 
 def bottom_line(r: Recommendation) -> list[str]:

@@ -9,10 +9,10 @@ from pathlib import Path
 import typer
 
 from planner.errors import InputError
-from planner.format import fmt_bytes, fmt_seconds, fmt_tok_s, table
+from planner.format import fmt_bytes, fmt_seconds, fmt_tok_s, table, ttft_text
 from planner.requests import BuyRequest
 
-from .options import check, opt
+from .options import check, opt, wopt
 from .words import say
 
 TABLE_ROWS = 25
@@ -25,9 +25,10 @@ R = BuyRequest
 def buy_cmd(
     model: list[str] = opt(R, "model", "--model", "-m", repeatable=True),
     workload: str = opt(R, "workload", "--workload", "-w"),
-    users: int | None = opt(R, "users", "--users", "-u"),
-    prompt: str | None = opt(R, "prompt", "--prompt"),
-    gen: str | None = opt(R, "gen", "--gen"),
+    users: int | None = wopt(R, "users"),
+    prompt: str | None = wopt(R, "prompt"),
+    gen: str | None = wopt(R, "gen"),
+    cached_prefix: float = wopt(R, "cached_prefix"),
     context: int | None = opt(R, "context", "--context", "-c"),
     min_tok_s: float | None = opt(R, "min_tok_s", "--min-tok-s"),
     max_ttft: float | None = opt(R, "max_ttft", "--max-ttft"),
@@ -59,7 +60,7 @@ def buy_cmd(
     from planner.workload import custom_workload
 
     wl = custom_workload(workload, prompt=prompt, gen=gen, users=users, context=context, min_tok_s=min_tok_s,
-                         max_ttft=max_ttft, max_request=max_request)
+                         max_ttft=max_ttft, max_request=max_request, cached_prefix=cached_prefix)
     r = buy(list(model), wl, budget_usd=budget, include_rumoured=include_rumoured,
             runtimes=list(runtime) if runtime else None, macos=macos, max_quality_cost=max_quality_cost,
             include_discontinued=include_discontinued, prices=user_prices(list(price or []), prices))
@@ -126,7 +127,7 @@ def user_prices(specs: list[str], path: Path | None) -> dict[str, float]:
 def _speed_text(x) -> str:
     if x.decode_tok_s_per_user is None:
         return "memory only"
-    return (f"{fmt_tok_s(x.decode_tok_s_per_user)} tok/s/user{_likely(x)}, TTFT {fmt_seconds(x.ttft_s)}, "
+    return (f"{fmt_tok_s(x.decode_tok_s_per_user)} tok/s/user{_likely(x)}, {ttft_text(x.ttft_s, x.cached_prefix_share)}, "
             f"{fmt_seconds(x.time_per_request_s)}/request")
 
 
@@ -216,9 +217,10 @@ def _cluster_lines(model: str, wl, link: str, budget: float | None, include_disc
     """k linked identical Macs, and one Mac on the same engine and quant (a fair comparison: pipeline stages run
     one after another, so linking adds memory, not decode speed)."""
     from planner.cluster import cluster_candidates
+    from planner.workload import gen_point, prompt_point
 
-    kw = {"link": link, "context": wl.context, "users": wl.users, "prompt": wl.prompt_tokens.p90_tokens,
-          "gen": wl.gen_tokens.p90_tokens, "budget_usd": budget, "include_discontinued": include_discontinued}
+    kw = {"link": link, "context": wl.context, "users": wl.users, "prompt": prompt_point(wl.prompt_tokens),
+          "gen": gen_point(wl.gen_tokens), "budget_usd": budget, "include_discontinued": include_discontinued}
     cands = cluster_candidates(model, **kw)
     out = ["", f"Clusters of identical Macs over {link} (mlx pipeline; see `plan cluster` for recipes):"]
     if not cands:

@@ -6,10 +6,10 @@ import json
 
 import typer
 
-from planner.format import VERDICT_MARK, fmt_bytes, fmt_seconds, fmt_tok_s, table
+from planner.format import VERDICT_MARK, fmt_bytes, fmt_seconds, fmt_tok_s, table, ttft_text
 from planner.requests import ClusterRequest
 
-from .options import check, opt
+from .options import check, opt, wopt
 from .words import say
 
 R = ClusterRequest
@@ -23,15 +23,16 @@ def cluster_cmd(
     mode: str = opt(R, "mode", "--mode"),
     quant: str | None = opt(R, "quant", "--quant", "-q"),
     context: int = opt(R, "context", "--context", "-c"),
-    users: int = opt(R, "users", "--users", "-u"),
-    prompt: int = opt(R, "prompt", "--prompt"),
-    gen: int = opt(R, "gen", "--gen"),
+    users: int = wopt(R, "users"),
+    prompt: str = wopt(R, "prompt"),
+    gen: str = wopt(R, "gen"),
     macos: str = opt(R, "macos", "--macos"),
     no_rdma: bool = opt(R, "no_rdma", "--no-rdma"),
     json_out: bool = typer.Option(False, "--json", help="Print the plan and recipe as JSON"),
 ):
     """Per-node memory, cluster speed vs the best single Mac, the binding constraint and the launch recipe."""
-    check(R, locals())
+    q = check(R, locals())
+    prompt, gen = q.prompt, q.gen   # a distribution at its p90 prompt and mean output (planner/workload.py)
     from cli.bounds import check_macs, check_options
 
     check_options(context=context, users=users, prompt=prompt, gen=gen)
@@ -92,7 +93,7 @@ def cluster_cmd(
 def _speed_lines(p) -> list[str]:
     s, out = p.speed, []
     out.append(f"Cluster: decode {fmt_tok_s(s.decode_tok_s_per_user)} tok/s per user ({fmt_tok_s(s.decode_tok_s_total)} "
-               f"all users), prefill {fmt_tok_s(s.prefill_tok_s)} tok/s, TTFT {fmt_seconds(s.ttft_s)}")
+               f"all users), prefill {fmt_tok_s(s.prefill_tok_s)} tok/s, {ttft_text(s.ttft_s, s.cached_prefix_share)}")
     out.append(f"  per token: compute {s.compute_s_per_step * 1000:.1f} ms + communication "
                f"{s.comm_s_per_step * 1000:.2f} ms ({s.comm_latency_s_per_step * 1000:.2f} ms latency)")
     if s.pipelined_ceiling_tok_s:

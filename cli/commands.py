@@ -7,7 +7,7 @@ import typer
 
 from planner.plan import PlanRequest
 
-from .options import opt
+from .options import opt, wopt
 from .plan import run_plan
 
 # typer >= 0.2x vendors click as typer._click (and no longer installs click): its parser raises those classes.
@@ -75,14 +75,15 @@ def plan_cmd(
     runtime: list[str] | None = opt(P, "runtimes", "--runtime", "-r", default=None, repeatable=True),
     quant: list[str] | None = opt(P, "quants", "--quant", "-q", repeatable=True),
     context: int = opt(P, "context", "--context", "-c"),
-    users: int = opt(P, "users", "--users", "-u"),
+    users: int = wopt(P, "users"),
     kv_type: str | None = opt(P, "kv_type", "--kv-type"),
     wired_limit: int | None = opt(P, "wired_limit_mb", "--wired-limit"),
     macos: str = opt(P, "macos", "--macos"),
     flash_attn: bool | None = opt(P, "flash_attn", "--flash-attn/--no-flash-attn"),
     ubatch: int | None = opt(P, "n_ubatch", "--ubatch"),
-    prompt: int = opt(P, "prompt_tokens", "--prompt"),
-    gen: int = opt(P, "gen_tokens", "--gen"),
+    prompt: str = wopt(P, "prompt_tokens"),
+    gen: str = wopt(P, "gen_tokens"),
+    cached_prefix: float | None = wopt(P, "cached_prefix"),
     json_out: bool = typer.Option(False, "--json", help="Print the whole plan as JSON (same as the app's download)"),
     file: str | None = typer.Option(None, "--file", help="GGUF file to use in a HF repo or folder with several"),
     images: int = opt(P, "images", "--images"),
@@ -101,7 +102,7 @@ def plan_cmd(
     values = {"model": model, "ram_gb": ram, "chip": chip, "gpu_cores": gpu_cores, "runtimes": runtime,
               "quants": quant, "context": context, "users": users, "kv_type": kv_type, "wired_limit_mb": wired_limit,
               "macos": macos, "flash_attn": flash_attn, "n_ubatch": ubatch, "prompt_tokens": prompt,
-              "gen_tokens": gen, "images": images, "image_size": image_size, "draft_model": draft_model,
+              "gen_tokens": gen, "cached_prefix": cached_prefix, "images": images, "image_size": image_size, "draft_model": draft_model,
               "draft_acceptance": draft_acceptance, "draft_tokens": draft_tokens, "app_version": app_version,
               "guardrail": guardrail, "ssd_gb": ssd_gb, "thinking_tokens": thinking_tokens}
     typer.echo(run_plan(values, file=file, json_out=json_out), nl=False)

@@ -13,8 +13,10 @@ import json
 from typing import Any
 
 # 2: one name per fact across commands (chip = profile id with chip_label beside it, wired_limit_bytes,
-# decode_tok_s_range), errors and "no" answers as JSON. Bump on any rename or removal; additions keep it.
-SCHEMA_VERSION = "2"
+# decode_tok_s_range), errors and "no" answers as JSON. 3: plan running / models --installed say wired_limit_bytes
+# and chip, a models row's per-user decode is decode_tok_s_per_user, every TTFT has cached_prefix_share beside it.
+# Bump on any rename or removal; additions keep it.
+SCHEMA_VERSION = "3"
 
 
 def with_version(data: Any) -> dict[str, Any]:

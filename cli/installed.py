@@ -17,7 +17,7 @@ VERDICT = {"fits": "fits", "tight": "tight", "raise-limit": "raise limit", "no-f
 def render(r: InstalledResult) -> str:
     head = f"Installed models ({len(r.models)})"
     if r.mac:
-        head += (f" on {r.mac}: GPU limit {fmt_bytes(r.gpu_limit_bytes)}; {r.users} user(s) × "
+        head += (f" on {r.mac}: GPU limit {fmt_bytes(r.wired_limit_bytes)}; {r.users} user(s) × "
                  f"{r.context:,} tokens of context")
     out = [head]
     if not r.roots:
@@ -29,7 +29,7 @@ def render(r: InstalledResult) -> str:
         for m in r.models:
             fit = VERDICT.get(m.verdict or "", "–" if not m.error else "unreadable")
             body.append([m.name, m.source, m.quant or m.format, f"{m.bytes:,}", fmt_bytes(m.bytes), fit,
-                         fmt_tok_s(m.decode_tok_s) if m.decode_tok_s else "–", m.run])
+                         fmt_tok_s(m.decode_tok_s_per_user) if m.decode_tok_s_per_user else "–", m.run])
         out += ["", table(body, ["model", "from", "quant", "bytes", "size", "fit", "decode tok/s", "run"],
                           "lllrrlrl")]
         for m in r.models:

@@ -7,6 +7,8 @@ import typer
 from planner._model import DEFAULT_MACOS
 from planner.format import SCORE_CAVEAT_NOTE, fmt_bytes, fmt_ctx, fmt_params, fmt_score, fmt_tok_s, table
 
+from .options import check, wopt
+from .questions import WhatRunsRequest as Q
 from .words import say
 
 
@@ -17,7 +19,9 @@ def models_cmd(
     task: str | None = typer.Option(None, "--task", help="chat, code, reasoning, vision or embedding"),
     min_tok_s: float | None = typer.Option(None, "--min-tok-s", help="Minimum decode tok/s per user"),
     context: int = typer.Option(8192, "--context", "-c", help="Context per user [tokens]"),
-    users: int = typer.Option(1, "--users", "-u", help="Concurrent users"),
+    users: int = wopt(Q, "users"),
+    prompt: str = wopt(Q, "prompt"),
+    gen: str = wopt(Q, "gen"),
     runtime: list[str] | None = typer.Option(None, "--runtime", "-r", help="Runtimes (default llama.cpp, mlx-lm)"),
     max_params: float | None = typer.Option(None, "--max-params", help="Largest model [billions of parameters]"),
     family: str | None = typer.Option(None, "--family", help="Model family, e.g. qwen, llama, gemma"),
@@ -34,7 +38,7 @@ def models_cmd(
     from .bounds import check_options
 
     check_options(ram=ram, gpu_cores=gpu_cores, context=context, users=users, min_tok_s=min_tok_s,
-                  max_params=max_params)
+                  max_params=max_params, prompt=prompt, gen=gen)
     if not 0 <= top <= 10_000:  # --top -1 printed all but the last row
         raise InputError(f"--top {top}: give 0 (all rows) to 10,000")
     if installed or dirs:   # cli/installed.py
@@ -51,8 +55,10 @@ def models_cmd(
     chip_p = resolve_chip_for_ram(chip, ram, gpu_cores) if chip is not None else None
     if gpu_cores is not None and chip_p is None:
         raise InputError("--gpu-cores needs --chip (e.g. --chip 'M4 Max' --gpu-cores 40)")
+    pt = check(Q, {"ram": ram, "prompt": prompt, "gen": gen})
     r = what_runs(Query(ram_gb=ram, chip=chip_p, task=task, min_tok_s=min_tok_s, context=context, users=users,
-                        runtimes=tuple(runtime or ()), max_params_b=max_params, family=family, macos=macos))
+                        runtimes=tuple(runtime or ()), max_params_b=max_params, family=family, macos=macos,
+                        prompt_tokens=pt.prompt, gen_tokens=pt.gen))
     if json_out:
         from .contract import dumps
 
@@ -104,7 +110,7 @@ def _table(rows, speed: bool) -> str:
             if "embedding" in x.tasks:   # an embedding model only reads its input: prefill is its speed
                 rng, dec = "–", "–"
             else:
-                dec = fmt_tok_s(x.decode_tok_s)
+                dec = fmt_tok_s(x.decode_tok_s_per_user)
             line += [dec, rng, fmt_tok_s(x.prefill_tok_s)]
         flag = {"tight": "tight", "raise-limit": "raise limit", "no-fit": "no fit"}.get(x.verdict, "")
         why = "; ".join(m.split(":")[0] for m in x.misses)

@@ -31,6 +31,20 @@ def opt(request: type[BaseModel], field: str, *decls: str, default: Any = _UNSET
     return typer.Option(default, *decls, help=text)
 
 
+# The workload options' one spelling in every command (plan, predict, recommend, buy, models, serve): field ->
+# flags. Their type, help text and parser are the shared fields of planner/requests.py (parse_length for lengths).
+WORKLOAD_FLAGS: dict[str, tuple[str, ...]] = {
+    "prompt": ("--prompt",), "prompt_tokens": ("--prompt",), "gen": ("--gen",), "gen_tokens": ("--gen",),
+    "users": ("--users", "-u"), "rate": ("--rate",), "cached_prefix": ("--cached-prefix",),
+}
+
+
+def wopt(request: type[BaseModel], field: str, default: Any = _UNSET, help_suffix: str = "") -> Any:
+    """``typer.Option`` of a workload field (``prompt``, ``gen``, ``users``, ``rate``, ``cached_prefix``) with its
+    one spelling (:data:`WORKLOAD_FLAGS`); a point-valued length's default is shown as its tokens."""
+    return opt(request, field, *WORKLOAD_FLAGS[field], default=default, help_suffix=help_suffix)
+
+
 def values(request: type[BaseModel], given: dict[str, Any]) -> dict[str, Any]:
     """The CLI's values for ``request``: None for a list or an unset optional leaves the request's default."""
     out = {}

@@ -109,7 +109,7 @@ def _recommendation(req: PlanRequest):
     fields = PlanRequest.model_fields
     lengths = {k: str(getattr(req, f)) for k, f in (("prompt", "prompt_tokens"), ("gen", "gen_tokens"))
                if getattr(req, f) != fields[f].default}
-    wl = custom_workload("chat", users=req.users, context=req.context, **lengths)
+    wl = custom_workload("chat", users=req.users, context=req.context, cached_prefix=req.cached_prefix, **lengths)
     try:
         return recommend(req.model, ram, wl, chip=chip, macos=req.macos, runtimes=[r.id for r in rts],
                          quants=list(req.quants) if req.quants else None, wired_limit_mb=req.wired_limit_mb,

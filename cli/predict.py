@@ -11,17 +11,18 @@ import typer
 from planner.predict import predict_result
 from planner.requests import PredictRequest
 
-from .options import opt
+from .options import check, opt, wopt
 from .words import say
 
 
 def render(r: dict) -> str:
-    from planner.format import fmt_bytes, fmt_seconds, fmt_tok_s, fmt_tok_s_range, verdict_text
+    from planner.format import fmt_bytes, fmt_seconds, fmt_tok_s, fmt_tok_s_range, ttft_text, verdict_text
 
     lines = [
         f"{r['model']} {r['quant']} on {r['chip_label']} ({r['ram_gb']:g} GB) with {r['runtime']}: "
         f"prompt {r['prompt_tokens']} @ depth {r['depth']}, gen {r['gen_tokens']}, batch {r['batch']}",
-        f"  prefill   {fmt_tok_s_range(r['prefill_tok_s'], r['prefill_tok_s_range'])}   TTFT {fmt_seconds(r['ttft_s'])}",
+        f"  prefill   {fmt_tok_s_range(r['prefill_tok_s'], r['prefill_tok_s_range'])}   "
+        f"{ttft_text(r['ttft_s'], r['cached_prefix_share'])}",
         f"  decode    {fmt_tok_s_range(r['decode_tok_s_per_seq'], r['decode_tok_s_range'])} per sequence, "
         f"{fmt_tok_s(r['decode_tok_s'])} total "
         f"({r['bound']}-bound; ceiling {fmt_tok_s(r['decode_ceiling_tok_s'])} tok/s; compute-bound from batch "
@@ -45,23 +46,25 @@ def predict_cmd(
     model: str = opt(R, "model", "--model", "-m"),
     quant: str = opt(R, "quant", "--quant", "-q"),
     runtime: str = opt(R, "runtime", "--runtime", "-r"),
-    prompt: int = opt(R, "prompt", "--prompt"),
-    gen: int = opt(R, "gen", "--gen"),
+    prompt: str = wopt(R, "prompt"),
+    gen: str = wopt(R, "gen"),
     depth: int = opt(R, "depth", "--depth"),
     batch: int = opt(R, "batch", "--batch"),
     macos: str = opt(R, "macos", "--macos"),
     flash_attn: bool | None = opt(R, "flash_attn", "--flash-attn/--no-flash-attn"),
     ubatch: int | None = opt(R, "ubatch", "--ubatch"),
+    cached_prefix: float = wopt(R, "cached_prefix"),
     json_out: bool = typer.Option(False, "--json", help="Print the contract JSON"),
 ):
     """Prefill, TTFT and decode speed of one model on one Mac (roofline with fitted efficiencies)."""
     from cli.bounds import check_options
 
     check_options(gpu_cores=gpu_cores, ram=ram, prompt=prompt, gen=gen, depth=depth, batch=batch, ubatch=ubatch)
-    q = R(chip=chip, gpu_cores=gpu_cores, ram=ram, model=model, quant=quant, runtime=runtime, prompt=prompt, gen=gen,
-          depth=depth, batch=batch, macos=macos, flash_attn=flash_attn, ubatch=ubatch)
+    q = check(R, dict(chip=chip, gpu_cores=gpu_cores, ram=ram, model=model, quant=quant, runtime=runtime,
+                      prompt=prompt, gen=gen, depth=depth, batch=batch, macos=macos, flash_attn=flash_attn,
+                      ubatch=ubatch, cached_prefix=cached_prefix))
     r = predict_result(q.chip, q.gpu_cores, q.ram, q.model, q.quant, q.runtime, q.prompt, q.gen, q.depth, q.batch,
-                       q.macos, q.flash_attn, q.ubatch)
+                       q.macos, q.flash_attn, q.ubatch, cached_prefix=q.cached_prefix)
     from .contract import dumps
 
     typer.echo(dumps(r) if json_out else say(render(r)))

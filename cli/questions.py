@@ -21,7 +21,16 @@ from pydantic import BaseModel, Field, ValidationError
 from planner._model import DEFAULT_MACOS, Frozen
 from planner.errors import QuestionError  # noqa: E402  (the one hierarchy: bad input or a planner error, one line)
 from planner.plan import PlanRequest
-from planner.requests import BuyRequest, RecommendRequest
+from planner.requests import (
+    GEN_HELP,
+    PROMPT_HELP,
+    RATE_HELP,
+    BuyRequest,
+    CachedPrefix,
+    GenPoint,
+    PromptPoint,
+    RecommendRequest,
+)
 
 
 class WhatRunsRequest(BaseModel):
@@ -35,6 +44,8 @@ class WhatRunsRequest(BaseModel):
     min_tok_s: float | None = Field(None, gt=0, le=1e6, description="Minimum decode tok/s per user")
     context: int = Field(8192, gt=0, le=10_000_000, description="Context per user [tokens]")
     users: int = Field(1, gt=0, le=4096, description="Concurrent users")
+    prompt: PromptPoint = 1024
+    gen: GenPoint = 256
     runtime: list[str] | None = Field(None, description="Runtimes (default llama.cpp, mlx-lm)")
     max_params: float | None = Field(None, gt=0, description="Largest model [billions of parameters]")
     family: str | None = Field(None, description="Model family, e.g. qwen, llama, gemma")
@@ -52,12 +63,12 @@ class ServeQuestion(BaseModel):
     runtime: str = Field("llama.cpp", description="llama.cpp (llama-server) or mlx-lm (mlx_lm.server)")
     quant: str | None = Field(None, description="GGUF preset or MLX format; default Q4_K_M / 4bit")
     slots: int = Field(4, ge=1, le=512, description="llama-server -np / mlx_lm.server --decode-concurrency")
-    rate: str = Field("20/min", description="Mean request rate: 20/min, 0.5/s, 300/h")
-    prompt: str = Field("p50=1500,p90=6000", description="Prompt tokens: 1500, p50=..,p90=.. or 512:0.5,4096:0.5")
-    gen: str = Field("p50=300,p90=900", description="Answer tokens, same forms as prompt")
+    rate: str = Field("20/min", description=RATE_HELP)
+    prompt: str = Field("p50=1500,p90=6000", description=PROMPT_HELP)
+    gen: str = Field("p50=300,p90=900", description=GEN_HELP)
     duration: str = Field("1h", description="Simulated time: 1h, 30min, 600s")
     max_ttft_p95: float | None = Field(None, gt=0, description="Target 95th-percentile TTFT [s]")
-    cached_prefix: float = Field(0.0, ge=0, lt=1, description="Share of each prompt in the prompt cache [0-1)")
+    cached_prefix: CachedPrefix = 0.0
     slot_context: int | None = Field(None, ge=64, le=10_000_000, description="KV tokens per slot")
     seed: int = Field(0, description="Seed of the arrival process and lengths")
     sweep: bool = Field(True, description="Also try 1-32 slots for the best count")
@@ -82,7 +93,7 @@ def _what_runs(req: WhatRunsRequest) -> Any:
         raise QuestionError("gpu_cores needs chip (e.g. chip 'M4 Max', gpu_cores 40)")
     r = what_runs(Query(ram_gb=req.ram, chip=chip, task=req.task, min_tok_s=req.min_tok_s, context=req.context,
                         users=req.users, runtimes=tuple(req.runtime or ()), max_params_b=req.max_params,
-                        family=req.family, macos=req.macos))
+                        family=req.family, macos=req.macos, prompt_tokens=req.prompt, gen_tokens=req.gen))
     return r
 
 
@@ -100,7 +111,8 @@ def _recommend(req: RecommendRequest) -> Any:
     if req.chip is None and req.ram is None:
         raise QuestionError("give chip (for speed) and/or ram, e.g. chip 'M4 Max', gpu_cores 40, ram 64")
     wl = custom_workload(req.workload, prompt=req.prompt, gen=req.gen, users=req.users, context=req.context,
-                         min_tok_s=req.min_tok_s, max_ttft=req.max_ttft, max_request=req.max_request)
+                         min_tok_s=req.min_tok_s, max_ttft=req.max_ttft, max_request=req.max_request,
+                         cached_prefix=req.cached_prefix)
     ram_gb, chip, _ = resolve_mac(PlanRequest(model=req.model, ram_gb=req.ram, chip=req.chip, gpu_cores=req.gpu_cores))
     r = recommend(req.model, ram_gb, wl, chip=chip, macos=req.macos, runtimes=list(req.runtime) if req.runtime else None,
                   quants=list(req.quant) if req.quant else None, wired_limit_mb=req.wired_limit, top=req.top,
@@ -119,7 +131,8 @@ def _buy(req: BuyRequest) -> Any:
     check_options(users=req.users, prompt=req.prompt, gen=req.gen, context=req.context, min_tok_s=req.min_tok_s,
                   max_ttft=req.max_ttft, max_request=req.max_request, budget=req.budget)
     wl = custom_workload(req.workload, prompt=req.prompt, gen=req.gen, users=req.users, context=req.context,
-                         min_tok_s=req.min_tok_s, max_ttft=req.max_ttft, max_request=req.max_request)
+                         min_tok_s=req.min_tok_s, max_ttft=req.max_ttft, max_request=req.max_request,
+                         cached_prefix=req.cached_prefix)
     r = buy(list(req.model), wl, budget_usd=req.budget, include_rumoured=req.include_rumoured,
             runtimes=list(req.runtime) if req.runtime else None, macos=req.macos,
             max_quality_cost=req.max_quality_cost, include_discontinued=req.include_discontinued,

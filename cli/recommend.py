@@ -8,7 +8,7 @@ from planner.errors import InputError
 from planner.format import fmt_bytes, fmt_ctx, fmt_seconds, fmt_tok_s, table
 from planner.requests import RecommendRequest
 
-from .options import check, opt
+from .options import check, opt, wopt
 from .words import say
 
 R = RecommendRequest
@@ -20,9 +20,10 @@ def recommend_cmd(
     gpu_cores: int | None = opt(R, "gpu_cores", "--gpu-cores"),
     ram: float | None = opt(R, "ram", "--ram"),
     workload: str = opt(R, "workload", "--workload", "-w"),
-    users: int | None = opt(R, "users", "--users", "-u"),
-    prompt: str | None = opt(R, "prompt", "--prompt"),
-    gen: str | None = opt(R, "gen", "--gen"),
+    users: int | None = wopt(R, "users"),
+    prompt: str | None = wopt(R, "prompt"),
+    gen: str | None = wopt(R, "gen"),
+    cached_prefix: float = wopt(R, "cached_prefix"),
     context: int | None = opt(R, "context", "--context", "-c"),
     min_tok_s: float | None = opt(R, "min_tok_s", "--min-tok-s"),
     max_ttft: float | None = opt(R, "max_ttft", "--max-ttft"),
@@ -47,7 +48,7 @@ def recommend_cmd(
     if chip is None and ram is None:
         raise InputError("give --chip (for speed) and/or --ram, e.g. --chip 'M4 Max' --gpu-cores 40 --ram 64")
     wl = custom_workload(workload, prompt=prompt, gen=gen, users=users, context=context, min_tok_s=min_tok_s,
-                         max_ttft=max_ttft, max_request=max_request)
+                         max_ttft=max_ttft, max_request=max_request, cached_prefix=cached_prefix)
     ram_gb, chip_p, _ = resolve_mac(PlanRequest(model=model, ram_gb=ram, chip=chip, gpu_cores=gpu_cores))
     r = recommend(model, ram_gb, wl, chip=chip_p, macos=macos, runtimes=list(runtime) if runtime else None,
                   quants=list(quant) if quant else None, wired_limit_mb=wired_limit, top=top,

@@ -106,15 +106,15 @@ def _limit_lines(o: FitOption) -> list[str]:
 
 def render_speed(p: Plan) -> list[str]:
     """Speed table (options with a speed estimate): prefill/TTFT at the prompt, decode per user | total by users."""
-    from planner.format import fmt_seconds, fmt_tok_s, fmt_tok_s_range
+    from planner.format import cached_label, fmt_seconds, fmt_tok_s, fmt_tok_s_range
 
     opts = [o for o in p.options if o.speed is not None]
     if not opts:
         return []
     s0 = opts[0].speed
     users = list(s0.decode_tok_s_per_seq)
-    out = [f"Speed ({s0.prompt_tokens:,}-token prompt, {s0.gen_tokens:,} generated; decode tok/s per user | all "
-           "users; * = compute-bound):"]
+    out = [f"Speed ({s0.prompt_tokens:,}-token prompt, {s0.gen_tokens:,} generated; TTFT with "
+           f"{cached_label(s0.cached_prefix_share)}; decode tok/s per user | all users; * = compute-bound):"]
     rows = []
     for o in sorted(opts, key=lambda o: (o.quant, o.runtime)):
         s = o.speed

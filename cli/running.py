@@ -24,8 +24,11 @@ class RunningRow(BaseModel):
 
 class RunningResult(BaseModel):
     model_config = ConfigDict(frozen=True)
-    mac: str | None = None
-    gpu_limit_bytes: int | None = None
+    mac: str | None = Field(None, description="The Mac, for people: chip label and RAM")
+    chip: str | None = Field(None, description="Chip profile id (m4-max-40gpu), as every command's JSON")
+    chip_label: str | None = None
+    ram_gb: float | None = None
+    wired_limit_bytes: int | None = Field(None, description="GPU wired limit [bytes], as every command's JSON")
     in_use_bytes: int = Field(description="Sum of the memory of every loaded model [bytes]")
     headroom_bytes: int | None = Field(None, description="GPU limit minus in use: room for another model [bytes]")
     rows: list[RunningRow]
@@ -59,7 +62,7 @@ def running(ports: dict[str, list[int]], *, ram: float | None, chip: str | None,
     from sources.running import probe
 
     pr = probe(ports)
-    mac = limit = None
+    mac = limit = c = None
     notes = []
     if ram is not None or chip is not None:
         from planner import capacity, profiles
@@ -67,7 +70,7 @@ def running(ports: dict[str, list[int]], *, ram: float | None, chip: str | None,
 
         r, c, _ = resolve_mac(PlanRequest(model="x", ram_gb=ram, chip=chip, gpu_cores=gpu_cores, macos=macos))
         ram = r
-        mac = f"{c.name} {c.gpu_cores}-core GPU, {r:g} GB" if c else f"{r:g} GB"
+        mac = f"{c.label}, {r:g} GB" if c else f"{r:g} GB"
         limit = capacity.wired_limit(r, profiles.load_macos(macos), wired_limit_mb).effective_bytes
     else:
         notes.append("no Mac given: give --ram (or run it on the Mac) for the headroom under the GPU limit")
@@ -85,7 +88,8 @@ def running(ports: dict[str, list[int]], *, ram: float | None, chip: str | None,
         rows.append(RunningRow(loaded=ld.model_dump(), memory_bytes=mem, memory_basis=basis, kv_type=kv,
                                kv_per_user_bytes=per_user))
     in_use = sum(r.memory_bytes or 0 for r in rows)
-    return RunningResult(mac=mac, gpu_limit_bytes=limit, in_use_bytes=in_use,
+    return RunningResult(mac=mac, chip=c.id if c else None, chip_label=c.label if c else None,
+                         ram_gb=ram if mac else None, wired_limit_bytes=limit, in_use_bytes=in_use,
                          headroom_bytes=limit - in_use if limit is not None else None, rows=rows,
                          answered=pr.answered, silent=pr.silent, notes=notes)
 
@@ -110,8 +114,8 @@ def render(r: RunningResult) -> str:
                 out.append(f"  {x.loaded['model']}: memory = {x.memory_basis}")
     elif r.answered:
         out.append("No model loaded.")
-    if r.gpu_limit_bytes is not None:
-        out += ["", f"On {r.mac}: GPU limit {fmt_bytes(r.gpu_limit_bytes)}, in use {fmt_bytes(r.in_use_bytes)}, "
+    if r.wired_limit_bytes is not None:
+        out += ["", f"On {r.mac}: GPU limit {fmt_bytes(r.wired_limit_bytes)}, in use {fmt_bytes(r.in_use_bytes)}, "
                 f"headroom {fmt_bytes(r.headroom_bytes)} for another model."]
         for x in r.rows:
             if x.kv_per_user_bytes and r.headroom_bytes and r.headroom_bytes > 0:

@@ -16,6 +16,8 @@ from planner._model import DEFAULT_MACOS
 from planner.errors import InputError
 from planner.format import energy_text
 
+from .options import WORKLOAD_FLAGS, wopt
+from .questions import ServeQuestion as S
 from .words import say
 
 _PER = {"s": 1.0, "sec": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0, "hour": 3600.0}
@@ -186,17 +188,17 @@ def serve_cmd(
     runtime: str = typer.Option("llama.cpp", "--runtime", "-r", help="llama.cpp (llama-server) or mlx-lm (mlx_lm.server)"),
     quant: str | None = typer.Option(None, "--quant", "-q", help="GGUF preset or MLX format; default Q4_K_M / 4bit"),
     slots: int = typer.Option(4, "--slots", help="llama-server -np / mlx_lm.server --decode-concurrency"),
-    rate: str | None = typer.Option(None, "--rate", help="Mean request rate: 20/min, 0.5/s, 300/h  [default: 20/min]"),
-    users: int | None = typer.Option(None, "--users", help="People using the server (with --think-time or "
-                                     "--per-user instead of --rate)"),
+    rate: str | None = wopt(S, "rate", default=None, help_suffix="  [default: 20/min]"),
+    users: int | None = typer.Option(None, *WORKLOAD_FLAGS["users"], help="People using the server (with "
+                                     "--think-time or --per-user instead of --rate)"),
     think_time: str | None = typer.Option(None, "--think-time", help="Each person's pause between requests "
                                           "(reading, typing): 90s, 2min"),
     per_user: str | None = typer.Option(None, "--per-user", help="Requests per person: 20/h, 1/min"),
-    prompt: str = typer.Option("p50=1500,p90=6000", "--prompt", help="Prompt tokens: 1500, p50=..,p90=.. or 512:0.5,4096:0.5"),
-    gen: str = typer.Option("p50=300,p90=900", "--gen", help="Answer tokens, same forms as --prompt"),
+    prompt: str = wopt(S, "prompt"),
+    gen: str = wopt(S, "gen"),
     duration: str = typer.Option("1h", "--duration", help="Simulated time: 1h, 30min, 600s"),
     max_ttft_p95: float | None = typer.Option(None, "--max-ttft-p95", help="Target 95th-percentile TTFT [s]"),
-    cached_prefix: float = typer.Option(0.0, "--cached-prefix", help="Share of each prompt in the prompt cache [0-1)"),
+    cached_prefix: float = wopt(S, "cached_prefix"),
     slot_context: int | None = typer.Option(None, "--slot-context", help="KV tokens per slot; default p99 prompt+gen"),
     seed: int = typer.Option(0, "--seed", help="Seed of the arrival process and lengths"),
     trace: str | None = typer.Option(None, "--trace", help="CSV of requests (arrival_s,prompt,gen) instead of Poisson"),
@@ -210,10 +212,9 @@ def serve_cmd(
 ):
     """Latency under load: TTFT percentiles, per-user speed and the sustainable request rate of one server."""
     from planner.serve_plan import ServeRequest, serve, setup
-    from planner.workload import parse_length
+    from planner.workload import check_cached_prefix, parse_length
 
-    if not 0 <= cached_prefix < 1:
-        raise InputError(f"--cached-prefix {cached_prefix:g}: give a share from 0 up to (not including) 1")
+    check_cached_prefix(cached_prefix)
     if slots < 1 or slots > 512:
         raise InputError(f"--slots {slots}: give 1 to 512 parallel sequences")
     from .bounds import check_options

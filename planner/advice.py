@@ -24,7 +24,7 @@ from .results import Fit, WiredLimit
 from .schema import Chip, ModelProfile, QuantFormat, Runtime
 from .search import Speed, candidates, speed_at, speed_available, speed_model
 from .units import GiB
-from .workload import WorkloadProfile
+from .workload import WorkloadProfile, gen_point, point_in_context, prompt_point
 
 if TYPE_CHECKING:
     from .memory import MemoryModel
@@ -337,8 +337,7 @@ def _setup(model: str, ram_gb: float, wl: WorkloadProfile, chip: Chip | None, ma
     if need > max_pos:
         notes.append(f"context {need:,} capped at the model's {max_pos:,} tokens")
         need = max_pos
-    prompt = min(wl.prompt_tokens.p90_tokens, need - 1)
-    gen = max(1, min(math.ceil(wl.gen_tokens.mean), need - prompt))
+    prompt, gen = point_in_context(prompt_point(wl.prompt_tokens), gen_point(wl.gen_tokens), need)
     want_speed = chip is not None and speed_available()
     if chip is None:
         notes.append("no chip given: memory-only ranking (name the chip for speed, TTFT and targets)")
@@ -380,8 +379,8 @@ def _evaluate(ctx: Search, mm: MemoryModel, q: QuantFormat, slots: int, rf: Roof
         return None
     budget = capacity.safe_budget(ctx.wired if fit.verdict != "raise-limit" else ctx.raised, rt)
     maxc = max(capacity.max_context(mm, slots, budget, ctx.prof.config.max_position_embeddings) or need, need)
-    sp = (speed_at(rf, ctx.prompt, ctx.gen, slots, ctx.wl.users, ctx.staggered, ctx.wl.cached_tokens(ctx.prompt, rt))
-          if rf is not None else None)
+    sp = (speed_at(rf, ctx.prompt, ctx.gen, slots, ctx.wl.users, ctx.staggered, ctx.wl.cached_tokens(ctx.prompt, rt),
+                   ctx.wl.cached_prefix_share) if rf is not None else None)
     miss = _targets_check(ctx.wl, sp)
     qn = quality_of(q, ctx.prof)
     return ServingOption(runtime=rt.id, quant=q.id, kv_type=mm.kv.kv_type, slots=slots, context=need, max_context=maxc,

@@ -12,7 +12,6 @@ adapter and queueing rule), memoised per chip since many Macs share one chip.
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 from typing import TYPE_CHECKING, Literal
 
@@ -37,7 +36,7 @@ from .search import (
     with_kv,
 )
 from .units import GiB
-from .workload import Targets, WorkloadProfile
+from .workload import Targets, WorkloadProfile, gen_point, point_in_context, prompt_point
 
 if TYPE_CHECKING:  # throughput is imported where a speed is asked for
     from .throughput import Geometry, Roofline
@@ -73,6 +72,7 @@ class BuyRow(BaseModel):
     decode_tok_s_per_user: float | None = None
     decode_tok_s_range: tuple[float, float] | None = Field(None, description="80 % likely range of the per-user decode")
     ttft_s: float | None = None
+    cached_prefix_share: float = Field(0.0, description="Share of each prompt assumed in the prompt cache (TTFT)")
     time_per_request_s: float | None = None
     decode_tok_s: float | None = Field(None, description="aggregate over users [tok/s]")
     tok_s_per_kusd: float | None = Field(None, description="aggregate tok/s per $1000 of price")
@@ -149,6 +149,7 @@ class _Point:
     context: int
     slots: tuple[int, ...]
     staggered: bool
+    cached_share: float = 0.0   # the cached-prefix input: the share of each prompt in the prompt cache (stated with TTFT)
 
 
 @dataclasses.dataclass
@@ -243,11 +244,10 @@ def _point(workload: WorkloadProfile, profs: list[ModelProfile]) -> tuple[_Point
     if ctx > max_pos:
         notes.append(f"context {ctx:,} capped at {max_pos:,} (model maximum)")
         ctx = max_pos
-    prompt = min(workload.prompt_tokens.p90_tokens, ctx - 1)
-    gen = max(1, min(math.ceil(workload.gen_tokens.mean), ctx - prompt))
+    prompt, gen = point_in_context(prompt_point(workload.prompt_tokens), gen_point(workload.gen_tokens), ctx)
     users = workload.users
     slots = tuple(sorted({s for s in SLOT_CHOICES if s <= users} | {users}))
-    return _Point(prompt, gen, users, ctx, slots, workload.objective == "latency"), notes
+    return _Point(prompt, gen, users, ctx, slots, workload.objective == "latency", workload.cached_prefix_share), notes
 
 
 def _configs(profs: list[ModelProfile], workload: WorkloadProfile, pt: _Point, runtimes: list[str] | None,
@@ -314,7 +314,8 @@ class _SpeedTable:
             rf = self._roofline(chip, ci)
             p = self.pt
             self._sp[key] = (None if rf is None else
-                             speed_at(rf, p.prompt, p.gen, slots, p.users, p.staggered, self.configs[ci].cached))
+                             speed_at(rf, p.prompt, p.gen, slots, p.users, p.staggered, self.configs[ci].cached,
+                                      p.cached_share))
         return self._sp[key]
 
     def _roofline(self, chip: Chip, ci: int) -> Roofline | None:
@@ -425,7 +426,7 @@ def _row(m: MacProduct, ch: Chip, c: _Config, slots: int, total: float, code: in
                   memory_bytes=int(total), verdict=verdict,
                   decode_tok_s_per_user=sp.decode_tok_s_per_user if sp else None,
                   decode_tok_s_range=sp.decode_tok_s_range if sp else None, ttft_s=sp.ttft_s if sp else None,
-                  time_per_request_s=sp.time_per_request_s if sp else None,
+                  cached_prefix_share=wl.cached_prefix_share, time_per_request_s=sp.time_per_request_s if sp else None,
                   decode_tok_s=sp.decode_tok_s if sp else None,
                   tok_s_per_kusd=sp.decode_tok_s / m.price_usd * 1000 if sp else None,
                   meets_targets=not missed, within_budget=budget is None or m.price_usd <= budget, misses=missed,

@@ -103,6 +103,17 @@ def fmt_seconds(s: float | None) -> str:
     return f"{s / 60:.1f} min"
 
 
+def cached_label(share: float) -> str:
+    """How every TTFT states the prompt-cache share it assumed (CLI text, JSON has cached_prefix_share, app):
+    'no prompt cached' or '75 % of each prompt cached'."""
+    return f"{share * 100:.3g} % of each prompt cached" if share else "no prompt cached"
+
+
+def ttft_text(s: float | None, share: float) -> str:
+    """'TTFT 1.2 s (no prompt cached)': a time to first token with the prompt-cache share it assumed."""
+    return f"TTFT {fmt_seconds(s)} ({cached_label(share)})"
+
+
 def verdict_text(v: str) -> str:
     return VERDICT_TEXT[v]
 

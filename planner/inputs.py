@@ -30,6 +30,7 @@ KEYS: dict[str, str] = {
     "context": "context per user [tokens]", "users": "concurrent users", "prompt": "prompt length [tokens]",
     "gen": "answer length [tokens]", "workload": "workload preset", "min_tok_s": "minimum decode speed per user",
     "max_ttft": "longest wait for the first token", "max_request": "longest request",
+    "cached_prefix": "share of each prompt already cached",
     # predict
     "batch": "batch of sequences", "depth": "context depth [tokens]",
     # models

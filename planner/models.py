@@ -25,6 +25,7 @@ from .memory import MemoryModel
 from .results import Fit, ModelRow, ModelsResult, WiredLimit
 from .schema import Chip, MlxRuntime, ModelProfile, QuantFormat, Runtime
 from .search import Speed, base_memory_model, quants_for, speed_at, speed_available, speed_model, with_kv
+from .workload import point_in_context
 
 if TYPE_CHECKING:  # throughput is imported where a speed is asked for
     from .throughput import Roofline
@@ -114,8 +115,7 @@ def _evaluate(m: ModelProfile, rt: Runtime, q: QuantFormat, qn: QualityNote, kv:
     if want_speed and qy.chip is not None and c.fit.verdict != "no-fit":
         rf = _speed_model(m.id, rt.id, q.id, kv, qy.chip.id)
         if rf is not None:
-            prompt = max(1, min(qy.prompt_tokens, ctx - 1))
-            gen = max(1, min(qy.gen_tokens, ctx - prompt))
+            prompt, gen = point_in_context(qy.prompt_tokens, qy.gen_tokens, ctx)
             # one user: the staggered TTFT equals the batch one (same prompt, batch 1), so skip the second estimate
             c.speed = speed_at(rf, prompt, gen, qy.users, qy.users, qy.users > 1)
     return c
@@ -306,6 +306,7 @@ def what_runs(qy: Query) -> ModelsResult:
         ram_gb=qy.ram_gb, chip=qy.chip.id if qy.chip else None,
         chip_label=qy.chip.label if qy.chip else None, wired_limit_bytes=wired.effective_bytes,
         context=qy.context, users=qy.users, min_tok_s=qy.min_tok_s, prompt_tokens=qy.prompt_tokens,
+        gen_tokens=qy.gen_tokens,
         quality_basis=_basis_text(basis, ebasis), rows=_rank(rows, best_effort), embedding_rows=_rank(erows, best_effort),
         best_effort=best_effort, binding=binding, excluded={k: v for k, v in excluded.items() if v},
         evaluated=count[0], notes=notes)
@@ -347,7 +348,7 @@ def _row(c: _Cand, qy: Query, wired: WiredLimit, basis: str | None) -> ModelRow:
         quant=c.quant.id, quant_quality=c.qn.tier, kv_type=c.mm.kv.kv_type, verdict=c.fit.verdict,
         memory_bytes=c.total, memory_left_bytes=wired.effective_bytes - c.total, context=c.context,
         max_context=capacity.max_context(c.mm, qy.users, budget, max_pos), max_users=capacity.safe_users(c.mm, c.context, budget),
-        decode_tok_s=sp.decode_tok_s_per_user if sp else None, decode_tok_s_range=_range(sp, "decode_tok_s_range"),
+        decode_tok_s_per_user=sp.decode_tok_s_per_user if sp else None, decode_tok_s_range=_range(sp, "decode_tok_s_range"),
         prefill_tok_s=sp.prefill_tok_s if sp else None, prefill_tok_s_range=_range(sp, "prefill_tok_s_range"),
         score=m.quality.score if scored and m.quality else None, benchmark=m.quality.benchmark if m.quality else None,
         score_source=m.quality.source if m.quality else None,
@@ -364,12 +365,12 @@ def rank_key(r: ModelRow) -> tuple[float, ...]:
     not at a quant with a large quality cost (advice.quality_of tier 'large': the score no longer describes it),
     higher score, better quant, faster, more memory left."""
     return (not r.meets, r.score is None, r.quant_quality == "large", -(r.score or 0.0), TIER_ORDER[r.quant_quality],
-            -(r.decode_tok_s or 0.0), -r.memory_left_bytes)
+            -(r.decode_tok_s_per_user or 0.0), -r.memory_left_bytes)
 
 
 def _closeness(r: ModelRow) -> tuple[float, ...]:
     """Best effort order: runs in memory, fewest misses, fastest, smallest."""
-    return (r.verdict == "no-fit", len(r.misses), -(r.decode_tok_s or 0.0), r.memory_bytes)
+    return (r.verdict == "no-fit", len(r.misses), -(r.decode_tok_s_per_user or 0.0), r.memory_bytes)
 
 
 def _rank(rows: list[ModelRow], best_effort: bool) -> list[ModelRow]:
@@ -393,7 +394,7 @@ def _binding(rows: list[ModelRow], qy: Query, wired: WiredLimit) -> list[str]:
                    f"{small.memory_bytes / 2**30:.1f} GiB for {qy.users} × {small.context:,} tokens, "
                    f"{(small.memory_bytes - wired.effective_bytes) / 2**30:.1f} GiB over the "
                    f"{wired.effective_bytes / 2**30:.1f} GiB GPU limit; lower [[context]] or [[users]], or more RAM")
-    fast = [(r.decode_tok_s, r) for r in fitting if r.decode_tok_s is not None and "embedding" not in r.tasks]
+    fast = [(r.decode_tok_s_per_user, r) for r in fitting if r.decode_tok_s_per_user is not None and "embedding" not in r.tasks]
     if qy.min_tok_s and fast:
         tok_s, best = max(fast, key=lambda t: t[0])
         if tok_s < qy.min_tok_s:

@@ -16,6 +16,7 @@ from .errors import InputError
 from .memory import MemoryModel, check_kv_type, kv_alias, kv_layout, memory_model
 from .power import EnergyPerToken
 from .recipes import Recipe, recipe
+from .requests import CACHED_PREFIX_HELP, GenPoint, PromptPoint
 from .results import (
     DraftEstimate,
     Fit,
@@ -30,6 +31,7 @@ from .results import (
 from .schema import Chip, GgmlTypeTable, ModelProfile, QuantFormat, ResolvedFiles, Runtime
 from .setups import judge_offloads, with_draft, with_images, with_offload, with_serving
 from .streaming import StreamingEstimate
+from .workload import DEFAULT_CACHED_PREFIX, cached_tokens
 
 DEFAULT_QUANTS = {
     "gguf": ["Q3_K_M", "IQ4_XS", "Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0"],
@@ -57,8 +59,10 @@ class PlanRequest(BaseModel):
     macos: str = Field(profiles.DEFAULT_MACOS, description="macOS major version (15 or 26); changes the default GPU limit")
     flash_attn: bool | None = Field(None, description="llama.cpp flash attention (default on)")
     n_ubatch: int | None = Field(None, gt=0, le=65536, description="llama.cpp physical batch -ub (default 512)")
-    prompt_tokens: int = Field(1024, ge=0, le=10_000_000, description="Prompt tokens per request (speed: TTFT) [tokens]")
-    gen_tokens: int = Field(256, ge=0, le=10_000_000, description="Generated tokens per request (speed) [tokens]")
+    prompt_tokens: PromptPoint = 1024
+    gen_tokens: GenPoint = 256
+    cached_prefix: float | None = Field(None, ge=0, lt=1, description=CACHED_PREFIX_HELP + "; default: 0 in the "
+                                        "speed table, the chat preset's (0.75) in the bottom line")
     images: int = Field(0, ge=0, le=256, description="Images per request (vision models): adds the projector and "
                         "the image tokens to context and prompt")
     image_size: str | None = Field(None, description="Image size WxH in pixels where the model's token count depends "
@@ -476,12 +480,16 @@ def with_speed(opt: FitOption, mm: MemoryModel, q: QuantFormat, chip: Chip | Non
         res = profiles.load_speed_constants(chip, mm.runtime.id)
         refs = profiles.all_chips()
         P, G = req.prompt_tokens, req.gen_tokens
-        ests = {u: tp.predict(mm, chip, res, q.kind, q.mode, P, G, 0, u, refs) for u in user_counts}
+        # the prompt's cached prefix is not prefilled again, only the rest on top of it (planner/workload.py)
+        share = DEFAULT_CACHED_PREFIX if req.cached_prefix is None else req.cached_prefix
+        C = cached_tokens(P, share, mm.runtime)
+        ests = {u: tp.predict(mm, chip, res, q.kind, q.mode, P - C, G, C, u, refs) for u in user_counts}
     except InputError as e:
         return opt.model_copy(update={"notes": [*opt.notes, f"speed: {e.template}"]})  # inputs kept by key
     one = ests[user_counts[0]]
     speed = SpeedSummary(
-        prompt_tokens=P, gen_tokens=G, prefill_tok_s=one.prefill_tok_s, ttft_s=one.ttft_s,
+        prompt_tokens=P, gen_tokens=G, cached_prefix_share=share, prefill_tok_s=one.prefill_tok_s,
+        ttft_s=one.ttft_s,
         time_per_request_s=one.time_per_request_s,
         decode_tok_s_per_seq={u: e.decode_tok_s_per_seq for u, e in ests.items()},
         decode_tok_s_range={u: e.decode_tok_s_range for u, e in ests.items()},

@@ -10,12 +10,16 @@ from .deployment import resolve_mac
 from .errors import InputError, UnknownProfileError
 from .memory import memory_model
 from .schema import QuantFormat, Runtime
+from .workload import DEFAULT_CACHED_PREFIX, cached_tokens, check_cached_prefix
 
 
 def predict_result(chip: str, gpu_cores: int | None, ram: float | None, model: str, quant: str, runtime: str,
                    prompt: int, gen: int, depth: int, batch: int, macos: str = profiles.DEFAULT_MACOS,
-                   flash_attn: bool | None = None, ubatch: int | None = None, kv_type: str | None = None) -> dict[str, Any]:
-    """The contract's JSON object (a plain dict: ThroughputEstimate fields + memory fit)."""
+                   flash_attn: bool | None = None, ubatch: int | None = None, kv_type: str | None = None,
+                   cached_prefix: float = DEFAULT_CACHED_PREFIX) -> dict[str, Any]:
+    """The contract's JSON object (a plain dict: ThroughputEstimate fields + memory fit). ``cached_prefix``: the
+    share of the prompt already in the server's prompt cache; only the rest is prefilled, on top of it and of
+    ``depth`` (planner/workload.py cached_tokens, the rule of every command)."""
     mac = resolve_mac(chip, gpu_cores, ram)
     c, chip_note, ram_gb = mac.chip, mac.bin_note, mac.ram_gb
     assert c is not None  # a chip name was given
@@ -25,8 +29,9 @@ def predict_result(chip: str, gpu_cores: int | None, ram: float | None, model: s
     if batch < 1 or min(prompt, gen, depth) < 0:
         raise InputError("[[batch]] must be ≥ 1 and [[prompt]]/[[gen]]/[[depth]] ≥ 0")
     mm = memory_model(m, rt, q, profiles.ggml_types(), kv_type=kv_type, flash_attn=flash_attn, n_ubatch=ubatch)
-    est = tp.predict(mm, c, profiles.load_speed_constants(c, rt.id), q.kind, q.mode, prompt, gen, depth, batch,
-                     reference_chips=profiles.all_chips())
+    cached = cached_tokens(prompt, check_cached_prefix(cached_prefix), rt)
+    est = tp.predict(mm, c, profiles.load_speed_constants(c, rt.id), q.kind, q.mode, prompt - cached, gen,
+                     depth + cached, batch, reference_chips=profiles.all_chips())
     lead = [n for n in (chip_note, quant_note) if n]
     if lead:
         est = est.model_copy(update={"notes": [*lead, *est.notes]})
@@ -36,7 +41,8 @@ def predict_result(chip: str, gpu_cores: int | None, ram: float | None, model: s
     verdict = capacity.fit(mem.total, mm.weights.total_bytes, wired, rt)
     return {
         "chip": c.id, "chip_label": c.label, "ram_gb": ram_gb, "runtime": rt.id, "model": m.id, "quant": q.id,
-        **est.model_dump(),
+        **est.model_dump(), "prompt_tokens": prompt, "depth": depth, "cached_prefix_share": cached_prefix,
+        "cached_tokens": cached,
         "fits": mem.total <= wired.default_bytes,
         "fit_verdict": verdict.verdict,
         "peak_memory_bytes": mem.total,

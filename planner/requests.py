@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field, WithJsonSchema
 
 from ._model import DEFAULT_MACOS, Frozen
 
@@ -20,8 +20,47 @@ Macos = Annotated[str, Field(description="macOS major version (15 or 26); change
 Runtimes = Annotated[list[str] | None, Field(description="Runtimes to consider (default llama.cpp, mlx-lm)")]
 Workload = Annotated[str, Field(description="Preset: chat, rag, agent, batch, code")]
 Users = Annotated[int | None, Field(description="Concurrent users (overrides the preset)")]
-TokenDist = Annotated[str | None, Field(description="Prompt tokens: 12000 | 1024:0.6,8192:0.4 | p50=..,p90=..")]
-GenDist = Annotated[str | None, Field(description="Generated tokens, same forms as the prompt tokens")]
+
+# The workload's lengths and prompt-cache share: one spelling, one parser (planner/workload.py parse_length) and
+# one help text in every command. A single-point answer reads a distribution at its p90 prompt (TTFT, targets)
+# and its mean output (throughput): planner/workload.py prompt_point / gen_point.
+LENGTH_FORMS = "12000 | 1024:0.6,8192:0.4 | p50=..,p90=.."
+PROMPT_HELP = f"Prompt tokens: {LENGTH_FORMS}"
+GEN_HELP = "Generated tokens, same forms as [[prompt]]"
+POINT_NOTE = " (a distribution is answered at its p90 prompt and its mean output)"
+CACHED_PREFIX_HELP = ("Share of each prompt already in the server's prompt cache (a chat's earlier turns), 0 up to 1: "
+                      "only the rest is prefilled (0: the whole prompt, a first turn)")
+RATE_HELP = "Mean request rate: 20/min, 0.5/s, 300/h"
+TokenDist = Annotated[str | None, Field(description=PROMPT_HELP + " (targets at the p90)")]
+GenDist = Annotated[str | None, Field(description=GEN_HELP + " (throughput at the mean)")]
+CachedPrefix = Annotated[float, Field(ge=0, lt=1, description=CACHED_PREFIX_HELP)]
+# a workload command: unset takes the preset's share (profiles/workloads/*.yaml cached_prefix_share), stated with
+# every TTFT it reports
+PRESET_CACHED_NOTE = "; default: the workload preset's (chat 0.75, the other presets 0)"
+PresetCachedPrefix = Annotated[float | None, Field(ge=0, lt=1, description=CACHED_PREFIX_HELP + PRESET_CACHED_NOTE)]
+
+
+def _prompt_point(v: object) -> object:
+    from .workload import point_tokens
+
+    return point_tokens(v, "[[prompt]]") if isinstance(v, str) else v
+
+
+def _gen_point(v: object) -> object:
+    from .workload import point_tokens
+
+    return point_tokens(v, "[[gen]]", gen=True) if isinstance(v, str) else v
+
+
+# One operating point (plan, predict, models): tokens, or a distribution read at its p90 prompt / mean output
+# an agent's input schema (the MCP/HTTP questions) shows both forms; the answer echoes the tokens used
+_POINT_INPUT = WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 0, "maximum": 10_000_000},
+                                         {"type": "string", "examples": ["12000", "1024:0.6,8192:0.4",
+                                                                         "p50=1500,p90=6000"]}]}, mode="validation")
+_TOKENS = Annotated[int, Field(ge=0, le=10_000_000)]
+PromptPoint = Annotated[_TOKENS, BeforeValidator(_prompt_point), _POINT_INPUT,
+                        Field(description=PROMPT_HELP + POINT_NOTE)]
+GenPoint = Annotated[_TOKENS, BeforeValidator(_gen_point), _POINT_INPUT, Field(description=GEN_HELP + POINT_NOTE)]
 ReserveContext = Annotated[int | None, Field(description="Context to reserve per sequence [tokens]")]
 MinTokS = Annotated[float | None, Field(description="Minimum decode tok/s per user")]
 MaxTtft = Annotated[float | None, Field(description="Maximum time to first token [s]")]
@@ -40,6 +79,7 @@ class _Targets(BaseModel):
     min_tok_s: MinTokS = None
     max_ttft: MaxTtft = None
     max_request: MaxRequest = None
+    cached_prefix: PresetCachedPrefix = None
 
 
 class PredictRequest(BaseModel):
@@ -50,13 +90,14 @@ class PredictRequest(BaseModel):
     model: CatalogModel
     quant: str = Field(description="GGUF preset (Q4_K_M) or MLX format (4bit, 8bit-g32, bf16)")
     runtime: str = Field("llama.cpp", description="llama.cpp, mlx-lm or ollama")
-    prompt: int = Field(512, description="New prompt tokens per sequence (llama-bench ppP)")
-    gen: int = Field(128, description="Generated tokens per sequence (llama-bench tgG)")
+    prompt: PromptPoint = 512
+    gen: GenPoint = 128
     depth: int = Field(0, description="Tokens already cached before the prompt (llama-bench @ dD)")
     batch: int = Field(1, description="Concurrent sequences, each with its own prompt")
     macos: Macos = DEFAULT_MACOS
     flash_attn: bool | None = Field(None, description="llama.cpp flash attention")
     ubatch: int | None = Field(None, description="llama.cpp physical batch -ub")
+    cached_prefix: CachedPrefix = 0.0
 
 
 class RecommendRequest(_Targets):
@@ -105,7 +146,7 @@ class ClusterRequest(BaseModel):
     quant: str | None = Field(None, description="Default mlx-4bit-g64 (mlx/exo) or Q4_K_M (llama.cpp)")
     context: int = Field(8192, description="Context per sequence [tokens]")
     users: int = Field(1, description="Concurrent sequences")
-    prompt: int = Field(1024, description="Prompt tokens (prefill/TTFT)")
-    gen: int = Field(256, description="Generated tokens")
+    prompt: PromptPoint = 1024
+    gen: GenPoint = 256
     macos: str = Field(DEFAULT_MACOS, description="macOS major version (RDMA over TB5 needs 26.2+)")
     no_rdma: bool = Field(False, description="Use TCP (ring) even over Thunderbolt 5")

@@ -116,7 +116,8 @@ class ThroughputEstimate(BaseModel):
 
     model_config = Frozen
     prefill_tok_s: float = Field(description="Prompt tokens processed per second, all sequences together [tok/s]")
-    ttft_s: float = Field(description="Time to first token: prefill of the prompts plus one decode step [s]")
+    ttft_s: float = Field(description="Time to first token: the prefill (llama.cpp), the prefill of all but the last "
+                          "prompt token plus one decode step (mlx-lm); throughput.first_token_time [s]")
     decode_tok_s: float = Field(description="Generated tokens per second, all sequences together [tok/s]")
     decode_tok_s_per_seq: float = Field(description="Generated tokens per second seen by one sequence [tok/s]")
     decode_tok_s_range: tuple[float, float] = Field(
@@ -146,6 +147,7 @@ class SpeedSummary(BaseModel):
     model_config = Frozen
     prompt_tokens: int
     gen_tokens: int
+    cached_prefix_share: float = Field(0.0, description="Share of the prompt assumed in the prompt cache (TTFT)")
     prefill_tok_s: float = Field(description="Prefill of one prompt [tok/s]")
     ttft_s: float = Field(description="Time to first token for one prompt [s]")
     time_per_request_s: float = Field(description="TTFT + generation, one user [s]")
@@ -240,7 +242,7 @@ class ModelRow(BaseModel):
     context: int = Field(description="Context per user the row was sized for [tokens]")
     max_context: int = Field(description="Longest context per user that fits at the asked users [tokens]")
     max_users: int = Field(description="Most concurrent users that fit at the asked context")
-    decode_tok_s: float | None = Field(None, description="Decode speed per user [tok/s]; None without a chip")
+    decode_tok_s_per_user: float | None = Field(None, description="Decode speed per user [tok/s]; None without a chip")
     decode_tok_s_range: tuple[float, float] | None = Field(None, description="Likely decode range [tok/s]")
     prefill_tok_s: float | None = Field(None, description="Prefill speed of one prompt [tok/s]")
     prefill_tok_s_range: tuple[float, float] | None = Field(None, description="Likely prefill range [tok/s]")
@@ -264,6 +266,7 @@ class ModelsResult(BaseModel):
     users: int
     min_tok_s: float | None = None
     prompt_tokens: int
+    gen_tokens: int = 0
     quality_basis: str = Field(description="What the quality figure is")
     rows: list[ModelRow] = Field(description="Generative models, best first")
     embedding_rows: list[ModelRow] = Field([], description="Embedding models, ranked by their own benchmark")

@@ -43,6 +43,7 @@ class Speed(BaseModel):
     time_per_request_s: float
     decode_bound: Literal["bandwidth", "compute"]
     prefill_share: float = Field(description="TTFT / time per request")
+    cached_prefix_share: float = Field(0.0, description="Share of each prompt assumed in the prompt cache (TTFT)")
     calibration: str = ""
 
 
@@ -90,14 +91,16 @@ def queue(ttft: Any, t_req: Any, per_user: Any, slots: Any, users: int) -> tuple
     return ttft + wait, t_req + wait, per_user * b / users
 
 
-def speed_at(rf: Roofline, prompt: int, gen: int, slots: int, users: int, staggered: bool, cached: int = 0) -> Speed:
+def speed_at(rf: Roofline, prompt: int, gen: int, slots: int, users: int, staggered: bool, cached: int = 0,
+             share: float = 0.0) -> Speed:
     """Speed of ``users`` users served by ``slots`` parallel sequences (slots ≤ users queue, time-shared).
 
     staggered: prompts arrive one at a time (interactive use), so TTFT is one prompt's prefill while the others
     decode; otherwise (batch jobs) the prompts of a full batch are prefilled together.
     cached: leading prompt tokens already in the server's prompt cache (a chat's history): only the rest is
     prefilled, on top of them (llama.cpp tools/server/server-context.cpp: n_past = get_common_prefix(...) when
-    cache_prompt, default true in server-task.h; mlx_lm/server.py: prompt_cache.fetch_nearest_cache)."""
+    cache_prompt, default true in server-task.h; mlx_lm/server.py: prompt_cache.fetch_nearest_cache), from
+    planner/workload.py cached_tokens; ``share``: the cached-prefix share it came from, stated with the TTFT."""
     from . import throughput as tp
 
     b = min(slots, users)
@@ -112,7 +115,8 @@ def speed_at(rf: Roofline, prompt: int, gen: int, slots: int, users: int, stagge
     return Speed(prefill_tok_s=e.prefill_tok_s, ttft_s=ttft, decode_tok_s_per_user=per_user,
                  decode_tok_s=e.decode_tok_s, decode_tok_s_range=(lo * scale, hi * scale),
                  prefill_tok_s_range=e.prefill_tok_s_range, time_per_request_s=t_req, decode_bound=e.bound,
-                 prefill_share=min(1.0, ttft / t_req) if t_req > 0 else 0.0, calibration=e.calibration)
+                 prefill_share=min(1.0, ttft / t_req) if t_req > 0 else 0.0, cached_prefix_share=share,
+                 calibration=e.calibration)
 
 
 # --------------------------------------------------------------------------- memory helpers

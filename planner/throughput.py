@@ -459,8 +459,8 @@ class Roofline:
         prefill_step_size chunks and runs the last one through _step with the first sampled token, a decode step at
         depth D + P, so its prompt speed is P / TTFT (one sequence; BatchGenerator keeps its own stats)."""
         t, _ = self.prefill_time(prompt, depth, batch)
-        if self.runtime_family == "mlx-lm" and batch == 1 and prompt > 0:
-            t += self.step_time(1, depth + prompt)
+        if self.engine.last_prompt_token_decodes and batch == 1 and prompt > 0:
+            return first_token_time(self, prompt, depth, 1, t)
         return t
 
     def prefill_attn_time(self, prompt: int, depth: int = 0, batch: int = 1) -> float:
@@ -597,6 +597,26 @@ def roofline_for(mm: MemoryModel, chip: Chip, resolved: ResolvedSpeedConstants, 
                     reference_chips=reference_chips, prefill_batch=rt.prefill_batch)
 
 
+def first_token_time(rf: Roofline, prompt: int, depth: int, batch: int, t_prefill: float) -> float:
+    """Time to first token [s] of ``batch`` prompts of ``prompt`` new tokens on ``depth`` cached (``t_prefill``: their
+    prefill), the one rule of every command (plan, predict, recommend, buy, models) and of the serve simulation
+    (planner/serve.py, which applies the same steps one by one):
+
+    * llama.cpp samples the first token from the logits of the prompt's last token, right after the batch that
+      holds it (tools/server/server-context.cpp: the slot samples after that batch's llama_decode, n_decoded = 1,
+      t_prompt_processing ends there): TTFT = the prefill.
+    * mlx-lm prefills all but the last prompt token in chunks, then runs the last token as the first decode step
+      (mlx_lm/generate.py generate_step: ``while total_prompt_tokens - prompt_processed_tokens > 1`` ... then
+      ``_step(input_tokens=prompt)``; mlx_lm.server's BatchGenerator moves a prompt with one token left to the
+      generation batch): TTFT = the prefill of prompt - 1 tokens + one decode step.
+    * No new prompt token (all cached): the first token is one decode step."""
+    if prompt <= 0:
+        return rf.step_time(batch, depth)
+    if rf.engine.last_prompt_token_decodes:
+        return rf.prefill_time(prompt - 1, depth, batch)[0] + rf.step_time(batch, depth + prompt - 1)
+    return t_prefill
+
+
 def estimate(rf: Roofline, prompt: int, gen: int, depth: int = 0, batch: int = 1, calibration: str | None = None,
              notes: list[str] | None = None, knee: bool = True) -> ThroughputEstimate:
     """Prefill of ``prompt`` tokens on ``depth`` cached, then ``gen`` decoded tokens, for ``batch`` sequences.
@@ -606,10 +626,13 @@ def estimate(rf: Roofline, prompt: int, gen: int, depth: int = 0, batch: int = 1
         raise InputError("[[batch]] must be ≥ 1 and [[prompt]]/[[gen]]/[[depth]] ≥ 0")
     t_pf, pf_bound = rf.prefill_time(prompt, depth, batch)
     start = depth + prompt
-    first_step = rf.step_time(batch, start)
     t_dec = rf.decode_time(batch, start, max(gen, 1))
     g_eff = max(gen, 1)
     per_seq = g_eff / t_dec
+    ttft = first_token_time(rf, prompt, depth, batch, t_pf)
+    # the other gen - 1 tokens take a decode step each, from depth `start` on (from `start + 1` when the first
+    # token was itself the decode step at `start`: no new prompt token)
+    t_rest = rf.decode_time(batch, start + (0 if prompt else 1), gen - 1) if gen > 1 else 0.0
     _, t_mem, t_cmp = rf.step_parts(batch, start)
     step_bytes = rf.step_bytes(batch, start)
     pf = (prompt * batch / rf.reported_prefill_time(prompt, depth, batch)) if prompt else 0.0
@@ -617,10 +640,10 @@ def estimate(rf: Roofline, prompt: int, gen: int, depth: int = 0, batch: int = 1
         prefill_tok_s=pf,
         decode_tok_s_range=likely_range(rf.k, per_seq, "decode", prompt, depth, batch, rf.bw / step_bytes),
         prefill_tok_s_range=likely_range(rf.k, pf, "prefill", prompt, depth, batch),
-        ttft_s=t_pf + first_step,
+        ttft_s=ttft,
         decode_tok_s=per_seq * batch,
         decode_tok_s_per_seq=per_seq,
-        time_per_request_s=t_pf + (t_dec if gen else first_step),
+        time_per_request_s=ttft + t_rest,
         bound="compute" if t_cmp > t_mem else "bandwidth",
         prefill_bound=pf_bound,
         bytes_per_step=int(step_bytes),

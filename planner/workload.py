@@ -3,6 +3,13 @@
 Presets live in profiles/workloads/<id>.yaml and are validated by :class:`WorkloadProfile`. A custom workload is
 built with :func:`custom_workload`. Lengths may be one value, a weighted distribution ``[[tokens, weight], ...]``,
 or ``p50``/``p90``. Targets are checked at the p90 lengths (the slow requests), throughput at the mean.
+
+One rule for every command (plan, predict, recommend, buy, models, serve, the questions and the app): a length is
+given as ``12000``, ``1024:0.6,8192:0.4`` or ``p50=..,p90=..`` and read by :func:`parse_length`; where a command
+answers at one operating point (plan, predict, models, the single-request TTFT of recommend and buy) the prompt is
+its p90 (:func:`prompt_point`: TTFT and targets at the slow requests) and the output its mean, rounded up
+(:func:`gen_point`: the throughput). The share of each prompt already in the server's prompt cache
+(the cached_prefix input, default :data:`DEFAULT_CACHED_PREFIX`) is turned into tokens by :func:`cached_tokens` only.
 """
 
 from __future__ import annotations
@@ -15,7 +22,18 @@ from pydantic import BaseModel, Field, ValidationError, model_validator
 from . import profiles
 from ._model import Frozen
 from .errors import InputError, UnknownProfileError, render_validation_error
+from .format import cached_label
 from .schema import Runtime, Workload
+
+DEFAULT_CACHED_PREFIX = 0.0  # a cold prompt: the whole prompt is prefilled (a conversation's first turn)
+
+
+def cached_tokens(prompt: int, share: float, runtime: Runtime) -> int:
+    """Leading tokens of a ``prompt``-token request that a prefix-caching runtime does not prefill again: the one
+    rule behind every TTFT (llama.cpp tools/server/server-context.cpp: n_past = get_common_prefix(...) when
+    cache_prompt; mlx_lm/server.py: prompt_cache.fetch_nearest_cache). A runtime without a prefix cache
+    (llama-bench style runs) prefills the whole prompt."""
+    return int(prompt * share) if getattr(runtime, "prefix_cache", False) else 0
 
 
 class Length(BaseModel):
@@ -131,12 +149,12 @@ class WorkloadProfile(BaseModel):
     def at(self, prompt: int | None = None, gen: int | None = None, users: int | None = None) -> Workload:
         """The core's single-point Workload (schema.Workload) at given lengths (default: p90 prompt, mean output)."""
         return Workload(context=self.context, users=users or self.users,
-                        prompt_tokens=self.prompt_tokens.p90_tokens if prompt is None else prompt,
-                        gen_tokens=math.ceil(self.gen_tokens.mean) if gen is None else gen)
+                        prompt_tokens=prompt_point(self.prompt_tokens) if prompt is None else prompt,
+                        gen_tokens=gen_point(self.gen_tokens) if gen is None else gen)
 
     def cached_tokens(self, prompt: int, runtime: Runtime) -> int:
         """Leading tokens of a ``prompt``-token request that a prefix-caching runtime does not prefill again."""
-        return int(prompt * self.cached_prefix_share) if runtime.prefix_cache else 0
+        return cached_tokens(prompt, self.cached_prefix_share, runtime)
 
     def summary(self) -> str:
         t = self.targets
@@ -144,8 +162,7 @@ class WorkloadProfile(BaseModel):
               f"TTFT ≤{t.max_ttft_s:g} s" if t.max_ttft_s else "",
               f"≤{t.max_request_s:g} s/request" if t.max_request_s else ""]
         tgt = ", ".join(x for x in tg if x) or "no latency targets"
-        cached = (f" ({self.cached_prefix_share:.0%} of each prompt already in the server's prompt cache)"
-                  if self.cached_prefix_share else "")
+        cached = f" ({cached_label(self.cached_prefix_share)})"
         return (f"{self.id}: {self.users} user{'s' if self.users > 1 else ''} × prompt {self.prompt_tokens.label()} "
                 f"+ output {self.gen_tokens.label()} tokens{cached}, context {self.context:,}; targets: {tgt}")
 
@@ -165,8 +182,43 @@ def load_workload(name: str) -> WorkloadProfile:
     return profiles.load_file(idx[key], WorkloadProfile)
 
 
-def parse_length(text: str, flag: str) -> Length:
-    """'12000' | '1024:0.5,4096:0.5' | 'p50=8192,p90=16384' -> Length."""
+def prompt_point(length: Length) -> int:
+    """The prompt length a single-point answer uses: the p90 (TTFT and targets at the slow requests)."""
+    return length.p90_tokens
+
+
+def gen_point(length: Length) -> int:
+    """The output length a single-point answer uses: the mean, rounded up (throughput)."""
+    return math.ceil(length.mean)
+
+
+def point_in_context(prompt: int, gen: int, context: int) -> tuple[int, int]:
+    """(prompt, output) tokens of one request inside a ``context``-token sequence: the prompt leaves room for at
+    least one output token, the output is cut at the context (recommend, buy and models answer at this point)."""
+    p = max(0, min(prompt, context - 1))
+    return p, max(1, min(gen, context - p))
+
+
+def point_tokens(value: int | str, flag: str, gen: bool = False) -> int:
+    """A prompt or answer length (tokens or a distribution) -> the tokens a single-point answer uses."""
+    if isinstance(value, bool):
+        raise InputError(f"{flag} {value!r}: give tokens (12000), a distribution (1024:0.6,8192:0.4) or p50=...,p90=...")
+    if isinstance(value, int):
+        return value
+    n = parse_length(str(value), flag)
+    return gen_point(n) if gen else prompt_point(n)
+
+
+def check_cached_prefix(share: float, flag: str = "[[cached_prefix]]") -> float:
+    """A prompt-cache share from 0 up to (not including) 1."""
+    if not 0 <= share < 1:  # nan fails both
+        raise InputError(f"{flag} {share:g}: give a share from 0 up to (not including) 1, e.g. 0.75")
+    return share
+
+
+def parse_length(text: str | int, flag: str) -> Length:
+    """'12000' | '1024:0.5,4096:0.5' | 'p50=8192,p90=16384' -> Length (the one parser of every command)."""
+    text = str(text)
     s = text.replace(" ", "")
     try:
         if s.startswith(("p50=", "p90=")):
@@ -190,9 +242,22 @@ def parse_length(text: str, flag: str) -> Length:
                          f"p50=...,p90=... ({e.__class__.__name__})") from None
 
 
+def _targets(base: Targets, min_tok_s: float | None, max_ttft: float | None, max_request: float | None) -> Targets:
+    """The preset's targets with the ones given on the command line."""
+    t = base.model_dump()
+    for k, v, flag in (("min_tok_s_per_user", min_tok_s, "[[min_tok_s]]"), ("max_ttft_s", max_ttft, "[[max_ttft]]"),
+                       ("max_request_s", max_request, "[[max_request]]")):
+        if v is not None:
+            if v <= 0:
+                raise InputError(f"{flag} {v:g}: must be positive")
+            t[k] = v
+    return Targets(**t)
+
+
 def custom_workload(base: str | None = None, *, prompt: str | None = None, gen: str | None = None,
                     users: int | None = None, context: int | None = None, min_tok_s: float | None = None,
-                    max_ttft: float | None = None, max_request: float | None = None) -> WorkloadProfile:
+                    max_ttft: float | None = None, max_request: float | None = None,
+                    cached_prefix: float | None = None) -> WorkloadProfile:
     """A preset (default 'chat') with any field overridden from the command line."""
     wl = load_workload(base or "chat")
     upd: dict[str, Any] = {}  # WorkloadProfile fields of several types
@@ -208,14 +273,9 @@ def custom_workload(base: str | None = None, *, prompt: str | None = None, gen: 
         if context <= 0:
             raise InputError(f"[[context]] {context}: must be a positive number of tokens")
         upd["context_cap"] = context
-    t = wl.targets.model_dump()
-    for k, v, flag in (("min_tok_s_per_user", min_tok_s, "[[min_tok_s]]"), ("max_ttft_s", max_ttft, "[[max_ttft]]"),
-                       ("max_request_s", max_request, "[[max_request]]")):
-        if v is not None:
-            if v <= 0:
-                raise InputError(f"{flag} {v:g}: must be positive")
-            t[k] = v
-    upd["targets"] = Targets(**t)
+    if cached_prefix is not None:
+        upd["cached_prefix_share"] = check_cached_prefix(cached_prefix)
+    upd["targets"] = _targets(wl.targets, min_tok_s, max_ttft, max_request)
     if prompt is not None or gen is not None:
         upd["id"] = f"{wl.id}+custom" if base else "custom"
     data = {**wl.model_dump(), **{k: (v.model_dump() if isinstance(v, BaseModel) else v) for k, v in upd.items()}}

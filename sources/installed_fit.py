@@ -21,7 +21,7 @@ class InstalledRow(BaseModel):
     verdict: str | None = Field(None, description="fits / tight / raise-limit / no-fit at the context and users")
     memory_bytes: int | None = Field(None, description="Weights + KV + compute at the context and users [bytes]")
     headroom_bytes: int | None = Field(None, description="GPU limit minus memory [bytes]")
-    decode_tok_s: float | None = Field(None, description="Decode per user at the users asked (needs a chip) [tok/s]")
+    decode_tok_s_per_user: float | None = Field(None, description="Decode per user at the users asked (needs a chip) [tok/s]")
     run: str
     error: str | None = None
 
@@ -29,9 +29,12 @@ class InstalledRow(BaseModel):
 class InstalledResult(BaseModel):
     model_config = ConfigDict(frozen=True)
     mac: str | None = Field(None, description="The Mac the fit and speed are for; None: not given, not detected")
+    chip: str | None = Field(None, description="Chip profile id (m4-max-40gpu), as every command's JSON")
+    chip_label: str | None = None
+    ram_gb: float | None = None
     context: int
     users: int
-    gpu_limit_bytes: int | None = None
+    wired_limit_bytes: int | None = None
     roots: list[tuple[str, str]]
     models: list[InstalledRow]
     notes: list[str] = []
@@ -69,7 +72,7 @@ def evaluate(item, *, ram: float | None, chip: str | None, gpu_cores: int | None
     dec = o.speed.decode_tok_s_per_seq.get(users) if o.speed else None
     return InstalledRow(**{**row, "runtime": o.runtime, "quant": item.quant or o.quant, "verdict": o.fit.verdict,
                            "memory_bytes": o.memory.total, "headroom_bytes": o.fit.headroom_bytes,
-                           "decode_tok_s": dec})
+                           "decode_tok_s_per_user": dec})
 
 
 def installed(dirs: list[str] | None, *, ram: float | None, chip: str | None, gpu_cores: int | None, context: int,
@@ -77,19 +80,21 @@ def installed(dirs: list[str] | None, *, ram: float | None, chip: str | None, gp
     from sources.installed import scan
 
     s = scan(dirs, include_default=defaults)
-    mac, limit = None, None
+    mac, limit, c = None, None, None
     notes = list(s.notes)
     if ram is not None or chip is not None:
         from planner import capacity, profiles
         from planner.plan import PlanRequest, resolve_mac
 
         r, c, _ = resolve_mac(PlanRequest(model="x", ram_gb=ram, chip=chip, gpu_cores=gpu_cores, macos=macos))
-        mac = f"{c.name} {c.gpu_cores}-core GPU, {r:g} GB" if c else f"{r:g} GB"
+        mac = f"{c.label}, {r:g} GB" if c else f"{r:g} GB"
         limit = capacity.wired_limit(r, profiles.load_macos(macos), wired_limit_mb).effective_bytes
         ram = r
     else:
         notes.append("no Mac given: give --ram and --chip (or run it on the Mac) for fit and speed")
     rows = [evaluate(m, ram=ram, chip=chip, gpu_cores=gpu_cores, context=context, users=users, macos=macos,
                      wired_limit_mb=wired_limit_mb) for m in s.models]
-    return InstalledResult(mac=mac, context=context, users=users, gpu_limit_bytes=limit, roots=s.roots,
+    return InstalledResult(mac=mac, chip=c.id if c else None, chip_label=c.label if c else None,
+                           ram_gb=ram if mac else None, context=context, users=users, wired_limit_bytes=limit,
+                           roots=s.roots,
                            models=rows, notes=notes)

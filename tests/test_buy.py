@@ -234,6 +234,7 @@ def test_rows_are_the_speed_model_at_the_workload_point_with_the_prefix_cache():
         sp = speed_at(speed_model(mm, profiles.resolve_chip(mac.chip), q), 2048, 750, row.slots, 4, True, 1536)
         assert row.decode_tok_s_per_user == pytest.approx(sp.decode_tok_s_per_user, rel=1e-9)
         assert row.ttft_s == pytest.approx(sp.ttft_s, rel=1e-9)
+        assert row.cached_prefix_share == 0.75   # the TTFT states the share it assumed (the chat preset's)
         assert row.decode_tok_s_range == pytest.approx(sp.decode_tok_s_range, rel=1e-9)
         assert row.decode_tok_s_range[0] <= row.decode_tok_s_per_user <= row.decode_tok_s_range[1]
 
@@ -247,6 +248,8 @@ def test_prefix_cache_shortens_chat_ttft_only():
     assert cached.decode_tok_s_per_user == pytest.approx(full.decode_tok_s_per_user)   # same depth decoded
     assert custom_workload("rag").cached_tokens(16384, mm.runtime) == 0
     assert custom_workload("chat").cached_tokens(2048, mm.runtime) == 1536
+    assert custom_workload("chat", cached_prefix=0).cached_tokens(2048, mm.runtime) == 0   # --cached-prefix 0
+    assert custom_workload("rag", cached_prefix=0.5).cached_tokens(16384, mm.runtime) == 8192
 
 
 # ---------------------------------------------------------------- user prices

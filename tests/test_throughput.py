@@ -107,7 +107,12 @@ def test_prefill_golden():
     assert bound == "compute"
     est = tp.estimate(r, prompt=1000, gen=0)
     assert est.prefill_tok_s == pytest.approx(1000 / t)
-    assert est.ttft_s == pytest.approx(t + r.step_time(1, 1000))
+    # llama.cpp samples the first token from the prompt's last logits: TTFT is the prefill (first_token_time)
+    assert est.ttft_s == pytest.approx(t, rel=1e-12)
+    # mlx-lm runs the last prompt token as the first decode step: prefill of 999 tokens + one step at depth 999
+    m = tp.roofline(GEO, chip(), RES, "mlx-lm", flash_attn=True, chunk=512)
+    assert tp.estimate(m, prompt=1000, gen=0).ttft_s == pytest.approx(
+        m.prefill_time(999, 0, 1)[0] + m.step_time(1, 999), rel=1e-12)
 
 
 def test_prefill_steps_rule():
@@ -552,11 +557,12 @@ def test_only_mlx_lm_gemma2_materialises_its_scores():
 def test_mlx_lm_prompt_speed_is_the_prompt_over_the_time_to_first_token():
     """mlx_lm/generate.py: generate_step prefills P − 1 tokens and runs the last through _step with the first
     sampled token; stream_generate's prompt_tps = P / (time until that token). So mlx-lm's reported prompt speed
-    includes one decode step at depth P: on GEO at 1000 tokens that step is 20 ms of weights (1e9 B at 0.5 × 1e11
-    B/s) + 0.02 ms of KV (1000 × 1000 B) + 2 × 0.1 ms fixed = 20.22 ms. llama-bench's pp is the prefill alone."""
+    is P over the prefill of P − 1 tokens plus one decode step at depth P − 1: on GEO at 1000 tokens that step is
+    20 ms of weights (1e9 B at 0.5 × 1e11 B/s) + 0.01998 ms of KV (999 × 1000 B) + 2 × 0.1 ms fixed = 20.21998 ms.
+    llama-bench's pp is the prefill alone."""
     mlx = tp.roofline(GEO, chip(), RES, "mlx-lm", chunk=2048)
-    t_pf, _ = mlx.prefill_time(1000)
-    assert mlx.reported_prefill_time(1000) == pytest.approx(t_pf + 0.02022, rel=1e-12)
+    t_pf, _ = mlx.prefill_time(999)
+    assert mlx.reported_prefill_time(1000) == pytest.approx(t_pf + 0.02021998, rel=1e-12)
     est = tp.estimate(mlx, prompt=1000, gen=1)
     assert est.prefill_tok_s == pytest.approx(1000 / est.ttft_s, rel=1e-12)
     lc = rf()

@@ -242,17 +242,28 @@ def speed(mm: MemoryModel, geo: tp.Geometry, nodes: list[Node], mode: str, engin
     step = compute + comm
     # prefill of one prompt: chunks of rf.chunk tokens, stages one after another
     chunk = rfs[0].chunk
-    n_chunks = max(1, math.ceil(prompt / chunk))
-    pf = [rf.prefill_time(prompt, 0, 1)[0] for rf in rfs]
-    pf_comm = n_chunks * comm_per_step(mode, engine, n, min(prompt, chunk), h, a, L, tr)[0]
-    t_pf = (sum(pf) if mode == "pipeline" else max(pf)) + pf_comm
-    first = sum(rf.step_time(1, prompt) for rf in rfs) if mode == "pipeline" else max(rf.step_time(1, prompt) for rf in rfs)
+
+    def prefill(tokens: int) -> float:
+        pf = [rf.prefill_time(tokens, 0, 1)[0] for rf in rfs]
+        pf_comm = max(1, math.ceil(tokens / chunk)) * comm_per_step(mode, engine, n, min(tokens, chunk), h, a, L, tr)[0]
+        return (sum(pf) if mode == "pipeline" else max(pf)) + pf_comm
+
+    def first_step(depth: int) -> float:
+        return sum(rf.step_time(1, depth) for rf in rfs) if mode == "pipeline" else max(rf.step_time(1, depth) for rf in rfs)
+
+    t_pf = prefill(prompt)
+    # time to first token, the rule of planner/throughput.py first_token_time: llama.cpp samples it from the
+    # prefill's logits; mlx runs the last prompt token as the first decode step; no prompt: one decode step
+    if prompt and rfs[0].engine.last_prompt_token_decodes:
+        ttft = prefill(prompt - 1) + first_step(prompt - 1) + comm
+    else:
+        ttft = t_pf if prompt else first_step(prompt) + comm
     ceiling = None
     if mode == "pipeline" and n > 1:
         hop = comm / n
         ceiling = users / max(s + hop for s in steps)
     sp = ClusterSpeed(decode_tok_s_per_user=1 / step, decode_tok_s_total=users / step,
-                      prefill_tok_s=prompt / t_pf if prompt and t_pf > 0 else 0.0, ttft_s=t_pf + first + comm,
+                      prefill_tok_s=prompt / t_pf if prompt and t_pf > 0 else 0.0, ttft_s=ttft,
                       compute_s_per_step=compute, comm_s_per_step=comm, comm_latency_s_per_step=comm_lat,
                       pipelined_ceiling_tok_s=ceiling)
     return sp, list(zip(steps, bounds))

@@ -38,6 +38,7 @@ class Engine(Protocol):
     partial_offload: bool     # -ngl: some layers on the CPU
     kv_unified_option: bool   # one KV stream shared by all slots (llama-server --kv-unified)
     refuses_long_prompts: bool  # the server refuses a prompt longer than the slot
+    last_prompt_token_decodes: bool  # the prompt's last token runs as the first decode step (throughput.first_token_time)
     host_step: bool           # the server's host work per token is timed apart (the server calibration run)
     context_checkpoints: bool  # llama-server keeps recurrent-state checkpoints per slot (hybrid models)
     drafts: bool              # speculative decoding with a draft model

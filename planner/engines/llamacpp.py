@@ -64,6 +64,9 @@ class LlamaCpp:
     partial_offload = True    # -ngl
     kv_unified_option = True  # llama-server --kv-unified
     refuses_long_prompts = True  # tools/server: a prompt longer than the slot's context is an error
+    # the first token is sampled from the logits of the batch that holds the prompt's last token
+    # (tools/server/server-context.cpp: n_decoded = 1 right after that llama_decode)
+    last_prompt_token_decodes = False
     host_step = True          # llama-server's sampling/streaming per token (the server calibration run)
     context_checkpoints = True  # common/common.h n_ctx_checkpoints: recurrent-state checkpoints per slot
     drafts = True             # llama-server -md

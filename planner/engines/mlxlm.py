@@ -49,6 +49,9 @@ class MlxLm:
     partial_offload = False
     kv_unified_option = False
     refuses_long_prompts = False
+    # mlx_lm/generate.py generate_step prefills all but the last prompt token, then runs it through _step with the
+    # first sampled token (``while total_prompt_tokens - prompt_processed_tokens > 1``)
+    last_prompt_token_decodes = True
     host_step = False
     context_checkpoints = False
     drafts = True             # mlx_lm.server --draft-model

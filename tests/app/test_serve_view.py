@@ -54,7 +54,8 @@ def test_serve_view_simulates_one_kv_stream_when_asked():
     s = setup(chip, cores, ram, "qwen3-30b-a3b", None, "llama.cpp")
     for unified in (False, True):
         r = serve(s, ServeRequest(slots=slots, rate=0.2, prompt=wl.prompt_tokens, gen=wl.gen_tokens,
-                                  duration=3600.0, kv_unified=unified))
+                                  duration=3600.0, kv_unified=unified,
+                                  cached_prefix_share=wl.cached_prefix_share))   # the workload's, as every view
         assert shown[unified]["TTFT p50 / p95"] == f"{fmt_seconds(r.ttft_s.p50)} / {fmt_seconds(r.ttft_s.p95)}"
         ttft = next(m for m in at.metric if m.label == "TTFT p50 / p95") if unified else None
         if ttft is not None:   # the last run shown is the unified one

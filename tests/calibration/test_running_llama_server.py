@@ -48,7 +48,7 @@ def test_headroom_and_more_users(server, capsys):
     d = json.loads(capsys.readouterr().out)
     assert rc == 0
     (row,) = d["rows"]
-    assert d["headroom_bytes"] == d["gpu_limit_bytes"] - row["memory_bytes"] > 0
+    assert d["headroom_bytes"] == d["wired_limit_bytes"] - row["memory_bytes"] > 0
     kv, _ = read_gguf(gguf)
     arch = kv["general.architecture"]
     n_layer, heads_kv = kv[f"{arch}.block_count"], kv[f"{arch}.attention.head_count_kv"]

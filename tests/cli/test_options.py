@@ -11,6 +11,7 @@ import typer.main
 
 from cli import main as M
 from cli.commands import app
+from cli.words import say
 from planner.plan import PlanRequest
 from planner.requests import BuyRequest, ClusterRequest, PredictRequest, RecommendRequest
 
@@ -21,7 +22,7 @@ PLAN_FIELDS = {"model": "model", "ram": "ram_gb", "chip": "chip", "gpu_cores": "
                "prompt": "prompt_tokens", "gen": "gen_tokens", "images": "images", "image_size": "image_size",
                "draft_model": "draft_model", "draft_acceptance": "draft_acceptance", "draft_tokens": "draft_tokens",
                "app_version": "app_version", "guardrail": "guardrail", "ssd_gb": "ssd_gb",
-               "thinking_tokens": "thinking_tokens"}
+               "thinking_tokens": "thinking_tokens", "cached_prefix": "cached_prefix"}
 
 
 def _click():
@@ -36,7 +37,7 @@ def test_help_is_the_request_field_description(name):
         if p.name == "json_out":
             continue
         desc = req.model_fields[p.name].description
-        assert desc and p.help.startswith(desc), (name, p.name, p.help)
+        assert desc and p.help.startswith(say(desc)), (name, p.name, p.help)  # inputs named by their flags
         checked += 1
     assert checked == len(req.model_fields)  # every request field is an option, and only those
 
@@ -44,7 +45,7 @@ def test_help_is_the_request_field_description(name):
 def test_plan_options_are_plan_request_fields():
     for p in _click().params:
         if p.name in PLAN_FIELDS:
-            assert p.help.startswith(PlanRequest.model_fields[PLAN_FIELDS[p.name]].description), p.name
+            assert p.help.startswith(say(PlanRequest.model_fields[PLAN_FIELDS[p.name]].description or "")), p.name
 
 
 def test_fast_flags_are_the_typer_flags():
@@ -90,3 +91,56 @@ def test_fast_path_answers_like_typer(argv):
     slow = _run(lambda a: M._core_errors(lambda: M._typer(a)), argv)
     assert fast == slow
     assert fast[0] in (0, 2)
+
+
+# ------------------------------------------------------------------- one workload spelling in every command
+WORKLOAD_COMMANDS = ["", "predict", "recommend", "buy", "models", "serve", "cluster"]
+
+
+def _params(name: str) -> dict:
+    cmd = _click()
+    if name:
+        cmd = cmd.commands[name]
+    return {p.name: p for p in cmd.params}
+
+
+@pytest.mark.parametrize("field", ["prompt", "gen", "users", "cached_prefix", "rate"])
+def test_workload_options_have_one_spelling(field):
+    """--prompt, --gen, --users, --cached-prefix and --rate: the same flags in every command that takes them, and
+    the lengths the same forms (the same first words of the help: tokens | distribution | p50/p90)."""
+    from cli.options import WORKLOAD_FLAGS
+
+    seen = {n: ps[field] for n in WORKLOAD_COMMANDS if field in (ps := _params(n))}
+    assert len(seen) >= (1 if field == "rate" else 5), seen.keys()
+    for name, p in seen.items():
+        assert set(p.opts) == set(WORKLOAD_FLAGS[field]), (name, p.opts)
+        if field in ("prompt", "gen"):
+            assert p.help.startswith("Prompt tokens: 12000 | 1024:0.6,8192:0.4 | p50=..,p90=.." if field == "prompt"
+                                     else "Generated tokens, same forms as --prompt"), (name, p.help)
+        if field == "cached_prefix":
+            assert p.help.startswith("Share of each prompt already in the server's prompt cache"), name
+
+
+def test_every_command_that_reports_ttft_takes_cached_prefix():
+    for name in ["", "predict", "recommend", "buy", "serve"]:
+        assert "cached_prefix" in _params(name), name
+
+
+@pytest.mark.parametrize("text, prompt, gen", [("12000", 12000, None), ("1024:0.6,8192:0.4", 8192, None),
+                                                ("p50=1000,p90=4000", 4000, None)])
+def test_a_distribution_is_answered_at_its_p90_prompt_and_mean_output(text, prompt, gen):
+    """plan and predict take the distribution forms too: the prompt at its p90 (TTFT), the output at its mean,
+    rounded up: 100:0.5,301:0.5 -> 200.5 -> 201 tokens."""
+    assert PlanRequest(model="x", prompt_tokens=text).prompt_tokens == prompt
+    assert PredictRequest(chip="M4", model="x", quant="Q4_K_M", prompt=text).prompt == prompt
+    assert PlanRequest(model="x", gen_tokens="100:0.5,301:0.5").gen_tokens == 201
+    assert PredictRequest(chip="M4", model="x", quant="Q4_K_M", gen="p50=100,p90=301").gen == 201
+
+
+@pytest.mark.parametrize("argv", [["--prompt", "p50=x"], ["--cached-prefix", "1"], ["--cached-prefix", "-0.1"]])
+def test_bad_workload_values_are_one_line_naming_the_flag(argv, capsys):
+    base = ["predict", "--chip", "M4 Max", "--gpu-cores", "40", "--model", "llama-3.1-8b", "--quant", "Q4_K_M"]
+    for cmd in (base, ["--model", "llama-3.1-8b", "--ram", "64"]):
+        assert M.main([*cmd, *argv]) == 2
+        err = capsys.readouterr().err.strip()
+        assert argv[0] in err and len(err.splitlines()) == 1, err

@@ -115,8 +115,9 @@ def test_headroom_is_the_gpu_limit_minus_what_is_loaded(servers, capsys):
     d = json.loads(capsys.readouterr().out)
     assert rc == 0
     assert d["in_use_bytes"] == 5137025024 + 241410208
-    assert d["headroom_bytes"] == d["gpu_limit_bytes"] - d["in_use_bytes"]
-    assert d["gpu_limit_bytes"] == 48 * GiB
+    assert d["headroom_bytes"] == d["wired_limit_bytes"] - d["in_use_bytes"]
+    assert d["wired_limit_bytes"] == 48 * GiB
+    assert "gpu_limit_bytes" not in d and d["ram_gb"] == 64.0   # one name per fact, as every command's JSON
 
 
 def test_nothing_answering_is_an_answer_not_an_error(servers, capsys):

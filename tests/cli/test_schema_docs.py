@@ -121,3 +121,8 @@ def test_one_name_per_fact(outputs):
     for name in ("serve", "models", "predict"):
         assert outputs[name]["wired_limit_bytes"] > 0, name
     assert outputs["models"]["rows"][0]["decode_tok_s_range"][0] > 0
+    # decode_tok_s is the aggregate of all sequences (predict, buy rows); the speed one user sees is
+    # decode_tok_s_per_user in every answer (models rows, buy rows, recommend options)
+    row = outputs["models"]["rows"][0]
+    assert "decode_tok_s" not in row and row["decode_tok_s_per_user"] > 0
+    assert all("decode_tok_s_per_user" in x for x in outputs["buy"]["per_mac"])

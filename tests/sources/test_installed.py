@@ -18,6 +18,7 @@ from gguf_gen import Q, llama_tensors, nbytes, write_gguf  # noqa: E402
 from st_gen import _q, header_bytes  # noqa: E402
 
 from cli.main import main  # noqa: E402
+from planner import profiles  # noqa: E402
 from sources.installed import scan  # noqa: E402
 
 H, HEADS, KVH, HD, FFN, V, L = 256, 4, 2, 64, 512, 512, 2
@@ -184,9 +185,12 @@ def test_cli_json_has_a_verdict_and_speed_for_each_model(home, tmp_path, monkeyp
     d = json.loads(capsys.readouterr().out)
     assert rc == 0 and len(d["models"]) == 2
     for m in d["models"]:
-        assert m["verdict"] == "fits" and m["decode_tok_s"] > 0 and m["error"] is None
-        assert m["memory_bytes"] + m["headroom_bytes"] == d["gpu_limit_bytes"]
+        assert m["verdict"] == "fits" and m["decode_tok_s_per_user"] > 0 and m["error"] is None
+        assert m["memory_bytes"] + m["headroom_bytes"] == d["wired_limit_bytes"]
     assert {m["runtime"] for m in d["models"]} == {"ollama", "mlx-lm"}
+    # one name per fact, as every command's JSON: the chip profile id and its label, the GPU limit
+    assert (d["chip"], d["chip_label"], d["ram_gb"]) == ("m4-10gpu", profiles.resolve_chip("m4-10gpu").label, 16.0)
+    assert "gpu_limit_bytes" not in d
     rc = main(["models", "--installed", "--ram", "16", "--chip", "M4", "--gpu-cores", "10"])
     out = capsys.readouterr().out
     assert rc == 0 and "ollama run tiny:latest" in out and "fits" in out

@@ -1,0 +1,227 @@
+"""One answer everywhere: every command answers the same Mac, model, quant and workload with the same fit, speed and
+time to first token (the issue "One answer everywhere", first "Done when").
+
+A deterministic grid of catalog models × Macs × runtime/quant × workloads (single values, distributions and
+p50/p90 lengths; cold and cached prompts) is asked of `plan`, `plan predict`, `plan recommend`, `plan models`,
+`plan buy` and `plan serve` (each command's --json, in-process through cli.main like a user's command line) and
+of the app's readings (app/readings.py on the core objects the app computes). Numbers must agree exactly (1e-9
+relative); where a command legitimately answers something else, the quantity that must agree is compared and the
+comment says why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import json
+import math
+
+import pytest
+
+from cli.main import main
+from planner import profiles
+from planner.format import cached_label, fmt_seconds
+from planner.search import speed_available
+from planner.workload import gen_point, parse_length, prompt_point
+
+pytestmark = pytest.mark.skipif(not speed_available(), reason="speed model not installed")
+
+EXACT = 1e-9
+MACS = [("M4 Max", 40, 64.0), ("M3 Pro", 18, 36.0)]
+MODELS = ["llama-3.1-8b", "qwen3-30b-a3b"]                 # dense GQA, MoE
+RUNTIMES = [("llama.cpp", "Q4_K_M"), ("mlx-lm", "mlx-4bit-g64")]
+# (prompt, gen, cached share): the length forms every command takes; the prompts' p90 are multiples of 16 and the
+# cached prefixes multiples of 256 tokens, the grid of the serve simulation's step memo (see test_serve_...)
+WORKLOADS = [("1024", "256", 0.0), ("1024:0.6,4096:0.4", "p50=100,p90=301", 0.5), ("p50=1000,p90=3072", "64", 0.75)]
+CASES = [(m, mac, rt, wl) for m in MODELS for mac in MACS for rt in RUNTIMES for wl in WORKLOADS]
+# every target met by every option, so recommend lists them all (not only the closest) and buy ranks by price
+OPEN_TARGETS = ["--min-tok-s", "0.001", "--max-ttft", "1000000", "--max-request", "1000000"]
+
+
+def close(a: float, b: float, rel: float = EXACT) -> bool:
+    return math.isclose(a, b, rel_tol=rel, abs_tol=1e-12)
+
+
+@functools.cache
+def ask(*argv: str) -> dict:
+    """A command's --json answer, run in-process as from the command line."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main([*argv, "--json"])
+    assert code == 0, (argv, out.getvalue()[:300])
+    return json.loads(out.getvalue())
+
+
+def point(wl) -> tuple[int, int, int]:
+    """(prompt, gen) a single-point answer uses and the context every command reserves: p90 prompt, mean output
+    (planner/workload.py prompt_point / gen_point); context = the longest request (max prompt + max output), the
+    context the workload commands reserve, given to `plan` as --context."""
+    p, g = parse_length(wl[0], "--prompt"), parse_length(wl[1], "--gen")
+    return prompt_point(p), gen_point(g), p.max_tokens + g.max_tokens
+
+
+def mac_args(mac) -> list[str]:
+    chip, cores, ram = mac
+    return ["--chip", chip, "--gpu-cores", str(cores), "--ram", f"{ram:g}"]
+
+
+def workload_args(wl, ctx: int) -> list[str]:
+    return ["--prompt", wl[0], "--gen", wl[1], "--cached-prefix", f"{wl[2]:g}", "--context", str(ctx),
+            "--users", "1"]
+
+
+def plan_option(model, mac, rt, wl) -> dict:
+    _, _, ctx = point(wl)
+    r = ask("--model", model, *mac_args(mac), "--runtime", rt[0], "--quant", rt[1], *workload_args(wl, ctx))
+    (o,) = [o for o in r["options"] if o["runtime"] == rt[0] and o["quant"] == rt[1]]
+    return o
+
+
+def recommend_options(model, mac, rt, wl) -> list[dict]:
+    _, _, ctx = point(wl)
+    return ask("recommend", "--model", model, *mac_args(mac), "--runtime", rt[0], "--workload", "chat",
+               *workload_args(wl, ctx), *OPEN_TARGETS, "--top", "500")["options"]
+
+
+def same_config(o: dict, runtime: str, quant: str, kv: str, slots: int = 1) -> bool:
+    return o["runtime"] == runtime and o["quant"] == quant and o["kv_type"] == kv and o["slots"] == slots
+
+
+@pytest.mark.parametrize("model, mac, rt, wl", CASES)
+def test_plan_predict_and_recommend_give_one_answer(model, mac, rt, wl):
+    """plan, predict and recommend: the same fit verdict, weights and KV bytes, decode and prefill tok/s and TTFT,
+    and every TTFT states the same prompt-cache share."""
+    P, G, ctx = point(wl)
+    o = plan_option(model, mac, rt, wl)
+    sp = o["speed"]
+    assert (sp["prompt_tokens"], sp["gen_tokens"], sp["cached_prefix_share"]) == (P, G, wl[2])
+
+    # predict answers at the same point; it reserves exactly the request's tokens (depth 0 + prompt + gen), so its
+    # KV bytes and verdict are compared only when that is the plan's context (a single output length)
+    pr = ask("predict", "--model", model, *mac_args(mac), "--runtime", rt[0], "--quant", rt[1],
+             "--prompt", wl[0], "--gen", wl[1], "--cached-prefix", f"{wl[2]:g}")
+    assert (pr["prompt_tokens"], pr["gen_tokens"], pr["cached_prefix_share"]) == (P, G, wl[2])
+    assert close(pr["ttft_s"], sp["ttft_s"]) and close(pr["prefill_tok_s"], sp["prefill_tok_s"])
+    assert close(pr["decode_tok_s_per_seq"], sp["decode_tok_s_per_seq"]["1"])
+    assert close(pr["time_per_request_s"], sp["time_per_request_s"])
+    assert pr["weights_bytes"] == o["weights"]["total_bytes"]
+    if ctx == P + G:
+        assert pr["kv_cache_bytes"] == o["memory"]["kv_cache"] and pr["peak_memory_bytes"] == o["memory"]["total"]
+        assert pr["fit_verdict"] == o["fit"]["verdict"]
+
+    # recommend searches KV types and slots: its option with the plan's KV type and one slot (one user)
+    (ro,) = [x for x in recommend_options(model, mac, rt, wl) if same_config(x, rt[0], rt[1], o["kv_type"])]
+    rs = ro["speed"]
+    assert ro["context"] == ctx and ro["memory_bytes"] == o["memory"]["total"]
+    assert ro["fit"]["verdict"] == o["fit"]["verdict"]
+    assert close(rs["ttft_s"], sp["ttft_s"]) and close(rs["prefill_tok_s"], sp["prefill_tok_s"])
+    assert close(rs["decode_tok_s_per_user"], sp["decode_tok_s_per_seq"]["1"])
+    assert close(rs["time_per_request_s"], sp["time_per_request_s"])
+    assert rs["cached_prefix_share"] == wl[2]
+
+
+@pytest.mark.parametrize("model, mac, rt, wl", CASES)
+def test_models_and_buy_give_the_recommend_answer_for_their_configuration(model, mac, rt, wl):
+    """`plan models` and `plan buy` pick their own configuration per model / per Mac: the answer they give for it
+    is recommend's for the same configuration on the same Mac."""
+    P, G, ctx = point(wl)
+    opts = recommend_options(model, mac, rt, wl)
+    chip = profiles.resolve_chip(mac[0], mac[1])
+
+    fam = profiles.load_model(model).family
+    m = ask("models", *mac_args(mac), "--runtime", rt[0], "--family", fam, "--context", str(ctx), "--users", "1",
+            "--prompt", wl[0], "--gen", wl[1])
+    assert (m["prompt_tokens"], m["gen_tokens"]) == (P, G)
+    (row,) = [x for x in m["rows"] if x["model"] == model]
+    (ro,) = [x for x in opts if same_config(x, row["runtime"], row["quant"], row["kv_type"])]
+    assert row["memory_bytes"] == ro["memory_bytes"] and row["verdict"] == ro["fit"]["verdict"]
+    assert close(row["decode_tok_s_per_user"], ro["speed"]["decode_tok_s_per_user"])
+    if wl[2] == 0:   # models reports no TTFT and takes no prompt cache: its prefill is the cold prompt's
+        assert close(row["prefill_tok_s"], ro["speed"]["prefill_tok_s"])
+
+    b = ask("buy", "--model", model, "--runtime", rt[0], "--workload", "chat", *workload_args(wl, ctx),
+            *OPEN_TARGETS, "--include-discontinued")
+    rows = [x for x in b["per_mac"] if x["chip"] == chip.id and x["ram_gb"] == mac[2]]
+    assert rows, "the Mac is in the buy sweep"
+    for x in rows:
+        (ro,) = [y for y in opts if same_config(y, x["runtime"], x["quant"], x["kv_type"], x["slots"])]
+        assert x["memory_bytes"] == ro["memory_bytes"] and x["verdict"] == ro["fit"]["verdict"]
+        assert close(x["ttft_s"], ro["speed"]["ttft_s"]) and x["cached_prefix_share"] == wl[2]
+        assert close(x["decode_tok_s_per_user"], ro["speed"]["decode_tok_s_per_user"])
+        assert close(x["time_per_request_s"], ro["speed"]["time_per_request_s"])
+
+
+@pytest.mark.parametrize("model, mac, rt, wl", [c for c in CASES if c[1] == MACS[0]])
+def test_serve_unloaded_is_the_single_request_answer(model, mac, rt, wl):
+    """`plan serve` simulates queueing, so only its unloaded requests must agree: one slot, one request an hour
+    (none overlaps), every request at the plan's single point. Their TTFT and their time after the first token
+    are the plan's TTFT and time per request minus TTFT. llama.cpp: exactly. mlx-lm: the same rule (prefill of
+    all but the last prompt token, then one decode step, throughput.first_token_time), but the simulator advances
+    each prompt in --prefill-step-size pieces with its step times memoised on a grid (prompt pieces rounded up to
+    16 tokens, depths down to 256, decode read from a piecewise-linear table: planner/serve.py StepModel), while
+    the roofline splits a prompt into equal chunks: TTFT within 0.5 % (0.13 % measured), decode within 1e-4."""
+    P, G, _ = point(wl)
+    sp = plan_option(model, mac, rt, wl)["speed"]
+    s = ask("serve", "--model", model, *mac_args(mac), "--runtime", rt[0], "--quant", rt[1], "--slots", "1",
+            "--rate", "1/h", "--duration", "10h", "--prompt", str(P), "--gen", str(G),
+            "--cached-prefix", f"{wl[2]:g}", "--no-sweep")
+    assert s["cached_prefix_share"] == wl[2] and s["n_requests"] > 0
+    first, rest = (EXACT, EXACT) if rt[0] == "llama.cpp" else (5e-3, 1e-4)
+    assert close(s["ttft_s"]["p50"], sp["ttft_s"], first) and close(s["ttft_s"]["p99"], sp["ttft_s"], first)
+    assert close(s["e2e_s"]["p50"] - s["ttft_s"]["p50"], sp["time_per_request_s"] - sp["ttft_s"], rest)
+
+
+@pytest.mark.parametrize("model, mac, rt, wl", [c for c in CASES if c[0] == MODELS[0]])
+def test_the_app_reads_the_same_answer(model, mac, rt, wl):
+    """The app's readings (app/readings.py) on the objects the app computes for its form (planner.plan.plan for the
+    charts and TTFT reading, planner.advice.recommend for the answer, planner.buy.buy for the buy table) state the
+    commands' figures and the same prompt-cache share."""
+    from app import readings
+    from planner.advice import recommend
+    from planner.buy import buy
+    from planner.plan import PlanRequest, plan, resolve_mac
+    from planner.workload import custom_workload
+
+    P, G, ctx = point(wl)
+    o = plan_option(model, mac, rt, wl)
+    req = PlanRequest(model=model, chip=mac[0], gpu_cores=mac[1], ram_gb=mac[2], runtimes=[rt[0]], quants=[rt[1]],
+                      context=ctx, users=1, prompt_tokens=wl[0], gen_tokens=wl[1], cached_prefix=wl[2])
+    p = plan(req)
+    (po,) = [x for x in p.options if x.quant == rt[1]]
+    text = readings.ttft_reading(p, [po])
+    assert f"waits {fmt_seconds(o['speed']['ttft_s'])} ({cached_label(wl[2])})" in text
+    assert close(po.speed.ttft_s, o["speed"]["ttft_s"])
+
+    work = custom_workload("chat", prompt=wl[0], gen=wl[1], users=1, context=ctx, min_tok_s=0.001, max_ttft=1e6,
+                           max_request=1e6, cached_prefix=wl[2])
+    ram, chip, _ = resolve_mac(req)
+    rec = recommend(model, ram, work, chip=chip, runtimes=[rt[0]], top=500, best_effort=True)
+    opts = recommend_options(model, mac, rt, wl)
+    for row, ro in zip(readings.recommend_rows(rec), opts, strict=True):
+        assert (row["runtime"], row["quantization"], row["KV"]) == (ro["runtime"], ro["quant"], ro["kv_type"])
+        assert row["first token"] == fmt_seconds(ro["speed"]["ttft_s"])
+
+    b = buy([model], work, runtimes=[rt[0]], include_discontinued=True)
+    ask_rows = {x["mac"]: x for x in ask("buy", "--model", model, "--runtime", rt[0], "--workload", "chat",
+                                          *workload_args(wl, ctx), *OPEN_TARGETS, "--include-discontinued")["per_mac"]}
+    shown = readings.buy_rows(b)
+    assert len(shown) == len(ask_rows)
+    for row, x in zip(shown, sorted(b.per_mac, key=lambda r: not r.within_budget), strict=True):
+        assert row["first token [s]"] == ask_rows[x.mac]["ttft_s"]
+        assert row["tok/s per user"] == ask_rows[x.mac]["decode_tok_s_per_user"]
+
+
+@pytest.mark.parametrize("rt, engine", [(RUNTIMES[0], "llama.cpp-rpc"), (RUNTIMES[1], "mlx")])
+@pytest.mark.parametrize("wl", [w for w in WORKLOADS if w[2] == 0])
+def test_a_cluster_of_one_mac_is_that_mac(rt, engine, wl):
+    """`plan cluster` with one Mac (no link traffic) answers as `plan` for it: TTFT (the same first-token rule),
+    prefill and decode tok/s."""
+    P, G, ctx = point(wl)
+    sp = plan_option("llama-3.1-8b", MACS[0], rt, wl)["speed"]
+    c = ask("cluster", "--model", "llama-3.1-8b", "--macs", "1x Mac Studio M4 Max 64GB", "--engine", engine,
+            "--quant", rt[1], "--prompt", str(P), "--gen", str(G), "--context", str(ctx))["plan"]
+    assert c["nodes"][0]["chip"] == profiles.resolve_chip(MACS[0][0], MACS[0][1]).id
+    cs = c["speed"]
+    assert close(cs["ttft_s"], sp["ttft_s"]) and close(cs["prefill_tok_s"], sp["prefill_tok_s"])
+    assert close(cs["decode_tok_s_per_user"], sp["decode_tok_s_per_seq"]["1"])
