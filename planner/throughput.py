@@ -189,16 +189,9 @@ def _attention_dims(cfg: ModelConfig, runtime_family: str) -> tuple[float, float
     return full, swa
 
 
-def geometry(mm: MemoryModel, quant_kind: str = "gguf", quant_mode: str | None = None) -> Geometry:
-    """Geometry of a model as loaded by one runtime in one quant (weights and KV from the memory model)."""
-    cfg = mm.model.config
-    g = mm.weights.by_group
+def _matmul_params(cfg) -> tuple[int, int, int]:
+    """(head, matmul, expert matmul) parameters a decoded token multiplies (see geometry)."""
     tied = cfg.tie_word_embeddings
-    embed = g.get("embedding", 0)
-    experts = g.get("experts", 0)
-    # dense: everything but the embedding gather (one row); tied models read the embedding once as the head
-    # a per-layer embedding table (group lookup, Gemma 4 PLE) is gathered one row per token like the embedding
-    dense = sum(v for k, v in g.items() if k not in ("embedding", "experts", "lookup")) + (embed if tied else 0)
     head = 0
     matmul = expert_mm = 0
     k = cfg.num_experts_per_tok or 1
@@ -211,6 +204,21 @@ def geometry(mm: MemoryModel, quant_kind: str = "gguf", quant_mode: str | None =
             expert_mm += t.ne0 * t.ne1 * min(k, t.n)
         elif t.group not in ("norm", "lookup"):
             matmul += t.n_elements
+    return head, matmul, expert_mm
+
+
+def geometry(mm: MemoryModel, quant_kind: str = "gguf", quant_mode: str | None = None) -> Geometry:
+    """Geometry of a model as loaded by one runtime in one quant (weights and KV from the memory model)."""
+    cfg = mm.model.config
+    g = mm.weights.by_group
+    tied = cfg.tie_word_embeddings
+    embed = g.get("embedding", 0)
+    experts = g.get("experts", 0)
+    # dense: everything but the embedding gather (one row); tied models read the embedding once as the head
+    # a per-layer embedding table (group lookup, Gemma 4 PLE) is gathered one row per token like the embedding
+    dense = sum(v for k, v in g.items() if k not in ("embedding", "experts", "lookup")) + (embed if tied else 0)
+    k = cfg.num_experts_per_tok or 1
+    head, matmul, expert_mm = arch._memo("geometry_params", cfg, _matmul_params)  # once per config: a sweep
     kv = mm.kv
     kv_swa_window = kv.window if kv.swa_bytes_per_token else None
     if kv.read_window:  # mlx-lm DSA decode reads only the top-k latents (KVLayout.read_window)
