@@ -164,30 +164,34 @@ def gguf_tensor_type(t: arch.Tensor, preset: QuantFormat, model: ModelProfile, t
     return typ
 
 
-def _file_order(ts, pick) -> dict:
-    """Position of each picked tensor in llama-quantize's order: by layer, then by name
-    (llama-model-loader.h weight_name_comparer), keyed (layer, name)."""
-    chosen = sorted({(t.layer, t.name) for t in ts if t.layer is not None and pick(t)})
-    return {k: j for j, k in enumerate(chosen)}
-
-
 def quantize_counters(cfg, ts, classes: QuantizeClasses) -> dict:
     """The per-file counts llama-quantize keeps (init_quantize_state_counters): n_attention_wv over the attn_v-like
-    tensors, n_ffn_* = n_layer_all (every block in the file, MTP blocks included), and each counted tensor's index."""
-    layers = [t.layer for t in ts if t.layer is not None]
+    tensors, n_ffn_* = n_layer_all (every block in the file, MTP blocks included), and each counted tensor's index
+    in llama-quantize's order: by layer, then by name (llama-model-loader.h weight_name_comparer), keyed
+    (layer, name) for attn_v-like tensors and (category, layer, name) for FFN ones. One pass over the tensors."""
+    attn_v_like = classes.attn_v_like
+    n_attn_v, top = 0, -1
+    attn_v: set = set()
+    by_cat: dict[str, set] = {c: set() for c in _FFN_CATEGORIES}
+    for t in ts:
+        name, layer = t.name, t.layer
+        if name in attn_v_like:
+            n_attn_v += 1
+            if layer is not None:
+                attn_v.add((layer, name))
+        if layer is not None:
+            if layer > top:
+                top = layer
+            c = _ffn_category(name) if t.quantizable else None  # each tensor's category once
+            if c is not None:
+                by_cat[c].add((layer, name))
     # an MTP block (Qwen3.5 mtp_num_hidden_layers) is in the file after the last layer, with its own attn_v: the
     # converter keeps it and llama-quantize counts it, though the layout (and llama.cpp's loader) leave it out
     mtp = cfg.mtp_num_hidden_layers or 0
-    counters: dict = {"n_attn_v": sum(t.name in classes.attn_v_like for t in ts) + mtp,
-                      "n_layer_all": (max(layers) + 1 if layers else cfg.num_hidden_layers) + mtp,
-                      "attn_v_index": _file_order(ts, lambda t: t.name in classes.attn_v_like)}
-    by_cat: dict[str, set] = {c: set() for c in _FFN_CATEGORIES}
-    for t in ts:  # one pass: each tensor's category once
-        c = _ffn_category(t.name) if t.quantizable and t.layer is not None else None
-        if c is not None:
-            by_cat[c].add((t.layer, t.name))
-    counters["ffn_index"] = {(c, *k): j for c in _FFN_CATEGORIES for j, k in enumerate(sorted(by_cat[c]))}
-    return counters
+    return {"n_attn_v": n_attn_v + mtp, "n_layer_all": (top + 1 if top >= 0 else cfg.num_hidden_layers) + mtp,
+            "attn_v_index": {k: j for j, k in enumerate(sorted(attn_v))},
+            "ffn_index": {(c, layer, name): j for c in _FFN_CATEGORIES
+                          for j, (layer, name) in enumerate(sorted(by_cat[c]))}}
 
 
 def _base_counters(cfg, ts, classes: QuantizeClasses) -> dict:
