@@ -190,8 +190,9 @@ def quantize_counters(cfg, ts, classes: QuantizeClasses) -> dict:
     mtp = cfg.mtp_num_hidden_layers or 0
     return {"n_attn_v": n_attn_v + mtp, "n_layer_all": (top + 1 if top >= 0 else cfg.num_hidden_layers) + mtp,
             "attn_v_index": {k: j for j, k in enumerate(sorted(attn_v))},
+            # read only for models without experts (gguf_tensor_type: with experts the rules see the layer)
             "ffn_index": {(c, layer, name): j for c in _FFN_CATEGORIES
-                          for j, (layer, name) in enumerate(sorted(by_cat[c]))}}
+                          for j, (layer, name) in enumerate(sorted(by_cat[c]))} if cfg.n_experts <= 1 else {}}
 
 
 def _base_counters(cfg, ts, classes: QuantizeClasses) -> dict:

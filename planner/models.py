@@ -82,8 +82,21 @@ def _nominal_bits(q: QuantFormat) -> float:
     """Bits per weight of the format's base type (mlx: bits; GGUF: ggml block size) — only orders the search."""
     if q.kind == "mlx":
         return float(q.bits or 16)
-    t = next((t for t in profiles.ggml_types().types if t.name == q.base_type), None)
+    t = _ggml_type(q.base_type)
     return 8 * t.bytes_per_block / t.block_size if t else 16.0
+
+
+def _ggml_type(name: str | None):
+    """The ggml type table's row of ``name`` (None when it has none), from the table profiles keeps."""
+    table = profiles.ggml_types()
+    cached = _GGML_BY_NAME.get(id(table))
+    if cached is None or cached[0] is not table:
+        _GGML_BY_NAME.clear()
+        cached = _GGML_BY_NAME[id(table)] = (table, {t.name: t for t in table.types})
+    return cached[1].get(name) if name is not None else None
+
+
+_GGML_BY_NAME: dict[int, tuple] = {}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -140,7 +153,10 @@ def _model_floor_bits(model_id: str, runtime_id: str, quant_id: str) -> float:
     bits = floor_bits_per_weight(runtime_id, quant_id)
     nq = profiles.load_model(model_id).native_quant
     if nq is not None and profiles.load_runtime(runtime_id).weight_format == "gguf":
-        tt = next(t for t in profiles.ggml_types().types if t.name == nq.gguf_type)
+        tt = _ggml_type(nq.gguf_type)
+        if tt is None:
+            raise InputError(f"{model_id}: native_quant type {nq.gguf_type!r} is not in the ggml type table "
+                             "(profiles/quants/ggml-types.yaml); fix the model profile")
         bits = min(bits, 8 * tt.bytes_per_block / tt.block_size)
     return bits
 
