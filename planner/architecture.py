@@ -285,7 +285,8 @@ def _cache_layers(cfg: ModelConfig) -> tuple[CacheLayer, ...]:
 
 
 def n_params(cfg: ModelConfig) -> int:
-    return _memo("n_params", cfg, lambda c: sum(t.n_elements for t in tensors(c)))
+    # the summary holds every tensor's elements (grouped), and a sweep builds it anyway (mlx_weights)
+    return _memo("n_params", cfg, lambda c: sum(n for _, _, _, n in tensor_summary(c)))
 
 
 def active_params(cfg: ModelConfig) -> int:
