@@ -95,3 +95,30 @@ def test_engine_for_is_the_registry_answer_per_profile_object():
         assert engine_for(rt) is want and engine_for(rt) is want, rt.id
         copy = rt.model_copy()  # another object with the same id: answered for itself, not from the first
         assert engine_for(copy) is (adapter_for(copy) or base[copy.family])
+
+
+def test_n_params_is_the_sum_over_tensors():
+    for m in _models():
+        assert arch.n_params(m.config) == sum(t.n_elements for t in arch.tensors(m.config)), m.id
+
+
+def test_kv_bytes_per_token_sum_every_layer():
+    """The layout computes each distinct cache layer's bytes once; the sum is the per-layer sum all the same."""
+    import math
+
+    from planner.memory import kv_layout
+
+    checked = 0
+    for m in _models():
+        layers = arch.cache_layers(m.config)
+        if any(c.owner is not None or c.kind == "linear" for c in layers):
+            continue  # KV-shared and recurrent layers: tests/test_gemma4.py, tests/test_hybrid.py
+        for rt in (P.load_runtime("llama.cpp"), P.load_runtime("mlx-lm")):
+            eng = engine_for(rt)
+            rotating = eng.rotating(m, rt)
+            per = [eng.cache_layer_bytes(c, rt.default_kv_type, rt, TABLE) for c in layers]
+            full = sum(p for c, p in zip(layers, per) if not (c.kind == "sliding" and rotating))
+            kv = kv_layout(m, rt, rt.default_kv_type, TABLE)
+            assert kv.bytes_per_token == math.ceil(full), (m.id, rt.id)
+            checked += 1
+    assert checked > 100
