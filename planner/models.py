@@ -74,8 +74,18 @@ class _Cand:
 def ordered_quants(model_id: str, runtime_id: str) -> tuple[tuple[QuantFormat, QualityNote], ...]:
     """The runtime's quants for a model, highest measured quality first; unmeasured formats last."""
     model, rt = profiles.load_model(model_id), profiles.load_runtime(runtime_id)
-    qs = [(q, quality_of(q, model)) for q in quants_for(model, rt)]
+    nq = model.native_quant
+    native = (nq.gguf_preset, nq.mlx_quant) if nq is not None else ()
+    # a format's quality note is the model's own only for the model's checkpoint format (advice.quality_of):
+    # every other one is the format's, built once per sweep
+    qs = [(q, quality_of(q, model) if q.id in native else _format_quality(q.id, q.kind)) for q in quants_for(model, rt)]
     return tuple(sorted(qs, key=lambda x: (TIER_ORDER[x[1].tier], _quality_loss(x[1]), -_nominal_bits(x[0]))))
+
+
+@functools.lru_cache(maxsize=512)
+def _format_quality(quant_id: str, kind: str) -> QualityNote:
+    """advice.quality_of of a format for any model whose checkpoint is in another format."""
+    return quality_of(profiles.load_quant(quant_id, kind))
 
 
 def _nominal_bits(q: QuantFormat) -> float:
@@ -450,5 +460,6 @@ def _notes(rows, erows, basis, ebasis, qy: Query, want_speed: bool) -> list[str]
 
 def clear_cache() -> None:
     """Forget the per-model caches (after profiles.clear_cache(), e.g. a new user profile folder)."""
-    for f in (ordered_quants, weights_floor, floor_bits_per_weight, _n_params, _speed_model, _chip, base_memory_model):
+    for f in (ordered_quants, weights_floor, floor_bits_per_weight, _n_params, _speed_model, _chip, base_memory_model,
+              _format_quality):
         f.cache_clear()
