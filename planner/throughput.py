@@ -237,7 +237,7 @@ def geometry(mm: MemoryModel, quant_kind: str = "gguf", quant_mode: str | None =
         attn_full=full, attn_swa=swa, quant_class=quant_class(mm.quant_id, quant_kind, quant_mode),
         expert_matmul_params=float(expert_mm) if cfg.is_moe else 0.0,
         prefill_attn_full=mm.engine.prefill_attn_dims(cfg),
-        state_flops=hybrid.state_flops(cfg))
+        state_flops=arch._memo("state_flops", cfg, hybrid.state_flops))  # per config, like the sums above
 
 
 # --------------------------------------------------------------------------- chip peaks
