@@ -110,8 +110,14 @@ _GGML_BY_NAME: dict[int, tuple] = {}
 
 
 @functools.lru_cache(maxsize=4096)
+def _memory_model(model_id: str, runtime_id: str, quant_id: str, kv: str) -> MemoryModel | None:
+    """search.with_kv of the base memory model, once per (model, runtime, quant, KV type) of a sweep."""
+    return with_kv(base_memory_model(model_id, runtime_id, quant_id), kv)
+
+
+@functools.lru_cache(maxsize=4096)
 def _speed_model(model_id: str, runtime_id: str, quant_id: str, kv: str, chip_id: str):
-    mm = with_kv(base_memory_model(model_id, runtime_id, quant_id), kv)
+    mm = _memory_model(model_id, runtime_id, quant_id, kv)
     if mm is None:  # the runtime refuses this KV type (_evaluate checks it first)
         return None
     rt = profiles.load_runtime(runtime_id)
@@ -125,7 +131,7 @@ def _chip(chip_id: str) -> Chip:
 
 def _evaluate(m: ModelProfile, rt: Runtime, q: QuantFormat, qn: QualityNote, kv: str, ctx: int, qy: Query,
               wired: WiredLimit, want_speed: bool) -> _Cand | None:
-    mm = with_kv(base_memory_model(m.id, rt.id, q.id), kv)
+    mm = _memory_model(m.id, rt.id, q.id, kv)
     if mm is None:
         return None
     total = mm.total(ctx, qy.users)
@@ -461,5 +467,5 @@ def _notes(rows, erows, basis, ebasis, qy: Query, want_speed: bool) -> list[str]
 def clear_cache() -> None:
     """Forget the per-model caches (after profiles.clear_cache(), e.g. a new user profile folder)."""
     for f in (ordered_quants, weights_floor, floor_bits_per_weight, _n_params, _speed_model, _chip, base_memory_model,
-              _format_quality):
+              _format_quality, _memory_model):
         f.cache_clear()
