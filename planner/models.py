@@ -147,12 +147,19 @@ def _evaluate(m: ModelProfile, rt: Runtime, q: QuantFormat, qn: QualityNote, kv:
 
 
 @functools.lru_cache(maxsize=1024)
-def _n_params(model_id: str) -> tuple[int, int]:
-    """(total, active per decoded token) parameters of a catalog model."""
-    from .architecture import active_params, n_params
+def _n_params(model_id: str) -> int:
+    """Parameters of a catalog model."""
+    from .architecture import n_params
 
-    cfg = profiles.load_model(model_id).config
-    return n_params(cfg), active_params(cfg)
+    return n_params(profiles.load_model(model_id).config)
+
+
+@functools.lru_cache(maxsize=1024)
+def _active_params(model_id: str) -> int:
+    """Parameters a decoded token touches (asked only with --min-tok-s and a chip: decode_ceiling)."""
+    from .architecture import active_params
+
+    return active_params(profiles.load_model(model_id).config)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -160,7 +167,7 @@ def weights_floor(model_id: str, runtime_id: str, quant_id: str) -> int:
     """A lower bound on the weight bytes: every parameter at the cheapest storage type the format can assign
     (GGUF: base, expert and rule types of the preset; MLX: its bits plus the per-group scale/bias). [bytes]
     Lets the sweep skip formats that cannot fit without walking their tensors."""
-    return int(_n_params(model_id)[0] * _model_floor_bits(model_id, runtime_id, quant_id) / 8)
+    return int(_n_params(model_id) * _model_floor_bits(model_id, runtime_id, quant_id) / 8)
 
 
 def _model_floor_bits(model_id: str, runtime_id: str, quant_id: str) -> float:
@@ -202,7 +209,7 @@ def decode_ceiling(model_id: str, runtime_id: str, quant_id: str, chip: Chip) ->
     active parameters at the format's cheapest type, no KV). [tok/s] Skips formats too slow for --min-tok-s."""
     from .throughput import bandwidth
 
-    active = _n_params(model_id)[1] * _model_floor_bits(model_id, runtime_id, quant_id) / 8
+    active = _active_params(model_id) * _model_floor_bits(model_id, runtime_id, quant_id) / 8
     return bandwidth(chip) / active if active > 0 else float("inf")
 
 
@@ -466,6 +473,6 @@ def _notes(rows, erows, basis, ebasis, qy: Query, want_speed: bool) -> list[str]
 
 def clear_cache() -> None:
     """Forget the per-model caches (after profiles.clear_cache(), e.g. a new user profile folder)."""
-    for f in (ordered_quants, weights_floor, floor_bits_per_weight, _n_params, _speed_model, _chip, base_memory_model,
-              _format_quality, _memory_model):
+    for f in (ordered_quants, weights_floor, floor_bits_per_weight, _n_params, _active_params, _speed_model, _chip,
+              base_memory_model, _format_quality, _memory_model):
         f.cache_clear()
