@@ -336,7 +336,9 @@ def main(argv: list[str] | None = None) -> int:
 def run() -> None:
     """The `plan` console script. The cyclic collector stays off while the plain question imports pydantic and
     builds the core's classes: hundreds of thousands of young objects it would walk for nothing in a one-shot
-    answer (~4 % of the start-up's instructions; peak memory unchanged). Subcommands turn it back on."""
+    answer (~4 % of the start-up's instructions; peak memory unchanged). The typer-free `plan models --ram ...`
+    keeps it off too (its sweep makes young objects, few cycles: peak memory unchanged); the typer path turns it
+    back on."""
     gc.disable()
     sys.exit(main())
 
