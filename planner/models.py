@@ -61,6 +61,7 @@ class _Cand:
     context: int
     total: int
     fit: Fit
+    kv: str = ""  # the KV type as the search asked for it (the speed model's key)
     speed: Speed | None = None
     misses: list[str] = dataclasses.field(default_factory=list)
 
@@ -135,15 +136,21 @@ def _evaluate(m: ModelProfile, rt: Runtime, q: QuantFormat, qn: QualityNote, kv:
     if mm is None:
         return None
     total = mm.total(ctx, qy.users)
-    c = _Cand(m, rt, q, qn, mm, ctx, total, capacity.fit(total, mm.weights.total_bytes, wired, rt))
-    if want_speed and qy.chip is not None and c.fit.verdict != "no-fit":
-        rf = _speed_model(m.id, rt.id, q.id, kv, qy.chip.id)
+    c = _Cand(m, rt, q, qn, mm, ctx, total, capacity.fit(total, mm.weights.total_bytes, wired, rt), kv)
+    if want_speed:
+        _add_speed(c, qy)
+    return c
+
+
+def _add_speed(c: _Cand, qy: Query) -> None:
+    """The candidate's speed at the asked prompt and generation lengths (none for a no-fit)."""
+    if qy.chip is not None and c.fit.verdict != "no-fit":
+        rf = _speed_model(c.model.id, c.rt.id, c.quant.id, c.kv, qy.chip.id)
         if rf is not None:
-            prompt = max(1, min(qy.prompt_tokens, ctx - 1))
-            gen = max(1, min(qy.gen_tokens, ctx - prompt))
+            prompt = max(1, min(qy.prompt_tokens, c.context - 1))
+            gen = max(1, min(qy.gen_tokens, c.context - prompt))
             # one user: the staggered TTFT equals the batch one (same prompt, batch 1), so skip the second estimate
             c.speed = speed_at(rf, prompt, gen, qy.users, qy.users, qy.users > 1)
-    return c
 
 
 @functools.lru_cache(maxsize=1024)
@@ -224,6 +231,9 @@ def best_for_runtime(m: ModelProfile, rt: Runtime, qy: Query, wired: WiredLimit,
     kvs = [k for k in rt.advised_kv_types if k not in KV_RANK]
     found: dict[str, _Cand] = {}
     chip = qy.chip if want_speed else None  # want_speed: a chip was given (and speed constants exist)
+    # without --min-tok-s no choice within a runtime reads the speed: what_runs adds it to the candidates that
+    # can still win across runtimes (_speeds_for_choice)
+    eager = want_speed and bool(qy.min_tok_s)
     if qy.min_tok_s and chip is not None and "embedding" not in m.tasks:
         # formats that cannot reach the floor even at peak bandwidth are 'slow' without a speed estimate; if no
         # format can, the one with the highest ceiling is evaluated as the closest
@@ -233,7 +243,7 @@ def best_for_runtime(m: ModelProfile, rt: Runtime, qy: Query, wired: WiredLimit,
     for kv_pass in (kvs, [k for k in rt.advised_kv_types if k in KV_RANK]):
         for q, qn in order:
             for kv in kv_pass:
-                c = _evaluate(m, rt, q, qn, kv, ctx, qy, wired, want_speed)
+                c = _evaluate(m, rt, q, qn, kv, ctx, qy, wired, eager)
                 count[0] += 1
                 if c is None:
                     continue
@@ -247,6 +257,27 @@ def best_for_runtime(m: ModelProfile, rt: Runtime, qy: Query, wired: WiredLimit,
                         or (cls == "slow" and (c.decode or 0.0) > (old.decode or 0.0))):  # slow: both have one
                     found[cls] = c
     return next((found[k] for k in ("tight", "raise-limit", "slow", "no-fit") if k in found), None)
+
+
+def _speeds_for_choice(cands: list[_Cand], qy: Query, notes: list[str]) -> list[_Cand]:
+    """Without --min-tok-s, _choose reads the speed only to order candidates that tie on (fits in memory, quant
+    quality tier): add it to those that tie with the best, the only ones that can be chosen. A candidate whose
+    speed fails is dropped with a note, as best_for_runtime's failures are."""
+    def head(c: _Cand) -> tuple:
+        return (c.fit.verdict == "no-fit", TIER_ORDER[c.qn.tier])
+    while cands:
+        best = min(head(c) for c in cands)
+        failed = False
+        for c in [c for c in cands if head(c) == best and c.speed is None]:
+            try:
+                _add_speed(c, qy)
+            except PlannerError as e:
+                notes.append(f"{c.model.id} on {c.rt.id}: {e}")
+                cands = [x for x in cands if x is not c]
+                failed = True
+        if not failed:
+            break
+    return cands
 
 
 def _choose(cands: list[_Cand], qy: Query) -> _Cand:
@@ -321,6 +352,8 @@ def what_runs(qy: Query) -> ModelsResult:
                 continue
             if c is not None:
                 cands.append(c)
+        if cands and want_speed and not qy.min_tok_s:
+            cands = _speeds_for_choice(cands, qy, notes)
         if cands:
             chosen.append(_choose(cands, qy))
         else:

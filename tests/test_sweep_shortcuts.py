@@ -122,3 +122,26 @@ def test_kv_bytes_per_token_sum_every_layer():
             assert kv.bytes_per_token == math.ceil(full), (m.id, rt.id)
             checked += 1
     assert checked > 100
+
+
+@pytest.mark.parametrize("ram,chip,extra", [(16, "M4", {}), (64, "M4 Max", {}), (128, "M4 Max", {"task": "chat"}),
+                                            (192, "M2 Ultra", {"users": 4}),
+                                            (128, "M4 Max", {"min_tok_s": 30, "context": 32768})])
+def test_speeds_only_for_candidates_that_can_win(monkeypatch, ram, chip, extra):
+    """Without --min-tok-s the sweep estimates speed only for the candidates tied on (fits, quant tier) with the
+    best: the same answer as estimating every candidate's speed (the slow path, computed here)."""
+    from planner import models as MD
+
+    qy = MD.Query(ram_gb=ram, chip=MD.resolve_chip_for_ram(chip, ram), **extra)
+    fast = MD.what_runs(qy).model_dump_json()
+
+    def every(cands, qy, notes):
+        for c in cands:
+            if c.speed is None:
+                MD._add_speed(c, qy)
+        return cands
+
+    monkeypatch.setattr(MD, "_speeds_for_choice", every)
+    slow = MD.what_runs(qy)
+    assert slow.model_dump_json() == fast
+    assert any(r.decode_tok_s for r in slow.rows)  # speeds are there to compare
