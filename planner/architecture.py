@@ -223,7 +223,7 @@ def tensor_summary(cfg: ModelConfig) -> tuple[tuple[str, int, bool, int], ...]:
         acc: dict[tuple[str, int, bool], int] = {}
         for t in tensors(c):
             k = (t.group, t.ne0, t.quantizable)
-            acc[k] = acc.get(k, 0) + t.n_elements
+            acc[k] = acc.get(k, 0) + t.ne0 * t.ne1 * t.n  # n_elements
         return tuple((g, ne0, q, n) for (g, ne0, q), n in acc.items())
     return _memo("summary", cfg, build)
 

@@ -244,10 +244,16 @@ def _by_name(cfg) -> list[tuple[str, list[tuple[arch.Tensor, int]]]]:
     and the rows (ne1 × n) they hold together. Built once per config (architecture's identity memo)."""
     def build(c):
         out: dict[str, dict[tuple, list]] = {}
-        for t in arch.tensors(c):
+        for t in arch.tensors(c):  # get before set: setdefault built a dict and a list per tensor
+            d = out.get(t.name)
+            if d is None:
+                d = out[t.name] = {}
             k = (t.ne0, t.group, t.quantizable, t.layer is None)
-            slot = out.setdefault(t.name, {}).setdefault(k, [t, 0])
-            slot[1] += t.ne1 * t.n
+            slot = d.get(k)
+            if slot is None:
+                d[k] = [t, t.ne1 * t.n]
+            else:
+                slot[1] += t.ne1 * t.n
         return [(name, [(t, rows) for t, rows in d.values()]) for name, d in out.items()]
     return arch._memo("gguf_by_name", cfg, build)
 
