@@ -223,7 +223,8 @@ def geometry(mm: MemoryModel, quant_kind: str = "gguf", quant_mode: str | None =
     kv_swa_window = kv.window if kv.swa_bytes_per_token else None
     if kv.read_window:  # mlx-lm DSA decode reads only the top-k latents (KVLayout.read_window)
         kv_swa_window = kv.read_window
-    full, swa = _attention_dims(cfg, mm.engine.name)
+    family = mm.engine.name
+    full, swa = arch._memo("attention_dims:" + family, cfg, lambda c: _attention_dims(c, family))  # per config
     if not kv.swa_bytes_per_token:
         full, swa = full + swa, 0.0  # mlx-lm keeps a full cache for models without a rotating cache
     return Geometry(
