@@ -136,7 +136,7 @@ def gguf_tensor_type(t: arch.Tensor, preset: QuantFormat, model: ModelProfile, t
     # own counter i_ffn_down/i_ffn_gate/i_ffn_up (layer_info), of n_layer_all
     cat = _ffn_category(name)
     if name == "attn_v":
-        i, n = counters.get("attn_v_index", {}).get((t.layer, t.name), t.layer), counters["n_attn_v"]
+        i, n = counters.get("attn_v_index", {}).get((t.layer, t.name), t.layer), counters.get("n_attn_v", 0)
     elif cat is not None and cfg.n_experts <= 1 and t.layer is not None:
         i, n = counters.get("ffn_index", {}).get((cat, t.layer, t.name), t.layer), n_layer
     else:
@@ -215,17 +215,20 @@ def gguf_weights(model: ModelProfile, preset: QuantFormat, table: GgmlTypeTable)
     types = {t.name: t for t in table.types}
     classes = table.llama_quantize
     ts = arch.tensors(model.config)
-    counters = dict(_base_counters(model.config, ts, classes))  # the preset adds its own entries to its copy
     static = _static_conditions(model.config)
-    by_group: dict[str, int] = {}
-    by_type: dict[str, int] = {}
+    names = []
     for name, runs in _by_name(model.config):
         rules = [r for r in preset.rules if _matches(r.tensor, rule_name(name, model.config, classes))]
-        if all(c.removeprefix("not_") in static for r in rules for c in r.when):
-            # no layer-dependent rule: one type per distinct row shape, bytes for all such tensors at once
-            items = [(t, rows) for t, rows in runs]
-        else:
-            items = [(t, t.ne1 * t.n) for t in _tensors_named(ts, name)]
+        # no layer-dependent rule: one type per distinct row shape, bytes for all such tensors at once
+        names.append((name, runs, all(c.removeprefix("not_") in static for r in rules for c in r.when)))
+    # llama-quantize's per-file counters (layer indices) are read only by layer-dependent rules: a preset without
+    # any for this model (Q8_0, Q6_K...) needs none. The preset adds its own entries to its copy.
+    layered = not all(free for _, _, free in names)
+    counters = dict(_base_counters(model.config, ts, classes)) if layered else {}
+    by_group: dict[str, int] = {}
+    by_type: dict[str, int] = {}
+    for name, runs, free in names:
+        items = [(t, rows) for t, rows in runs] if free else [(t, t.ne1 * t.n) for t in _tensors_named(ts, name)]
         for t, rows in items:
             typ = gguf_tensor_type(t, preset, model, types, counters, static, classes)
             b = row_bytes(types, typ, t.ne0) * rows

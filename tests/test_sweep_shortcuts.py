@@ -145,3 +145,23 @@ def test_speeds_only_for_candidates_that_can_win(monkeypatch, ram, chip, extra):
     slow = MD.what_runs(qy)
     assert slow.model_dump_json() == fast
     assert any(r.decode_tok_s for r in slow.rows)  # speeds are there to compare
+
+
+@pytest.mark.parametrize("preset", ["Q8_0", "Q6_K", "Q4_K_M", "Q3_K_M"])
+def test_gguf_weights_equal_the_per_tensor_sum(preset):
+    """gguf_weights sizes a name's tensors together when no rule of the preset depends on the layer, and builds
+    llama-quantize's counters only when one does: the same bytes per type as typing every tensor on its own with
+    the full counters (the slow path, here)."""
+    from planner.memory import gguf_tensor_type, gguf_weights, row_bytes
+
+    q = P.load_quant(preset, "gguf")
+    types = {t.name: t for t in TABLE.types}
+    for m in _models():
+        ts = arch.tensors(m.config)
+        counters = quantize_counters(m.config, ts, CLASSES)
+        by_type: dict[str, int] = {}
+        for t in ts:
+            typ = gguf_tensor_type(t, q, m, types, counters, None, CLASSES)
+            by_type[typ] = by_type.get(typ, 0) + row_bytes(types, typ, t.ne0) * t.ne1 * t.n
+        w = gguf_weights(m, q, TABLE)
+        assert w.by_type == by_type and w.total_bytes == sum(by_type.values()), (m.id, preset)
