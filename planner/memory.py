@@ -218,7 +218,8 @@ def gguf_weights(model: ModelProfile, preset: QuantFormat, table: GgmlTypeTable)
     static = _static_conditions(model.config)
     names = []
     for name, runs in _by_name(model.config):
-        rules = [r for r in preset.rules if _matches(r.tensor, rule_name(name, model.config, classes))]
+        seen_as = rule_name(name, model.config, classes)
+        rules = [r for r in preset.rules if _matches(r.tensor, seen_as)]
         # no layer-dependent rule: one type per distinct row shape, bytes for all such tensors at once
         names.append((name, runs, all(c.removeprefix("not_") in static for r in rules for c in r.when)))
     # llama-quantize's per-file counters (layer indices) are read only by layer-dependent rules: a preset without
