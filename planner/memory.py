@@ -350,7 +350,7 @@ def _kv_layout(model: ModelProfile, runtime: Runtime, kv_type: str, table: GgmlT
     rotating = eng.rotating(model, runtime)
     per_layer: list[float] = []
     read_full = read_swa = 0.0  # KV-shared layers (Gemma 4) read their owner's cache again: decode reads, not stores
-    per_kind: dict = {}  # a layer's bytes depend only on its (frozen) CacheLayer: most layers repeat one or two
+    per_kind: dict[arch.CacheLayer, float] = {}  # a layer's bytes depend only on its (frozen) CacheLayer
     for c in layers:
         if c.owner is not None:
             o = layers[c.owner]
@@ -365,9 +365,8 @@ def _kv_layout(model: ModelProfile, runtime: Runtime, kv_type: str, table: GgmlT
             per_layer.append(0.0)
             state += eng.state_bytes(c)
             continue
-        per = per_kind.get(c)
-        if per is None:
-            per = per_kind[c] = eng.cache_layer_bytes(c, kv_type, runtime, table)
+        known = per_kind.get(c)
+        per = known if known is not None else per_kind.setdefault(c, eng.cache_layer_bytes(c, kv_type, runtime, table))
         per_layer.append(per)
         if c.kind == "sliding" and rotating:
             swa += per
