@@ -5,6 +5,8 @@ The plain question (`plan --model llama-3.3-70b --ram 64`: `--flag value` pairs 
 --[no-]flash-attn) is parsed here without importing typer; anything else (subcommands, --help, `--x=y`, a value
 starting with '-', a repeated single-valued flag, a value that does not convert) goes to the typer application
 in cli/commands.py, which answers the plain question through the same function (cli/plan.py run_plan).
+`plan models --ram ...` (the catalog ranked for one Mac) takes the same kind of path (MODELS_FAST_FLAGS, answered
+by cli/models_rank.py rank_text, which the typer command calls too).
 """
 
 from __future__ import annotations
@@ -73,18 +75,38 @@ FAST_SWITCHES: dict[str, tuple[str, bool]] = {"--json": ("json_out", True), "--f
                                               "--no-flash-attn": ("flash_attn", False)}
 
 
-def fast_values(argv: list[str]) -> dict | None:
-    """PlanRequest values (plus ``json_out``) for a plain question, or None when typer must parse ``argv``."""
+# `plan models --ram ...` (the ranking) on the same fast path: flag -> (models_cmd parameter, converter, repeatable);
+# tests/cli/test_options.py checks it against the typer command too. --installed / --dir and the catalog listing
+# (no --ram) go to typer.
+MODELS_FAST_FLAGS: dict[str, tuple[str, type, bool]] = {
+    "--ram": ("ram", float, False), "--chip": ("chip", str, False), "--gpu-cores": ("gpu_cores", int, False),
+    "--task": ("task", str, False), "--min-tok-s": ("min_tok_s", float, False),
+    "--context": ("context", int, False), "-c": ("context", int, False),
+    "--users": ("users", int, False), "-u": ("users", int, False),
+    "--prompt": ("prompt", str, False), "--gen": ("gen", str, False),
+    "--runtime": ("runtime", str, True), "-r": ("runtime", str, True),
+    "--max-params": ("max_params", float, False), "--family": ("family", str, False),
+    "--macos": ("macos", str, False), "--top": ("top", int, False),
+}
+MODELS_FAST_SWITCHES: dict[str, tuple[str, bool]] = {"--json": ("json_out", True)}
+
+
+def fast_values(argv: list[str], flags: dict | None = None, switches: dict | None = None,
+                required: str = "model") -> dict | None:
+    """PlanRequest values (plus ``json_out``) for a plain question, or None when typer must parse ``argv``
+    (with ``flags``/``switches``/``required``: another command's table, e.g. MODELS_FAST_FLAGS)."""
+    flags = FAST_FLAGS if flags is None else flags
+    switches = FAST_SWITCHES if switches is None else switches
     out: dict = {}
     it = iter(argv)
     for flag in it:
-        if flag in FAST_SWITCHES:
-            key, value = FAST_SWITCHES[flag]
+        if flag in switches:
+            key, value = switches[flag]
             if key in out:
                 return None
             out[key] = value
             continue
-        spec, raw = FAST_FLAGS.get(flag), next(it, None)
+        spec, raw = flags.get(flag), next(it, None)
         if spec is None or raw is None or raw.startswith("-"):
             return None
         field, conv, repeatable = spec
@@ -98,7 +120,14 @@ def fast_values(argv: list[str]) -> dict | None:
             return None
         else:
             out[field] = value
-    return out if "model" in out else None
+    return out if required in out else None
+
+
+def models_fast_values(argv: list[str]) -> dict | None:
+    """models_cmd's values for `plan models --ram ...` in MODELS_FAST_FLAGS' flags, or None (typer parses)."""
+    if argv[:1] != ["models"]:
+        return None
+    return fast_values(argv[1:], MODELS_FAST_FLAGS, MODELS_FAST_SWITCHES, required="ram")
 
 
 def _one_line(msg: object) -> str:
@@ -199,6 +228,14 @@ def _fast(given: dict) -> int:
     return 0
 
 
+def _fast_models(given: dict) -> int:
+    from .models_rank import rank_text
+
+    sys.stdout.write(rank_text(given))
+    sys.stdout.flush()
+    return 0
+
+
 def _typer(argv: list[str], json_mode: bool = False) -> int:
     gc.enable()  # see run(): subcommands may sweep long, and collect as usual
     from .commands import ABORT, CLICK, EXIT, USAGE, app, param_name
@@ -288,11 +325,14 @@ def main(argv: list[str] | None = None) -> int:
 
     install()  # validated profiles kept between runs (the core keeps none)
     given = fast_values(argv)
+    models = models_fast_values(argv) if given is None else None
     json_mode = "--json" in argv  # errors under --json are JSON on stdout (cli/contract.py)
     raw, sys.stdout = sys.stdout, _SafeStdout(sys.stdout)
     try:
         if given is not None:
             return _core_errors(lambda: _fast(given), json_mode)
+        if models is not None:
+            return _core_errors(lambda: _fast_models(models), json_mode)
         return _core_errors(lambda: _typer(argv, json_mode), json_mode)
     finally:
         sys.stdout = raw
@@ -301,7 +341,9 @@ def main(argv: list[str] | None = None) -> int:
 def run() -> None:
     """The `plan` console script. The cyclic collector stays off while the plain question imports pydantic and
     builds the core's classes: hundreds of thousands of young objects it would walk for nothing in a one-shot
-    answer (~4 % of the start-up's instructions; peak memory unchanged). Subcommands turn it back on."""
+    answer (~4 % of the start-up's instructions; peak memory unchanged). The typer-free `plan models --ram ...`
+    keeps it off too (its sweep makes young objects, few cycles: peak memory unchanged); the typer path turns it
+    back on."""
     gc.disable()
     sys.exit(main())
 

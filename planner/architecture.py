@@ -55,7 +55,7 @@ QK_NORM_TYPES = {"apertus", "hunyuan_v1_dense"}  # attn_q_norm / attn_k_norm of 
 NON_GATED_FFN = {"apertus"}  # ffn_up + ffn_down, no ffn_gate
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Tensor:
     name: str                 # llama.cpp short name: attn_q, ffn_down_exps, token_embd, ...
     layer: int | None
@@ -64,6 +64,13 @@ class Tensor:
     n: int = 1                # experts stacked in a 3-D tensor
     group: str = "attention"  # embedding | output | attention | ffn | experts | shared_experts | router | norm | ssm
     quantizable: bool = True  # llama-quant.cpp tensor_allows_quantization / mlx to_quantized
+
+    def __init__(self, name: str, layer: int | None, ne0: int, ne1: int, n: int = 1, group: str = "attention",
+                 quantizable: bool = True) -> None:
+        # the frozen dataclass's own __init__ sets each field through object.__setattr__: one call here instead
+        # of seven (a catalog sweep builds ~90,000 tensors)
+        object.__setattr__(self, "__dict__", {"name": name, "layer": layer, "ne0": ne0, "ne1": ne1, "n": n,
+                                              "group": group, "quantizable": quantizable})
 
     @property
     def n_elements(self) -> int:
@@ -235,7 +242,7 @@ def tensor_summary(cfg: ModelConfig) -> tuple[tuple[str, int, bool, int], ...]:
         acc: dict[tuple[str, int, bool], int] = {}
         for t in tensors(c):
             k = (t.group, t.ne0, t.quantizable)
-            acc[k] = acc.get(k, 0) + t.n_elements
+            acc[k] = acc.get(k, 0) + t.ne0 * t.ne1 * t.n  # n_elements
         return tuple((g, ne0, q, n) for (g, ne0, q), n in acc.items())
     return _memo("summary", cfg, build)
 
@@ -297,7 +304,8 @@ def _cache_layers(cfg: ModelConfig) -> tuple[CacheLayer, ...]:
 
 
 def n_params(cfg: ModelConfig) -> int:
-    return _memo("n_params", cfg, lambda c: sum(t.n_elements for t in tensors(c)))
+    # the summary holds every tensor's elements (grouped), and a sweep builds it anyway (mlx_weights)
+    return _memo("n_params", cfg, lambda c: sum(n for _, _, _, n in tensor_summary(c)))
 
 
 def active_params(cfg: ModelConfig) -> int:

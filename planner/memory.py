@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -144,7 +144,7 @@ def gguf_tensor_type(t: arch.Tensor, preset: QuantFormat, model: ModelProfile, t
     # own counter i_ffn_down/i_ffn_gate/i_ffn_up (layer_info), of n_layer_all
     cat = _ffn_category(name)
     if name == "attn_v":
-        i, n = counters.get("attn_v_index", {}).get((t.layer, t.name), t.layer), counters["n_attn_v"]
+        i, n = counters.get("attn_v_index", {}).get((t.layer, t.name), t.layer), counters.get("n_attn_v", 0)
     elif cat is not None and cfg.n_experts <= 1 and t.layer is not None:
         i, n = counters.get("ffn_index", {}).get((cat, t.layer, t.name), t.layer), n_layer
     else:
@@ -174,30 +174,35 @@ def gguf_tensor_type(t: arch.Tensor, preset: QuantFormat, model: ModelProfile, t
     return typ
 
 
-def _file_order(ts: Sequence[arch.Tensor], pick: Callable[[arch.Tensor], bool]) -> dict[tuple[int, str], int]:
-    """Position of each picked tensor in llama-quantize's order: by layer, then by name
-    (llama-model-loader.h weight_name_comparer), keyed (layer, name)."""
-    chosen = sorted({(t.layer, t.name) for t in ts if t.layer is not None and pick(t)})
-    return {k: j for j, k in enumerate(chosen)}
-
-
 def quantize_counters(cfg: ModelConfig, ts: Sequence[arch.Tensor], classes: QuantizeClasses) -> Counters:
     """The per-file counts llama-quantize keeps (init_quantize_state_counters): n_attention_wv over the attn_v-like
-    tensors, n_ffn_* = n_layer_all (every block in the file, MTP blocks included), and each counted tensor's index."""
-    layers = [t.layer for t in ts if t.layer is not None]
+    tensors, n_ffn_* = n_layer_all (every block in the file, MTP blocks included), and each counted tensor's index
+    in llama-quantize's order: by layer, then by name (llama-model-loader.h weight_name_comparer), keyed
+    (layer, name) for attn_v-like tensors and (category, layer, name) for FFN ones. One pass over the tensors."""
+    attn_v_like = classes.attn_v_like
+    n_attn_v, top = 0, -1
+    attn_v: set[tuple[int, str]] = set()
+    by_cat: dict[str, set[tuple[int, str]]] = {c: set() for c in _FFN_CATEGORIES}
+    for t in ts:
+        name, layer = t.name, t.layer
+        if name in attn_v_like:
+            n_attn_v += 1
+            if layer is not None:
+                attn_v.add((layer, name))
+        if layer is not None:
+            if layer > top:
+                top = layer
+            c = _ffn_category(name) if t.quantizable else None  # each tensor's category once
+            if c is not None:
+                by_cat[c].add((layer, name))
     # an MTP block (Qwen3.5 mtp_num_hidden_layers) is in the file after the last layer, with its own attn_v: the
     # converter keeps it and llama-quantize counts it, though the layout (and llama.cpp's loader) leave it out
     mtp = cfg.mtp_num_hidden_layers or 0
-    counters: Counters = {"n_attn_v": sum(t.name in classes.attn_v_like for t in ts) + mtp,
-                      "n_layer_all": (max(layers) + 1 if layers else cfg.num_hidden_layers) + mtp,
-                      "attn_v_index": _file_order(ts, lambda t: t.name in classes.attn_v_like)}
-    by_cat: dict[str, set[tuple[int, str]]] = {c: set() for c in _FFN_CATEGORIES}
-    for t in ts:  # one pass: each tensor's category once
-        c = _ffn_category(t.name) if t.quantizable and t.layer is not None else None
-        if c is not None and t.layer is not None:  # c is None for a tensor outside a layer
-            by_cat[c].add((t.layer, t.name))
-    counters["ffn_index"] = {(c, *k): j for c in _FFN_CATEGORIES for j, k in enumerate(sorted(by_cat[c]))}
-    return counters
+    return {"n_attn_v": n_attn_v + mtp, "n_layer_all": (top + 1 if top >= 0 else cfg.num_hidden_layers) + mtp,
+            "attn_v_index": {k: j for j, k in enumerate(sorted(attn_v))},
+            # read only for models without experts (gguf_tensor_type: with experts the rules see the layer)
+            "ffn_index": {(c, layer, name): j for c in _FFN_CATEGORIES
+                          for j, (layer, name) in enumerate(sorted(by_cat[c]))} if cfg.n_experts <= 1 else {}}
 
 
 def _base_counters(cfg: ModelConfig, ts: Sequence[arch.Tensor], classes: QuantizeClasses) -> Counters:
@@ -220,17 +225,21 @@ def gguf_weights(model: ModelProfile, preset: QuantFormat, table: GgmlTypeTable)
     types = {t.name: t for t in table.types}
     classes = table.llama_quantize
     ts = arch.tensors(model.config)
-    counters = dict(_base_counters(model.config, ts, classes))  # the preset adds its own entries to its copy
     static = _static_conditions(model.config)
+    names = []
+    for name, runs in _by_name(model.config):
+        seen_as = rule_name(name, model.config, classes)
+        rules = [r for r in preset.rules if _matches(r.tensor, seen_as)]
+        # no layer-dependent rule: one type per distinct row shape, bytes for all such tensors at once
+        names.append((name, runs, all(c.removeprefix("not_") in static for r in rules for c in r.when)))
+    # llama-quantize's per-file counters (layer indices) are read only by layer-dependent rules: a preset without
+    # any for this model (Q8_0, Q6_K...) needs none. The preset adds its own entries to its copy.
+    layered = not all(free for _, _, free in names)
+    counters = dict(_base_counters(model.config, ts, classes)) if layered else {}
     by_group: dict[str, int] = {}
     by_type: dict[str, int] = {}
-    for name, runs in _by_name(model.config):
-        rules = [r for r in preset.rules if _matches(r.tensor, rule_name(name, model.config, classes))]
-        if all(c.removeprefix("not_") in static for r in rules for c in r.when):
-            # no layer-dependent rule: one type per distinct row shape, bytes for all such tensors at once
-            items = [(t, rows) for t, rows in runs]
-        else:
-            items = [(t, t.ne1 * t.n) for t in _tensors_named(ts, name)]
+    for name, runs, free in names:
+        items = [(t, rows) for t, rows in runs] if free else [(t, t.ne1 * t.n) for t in _tensors_named(ts, name)]
         for t, rows in items:
             typ = gguf_tensor_type(t, preset, model, types, counters, static, classes)
             b = row_bytes(types, typ, t.ne0) * rows
@@ -249,10 +258,16 @@ def _by_name(cfg: ModelConfig) -> list[tuple[str, list[tuple[arch.Tensor, int]]]
     and the rows (ne1 × n) they hold together. Built once per config (architecture's identity memo)."""
     def build(c: ModelConfig) -> list[tuple[str, list[tuple[arch.Tensor, int]]]]:
         out: dict[str, dict[tuple[int, str, bool, bool], list[Any]]] = {}  # [representative tensor, rows]
-        for t in arch.tensors(c):
+        for t in arch.tensors(c):  # get before set: setdefault built a dict and a list per tensor
+            d = out.get(t.name)
+            if d is None:
+                d = out[t.name] = {}
             k = (t.ne0, t.group, t.quantizable, t.layer is None)
-            slot = out.setdefault(t.name, {}).setdefault(k, [t, 0])
-            slot[1] += t.ne1 * t.n
+            slot = d.get(k)
+            if slot is None:
+                d[k] = [t, t.ne1 * t.n]
+            else:
+                slot[1] += t.ne1 * t.n
         return [(name, [(t, rows) for t, rows in d.values()]) for name, d in out.items()]
     return arch._memo("gguf_by_name", cfg, build)
 
@@ -345,6 +360,7 @@ def _kv_layout(model: ModelProfile, runtime: Runtime, kv_type: str, table: GgmlT
     rotating = eng.rotating(model, runtime)
     per_layer: list[float] = []
     read_full = read_swa = 0.0  # KV-shared layers (Gemma 4) read their owner's cache again: decode reads, not stores
+    per_kind: dict[arch.CacheLayer, float] = {}  # a layer's bytes depend only on its (frozen) CacheLayer
     for c in layers:
         if c.owner is not None:
             o = layers[c.owner]
@@ -359,7 +375,8 @@ def _kv_layout(model: ModelProfile, runtime: Runtime, kv_type: str, table: GgmlT
             per_layer.append(0.0)
             state += eng.state_bytes(c)
             continue
-        per = eng.cache_layer_bytes(c, kv_type, runtime, table)
+        known = per_kind.get(c)
+        per = known if known is not None else per_kind.setdefault(c, eng.cache_layer_bytes(c, kv_type, runtime, table))
         per_layer.append(per)
         if c.kind == "sliding" and rotating:
             swa += per

@@ -23,7 +23,7 @@ from .deployment import check_ram, resolve_bin
 from .errors import InputError, PlannerError
 from .memory import MemoryModel
 from .results import Fit, ModelRow, ModelsResult, WiredLimit
-from .schema import Chip, MlxRuntime, ModelProfile, QuantFormat, Runtime
+from .schema import Chip, GgmlType, GgmlTypeTable, MlxRuntime, ModelProfile, QuantFormat, Runtime
 from .search import Speed, base_memory_model, quants_for, speed_at, speed_available, speed_model, with_kv
 from .workload import point_in_context
 
@@ -66,6 +66,7 @@ class _Cand:
     context: int
     total: int
     fit: Fit
+    kv: str = ""  # the KV type as the search asked for it (the speed model's key)
     speed: Speed | None = None
     misses: list[str] = dataclasses.field(default_factory=list)
 
@@ -79,21 +80,50 @@ class _Cand:
 def ordered_quants(model_id: str, runtime_id: str) -> tuple[tuple[QuantFormat, QualityNote], ...]:
     """The runtime's quants for a model, highest measured quality first; unmeasured formats last."""
     model, rt = profiles.load_model(model_id), profiles.load_runtime(runtime_id)
-    qs = [(q, quality_of(q, model)) for q in quants_for(model, rt)]
+    nq = model.native_quant
+    native = (nq.gguf_preset, nq.mlx_quant) if nq is not None else ()
+    # a format's quality note is the model's own only for the model's checkpoint format (advice.quality_of):
+    # every other one is the format's, built once per sweep
+    qs = [(q, quality_of(q, model) if q.id in native else _format_quality(q.id, q.kind)) for q in quants_for(model, rt)]
     return tuple(sorted(qs, key=lambda x: (TIER_ORDER[x[1].tier], _quality_loss(x[1]), -_nominal_bits(x[0]))))
+
+
+@functools.lru_cache(maxsize=512)
+def _format_quality(quant_id: str, kind: str) -> QualityNote:
+    """advice.quality_of of a format for any model whose checkpoint is in another format."""
+    return quality_of(profiles.load_quant(quant_id, kind))
 
 
 def _nominal_bits(q: QuantFormat) -> float:
     """Bits per weight of the format's base type (mlx: bits; GGUF: ggml block size) — only orders the search."""
     if q.kind == "mlx":
         return float(q.bits or 16)
-    t = next((t for t in profiles.ggml_types().types if t.name == q.base_type), None)
+    t = _ggml_type(q.base_type)
     return 8 * t.bytes_per_block / t.block_size if t else 16.0
+
+
+def _ggml_type(name: str | None) -> GgmlType | None:
+    """The ggml type table's row of ``name`` (None when it has none), from the table profiles keeps."""
+    table = profiles.ggml_types()
+    cached = _GGML_BY_NAME.get(id(table))
+    if cached is None or cached[0] is not table:
+        _GGML_BY_NAME.clear()
+        cached = _GGML_BY_NAME[id(table)] = (table, {t.name: t for t in table.types})
+    return cached[1].get(name) if name is not None else None
+
+
+_GGML_BY_NAME: dict[int, tuple[GgmlTypeTable, dict[str, GgmlType]]] = {}
+
+
+@functools.lru_cache(maxsize=4096)
+def _memory_model(model_id: str, runtime_id: str, quant_id: str, kv: str) -> MemoryModel | None:
+    """search.with_kv of the base memory model, once per (model, runtime, quant, KV type) of a sweep."""
+    return with_kv(base_memory_model(model_id, runtime_id, quant_id), kv)
 
 
 @functools.lru_cache(maxsize=4096)
 def _speed_model(model_id: str, runtime_id: str, quant_id: str, kv: str, chip_id: str) -> Roofline | None:
-    mm = with_kv(base_memory_model(model_id, runtime_id, quant_id), kv)
+    mm = _memory_model(model_id, runtime_id, quant_id, kv)
     if mm is None:  # the runtime refuses this KV type (_evaluate checks it first)
         return None
     rt = profiles.load_runtime(runtime_id)
@@ -107,27 +137,40 @@ def _chip(chip_id: str) -> Chip:
 
 def _evaluate(m: ModelProfile, rt: Runtime, q: QuantFormat, qn: QualityNote, kv: str, ctx: int, qy: Query,
               wired: WiredLimit, want_speed: bool) -> _Cand | None:
-    mm = with_kv(base_memory_model(m.id, rt.id, q.id), kv)
+    mm = _memory_model(m.id, rt.id, q.id, kv)
     if mm is None:
         return None
     total = mm.total(ctx, qy.users)
-    c = _Cand(m, rt, q, qn, mm, ctx, total, capacity.fit(total, mm.weights.total_bytes, wired, rt))
-    if want_speed and qy.chip is not None and c.fit.verdict != "no-fit":
-        rf = _speed_model(m.id, rt.id, q.id, kv, qy.chip.id)
-        if rf is not None:
-            prompt, gen = point_in_context(qy.prompt_tokens, qy.gen_tokens, ctx)
-            # one user: the staggered TTFT equals the batch one (same prompt, batch 1), so skip the second estimate
-            c.speed = speed_at(rf, prompt, gen, qy.users, qy.users, qy.users > 1)
+    c = _Cand(m, rt, q, qn, mm, ctx, total, capacity.fit(total, mm.weights.total_bytes, wired, rt), kv)
+    if want_speed:
+        _add_speed(c, qy)
     return c
 
 
-@functools.lru_cache(maxsize=1024)
-def _n_params(model_id: str) -> tuple[int, int]:
-    """(total, active per decoded token) parameters of a catalog model."""
-    from .architecture import active_params, n_params
+def _add_speed(c: _Cand, qy: Query) -> None:
+    """The candidate's speed at the asked prompt and generation lengths (none for a no-fit)."""
+    if qy.chip is not None and c.fit.verdict != "no-fit":
+        rf = _speed_model(c.model.id, c.rt.id, c.quant.id, c.kv, qy.chip.id)
+        if rf is not None:
+            prompt, gen = point_in_context(qy.prompt_tokens, qy.gen_tokens, c.context)
+            # one user: the staggered TTFT equals the batch one (same prompt, batch 1), so skip the second estimate
+            c.speed = speed_at(rf, prompt, gen, qy.users, qy.users, qy.users > 1)
 
-    cfg = profiles.load_model(model_id).config
-    return n_params(cfg), active_params(cfg)
+
+@functools.lru_cache(maxsize=1024)
+def _n_params(model_id: str) -> int:
+    """Parameters of a catalog model."""
+    from .architecture import n_params
+
+    return n_params(profiles.load_model(model_id).config)
+
+
+@functools.lru_cache(maxsize=1024)
+def _active_params(model_id: str) -> int:
+    """Parameters a decoded token touches (asked only with a minimum speed and a chip: decode_ceiling)."""
+    from .architecture import active_params
+
+    return active_params(profiles.load_model(model_id).config)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -135,7 +178,7 @@ def weights_floor(model_id: str, runtime_id: str, quant_id: str) -> int:
     """A lower bound on the weight bytes: every parameter at the cheapest storage type the format can assign
     (GGUF: base, expert and rule types of the preset; MLX: its bits plus the per-group scale/bias). [bytes]
     Lets the sweep skip formats that cannot fit without walking their tensors."""
-    return int(_n_params(model_id)[0] * _model_floor_bits(model_id, runtime_id, quant_id) / 8)
+    return int(_n_params(model_id) * _model_floor_bits(model_id, runtime_id, quant_id) / 8)
 
 
 def _model_floor_bits(model_id: str, runtime_id: str, quant_id: str) -> float:
@@ -144,7 +187,10 @@ def _model_floor_bits(model_id: str, runtime_id: str, quant_id: str) -> float:
     bits = floor_bits_per_weight(runtime_id, quant_id)
     nq = profiles.load_model(model_id).native_quant
     if nq is not None and profiles.load_runtime(runtime_id).weight_format == "gguf":
-        tt = next(t for t in profiles.ggml_types().types if t.name == nq.gguf_type)
+        tt = _ggml_type(nq.gguf_type)
+        if tt is None:
+            raise InputError(f"{model_id}: native_quant type {nq.gguf_type!r} is not in the ggml type table "
+                             "(profiles/quants/ggml-types.yaml); fix the model profile")
         bits = min(bits, 8 * tt.bytes_per_block / tt.block_size)
     return bits
 
@@ -174,7 +220,7 @@ def decode_ceiling(model_id: str, runtime_id: str, quant_id: str, chip: Chip) ->
     active parameters at the format's cheapest type, no KV). [tok/s] Skips formats too slow for the minimum tok/s."""
     from .throughput import bandwidth
 
-    active = _n_params(model_id)[1] * _model_floor_bits(model_id, runtime_id, quant_id) / 8
+    active = _active_params(model_id) * _model_floor_bits(model_id, runtime_id, quant_id) / 8
     return bandwidth(chip) / active if active > 0 else float("inf")
 
 
@@ -189,6 +235,9 @@ def best_for_runtime(m: ModelProfile, rt: Runtime, qy: Query, wired: WiredLimit,
     kvs = [k for k in rt.advised_kv_types if k not in KV_RANK]
     found: dict[str, _Cand] = {}
     chip = qy.chip if want_speed else None  # want_speed: a chip was given (and speed constants exist)
+    # without a minimum speed no choice within a runtime reads the speed: what_runs adds it to the candidates that
+    # can still win across runtimes (_speeds_for_choice)
+    eager = want_speed and bool(qy.min_tok_s)
     if qy.min_tok_s and chip is not None and "embedding" not in m.tasks:
         # formats that cannot reach the floor even at peak bandwidth are 'slow' without a speed estimate; if no
         # format can, the one with the highest ceiling is evaluated as the closest
@@ -198,7 +247,7 @@ def best_for_runtime(m: ModelProfile, rt: Runtime, qy: Query, wired: WiredLimit,
     for kv_pass in (kvs, [k for k in rt.advised_kv_types if k in KV_RANK]):
         for q, qn in order:
             for kv in kv_pass:
-                c = _evaluate(m, rt, q, qn, kv, ctx, qy, wired, want_speed)
+                c = _evaluate(m, rt, q, qn, kv, ctx, qy, wired, eager)
                 count[0] += 1
                 if c is None:
                     continue
@@ -212,6 +261,27 @@ def best_for_runtime(m: ModelProfile, rt: Runtime, qy: Query, wired: WiredLimit,
                         or (cls == "slow" and (c.decode or 0.0) > (old.decode or 0.0))):  # slow: both have one
                     found[cls] = c
     return next((found[k] for k in ("tight", "raise-limit", "slow", "no-fit") if k in found), None)
+
+
+def _speeds_for_choice(cands: list[_Cand], qy: Query, notes: list[str]) -> list[_Cand]:
+    """Without a minimum speed, _choose reads the speed only to order candidates that tie on (fits in memory, quant
+    quality tier): add it to those that tie with the best, the only ones that can be chosen. A candidate whose
+    speed fails is dropped with a note, as best_for_runtime's failures are."""
+    def head(c: _Cand) -> tuple[bool, int]:
+        return (c.fit.verdict == "no-fit", TIER_ORDER[c.qn.tier])
+    while cands:
+        best = min(head(c) for c in cands)
+        failed = False
+        for c in [c for c in cands if head(c) == best and c.speed is None]:
+            try:
+                _add_speed(c, qy)
+            except PlannerError as e:
+                notes.append(f"{c.model.id} on {c.rt.id}: {e}")
+                cands = [x for x in cands if x is not c]
+                failed = True
+        if not failed:
+            break
+    return cands
 
 
 def _choose(cands: list[_Cand], qy: Query) -> _Cand:
@@ -286,6 +356,8 @@ def what_runs(qy: Query) -> ModelsResult:
                 continue
             if c is not None:
                 cands.append(c)
+        if cands and want_speed and not qy.min_tok_s:
+            cands = _speeds_for_choice(cands, qy, notes)
         if cands:
             chosen.append(_choose(cands, qy))
         else:
@@ -440,5 +512,6 @@ def _notes(rows: list[ModelRow], erows: list[ModelRow], basis: str | None, ebasi
 
 def clear_cache() -> None:
     """Forget the per-model caches (after profiles.clear_cache(), e.g. a new user profile folder)."""
-    for f in (ordered_quants, weights_floor, floor_bits_per_weight, _n_params, _speed_model, _chip, base_memory_model):
+    for f in (ordered_quants, weights_floor, floor_bits_per_weight, _n_params, _active_params, _speed_model, _chip,
+              base_memory_model, _format_quality, _memory_model):
         f.cache_clear()

@@ -197,16 +197,9 @@ def _attention_dims(cfg: ModelConfig, runtime_family: str) -> tuple[float, float
     return full, swa
 
 
-def geometry(mm: MemoryModel, quant_kind: str = "gguf", quant_mode: str | None = None) -> Geometry:
-    """Geometry of a model as loaded by one runtime in one quant (weights and KV from the memory model)."""
-    cfg = mm.model.config
-    g = mm.weights.by_group
+def _matmul_params(cfg: ModelConfig) -> tuple[int, int, int]:
+    """(head, matmul, expert matmul) parameters a decoded token multiplies (see geometry)."""
     tied = cfg.tie_word_embeddings
-    embed = g.get("embedding", 0)
-    experts = g.get("experts", 0)
-    # dense: everything but the embedding gather (one row); tied models read the embedding once as the head
-    # a per-layer embedding table (group lookup, Gemma 4 PLE) is gathered one row per token like the embedding
-    dense = sum(v for k, v in g.items() if k not in ("embedding", "experts", "lookup")) + (embed if tied else 0)
     head = 0
     matmul = expert_mm = 0
     k = cfg.num_experts_per_tok or 1
@@ -219,11 +212,27 @@ def geometry(mm: MemoryModel, quant_kind: str = "gguf", quant_mode: str | None =
             expert_mm += t.ne0 * t.ne1 * min(k, t.n)
         elif t.group not in ("norm", "lookup"):
             matmul += t.n_elements
+    return head, matmul, expert_mm
+
+
+def geometry(mm: MemoryModel, quant_kind: str = "gguf", quant_mode: str | None = None) -> Geometry:
+    """Geometry of a model as loaded by one runtime in one quant (weights and KV from the memory model)."""
+    cfg = mm.model.config
+    g = mm.weights.by_group
+    tied = cfg.tie_word_embeddings
+    embed = g.get("embedding", 0)
+    experts = g.get("experts", 0)
+    # dense: everything but the embedding gather (one row); tied models read the embedding once as the head
+    # a per-layer embedding table (group lookup, Gemma 4 PLE) is gathered one row per token like the embedding
+    dense = sum(v for k, v in g.items() if k not in ("embedding", "experts", "lookup")) + (embed if tied else 0)
+    k = cfg.num_experts_per_tok or 1
+    head, matmul, expert_mm = arch._memo("geometry_params", cfg, _matmul_params)  # once per config: a sweep
     kv = mm.kv
     kv_swa_window = kv.window if kv.swa_bytes_per_token else None
     if kv.read_window:  # mlx-lm DSA decode reads only the top-k latents (KVLayout.read_window)
         kv_swa_window = kv.read_window
-    full, swa = _attention_dims(cfg, mm.engine.name)
+    family = mm.engine.name
+    full, swa = arch._memo("attention_dims:" + family, cfg, lambda c: _attention_dims(c, family))  # per config
     if not kv.swa_bytes_per_token:
         full, swa = full + swa, 0.0  # mlx-lm keeps a full cache for models without a rotating cache
     return Geometry(
@@ -237,7 +246,8 @@ def geometry(mm: MemoryModel, quant_kind: str = "gguf", quant_mode: str | None =
         attn_full=full, attn_swa=swa, quant_class=quant_class(mm.quant_id, quant_kind, quant_mode),
         expert_matmul_params=float(expert_mm) if cfg.is_moe else 0.0,
         prefill_attn_full=mm.engine.prefill_attn_dims(cfg),
-        state_flops=hybrid.state_flops(cfg), score_heads=mm.engine.score_heads(cfg))
+        state_flops=arch._memo("state_flops", cfg, hybrid.state_flops),  # per config, like the sums above
+        score_heads=mm.engine.score_heads(cfg))
 
 
 # --------------------------------------------------------------------------- chip peaks

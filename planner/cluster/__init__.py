@@ -258,12 +258,14 @@ def speed(mm: MemoryModel, geo: tp.Geometry, nodes: list[Node], mode: str, engin
         ttft = prefill(prompt - 1) + first_step(prompt - 1) + comm
     else:
         ttft = t_pf if prompt else first_step(prompt) + comm
+    # the prompt speed the runtime reports (Roofline.reported_prefill_time): mlx-lm's is the prompt over its TTFT
+    t_rep = ttft if prompt and rfs[0].engine.last_prompt_token_decodes else t_pf
     ceiling = None
     if mode == "pipeline" and n > 1:
         hop = comm / n
         ceiling = users / max(s + hop for s in steps)
     sp = ClusterSpeed(decode_tok_s_per_user=1 / step, decode_tok_s_total=users / step,
-                      prefill_tok_s=prompt / t_pf if prompt and t_pf > 0 else 0.0, ttft_s=ttft,
+                      prefill_tok_s=prompt / t_rep if prompt and t_rep > 0 else 0.0, ttft_s=ttft,
                       compute_s_per_step=compute, comm_s_per_step=comm, comm_latency_s_per_step=comm_lat,
                       pipelined_ceiling_tok_s=ceiling)
     return sp, list(zip(steps, bounds))

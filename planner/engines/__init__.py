@@ -97,8 +97,20 @@ def by_name(name: str) -> Engine:
         raise ValueError(f"no engine named {name!r}; known: {', '.join(engines())}") from None
 
 
+_FOR: dict[int, tuple[Runtime, Engine]] = {}
+
+
 def engine_for(runtime: Runtime) -> Engine:
     """The engine of a runtime profile: its family's (``kind`` llama.cpp / mlx-lm, or the engine a wrapper
-    ``wraps``), or the adapter of that product (Ollama, LM Studio, mlx-vlm) when there is one."""
+    ``wraps``), or the adapter of that product (Ollama, LM Studio, mlx-vlm) when there is one. Kept per profile
+    object (profiles are frozen; a catalog sweep asks ~10,000 times), the object kept alive beside its answer so
+    its id is not reused."""
+    hit = _FOR.get(id(runtime))
+    if hit is not None and hit[0] is runtime:
+        return hit[1]
     base, adapter_for = _registry()
-    return adapter_for(runtime) or base[runtime.family]
+    eng = adapter_for(runtime) or base[runtime.family]
+    if len(_FOR) > 256:
+        _FOR.clear()
+    _FOR[id(runtime)] = (runtime, eng)
+    return eng

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import typing
 
 import pytest
 import typer.main
@@ -144,3 +145,82 @@ def test_bad_workload_values_are_one_line_naming_the_flag(argv, capsys):
         assert M.main([*cmd, *argv]) == 2
         err = capsys.readouterr().err.strip()
         assert argv[0] in err and len(err.splitlines()) == 1, err
+
+
+# --------------------------------------------------------------------------- plan models --ram ... (the ranking)
+def _value_type(hint) -> type:
+    """float | None -> float, list[str] | None -> str."""
+    args = [a for a in typing.get_args(hint) if a is not type(None)] or [hint]
+    inner = args[0]
+    return typing.get_args(inner)[0] if typing.get_origin(inner) is list else inner
+
+
+def test_models_fast_flags_are_the_typer_flags():
+    from cli.models import models_cmd
+    from cli.models_rank import DEFAULTS
+
+    hints = typing.get_type_hints(models_cmd)
+    cmd = _click().commands["models"]
+    by_flag = {o: p for p in cmd.params for o in (*p.opts, *p.secondary_opts)}
+    assert {by_flag[f].name for f in M.MODELS_FAST_SWITCHES} == {"json_out"}
+    for flag, (name, conv, repeatable) in M.MODELS_FAST_FLAGS.items():
+        p = by_flag[flag]
+        assert p.name == name, flag
+        assert repeatable == p.multiple, flag
+        assert _value_type(hints[name]) is conv, flag
+    # every option of the ranking is on the fast path; only the installed-models listing is left to typer
+    covered = {n for n, _, _ in M.MODELS_FAST_FLAGS.values()} | {"json_out"}
+    assert {p.name for p in cmd.params} - covered == {"installed", "dirs"}
+    assert set(DEFAULTS) == covered
+    for p in cmd.params:  # rank_text fills in what was not given with the typer command's own defaults
+        if p.name in DEFAULTS:
+            assert DEFAULTS[p.name] == (None if p.multiple and not p.default else p.default), p.name
+
+
+@pytest.mark.parametrize("argv", [
+    ["models", "--help"], ["models"], ["models", "--ram", "64", "--installed"], ["models", "--ram=64"],
+    ["models", "--ram", "64", "--dir", "x"], ["models", "--ram", "64", "--ram", "32"], ["models", "--chip", "M4"],
+    ["models", "--ram", "64", "--top", "x"], ["models", "--ram", "64", "--min-tok-s", "-5"],
+    ["--ram", "64", "models"], ["models", "--ram", "64", "--model", "x"],
+])
+def test_the_models_fast_path_declines_what_only_typer_parses(argv):
+    assert M.models_fast_values(argv) is None
+
+
+MODELS_CASES = [
+    ["--ram", "16"], ["--ram", "16", "--chip", "M4"],
+    ["--ram", "64"], ["--ram", "64", "--chip", "M4 Max"],
+    ["--ram", "128"], ["--ram", "128", "--chip", "M4 Max"],
+    ["--ram", "192"], ["--ram", "192", "--chip", "M2 Ultra"],
+    ["--ram", "64", "--chip", "M4 Max", "--task", "chat"],
+    ["--ram", "128", "--chip", "M4 Max", "--min-tok-s", "30", "--context", "32768"],
+]
+
+
+@pytest.mark.parametrize("case", MODELS_CASES)
+def test_models_fast_path_answers_like_typer(case):
+    """Byte-identical JSON either way (the fast path is taken: it must not import what only typer parses)."""
+    argv = ["models", *case, "--json"]
+    assert M.models_fast_values(argv) is not None
+    fast = _run(M.main, argv)
+    slow = _run(lambda a: M._core_errors(lambda: M._typer(a)), argv)
+    assert fast == slow
+    assert fast[0] == 0 and '"rows"' in fast[1]
+
+
+@pytest.mark.parametrize("argv", [
+    ["models", "--ram", "36", "--chip", "M3 Pro", "--gpu-cores", "18", "--top", "5", "-c", "16384"],
+    ["models", "--ram", "64", "-r", "mlx-lm", "-u", "4", "--family", "qwen", "--max-params", "40"],
+    ["models", "--ram", "nan"],                            # errors: one line, exit 2, either path
+    ["models", "--ram", "64", "--task", "poetry"],
+    ["models", "--ram", "64", "--gpu-cores", "40"],
+    ["models", "--ram", "64", "--top", "20000", "--json"],
+    ["models", "--ram", "64", "--chip", "M9 Ultra"],
+])
+def test_models_fast_path_text_and_errors_like_typer(argv):
+    assert M.models_fast_values(argv) is not None
+    fast = _run(M.main, argv)
+    json_mode = "--json" in argv
+    slow = _run(lambda a: M._core_errors(lambda: M._typer(a, json_mode), json_mode), argv)
+    assert fast == slow
+    assert fast[0] in (0, 2)

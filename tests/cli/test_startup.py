@@ -98,3 +98,14 @@ def test_subcommands_collect_garbage_as_usual():
         assert gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_models_ranking_imports_no_typer(tmp_path):
+    """`plan models --ram 64 --chip "M4 Max"` takes the typer-free path too (cli/main.py MODELS_FAST_FLAGS)."""
+    args = ["models", "--ram", "64", "--chip", "M4 Max"]
+    assert _run(tmp_path, *args).returncode == 0
+    warm = _run(tmp_path, *args)
+    assert warm.returncode == 0, warm.stderr
+    modules = set(warm.stderr.splitlines()[0].split())
+    assert "planner.models" in modules and "What can I run on" in warm.stdout  # the report is real
+    assert not [m for m in UNUSED if m in modules]
