@@ -28,7 +28,8 @@ def test_default_run_has_no_exception(at):
     assert len(at.success) + len(at.warning) == 1  # the one answer
     # lazy tabs: only the open tab (Memory) builds its chart
     assert [c.key for c in at.get("plotly_chart")] == ["chart_memory"]
-    assert at.code and "llama-server" in at.code[0].value  # the answer's launch recipe, with the server command
+    # the answer's launch recipe, with the server command of the runtime the answer names
+    assert at.code and any(cmd in at.code[0].value for cmd in ("llama-server", "mlx_lm.server"))
 
 
 def test_70b_on_64gb_shows_the_verdict(at):
