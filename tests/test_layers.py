@@ -19,7 +19,7 @@ ALLOWED = {
     "sources": {"planner"},
     "calibration": {"planner", "sources"},
     "cli": {"planner", "sources", "calibration"},
-    "app": {"planner", "sources", "calibration"},
+    "app": {"planner", "sources", "calibration", "cli"},  # cli/profile_cache.py: the validated-profile cache the edges share
     "mac_llm_planner": {"planner", "sources", "cli"},  # the public Python API: an edge over the CLI's questions
 }
 
