@@ -70,6 +70,10 @@ def render(p) -> str:
             ("backward peak (attention scores, logits)", m.transient), ("runtime overhead", m.runtime),
             ("total", m.total)]
     lines.append(table([[k, fmt_bytes(v)] for k, v in rows], ["part", "bytes"], "lr"))
+    if p.peak_high:
+        lines.append(f"likely peak {fmt_bytes(p.peak_low)} to {fmt_bytes(p.peak_high)} (± the largest validation "
+                     f"residual); mlx_lm.lora's 'Peak mem' leaves out the {fmt_bytes(m.runtime)} runtime overhead: "
+                     f"{m.mlx_peak / 1e9:.2f} GB")
     lines += ["", f"verdict: {verdict_text(p.chosen.fit.verdict)}: {p.chosen.fit.reason}"]
     if p.chosen.fit.sysctl:
         lines.append(f"  {p.chosen.fit.sysctl}")

@@ -93,6 +93,8 @@ class FinetuneMemory(BaseModel):
     runtime: int = Field(description="Metal/runtime fixed overhead [bytes]")
     total: int = Field(description="Peak [bytes]")
     trainable_params: int
+    mlx_peak: int = Field(0, description="What mlx_lm.lora prints as Peak mem: the total less the runtime overhead, "
+                          "which mx.get_peak_memory() (MLX buffers only) never counts [bytes]")
 
 
 class FinetuneOption(BaseModel):
@@ -136,6 +138,8 @@ class FinetunePlan(BaseModel):
     padded_len: int = Field(0, description="Tokens of the longest batch after padding: the memory peak's length")
     assumption: str = Field("", description="What the peak assumes about the examples' lengths")
     lead: str = Field("", description="The setting that fits when the one asked for does not")
+    peak_low: int = Field(0, description="Likely range of the chosen peak, low end: total x (1 - band_pct) [bytes]")
+    peak_high: int = Field(0, description="Likely range of the chosen peak, high end: total x (1 + band_pct) [bytes]")
 
 
 # --------------------------------------------------------------------------- memory
@@ -208,7 +212,9 @@ def peak_memory(model: ModelProfile, fmt: QuantFormat, req: FinetuneRequest, lay
     t = transient(model, batch, s, act, checkpoint)
     parts = dict(weights=w, adapters=p * pbytes, gradients=p * pbytes, optimizer=ADAM_MOMENTS * p * pbytes,
                  activations=a, transient=t, runtime=int(rt.runtime_overhead_mib * MiB))
-    return FinetuneMemory(**parts, total=sum(parts.values()), trainable_params=p)
+    total = sum(parts.values())
+    # mlx_lm/tuner/trainer.py prints mx.get_peak_memory(): the allocator's buffers, not the process's fixed overhead
+    return FinetuneMemory(**parts, total=total, trainable_params=p, mlx_peak=total - parts["runtime"])
 
 
 # --------------------------------------------------------------------------- limits
@@ -359,11 +365,22 @@ def plan_finetune(req: FinetuneRequest) -> FinetunePlan:
     else:
         notes.append("name the chip for training speed")
     cmd, cfg = command(run, model, fmt, layers)
+    low, high = likely_range(chosen.memory.total)
+    if chosen.fit.verdict in ("fits", "tight") and high > wired.effective_bytes:
+        notes.append(f"the high end of the likely peak ({high / 2**30:.1f} GiB) is above the GPU limit "
+                     f"({wired.effective_bytes / 2**30:.1f} GiB): give [[lengths]] of your examples, or leave headroom")
     return FinetunePlan(request=req, model_name=model.name, quant=fmt.id, chip=chip.id if chip else None,
                         chip_label=chip.label if chip else None, ram_gb=ram, layers_trained=layers, n_layers=n_layers,
                         wired=wired, chosen=chosen, alternatives=alts, max_batch=max_batch, max_seq_len=max_seq,
                         speed=sp, command=cmd, lora_config=cfg, notes=notes, padded_len=pad, assumption=assumption,
-                        lead=lead)
+                        lead=lead, peak_low=low, peak_high=high)
+
+
+def likely_range(total: int) -> tuple[int, int]:
+    """total x (1 ∓ band_pct/100): the band is the largest validation residual (profiles/finetune/mlx-lm.yaml
+    band_pct; calibration/finetune_fit.py in-sample and calibration/finetune_report.py on public Metal logs)."""
+    b = profiles.load_finetune().band_pct / 100
+    return int(total * (1 - b)), int(total * (1 + b))
 
 
 def _way_out(chosen: FinetuneOption, alts: list[FinetuneOption], max_batch: int, max_seq: int,

@@ -826,6 +826,8 @@ class FinetuneConstants(BaseModel):
     c_f: float = Field(ge=0, le=100, description="Checkpointing: rebuilt block with gradients [x ffn]")
     c_s: float = Field(ge=0, le=100, description="Checkpointing: rebuilt block's attention [x B·heads·S²]")
     train_efficiency: float = Field(gt=0, le=1, description="Training matmuls vs the prefill efficiency [1]")
+    band_pct: float = Field(10.0, ge=0, le=100, description="Likely error of the peak [± %]: the largest residual "
+                            "of the fit and of the public Metal logs (python -m calibration.finetune_report)")
     provenance: Provenance
 
 

@@ -1,0 +1,140 @@
+"""Compare `plan finetune`'s peak memory with the public mlx_lm.lora logs in calibration/data/finetune_peak_mem.csv.
+
+    python -m calibration.finetune_report
+
+Deterministic (no timings, no network). Each public row prints ``Peak mem`` = ``mx.get_peak_memory() / 1e9``
+(mlx_lm/tuner/trainer.py ``train``): the MLX buffers only. The planner's total adds the process's runtime overhead
+(profiles/runtimes/mlx-lm.yaml ``runtime_overhead_mib``), which that counter never sees, so the like-for-like figure
+is ``FinetuneMemory.mlx_peak`` (total less that overhead).
+
+A log rarely states the length of its longest batch, the one that sets the peak (iterate_batches pads each batch
+to 1 + a multiple of 32 of its longest example, at most --max-seq-length). Each row is therefore predicted at both
+ends of what its log allows: ``lo`` = the mean trained tokens per example padded (the longest batch is at least
+that long), ``hi`` = the most the log allows (the cap, or what the first iteration's tokens bound). Rows whose
+bracket is narrow (hi/lo <= 3) enter the error figures; the others are checked for lying inside their bracket.
+
+Where a log states the trainable parameter count and it differs from the planner's (other LoRA keys or rank), the
+difference is charged at 16 bytes per parameter (float32 value, gradient, two Adam moments; planner/finetune.py).
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from planner import profiles
+from planner.finetune import FinetuneRequest, peak_memory
+
+CSV = Path(__file__).resolve().parent / "data" / "finetune_peak_mem.csv"
+GB = 1e9  # mlx_lm prints Peak mem in GB = 1e9 bytes (trainer.py: mx.get_peak_memory() / 1e9)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What a row's log and command state, mapped to planner inputs (each value's origin in ``why``)."""
+
+    model: str
+    quant: str
+    layers: int
+    rank: int
+    batch: int
+    checkpoint: bool
+    lo: int  # padded length of the longest batch: the least the log allows [tokens]
+    hi: int  # the most the log allows [tokens]
+    why: str
+
+
+# row_id -> setting. Lengths are padded as iterate_batches does: 1 + 32·ceil(n/32), capped at --max-seq-length.
+SETTINGS: dict[int, Setting] = {
+    30001: Setting("llama-3-8b", "4bit", 16, 8, 2, False, 97, 193,
+                   "iter 1 trained 192 tokens in 2 rows: longest >= 96 -> 97, <= 191 -> 193; mlx-lm default 16 "
+                   "layers; 4-bit base (--load_in_4bit)"),
+    30002: Setting("qwen3-4b", "4bit", 16, 8, 4, True, 33, 2048,
+                   "lengths not stated (short NL->PromQL pairs): bracket from one padded block to the 2,048 cap"),
+    30003: Setting("apertus-8b", "bf16", 4, 8, 1, False, 97, 256,
+                   "1,784 tokens over 20 single-row iterations: mean 89 -> 97; cap --max-seq-length 256"),
+    30004: Setting("llama-3-8b", "bf16", 32, 8, 1, False, 641, 8096,
+                   "iters 21-30 trained 6,299 tokens in 10 single-row steps: mean 630 -> 641; cap 8,096"),
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    row_id: int
+    measured: float  # [GB]
+    at_cap: float    # planner default (every batch at --max-seq-length), total with runtime overhead [GB]
+    lo: float        # mlx_peak at the shortest length the log allows [GB]
+    hi: float        # mlx_peak at the longest [GB]
+    narrow: bool
+
+    @property
+    def inside(self) -> bool:
+        return self.lo <= self.measured <= self.hi
+
+
+def _gb(x: float) -> float:
+    return x / GB
+
+
+def predict(row: dict[str, str]) -> Row | None:
+    rid = int(row["row_id"])
+    s = SETTINGS.get(rid)
+    if s is None:
+        return None
+    model = profiles.load_model(s.model)
+    fmt = profiles.load_quant(s.quant, "mlx")
+    cap = int(str(row["seq_len"]).split()[0])
+    stated = row.get("trainable_params_M") or ""
+
+    def mem(seq: int) -> tuple[float, float]:
+        req = FinetuneRequest(model=s.model, quant=s.quant, rank=s.rank, layers=s.layers, batch=s.batch,
+                              seq_len=max(seq, 2), grad_checkpoint=s.checkpoint)
+        m = peak_memory(model, fmt, req, s.layers, fine_tune_type="lora", checkpoint=s.checkpoint, batch=s.batch,
+                        seq=seq)
+        extra = 16 * (float(stated) * 1e6 - m.trainable_params) if stated else 0.0
+        return m.total + extra, m.mlx_peak + extra
+
+    return Row(rid, float(row["peak_mem_GB"]), _gb(mem(cap)[0]), _gb(mem(s.lo)[1]), _gb(mem(s.hi)[1]),
+               s.hi / s.lo <= 3)
+
+
+def rows(path: Path = CSV) -> list[Row]:
+    with path.open(newline="") as f:
+        out = [predict(r) for r in csv.DictReader(f)]
+    return [r for r in out if r is not None]
+
+
+def mape(errs: list[float]) -> float:
+    return 100 * sum(abs(e) for e in errs) / len(errs) if errs else float("nan")
+
+
+def summary(rs: list[Row]) -> dict[str, float]:
+    """MAPE [%] over the narrow-bracket rows: the planner's default (full-length batches, total) and the like-for-like
+    mlx_peak at each end of the bracket; the largest |error| of the latter; how many rows lie inside their bracket."""
+    n = [r for r in rs if r.narrow]
+    return {"rows": len(rs), "narrow": len(n),
+            "mape_default": mape([r.at_cap / r.measured - 1 for r in n]),
+            "mape_lo": mape([r.lo / r.measured - 1 for r in n]),
+            "mape_hi": mape([r.hi / r.measured - 1 for r in n]),
+            "max_abs_pct": 100 * max((abs(x / r.measured - 1) for r in n for x in (r.lo, r.hi)), default=0.0),
+            "inside": sum(r.inside for r in rs)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    rs = rows(Path(argv[0]) if argv else CSV)
+    print(f"{'row':>6} {'measured':>9} {'default':>9} {'lo':>8} {'hi':>8}  inside  narrow   (GB = 1e9 bytes)")
+    for r in rs:
+        print(f"{r.row_id:>6} {r.measured:>9.3f} {r.at_cap:>9.3f} {r.lo:>8.3f} {r.hi:>8.3f}  "
+              f"{'yes' if r.inside else 'no':>6}  {'yes' if r.narrow else 'no':>6}")
+    s = summary(rs)
+    print(f"narrow rows {s['narrow']}/{s['rows']}: MAPE default {s['mape_default']:.1f} %, like-for-like at lo "
+          f"{s['mape_lo']:.1f} % / at hi {s['mape_hi']:.1f} %, largest |error| {s['max_abs_pct']:.1f} %; "
+          f"{s['inside']}/{s['rows']} rows inside their bracket")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""planner.finetune on Metal: what mlx_lm.lora's 'Peak mem' counts, the likely range, and the public-log report."""
+
+from __future__ import annotations
+
+import math
+
+from calibration import finetune_report as rep
+from planner import finetune as ft
+from planner import profiles
+from planner.units import MiB
+
+
+def _req(**kw):
+    base = dict(model="llama-3.1-8b", ram_gb=64, quant="4bit", seq_len=2048, batch=4, rank=8, layers=16)
+    return ft.FinetuneRequest(**{**base, **kw})
+
+
+def test_mlx_peak_leaves_out_the_runtime_overhead():
+    # mlx_lm/tuner/trainer.py prints mx.get_peak_memory() (MLX buffers); the 256 MiB runtime overhead of
+    # profiles/runtimes/mlx-lm.yaml is the process's, not a buffer: 256 x 1,048,576 = 268,435,456 bytes less.
+    mem = ft.plan_finetune(_req()).chosen.memory
+    assert mem.runtime == 256 * MiB == 268_435_456
+    assert mem.mlx_peak == mem.total - 268_435_456
+
+
+def test_likely_range_is_the_validation_band():
+    # band_pct 10 (profiles/finetune/mlx-lm.yaml): a 1,000,000,000-byte peak is likely 900,000,000 to 1,100,000,000
+    assert profiles.load_finetune(include_user=False).band_pct == 10.0
+    assert ft.likely_range(1_000_000_000) == (900_000_000, 1_100_000_000)
+    p = ft.plan_finetune(_req())
+    assert (p.peak_low, p.peak_high) == ft.likely_range(p.chosen.memory.total)
+    assert p.peak_low < p.chosen.memory.total < p.peak_high
+
+
+def test_high_end_above_the_gpu_limit_is_said():
+    # 8B 4-bit, batch 4 x 2,048 on 64 GB: total 46.9 GiB fits under the 49.9 GiB limit, x 1.1 = 51.6 GiB does not
+    p = ft.plan_finetune(_req())
+    assert p.chosen.fit.verdict in ("fits", "tight")
+    assert p.peak_high > p.wired.effective_bytes
+    assert any("high end of the likely peak" in n for n in p.notes)
+
+
+def test_report_brackets_are_iterate_batches_padding():
+    # iterate_batches: 1 + 32 x ceil(longest / 32), capped at --max-seq-length.
+    # 30001: 192 tokens in 2 rows -> longest >= 96 -> 97, <= 191 -> 193
+    s = rep.SETTINGS[30001]
+    assert (s.lo, s.hi) == (1 + 32 * math.ceil(96 / 32), 1 + 32 * math.ceil(191 / 32)) == (97, 193)
+    # 30003: 1,784 tokens / 20 rows = 89.2 -> 97; cap 256.  30004: 6,299 / 10 = 629.9 -> 641
+    assert rep.SETTINGS[30003].lo == 1 + 32 * math.ceil(1784 / 20 / 32) == 97
+    assert rep.SETTINGS[30004].lo == 1 + 32 * math.ceil(6299 / 10 / 32) == 641
+
+
+def test_report_mape_by_hand():
+    assert math.isclose(rep.mape([0.1, -0.2]), 15.0)  # (10 + 20) / 2
+
+
+def test_stated_trainable_params_are_charged_16_bytes_each():
+    # 30004 states 335.544 M trainable; the planner's rank-8 count for 32 Llama-3-8B blocks is 20,971,520
+    # (81,920 per rank per block, tests/test_finetune.py): (335,544,000 - 20,971,520) x 16 = 5,033,159,680 bytes
+    # more than the planner's own peak at the same length.
+    row = dict(row_id="30004", peak_mem_GB="45.742", seq_len="8096 (cap)", trainable_params_M="335.544")
+    r = rep.predict(row)
+    plain = rep.predict({**row, "trainable_params_M": ""})
+    assert r is not None and plain is not None
+    assert math.isclose((r.lo - plain.lo) * 1e9, 5_033_159_680, rel_tol=1e-9)
+
+
+def test_public_rows_lie_in_their_bracket_or_within_the_band():
+    # Validation rule: every row's measured peak is inside its length bracket, or within band_pct of its nearer end
+    band = profiles.load_finetune(include_user=False).band_pct / 100
+    for r in rep.rows():
+        near = min((r.lo, r.hi), key=lambda x: abs(x - r.measured))
+        assert r.inside or abs(near / r.measured - 1) <= band, r
