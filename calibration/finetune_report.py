@@ -44,6 +44,8 @@ class Setting:
     lo: int  # padded length of the longest batch: the least the log allows [tokens]
     hi: int  # the most the log allows [tokens]
     why: str
+    fine_tune_type: str = "lora"
+    outside: str = ""  # why the activation model does not cover this row (left out of the error figures)
 
 
 # row_id -> setting. Lengths are padded as iterate_batches does: 1 + 32·ceil(n/32), capped at --max-seq-length.
@@ -57,6 +59,20 @@ SETTINGS: dict[int, Setting] = {
                    "1,784 tokens over 20 single-row iterations: mean 89 -> 97; cap --max-seq-length 256"),
     30004: Setting("llama-3-8b", "bf16", 32, 8, 1, False, 641, 8096,
                    "iters 21-30 trained 6,299 tokens in 10 single-row steps: mean 630 -> 641; cap 8,096"),
+    30006: Setting("qwen3-8b", "bf16", 16, 8, 1, True, 193, 1761,
+                   "iters 1-10 trained 1,764 tokens in 10 single-row steps: mean 176 -> 193; the longest <= 1,755 "
+                   "(the other 9 hold >= 1 each) -> 1,761; full fine-tune of the default 16 layers", "full"),
+    30007: Setting("llama-3-8b", "bf16", 1, 8, 4, False, 289, 2048,
+                   "10,402 tokens over 10 steps of 4 rows (mlx_lm's default batch then): mean 260 -> 289; cap 2,048 "
+                   "(default); 16-bit weights implied by the 17.5 GB peak", "dora"),
+    30008: Setting("qwen3.5-4b", "4bit", 4, 8, 1, True, 512, 512,
+                   "the records are longer than 512 (the 1,024 run needed 3x the memory), so every batch is cut to "
+                   "the 512 cap",
+                   outside="qwen3_5 Gated DeltaNet layers: their chunked recurrence has no term in the activation "
+                           "model, and the issue reports buffers accumulating across steps"),
+    30009: Setting("mistral-7b", "4bit", 16, 8, 2, False, 129, 2048,
+                   "1,973 tokens over 10 steps of 2 rows: mean 99 -> 129; cap 2,048 (default); NeuralBeagle14-7B "
+                   "is a Mistral-7B merge"),
 }
 
 
@@ -68,6 +84,8 @@ class Row:
     lo: float        # mlx_peak at the shortest length the log allows [GB]
     hi: float        # mlx_peak at the longest [GB]
     narrow: bool
+    fine_tune_type: str = "lora"
+    outside: str = ""
 
     @property
     def inside(self) -> bool:
@@ -85,19 +103,22 @@ def predict(row: dict[str, str]) -> Row | None:
         return None
     model = profiles.load_model(s.model)
     fmt = profiles.load_quant(s.quant, "mlx")
-    cap = int(str(row["seq_len"]).split()[0])
-    stated = row.get("trainable_params_M") or ""
+    first = str(row["seq_len"]).split()[0] if row["seq_len"] else ""
+    cap = int(first) if first.isdigit() else s.hi  # not stated: the most the log allows
+    tp = (row.get("trainable_params_M") or "").strip()
+    stated = tp if tp.replace(".", "", 1).isdigit() else ""  # "not stated" and blanks: the planner's own count
 
     def mem(seq: int) -> tuple[float, float]:
         req = FinetuneRequest(model=s.model, quant=s.quant, rank=s.rank, layers=s.layers, batch=s.batch,
-                              seq_len=max(seq, 2), grad_checkpoint=s.checkpoint)
-        m = peak_memory(model, fmt, req, s.layers, fine_tune_type="lora", checkpoint=s.checkpoint, batch=s.batch,
-                        seq=seq)
-        extra = 16 * (float(stated) * 1e6 - m.trainable_params) if stated else 0.0
+                              seq_len=max(seq, 2), grad_checkpoint=s.checkpoint,
+                              fine_tune_type=s.fine_tune_type)  # type: ignore[arg-type]
+        m = peak_memory(model, fmt, req, s.layers, fine_tune_type=s.fine_tune_type, checkpoint=s.checkpoint,
+                        batch=s.batch, seq=seq)
+        extra = 16 * (float(stated) * 1e6 - m.trainable_params) if stated and s.fine_tune_type != "full" else 0.0
         return m.total + extra, m.mlx_peak + extra
 
     return Row(rid, float(row["peak_mem_GB"]), _gb(mem(cap)[0]), _gb(mem(s.lo)[1]), _gb(mem(s.hi)[1]),
-               s.hi / s.lo <= 3)
+               s.hi / s.lo <= 3, s.fine_tune_type, s.outside)
 
 
 def rows(path: Path = CSV) -> list[Row]:
@@ -111,28 +132,43 @@ def mape(errs: list[float]) -> float:
 
 
 def summary(rs: list[Row]) -> dict[str, float]:
-    """MAPE [%] over the narrow-bracket rows: the planner's default (full-length batches, total) and the like-for-like
-    mlx_peak at each end of the bracket; the largest |error| of the latter; how many rows lie inside their bracket."""
-    n = [r for r in rs if r.narrow]
+    """MAPE [%] over the narrow-bracket rows the model covers: the planner's default (full-length batches, total) and
+    the like-for-like mlx_peak at each end of the bracket; the largest |error| of the latter; how many covered rows lie
+    inside their bracket, and the error at the nearer end of the bracket of those that do not."""
+    cov = [r for r in rs if not r.outside]
+    n = [r for r in cov if r.narrow]
     return {"rows": len(rs), "narrow": len(n),
             "mape_default": mape([r.at_cap / r.measured - 1 for r in n]),
             "mape_lo": mape([r.lo / r.measured - 1 for r in n]),
             "mape_hi": mape([r.hi / r.measured - 1 for r in n]),
             "max_abs_pct": 100 * max((abs(x / r.measured - 1) for r in n for x in (r.lo, r.hi)), default=0.0),
-            "inside": sum(r.inside for r in rs)}
+            "inside": sum(r.inside for r in cov), "covered": len(cov),
+            "mape_bracket": mape([0.0 if r.inside else near(r) / r.measured - 1 for r in cov]),
+            "max_abs_pct_outside_bracket": 100 * max((abs(near(r) / r.measured - 1) for r in cov if not r.inside),
+                                                     default=0.0)}
+
+
+def near(r: Row) -> float:
+    """The end of a row's bracket nearer its measured peak [GB]."""
+    return min((r.lo, r.hi), key=lambda x: abs(x - r.measured))
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     rs = rows(Path(argv[0]) if argv else CSV)
-    print(f"{'row':>6} {'measured':>9} {'default':>9} {'lo':>8} {'hi':>8}  inside  narrow   (GB = 1e9 bytes)")
+    print(f"{'row':>6} {'type':>5} {'measured':>9} {'default':>9} {'lo':>8} {'hi':>8}  inside  narrow  nearer-end "
+          "error   (GB = 1e9 bytes)")
     for r in rs:
-        print(f"{r.row_id:>6} {r.measured:>9.3f} {r.at_cap:>9.3f} {r.lo:>8.3f} {r.hi:>8.3f}  "
-              f"{'yes' if r.inside else 'no':>6}  {'yes' if r.narrow else 'no':>6}")
+        print(f"{r.row_id:>6} {r.fine_tune_type:>5} {r.measured:>9.3f} {r.at_cap:>9.3f} {r.lo:>8.3f} {r.hi:>8.3f}  "
+              f"{'yes' if r.inside else 'no':>6}  {'yes' if r.narrow else 'no':>6}  "
+              + (f"{'in':>10}" if r.inside else f"{100 * (near(r) / r.measured - 1):>+8.1f} %")
+              + (f"   outside the model: {r.outside}" if r.outside else ""))
     s = summary(rs)
-    print(f"narrow rows {s['narrow']}/{s['rows']}: MAPE default {s['mape_default']:.1f} %, like-for-like at lo "
-          f"{s['mape_lo']:.1f} % / at hi {s['mape_hi']:.1f} %, largest |error| {s['max_abs_pct']:.1f} %; "
-          f"{s['inside']}/{s['rows']} rows inside their bracket")
+    print(f"narrow covered rows {s['narrow']} of {s['rows']}: MAPE default {s['mape_default']:.1f} %, like-for-like "
+          f"at lo {s['mape_lo']:.1f} % / at hi {s['mape_hi']:.1f} %, largest |error| {s['max_abs_pct']:.1f} %; "
+          f"{s['inside']}/{s['covered']} covered rows inside their bracket, the others within "
+          f"{s['max_abs_pct_outside_bracket']:.1f} % of its nearer end; bracket MAPE over the {s['covered']} covered rows "
+          f"(0 inside, else the nearer end's error) {s['mape_bracket']:.1f} %")
     return 0
 
 

@@ -64,7 +64,8 @@ def render(p) -> str:
              f"Peak memory (mlx_lm.lora, one optimizer step, batch {r.batch} × {p.padded_len:,} tokens):"]
     if p.lead:
         lines.insert(0, f"Bottom line: {p.lead}.")
-    rows = [("base weights", m.weights), (f"trainable parameters ({m.trainable_params / 1e6:,.1f} M)", m.adapters),
+    own = " (in the base weights)" if r.fine_tune_type == "full" else ""
+    rows = [("base weights", m.weights), (f"trainable parameters ({m.trainable_params / 1e6:,.1f} M){own}", m.adapters),
             ("their gradients", m.gradients), ("Adam moments (2 per parameter)", m.optimizer),
             ("activations kept for the backward pass", m.activations),
             ("backward peak (attention scores, logits)", m.transient), ("runtime overhead", m.runtime),

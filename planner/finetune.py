@@ -210,7 +210,10 @@ def peak_memory(model: ModelProfile, fmt: QuantFormat, req: FinetuneRequest, lay
     s = seq - 1  # trainer.py default_loss: inputs = batch[:, :-1]
     a = activations(model, batch, s, layers, act, checkpoint)
     t = transient(model, batch, s, act, checkpoint)
-    parts = dict(weights=w, adapters=p * pbytes, gradients=p * pbytes, optimizer=ADAM_MOMENTS * p * pbytes,
+    # full: mlx_lm/lora.py train_model unfreezes the model's own blocks (l.unfreeze()): the trained weights are the
+    # loaded ones, already in `weights`, not a second copy; LoRA/DoRA adds new float32 arrays (tuner/lora.py)
+    own = p * pbytes if fine_tune_type != "full" else 0
+    parts = dict(weights=w, adapters=own, gradients=p * pbytes, optimizer=ADAM_MOMENTS * p * pbytes,
                  activations=a, transient=t, runtime=int(rt.runtime_overhead_mib * MiB))
     total = sum(parts.values())
     # mlx_lm/tuner/trainer.py prints mx.get_peak_memory(): the allocator's buffers, not the process's fixed overhead

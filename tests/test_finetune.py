@@ -80,7 +80,7 @@ def test_full_finetune_needs_unquantized_weights():
         ft.plan_finetune(_req(fine_tune_type="full"))
     p = ft.plan_finetune(_req(fine_tune_type="full", quant="bf16"))
     # full: the 16 blocks' weights are trainable (bf16), gradients and both moments in bf16 too
-    assert p.chosen.memory.optimizer == 2 * p.chosen.memory.adapters
+    assert p.chosen.memory.optimizer == 2 * p.chosen.memory.gradients
 
 
 def test_speed_roofline_by_hand():

@@ -24,16 +24,16 @@ def test_mlx_peak_leaves_out_the_runtime_overhead():
 
 
 def test_likely_range_is_the_validation_band():
-    # band_pct 10 (profiles/finetune/mlx-lm.yaml): a 1,000,000,000-byte peak is likely 900,000,000 to 1,100,000,000
-    assert profiles.load_finetune(include_user=False).band_pct == 10.0
-    assert ft.likely_range(1_000_000_000) == (900_000_000, 1_100_000_000)
+    # band_pct 11 (profiles/finetune/mlx-lm.yaml): a 1,000,000,000-byte peak is likely 890,000,000 to 1,110,000,000
+    assert profiles.load_finetune(include_user=False).band_pct == 11.0
+    assert ft.likely_range(1_000_000_000) == (890_000_000, 1_110_000_000)
     p = ft.plan_finetune(_req())
     assert (p.peak_low, p.peak_high) == ft.likely_range(p.chosen.memory.total)
     assert p.peak_low < p.chosen.memory.total < p.peak_high
 
 
 def test_high_end_above_the_gpu_limit_is_said():
-    # 8B 4-bit, batch 4 x 2,048 on 64 GB: total 46.9 GiB fits under the 49.9 GiB limit, x 1.1 = 51.6 GiB does not
+    # 8B 4-bit, batch 4 x 2,048 on 64 GB: total 46.9 GiB fits under the 49.9 GiB limit, x 1.11 = 52.1 GiB does not
     p = ft.plan_finetune(_req())
     assert p.chosen.fit.verdict in ("fits", "tight")
     assert p.peak_high > p.wired.effective_bytes
@@ -66,8 +66,49 @@ def test_stated_trainable_params_are_charged_16_bytes_each():
 
 
 def test_public_rows_lie_in_their_bracket_or_within_the_band():
-    # Validation rule: every row's measured peak is inside its length bracket, or within band_pct of its nearer end
+    # Validation rule: every public row the model covers is inside its length bracket, or within band_pct of the
+    # nearer end; the rows it does not cover say why.
     band = profiles.load_finetune(include_user=False).band_pct / 100
     for r in rep.rows():
-        near = min((r.lo, r.hi), key=lambda x: abs(x - r.measured))
-        assert r.inside or abs(near / r.measured - 1) <= band, r
+        if r.outside:
+            assert len(r.outside) > 20
+            continue
+        assert r.inside or abs(rep.near(r) / r.measured - 1) <= band, r
+
+
+def test_full_finetune_counts_the_trained_weights_once():
+    # mlx_lm/lora.py train_model: full fine-tuning unfreezes the loaded blocks (l.unfreeze()), no copy. Llama-3.1-8B,
+    # 16 of 32 blocks: 16 x (linears 218,103,808 + 2 norms x 4,096) = 16 x 218,112,000 = 3,489,792,000 bf16 params:
+    # gradients 6,979,584,000 bytes, Adam m and v 13,959,168,000, and no second copy of the weights.
+    p = ft.plan_finetune(_req(fine_tune_type="full", quant="bf16"))
+    m = p.chosen.memory
+    assert m.trainable_params == 3_489_792_000
+    assert m.adapters == 0
+    assert m.gradients == 6_979_584_000 and m.optimizer == 13_959_168_000
+    assert m.total == m.weights + m.gradients + m.optimizer + m.activations + m.transient + m.runtime
+
+
+def test_bracket_mape_by_hand():
+    # inside its bracket a row counts 0; outside, the error of the nearer end: (0 + |5.5/5 - 1|) / 2 = 5 %
+    a = rep.Row(1, measured=10.0, at_cap=20.0, lo=9.0, hi=12.0, narrow=True)
+    b = rep.Row(2, measured=5.0, at_cap=20.0, lo=5.5, hi=9.0, narrow=False)
+    assert a.inside and not b.inside and rep.near(b) == 5.5
+    assert math.isclose(rep.summary([a, b])["mape_bracket"], 5.0)
+
+
+def test_compiling_the_step_does_not_lower_the_peak():
+    # mlx-lm compiles its training step (tuner/trainer.py: @partial(mx.compile, ...)); the CPU fit ran with
+    # MLX_DISABLE_COMPILE=1. Measured pairs (same model and batch, calibration/runs/fixtures/finetune_cpu_compile.jsonl):
+    # compiling fuses elementwise kernels but keeps at least as much for the backward, so the fitted coefficients are
+    # not an over-count for a compiled (Metal) step.
+    import json
+    from pathlib import Path
+
+    path = Path(rep.__file__).parent / "runs" / "fixtures" / "finetune_cpu_compile.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    by_seq: dict[int, dict[bool, int]] = {}
+    for r in rows:
+        by_seq.setdefault(r["seq"], {})["DISABLE" not in r["runner"]] = r["peak_bytes"]
+    assert set(by_seq) == {128, 256}
+    for pair in by_seq.values():
+        assert pair[True] >= pair[False]
