@@ -112,3 +112,12 @@ def test_compiling_the_step_does_not_lower_the_peak():
     assert set(by_seq) == {128, 256}
     for pair in by_seq.values():
         assert pair[True] >= pair[False]
+
+
+def test_every_public_row_is_predicted_or_says_why():
+    import csv
+
+    with rep.CSV.open(newline="") as f:
+        ids = {int(r["row_id"]) for r in csv.DictReader(f)}
+    assert ids == set(rep.SETTINGS) | set(rep.SKIPPED)
+    assert not set(rep.SETTINGS) & set(rep.SKIPPED)
