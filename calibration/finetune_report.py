@@ -73,6 +73,11 @@ SETTINGS: dict[int, Setting] = {
     30009: Setting("mistral-7b", "4bit", 16, 8, 2, False, 129, 2048,
                    "1,973 tokens over 10 steps of 2 rows: mean 99 -> 129; cap 2,048 (default); NeuralBeagle14-7B "
                    "is a Mistral-7B merge"),
+    30011: Setting("qwen3-0.6b", "bf16", 16, 8, 1, False, 33, 1024,
+                   "example lengths not stated: from one padded block to the 1,024 context (iterate_batches caps there)"),
+    30012: Setting("qwen3-0.6b", "bf16", 28, 8, 1, False, 33, 4096,
+                   "example lengths not stated: from one padded block to the 4,096 context; 'full LoRA' read as all "
+                   "28 layers"),
 }
 
 
