@@ -19,18 +19,7 @@ from typing import Any
 
 from planner import profiles
 
-
-def cache_dir() -> Path | None:
-    """Where validated profiles are kept between runs: ``$MAC_LLM_PLANNER_CACHE`` ('off' disables it) or the
-    user cache dir (``platformdirs.user_cache_dir('mac-llm-planner')``)."""
-    env = os.environ.get("MAC_LLM_PLANNER_CACHE")
-    if env is not None:
-        return None if env in ("", "off") else Path(env)
-    try:
-        import platformdirs
-    except ImportError:  # pragma: no cover
-        return None
-    return Path(platformdirs.user_cache_dir("mac-llm-planner"))
+from .cache_dir import cache_dir as cache_dir  # re-exported: the one cache dir of the CLI
 
 
 @functools.cache

@@ -17,6 +17,9 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from .bounded_read import MAX_PROFILE_BYTES, read_text_capped
+from .dirs import _shipped_dir as _shipped_dir  # noqa: F401  (re-exported)
+from .dirs import builtin_dir as builtin_dir
+from .dirs import user_dir as user_dir
 from .errors import (
     InputError,
     ProfileError,
@@ -47,32 +50,6 @@ T = TypeVar("T", bound=BaseModel)
 # mypy types the value of the ``Runtime`` alias (an Annotated discriminated union) as types.UnionType: the overloads
 # below take it as that and return the union, any model class returns an instance of itself
 RuntimeForm = types.UnionType
-
-
-def builtin_dir() -> Path:
-    env = os.environ.get("MAC_LLM_PLANNER_PROFILES")
-    if env:
-        return Path(env)
-    return _shipped_dir()
-
-
-@functools.cache
-def _shipped_dir() -> Path:
-    """The profiles shipped with the package (resolved once: realpath costs a stat per path component)."""
-    here = Path(__file__).resolve().parent
-    installed = here / "_profiles"
-    return installed if installed.is_dir() else here.parent / "profiles"
-
-
-def user_dir() -> Path | None:
-    env = os.environ.get("MAC_LLM_PLANNER_USER_PROFILES")
-    if env:
-        return Path(env)
-    try:
-        import platformdirs
-    except ImportError:  # pragma: no cover
-        return None
-    return Path(platformdirs.user_config_dir("mac-llm-planner")) / "profiles"
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:

@@ -1,0 +1,19 @@
+"""The CLI's cache dir (validated profiles, cli/profile_cache.py; answers, cli/answer_cache.py). No pydantic here."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def cache_dir() -> Path | None:
+    """Where validated profiles are kept between runs: ``$MAC_LLM_PLANNER_CACHE`` ('off' disables it) or the
+    user cache dir (``platformdirs.user_cache_dir('mac-llm-planner')``)."""
+    env = os.environ.get("MAC_LLM_PLANNER_CACHE")
+    if env is not None:
+        return None if env in ("", "off") else Path(env)
+    try:
+        import platformdirs
+    except ImportError:  # pragma: no cover
+        return None
+    return Path(platformdirs.user_cache_dir("mac-llm-planner"))
