@@ -7,7 +7,6 @@ A RAM size Apple does not sell for the chip but inside its range (a 32 GB M4 Pro
 one outside it (an 8 GB M3 Max, a 512 GB M4) is refused.
 """
 
-from __future__ import annotations
 
 from pydantic import BaseModel, Field
 

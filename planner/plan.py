@@ -1,6 +1,5 @@
 """The orchestrator: a request in, a structured Plan out (the ModelChain of this project)."""
 
-from __future__ import annotations
 
 import dataclasses
 from typing import Any

@@ -8,7 +8,6 @@ overstate decode (memory-bound, the GPU's ALUs partly idle), so a decode figure 
 24 h × P_idle + busy hours × (P_load − P_idle); battery hours = battery Wh / P_load.
 """
 
-from __future__ import annotations
 
 from datetime import date
 from statistics import median

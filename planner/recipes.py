@@ -1,6 +1,5 @@
 """Launch command lines: llama-server, Ollama and mlx_lm.server/generate for one chosen option."""
 
-from __future__ import annotations
 
 from pydantic import BaseModel
 

@@ -2,7 +2,6 @@
 (`plan` itself takes :class:`planner.plan.PlanRequest`). Field descriptions are the CLI's --help text
 (cli/options.py reads them), so an option is described in one place and shared fields read the same everywhere."""
 
-from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated

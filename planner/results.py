@@ -1,6 +1,5 @@
 """Result models: structured breakdowns that sum exactly, then summaries. Bytes are int, times seconds."""
 
-from __future__ import annotations
 
 from typing import Any, Literal
 

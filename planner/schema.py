@@ -3,7 +3,6 @@
 Model fields use Hugging Face ``config.json`` key names verbatim (mlx-lm ``ModelArgs`` reads the same names).
 """
 
-from __future__ import annotations
 
 from datetime import date
 from functools import cached_property
@@ -735,7 +734,7 @@ class SpeedConstants(BaseModel):
         None, description="80 % range of measured / predicted rate by regime (decode, decode_deep, decode_batched, "
                           "prefill, prefill_deep): the 10th and 90th percentile of out-of-source residuals [1]")
 
-    def merged(self, other: SpeedConstants) -> SpeedConstants:
+    def merged(self, other: "SpeedConstants") -> "SpeedConstants":
         """self overridden by the non-None fields of other (quant factors merge key by key)."""
         data = self.model_dump()
         for k, v in other.model_dump().items():
@@ -752,7 +751,7 @@ class SpeedConstants(BaseModel):
         server host work, 0 where not measured)."""
         return [k for k, v in self.model_dump().items() if v is None and k not in OPTIONAL_CONSTANTS]
 
-    def resolved(self) -> Constants:
+    def resolved(self) -> "Constants":
         """These constants as :class:`Constants` (every required field set); a ProfileError names what is unset."""
         missing = self.missing()
         if missing:
@@ -840,7 +839,7 @@ class ResolvedFiles(Protocol):
     @property
     def source(self) -> str: ...
     @property
-    def exact_weights(self) -> WeightsEstimate | None: ...
+    def exact_weights(self) -> "WeightsEstimate | None": ...
     @property
     def quant_id(self) -> str | None: ...
     @property

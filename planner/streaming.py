@@ -23,7 +23,6 @@ What each token reads (one sequence):
 The token embedding is a lookup (one row per token), so it is neither kept resident nor counted as read.
 """
 
-from __future__ import annotations
 
 import re
 from datetime import date

@@ -12,7 +12,6 @@ its p90 (:func:`prompt_point`: TTFT and targets at the slow requests) and the ou
 (the cached_prefix input, default :data:`DEFAULT_CACHED_PREFIX`) is turned into tokens by :func:`cached_tokens` only.
 """
 
-from __future__ import annotations
 
 import math
 from typing import Any, Literal, Self
