@@ -16,7 +16,6 @@ each as its key, and ``fields["input"]`` is the first input the message names (a
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -61,6 +60,8 @@ class UnknownProfileError(PlannerError, KeyError):
 
     def __init__(self, kind: str, value: str, known: list[str], flag: str | None = None, hint: str = ""):
         """``flag``: the input's marker (planner.inputs.IN.model), said after the kind."""
+        import difflib  # here: only a misspelt input needs it
+
         close = difflib.get_close_matches(value.lower(), [k.lower() for k in known], n=4, cutoff=0.5)
         lower_to_id = {k.lower(): k for k in known}
         close_ids = [lower_to_id[c] for c in close]
