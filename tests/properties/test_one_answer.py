@@ -108,7 +108,7 @@ def test_plan_predict_and_recommend_give_one_answer(model, mac, rt, wl):
     assert pr["weights_bytes"] == o["weights"]["total_bytes"]
     if ctx == P + G:
         assert pr["kv_cache_bytes"] == o["memory"]["kv_cache"] and pr["peak_memory_bytes"] == o["memory"]["total"]
-        assert pr["fit_verdict"] == o["fit"]["verdict"]
+        assert pr["verdict"] == o["fit"]["verdict"]
 
     # recommend searches KV types and slots: its option with the plan's KV type and one slot (one user)
     (ro,) = [x for x in recommend_options(model, mac, rt, wl) if same_config(x, rt[0], rt[1], o["kv_type"])]
