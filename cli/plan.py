@@ -107,7 +107,7 @@ def _recommendation(req: PlanRequest):
     req, rts, _ = pinned_by_name(req, rts)
     # the preset's own length distributions unless the request names other lengths than the defaults
     fields = PlanRequest.model_fields
-    lengths = {k: str(getattr(req, f)) for k, f in (("prompt", "prompt_tokens"), ("gen", "gen_tokens"))
+    lengths = {k: str(getattr(req, f)) for k, f in (("prompt", "prompt"), ("gen", "gen"))
                if getattr(req, f) != fields[f].default}
     wl = custom_workload("chat", users=req.users, context=req.context, cached_prefix=req.cached_prefix, **lengths)
     try:
