@@ -346,8 +346,8 @@ def ttft_vs_prompt(plans: list[Plan], picks: list[FitOption], gen_tokens: int, u
         xs, ys = [], []
         for pl in plans:
             o = next((o for o in pl.options if (o.runtime, o.quant) == (pick.runtime, pick.quant)), None)
-            if o is not None and _speed(o) is not None and pl.request.prompt_tokens + gen_tokens <= limit:
-                xs.append(pl.request.prompt_tokens)
+            if o is not None and _speed(o) is not None and pl.request.prompt + gen_tokens <= limit:
+                xs.append(pl.request.prompt)
                 ys.append(o.speed.ttft_s)
         if not xs:
             continue
@@ -357,7 +357,7 @@ def ttft_vs_prompt(plans: list[Plan], picks: list[FitOption], gen_tokens: int, u
                         hovertemplate="%{hovertext}<extra></extra>")
         if limit < plans[0].model.max_context:  # memory, not the model, ends the line: mark it
             _limit_line(fig, xs[-1], max(ys), f"longest context that fits: {fmt_ctx(limit)} ", color)
-    ticks = sorted({pl.request.prompt_tokens for pl in plans})
+    ticks = sorted({pl.request.prompt for pl in plans})
     fig.update_layout(**LAYOUT, height=420,
                       legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0, "xanchor": "left"},
                       xaxis={"title": "prompt length [tokens]", "type": "log", "tickvals": ticks,

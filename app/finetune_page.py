@@ -95,7 +95,7 @@ def page() -> None:  # pragma: no cover - exercised in a real browser by tests/a
     ckpt = e2.checkbox("Gradient checkpointing", key="ft_ckpt")
     tokens = e3.number_input("Dataset tokens (0 = skip time)", 0, 10**11, 2_000_000, step=100_000, key="ft_tokens")
     try:
-        p = plan_finetune(FinetuneRequest(model=model, ram_gb=float(ram), chip=name if chip else None,
+        p = plan_finetune(FinetuneRequest(model=model, ram=float(ram), chip=name if chip else None,
                                           gpu_cores=cores if chip else None, quant=quant, fine_tune_type=kind,
                                           seq_len=int(seq), batch=int(batch), rank=int(rank), layers=int(layers),
                                           grad_checkpoint=ckpt, dataset_tokens=int(tokens) or None))

@@ -26,6 +26,7 @@ from planner.errors import PlannerError, render_validation_error
 from planner.format import cached_label, fmt_bytes, fmt_ctx, fmt_params, fmt_seconds
 from planner.inputs import template
 from planner.plan import Plan, PlanRequest
+from planner.requests import CACHED_PREFIX_HELP
 
 _install_profile_cache()  # validated profiles kept between reruns and restarts (the core keeps none)
 
@@ -102,9 +103,10 @@ def macos_names() -> dict[str, str]:
 
 
 @st.cache_data(show_spinner=False)
-def workload_presets() -> dict[str, tuple[str, str, int, int, float | None, float | None, int, int]]:
-    """preset id -> (name, description, users, context, min tok/s per user, max TTFT [s], prompt, answer), the
-    prompt at its 90th percentile (the slow requests the targets are checked at) and the mean answer [tokens]."""
+def workload_presets() -> dict[str, tuple[str, str, int, int, float | None, float | None, int, int, float]]:
+    """preset id -> (name, description, users, context, min tok/s per user, max TTFT [s], prompt, answer, cached
+    share), the prompt at its 90th percentile (the slow requests the targets are checked at), the mean answer
+    [tokens] and the share of each prompt already in the prompt cache (profiles/workloads/*.yaml)."""
     from planner.workload import load_workload, workload_ids
 
     out = {}
@@ -112,18 +114,21 @@ def workload_presets() -> dict[str, tuple[str, str, int, int, float | None, floa
         w = load_workload(i)
         pt = w.at()
         out[i] = (w.name, w.description, w.users, w.context, w.targets.min_tok_s_per_user, w.targets.max_ttft_s,
-                  pt.prompt_tokens, pt.gen_tokens)
+                  pt.prompt_tokens, pt.gen_tokens, w.cached_prefix_share)
     return out
 
 
-def build_workload(preset: str, users: int, context: int, min_tok_s: float, max_ttft: float, prompt: int, gen: int):
-    """The preset with the form's users, context, prompt and answer lengths and targets (0 = no target): a
-    planner.workload.WorkloadProfile."""
+def build_workload(preset: str, users: int, context: int, min_tok_s: float, max_ttft: float, prompt: int, gen: int,
+                   cached: float | None = None):
+    """The preset with the form's users, context, prompt and answer lengths, prompt-cache share (None: the
+    preset's; as `--cached-prefix`) and targets (0 = no target): a planner.workload.WorkloadProfile."""
     from planner.workload import Targets, custom_workload
 
-    wl = custom_workload(preset, users=users, context=context)  # the preset's own length distributions
-    if workload_presets()[preset][6:] != (prompt, gen) or wl.context > context:  # lengths the form set
-        wl = custom_workload(preset, users=users, context=context, prompt=str(prompt), gen=str(gen))
+    # the preset's own length distributions
+    wl = custom_workload(preset, users=users, context=context, cached_prefix=cached)
+    if workload_presets()[preset][6:8] != (prompt, gen) or wl.context > context:  # lengths the form set
+        wl = custom_workload(preset, users=users, context=context, prompt=str(prompt), gen=str(gen),
+                             cached_prefix=cached)
     t = wl.targets.model_copy(update={"min_tok_s_per_user": min_tok_s or None, "max_ttft_s": max_ttft or None})
     return wl.model_copy(update={"targets": Targets.model_validate(t.model_dump())})
 
@@ -135,7 +140,7 @@ def cached_recommend(model: str, ram_gb: float, chip: str | None, gpu_cores: int
     from planner.plan import resolve_mac
     from planner.workload import WorkloadProfile
 
-    _, chip_p, _ = resolve_mac(PlanRequest(model=model, ram_gb=ram_gb, chip=chip, gpu_cores=gpu_cores))
+    _, chip_p, _ = resolve_mac(PlanRequest(model=model, ram=ram_gb, chip=chip, gpu_cores=gpu_cores))
     return recommend(model, ram_gb, WorkloadProfile.model_validate_json(wl_json), chip=chip_p, macos=macos,
                      runtimes=list(runtimes), quants=list(quants) if quants else None, wired_limit_mb=wired,
                      best_effort=True)
@@ -211,8 +216,8 @@ def mac_form() -> tuple[str, list[dict]]:
     if mode == MODE_RAM:
         sizes = sorted({r for _, _, opts, _ in table for r in opts})
         ram = st.sidebar.selectbox("Unified memory (RAM)", sizes, index=sizes.index(64) if 64 in sizes else 0,
-                                   format_func=lambda r: f"{r} GB", key="ram_only", help=tip("ram_gb"))
-        return mode, [{"ram_gb": float(ram)}]
+                                   format_func=lambda r: f"{r} GB", key="ram_only", help=tip("ram"))
+        return mode, [{"ram": float(ram)}]
     if mode == MODE_COMPARE:
         labels = {f"{n} {c}c · {r} GB" + (" (rumoured)" if s == "rumoured" else ""): (n, c, r)
                   for n, c, opts, s in table for r in opts}
@@ -222,7 +227,7 @@ def mac_form() -> tuple[str, list[dict]]:
                                              "is planned on each.")
         if not picked:
             return mode, []
-        return mode, [{"chip": labels[k][0], "gpu_cores": labels[k][1], "ram_gb": float(labels[k][2])} for k in picked]
+        return mode, [{"chip": labels[k][0], "gpu_cores": labels[k][1], "ram": float(labels[k][2])} for k in picked]
     names = list(dict.fromkeys(n for n, _, _, _ in table))
     name = st.sidebar.selectbox("Chip", names, index=names.index(DEFAULT_CHIP[0]) if DEFAULT_CHIP[0] in names else 0,
                                 key="chip", help=tip("chip"))
@@ -236,7 +241,7 @@ def mac_form() -> tuple[str, list[dict]]:
     want = st.session_state.get("ram_wanted", DEFAULT_CHIP[2])
     if key not in st.session_state:  # a new chip: keep the RAM size the user had, or the nearest one it comes with
         st.session_state[key] = want if want in opts else min(opts, key=lambda r: (abs(r - want), r))
-    ram = st.sidebar.selectbox("Unified memory (RAM)", opts, key=key, help=tip("ram_gb"),
+    ram = st.sidebar.selectbox("Unified memory (RAM)", opts, key=key, help=tip("ram"),
                                format_func=lambda r: f"{r} GB",
                                on_change=lambda: st.session_state.update(ram_wanted=st.session_state[key]))
     if ram != want:
@@ -244,7 +249,7 @@ def mac_form() -> tuple[str, list[dict]]:
                            f"showing {ram} GB, the nearest to your {want} GB.")
     if status == "rumoured":
         st.sidebar.caption("This chip is rumoured, not announced: its figures are guesses.")
-    return mode, [{"chip": name, "gpu_cores": cores, "ram_gb": float(ram)}]
+    return mode, [{"chip": name, "gpu_cores": cores, "ram": float(ram)}]
 
 
 def model_form() -> str:
@@ -270,9 +275,9 @@ def model_form() -> str:
 def _apply_preset(only_missing: bool = False) -> None:
     """When the preset changes, load its users, context and targets into the form (still editable).
     ``only_missing``: fill only the fields whose state is gone (see workload_form)."""
-    _, _, users, context, tok, ttft, prompt, gen = workload_presets()[st.session_state["preset"]]
+    _, _, users, context, tok, ttft, prompt, gen, cached = workload_presets()[st.session_state["preset"]]
     values = dict(users=users, context=context, tgt_tok=float(tok or 0), tgt_ttft=float(ttft or 0), prompt=prompt,
-                  gen=gen)
+                  gen=gen, cached=float(cached))
     st.session_state.update({k: v for k, v in values.items() if not only_missing or k not in st.session_state})
 
 
@@ -303,6 +308,13 @@ def workload_form() -> tuple[dict, tuple]:
                                           "percentile, the slow requests its targets are checked at.")
     gen = st.sidebar.number_input("Answer length [tokens]", 1, 10_000_000, step=100, key="gen",
                                   help="Tokens generated per request (the preset's average).")
+    # the prompt-cache share every TTFT on the page assumes, as `plan --cached-prefix` (planner/workload.py
+    # cached_tokens): the preset fills in its own share, shown below as the default
+    own = presets[preset][8]
+    cached = st.sidebar.number_input(readings.LABELS["cached_prefix"], 0.0, 0.99, step=0.05, format="%.2f", key="cached",
+                                     help=CACHED_PREFIX_HELP + ". Every time to first token on the page assumes it.")
+    st.sidebar.caption(f"Default: {own:g}, the {presets[preset][0]} preset's "
+                       f"({cached_label(own)}){'' if float(cached) == own else '; changed'}.")
     with st.sidebar.expander("Speed targets"):
         tok = st.number_input("Minimum tok/s per user (0 = none)", 0.0, 10_000.0, step=1.0, key="tgt_tok")
         ttft = st.number_input("Longest wait for the first token [s] (0 = none)", 0.0, 3600.0, step=1.0,
@@ -328,7 +340,7 @@ def workload_form() -> tuple[dict, tuple]:
         kv = st.selectbox("KV cache type", ["runtime default", *kv_type_ids()], key="kv_type", help=tip("kv_type"))
     req = {"context": int(context), "users": int(users), "runtimes": runtimes, "quants": quants, "macos": macos,
                "wired_limit_mb": wired, "kv_type": None if kv == "runtime default" else kv}
-    return req, (preset, int(users), int(context), tok, ttft, int(prompt), int(gen))
+    return req, (preset, int(users), int(context), tok, ttft, int(prompt), int(gen), float(cached))
 
 
 # ----------------------------------------------------------------------------- the results
@@ -472,8 +484,8 @@ def cached_ceiling(request_json: str, runtime: str, quant: str, users: tuple[int
     out = {}
     for u in users:
         try:
-            res = predict_result(r.chip, r.gpu_cores, r.ram_gb, r.model, quant, runtime, r.prompt_tokens,
-                                 r.gen_tokens, 0, u, r.macos, r.flash_attn, r.n_ubatch, r.kv_type,
+            res = predict_result(r.chip, r.gpu_cores, r.ram, r.model, quant, runtime, r.prompt,
+                                 r.gen, 0, u, r.macos, r.flash_attn, r.n_ubatch, r.kv_type,
                                  cached_prefix=r.cached_prefix or 0.0)
         except PlannerError:
             return {}
@@ -503,13 +515,13 @@ def show_speed(p: Plan, chosen, ans: Answer) -> None:
             readings.decode_reading(p, picks), "chart_decode")
     # the core at several prompt lengths up to the longest context that fits, restricted to the drawn options
     r = p.request
-    ends = {readings.longest_context(o, r.users) - r.gen_tokens for o in picks} - {0}
+    ends = {readings.longest_context(o, r.users) - r.gen for o in picks} - {0}
     quants = list(dict.fromkeys(o.quant for o in picks))
     # the usual steps, the workload's prompt, and each option's longest prompt (its line ends exactly there)
-    prompts = sorted({n for n in PROMPT_STEPS if n <= max(ends, default=0)} | {r.prompt_tokens} | {n for n in ends if n > 0})
-    plans = [cached_plan(r.model_copy(update={"prompt_tokens": n, "quants": quants}).model_dump_json())
+    prompts = sorted({n for n in PROMPT_STEPS if n <= max(ends, default=0)} | {r.prompt} | {n for n in ends if n > 0})
+    plans = [cached_plan(r.model_copy(update={"prompt": n, "quants": quants}).model_dump_json())
              for n in prompts]
-    section("Speed: waiting for the first token", charts.ttft_vs_prompt(plans, picks, r.gen_tokens, r.users),
+    section("Speed: waiting for the first token", charts.ttft_vs_prompt(plans, picks, r.gen, r.users),
             readings.ttft_reading(p, picks), "chart_ttft")
     if chosen.energy is not None:  # joules per token (planner/power.py)
         from planner.format import energy_line
@@ -588,7 +600,7 @@ def show_buy(model: str, wl, runtimes: list[str], macos: str, budget: float | No
     st.markdown(f"**Details for the {what}: {pick.product}, {pick.chip_label}, {pick.ram_gb} GB** ({pick.runtime} "
                 f"{pick.quant}, the configuration in the chart)")
     # the details show the chart's configuration, not a fresh recommendation (issue 35: 11.7 vs 17.2 tok/s)
-    return {"chip": mac_chip_ids()[pick.mac], "ram_gb": float(pick.ram_gb),
+    return {"chip": mac_chip_ids()[pick.mac], "ram": float(pick.ram_gb),
             "pin": {"runtimes": [pick.runtime], "quants": [pick.quant], "kv_type": pick.kv_type}}
 
 
@@ -636,7 +648,7 @@ def show_serve(model: str, mac: dict, wl) -> None:
         help="llama-server -np N keeps a KV stream per slot and splits each batch by slot; --kv-unified (the "
              "default of -np auto) batches all slots together")
     if "serve_slots" not in st.session_state:  # first look: the slot count the simulation recommends
-        probe = cached_serve(model, mac["chip"], mac["gpu_cores"], mac["ram_gb"], runtime, min(max(wl.users, 1), 64),
+        probe = cached_serve(model, mac["chip"], mac["gpu_cores"], mac["ram"], runtime, min(max(wl.users, 1), 64),
                              per_min / 60, wl.prompt_tokens.model_dump_json(), wl.gen_tokens.model_dump_json(),
                              target or None, unified, wl.cached_prefix_share)
         st.session_state["serve_slots"] = min(probe.best_slots, 64)
@@ -645,9 +657,9 @@ def show_serve(model: str, mac: dict, wl) -> None:
     streams = {True: "one unified KV stream", False: "a KV stream per slot"}[unified] \
         if runtime == "llama.cpp" else "mlx_lm.server batching"
     st.caption(f"Prompts {wl.prompt_tokens.label()}, answers {wl.gen_tokens.label()} tokens, "
-               f"{cached_label(wl.cached_prefix_share)} (from the workload); "
+               f"{cached_label(wl.cached_prefix_share)} (Workload: {readings.LABELS['cached_prefix'].lower()}); "
                f"one simulated hour of Poisson arrivals, seed 0; {streams}.")
-    r = cached_serve(model, mac["chip"], mac["gpu_cores"], mac["ram_gb"], runtime, slots, per_min / 60,
+    r = cached_serve(model, mac["chip"], mac["gpu_cores"], mac["ram"], runtime, slots, per_min / 60,
                      wl.prompt_tokens.model_dump_json(), wl.gen_tokens.model_dump_json(), target or None, unified,
                      wl.cached_prefix_share)
     m = st.columns(4)
@@ -672,15 +684,15 @@ def show_serve(model: str, mac: dict, wl) -> None:
 def prepare_workload(mode: str, model: str, workload: dict, wl_args: tuple):
     """The workload of the form within the model's maximum context (one note when capped); fills the plan request's
     context, prompt and answer lengths in ``workload``."""
-    preset, users, context, tok, ttft, prompt, gen = wl_args
+    preset, users, context, tok, ttft, prompt, gen, cached = wl_args
     if mode != MODE_BUY:
         context, prompt, gen, note = capped(model, workload["quants"], context, prompt, gen)
         if note:
             st.info(note)
-    wl = build_workload(preset, users, context, tok, ttft, prompt, gen)
+    wl = build_workload(preset, users, context, tok, ttft, prompt, gen, cached)
     st.session_state["_wl"] = wl
-    # the plan's speed (TTFT reading and charts) at the workload's prompt-cache share, as the answer above it
-    workload.update(context=context, prompt_tokens=prompt, gen_tokens=gen, cached_prefix=wl.cached_prefix_share)
+    # the plan's speed (TTFT reading and charts) at the form's prompt-cache share, as the answer above it
+    workload.update(context=context, prompt=prompt, gen=gen, cached_prefix=wl.cached_prefix_share)
     return wl
 
 

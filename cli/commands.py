@@ -69,7 +69,7 @@ P = PlanRequest
 def plan_cmd(
     ctx: typer.Context,
     model: str | None = opt(P, "model", "--model", "-m", default=None),
-    ram: float | None = opt(P, "ram_gb", "--ram"),
+    ram: float | None = opt(P, "ram", "--ram"),
     chip: str | None = opt(P, "chip", "--chip"),
     gpu_cores: int | None = opt(P, "gpu_cores", "--gpu-cores"),
     runtime: list[str] | None = opt(P, "runtimes", "--runtime", "-r", default=None, repeatable=True),
@@ -81,8 +81,8 @@ def plan_cmd(
     macos: str = opt(P, "macos", "--macos"),
     flash_attn: bool | None = opt(P, "flash_attn", "--flash-attn/--no-flash-attn"),
     ubatch: int | None = opt(P, "n_ubatch", "--ubatch"),
-    prompt: str = wopt(P, "prompt_tokens"),
-    gen: str = wopt(P, "gen_tokens"),
+    prompt: str = wopt(P, "prompt"),
+    gen: str = wopt(P, "gen"),
     cached_prefix: float | None = wopt(P, "cached_prefix"),
     json_out: bool = typer.Option(False, "--json", help="Print the whole plan as JSON (same as the app's download)"),
     file: str | None = typer.Option(None, "--file", help="GGUF file to use in a HF repo or folder with several"),
@@ -99,10 +99,10 @@ def plan_cmd(
     """Memory fit (and speed, with --chip) of one model on one Mac, for both runtimes."""
     if ctx.invoked_subcommand is not None:
         return
-    values = {"model": model, "ram_gb": ram, "chip": chip, "gpu_cores": gpu_cores, "runtimes": runtime,
+    values = {"model": model, "ram": ram, "chip": chip, "gpu_cores": gpu_cores, "runtimes": runtime,
               "quants": quant, "context": context, "users": users, "kv_type": kv_type, "wired_limit_mb": wired_limit,
-              "macos": macos, "flash_attn": flash_attn, "n_ubatch": ubatch, "prompt_tokens": prompt,
-              "gen_tokens": gen, "cached_prefix": cached_prefix, "images": images, "image_size": image_size, "draft_model": draft_model,
+              "macos": macos, "flash_attn": flash_attn, "n_ubatch": ubatch, "prompt": prompt,
+              "gen": gen, "cached_prefix": cached_prefix, "images": images, "image_size": image_size, "draft_model": draft_model,
               "draft_acceptance": draft_acceptance, "draft_tokens": draft_tokens, "app_version": app_version,
               "guardrail": guardrail, "ssd_gb": ssd_gb, "thinking_tokens": thinking_tokens}
     typer.echo(run_plan(values, file=file, json_out=json_out), nl=False)

@@ -16,7 +16,7 @@ from typing import Any
 # decode_tok_s_range), errors and "no" answers as JSON. 3: plan running / models --installed say wired_limit_bytes
 # and chip, a models row's per-user decode is decode_tok_s_per_user, every TTFT has cached_prefix_share beside it.
 # Bump on any rename or removal; additions keep it.
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 
 
 def with_version(data: Any) -> dict[str, Any]:

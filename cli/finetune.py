@@ -19,7 +19,7 @@ R = FinetuneRequest
 
 def finetune_cmd(
     model: str = opt(R, "model", "--model", "-m"),
-    ram_gb: float | None = opt(R, "ram_gb", "--ram"),
+    ram: float | None = opt(R, "ram", "--ram"),
     chip: str | None = opt(R, "chip", "--chip"),
     gpu_cores: int | None = opt(R, "gpu_cores", "--gpu-cores"),
     quant: str = opt(R, "quant", "--quant", "-q"),
@@ -43,7 +43,7 @@ def finetune_cmd(
 
     from .bounds import check_options
 
-    check_options(ram=ram_gb, gpu_cores=gpu_cores, wired_limit=wired_limit_mb)  # the bounds of every command
+    check_options(ram=ram, gpu_cores=gpu_cores, wired_limit=wired_limit_mb)  # the bounds of every command
     p = plan_finetune(check(R, locals()))
     from .contract import dumps
 

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 # checks this table against the typer command (same flags, same fields) and that both paths answer alike.
 FAST_FLAGS: dict[str, tuple[str, type, bool]] = {
     "--model": ("model", str, False), "-m": ("model", str, False),
-    "--ram": ("ram_gb", float, False),
+    "--ram": ("ram", float, False),
     "--chip": ("chip", str, False),
     "--gpu-cores": ("gpu_cores", int, False),
     "--runtime": ("runtimes", str, True), "-r": ("runtimes", str, True),
@@ -55,8 +55,8 @@ FAST_FLAGS: dict[str, tuple[str, type, bool]] = {
     "--wired-limit": ("wired_limit_mb", int, False),
     "--macos": ("macos", str, False),
     "--ubatch": ("n_ubatch", int, False),
-    "--prompt": ("prompt_tokens", str, False),
-    "--gen": ("gen_tokens", str, False),
+    "--prompt": ("prompt", str, False),
+    "--gen": ("gen", str, False),
     "--cached-prefix": ("cached_prefix", float, False),
     "--images": ("images", int, False),
     "--image-size": ("image_size", str, False),
@@ -157,9 +157,9 @@ class _SafeStdout:
 
 
 # PlanRequest field -> the flag a user typed (pydantic reports field names)
-_FLAGS = {"ram_gb": "--ram", "wired_limit_mb": "--wired-limit", "n_ubatch": "--ubatch", "quants": "--quant",
-          "runtimes": "--runtime", "gpu_cores": "--gpu-cores", "kv_type": "--kv-type", "prompt_tokens": "--prompt",
-          "gen_tokens": "--gen", "flash_attn": "--flash-attn"}
+_FLAGS = {"ram": "--ram", "wired_limit_mb": "--wired-limit", "n_ubatch": "--ubatch", "quants": "--quant",
+          "runtimes": "--runtime", "gpu_cores": "--gpu-cores", "kv_type": "--kv-type", "prompt": "--prompt",
+          "gen": "--gen", "flash_attn": "--flash-attn"}
 
 
 def _flag_error(e: ValidationError) -> str:

@@ -34,7 +34,7 @@ def opt(request: type[BaseModel], field: str, *decls: str, default: Any = _UNSET
 # The workload options' one spelling in every command (plan, predict, recommend, buy, models, serve): field ->
 # flags. Their type, help text and parser are the shared fields of planner/requests.py (parse_length for lengths).
 WORKLOAD_FLAGS: dict[str, tuple[str, ...]] = {
-    "prompt": ("--prompt",), "prompt_tokens": ("--prompt",), "gen": ("--gen",), "gen_tokens": ("--gen",),
+    "prompt": ("--prompt",), "gen": ("--gen",),
     "users": ("--users", "-u"), "rate": ("--rate",), "cached_prefix": ("--cached-prefix",),
 }
 

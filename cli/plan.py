@@ -107,8 +107,7 @@ def _recommendation(req: PlanRequest):
     req, rts, _ = pinned_by_name(req, rts)
     # the preset's own length distributions unless the request names other lengths than the defaults
     fields = PlanRequest.model_fields
-    lengths = {k: str(getattr(req, f)) for k, f in (("prompt", "prompt_tokens"), ("gen", "gen_tokens"))
-               if getattr(req, f) != fields[f].default}
+    lengths = {k: str(getattr(req, k)) for k in ("prompt", "gen") if getattr(req, k) != fields[k].default}
     wl = custom_workload("chat", users=req.users, context=req.context, cached_prefix=req.cached_prefix, **lengths)
     try:
         return recommend(req.model, ram, wl, chip=chip, macos=req.macos, runtimes=[r.id for r in rts],

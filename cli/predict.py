@@ -29,7 +29,7 @@ def render(r: dict) -> str:
         f"{r['knee_batch'] or '>4096'})",
         f"  request   {fmt_seconds(r['time_per_request_s'])}",
         f"  memory    {fmt_bytes(r['peak_memory_bytes'])} of {fmt_bytes(r['wired_limit_bytes'])} GPU limit: "
-        f"{verdict_text(r['fit_verdict'])}",
+        f"{verdict_text(r['verdict'])}",
         f"  calibration: {r['calibration']}",
     ]
     lines += [f"  note: {n}" for n in r["notes"]]

@@ -113,7 +113,7 @@ def _recommend(req: RecommendRequest) -> Any:
     wl = custom_workload(req.workload, prompt=req.prompt, gen=req.gen, users=req.users, context=req.context,
                          min_tok_s=req.min_tok_s, max_ttft=req.max_ttft, max_request=req.max_request,
                          cached_prefix=req.cached_prefix)
-    ram_gb, chip, _ = resolve_mac(PlanRequest(model=req.model, ram_gb=req.ram, chip=req.chip, gpu_cores=req.gpu_cores))
+    ram_gb, chip, _ = resolve_mac(PlanRequest(model=req.model, ram=req.ram, chip=req.chip, gpu_cores=req.gpu_cores))
     r = recommend(req.model, ram_gb, wl, chip=chip, macos=req.macos, runtimes=list(req.runtime) if req.runtime else None,
                   quants=list(req.quant) if req.quant else None, wired_limit_mb=req.wired_limit, top=req.top,
                   best_effort=True)
@@ -204,7 +204,7 @@ def _validation_line(e: ValidationError) -> str:
 
 # question -> its fields for (chip, ram, wired limit, macOS), as cli/thismac.py MAC_FLAGS for the commands
 MAC_FIELDS: dict[str, tuple[str, str, str | None, str]] = {
-    "plan": ("chip", "ram_gb", "wired_limit_mb", "macos"),
+    "plan": ("chip", "ram", "wired_limit_mb", "macos"),
     "recommend": ("chip", "ram", "wired_limit", "macos"),
     "what_runs": ("chip", "ram", None, "macos"),
     "serve": ("chip", "ram", None, "macos"),
@@ -248,6 +248,16 @@ def with_this_mac(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def current_names(request: type[BaseModel], arguments: dict[str, Any]) -> dict[str, Any]:
+    """``arguments`` with a field's former name (``ram_gb``, ``prompt_tokens``, ``gen_tokens`` before
+    schema_version 4: the extra choices of its validation alias) read as the field's own name, for one version."""
+    from pydantic import AliasChoices
+
+    old = {c: name for name, f in request.model_fields.items() if isinstance(f.validation_alias, AliasChoices)
+           for c in f.validation_alias.choices if isinstance(c, str) and c != name}
+    return {old.get(k, k): v for k, v in arguments.items()}
+
+
 def answer(name: str, arguments: dict[str, Any] | None) -> Any:
     """The JSON answer (parsed) to question ``name`` with ``arguments``; QuestionError (one line) on bad input."""
     from planner.errors import AnswerIsNo, PlannerError
@@ -262,6 +272,7 @@ def answer(name: str, arguments: dict[str, Any] | None) -> Any:
         arguments = {}
     if not isinstance(arguments, dict):
         raise QuestionError(f"{name}: give the arguments as a JSON object, e.g. {{\"model\": \"qwen3-8b\"}}")
+    arguments = current_names(q.request, arguments)
     unknown = sorted(set(arguments) - set(q.request.model_fields))
     if unknown:
         raise QuestionError(f"{name}: unknown argument(s) {', '.join(unknown)}; known: {', '.join(q.request.model_fields)}")

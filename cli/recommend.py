@@ -49,7 +49,7 @@ def recommend_cmd(
         raise InputError("give --chip (for speed) and/or --ram, e.g. --chip 'M4 Max' --gpu-cores 40 --ram 64")
     wl = custom_workload(workload, prompt=prompt, gen=gen, users=users, context=context, min_tok_s=min_tok_s,
                          max_ttft=max_ttft, max_request=max_request, cached_prefix=cached_prefix)
-    ram_gb, chip_p, _ = resolve_mac(PlanRequest(model=model, ram_gb=ram, chip=chip, gpu_cores=gpu_cores))
+    ram_gb, chip_p, _ = resolve_mac(PlanRequest(model=model, ram=ram, chip=chip, gpu_cores=gpu_cores))
     r = recommend(model, ram_gb, wl, chip=chip_p, macos=macos, runtimes=list(runtime) if runtime else None,
                   quants=list(quant) if quant else None, wired_limit_mb=wired_limit, top=top,
                   best_effort=True)

@@ -50,7 +50,7 @@ def estimate_llama_server(ld, ram: float, macos: str):
         return None
     try:
         res = resolve_gguf(Path(ld.path))
-        p = plan(PlanRequest(model=ld.model, ram_gb=ram, runtimes=["llama.cpp"], context=ld.context,
+        p = plan(PlanRequest(model=ld.model, ram=ram, runtimes=["llama.cpp"], context=ld.context,
                              users=ld.slots, kv_type="f16", macos=macos), res)
     except (PlannerError, ValueError, OSError):
         return None
@@ -68,7 +68,7 @@ def running(ports: dict[str, list[int]], *, ram: float | None, chip: str | None,
         from planner import capacity, profiles
         from planner.plan import PlanRequest, resolve_mac
 
-        r, c, _ = resolve_mac(PlanRequest(model="x", ram_gb=ram, chip=chip, gpu_cores=gpu_cores, macos=macos))
+        r, c, _ = resolve_mac(PlanRequest(model="x", ram=ram, chip=chip, gpu_cores=gpu_cores, macos=macos))
         ram = r
         mac = f"{c.label}, {r:g} GB" if c else f"{r:g} GB"
         limit = capacity.wired_limit(r, profiles.load_macos(macos), wired_limit_mb).effective_bytes

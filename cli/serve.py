@@ -140,7 +140,7 @@ def render(r) -> str:
         f"  capacity      the queue grows without bound above {per_min(r.saturation_rate_per_s)}: "
         + (f"stable at {r.utilisation:.0%} load" if r.stable else f"OVERLOADED ({r.utilisation:.0%} load)"),
         f"  memory        {fmt_bytes(r.memory_bytes)} of {fmt_bytes(r.wired_limit_bytes)} GPU limit: "
-        f"{verdict_text(r.fit_verdict)}",
+        f"{verdict_text(r.verdict)}",
     ]
     notes = list(r.notes)
     if r.saturation_slow_per_s is not None and r.saturation_slow_per_s <= r.rate_per_s < r.saturation_fast_per_s:

@@ -45,8 +45,8 @@ FLAGS: dict[str, str] = {
 ARGS: dict[str, str] = {"all": "all_rows", "calibrate_server": "plan calibrate --runtime llama.cpp --server",
                         "json": "the JSON answer"}
 QUESTION_ARGS: dict[str, dict[str, str]] = {
-    "plan": {"ram": "ram_gb", "wired_limit": "wired_limit_mb", "runtime": "runtimes", "quant": "quants",
-             "prompt": "prompt_tokens", "gen": "gen_tokens", "no_flash_attn": "flash_attn"},
+    "plan": {"wired_limit": "wired_limit_mb", "runtime": "runtimes", "quant": "quants",
+             "no_flash_attn": "flash_attn"},
 }
 
 

@@ -1,7 +1,7 @@
 """The public Python API of mac-llm-planner: the `plan` commands as functions, typed requests in, result models out.
 
     from mac_llm_planner import PlanRequest, plan
-    p = plan(PlanRequest(model="./Llama-3.1-8B-Q4_K_M.gguf", ram_gb=16))   # or model="llama-3.1-8b", a HF repo...
+    p = plan(PlanRequest(model="./Llama-3.1-8B-Q4_K_M.gguf", ram=16))   # or model="llama-3.1-8b", a HF repo...
 
 Each function takes its request model (or the same fields as keywords) and answers exactly as its command's
 --json does (docs/api.md; the JSON Schema of each result is docs/schema/<command>.json). Model sources are the

@@ -36,7 +36,7 @@ import math
 from collections.abc import Callable
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, BaseModel, Field
 
 from . import architecture as arch
 from . import capacity, profiles
@@ -61,8 +61,8 @@ class FinetuneRequest(BaseModel):
 
     model_config = Frozen
     model: str = Field(description="Catalog id, alias or HF repo id (e.g. llama-3.1-8b)")
-    ram_gb: float | None = Field(None, gt=0, allow_inf_nan=False,
-                                 description="Unified memory of the Mac [GB]; default: the chip's largest")
+    ram: float | None = Field(None, gt=0, allow_inf_nan=False, validation_alias=AliasChoices("ram", "ram_gb"),
+                              description="Unified memory of the Mac [GB]; default: the chip's largest")
     chip: str | None = Field(None, description="Apple chip, e.g. 'M4 Pro' (needed for speed answers)")
     gpu_cores: int | None = Field(None, gt=0, description="GPU cores, to pick a binned chip")
     quant: str = Field("4bit", description="Base weights: 4bit / 8bit (QLoRA) or bf16, or an MLX format id")
@@ -323,7 +323,7 @@ def plan_finetune(req: FinetuneRequest) -> FinetunePlan:
         raise InputError(f"[[layers]] {req.layers}: {model.name} has {n_layers} layers; give 1 to {n_layers}, "
                          "or -1 for all")
     fmt = profiles.load_quant(req.quant, "mlx")  # aliases: 4bit, 8bit, bf16, qlora, ...
-    mac = resolve_mac(req.chip or None, req.gpu_cores, req.ram_gb)
+    mac = resolve_mac(req.chip or None, req.gpu_cores, req.ram)
     chip, ram = mac.chip, mac.ram_gb
     rt = profiles.load_runtime("mlx-lm")
     wired = capacity.wired_limit(ram, profiles.load_macos(req.macos), req.wired_limit_mb)

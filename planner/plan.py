@@ -4,7 +4,7 @@
 import dataclasses
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import AliasChoices, BaseModel, Field, field_validator
 
 from . import architecture as arch
 from . import capacity, deployment, hybrid, profiles
@@ -46,7 +46,10 @@ class PlanRequest(BaseModel):
 
     model_config = Frozen
     model: str = Field(description="Catalog id, alias, HF repo id or Ollama tag (e.g. llama-3.3-70b)")
-    ram_gb: float | None = Field(None, description="Unified memory of the Mac [GB]; default: the chip's largest")
+    # ram, prompt, gen: the spelling of every request (planner/requests.py); ram_gb, prompt_tokens, gen_tokens (the
+    # names before schema_version 4) are still read, for one version
+    ram: float | None = Field(None, validation_alias=AliasChoices("ram", "ram_gb"),
+                              description="Unified memory of the Mac [GB]; default: the chip's largest")
     chip: str | None = Field(None, description="Apple chip, e.g. 'M3 Max' (needed for speed answers)")
     gpu_cores: int | None = Field(None, gt=0, description="GPU cores, to pick a binned chip (M3 Max 30/40)")
     runtimes: list[str] = Field(default_factory=lambda: ["llama.cpp", "mlx-lm"], description="Runtimes to compare")
@@ -58,8 +61,8 @@ class PlanRequest(BaseModel):
     macos: str = Field(profiles.DEFAULT_MACOS, description="macOS major version (15 or 26); changes the default GPU limit")
     flash_attn: bool | None = Field(None, description="llama.cpp flash attention (default on)")
     n_ubatch: int | None = Field(None, gt=0, le=65536, description="llama.cpp physical batch -ub (default 512)")
-    prompt_tokens: PromptPoint = 1024
-    gen_tokens: GenPoint = 256
+    prompt: PromptPoint = Field(1024, validation_alias=AliasChoices("prompt", "prompt_tokens"))
+    gen: GenPoint = Field(256, validation_alias=AliasChoices("gen", "gen_tokens"))
     cached_prefix: float | None = Field(None, ge=0, lt=1, description=CACHED_PREFIX_HELP + "; default: 0 in the "
                                         "speed table, the chat preset's (0.75) in the bottom line")
     images: int = Field(0, ge=0, le=256, description="Images per request (vision models): adds the projector and "
@@ -85,7 +88,7 @@ class PlanRequest(BaseModel):
             raise ValueError("is empty; give off, relaxed, balanced, strict or custom:<GB>")
         return v
 
-    @field_validator("ram_gb")
+    @field_validator("ram")
     @classmethod
     def _ram(cls, v: float | None) -> float | None:
         # `not 0 < v < inf` also rejects nan and inf (inf reached int() in ram_gb_valid: OverflowError traceback)
@@ -185,7 +188,7 @@ def describe_architecture(m: ModelProfile) -> str:
 def resolve_mac(req: PlanRequest) -> tuple[float, Chip | None, str]:
     """-> (RAM, chip, note) through the one deployment stage (planner.deployment.resolve_mac)."""
     # `is not None`: a chip "" was silently treated as no chip
-    mac = deployment.resolve_mac(req.chip, req.gpu_cores, req.ram_gb)
+    mac = deployment.resolve_mac(req.chip, req.gpu_cores, req.ram)
     if mac.chip is None:
         return mac.ram_gb, None, "memory answers only need RAM; name the chip for speed answers"
     return mac.ram_gb, mac.chip, mac.bin_note or ""
@@ -478,7 +481,7 @@ def with_speed(opt: FitOption, mm: MemoryModel, q: QuantFormat, chip: Chip | Non
     try:
         res = profiles.load_speed_constants(chip, mm.runtime.id)
         refs = profiles.all_chips()
-        P, G = req.prompt_tokens, req.gen_tokens
+        P, G = req.prompt, req.gen
         # the prompt's cached prefix is not prefilled again, only the rest on top of it (planner/workload.py)
         share = DEFAULT_CACHED_PREFIX if req.cached_prefix is None else req.cached_prefix
         C = cached_tokens(P, share, mm.runtime)

@@ -44,7 +44,7 @@ def predict_result(chip: str, gpu_cores: int | None, ram: float | None, model: s
         **est.model_dump(), "prompt_tokens": prompt, "depth": depth, "cached_prefix_share": cached_prefix,
         "cached_tokens": cached,
         "fits": mem.total <= wired.default_bytes,
-        "fit_verdict": verdict.verdict,
+        "verdict": verdict.verdict,
         "peak_memory_bytes": mem.total,
         "wired_limit_bytes": wired.default_bytes,
         "weights_bytes": mm.weights.total_bytes,

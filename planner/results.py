@@ -339,7 +339,8 @@ class ServeResult(BaseModel):
     stable: bool
     memory_bytes: int
     wired_limit_bytes: int
-    fit_verdict: str
+    verdict: Verdict = Field(description="fits / tight / raise-limit / no-fit (the key of the memory verdict in "
+                             "every command)")
     target_ttft_p95_s: float | None = None
     max_rate_per_s: float | None = Field(None, description="Highest rate meeting the TTFT p95 target [1/s]")
     sweep: list[SlotOption] = []

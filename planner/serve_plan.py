@@ -328,7 +328,7 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
         cached_prefix_share=r.cached_prefix_share, kv_unified=r.kv_unified if s.mm.engine.kv_unified_option else None,
         **stats, saturation_rate_per_s=mu,
         utilisation=rate / mu, stable=rate < mu, memory_bytes=mem,
-        wired_limit_bytes=s.wired.effective_bytes, fit_verdict=fit.verdict, target_ttft_p95_s=r.max_ttft_p95,
+        wired_limit_bytes=s.wired.effective_bytes, verdict=fit.verdict, target_ttft_p95_s=r.max_ttft_p95,
         max_rate_per_s=top, sweep=sweep, curve=latency_curve(search, sched, steps, mu), best_slots=best, binding=binding, calibration=s.rf.calibration,
         host_s_per_token=steps.host, server_scales=steps.server_scales, **likely,
         notes=notes)

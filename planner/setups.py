@@ -37,7 +37,7 @@ def with_images(req: PlanRequest, model: ModelProfile) -> tuple[PlanRequest, lis
     if any(rt.id == "mlx-lm" for rt in rts):
         rts = list({(r := profiles.load_runtime("mlx-vlm") if rt.id == "mlx-lm" else rt).id: r for rt in rts}.values())
         notes.append("mlx-lm reads text only: images run on mlx-vlm")
-    upd = {"context": req.context + tokens, "prompt_tokens": req.prompt_tokens + tokens}
+    upd = {"context": req.context + tokens, "prompt": req.prompt + tokens}
     return req.model_copy(update=upd), rts, notes
 
 
@@ -68,7 +68,7 @@ def with_offload(opt: Option, mm: MemoryModel, q: QuantFormat, chip: Chip | None
 
         try:
             res = profiles.load_speed_constants(chip, mm.runtime.id)
-            est = tp.predict(mm, chip, res, q.kind, q.mode, req.prompt_tokens, req.gen_tokens, 0, 1,
+            est = tp.predict(mm, chip, res, q.kind, q.mode, req.prompt, req.gen, 0, 1,
                              profiles.all_chips())
         except InputError:
             est = None
@@ -85,7 +85,7 @@ def with_draft(opt: Option, mm: MemoryModel, q: QuantFormat, chip: Chip | None, 
 
     rf = speed_model(mm, chip, q) if chip is not None else None
     d = draft_plan(mm, opt.memory.total, req.draft_model, wired, opt.memory.context, req.users, req.draft_acceptance,
-                   req.draft_tokens, rf, chip, depth=req.prompt_tokens + req.gen_tokens / 2)
+                   req.draft_tokens, rf, chip, depth=req.prompt + req.gen / 2)
     dm = draft_memory_model(mm, req.draft_model)
     rec = recipe(mm, q, opt.memory.context, req.users, d.fit, draft=(dm, d.draft_tokens))
     return opt.model_copy(update={"draft": d, "recipe": rec})

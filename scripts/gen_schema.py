@@ -30,7 +30,7 @@ def _models() -> dict[str, Any]:
     # plan predict dumps a dict: ThroughputEstimate's fields plus the operating point and the memory fit
     predict = create_model(
         "PredictResult", __base__=ThroughputEstimate, chip=(str, ...), chip_label=(str, ...), ram_gb=(float, ...),
-        runtime=(str, ...), model=(str, ...), quant=(str, ...), fits=(bool, ...), fit_verdict=(str, ...),
+        runtime=(str, ...), model=(str, ...), quant=(str, ...), fits=(bool, ...), verdict=(str, ...),
         peak_memory_bytes=(int, ...), wired_limit_bytes=(int, ...), weights_bytes=(int, ...),
         kv_cache_bytes=(int, ...), cached_prefix_share=(float, ...), cached_tokens=(int, ...))
     cluster = create_model("ClusterResult", plan=(ClusterPlan, ...), recipe=(ClusterRecipe, ...))

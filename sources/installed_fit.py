@@ -61,7 +61,7 @@ def evaluate(item, *, ram: float | None, chip: str | None, gpu_cores: int | None
         return InstalledRow(**row)
     try:
         res = resolve_gguf(Path(item.files[0])) if item.format == "gguf" else resolve_folder(Path(item.path))
-        req = PlanRequest(model=item.name, ram_gb=ram, chip=chip, gpu_cores=gpu_cores, runtimes=[rt],
+        req = PlanRequest(model=item.name, ram=ram, chip=chip, gpu_cores=gpu_cores, runtimes=[rt],
                           context=context, users=users, macos=macos, wired_limit_mb=wired_limit_mb)
         p = plan(req, res)
     except (PlannerError, ValueError) as e:
@@ -86,7 +86,7 @@ def installed(dirs: list[str] | None, *, ram: float | None, chip: str | None, gp
         from planner import capacity, profiles
         from planner.plan import PlanRequest, resolve_mac
 
-        r, c, _ = resolve_mac(PlanRequest(model="x", ram_gb=ram, chip=chip, gpu_cores=gpu_cores, macos=macos))
+        r, c, _ = resolve_mac(PlanRequest(model="x", ram=ram, chip=chip, gpu_cores=gpu_cores, macos=macos))
         mac = f"{c.label}, {r:g} GB" if c else f"{r:g} GB"
         limit = capacity.wired_limit(r, profiles.load_macos(macos), wired_limit_mb).effective_bytes
         ram = r

@@ -49,7 +49,7 @@ def test_the_documented_example_runs(gguf_here):
 def test_the_api_reads_the_file_where_the_core_alone_cannot(gguf_here):
     from mac_llm_planner import PlanRequest, plan
 
-    req = PlanRequest(model="./Llama-3.1-8B-Instruct-Q4_K_M.gguf", ram_gb=16)
+    req = PlanRequest(model="./Llama-3.1-8B-Instruct-Q4_K_M.gguf", ram=16)
     w = plan(req).options[0].weights
     assert w.exact and w.total_bytes == gguf_here
     # the core does no I/O: without sources/ it cannot have read these bytes
@@ -100,5 +100,5 @@ def test_exports_and_bad_input():
                  "RecommendRequest", "BuyRequest", "PredictRequest", "FinetuneRequest", "ServeQuestion"):
         assert name in api.__all__ and hasattr(api, name)
     with pytest.raises(PlannerError) as e:
-        api.plan(model="no-such-model", ram_gb=64)
+        api.plan(model="no-such-model", ram=64)
     assert e.value.code == "unknown_profile"

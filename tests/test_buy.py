@@ -183,7 +183,7 @@ def test_buy_and_plan_agree_on_every_verdict():
         if key in checked:
             continue
         checked.add(key)
-        p = plan(PlanRequest(model="qwen2.5-32b", ram_gb=row.ram_gb, runtimes=[row.runtime], quants=[row.quant],
+        p = plan(PlanRequest(model="qwen2.5-32b", ram=row.ram_gb, runtimes=[row.runtime], quants=[row.quant],
                              kv_type=row.kv_type, context=wl.context, users=row.slots))
         assert p.options[0].fit.verdict == row.verdict, key
         assert p.options[0].memory.total == row.memory_bytes, key

@@ -84,7 +84,7 @@ def test_70b_q4_k_m_on_64gb_8k_sessions_by_hand():
 
 
 def test_plan_reports_same_sessions():
-    p = plan(PlanRequest(model="llama-3.3-70b", ram_gb=64, runtimes=["llama.cpp"], quants=["Q4_K_M"], macos="15"))
+    p = plan(PlanRequest(model="llama-3.3-70b", ram=64, runtimes=["llama.cpp"], quants=["Q4_K_M"], macos="15"))
     (opt,) = p.options
     assert opt.safe_users[8192] == 2
     assert opt.fit.verdict == "fits"

@@ -78,7 +78,7 @@ def test_draft_with_another_tokenizer_is_refused():
 
 
 def test_plan_with_draft_has_recipes_for_both_runtimes():
-    p = plan(PlanRequest(model="llama-3.3-70b", chip="M3 Max", gpu_cores=40, ram_gb=64, quants=["Q4_K_M", "4bit"],
+    p = plan(PlanRequest(model="llama-3.3-70b", chip="M3 Max", gpu_cores=40, ram=64, quants=["Q4_K_M", "4bit"],
                          draft_model="llama-3.1-8b"))
     by_rt = {o.runtime: o for o in p.options}
     assert "-md Llama-3.1-8B-Instruct-Q4_K_M.gguf" in by_rt["llama.cpp"].recipe.server

@@ -166,7 +166,7 @@ def test_peak_uses_the_longest_padded_batch_of_the_given_lengths():
 def test_the_full_length_assumption_is_said_and_the_fitting_setting_leads():
     from planner.finetune import FinetuneRequest, plan_finetune
 
-    p = plan_finetune(FinetuneRequest(model="llama-3.1-8b", ram_gb=32, chip="M2 Pro", gpu_cores=19))
+    p = plan_finetune(FinetuneRequest(model="llama-3.1-8b", ram=32, chip="M2 Pro", gpu_cores=19))
     assert "every batch is 2,048 tokens" in p.assumption
     assert p.chosen.fit.verdict == "no-fit" and "([[grad_checkpoint]])" in p.lead and "--grad-checkpoint" in p.command
     assert "unmeasured prior" in p.speed.basis

@@ -27,7 +27,7 @@ def test_runtime_lmstudio_answers_for_both_engines(capsys):
 def test_defaults_2048_tokens_shared_by_4_predictions():
     # lms-kv-config: contextLength 2048, numParallelSessions 4, useUnifiedKvCache true: one cache of 2,048 cells.
     # llama-3.1-8b f16 KV = 32 layers × 2 × 8 heads × 128 × 2 B = 128 KiB per token -> 2,048 × 128 KiB = 256 MiB
-    p = plan(PlanRequest(model="llama-3.1-8b", ram_gb=16, runtimes=["lmstudio"], quants=["Q4_K_M"]))
+    p = plan(PlanRequest(model="llama-3.1-8b", ram=16, runtimes=["lmstudio"], quants=["Q4_K_M"]))
     s = p.options[0].serving
     assert (s.default_context, s.default_parallel) == (2048, 4)
     mm = base_memory_model("llama-3.1-8b", "lmstudio-llama.cpp", "Q4_K_M")
@@ -37,7 +37,7 @@ def test_defaults_2048_tokens_shared_by_4_predictions():
 
 def test_recipe_context_length_holds_every_parallel_prediction():
     # unified KV: --context-length is shared, so 4 users × 8,192 need --context-length 32,768 (= the KV we count)
-    p = plan(PlanRequest(model="llama-3.1-8b", ram_gb=32, runtimes=["lmstudio"], quants=["Q4_K_M"], users=4))
+    p = plan(PlanRequest(model="llama-3.1-8b", ram=32, runtimes=["lmstudio"], quants=["Q4_K_M"], users=4))
     o = p.options[0]
     n = int(re.search(r"--context-length (\d+)", o.recipe.server).group(1))
     assert n == 32768 and "--parallel 4" in o.recipe.server

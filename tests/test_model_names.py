@@ -124,14 +124,14 @@ def test_safetensors_and_bitsandbytes_repos_are_not_mlx(name):
 
 
 def _options(model: str, **kw):
-    return plan(PlanRequest(model=model, ram_gb=64, **kw)).options
+    return plan(PlanRequest(model=model, ram=64, **kw)).options
 
 
 def test_an_mlx_repo_plans_its_own_quant_on_mlx_only():
     """issue 35: --model mlx-community/Qwen3-30B-A3B-4bit answered for 13 quants x 2 runtimes."""
     opts = _options("mlx-community/Qwen3-30B-A3B-4bit")
     assert {(o.runtime, o.quant) for o in opts} == {("mlx-lm", "mlx-4bit-g64")}
-    p = plan(PlanRequest(model="mlx-community/Qwen3-30B-A3B-4bit", ram_gb=64))
+    p = plan(PlanRequest(model="mlx-community/Qwen3-30B-A3B-4bit", ram=64))
     assert any("mlx-4bit-g64" in n for n in p.notes)
 
 

@@ -199,7 +199,7 @@ def test_the_agents_say_the_argument():
     from cli.questions import QuestionError, answer
 
     with pytest.raises(QuestionError) as exc:
-        answer("plan", {"model": "llama-3.1-8b", "ram_gb": 16, "wired_limit_mb": 20000})
+        answer("plan", {"model": "llama-3.1-8b", "ram": 16, "wired_limit_mb": 20000})
     assert str(exc.value) == "plan: wired_limit_mb 20000 MB must be between 1 and the RAM size (16384 MB)"
     assert exc.value.fields["input"] == "wired_limit"
 
@@ -245,7 +245,7 @@ def test_the_fine_tune_lead_on_each_edge():
     from cli.words import say
     from planner.finetune import FinetuneRequest, plan_finetune
 
-    p = plan_finetune(FinetuneRequest(model="llama-3.1-8b", ram_gb=32, chip="M2 Pro", gpu_cores=19))
+    p = plan_finetune(FinetuneRequest(model="llama-3.1-8b", ram=32, chip="M2 Pro", gpu_cores=19))
     assert p.lead.startswith("fits with gradient checkpointing ([[grad_checkpoint]]): ")
     assert "fits with gradient checkpointing (--grad-checkpoint): " in say(render(p))
     assert any(line.startswith("It fits with gradient checkpointing (“Gradient checkpointing”): ")
@@ -256,7 +256,7 @@ def test_the_python_api_says_the_keyword():
     import mac_llm_planner as api
 
     with pytest.raises(PlannerError) as exc:
-        api.plan(model="llama-3.1-8b", ram_gb=16, wired_limit_mb=20000)
+        api.plan(model="llama-3.1-8b", ram=16, wired_limit_mb=20000)
     assert str(exc.value) == "wired_limit_mb 20000 MB must be between 1 and the RAM size (16384 MB)"
     assert exc.value.fields["input"] == "wired_limit"
     notes = api.what_runs(ram=16).notes

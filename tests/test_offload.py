@@ -50,7 +50,7 @@ def _with_output(mm, out_bytes):
 
 
 def test_plan_marks_offload_slower_and_not_recommended_when_a_smaller_quant_fits():
-    p = plan(PlanRequest(model="llama-3.3-70b", chip="M3 Max", gpu_cores=40, ram_gb=64, runtimes=["llama.cpp"],
+    p = plan(PlanRequest(model="llama-3.3-70b", chip="M3 Max", gpu_cores=40, ram=64, runtimes=["llama.cpp"],
                          quants=["Q4_K_M", "Q5_K_M"], macos="15"))
     q6 = next(o for o in p.options if o.quant == "Q5_K_M")
     assert q6.fit.verdict == "raise-limit" and q6.offload is not None and q6.offload.fits_in_ram
@@ -63,7 +63,7 @@ def test_plan_marks_offload_slower_and_not_recommended_when_a_smaller_quant_fits
 
 def test_offload_without_raising_the_limit_when_nothing_smaller_fits():
     # Q5_K_M needs 49.5 GiB: over the 48 GiB default limit, inside the 56 GiB we would raise it to
-    p = plan(PlanRequest(model="llama-3.3-70b", ram_gb=64, runtimes=["llama.cpp"], quants=["Q5_K_M"], macos="15"))
+    p = plan(PlanRequest(model="llama-3.3-70b", ram=64, runtimes=["llama.cpp"], quants=["Q5_K_M"], macos="15"))
     off = p.options[0].offload
     assert off.recommended and off.fits_in_ram and off.decode_tok_s is None  # no chip: memory only
     assert off.gpu_bytes <= 47 * GiB and "iogpu.wired_limit_mb" in off.reason
@@ -71,7 +71,7 @@ def test_offload_without_raising_the_limit_when_nothing_smaller_fits():
 
 def test_offload_that_would_swap_is_not_recommended():
     # Q6_K: 56.9 GiB in all, more than the 56 GiB macOS can spare on 64 GB (8 GiB kept)
-    p = plan(PlanRequest(model="llama-3.3-70b", ram_gb=64, runtimes=["llama.cpp"], quants=["Q6_K"]))
+    p = plan(PlanRequest(model="llama-3.3-70b", ram=64, runtimes=["llama.cpp"], quants=["Q6_K"]))
     off = p.options[0].offload
     assert not off.fits_in_ram and not off.recommended and "swap" in off.reason
 
@@ -94,7 +94,7 @@ def test_offload_decode_never_beats_the_cpu_free_rate():
                                                      ("llama-3.3-70b", "M3 Max", 64), ("qwen3-30b-a3b", "M2", 8)])
 def test_partial_offload_is_slower_than_all_on_gpu(model, chip, ram):
     # issue 35: "slower; decode ≈ 67.3 tok/s (all on GPU would be 63.2)" — every layer moved to the CPU costs time
-    p = plan(PlanRequest(model=model, chip=chip, ram_gb=ram, runtimes=["llama.cpp"]))
+    p = plan(PlanRequest(model=model, chip=chip, ram=ram, runtimes=["llama.cpp"]))
     offloads = [o.offload for o in p.options if o.offload is not None and o.offload.decode_tok_s]
     assert offloads
     for off in offloads:

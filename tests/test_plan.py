@@ -8,7 +8,7 @@ from planner.plan import PlanRequest, launch_recipe, plan
 def test_launch_recipe_of_a_plan_option_matches_its_kv_and_context():
     """Every option of a plan gets a server command at the request's context and users, with the option's KV type
     (llama.cpp -ctk/-ctv; mlx-lm serves at its default KV) and the total context over the slots (2 × 4096)."""
-    req = PlanRequest(model="llama-3.1-8b", ram_gb=64, context=4096, users=2, kv_type="q8_0")
+    req = PlanRequest(model="llama-3.1-8b", ram=64, context=4096, users=2, kv_type="q8_0")
     p = plan(req)
     for o in p.options:
         rc = launch_recipe(req, o)
@@ -21,8 +21,8 @@ def test_launch_recipe_of_a_plan_option_matches_its_kv_and_context():
 
 
 def test_model_summary_flags_moe_only():
-    assert not plan(PlanRequest(model="llama-3.1-8b", ram_gb=64)).model.is_moe
-    moe = plan(PlanRequest(model="qwen3-30b-a3b", ram_gb=64)).model
+    assert not plan(PlanRequest(model="llama-3.1-8b", ram=64)).model.is_moe
+    moe = plan(PlanRequest(model="qwen3-30b-a3b", ram=64)).model
     assert moe.is_moe and moe.active_params < moe.params / 5  # 3B of 30B active (Qwen3-30B-A3B)
 
 
@@ -32,10 +32,10 @@ def test_an_8gb_mac_is_not_told_to_raise_the_limit_to_the_default():
     from app.readings import limit_reading
     from cli.render import render_plan
 
-    p = plan(PlanRequest(model="qwen3-0.6b", ram_gb=8))
+    p = plan(PlanRequest(model="qwen3-0.6b", ram=8))
     assert not p.wired.can_raise
     assert "sysctl" not in render_plan(p) and "sysctl" not in limit_reading(p)
-    p16 = plan(PlanRequest(model="qwen3-0.6b", ram_gb=16))
+    p16 = plan(PlanRequest(model="qwen3-0.6b", ram=16))
     assert p16.wired.can_raise and f"iogpu.wired_limit_mb={p16.wired.sysctl_max_mb}" in render_plan(p16)
 
 
@@ -43,7 +43,7 @@ def test_an_8gb_mac_is_not_told_to_raise_the_limit_to_the_default():
                                                      ("Q8_0", "q8_0", "kv8")])
 def test_kv_type_is_honoured_in_each_runtimes_spelling(typed, llama, mlx):
     # issue 35: --kv-type q8 silently became f16 on llama.cpp; it is q8_0 there and kv8 on mlx-lm
-    p = plan(PlanRequest(model="qwen3-8b", ram_gb=16, runtimes=["llama.cpp", "mlx-lm"], quants=["Q4_K_M", "4bit"],
+    p = plan(PlanRequest(model="qwen3-8b", ram=16, runtimes=["llama.cpp", "mlx-lm"], quants=["Q4_K_M", "4bit"],
                          kv_type=typed))
     kinds = {o.runtime: o.kv_type for o in p.options}
     assert kinds == {"llama.cpp": llama, "mlx-lm": mlx}
@@ -54,16 +54,16 @@ def test_an_unknown_kv_type_is_refused_not_replaced():
     from planner.errors import InputError
 
     with pytest.raises(InputError, match="^kv_type "):
-        plan(PlanRequest(model="qwen3-8b", ram_gb=16, runtimes=["llama.cpp"], kv_type="q3"))
+        plan(PlanRequest(model="qwen3-8b", ram=16, runtimes=["llama.cpp"], kv_type="q3"))
 
 
 def test_a_context_above_the_model_maximum_is_capped_once_and_shown_capped():
     # issue 35: --context 1000000 showed "1 × 976.6K" and "Fit at 1 × 976.6K" although planned at 131,072
     from cli.plan import run_plan
 
-    p = plan(PlanRequest(model="llama-3.1-8b", ram_gb=64, context=1_000_000))
+    p = plan(PlanRequest(model="llama-3.1-8b", ram=64, context=1_000_000))
     assert p.request.context == 131_072 == p.model.max_context
     assert sum("capped at 131,072" in n for n in p.notes) == 1
-    text = run_plan({"model": "llama-3.1-8b", "ram_gb": 64, "context": 1_000_000})
+    text = run_plan({"model": "llama-3.1-8b", "ram": 64, "context": 1_000_000})
     assert "976" not in text and "1 × 128K" in text and "context 131,072" in text
     assert text.count("1,000,000") == 1   # only in the note that says it was capped

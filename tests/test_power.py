@@ -63,7 +63,7 @@ def test_battery_hours_on_a_macbook_pro():
     assert power.battery_wh(t, "MacBook Pro 14", "M3", "max") == 72.4
     assert power.battery_wh(t, "MacBook Pro 16", "M3", "max") == 100
     assert power.battery_wh(t, "Mac Studio", "M3", "max") is None
-    p = plan(PlanRequest(model="llama-3.1-8b", chip="M3 Max", gpu_cores=40, ram_gb=48, runtimes=["llama.cpp"],
+    p = plan(PlanRequest(model="llama-3.1-8b", chip="M3 Max", gpu_cores=40, ram=48, runtimes=["llama.cpp"],
                          quants=["Q4_K_M"]))
     e = p.options[0].energy
     assert e.battery_wh == 72.4 and e.battery_product == "MacBook Pro 14"   # the smaller of the 14 and 16 inch

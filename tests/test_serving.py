@@ -41,7 +41,7 @@ def test_ollama_default_parallel_by_version():
 
 
 def test_ollama_default_on_64gb_is_the_full_context():
-    p = plan(PlanRequest(model="llama-3.3-70b", ram_gb=64, runtimes=["ollama"], quants=["Q4_K_M"]))
+    p = plan(PlanRequest(model="llama-3.3-70b", ram=64, runtimes=["ollama"], quants=["Q4_K_M"]))
     s = p.options[0].serving
     # 80 layers x 2 x 8 heads x 128 x 2 B = 327,680 B/token; 131,072 tokens -> exactly 40 GiB of KV on top of the
     # 39.6 GiB of weights: over the 48 GiB limit
@@ -59,14 +59,14 @@ def test_bad_version_is_one_clear_error(bad):
 def test_ollama_own_engine_and_one_request_at_a_time():
     # server/sched.go forces numParallel = 1 for qwen3next in every version; fs/ggml/ggml.go OllamaEngineRequired
     # sent it to Ollama's own engine until v0.30.0 (#16031: llama-server for every GGUF model)
-    p = plan(PlanRequest(model="qwen3-next-80b-a3b", ram_gb=128, runtimes=["ollama"], quants=["Q4_K_M"], users=2))
+    p = plan(PlanRequest(model="qwen3-next-80b-a3b", ram=128, runtimes=["ollama"], quants=["Q4_K_M"], users=2))
     o = p.options[0]
     assert "own engine" not in o.serving.engine_note and "one request at a time" in o.serving.engine_note
-    old = plan(PlanRequest(model="qwen3-next-80b-a3b", ram_gb=128, runtimes=["ollama"], quants=["Q4_K_M"], users=2,
+    old = plan(PlanRequest(model="qwen3-next-80b-a3b", ram=128, runtimes=["ollama"], quants=["Q4_K_M"], users=2,
                            app_version="0.29.9")).options[0]
     assert "own engine" in old.serving.engine_note and "one request at a time" in old.serving.engine_note
     assert o.serving.default_parallel == 1
     assert "OLLAMA_NUM_PARALLEL=1 " in o.recipe.server and any("queue" in n for n in o.recipe.notes)
     # a llama.cpp-engine model keeps its slots
-    p8 = plan(PlanRequest(model="llama-3.1-8b", ram_gb=32, runtimes=["ollama"], quants=["Q4_K_M"], users=2))
+    p8 = plan(PlanRequest(model="llama-3.1-8b", ram=32, runtimes=["ollama"], quants=["Q4_K_M"], users=2))
     assert p8.options[0].serving.engine_note == "" and "OLLAMA_NUM_PARALLEL=2 " in p8.options[0].recipe.server

@@ -73,7 +73,7 @@ def test_ssd_table_validates_each_row_and_ranks_capacity_first():
 
 
 def _option(model, chip, cores, ram, quant, **kw):
-    p = plan(PlanRequest(model=model, chip=chip, gpu_cores=cores, ram_gb=ram, runtimes=["llama.cpp"],
+    p = plan(PlanRequest(model=model, chip=chip, gpu_cores=cores, ram=ram, runtimes=["llama.cpp"],
                          quants=[quant], **kw))
     return p, p.options[0]
 
@@ -131,7 +131,7 @@ def test_plan_says_streamed_from_ssd_with_recipe(run_cli=None):
 
 
 def test_mlx_lm_larger_than_ram_is_said_to_swap_not_streamed():
-    p = plan(PlanRequest(model="qwen3-235b-a22b", chip="M4 Max", gpu_cores=40, ram_gb=64, runtimes=["mlx-lm"],
+    p = plan(PlanRequest(model="qwen3-235b-a22b", chip="M4 Max", gpu_cores=40, ram=64, runtimes=["mlx-lm"],
                          quants=["mlx-4bit-g64"]))
     o = p.options[0]
     assert o.streaming is None and any("would swap" in n for n in o.notes)

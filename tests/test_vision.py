@@ -31,13 +31,13 @@ def test_smart_resize_keeps_multiples_of_28():
 
 
 def test_text_only_plan_carries_no_projector():
-    p = plan(PlanRequest(model="gemma-3-27b", ram_gb=32, quants=["Q4_K_M"]))
+    p = plan(PlanRequest(model="gemma-3-27b", ram=32, quants=["Q4_K_M"]))
     assert all(o.memory.vision == 0 for o in p.options)
 
 
 def test_images_add_the_projector_and_their_tokens():
-    base = plan(PlanRequest(model="gemma-3-27b", ram_gb=32, quants=["Q4_K_M", "4bit"], context=8192))
-    img = plan(PlanRequest(model="gemma-3-27b", ram_gb=32, quants=["Q4_K_M", "4bit"], context=8192, images=2))
+    base = plan(PlanRequest(model="gemma-3-27b", ram=32, quants=["Q4_K_M", "4bit"], context=8192))
+    img = plan(PlanRequest(model="gemma-3-27b", ram=32, quants=["Q4_K_M", "4bit"], context=8192, images=2))
     assert {o.runtime for o in img.options} == {"llama.cpp", "mlx-vlm"}  # mlx-lm reads text only
     for o in img.options:
         # 0.42 B params in F16 (llama.cpp mmproj) / bf16 (mlx-vlm vision tower): 0.84 GB
@@ -50,17 +50,17 @@ def test_images_add_the_projector_and_their_tokens():
 
 def test_images_on_a_text_model_is_one_clear_error():
     with pytest.raises(InputError, match="images 1: llama-3.1-8b has no vision encoder"):
-        plan(PlanRequest(model="llama-3.1-8b", ram_gb=16, images=1))
+        plan(PlanRequest(model="llama-3.1-8b", ram=16, images=1))
 
 
 def test_image_size_needs_images():
     with pytest.raises(InputError, match=r"image_size needs images N"):
-        plan(PlanRequest(model="qwen2.5-vl-7b", ram_gb=16, image_size="640x480"))
+        plan(PlanRequest(model="qwen2.5-vl-7b", ram=16, image_size="640x480"))
 
 
 def test_bigger_images_cost_more_context_on_qwen():
-    small = plan(PlanRequest(model="qwen2.5-vl-7b", ram_gb=16, quants=["Q4_K_M"], images=1, image_size="448x448"))
-    big = plan(PlanRequest(model="qwen2.5-vl-7b", ram_gb=16, quants=["Q4_K_M"], images=1, image_size="1792x1792"))
+    small = plan(PlanRequest(model="qwen2.5-vl-7b", ram=16, quants=["Q4_K_M"], images=1, image_size="448x448"))
+    big = plan(PlanRequest(model="qwen2.5-vl-7b", ram=16, quants=["Q4_K_M"], images=1, image_size="1792x1792"))
     # 448/28 = 16 -> 256 + 2 tokens; 1792/28 = 64 -> 4096 + 2
     assert small.options[0].memory.context == 8192 + 258 and big.options[0].memory.context == 8192 + 4098
 

@@ -77,7 +77,7 @@ def test_local_model_folder_is_planned_like_the_cli(at, tmp_path, monkeypatch):
     at.radio(key="model_source").set_value("Hugging Face id or local path").run()
     at.text_input(key="model_text").input(str(tmp_path)).run()
     assert not at.exception and not at.error
-    req = PlanRequest(model=str(tmp_path), chip="M4 Max", gpu_cores=40, ram_gb=64)
+    req = PlanRequest(model=str(tmp_path), chip="M4 Max", gpu_cores=40, ram=64)
     p = plan(req, resolve_model(str(tmp_path)))
     assert at.success[0].value == readings.answer(p, None)[1]  # outside the catalog: the plan's best option
 

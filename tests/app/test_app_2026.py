@@ -36,6 +36,6 @@ def test_qwen36_on_an_m4_pro_names_an_option_and_its_hybrid_cache():
     from app import readings
     from planner.plan import PlanRequest, plan
 
-    p = plan(PlanRequest(model="qwen3.6-35b-a3b", chip="M4 Pro", gpu_cores=20, ram_gb=48))
+    p = plan(PlanRequest(model="qwen3.6-35b-a3b", chip="M4 Pro", gpu_cores=20, ram=48))
     rows = readings.kv_rows(p)
     assert rows and all("/seq state" in r["per token"] for r in rows), rows

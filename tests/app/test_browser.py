@@ -171,7 +171,7 @@ def _expected(model: str, max_ttft: float | None = None, **mac):
     wl = custom_workload("chat", users=1, context=8192, max_ttft=max_ttft)
     pt = wl.at()
     # the form sends the preset's prompt-cache share, as `plan ... --cached-prefix 0.75` would
-    req = PlanRequest(model=model, prompt_tokens=pt.prompt_tokens, gen_tokens=pt.gen_tokens,
+    req = PlanRequest(model=model, prompt=pt.prompt_tokens, gen=pt.gen_tokens,
                       cached_prefix=wl.cached_prefix_share, **mac)
     ram, chip, _ = resolve_mac(req)
     r = recommend(model, ram, wl, chip=chip, best_effort=True)
@@ -189,7 +189,7 @@ def test_landing_page_one_answer_desktop_and_phone(page):
 
     expect.set_options(timeout=TIMEOUT_MS)
     _wait_idle(page)
-    top, met, _ = _expected("llama-3.1-8b", chip="M4 Max", gpu_cores=40, ram_gb=64)
+    top, met, _ = _expected("llama-3.1-8b", chip="M4 Max", gpu_cores=40, ram=64)
     text = _answer(page)
     name = option_name(top)
     assert met and "runs your chat assistant workload" in text and name in text
@@ -232,7 +232,7 @@ def test_70b_on_64gb_with_a_chip_is_not_green_and_charts_stop_where_it_fits(page
     # the rerun the new target starts may begin after the idle check: wait for its answer, not the previous one
     expect(page.locator(ANSWER)).to_contain_text("misses the speed targets")
     _wait_idle(page)
-    top, met, p = _expected("llama-3.3-70b", max_ttft=3, chip="M4 Max", gpu_cores=40, ram_gb=64)
+    top, met, p = _expected("llama-3.3-70b", max_ttft=3, chip="M4 Max", gpu_cores=40, ram=64)
     assert not met
     text = _answer(page)
     assert "misses the speed targets of your chat assistant workload" in text and option_name(top) in text and top.misses[0] in text
@@ -260,7 +260,7 @@ def test_70b_on_64gb_with_a_chip_is_not_green_and_charts_stop_where_it_fits(page
         if c:  # the per-user line never rises above its ceiling
             assert all(y <= cy * (1 + 1e-9) for y, cy in zip(t["y"], c["y"]))
     assert not any("all users" in t["name"] for t in decode)
-    gen = p.request.gen_tokens
+    gen = p.request.gen
     line = next(t for t in ttft if t["name"] == option_name(o))
     assert max(line["x"]) + gen <= longest_context(o, 1)
     assert any(t["name"] == f"limit: longest context that fits: {fmt_ctx(longest_context(o, 1))} " for t in ttft)
@@ -286,7 +286,7 @@ def test_70b_on_64gb_ram_only_matches_the_cli(page, tmp_path):
     page.get_by_test_id("stSidebar").get_by_text("RAM only", exact=True).click()
     expect(page.locator(ANSWER)).to_contain_text("on a 64 GB Mac")
     _wait_idle(page)
-    top, _, expected = _expected("llama-3.3-70b", ram_gb=64)
+    top, _, expected = _expected("llama-3.3-70b", ram=64)
     text = _answer(page)
     assert f"Llama 3.3 70B Instruct on a 64 GB Mac: {verdict_text(top.fit.verdict)}." in text
     assert fmt_bytes(expected.wired.effective_bytes) in text
@@ -331,6 +331,10 @@ def test_presets_fill_the_form_and_keep_one_answer(page):
         _pick(page, "Workload preset", w.name)
         _wait_idle(page)
         expect(side.get_by_role("spinbutton", name="Prompt length [tokens]")).to_have_value(str(w.at().prompt_tokens))
+        # the prompt-cache share every TTFT assumes: the preset's, shown as its default (chat 0.75, rag and agent 0)
+        expect(side.get_by_role("spinbutton", name="Share of each prompt already cached")).to_have_value(
+            f"{w.cached_prefix_share:.2f}")
+        expect(side).to_contain_text(f"Default: {w.cached_prefix_share:g}, the {w.name} preset's")
         expect(page.locator(ANSWER)).to_contain_text(f"your {w.name.lower()} workload")
         _wait_idle(page)
         text = _answer(page)
@@ -391,7 +395,7 @@ def test_context_above_the_model_maximum_is_capped_in_headline_and_bars(page):
     _wait_idle(page)
     assert "1 × 128K tokens" in " ".join(page.get_by_test_id("stMetricValue").all_inner_texts())
     assert "128K-token context" in _answer(page)
-    p = plan(PlanRequest(model="llama-3.1-8b", chip="M4 Max", gpu_cores=40, ram_gb=64, context=131072))
+    p = plan(PlanRequest(model="llama-3.1-8b", chip="M4 Max", gpu_cores=40, ram=64, context=131072))
     row = page.get_by_test_id("stTable").first.locator("tbody tr").first
     assert fmt_bytes(p.options[0].memory.kv_cache) in row.locator("td").all_inner_texts()
     _no_cli_words(page)

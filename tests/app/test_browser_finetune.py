@@ -19,7 +19,7 @@ def test_finetune_page(page):  # noqa: F811
     expect.set_options(timeout=TIMEOUT_MS)
     _open_page(page, PAGE_TITLE)
     # defaults: llama-3.1-8b, no chip, 32 GB, 4-bit QLoRA, 2048 x 4, 16 layers, rank 8
-    p = plan_finetune(FinetuneRequest(model="llama-3.1-8b", ram_gb=32.0, quant="4bit", dataset_tokens=2_000_000))
+    p = plan_finetune(FinetuneRequest(model="llama-3.1-8b", ram=32.0, quant="4bit", dataset_tokens=2_000_000))
     alert = page.get_by_test_id("stAlert").first
     first = summary_lines(p)[0].replace("**", "")
     expect(alert).to_contain_text(first.split(";")[0])
@@ -30,7 +30,7 @@ def test_finetune_page(page):  # noqa: F811
     # checkpointing on: the verdict follows the core again
     page.get_by_test_id("stCheckbox").get_by_text("Gradient checkpointing").click()
     _wait_idle(page)
-    p2 = plan_finetune(FinetuneRequest(model="llama-3.1-8b", ram_gb=32.0, quant="4bit", grad_checkpoint=True,
+    p2 = plan_finetune(FinetuneRequest(model="llama-3.1-8b", ram=32.0, quant="4bit", grad_checkpoint=True,
                                        dataset_tokens=2_000_000))
     expect(page.get_by_test_id("stAlert").first).to_contain_text(summary_lines(p2)[0].replace("**", "").split(";")[0])
     expect(page.get_by_test_id("stCode").first).to_contain_text("--grad-checkpoint")

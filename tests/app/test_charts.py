@@ -13,12 +13,12 @@ from planner.plan import PlanRequest, plan
 
 @pytest.fixture(scope="module")
 def p70():
-    return plan(PlanRequest(model="llama-3.3-70b", ram_gb=64, macos="15"))  # 48 GiB limit: Q5_K_M needs raising
+    return plan(PlanRequest(model="llama-3.3-70b", ram=64, macos="15"))  # 48 GiB limit: Q5_K_M needs raising
 
 
 @pytest.fixture(scope="module")
 def p8():
-    return plan(PlanRequest(model="llama-3.1-8b", chip="M4 Max", gpu_cores=40, ram_gb=64, users=4,
+    return plan(PlanRequest(model="llama-3.1-8b", chip="M4 Max", gpu_cores=40, ram=64, users=4,
                             runtimes=["llama.cpp"], quants=["Q4_K_M", "Q8_0"]))
 
 
@@ -55,7 +55,7 @@ def test_memory_stack_traces_sum_to_total_and_mark_the_choice(p70):
 
 
 def test_memory_stack_user_wired_limit_has_no_separate_raise_line():
-    p = plan(PlanRequest(model="llama-3.1-8b", ram_gb=16, wired_limit_mb=8192))
+    p = plan(PlanRequest(model="llama-3.1-8b", ram=16, wired_limit_mb=8192))
     w = p.wired
     if w.max_raise_bytes != w.effective_bytes:
         assert w.effective_bytes in _vlines(charts.memory_stack(p))
@@ -83,7 +83,7 @@ def test_heatmap_cells_are_safe_users_and_choice_is_marked(p8):
 
 
 def test_compare_macs_one_column_per_mac():
-    plans = [plan(PlanRequest(model="llama-3.3-70b", ram_gb=r)) for r in (48, 64, 128)]
+    plans = [plan(PlanRequest(model="llama-3.3-70b", ram=r)) for r in (48, 64, 128)]
     fig = charts.compare_macs(plans)
     (heat,) = fig.data
     assert len(heat.x) == 3 and len(heat.y) == len(plans[0].options)
@@ -104,7 +104,7 @@ def test_headline_70b_on_64gb(p70):
 
 
 def test_headline_no_fit_names_the_smallest():
-    p = plan(PlanRequest(model="llama-3.1-405b", ram_gb=64))
+    p = plan(PlanRequest(model="llama-3.1-405b", ram=64))
     level, text = readings.headline(p)
     assert level == "error" and verdict_text("no-fit") in text
     smallest = min(p.options, key=lambda o: o.memory.total)
@@ -131,7 +131,7 @@ def test_readings_mention_the_limit(p70):
 
 # ----------------------------------------------------------------------------- speed, recommend, buy
 def _speed_plan(**kw):
-    return plan(PlanRequest(model="llama-3.1-8b", chip="M4 Max", gpu_cores=40, ram_gb=64, users=4,
+    return plan(PlanRequest(model="llama-3.1-8b", chip="M4 Max", gpu_cores=40, ram=64, users=4,
                             quants=["Q4_K_M", "mlx-4bit-g64"], **kw))
 
 
@@ -141,7 +141,7 @@ def _picks(p):
 
 def test_decode_vs_users_draws_only_users_that_fit():
     """70B Q4_K_M on 64 GB at 8K: the plan says how many sessions fit; the chart stops there and marks it."""
-    p = plan(PlanRequest(model="llama-3.3-70b", chip="M4 Max", gpu_cores=40, ram_gb=64, quants=["Q4_K_M",
+    p = plan(PlanRequest(model="llama-3.3-70b", chip="M4 Max", gpu_cores=40, ram=64, quants=["Q4_K_M",
                                                                                                   "mlx-4bit-g64"]))
     picks = _picks(p)
     ceil = {readings.option_label(o): {u: o.speed.decode_tok_s_per_seq[u] * 1.5 for u in p.user_counts}
@@ -166,12 +166,12 @@ def test_decode_per_user_never_above_the_core_ceiling():
     """The dotted line is the speed core's own bandwidth roofline (plan predict): no drawn point exceeds it."""
     from planner.predict import predict_result
 
-    p = plan(PlanRequest(model="llama-3.1-8b", chip="M4 Max", gpu_cores=40, ram_gb=64, users=4,
+    p = plan(PlanRequest(model="llama-3.1-8b", chip="M4 Max", gpu_cores=40, ram=64, users=4,
                          quants=["Q4_K_M", "mlx-4bit-g64"]))
     for o in _picks(p):
         for u in readings.fitting_users(p, o):
-            ceiling = predict_result("M4 Max", 40, 64, "llama-3.1-8b", o.quant, o.runtime, p.request.prompt_tokens,
-                                     p.request.gen_tokens, 0, u, "15", None, None, None)["decode_ceiling_tok_s"]
+            ceiling = predict_result("M4 Max", 40, 64, "llama-3.1-8b", o.quant, o.runtime, p.request.prompt,
+                                     p.request.gen, 0, u, "15", None, None, None)["decode_ceiling_tok_s"]
             assert o.speed.decode_tok_s_per_seq[u] <= ceiling * (1 + 1e-9), (o.quant, u)
 
 
@@ -182,8 +182,8 @@ def fmt_tok_s_of(x):
 
 
 def test_ttft_vs_prompt_stops_at_the_longest_context_that_fits():
-    reqs = {n: plan(PlanRequest(model="llama-3.3-70b", chip="M4 Max", gpu_cores=40, ram_gb=64, prompt_tokens=n,
-                                gen_tokens=750, quants=["Q4_K_M", "mlx-4bit-g64"])) for n in (512, 8192, 65536)}
+    reqs = {n: plan(PlanRequest(model="llama-3.3-70b", chip="M4 Max", gpu_cores=40, ram=64, prompt=n,
+                                gen=750, quants=["Q4_K_M", "mlx-4bit-g64"])) for n in (512, 8192, 65536)}
     plans = list(reqs.values())
     picks = _picks(plans[0])
     fig = charts.ttft_vs_prompt(plans, picks, 750, 1)
@@ -264,12 +264,12 @@ def test_answer_names_one_option_and_reflects_the_targets():
 
     chip = profiles.resolve_chip("m4-max-40gpu")
     wl = custom_workload("chat")
-    p8 = plan(PlanRequest(model="llama-3.1-8b", chip="M4 Max", gpu_cores=40, ram_gb=64))
+    p8 = plan(PlanRequest(model="llama-3.1-8b", chip="M4 Max", gpu_cores=40, ram=64))
     r = recommend("llama-3.1-8b", 64, wl, chip=chip)
     level, text = readings.answer(p8, wl, r.options[0], True, r.why_not_higher_quality)
     assert level == "success" and "runs your chat assistant workload" in text
     assert readings.option_name(r.options[0]) in text and fmt_tok_s_of(r.options[0].speed.decode_tok_s_per_user) in text
-    p70 = plan(PlanRequest(model="llama-3.3-70b", chip="M4 Max", gpu_cores=40, ram_gb=64))
+    p70 = plan(PlanRequest(model="llama-3.3-70b", chip="M4 Max", gpu_cores=40, ram=64))
     wl = custom_workload("chat", max_ttft=3)  # a 2K prompt of a 70B takes far longer than 3 s
     with pytest.raises(TargetsUnreachableError):
         recommend("llama-3.3-70b", 64, wl, chip=chip)
@@ -287,7 +287,7 @@ def test_answer_says_mlx_lm_or_llama_cpp_as_the_cli_does():
     from planner.workload import custom_workload
 
     wl = custom_workload("chat")
-    p8 = plan(PlanRequest(model="llama-3.1-8b", chip="M4 Max", gpu_cores=40, ram_gb=64))
+    p8 = plan(PlanRequest(model="llama-3.1-8b", chip="M4 Max", gpu_cores=40, ram=64))
     r = recommend("llama-3.1-8b", 64, wl, chip=profiles.resolve_chip("m4-max-40gpu"))
     sentence = versus_text(runtime_verdicts(r))
     _, text = readings.answer(p8, wl, r.options[0], True, r.why_not_higher_quality, sentence)
@@ -296,7 +296,7 @@ def test_answer_says_mlx_lm_or_llama_cpp_as_the_cli_does():
 
 def test_model_line_shows_active_params_only_for_moe(p70):
     assert "active" not in readings.model_line(p70)
-    moe = plan(PlanRequest(model="qwen3-30b-a3b", ram_gb=64))
+    moe = plan(PlanRequest(model="qwen3-30b-a3b", ram=64))
     assert moe.model.is_moe and "active per token" in readings.model_line(moe)
 
 
@@ -327,5 +327,5 @@ def test_finetune_chart_draws_one_limit_line_when_the_limit_cannot_be_raised():
     from planner.finetune import FinetuneRequest, plan_finetune
 
     for ram, lines in ((8, 1), (32, 2)):
-        fig = memory_chart(plan_finetune(FinetuneRequest(model="qwen3-0.6b", ram_gb=ram)))
+        fig = memory_chart(plan_finetune(FinetuneRequest(model="qwen3-0.6b", ram=ram)))
         assert sum(s.type == "line" for s in fig.layout.shapes) == lines

@@ -21,7 +21,7 @@ import pytest
 from cli.questions import QUESTIONS, QuestionError, answer
 
 ROOT = Path(__file__).resolve().parents[2]
-QUESTION = {"model": "llama-3.1-8b", "ram_gb": 64}
+QUESTION = {"model": "llama-3.1-8b", "ram": 64}
 
 
 def _env() -> dict[str, str]:
@@ -47,10 +47,10 @@ def test_questions_cover_the_five_and_schemas_are_the_request_models():
     assert "model" in QUESTIONS["plan"].input_schema()["required"]
 
 
-@pytest.mark.parametrize("args, field", [({"model": "llama-3.1-8b", "ram_gb": -1}, "ram_gb"),
-                                         ({"model": "llama-3.1-8b", "ram_gb": 64, "colour": "red"}, "colour"),
-                                         ({"ram_gb": 64}, "model"),
-                                         ({"model": "llama-3.1-8b", "ram_gb": 64, "context": "long"}, "context")])
+@pytest.mark.parametrize("args, field", [({"model": "llama-3.1-8b", "ram": -1}, "ram"),
+                                         ({"model": "llama-3.1-8b", "ram": 64, "colour": "red"}, "colour"),
+                                         ({"ram": 64}, "model"),
+                                         ({"model": "llama-3.1-8b", "ram": 64, "context": "long"}, "context")])
 def test_bad_input_is_one_line_naming_the_field(args, field):
     with pytest.raises(QuestionError) as e:
         answer("plan", args)
@@ -82,8 +82,8 @@ def test_mcp_client_lists_tools_and_gets_the_cli_answer(cli_json):
             await session.initialize()
             tools = (await session.list_tools()).tools
             good = await session.call_tool("plan", QUESTION)
-            bad = await session.call_tool("plan", {"model": "llama-3.1-8b", "ram_gb": "sixty-four"})
-            unknown = await session.call_tool("plan", {"model": "no-such-model-anywhere", "ram_gb": 64})
+            bad = await session.call_tool("plan", {"model": "llama-3.1-8b", "ram": "sixty-four"})
+            unknown = await session.call_tool("plan", {"model": "no-such-model-anywhere", "ram": 64})
             return tools, good, bad, unknown
 
     tools, good, bad, unknown = anyio.run(talk)
@@ -93,7 +93,7 @@ def test_mcp_client_lists_tools_and_gets_the_cli_answer(cli_json):
     assert not good.is_error
     assert json.loads(good.content[0].text) == cli_json
     assert good.structured_content == cli_json
-    for res, field in ((bad, "ram_gb"), (unknown, "no-such-model-anywhere")):
+    for res, field in ((bad, "ram"), (unknown, "no-such-model-anywhere")):
         assert res.is_error
         text = res.content[0].text
         assert "\n" not in text and field in text and "Traceback" not in text
@@ -140,11 +140,11 @@ def test_http_health_and_the_cli_answer(api, cli_json):
 
 
 @pytest.mark.parametrize("path, body, raw, status", [
-    ("/plan", {"model": "llama-3.1-8b", "ram_gb": 0}, None, 400),
+    ("/plan", {"model": "llama-3.1-8b", "ram": 0}, None, 400),
     ("/plan", None, b"{not json", 400),
     ("/plan", None, b"[1, 2]", 400),
     ("/fly", {}, None, 404),
-    ("/plan", {"model": "llama-3.1-8b", "ram_gb": 64, "kv_type": "f16\nx"}, None, 400),
+    ("/plan", {"model": "llama-3.1-8b", "ram": 64, "kv_type": "f16\nx"}, None, 400),
     ("/plan", None, b" " * (65 * 1024), 413),
 ])
 def test_http_bad_input_is_one_line(api, path, body, raw, status):

@@ -115,5 +115,5 @@ def test_agents_get_the_same_no_answer_and_error_codes():
     no = answer("recommend", {"model": "llama-3.3-70b", "ram": 24, "chip": "M4 Pro"})
     assert no["schema_version"] == SCHEMA_VERSION and no["answer"]["code"] == "no_fit"
     with pytest.raises(QuestionError) as e:
-        answer("plan", {"model": "no-such-model", "ram_gb": 64})
+        answer("plan", {"model": "no-such-model", "ram": 64})
     assert e.value.code == "unknown_profile"

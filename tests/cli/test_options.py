@@ -17,10 +17,10 @@ from planner.plan import PlanRequest
 from planner.requests import BuyRequest, ClusterRequest, PredictRequest, RecommendRequest
 
 REQUESTS = {"predict": PredictRequest, "recommend": RecommendRequest, "buy": BuyRequest, "cluster": ClusterRequest}
-PLAN_FIELDS = {"model": "model", "ram": "ram_gb", "chip": "chip", "gpu_cores": "gpu_cores", "runtime": "runtimes",
+PLAN_FIELDS = {"model": "model", "ram": "ram", "chip": "chip", "gpu_cores": "gpu_cores", "runtime": "runtimes",
                "quant": "quants", "context": "context", "users": "users", "kv_type": "kv_type",
                "wired_limit": "wired_limit_mb", "macos": "macos", "flash_attn": "flash_attn", "ubatch": "n_ubatch",
-               "prompt": "prompt_tokens", "gen": "gen_tokens", "images": "images", "image_size": "image_size",
+               "prompt": "prompt", "gen": "gen", "images": "images", "image_size": "image_size",
                "draft_model": "draft_model", "draft_acceptance": "draft_acceptance", "draft_tokens": "draft_tokens",
                "app_version": "app_version", "guardrail": "guardrail", "ssd_gb": "ssd_gb",
                "thinking_tokens": "thinking_tokens", "cached_prefix": "cached_prefix"}
@@ -132,9 +132,9 @@ def test_every_command_that_reports_ttft_takes_cached_prefix():
 def test_a_distribution_is_answered_at_its_p90_prompt_and_mean_output(text, prompt, gen):
     """plan and predict take the distribution forms too: the prompt at its p90 (TTFT), the output at its mean,
     rounded up: 100:0.5,301:0.5 -> 200.5 -> 201 tokens."""
-    assert PlanRequest(model="x", prompt_tokens=text).prompt_tokens == prompt
+    assert PlanRequest(model="x", prompt=text).prompt == prompt
     assert PredictRequest(chip="M4", model="x", quant="Q4_K_M", prompt=text).prompt == prompt
-    assert PlanRequest(model="x", gen_tokens="100:0.5,301:0.5").gen_tokens == 201
+    assert PlanRequest(model="x", gen="100:0.5,301:0.5").gen == 201
     assert PredictRequest(chip="M4", model="x", quant="Q4_K_M", gen="p50=100,p90=301").gen == 201
 
 

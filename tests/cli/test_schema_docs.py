@@ -29,7 +29,7 @@ RUNS = {
     "cluster": ["cluster", "--model", "llama-3.3-70b", "--macs", "2x Mac Studio M4 Max 64GB"],
 }
 # names retired by schema_version 2: one name per fact
-RETIRED = {"gpu_limit_bytes", "limit_bytes", "decode_range", "prefill_range"}
+RETIRED = {"gpu_limit_bytes", "limit_bytes", "decode_range", "prefill_range", "fit_verdict"}  # + 4: one verdict key
 
 
 def _gen():

@@ -17,7 +17,7 @@ def test_answer_wait_by_hand():
 
 
 def test_a_stated_budget_gives_the_wait_at_the_bottom_lines_option():
-    given = {"model": "qwen3-8b", "chip": "M4 Pro", "ram_gb": 48, "thinking_tokens": 3000}
+    given = {"model": "qwen3-8b", "chip": "M4 Pro", "ram": 48, "thinking_tokens": 3000}
     sp = _recommendation(PlanRequest(**given)).options[0].speed
     text = run_plan(given)
     want = fmt_seconds(sp.ttft_s + 3000 / sp.decode_tok_s_per_user)
@@ -25,6 +25,6 @@ def test_a_stated_budget_gives_the_wait_at_the_bottom_lines_option():
 
 
 def test_a_reasoning_model_shows_the_budgets_and_a_chat_model_does_not():
-    text = run_plan({"model": "deepseek-r1-distill-qwen-14b", "chip": "M4 Pro", "ram_gb": 48})
+    text = run_plan({"model": "deepseek-r1-distill-qwen-14b", "chip": "M4 Pro", "ram": 48})
     assert "Thinking:" in text and all(f"{t:,} tokens →" in text for t in THINKING_BUDGETS)
-    assert "Thinking:" not in run_plan({"model": "llama-3.1-8b", "chip": "M4 Pro", "ram_gb": 48})
+    assert "Thinking:" not in run_plan({"model": "llama-3.1-8b", "chip": "M4 Pro", "ram": 48})

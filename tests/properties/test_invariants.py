@@ -207,7 +207,7 @@ def test_results_round_trip_through_json(combo, ctx, u, ram, os_):
 @given(st.sampled_from(MODELS), rams, st.sampled_from([1, 4096, 8192, 100_000]), st.sampled_from([1, 3, 16]),
        st.sampled_from([None, ["llama.cpp"], ["mlx-lm"], ["ollama", "mlx-lm"]]))
 def test_plan_round_trips_through_json(model, ram, ctx, u, runtimes):
-    req = PlanRequest(model=model, ram_gb=ram, context=ctx, users=u, **({"runtimes": runtimes} if runtimes else {}))
+    req = PlanRequest(model=model, ram=ram, context=ctx, users=u, **({"runtimes": runtimes} if runtimes else {}))
     p = plan(req)
     assert Plan.model_validate_json(p.model_dump_json()) == p
 

@@ -108,7 +108,7 @@ def test_plan_predict_and_recommend_give_one_answer(model, mac, rt, wl):
     assert pr["weights_bytes"] == o["weights"]["total_bytes"]
     if ctx == P + G:
         assert pr["kv_cache_bytes"] == o["memory"]["kv_cache"] and pr["peak_memory_bytes"] == o["memory"]["total"]
-        assert pr["fit_verdict"] == o["fit"]["verdict"]
+        assert pr["verdict"] == o["fit"]["verdict"]
 
     # recommend searches KV types and slots: its option with the plan's KV type and one slot (one user)
     (ro,) = [x for x in recommend_options(model, mac, rt, wl) if same_config(x, rt[0], rt[1], o["kv_type"])]
@@ -185,8 +185,8 @@ def test_the_app_reads_the_same_answer(model, mac, rt, wl):
 
     P, G, ctx = point(wl)
     o = plan_option(model, mac, rt, wl)
-    req = PlanRequest(model=model, chip=mac[0], gpu_cores=mac[1], ram_gb=mac[2], runtimes=[rt[0]], quants=[rt[1]],
-                      context=ctx, users=1, prompt_tokens=wl[0], gen_tokens=wl[1], cached_prefix=wl[2])
+    req = PlanRequest(model=model, chip=mac[0], gpu_cores=mac[1], ram=mac[2], runtimes=[rt[0]], quants=[rt[1]],
+                      context=ctx, users=1, prompt=wl[0], gen=wl[1], cached_prefix=wl[2])
     p = plan(req)
     (po,) = [x for x in p.options if x.quant == rt[1]]
     text = readings.ttft_reading(p, [po])

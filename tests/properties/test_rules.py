@@ -95,7 +95,7 @@ def test_plan_tables_agree(model, ram, context, users):
     - every longest context in the table gets the verdict 'fits'.
     Catches: max_context_raised computed from the default budget (or the other way round), swapped keys of the
     context and user columns, a table searched against the limit instead of the budget."""
-    p = plan(PlanRequest(model=model, ram_gb=ram, context=context, users=users))
+    p = plan(PlanRequest(model=model, ram=ram, context=context, users=users))
     for o in p.options:
         assert set(o.safe_users) == set(p.contexts) and set(o.max_context) == set(p.user_counts)
         assert set(o.max_context_raised) == set(p.user_counts)

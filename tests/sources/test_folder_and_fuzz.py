@@ -37,7 +37,7 @@ def test_mlx_folder_exact_and_plan_restricted(tmp_path):
     _, data = header_bytes(qwen3_30b_a3b_mlx4())
     assert r.source == "folder" and r.quant_id == "mlx-4bit-g64" and r.runtime_hint == "mlx-lm"
     assert r.exact_weights.total_bytes == data
-    p = plan(PlanRequest(model=str(d), ram_gb=64), r)
+    p = plan(PlanRequest(model=str(d), ram=64), r)
     assert [(o.runtime, o.quant) for o in p.options] == [("mlx-lm", "mlx-4bit-g64")]
     assert p.options[0].weights.exact and p.options[0].memory.weights == data
 
@@ -52,7 +52,7 @@ def test_hf_folder_unquantized_keeps_all_options(tmp_path):
         (d / name).write_bytes(data)
     r = resolve_model(str(d))
     assert r.quant_id == "mlx-bf16" and r.runtime_hint is None
-    p = plan(PlanRequest(model=str(d), ram_gb=32, quants=["Q4_K_M", "bf16"]), r)
+    p = plan(PlanRequest(model=str(d), ram=32, quants=["Q4_K_M", "bf16"]), r)
     ex = {(o.runtime, o.quant): o.weights.exact for o in p.options}
     assert ex == {("llama.cpp", "Q4_K_M"): False, ("llama.cpp", "BF16"): False, ("mlx-lm", "mlx-bf16"): True}
 
@@ -145,6 +145,6 @@ def test_mlx_folder_quantization_block_pins_the_format_without_safetensors(tmp_p
     (d / "config.json").write_text(json.dumps(cfg))
     r = resolve_model(str(d))
     assert r.exact_weights is None and r.quant_id == "mlx-4bit-g64"
-    p = plan(PlanRequest(model=str(d), ram_gb=16), r)
+    p = plan(PlanRequest(model=str(d), ram=16), r)
     assert [(o.runtime, o.quant) for o in p.options] == [("mlx-lm", "mlx-4bit-g64")]
     assert any("weights are estimated" in n for n in p.notes)

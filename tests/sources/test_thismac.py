@@ -160,7 +160,7 @@ def test_user_wired_limit_is_used(tmp_path):
     r = plan(env, "--model", "qwen3-8b", "--json")
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout)
-    assert got["request"]["wired_limit_mb"] == 26000 and got["request"]["ram_gb"] == 32
+    assert got["request"]["wired_limit_mb"] == 26000 and got["request"]["ram"] == 32
 
 
 def test_a_named_mac_and_off_a_mac_run_nothing(tmp_path):
@@ -188,7 +188,7 @@ def test_gpu_cores_alone_pick_the_bin_of_this_mac(tmp_path):
     r = plan(env, "--model", "qwen3-8b", "--gpu-cores", "32", "--json")
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout)
-    assert got["mac"]["chip"]["id"] == "m1-max-32gpu" and got["request"]["ram_gb"] == 32
+    assert got["mac"]["chip"]["id"] == "m1-max-32gpu" and got["request"]["ram"] == 32
 
 
 def test_calibration_reads_the_mac_through_the_same_detector(on_path):
@@ -208,7 +208,7 @@ def test_agents_questions_are_asked_for_this_mac_too(on_path):
     on_path("m2-pro-19gpu-32gb-macos14")
     _detected.cache_clear()
     auto = answer("plan", {"model": "qwen3-8b"})
-    typed = answer("plan", {"model": "qwen3-8b", "chip": "M2 Pro", "gpu_cores": 19, "ram_gb": 32})
+    typed = answer("plan", {"model": "qwen3-8b", "chip": "M2 Pro", "gpu_cores": 19, "ram": 32})
     assert auto["mac"] == typed["mac"] and auto["options"] == typed["options"]
     assert answer("what_runs", {})["chip"] == answer("what_runs", {"ram": 32, "chip": "M2 Pro", "gpu_cores": 19})["chip"]
     _detected.cache_clear()
