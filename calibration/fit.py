@@ -736,6 +736,9 @@ def constants_from_params(params: dict[str, float], fixed: dict[str, float] | No
         d = out["default"]
         for p in SHARED:
             d.setdefault(p, allp.get(p, BASE_PRIORS[p][0]))
+        for p in OPTIONAL_FIXED:  # carried when given (a user fit keeps the shipped value), else unset: 0
+            if p in allp:
+                d.setdefault(p, allp[p])
         for p, v in KERNELS[runtime].items():
             d.setdefault(p, v)
         d.setdefault("eta_bw", allp.get("eta_bw:*", BASE_PRIORS["eta_bw"][0]))
