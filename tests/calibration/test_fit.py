@@ -154,6 +154,14 @@ def test_constants_from_params_are_valid_profiles():
     assert isinstance(scoped["default"], SpeedConstants)
 
 
+def test_constants_from_params_carry_the_moe_layer_cost():
+    """A fitted t_moe_layer_s lands in the default scope; a user fit that keeps it fixed (calibration.user_fit passes
+    the shipped constants as ``fixed``) writes it back; a fit that never had it leaves it unset (0 in the roofline)."""
+    assert F.constants_from_params({**TRUE, "t_moe_layer_s": 1e-4}, fixed={})["default"].t_moe_layer_s == 1e-4
+    assert F.constants_from_params(TRUE, fixed={"t_moe_layer_s": 2e-4})["default"].t_moe_layer_s == 2e-4
+    assert F.constants_from_params(TRUE, fixed={})["default"].t_moe_layer_s is None
+
+
 def test_shipped_profiles_are_reproducible(tmp_path):
     profs, _, _ = F.shipped_profiles()
     paths = F.write_profiles(profs, tmp_path)
