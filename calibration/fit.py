@@ -81,7 +81,7 @@ BASE_PRIORS: dict[str, tuple[float, float]] = {
     "eta_bw": (0.7, 1.0), "eta_c": (0.6, 1.0), "eta_attn": (0.3, 1.5), "eta_c_decode": (0.4, 1.5),
     "eta_mv": (0.15, 1.5), "eta_attn_decode": (1.0, 1.0), "moe_bw_factor": (0.7, 1.0), "era_tl": (1.0, 1.0), "eta_kv": (0.8, 1.0),
     "noflash_kv_factor": (2.0, 0.7),
-    "t_layer_s": (5e-5, 2.0), "noflash_attn_factor": (2.0, 0.7), "matrix_unit_factor": (2.7, 0.35),
+    "t_layer_s": (5e-5, 2.0), "t_moe_layer_s": (5e-5, 2.0), "noflash_attn_factor": (2.0, 0.7), "matrix_unit_factor": (2.7, 0.35),
     "q_float": (1.0, 0.5), "q_legacy": (1.0, 0.5), "q_kquant": (0.85, 0.5), "q_iquant": (0.8, 0.5),
     "q_mxfp4": (1.0, 0.5), "q_affine": (1.0, 0.5), "q_fp4": (1.0, 0.5), "era": (1.0, 1.0), "era_decode": (1.0, 0.3),
 }
@@ -126,6 +126,9 @@ def mv_max_batch(runtime: str, era: str) -> int:
 
 SHARED = ("eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor", "t_layer_s", "noflash_attn_factor",
           "matrix_unit_factor", "eta_kv", "noflash_kv_factor")
+# Parameters only the runtimes whose Spec frees them fit; elsewhere they keep this value (0: no such cost).
+# t_moe_layer_s: a MoE layer's routing chain (throughput.Roofline.fixed_time), fitted for mlx-lm.
+OPTIONAL_FIXED = {"t_moe_layer_s": 0.0}
 
 
 # --------------------------------------------------------------------------- the common record form
@@ -364,6 +367,8 @@ def _param_names(records: list[FitRecord], spec: Spec) -> list[str]:
     for p in SHARED:
         if p in spec.free:
             names.append(p)
+    if "t_moe_layer_s" in spec.free and any(r.phase == "decode" and r.geo.moe_layers for r in records):
+        names.append("t_moe_layer_s")
     if "eta_attn_decode" in spec.free and any(r.phase == "decode" for r in records):
         names.append("eta_attn_decode")   # a user fit's own (calibration/user_fit.py); the shipped fit keeps 1
     if "q" in spec.free:
@@ -396,6 +401,7 @@ class _Arrays:
         self.value = np.array([r.value for r in records], float)
         self.w = np.array([r.weight for r in records], float)
         self.L = np.array([r.geo.n_layers for r in records], float)
+        self.ML = np.array([r.geo.moe_layers for r in records], float)  # layers with routed experts
         self.bw = np.array([tp.bandwidth(r.chip) for r in records])
         allchips = profiles.all_chips()
         self.peak = np.array([tp.peak_flops(r.chip, allchips)[0] for r in records])
@@ -493,6 +499,7 @@ def _index(records, spec, names):
         "era_decode": np.array([col("era_decode") if r.era != "current" else -1 for r in records]),
         "era_tl": np.array([col("era_tl") if r.era != "current" else -1 for r in records]),
         "eta_attn_decode": np.full(len(records), col("eta_attn_decode")),
+        **{p: np.full(len(records), col(p)) for p in OPTIONAL_FIXED},
     }
     for p in SHARED:
         idx[p] = np.full(len(records), col(p))
@@ -514,6 +521,7 @@ def _fixed_values(records, spec, fixed: dict[str, float]):
         "era_tl": np.ones(len(records)),
         "eta_attn_decode": np.full(len(records), get("eta_attn_decode", 1.0)),
         **{p: np.full(len(records), get(p, BASE_PRIORS[p][0])) for p in SHARED},
+        **{p: np.full(len(records), get(p, v)) for p, v in OPTIONAL_FIXED.items()},
     }
 
 
@@ -530,7 +538,8 @@ def _predict(theta: np.ndarray, A: _Arrays, idx, fixedv) -> np.ndarray:
     eta_c = pick("eta_c") * pick("q") * era
     moe = pick("moe_bw_factor")
     F = A.peak * np.where(A.mu, pick("matrix_unit_factor"), 1.0)
-    fixed = A.L * pick("t_layer_s") * pick("era_tl")
+    # throughput.Roofline.fixed_time: L · t_layer + L_moe · t_moe_layer
+    fixed = A.L * pick("t_layer_s") * pick("era_tl") + A.ML * pick("t_moe_layer_s")
     # decode. B > mv_max_batch runs the prefill matrix-matrix kernel (ggml-metal-common.cpp
     # ggml_metal_op_mul_mat_use_mm: ne11 > 8 -> kernel_mul_mm), so its efficiency is η_c_decode × the prefill
     # η_c · q of the same generation and weight class, old builds included (era); η_c_decode is the ratio one
@@ -717,7 +726,7 @@ def constants_from_params(params: dict[str, float], fixed: dict[str, float] | No
         out["default"]["eta_bw"] = float(np.exp(np.mean(np.log(list(bw.values())))))
     if ec and "*" not in ec:
         out["default"]["eta_c"] = float(np.exp(np.mean(np.log(list(ec.values())))))
-    for p in SHARED:
+    for p in (*SHARED, *OPTIONAL_FIXED):
         if p in params:
             out["default"][p] = params[p]
     qf = {k[2:]: v for k, v in params.items() if k.startswith("q_")}
@@ -727,6 +736,9 @@ def constants_from_params(params: dict[str, float], fixed: dict[str, float] | No
         d = out["default"]
         for p in SHARED:
             d.setdefault(p, allp.get(p, BASE_PRIORS[p][0]))
+        for p in OPTIONAL_FIXED:  # carried when given (a user fit keeps the shipped value), else unset: 0
+            if p in allp:
+                d.setdefault(p, allp[p])
         for p, v in KERNELS[runtime].items():
             d.setdefault(p, v)
         d.setdefault("eta_bw", allp.get("eta_bw:*", BASE_PRIORS["eta_bw"][0]))
@@ -743,6 +755,7 @@ def full_constants(params: dict[str, float], fixed: dict[str, float], chip: Chip
     """Constants for one chip from a parameter dict, with the planner's lookup rules (gen falls back to older)."""
     allp = {**fixed, **params}
     k = {p: allp.get(p, BASE_PRIORS[p][0]) for p in SHARED}
+    k.update({p: allp.get(p, v) for p, v in OPTIONAL_FIXED.items()})
     k.update(KERNELS[runtime])
     bw = {p.split(":")[1]: v for p, v in allp.items() if p.startswith("eta_bw:")}
     ec = {p.split(":")[1]: v for p, v in allp.items() if p.startswith("eta_c:")}
@@ -907,7 +920,7 @@ def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None,
         # source groups (fit_hierarchical): M3 Ultra prefills 1.5x faster per FLOP than M1/M2 users' Macs
         spec = Spec("mlx-lm", tier_eta_bw=True, gen_eta_c=True, eta_c_family=MLX_ETA_C_FAMILY,
                     free={"eta_bw", "eta_c", "eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor", "t_layer_s",
-                          "matrix_unit_factor", "q", "eta_kv"})
+                          "t_moe_layer_s", "matrix_unit_factor", "q", "eta_kv"})
         p_mx, d_mx = fit_hierarchical(mx, spec, priors={**shared, **within_source_quant_priors(mx)})
         p_mx = mlx_family_eta_c(p_mx, mx)
         out["mlx-lm"] = (p_mx, {}, d_mx)

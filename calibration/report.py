@@ -306,7 +306,10 @@ decode prediction exceeds bandwidth / bytes per step (a property test checks eve
 `python -m calibration.fit` fits the efficiencies (scipy least squares on log rates, weak priors) to the usable
 rows of every measured-benchmark CSV under `calibration/data/` (any new file with the same columns joins), **every
 source group counting once** (a row weighs 1 / its group's rows of that phase), so the centre is the typical source,
-not the expert source with most rows; mlx-lm has its own bandwidth, compute, attention and fixed-cost constants,
+not the expert source with most rows; mlx-lm has its own bandwidth, compute, attention and fixed-cost constants
+(a fixed time per layer and, fitted apart, per MoE layer: the router, top-k and gathered-expert kernels of a
+routed-expert block run one after another whatever the experts' size, so a per-byte factor alone made Mixtral's
+large experts slow and small-expert models fast),
 M1 chips their own llama.cpp bandwidth efficiency (their GPU reaches less of its nominal bandwidth). Each tier's
 η_bw and each generation's η_c (llama.cpp and mlx-lm) is a random effect around the pooled value, shrunk by its
 number of source groups n: it moves by the sources' mean offset × n / (n + 0.56), so one slow user's Mac moves its

@@ -684,7 +684,7 @@ class Provenance(BaseModel):
 
 
 OPTIONAL_CONSTANTS = ("likely_range", "t_token_host_s", "eta_attn_decode", "server_prefill_factor",
-                      "server_decode_factor", "decode_factor", "prefill_factor")
+                      "server_decode_factor", "decode_factor", "prefill_factor", "t_moe_layer_s")
 
 
 class SpeedConstants(BaseModel):
@@ -711,6 +711,10 @@ class SpeedConstants(BaseModel):
                                         "matrix-matrix kernel; below it each (token, expert) pair reads its expert [tokens]")
     moe_bw_factor: float | None = Field(None, gt=0, le=1, description="Bandwidth efficiency of routed-expert reads relative to dense [1]")
     t_layer_s: float | None = Field(None, ge=0, le=1e-2, description="Fixed cost per layer per forward pass [s]")
+    t_moe_layer_s: float | None = Field(
+        None, ge=0, le=1e-2, description="Fixed cost per routed-expert (MoE) layer per forward pass on top of "
+                                         "t_layer_s: the router, top-k selection, gathered expert matmuls and "
+                                         "weighted sum dispatched one after another (unset = 0) [s]")
     t_token_host_s: float | None = Field(
         None, ge=0, le=0.1, description="A server's host work per sampled token of each sequence (sampling, "
                                         "streaming), beyond the benchmark's step; measured by plan calibrate [s]")

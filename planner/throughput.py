@@ -6,9 +6,11 @@ Decode step (B sequences at context c each), docs/model-facts.md §5.1-5.2, gguf
                   r(B) = B·k/E below mm_id_min_batch (kernel_mul_mv_id re-reads per token), else 1 − (1 − k/E)^B
     flops(B, c) = B · (2·N_active + 2·A_full·c + 2·A_swa·min(c, W))
     t_attn      = max(B · kv(c) / (η_kv · η_bw · BW), 2·B·A(c) / (η_ad · η_attn · F)) × (no flash attention: f_kv)
-    t_step      = L · t_layer + weights / (η_bw · BW) + t_attn                              (B = 1)
-                  L · t_layer + weights / (η_bw · BW) + t_attn + (B − 1) · flops_1 / (η_mv · F)  (2 ≤ B ≤ mv_max_batch)
-                  L · t_layer + max(weights / (η_bw · BW), flops_w / (η_cd · η_c · q · F)) + t_attn   (larger B)
+    t_step      = t_fix + weights / (η_bw · BW) + t_attn                                   (B = 1)
+                  t_fix + weights / (η_bw · BW) + t_attn + (B − 1) · flops_1 / (η_mv · F)        (2 ≤ B ≤ mv_max_batch)
+                  t_fix + max(weights / (η_bw · BW), flops_w / (η_cd · η_c · q · F)) + t_attn         (larger B)
+    t_fix       = L · t_layer + L_moe · t_moe_layer   (L_moe: layers with routed experts; their router, top-k and
+                  gathered-expert kernels run one after another whatever the expert size)
                   (expert bytes at η_bw · moe_bw_factor; up to mv_max_batch the matrix-vector kernels add each further
                   column's dot products to the reads; larger B runs prefill's kernel_mul_mm on the weights, padded to its
                   tile (η_cd: a ratio to the prefill η_c · q of the same chip and quant), and the attention kernel
@@ -21,7 +23,7 @@ Prefill of P tokens per sequence on D cached tokens (§5.3)::
     flops_attn = 2 · A · Σ_i min(D + i, W)             (causal; A = Σ_layers H·(d_qk + d_v))
                  + S · B·P                                (recurrent layers: S state-update FLOPs per token,
                                                             planner/hybrid.py state_flops; decode adds B · S too)
-    t_prefill  = n_chunks · L · t_layer + max(flops_mm / (η_c·q·F), n_chunks · W_read / (η_bw·BW))
+    t_prefill  = n_chunks · t_fix + max(flops_mm / (η_c·q·F), n_chunks · W_read / (η_bw·BW))
                  + flops_attn · fa / (η_attn · F)
                  (MLX on a CPU: unfused, every query of a chunk × every key up to its end, at η_c · F)
 
@@ -74,6 +76,7 @@ class Geometry:
     state_flops: float = 0.0  # recurrent-state update per token per sequence, all layers (planner/hybrid.py) [FLOP]
     score_heads: float = 0.0  # Σ_layers H where attention is unfused on the GPU, materialising the score matrix
                               # (Engine.score_heads); 0 = a fused attention kernel [1]
+    moe_layers: int = 0       # layers with a routed-expert block (t_moe_layer_s per forward pass) [1]
 
     def expert_union(self, tokens: int) -> float:
         """Expected fraction of routed experts touched by ``tokens`` tokens, uniform routing: 1 − (1 − k/E)^n."""
@@ -247,7 +250,18 @@ def geometry(mm: MemoryModel, quant_kind: str = "gguf", quant_mode: str | None =
         expert_matmul_params=float(expert_mm) if cfg.is_moe else 0.0,
         prefill_attn_full=mm.engine.prefill_attn_dims(cfg),
         state_flops=arch._memo("state_flops", cfg, hybrid.state_flops),  # per config, like the sums above
-        score_heads=mm.engine.score_heads(cfg))
+        score_heads=mm.engine.score_heads(cfg),
+        moe_layers=arch._memo("moe_layers", cfg, moe_layers) if cfg.is_moe else 0)
+
+
+def moe_layers(cfg: ModelConfig) -> int:
+    """Layers that hold a routed-expert block (architecture.tensors group ``experts``; DeepSeek's first_k_dense
+    layers and interleaved dense layers have none). Each such layer adds its own chain of small dependent kernels
+    to a forward pass, whatever its experts' size: mlx_lm/models/qwen3_moe.py Qwen3MoeSparseMoeBlock runs the router
+    matmul, softmax, argpartition, take_along_axis and the score normalisation, then SwitchGLU
+    (mlx_lm/models/switch_layers.py) expand_dims, three gather_qmm and the activation, then the score product and
+    sum: a dozen dispatches on top of the dense layer's (Roofline.fixed_time)."""
+    return len({t.layer for t in arch.tensors(cfg) if t.group == "experts" and t.layer is not None})
 
 
 # --------------------------------------------------------------------------- chip peaks
@@ -300,6 +314,20 @@ class Roofline:
         return by_name(self.runtime_family)
 
     # ---- decode
+    def fixed_time(self) -> float:
+        """Fixed cost of one forward pass, whatever the bytes and FLOPs: L · t_layer + L_moe · t_moe_layer. [s]
+
+        A decode step of one token is a chain of dependent kernels, each waiting for the one before it (mlx-lm
+        evaluates one lazily built graph per step, mlx_lm/generate.py generate_step; llama.cpp one ggml graph): the
+        dispatch and ramp of each costs time that no weight stream hides. A MoE layer adds its routing chain
+        (moe_layers) to the dense layer's. mlx-lm measurements show both: mlx-lm BENCHMARKS.md (M4 Max, mlx 0.29)
+        decodes Qwen3-4B at 134.5 / 116.4 / 104.7 / 86.9 / 52.5 tok/s in 4 / 5 / 6 / 8 / 16 bits, a straight line in
+        the bytes per token with an intercept of 2.9 ms (36 layers, ~80 us each); the same source's Qwen3-30B-A3B
+        (48 MoE layers) in 4 and 8 bits has an intercept of 5.2 ms, ~28 us more per layer; guruswami-ai's M3 Ultra
+        sweep (2 to 8 bits) gives Llama-3.1-8B 3.0 ms, Mixtral-8x7B (32 MoE layers) 4.4 ms."""
+        k = self.k
+        return self.geo.n_layers * k.t_layer_s + self.geo.moe_layers * (k.t_moe_layer_s or 0.0)
+
     def step_bytes(self, batch: int, context: float) -> float:
         return self.geo.weights_read(batch, self.k.mm_id_min_batch or 1) + self.geo.batch_kv_read(batch, context, self.shared_prefix)
 
@@ -339,7 +367,7 @@ class Roofline:
         w_exp = g.expert_bytes * g.expert_reads(batch, k.mm_id_min_batch or 1)
         t_w = (g.dense_bytes + w_exp / k.moe_bw_factor) / (k.eta_bw * self.bw)
         t_att = self.kv_time(batch, context)
-        fixed = g.n_layers * k.t_layer_s
+        fixed = self.fixed_time()
         keys = self.keys_per_query(batch, context)
         if batch <= k.mv_max_batch:
             t_mem = t_w + t_att
@@ -459,7 +487,7 @@ class Roofline:
                            ) / (k.eta_bw * self.bw)
         head = 2 * g.head_params * batch / (k.eta_c * self.flops)  # logits of the last position only
         bound = "compute" if t_mm >= t_rd else "bandwidth"
-        t = n_chunks * g.n_layers * k.t_layer_s + max(t_mm, t_rd) + self.prefill_attn_time(prompt, depth, batch) + head
+        t = n_chunks * self.fixed_time() + max(t_mm, t_rd) + self.prefill_attn_time(prompt, depth, batch) + head
         return t / (k.prefill_factor or 1.0), bound  # a wrapper's measured prefill_factor (as step_time)
 
     def reported_prefill_time(self, prompt: int, depth: int = 0, batch: int = 1) -> float:

@@ -568,3 +568,30 @@ def test_mlx_lm_prompt_speed_is_the_prompt_over_the_time_to_first_token():
     lc = rf()
     assert lc.reported_prefill_time(1000) == lc.prefill_time(1000)[0]
     assert tp.estimate(lc, prompt=1000, gen=1).prefill_tok_s == pytest.approx(1000 / lc.prefill_time(1000)[0])
+
+
+def test_moe_layer_fixed_cost_adds_once_per_moe_layer_per_pass():
+    """Roofline.fixed_time = L · t_layer + L_moe · t_moe_layer: 3 MoE layers at 0.2 ms add 0.6 ms to a decode step
+    (0.0202 s in test_decode_step_golden) and to every prefill chunk; unset (the shipped profiles before a refit)
+    adds nothing."""
+    geo = dataclasses.replace(GEO, moe_layers=3)
+    k = K.model_copy(update={"t_moe_layer_s": 2e-4})
+    r = tp.roofline(geo, chip(), ResolvedSpeedConstants(constants=k, source="t", scopes=[]), "llama.cpp", chunk=512)
+    assert r.fixed_time() == pytest.approx(2 * 1e-4 + 3 * 2e-4, rel=1e-12)
+    assert r.step_time(1, 0) == pytest.approx(0.0202 + 0.0006, rel=1e-9)
+    base = rf()
+    # 1024 tokens in 512-token chunks: two passes, each 0.6 ms longer
+    assert r.prefill_time(1024)[0] - base.prefill_time(1024)[0] == pytest.approx(2 * 0.0006, rel=1e-9)
+    assert rf(geo=geo).step_time(1, 0) == pytest.approx(0.0202, rel=1e-9)  # t_moe_layer_s unset: 0
+
+
+def test_moe_layers_counts_layers_with_routed_experts():
+    """DeepSeek-V3: 61 layers, the first 3 dense (first_k_dense_replace), so 58 routed-expert layers; every layer of
+    Mixtral-8x7B (32); none in a dense model."""
+    for mid, n in (("deepseek-v3", 58), ("mixtral-8x7b", 32), ("llama-3.1-8b", 0)):
+        cfg = profiles.load_model(mid).config
+        assert (tp.moe_layers(cfg) if cfg.is_moe else 0) == n, mid
+        rt = profiles.load_runtime("mlx-lm")
+        q = profiles.load_quant("mlx-4bit-g64", rt.weight_format)
+        mm = memory_model(profiles.load_model(mid), rt, q, profiles.ggml_types())
+        assert tp.geometry(mm, q.kind, q.mode).moe_layers == n, mid

@@ -88,6 +88,46 @@ def test_vectorised_fit_model_matches_planner_throughput_for_mlx_on_a_cpu():
     assert pred == pytest.approx([r.value for r in recs], rel=1e-9)
 
 
+def test_vectorised_fit_model_matches_planner_throughput_with_moe_layer_cost():
+    """A MoE layer's routing chain (throughput.Roofline.fixed_time: L_moe · t_moe_layer) is in the fit's vectorised
+    model as in the planner, on decode steps and on mlx-lm's prompt speed (its first decode step), and the fit
+    recovers it next to t_layer: a dense and a MoE geometry of different depths separate the two."""
+    import dataclasses
+
+    import numpy as np
+
+    true = {"eta_bw:max": 0.78, "eta_c:M3": 0.7, "t_layer_s": 3e-5, "t_moe_layer_s": 1e-4}
+    c = profiles.resolve_chip("m3-max-40gpu")
+    k = F.full_constants(true, {**FIXED_Q, "matrix_unit_factor": 1.0, "moe_bw_factor": 1.0}, c, "mlx-lm")
+    assert k.t_moe_layer_s == 1e-4
+    moe = dataclasses.replace(_geo(24, 1024), moe_layers=24)
+    geos = [_geo(16, 2048), _geo(40, 1024), moe, dataclasses.replace(_geo(48, 512), moe_layers=40)]
+    recs = []
+    for g in geos:
+        for D in (0, 4096):
+            r = F.FitRecord(runtime="mlx-lm", chip=c, geo=g, phase="decode", prompt=0, gen=64, depth=D, batch=1,
+                            value=1.0)
+            recs.append(F.FitRecord(**{**r.__dict__, "value": F.predict_record(r, k)}))
+        r = F.FitRecord(runtime="mlx-lm", chip=c, geo=g, phase="prefill", prompt=512, gen=0, depth=0, batch=1,
+                        value=1.0, chunk=2048)
+        recs.append(F.FitRecord(**{**r.__dict__, "value": F.predict_record(r, k)}))
+    spec = F.Spec("mlx-lm", tier_eta_bw=True, free={"eta_bw", "eta_c", "t_layer_s", "t_moe_layer_s"})
+    names = F._param_names(recs, spec)
+    assert "t_moe_layer_s" in names
+    fixed = {**FIXED_Q, "moe_bw_factor": 1.0, "matrix_unit_factor": 1.0, "eta_attn": k.eta_attn, "eta_kv": k.eta_kv}
+    theta = np.log([true[n] for n in names])
+    pred = F._predict(theta, F._Arrays(recs), F._index(recs, spec, names), F._fixed_values(recs, spec, fixed))
+    assert pred == pytest.approx([r.value for r in recs], rel=1e-9)
+    params, _ = F.fit_efficiency_least_squares(recs, spec, fixed=fixed)
+    assert params["t_moe_layer_s"] == pytest.approx(1e-4, rel=0.03)
+    assert params["t_layer_s"] == pytest.approx(3e-5, rel=0.03)
+    # a runtime whose spec leaves it out (llama.cpp's default) keeps no MoE layer cost
+    assert "t_moe_layer_s" not in F._param_names(recs, F.Spec("llama.cpp"))
+    assert F.full_constants(true, FIXED_Q, c).t_moe_layer_s == 1e-4
+    no_moe = {n: v for n, v in true.items() if n != "t_moe_layer_s"}
+    assert F.full_constants(no_moe, FIXED_Q, c).t_moe_layer_s == 0.0
+
+
 def test_priors_pull_unidentified_parameters():
     recs = [r for r in _synthetic() if r.phase == "decode" and r.batch == 1]  # no prefill: eta_c unseen
     spec = F.Spec("llama.cpp", free={"eta_bw", "eta_c", "t_layer_s"})
@@ -112,6 +152,14 @@ def test_constants_from_params_are_valid_profiles():
     assert scoped["tier-max"].eta_bw == 0.78 and scoped["gen-M3"].eta_c == 0.70
     assert not scoped["default"].missing()
     assert isinstance(scoped["default"], SpeedConstants)
+
+
+def test_constants_from_params_carry_the_moe_layer_cost():
+    """A fitted t_moe_layer_s lands in the default scope; a user fit that keeps it fixed (calibration.user_fit passes
+    the shipped constants as ``fixed``) writes it back; a fit that never had it leaves it unset (0 in the roofline)."""
+    assert F.constants_from_params({**TRUE, "t_moe_layer_s": 1e-4}, fixed={})["default"].t_moe_layer_s == 1e-4
+    assert F.constants_from_params(TRUE, fixed={"t_moe_layer_s": 2e-4})["default"].t_moe_layer_s == 2e-4
+    assert F.constants_from_params(TRUE, fixed={})["default"].t_moe_layer_s is None
 
 
 def test_shipped_profiles_are_reproducible(tmp_path):
