@@ -11,8 +11,16 @@ Normalization rules (documented in docs/dataset-notes.md):
   ``ram_GB`` is offered by exactly one bin (profiles/chips ``ram_options_gb``). Else ``chip_id`` is None.
 - ``runtime_family``: ``llama.cpp`` (llama-bench / batched-bench / llama-server / LM Studio's llama.cpp engine),
   ``mlx-lm`` (any ``mlx-lm`` front end: generate, benchmark, server, python API), ``ollama``, ``other-mlx``
-  (stock MLX kernels behind another front end: mlx-vlm, mlx-swift-lm, vllm-mlx, LM Studio MLX engine), ``custom``
+  (stock MLX kernels behind another front end: mlx-vlm, mlx-swift-lm, vllm-mlx, oMLX, mlx-openai-server, LM Studio
+  MLX engine), ``custom``
   (ds4, Rapid-MLX, turboquant-mlx: own kernels/schedulers, README caveat 5 -- never mlx-lm/llama.cpp efficiency).
+- ``other-mlx`` is not mlx-lm's efficiency (kept out of the fit, except LM Studio's MLX engine, fitted as its own
+  wrapper): mlx-vlm runs its own model code (mlx_vlm.generate); vllm-mlx sends text-only checkpoints to mlx-lm but
+  auto-detects multimodal ones (Qwen3.5/3.6, Gemma 4) and runs them on mlx-vlm (vllm_mlx/server.py docstring: "LLM
+  inference (mlx-lm) / MLLM inference (mlx-vlm) ... MLLM server (auto-detected)"), with its own batching scheduler;
+  mlx-openai-server runs mlx-lm only with ``--model-type lm`` (cubist38/mlx-openai-server README: ``--model-type
+  <lm|multimodal>``, MLXLMHandler / MLXVLMHandler), which its rows do not state; oMLX adds its own scheduler and
+  SSD-paged KV cache (the rows' "KV: ssd-paged"); mlx-swift-lm is a Swift port.
 - ``model_id`` maps to catalog ids only when the architecture is the catalog one (proxies are flagged).
 - ``quant_id`` uses llama.cpp preset names and ``mlx-<b>bit-g64`` (mlx_lm.convert default group size 64).
 
