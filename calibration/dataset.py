@@ -119,6 +119,12 @@ FIXES: dict[int, dict] = {
     # (mlx_lm/models/base.py create_attention_mask). The planner models current builds, as it drops llama.cpp's
     # old build eras: the superseded build's row is not a current efficiency.
     330: {"reliability": "low"},
+    # enescingoz/mac-llm-bench, the same M5 10-core 32 GB and mlx_lm.benchmark: Qwen3.6-35B-A3B-4bit (2026-04-20)
+    # prefills 277.7 and decodes 20.3 tok/s, Qwen3.5-35B-A3B-4bit (2026-04-07, rows 33027/33028) 618.8 and 58.8 --
+    # the same architecture and size (qwen3_5_moe, 40 layers, 256 experts top-8; profiles/models), ~20 GB of
+    # weights near a 32 GB Mac's GPU working-set limit: a third of the speed is paging, not the model.
+    33029: {"reliability": "low"},
+    33030: {"reliability": "low"},
     # enescingoz/mac-llm-bench MLX rows: lib/run_bench_mlx.sh (commit d9512e59) runs ``mlx_lm.benchmark -p PP -g TG``
     # for (PP, TG) in (128, 128), (128, 256), (256, 128), (256, 256), (512, 128) and stores ``tg{TG}`` from each run,
     # so the tg128 it keeps is the (512, 128) run's: 128 tokens generated after a 512-token prompt

@@ -510,3 +510,13 @@ def test_mlx_benchmark_tg128_of_enescingoz_follows_the_512_token_prompt():
         m = ms[rid]
         assert m.metric == "tg_tps" and m.gen_tokens == 128 and m.context_depth == 512
         assert "old-tg-average" not in m.flags and "fixed" in m.flags
+
+
+def test_qwen36_paging_run_on_the_m5_is_not_a_speed():
+    """Same M5 32 GB, same tool, same architecture and size: Qwen3.6-35B-A3B decodes at 20.3 tok/s where
+    Qwen3.5-35B-A3B decoded at 58.8 (a third): paging, kept out of the fit; the Qwen3.5 run stays usable."""
+    by_id = {m.row_id: m for m in load_measurements(DEFAULT_PATH.parent / "measured_benchmarks_enescingoz_more.csv")}
+    assert by_id[33030].value < by_id[33028].value / 2
+    assert explain_exclusion(by_id[33030]) == "reliability=low: known anomaly"
+    assert explain_exclusion(by_id[33029]) == "reliability=low: known anomaly"
+    assert explain_exclusion(by_id[33028]) is None and by_id[33028].model_id == "qwen3.5-35b-a3b"
