@@ -11,8 +11,16 @@ Normalization rules (documented in docs/dataset-notes.md):
   ``ram_GB`` is offered by exactly one bin (profiles/chips ``ram_options_gb``). Else ``chip_id`` is None.
 - ``runtime_family``: ``llama.cpp`` (llama-bench / batched-bench / llama-server / LM Studio's llama.cpp engine),
   ``mlx-lm`` (any ``mlx-lm`` front end: generate, benchmark, server, python API), ``ollama``, ``other-mlx``
-  (stock MLX kernels behind another front end: mlx-vlm, mlx-swift-lm, vllm-mlx, LM Studio MLX engine), ``custom``
+  (stock MLX kernels behind another front end: mlx-vlm, mlx-swift-lm, vllm-mlx, oMLX, mlx-openai-server, LM Studio
+  MLX engine), ``custom``
   (ds4, Rapid-MLX, turboquant-mlx: own kernels/schedulers, README caveat 5 -- never mlx-lm/llama.cpp efficiency).
+- ``other-mlx`` is not mlx-lm's efficiency (kept out of the fit, except LM Studio's MLX engine, fitted as its own
+  wrapper): mlx-vlm runs its own model code (mlx_vlm.generate); vllm-mlx sends text-only checkpoints to mlx-lm but
+  auto-detects multimodal ones (Qwen3.5/3.6, Gemma 4) and runs them on mlx-vlm (vllm_mlx/server.py docstring: "LLM
+  inference (mlx-lm) / MLLM inference (mlx-vlm) ... MLLM server (auto-detected)"), with its own batching scheduler;
+  mlx-openai-server runs mlx-lm only with ``--model-type lm`` (cubist38/mlx-openai-server README: ``--model-type
+  <lm|multimodal>``, MLXLMHandler / MLXVLMHandler), which its rows do not state; oMLX adds its own scheduler and
+  SSD-paged KV cache (the rows' "KV: ssd-paged"); mlx-swift-lm is a Swift port.
 - ``model_id`` maps to catalog ids only when the architecture is the catalog one (proxies are flagged).
 - ``quant_id`` uses llama.cpp preset names and ``mlx-<b>bit-g64`` (mlx_lm.convert default group size 64).
 
@@ -111,6 +119,12 @@ FIXES: dict[int, dict] = {
     # (mlx_lm/models/base.py create_attention_mask). The planner models current builds, as it drops llama.cpp's
     # old build eras: the superseded build's row is not a current efficiency.
     330: {"reliability": "low"},
+    # enescingoz/mac-llm-bench, the same M5 10-core 32 GB and mlx_lm.benchmark: Qwen3.6-35B-A3B-4bit (2026-04-20)
+    # prefills 277.7 and decodes 20.3 tok/s, Qwen3.5-35B-A3B-4bit (2026-04-07, rows 33027/33028) 618.8 and 58.8 --
+    # the same architecture and size (qwen3_5_moe, 40 layers, 256 experts top-8; profiles/models), ~20 GB of
+    # weights near a 32 GB Mac's GPU working-set limit: a third of the speed is paging, not the model.
+    33029: {"reliability": "low"},
+    33030: {"reliability": "low"},
     # enescingoz/mac-llm-bench MLX rows: lib/run_bench_mlx.sh (commit d9512e59) runs ``mlx_lm.benchmark -p PP -g TG``
     # for (PP, TG) in (128, 128), (128, 256), (256, 128), (256, 256), (512, 128) and stores ``tg{TG}`` from each run,
     # so the tg128 it keeps is the (512, 128) run's: 128 tokens generated after a 512-token prompt
@@ -310,37 +324,59 @@ def _runtime_family(runtime: str) -> str:
 
 # model patterns: (regex on the cleaned lowercase name, catalog id, note or None, proxy?)
 _MODEL_RULES: list[tuple[str, str | None, str | None, bool]] = [
+    # multi-token-prediction (MTP) builds decode speculatively: not the catalog model's speed
+    (r"mtp", None, None, False),
+    # 2025-2026 models the catalog has (profiles/models/<id>.yaml, configs read from their hf_repo): checked before
+    # the not-in-catalog rule below. A size must end the number ('(?![\d.])'), so 'qwen3.6-27b' never
+    # becomes 'qwen3.6-35b-a3b' and 'gemma-4-e2b' never 'gemma-4-e4b'.
+    (r"qwen3\.([56])[-:]35b(-a3b)?(?![\d.])", "qwen3.{0}-35b-a3b", None, False),
+    (r"qwen3\.5[-:](9b|4b|2b|0\.8b|122b-a10b)(?![\d.])", "qwen3.5-{0}", None, False),
+    (r"qwen3\.6[-:]27b(?![\d.])", "qwen3.6-27b", None, False),
+    (
+        r"qwen3\.5[-:]27b(?![\d.])",
+        "qwen3.6-27b",
+        # THUDM/slime scripts/models/qwen3.5-27B.sh: 64 layers, hidden 5120, 24/4 heads x 256, FFN 17408,
+        # vocab 248320, untied -- the Qwen/Qwen3.6-27B config.json values of profiles/models/qwen3.6-27b.yaml
+        "Qwen3.5-27B: the Qwen3.6-27B architecture (same layer/head/FFN/vocab config)",
+        True,
+    ),
+    (r"gemma-?4[-:](26b-a4b|31b|e2b|e4b)(?![\d.])", "gemma-4-{0}", None, False),
+    (r"glm-4\.7-flash", "glm-4.7-flash", None, False),
+    (r"granite-?4\.1[-:](3|8|30)b(?![\d.])", "granite-4.1-{0}b", None, False),
+    (r"ministral-3[-:]3b(?![\d.])", "ministral-3-3b", None, False),
+    (r"nemotron-3-nano[-:]30b", "nemotron-3-nano-30b-a3b", None, False),
+    (r"devstral-small-2[-:]", "devstral-small-2-24b", None, False),
+    (r"devstral(-small)?[-:]24b|devstral-small-25(05|07)", "devstral-small-24b", None, False),
+    (r"phi-?4-mini-reasoning", "phi-4-mini-reasoning", None, False),
+    (r"phi-?4-mini(-instruct)?\b(?!-reasoning)", "phi-4-mini", None, False),
     # not in the catalog (checked first so the qwen3 / llama / gemma rules below do not catch them)
     (
         (
-            r"qwen3\.[5-9]|deepseek-v4|dsv4|deepseek-coder-v2|glm|k2-horizon|minimax|gemma4|gemma-4"
-            r"|gemma-3n|gemma-3-1b|gemma3:1b|nemotron|granite|phi-4-mini|phi-3|lfm|smollm|falcon|exaone|yi-1\.5|aya"
+            r"qwen3\.[5-9]|deepseek-v4|dsv4|deepseek-coder|glm|k2-horizon|minimax|gemma4|gemma-4"
+            r"|gemma-3n|nemotron|granite|phi-4-mini|phi-3|lfm|smollm|falcon|exaone|yi-1\.5|aya"
             r"|apertus|internlm|codestral|ernie|afm-|rnj|ornith|laguna|north-mini|devstral|ministral|muse-|mtp"
         ),
         None,
         None,
         False,
     ),
-    (
-        r"qwen3-coder-30b-a3b",
-        "qwen3-30b-a3b",
-        "Qwen3-Coder-30B-A3B: same architecture as Qwen3-30B-A3B",
-        True,
-    ),
+    (r"qwen3-coder-30b-a3b", "qwen3-coder-30b-a3b", None, False),
     (r"qwen3-30b-a3b", "qwen3-30b-a3b", None, False),
     (r"qwen3-235b-a22b", "qwen3-235b-a22b", None, False),
     (r"qwen3-next-80b-a3b", "qwen3-next-80b-a3b", None, False),
-    (r"qwen3-coder-next", "qwen3-next-80b-a3b", "Qwen3-Coder-Next: Qwen3-Next-80B-A3B architecture", True),
+    (r"qwen3-coder-next", "qwen3-coder-next", None, False),
     (r"^qwen3[-:](0\.6|1\.7|4|8|14|32)b", "qwen3-{0}b", None, False),
-    (r"qwen2\.5-coder-7b", "qwen2.5-coder-7b", None, False),
-    (r"qwen2\.5-coder[-:]14b", "qwen2.5-14b", "Qwen2.5-Coder-14B: same architecture as Qwen2.5-14B", True),
-    (
-        r"deepseek-r1-distill-qwen-14b|deepseek-r1:14b",
-        "qwen2.5-14b",
-        "DeepSeek-R1-Distill-Qwen-14B: Qwen2.5-14B architecture",
-        True,
-    ),
+    (r"qwq[-:]32b", "qwq-32b", None, False),
+    (r"qwen2\.5-coder[-:](1\.5|3|7|14|32)b", "qwen2.5-coder-{0}b", None, False),
+    (r"deepseek-r1-distill-qwen-(1\.5|7|14|32)b", "deepseek-r1-distill-qwen-{0}b", None, False),
+    # Ollama's deepseek-r1 tags: 1.5b/7b/14b/32b are the Qwen distills, 70b the Llama distill; 8b was the Llama
+    # distill until 2025-05 and is DeepSeek-R1-0528-Qwen3-8B since, so it stays unmapped
+    (r"deepseek-r1:(1\.5|7|14|32)b", "deepseek-r1-distill-qwen-{0}b", None, False),
+    (r"deepseek-r1-distill-llama-(8|70)b|deepseek-r1:(70)b", "deepseek-r1-distill-llama-{0}b", None, False),
+    (r"deepseek-r1-0528-qwen3-8b", "deepseek-r1-0528-qwen3-8b", None, False),
+    (r"deepseek-r1:8b", None, None, False),
     (r"qwen2\.5-(1\.5|7|14|32|72)b", "qwen2.5-{0}b", None, False),
+    (r"deepseek-v3\.2", "deepseek-v3.2", None, False),
     (r"deepseek-v3", "deepseek-v3", None, False),
     (r"deepseek-r1(?![-:]?distill)", "deepseek-v3", "DeepSeek-R1: DeepSeek-V3 architecture", False),
     (r"llama-3\.3-70b|llama3\.3:70b", "llama-3.3-70b", None, False),
@@ -350,12 +386,14 @@ _MODEL_RULES: list[tuple[str, str | None, str | None, bool]] = [
     (r"llama-2-(7|13|70)b", "llama-2-{0}b", None, False),
     (r"^llama-7b", "llama-2-7b", "LLaMA-1 7B: same architecture as LLaMA-2-7B", True),
     (r"tinyllama", "tinyllama-1.1b", None, False),
-    (r"gemma-3-(4|12|27)b|gemma3:(4|12|27)b", "gemma-3-{0}b", None, False),
+    (r"gemma-3-(1|4|12|27)b|gemma3:(1|4|12|27)b", "gemma-3-{0}b", None, False),
     (r"gemma-2-(9|27)b|gemma2:(9|27)b", "gemma-2-{0}b", None, False),
+    (r"mistral-small-3\.([12])(-text)?-24b", "mistral-small-3.{0}-24b", None, False),
     (r"mistral-small(-3(\.\d)?)?-24b", "mistral-small-24b", None, False),
+    (r"mistral-nemo(-instruct-2407|-12b|:12b)", "mistral-nemo-12b", None, False),
     (r"mixtral-8x7b", "mixtral-8x7b", None, False),
     (r"^mistral-7b", "mistral-7b", None, False),
-    (r"phi-?4-reasoning", "phi-4", "Phi-4-reasoning(-plus): Phi-4 architecture", True),
+    (r"phi-?4-reasoning", "phi-4-reasoning", None, False),
     (r"^phi-4\b", "phi-4", None, False),
     (r"gpt-oss[-:](20|120)b", "gpt-oss-{0}b", None, False),
 ]

@@ -13,6 +13,8 @@ from calibration.dataset import (
     FIXES,
     REQUIRED_COLUMNS,
     DatasetError,
+    _map_model,
+    _normalize_quant,
     explain_exclusion,
     load_measurements,
     usable_for_efficiency,
@@ -197,18 +199,150 @@ def test_flags_on_known_rows(by_id):
     assert {"inferred-hardware", "inferred-quant", "depth-unknown"} <= set(by_id[1333].flags)
 
 
-def test_architecture_proxy_qwen3_coder(ms):
+def test_qwen3_coder_maps_to_its_own_profile(ms):
+    # profiles/models/qwen3-coder-30b-a3b.yaml exists: the exact model, no architecture proxy
     coder = [m for m in ms if m.model.startswith("Qwen3-Coder-30B-A3B")]
-    assert coder and all(m.model_id == "qwen3-30b-a3b" and "architecture-proxy" in m.flags for m in coder)
+    assert coder and all(
+        m.model_id == "qwen3-coder-30b-a3b" and "architecture-proxy" not in m.flags for m in coder
+    )
 
 
 def test_uncatalogued_models_stay_none(ms):
     for m in ms:
         low = m.model.lower()
         if any(
-            s in low for s in ("deepseek-v4", "glm", "k2-horizon", "qwen3.5", "qwen3.6", "gemma4", "minimax")
+            s in low
+            for s in (
+                "deepseek-v4",
+                "k2-horizon",
+                "minimax",
+                "deepseek-coder-6.7b",
+                "nemotron-3-nano:4b",
+                "rnj-1",
+            )
         ):
             assert m.model_id is None, m.row_id
+
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        # Qwen3.5 / 3.6 hybrids: every spelling of the data, sizes never bleed into each other
+        ("qwen3.6-35b-a3b (MLX 4bit)", "qwen3.6-35b-a3b"),
+        ("Qwen3.6-35B-A3B (hybrid linear-attn MoE)", "qwen3.6-35b-a3b"),
+        ("mlx-community/Qwen3.6-35B-A3B-4bit", "qwen3.6-35b-a3b"),
+        ("qwen3.6-27b", "qwen3.6-27b"),
+        ("qwen3.6-27b (MLX mxfp4)", "qwen3.6-27b"),
+        (
+            "Qwen3.5-27B",
+            "qwen3.6-27b",
+        ),  # architecture proxy (THUDM/slime qwen3.5-27B.sh = Qwen3.6-27B config)
+        ("Qwen3.5-35B-A3B-4bit", "qwen3.5-35b-a3b"),
+        ("qwen3.5-35b-a3b (LM Studio MLX: qwen3.5-35b-a3b)", "qwen3.5-35b-a3b"),
+        ("Qwen3.5-9B", "qwen3.5-9b"),
+        ("qwen3.5:9b", "qwen3.5-9b"),
+        ("mlx-community/Qwen3.5-4B-4bit", "qwen3.5-4b"),
+        # Gemma 4 (E2B/E4B with per-layer embeddings, 26B-A4B MoE, 31B dense)
+        ("gemma-4-e2b (MLX 4bit)", "gemma-4-e2b"),
+        ("gemma-4-e4b", "gemma-4-e4b"),
+        ("gemma-4-31b (MLX mxfp4)", "gemma-4-31b"),
+        ("gemma-4-26b-a4b", "gemma-4-26b-a4b"),
+        ("gemma4:e2b", "gemma-4-e2b"),
+        ("gemma-3-1b-it", "gemma-3-1b"),
+        ("gemma-3-1b-it (MLX 4bit)", "gemma-3-1b"),
+        # distills and renamed checkpoints that the catalog holds under their own id
+        ("DeepSeek-R1-Distill-Qwen-7B", "deepseek-r1-distill-qwen-7b"),
+        ("DeepSeek-R1-Distill-Qwen-1.5B (MLX 4bit)", "deepseek-r1-distill-qwen-1.5b"),
+        ("DeepSeek-R1-Distill-Qwen-32B-MLX-4bit", "deepseek-r1-distill-qwen-32b"),
+        ("deepseek-r1:14b", "deepseek-r1-distill-qwen-14b"),
+        ("DeepSeek-R1-Distill-Llama-8B", "deepseek-r1-distill-llama-8b"),
+        ("deepseek-r1:70b", "deepseek-r1-distill-llama-70b"),
+        ("DeepSeek-R1-0528-Qwen3-8B", "deepseek-r1-0528-qwen3-8b"),
+        ("DeepSeek-V3.2 (MLX)", "deepseek-v3.2"),
+        ("DeepSeek-V3 (671B MoE, MLA)", "deepseek-v3"),
+        ("Phi-4-mini-instruct", "phi-4-mini"),
+        ("mlx-community/Phi-4-mini-instruct-4bit", "phi-4-mini"),
+        ("Phi-4-mini-reasoning", "phi-4-mini-reasoning"),
+        ("Phi-4-reasoning", "phi-4-reasoning"),
+        ("Devstral-Small-2-24B-Instruct-2512-4bit", "devstral-small-2-24b"),
+        ("devstral-small-2:latest", "devstral-small-2-24b"),
+        ("Devstral-Small-24B", "devstral-small-24b"),
+        ("devstral:24b", "devstral-small-24b"),
+        ("QwQ-32B", "qwq-32b"),
+        ("mlx-community/QwQ-32B-4bit", "qwq-32b"),
+        ("Mistral-Nemo-12B", "mistral-nemo-12b"),
+        ("mlx-community/Mistral-Nemo-Instruct-2407-4bit", "mistral-nemo-12b"),
+        ("mlx-community/Mistral-Small-3.1-Text-24B-Instruct-2503-4bit", "mistral-small-3.1-24b"),
+        ("Qwen2.5-Coder-32B-Instruct", "qwen2.5-coder-32b"),
+        ("GLM-4.7-Flash-4bit", "glm-4.7-flash"),
+        ("glm-4.7-flash:q8_0", "glm-4.7-flash"),
+        ("granite4.1:8b", "granite-4.1-8b"),
+        ("ministral-3:3b", "ministral-3-3b"),
+        ("nemotron-3-nano:30b", "nemotron-3-nano-30b-a3b"),
+    ],
+)
+def test_model_rule_maps_real_spelling(raw, expected):
+    assert _map_model(raw)[0] == expected
+
+
+@pytest.mark.parametrize(
+    "raw, wrong",
+    [
+        ("qwen3.6-27b", "qwen3.6-35b-a3b"),
+        ("qwen3.6-27b (MLX 8bit)", "qwen3.6-35b-a3b"),
+        ("gemma-4-e2b", "gemma-4-e4b"),
+        ("gemma-3-12b-it", "gemma-3-1b"),
+        ("DeepSeek-R1-Distill-Qwen-14B", "qwen2.5-14b"),
+        ("DeepSeek-R1-0528-Qwen3-8B", "deepseek-v3"),
+        ("deepseek-r1:8b", "deepseek-v3"),
+        ("Phi-4-mini-reasoning", "phi-4-mini"),
+        ("devstral-2:123b", "devstral-small-2-24b"),
+        ("Qwen3.5-35B-A3B", "qwen3.6-35b-a3b"),
+        ("qwen3.5-122b-a10b", "qwen3.5-35b-a3b"),
+    ],
+)
+def test_model_rule_near_miss_is_not_mapped(raw, wrong):
+    assert _map_model(raw)[0] != wrong
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "ministral-3:8b",
+        "ministral-3:14b",
+        "nemotron-3-nano:4b",
+        "qwen3.6:27b-mtp-q8_0",
+        "Qwen3.6-35B-A3B-MTP",
+        "gemma-3n-e4b",
+        "qwen3.6-9b",
+        "granite4.1:1b",
+        "deepseek-r1:8b",
+    ],
+)
+def test_models_the_catalog_lacks_stay_unmapped(raw):
+    assert _map_model(raw)[0] is None
+
+
+def test_every_mapped_id_is_a_catalog_profile(ms):
+    ids = {p.stem for p in (Path(__file__).resolve().parents[2] / "profiles" / "models").glob("*.yaml")}
+    assert not {m.model_id for m in ms if m.model_id} - ids
+
+
+@pytest.mark.parametrize(
+    "quant, family, expected",
+    [
+        ("mlx 4bit", "mlx-lm", "mlx-4bit-g64"),
+        ("mlx 4bit (model name)", "other-mlx", "mlx-4bit-g64"),
+        ("mlx 6bit", "mlx-lm", "mlx-6bit-g64"),
+        ("mlx 8bit", "mlx-lm", "mlx-8bit-g64"),
+        ("mlx mxfp4", "mlx-lm", "mlx-mxfp4"),
+        ("mlx nvfp4", "mlx-lm", None),  # NVFP4 has no quant profile: weight bytes unknown
+        ("MXFP4_MOE", "llama.cpp", "MXFP4_MOE"),
+        ("UD-Q4_K_XL", "llama.cpp", None),  # Unsloth dynamic mix, not a preset
+    ],
+)
+def test_quant_of_the_newly_mapped_rows(quant, family, expected):
+    assert _normalize_quant(quant, family, "")[0] == expected
 
 
 def test_row_fix_applied(by_id):
@@ -331,7 +465,9 @@ def test_shared_prompt_records_prefill_once_and_share_the_decode_prefix():
 
     data, _ = load_training_records()
     recs = {r.label: r for r in data["llama.cpp"]}
-    assert recs["row 241"].shared_prefix == 2048 and recs["row 241"].batch == 32  # decode from the shared 2048
+    assert (
+        recs["row 241"].shared_prefix == 2048 and recs["row 241"].batch == 32
+    )  # decode from the shared 2048
     assert recs["row 242"].batch == 1  # S_PP of a shared prompt = PP / T_PP: one sequence prefilled
     assert recs["row 233"].shared_prefix == 0
     # a 2023 build: one unified cache (every query scans every sequence's cells); current builds: streams
@@ -364,9 +500,23 @@ def test_mlx_benchmark_tg128_of_enescingoz_follows_the_512_token_prompt():
     """enescingoz/mac-llm-bench lib/run_bench_mlx.sh keeps tg128 from its ``mlx_lm.benchmark -p 512 -g 128`` run:
     the 128 tokens are decoded after the 512-token prompt, so the rows' depth is 512 (not llama-bench's empty
     cache), and they are not the 'tg N from depth 0' averages."""
-    ms = {m.row_id: m for m in load_measurements(
-        Path(__file__).resolve().parents[2] / "calibration" / "data" / "measured_benchmarks_community.csv")}
+    ms = {
+        m.row_id: m
+        for m in load_measurements(
+            Path(__file__).resolve().parents[2] / "calibration" / "data" / "measured_benchmarks_community.csv"
+        )
+    }
     for rid in (20134, 20206, 20276, 20302, 20316):
         m = ms[rid]
         assert m.metric == "tg_tps" and m.gen_tokens == 128 and m.context_depth == 512
         assert "old-tg-average" not in m.flags and "fixed" in m.flags
+
+
+def test_qwen36_paging_run_on_the_m5_is_not_a_speed():
+    """Same M5 32 GB, same tool, same architecture and size: Qwen3.6-35B-A3B decodes at 20.3 tok/s where
+    Qwen3.5-35B-A3B decoded at 58.8 (a third): paging, kept out of the fit; the Qwen3.5 run stays usable."""
+    by_id = {m.row_id: m for m in load_measurements(DEFAULT_PATH.parent / "measured_benchmarks_enescingoz_more.csv")}
+    assert by_id[33030].value < by_id[33028].value / 2
+    assert explain_exclusion(by_id[33030]) == "reliability=low: known anomaly"
+    assert explain_exclusion(by_id[33029]) == "reliability=low: known anomaly"
+    assert explain_exclusion(by_id[33028]) is None and by_id[33028].model_id == "qwen3.5-35b-a3b"
