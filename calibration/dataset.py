@@ -332,6 +332,7 @@ _MODEL_RULES: list[tuple[str, str | None, str | None, bool]] = [
     (r"qwen3\.([56])[-:]35b(-a3b)?(?![\d.])", "qwen3.{0}-35b-a3b", None, False),
     (r"qwen3\.5[-:](9b|4b|2b|0\.8b|122b-a10b)(?![\d.])", "qwen3.5-{0}", None, False),
     (r"qwen3\.6[-:]27b(?![\d.])", "qwen3.6-27b", None, False),
+    (r"qwen3\.8[-:]27b(?![\d.])", "qwen3.8-27b", None, False),
     (
         r"qwen3\.5[-:]27b(?![\d.])",
         "qwen3.6-27b",
@@ -375,7 +376,7 @@ _MODEL_RULES: list[tuple[str, str | None, str | None, bool]] = [
     (r"deepseek-r1-distill-llama-(8|70)b|deepseek-r1:(70)b", "deepseek-r1-distill-llama-{0}b", None, False),
     (r"deepseek-r1-0528-qwen3-8b", "deepseek-r1-0528-qwen3-8b", None, False),
     (r"deepseek-r1:8b", None, None, False),
-    (r"qwen2\.5-(1\.5|7|14|32|72)b", "qwen2.5-{0}b", None, False),
+    (r"qwen2\.5-(0\.5|1\.5|3|7|14|32|72)b", "qwen2.5-{0}b", None, False),
     (r"deepseek-v3\.2", "deepseek-v3.2", None, False),
     (r"deepseek-v3", "deepseek-v3", None, False),
     (r"deepseek-r1(?![-:]?distill)", "deepseek-v3", "DeepSeek-R1: DeepSeek-V3 architecture", False),

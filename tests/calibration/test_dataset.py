@@ -233,6 +233,9 @@ def test_uncatalogued_models_stay_none(ms):
         ("mlx-community/Qwen3.6-35B-A3B-4bit", "qwen3.6-35b-a3b"),
         ("qwen3.6-27b", "qwen3.6-27b"),
         ("qwen3.6-27b (MLX mxfp4)", "qwen3.6-27b"),
+        ("qwen3.8-27b (Ollama Q4_K_M, llama.cpp engine)", "qwen3.8-27b"),
+        ("mlx-community/Qwen2.5-0.5B-Instruct-4bit", "qwen2.5-0.5b"),
+        ("mlx-community/Qwen2.5-3B-Instruct-4bit", "qwen2.5-3b"),
         (
             "Qwen3.5-27B",
             "qwen3.6-27b",
@@ -289,6 +292,8 @@ def test_model_rule_maps_real_spelling(raw, expected):
     "raw, wrong",
     [
         ("qwen3.6-27b", "qwen3.6-35b-a3b"),
+        ("qwen3.8-27b", "qwen3.6-27b"),
+        ("Qwen2.5-32B-Instruct", "qwen2.5-3b"),
         ("qwen3.6-27b (MLX 8bit)", "qwen3.6-35b-a3b"),
         ("gemma-4-e2b", "gemma-4-e4b"),
         ("gemma-3-12b-it", "gemma-3-1b"),
