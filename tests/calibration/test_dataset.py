@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 
 import pytest
@@ -370,3 +371,21 @@ def test_mlx_benchmark_tg128_of_enescingoz_follows_the_512_token_prompt():
         m = ms[rid]
         assert m.metric == "tg_tps" and m.gen_tokens == 128 and m.context_depth == 512
         assert "old-tg-average" not in m.flags and "fixed" in m.flags
+
+
+def test_ollama_decode_depth_is_the_prompt_ollama_evaluated():
+    """famstack-dev/local-llm-bench (lib/backends.py stream_ollama) saves Ollama's prompt_eval_count, the tokens in
+    context before the reply is decoded; its ctx_tokens_est is a characters-based estimate (German documents: 8496
+    estimated, 16299 evaluated for gemma3). Every famstack Ollama decode row that has the count decodes from it, and
+    its note says so with the number: e.g. the qwen3:30b ops-agent turn 8 (row 31199) from 6125, not 5021."""
+    here = Path(__file__).resolve().parents[2] / "calibration" / "data"
+    ms = [m for f in ("measured_benchmarks_community.csv", "measured_benchmarks_famstack_more.csv")
+          for m in load_measurements(here / f)]
+    fam = [m for m in ms if m.source_group.startswith("famstack") and m.runtime_family == "ollama"
+           and m.metric == "tg_tps" and ("turn" in m.notes and "run 1" in m.notes or "prefill-test" in m.notes)]
+    assert len(fam) >= 50
+    for m in fam:
+        counted = re.search(r"prompt_eval_count (\d+)", m.notes)
+        assert counted, m.row_id
+        assert m.context_depth == int(counted.group(1)), m.row_id
+    assert {m.row_id: m.context_depth for m in fam}[31199] == 6125
