@@ -115,6 +115,12 @@ WRAPPERS = {"ollama": "llama.cpp", "lmstudio-llama.cpp": "llama.cpp", "lmstudio-
 # MTLGPUFamilyApple7, which M1 is; bfloat from Apple6), and an expert engine decodes as fast on M1 Ultra as on M2
 # Ultra (antirez/ds4 PR #706: 23.5 vs 23.2 tok/s, prefill half): the rest of M1's gap on users' Macs is their
 # setups, which a gen-M1 eta_bw fitted source-weighted on M1 sources carries.
+# A quantized decode reaches less than that on the M1 Max: 221-233 GB/s with IQ4_NL/Q4_1 and 175 GB/s with Q3_K_M
+# on a current build (llama.cpp #27525, b10549: 55-58 % and 44 % of 400 GB/s), 205 GB/s with Q4_0 and 304 GB/s
+# with F16 on the 24-core bin in 2023 (#4167): the dequantizing mat-vec kernel, not the memory, sets it (PR #1642,
+# philipturner: "qGEMV can achieve ~50% bandwidth ... the kernel is also compute-bound: bandwidth utilization
+# scales with the number of GPU cores"). The planner's decode has no weight-class factor yet, so current-build
+# M1 Max 4-bit decodes come out 10-30 % fast (calibration/data/README.md caveat 12).
 GEN_ETA_BW = ("M1",)
 def mv_max_batch(runtime: str, era: str) -> int:
     """Largest decode batch on the matrix-vector kernels for a build era. llama.cpp builds of 2023 and 2024 sent
@@ -1236,7 +1242,10 @@ def build_profiles(data, fits, ranges: dict[str, dict] | None = None) -> list[Ca
                 notes += (f" eta_bw of {scope[4:]} chips, fitted on their own source-weighted rows in place of their "
                          "tier's (calibration.fit.GEN_ETA_BW): the M1 GPU reaches 78-85 % of its nominal bandwidth "
                          "(llama.cpp PR #1642: M1 Max GPU 317.6 of 409.6 GB/s attainable; PR #2188: 340 GB/s "
-                         "sustained, llama.cpp's Q4_0 kernel then 275 GB/s); ggml-metal has no M1-only kernel path.")
+                         "sustained, llama.cpp's Q4_0 kernel then 275 GB/s); ggml-metal has no M1-only kernel path. "
+                         "A quantized decode on the M1 Max reaches 55-58 % of 400 GB/s on a current build "
+                         "(llama.cpp #27525: IQ4_NL/Q4_1, 44 % with Q3_K_M): the mat-vec kernel is compute-bound "
+                         "(PR #1642), which one eta_bw per generation does not capture.")
             if runtime in WRAPPERS:
                 engine = WRAPPERS[runtime]
                 method = ("fit: measured overhead over the engine's fitted constants, each source group's mean "
