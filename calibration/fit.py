@@ -10,7 +10,7 @@ out-of-source residuals (:func:`loso_ranges`), the scatter between sources.
 
 Grouping (docs/dataset-notes.md, "Recommendation for grouping efficiencies"):
 
-- llama.cpp: η_bw per tier (base/pro/max/ultra; M1 chips their own, :data:`GEN_ETA_BW`), η_c per generation
+- llama.cpp: η_bw per tier (base/pro/max/ultra; M1 chips too, :data:`GEN_ETA_BW`), η_c per generation
   (M1-M4), shared t_layer, η_attn, η_c_decode,
   no-flash factor and dequantization factors per weight class; nuisance build-era factors (old llama.cpp builds
   prefilled up to 2x slower) are fitted and dropped: the shipped profiles describe current builds.
@@ -109,19 +109,17 @@ KERNELS = {"llama.cpp": _LC_KERNELS, "mlx-lm": dict(_LC_KERNELS), "ollama": dict
 # defaults (flash attention, n_ubatch...) and a measured overhead factor per phase (fit_wrapper_factors).
 WRAPPERS = {"ollama": "llama.cpp", "lmstudio-llama.cpp": "llama.cpp", "lmstudio-mlx": "mlx-lm"}
 # Generations whose llama.cpp decode gets its own eta_bw instead of the tier's (gen-<M> scope), fitted on their own
-# sources. M1: its GPU reaches 78-85 % of nominal bandwidth (llama.cpp PR #1642: M1 Max GPU 317.6 of 409.6 GB/s
-# attainable; PR #2188: "GPUs of M1 Max / M2 Max can sustain 340 GB/s", llama.cpp's Q4_0 kernel then 275 GB/s).
-# Current ggml-metal has no M1-only kernel path (ggml-metal-device.m: simdgroup mm/reduction from
-# MTLGPUFamilyApple7, which M1 is; bfloat from Apple6), and an expert engine decodes as fast on M1 Ultra as on M2
-# Ultra (antirez/ds4 PR #706: 23.5 vs 23.2 tok/s, prefill half): the rest of M1's gap on users' Macs is their
-# setups, which a gen-M1 eta_bw fitted source-weighted on M1 sources carries.
-# A quantized decode reaches less than that on the M1 Max: 221-233 GB/s with IQ4_NL/Q4_1 and 175 GB/s with Q3_K_M
-# on a current build (llama.cpp #27525, b10549: 55-58 % and 44 % of 400 GB/s), 205 GB/s with Q4_0 and 304 GB/s
-# with F16 on the 24-core bin in 2023 (#4167): the dequantizing mat-vec kernel, not the memory, sets it (PR #1642,
-# philipturner: "qGEMV can achieve ~50% bandwidth ... the kernel is also compute-bound: bandwidth utilization
-# scales with the number of GPU cores"). The planner's decode has no weight-class factor yet, so current-build
-# M1 Max 4-bit decodes come out 10-30 % fast (calibration/data/README.md caveat 12).
-GEN_ETA_BW = ("M1",)
+# sources: none. M1 chips take their tier's, as M2-M5 do. The share of the bandwidth a decode reaches is set by the
+# tier, and M1 follows M2 tier by tier in one table (llama.cpp #4167, one model, Q4_0, 2023-11 builds): base
+# 78 % (M1 8-core) vs 81-82 % (M2), Pro 67-68 % vs 71-73 %, Max 51-57 % vs 57-62 %, Ultra 35-39 % vs 44 %. One gen-M1
+# value mixed the base's 78 % with the Ultra's 35-39 %: fitted on M1 sources, it predicted current-build M1 Max
+# decodes 18-31 % fast (normiebench #40, famstack's LM Studio and Ollama rows, calibration/data/README.md caveat 12;
+# a current build reaches 55-58 % of 400 GB/s on an M1 Max with IQ4_NL/Q4_1, llama.cpp #27525) and M1 base ones
+# slow. The quantized mat-vec kernel is what limits the big GPUs (llama.cpp PR #1642, philipturner: "qGEMV can
+# achieve ~50% bandwidth ... the kernel is also compute-bound: bandwidth utilization scales with the number of GPU
+# cores"); the few points M1 sits below M2 in each tier are between-source scatter. (Earlier rationale for a gen-M1
+# value: PR #1642's 317.6 of 409.6 GB/s attainable on an M1 Max, a copy, not a quantized mat-vec.)
+GEN_ETA_BW: tuple[str, ...] = ()
 def mv_max_batch(runtime: str, era: str) -> int:
     """Largest decode batch on the matrix-vector kernels for a build era. llama.cpp builds of 2023 and 2024 sent
     every batch above one token to kernel_mul_mm (ggml-metal.m GGML_OP_MUL_MAT: ``int ne11_mm_min = 1;``, the
