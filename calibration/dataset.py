@@ -8,7 +8,9 @@ Normalization rules (documented in docs/dataset-notes.md):
 - ``chip_id`` is the chip profile id (``m2-ultra-76gpu``, profiles/chips). ``gpu_cores`` from the row when given; otherwise, in order:
   a :data:`FIXES` entry; the chip has a single (non-rumoured) GPU bin; the llama.cpp maintainer's M2 Ultra is
   76-core (README caveat 7); a Mac product that ships one bin (Mac mini M4 -> 10-core, mac_products.csv); the row's
-  ``ram_GB`` is offered by exactly one bin (profiles/chips ``ram_options_gb``). Else ``chip_id`` is None.
+  ``ram_GB`` is offered by exactly one bin (profiles/chips ``ram_options_gb``); a batch-1 decode row of a chip whose
+  bins all have one bandwidth -> the smallest bin (``_decode_bin``: the planner's batch-1 decode is the same on
+  every such bin). Else ``chip_id`` is None.
 - ``runtime_family``: ``llama.cpp`` (llama-bench / batched-bench / llama-server / LM Studio's llama.cpp engine),
   ``mlx-lm`` (any ``mlx-lm`` front end: generate, benchmark, server, python API), ``ollama``, ``other-mlx``
   (stock MLX kernels behind another front end: mlx-vlm, mlx-swift-lm, vllm-mlx, oMLX, mlx-openai-server, LM Studio
@@ -125,6 +127,12 @@ FIXES: dict[int, dict] = {
     # weights near a 32 GB Mac's GPU working-set limit: a third of the speed is paging, not the model.
     33029: {"reliability": "low"},
     33030: {"reliability": "low"},
+
+
+    # llama.cpp #19366 (ggml-org/llama.cpp, 2026-02-05, labelled bug-unconfirmed) is a bug report: "token generation
+    # speed is roughly one third of speed in MLX for Qwen 3 coder next" (Qwen3-Next's hybrid layers, b7935), with a
+    # "roughly 24 t/s" from chat use. A reported slow path, in round numbers, not a llama.cpp efficiency.
+    20087: {"reliability": "low"},
     # enescingoz/mac-llm-bench MLX rows: lib/run_bench_mlx.sh (commit d9512e59) runs ``mlx_lm.benchmark -p PP -g TG``
     # for (PP, TG) in (128, 128), (128, 256), (256, 128), (256, 256), (512, 128) and stores ``tg{TG}`` from each run,
     # so the tg128 it keeps is the (512, 128) run's: 128 tokens generated after a 512-token prompt
@@ -487,9 +495,10 @@ _HW_INFERRED = re.compile(r"infer|assum|implies", re.IGNORECASE)
 
 
 def _resolve_gpu_cores(
-    chip: str, cores: int | None, ram: float | None, device: str, row_id: int
+    chip: str, cores: int | None, ram: float | None, device: str, row_id: int, decode_b1: bool = False
 ) -> tuple[int | None, bool]:
-    """-> (gpu_cores, inferred?) following the rules in the module docstring."""
+    """-> (gpu_cores, inferred?) following the rules in the module docstring. ``decode_b1``: the row is a decode
+    rate at batch 1 (:func:`_decode_bin`)."""
     if cores is not None:
         return cores, False
     bins = [b for b in chip_bins().get(chip, []) if not b.rumoured]
@@ -506,7 +515,23 @@ def _resolve_gpu_cores(
         hits = [b for b in bins if int(ram) in b.ram_options_gb]
         if len(hits) == 1:
             return hits[0].gpu_cores, True
+    if decode_b1:
+        return _decode_bin(bins), True
     return None, False
+
+
+def _decode_bin(bins: list[_Bin]) -> int | None:
+    """The GPU bin a batch-1 decode row of an unstated bin is fitted on: the smallest, when every bin of the chip has
+    the same memory bandwidth (M1/M2 Max 400 GB/s, M1/M2 Ultra 800 GB/s, M2 Pro 200 GB/s...), else None. A batch-1
+    decode step reads the weights and the cache at eta_bw x the chip's bandwidth (planner/throughput.py
+    Roofline.step_parts: the per-column compute starts at the second sequence), so the planner predicts the same
+    rate for every such bin (tests/calibration/test_dataset.py pins it) and the row measures what the fit needs; the
+    smallest bin has the fewest FLOPs, the conservative choice for the attention FLOPs at depth. What the bin does
+    change in practice (llama.cpp #4167: M1 Max 24- vs 32-core, Q4_0 7B 54.6 vs 61.2 tok/s) is the scatter the
+    likely range carries. The row is flagged inferred-hardware."""
+    if len({b.bandwidth_gb_s for b in bins}) != 1 or bins[0].bandwidth_gb_s is None:
+        return None
+    return min(b.gpu_cores for b in bins)
 
 
 def _add(flags: list[str], f: str) -> None:
@@ -528,7 +553,8 @@ def _normalize(row: dict[str, str], path: Path) -> Measurement:
     if "gpu_cores" in fix:
         cores, hw_inferred = fix["gpu_cores"], True
     else:
-        cores, hw_inferred = _resolve_gpu_cores(chip, cores, ram, device, rid)
+        decode_b1 = row["metric"].strip() in DECODE_METRICS and row["batch"].strip() in ("", "1")
+        cores, hw_inferred = _resolve_gpu_cores(chip, cores, ram, device, rid, decode_b1)
     if hw_inferred or _HW_INFERRED.search(device):
         _add(flags, "inferred-hardware")
     chip_id = generation = tier = None

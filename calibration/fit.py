@@ -10,7 +10,7 @@ out-of-source residuals (:func:`loso_ranges`), the scatter between sources.
 
 Grouping (docs/dataset-notes.md, "Recommendation for grouping efficiencies"):
 
-- llama.cpp: η_bw per tier (base/pro/max/ultra; M1 chips their own, :data:`GEN_ETA_BW`), η_c per generation
+- llama.cpp: η_bw per tier (base/pro/max/ultra; M1 chips too, :data:`GEN_ETA_BW`), η_c per generation
   (M1-M4), shared t_layer, η_attn, η_c_decode,
   no-flash factor and dequantization factors per weight class; nuisance build-era factors (old llama.cpp builds
   prefilled up to 2x slower) are fitted and dropped: the shipped profiles describe current builds.
@@ -109,13 +109,17 @@ KERNELS = {"llama.cpp": _LC_KERNELS, "mlx-lm": dict(_LC_KERNELS), "ollama": dict
 # defaults (flash attention, n_ubatch...) and a measured overhead factor per phase (fit_wrapper_factors).
 WRAPPERS = {"ollama": "llama.cpp", "lmstudio-llama.cpp": "llama.cpp", "lmstudio-mlx": "mlx-lm"}
 # Generations whose llama.cpp decode gets its own eta_bw instead of the tier's (gen-<M> scope), fitted on their own
-# sources. M1: its GPU reaches 78-85 % of nominal bandwidth (llama.cpp PR #1642: M1 Max GPU 317.6 of 409.6 GB/s
-# attainable; PR #2188: "GPUs of M1 Max / M2 Max can sustain 340 GB/s", llama.cpp's Q4_0 kernel then 275 GB/s).
-# Current ggml-metal has no M1-only kernel path (ggml-metal-device.m: simdgroup mm/reduction from
-# MTLGPUFamilyApple7, which M1 is; bfloat from Apple6), and an expert engine decodes as fast on M1 Ultra as on M2
-# Ultra (antirez/ds4 PR #706: 23.5 vs 23.2 tok/s, prefill half): the rest of M1's gap on users' Macs is their
-# setups, which a gen-M1 eta_bw fitted source-weighted on M1 sources carries.
-GEN_ETA_BW = ("M1",)
+# sources: none. M1 chips take their tier's, as M2-M5 do. The share of the bandwidth a decode reaches is set by the
+# tier, and M1 follows M2 tier by tier in one table (llama.cpp #4167, one model, Q4_0, 2023-11 builds): base
+# 78 % (M1 8-core) vs 81-82 % (M2), Pro 67-68 % vs 71-73 %, Max 51-57 % vs 57-62 %, Ultra 35-39 % vs 44 %. One gen-M1
+# value mixed the base's 78 % with the Ultra's 35-39 %: fitted on M1 sources, it predicted current-build M1 Max
+# decodes 18-31 % fast (normiebench #40, famstack's LM Studio and Ollama rows, calibration/data/README.md caveat 12;
+# a current build reaches 55-58 % of 400 GB/s on an M1 Max with IQ4_NL/Q4_1, llama.cpp #27525) and M1 base ones
+# slow. The quantized mat-vec kernel is what limits the big GPUs (llama.cpp PR #1642, philipturner: "qGEMV can
+# achieve ~50% bandwidth ... the kernel is also compute-bound: bandwidth utilization scales with the number of GPU
+# cores"); the few points M1 sits below M2 in each tier are between-source scatter. (Earlier rationale for a gen-M1
+# value: PR #1642's 317.6 of 409.6 GB/s attainable on an M1 Max, a copy, not a quantized mat-vec.)
+GEN_ETA_BW: tuple[str, ...] = ()
 def mv_max_batch(runtime: str, era: str) -> int:
     """Largest decode batch on the matrix-vector kernels for a build era. llama.cpp builds of 2023 and 2024 sent
     every batch above one token to kernel_mul_mm (ggml-metal.m GGML_OP_MUL_MAT: ``int ne11_mm_min = 1;``, the
@@ -708,6 +712,23 @@ def within_source_quant_priors(records: list[FitRecord]) -> dict[str, tuple[floa
 
 
 # --------------------------------------------------------------------------- params -> constants
+def _complete_default(d: dict, allp: dict[str, float], runtime: str) -> None:
+    """Complete the default scope of :func:`constants_from_params`: unfitted fields from the fixed values, then
+    the priors."""
+    for p in SHARED:
+        d.setdefault(p, allp.get(p, BASE_PRIORS[p][0]))
+    for p in OPTIONAL_FIXED:  # carried when given (a user fit keeps the shipped value), else unset: 0
+        if p in allp:
+            d.setdefault(p, allp[p])
+    for p, v in KERNELS[runtime].items():
+        d.setdefault(p, v)
+    d.setdefault("eta_bw", allp.get("eta_bw:*", BASE_PRIORS["eta_bw"][0]))
+    d.setdefault("eta_c", allp.get("eta_c:*", BASE_PRIORS["eta_c"][0]))
+    d["quant_prefill_factor"] = {
+        c: d.get("quant_prefill_factor", {}).get(c, allp.get(f"q_{c}", 1.0 if c == "float" else BASE_PRIORS[f"q_{c}"][0]))
+        for c in ("float", "legacy", "kquant", "iquant", "mxfp4", "affine", "fp4")}
+
+
 def constants_from_params(params: dict[str, float], fixed: dict[str, float] | None = None,
                           runtime: str = "llama.cpp") -> dict[str, SpeedConstants]:
     """Split fitted parameters into scoped SpeedConstants: {'default': ..., 'tier-max': ..., 'gen-M3': ...}.
@@ -733,19 +754,7 @@ def constants_from_params(params: dict[str, float], fixed: dict[str, float] | No
     if qf:
         out["default"]["quant_prefill_factor"] = {"float": allp.get("q_float", 1.0), **qf}
     if fixed is not None:  # complete the default scope: unfitted fields from ``fixed``, then the priors
-        d = out["default"]
-        for p in SHARED:
-            d.setdefault(p, allp.get(p, BASE_PRIORS[p][0]))
-        for p in OPTIONAL_FIXED:  # carried when given (a user fit keeps the shipped value), else unset: 0
-            if p in allp:
-                d.setdefault(p, allp[p])
-        for p, v in KERNELS[runtime].items():
-            d.setdefault(p, v)
-        d.setdefault("eta_bw", allp.get("eta_bw:*", BASE_PRIORS["eta_bw"][0]))
-        d.setdefault("eta_c", allp.get("eta_c:*", BASE_PRIORS["eta_c"][0]))
-        d["quant_prefill_factor"] = {
-            c: d.get("quant_prefill_factor", {}).get(c, allp.get(f"q_{c}", 1.0 if c == "float" else BASE_PRIORS[f"q_{c}"][0]))
-            for c in ("float", "legacy", "kquant", "iquant", "mxfp4", "affine", "fp4")}
+        _complete_default(out["default"], allp, runtime)
     return {s: SpeedConstants(**{k: (min(v, 1.0) if k.startswith("eta") else v) for k, v in d.items()})
             for s, d in out.items()}
 
@@ -1249,7 +1258,10 @@ def build_profiles(data, fits, ranges: dict[str, dict] | None = None) -> list[Ca
                 notes += (f" eta_bw of {scope[4:]} chips, fitted on their own source-weighted rows in place of their "
                          "tier's (calibration.fit.GEN_ETA_BW): the M1 GPU reaches 78-85 % of its nominal bandwidth "
                          "(llama.cpp PR #1642: M1 Max GPU 317.6 of 409.6 GB/s attainable; PR #2188: 340 GB/s "
-                         "sustained, llama.cpp's Q4_0 kernel then 275 GB/s); ggml-metal has no M1-only kernel path.")
+                         "sustained, llama.cpp's Q4_0 kernel then 275 GB/s); ggml-metal has no M1-only kernel path. "
+                         "A quantized decode on the M1 Max reaches 55-58 % of 400 GB/s on a current build "
+                         "(llama.cpp #27525: IQ4_NL/Q4_1, 44 % with Q3_K_M): the mat-vec kernel is compute-bound "
+                         "(PR #1642), which one eta_bw per generation does not capture.")
             if runtime in WRAPPERS:
                 engine = WRAPPERS[runtime]
                 method = ("fit: measured overhead over the engine's fitted constants, each source group's mean "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 
 import pytest
@@ -525,3 +526,61 @@ def test_qwen36_paging_run_on_the_m5_is_not_a_speed():
     assert explain_exclusion(by_id[33030]) == "reliability=low: known anomaly"
     assert explain_exclusion(by_id[33029]) == "reliability=low: known anomaly"
     assert explain_exclusion(by_id[33028]) is None and by_id[33028].model_id == "qwen3.5-35b-a3b"
+
+
+def test_ollama_decode_depth_is_the_prompt_ollama_evaluated():
+    """famstack-dev/local-llm-bench (lib/backends.py stream_ollama) saves Ollama's prompt_eval_count, the tokens in
+    context before the reply is decoded; its ctx_tokens_est is a characters-based estimate (German documents: 8496
+    estimated, 16299 evaluated for gemma3). Every famstack Ollama decode row that has the count decodes from it, and
+    its note says so with the number: e.g. the qwen3:30b ops-agent turn 8 (row 31199) from 6125, not 5021."""
+    here = Path(__file__).resolve().parents[2] / "calibration" / "data"
+    ms = [m for f in ("measured_benchmarks_community.csv", "measured_benchmarks_famstack_more.csv")
+          for m in load_measurements(here / f)]
+    fam = [m for m in ms if m.source_group.startswith("famstack") and m.runtime_family == "ollama"
+           and m.metric == "tg_tps" and ("turn" in m.notes and "run 1" in m.notes or "prefill-test" in m.notes)]
+    assert len(fam) >= 50
+    for m in fam:
+        counted = re.search(r"prompt_eval_count (\d+)", m.notes)
+        assert counted, m.row_id
+        assert m.context_depth == int(counted.group(1)), m.row_id
+    assert {m.row_id: m.context_depth for m in fam}[31199] == 6125
+
+
+def test_batch1_decode_of_an_unstated_bin_takes_the_smallest_bin_of_one_bandwidth(by_id):
+    """normiebench #40 (M1 Max 64 GB, GPU bin not stated; 64 GB ships with the 24- and 32-core bins) decodes at
+    batch 1: both bins have 400 GB/s, so the row is fitted on the 24-core bin, flagged inferred-hardware; its pp512
+    row (row 436) keeps no bin (prefill runs on the GPU's FLOPs). A chip whose bins differ in bandwidth (M3 Max:
+    300 vs 400 GB/s) gets no bin."""
+    from calibration.dataset import _decode_bin, chip_bins
+
+    m = by_id[437]
+    assert (m.metric, m.batch, m.chip_id) == ("tg_tps", 1, "m1-max-24gpu")
+    assert "inferred-hardware" in m.flags and usable_for_efficiency(m)
+    assert by_id[436].chip_id is None and not usable_for_efficiency(by_id[436])
+    assert _decode_bin(chip_bins()["M2 Ultra"]) == 60
+    assert _decode_bin(chip_bins()["M3 Max"]) is None
+
+
+def test_the_planner_decodes_at_batch_1_alike_on_every_bin_of_one_bandwidth(by_id):
+    """Why the smallest bin may stand for an unstated one: the shipped constants predict the same batch-1 decode
+    rate on the 24- and the 32-core M1 Max (one bandwidth, one tier, one generation), and on the 60- and 76-core
+    M2 Ultra, for the normiebench Llama-3.1-8B Q4_K_M tg128 row."""
+    from calibration import fit as F
+    from planner import profiles
+
+    def rate(chip_id: str, rt: str = "llama.cpp") -> float:
+        c = profiles.resolve_chip(chip_id)
+        m = by_id[437].model_copy(update={"chip_id": chip_id, "gpu_cores": c.gpu_cores})
+        (r,), _ = F.records_from_measurements([m])
+        return F.predict_record(r, profiles.load_speed_constants(c, rt).constants)
+
+    assert rate("m1-max-24gpu") == pytest.approx(rate("m1-max-32gpu"), rel=1e-9)
+    assert rate("m2-ultra-60gpu") == pytest.approx(rate("m2-ultra-76gpu"), rel=1e-9)
+
+
+def test_a_bug_report_of_a_slow_path_is_not_an_efficiency():
+    """llama.cpp #19366 (bug-unconfirmed: Qwen3-Coder-Next decoding at "roughly one third" of MLX's speed, "roughly 24
+    t/s") resolves to an M4 Pro bin as a batch-1 decode, but it is a reported slow path in round numbers: low."""
+    here = Path(__file__).resolve().parents[2] / "calibration" / "data" / "measured_benchmarks_community.csv"
+    m = {m.row_id: m for m in load_measurements(here)}[20087]
+    assert m.chip_id is not None and m.reliability == "low" and not usable_for_efficiency(m)

@@ -154,13 +154,26 @@ def test_m1_chips_get_their_own_bandwidth_efficiency():
 
 
 def test_shipped_gen_m1_bandwidth_wins_over_the_tier():
+    """The planner's chain default -> tier -> generation: a gen-M1 eta_bw, when a profile carries one, wins over
+    the tier's; without one the M1 Max takes tier-max's."""
     m1 = profiles.resolve_chip("m1-max-32gpu")
     res = profiles.load_speed_constants(m1, "llama.cpp", include_user=False)
     assert res.scopes[:3] == ["default__llama.cpp", "tier-max__llama.cpp", "gen-M1__llama.cpp"]
     from planner.schema import CalibrationProfile
 
     gen = profiles.load_file(F.OUT_DIR / "gen-M1__llama.cpp.yaml", CalibrationProfile)
-    assert gen.constants.eta_bw is not None and res.constants.eta_bw == gen.constants.eta_bw
+    tier = profiles.load_file(F.OUT_DIR / "tier-max__llama.cpp.yaml", CalibrationProfile)
+    expected = gen.constants.eta_bw if gen.constants.eta_bw is not None else tier.constants.eta_bw
+    assert expected is not None and res.constants.eta_bw == expected
+
+
+def test_m1_rows_fit_their_tier_bandwidth_efficiency():
+    """The shipped fit frees no generation's own eta_bw (calibration.fit.GEN_ETA_BW): llama.cpp #4167 shows M1
+    reaching the share of its bandwidth that M2 reaches in the same tier (base 78 vs 81 %, Ultra 35-39 vs 44 %),
+    so an M1 Max row and an M2 Max row use eta_bw:max, an M1 base row eta_bw:base."""
+    recs = [_rec(chip="m1-max-32gpu"), _rec(chip="m2-max-38gpu"), _rec(chip="m1-8gpu")]
+    spec = F.Spec("llama.cpp", gen_eta_bw=F.GEN_ETA_BW, free={"eta_bw"})
+    assert F._param_names(recs, spec) == ["eta_bw:base", "eta_bw:max"]
 
 
 # ------------------------------------------------------------------------------------------- new data files
