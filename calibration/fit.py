@@ -938,12 +938,13 @@ def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None,
         if not recs:
             continue
         base = [predict_record(r, engine_constants(out, rt, r)) for r in recs]
-        factors = fit_wrapper_factors(recs, base)
+        # one factor per engine, each phase fitted only when MIN_FACTOR_SOURCES source groups measured it; the
+        # shipped one is the current engine's (Ollama), or the wrapper's one engine (LM Studio's, wrapper_engine "")
+        per_engine = fit_wrapper_engine_factors(recs, base)
         diag: dict = {}
-        if any(r.wrapper_engine for r in recs):  # one factor per engine; the shipped one is the current engine's
-            per_engine = fit_wrapper_engine_factors(recs, base)
-            current = ollama_engines()["current_engine"]
-            factors = {k: v for k, v in per_engine.get(current, {}).items() if k.endswith("_factor")}
+        engine = ollama_engines()["current_engine"] if any(r.wrapper_engine for r in recs) else ""
+        factors = {k: v for k, v in per_engine.get(engine, {}).items() if k.endswith("_factor")}
+        if engine:
             diag["engine_factors"] = per_engine
         pred = np.array([b * _record_factors(rt, r, factors, diag).get(f"{r.phase}_factor", 1.0)
                          for r, b in zip(recs, base)])
@@ -971,6 +972,7 @@ def _record_factors(runtime: str, r: FitRecord, shipped: dict, diag: dict) -> di
     if per_engine is None or not r.wrapper_engine:
         return shipped
     return {k: v for k, v in per_engine.get(r.wrapper_engine, {}).items() if k.endswith("_factor")}
+
 
 def era_factor(params: dict, era: str) -> float:
     """The prefill build-era factor of ``era``: its own fit, else the nearest newer era's that was fitted (a refit

@@ -68,9 +68,13 @@ def test_custom_guardrail_is_exact():
 
 
 def test_lmstudio_speed_is_its_engines():
+    """LM Studio's llama.cpp engine has one measured source (a bug report): too few for an overhead factor
+    (calibration.fit.MIN_FACTOR_SOURCES), so its speed is llama.cpp's; only its likely range is the wrapper
+    sources' spread."""
     chip = profiles.resolve_chip("m3-max-40gpu")
     lc, lms = (profiles.load_speed_constants(chip, r) for r in ("llama.cpp", "lmstudio-llama.cpp"))
-    assert lc.constants == lms.constants and "no published measurement" in lms.source
+    drop = {"likely_range"}
+    assert lc.constants.model_dump(exclude=drop) == lms.constants.model_dump(exclude=drop)
 
 
 def test_quantized_kv_in_the_recipe_turns_flash_attention_on():

@@ -446,3 +446,18 @@ def test_mlx_range_is_the_between_source_prediction_interval():
     assert table["lmstudio-mlx"] == table["mlx-lm"]
     two = [h for h in held if h[1].source != "c"]
     assert F.mlx_between_source_ranges(two) == {}
+
+
+def test_a_wrapper_phase_measured_by_one_source_keeps_the_engines_speed():
+    """The MIN_FACTOR_SOURCES rule holds for every wrapper, not only Ollama's engines: a shipped wrapper profile
+    carries a decode (prefill) factor only when at least that many source groups measured the wrapper's current
+    engine on that phase (LM Studio's llama.cpp engine: one bug report, so no factor)."""
+    data, _ = F.load_training_records()
+    for rt in F.WRAPPERS:
+        recs = data.get(rt, [])
+        engine = F.ollama_engines()["current_engine"] if any(r.wrapper_engine for r in recs) else ""
+        k = profiles.load_speed_constants(profiles.resolve_chip("m3-max-40gpu"), rt).constants
+        for phase in ("decode", "prefill"):
+            n_src = len({r.source for r in recs if r.phase == phase and r.wrapper_engine == engine})
+            if n_src < F.MIN_FACTOR_SOURCES:
+                assert (getattr(k, f"{phase}_factor") or 1.0) == 1.0, (rt, phase, n_src)
