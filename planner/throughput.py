@@ -28,7 +28,8 @@ Prefill of P tokens per sequence on D cached tokens (§5.3)::
                  (MLX on a CPU: unfused, every query of a chunk × every key up to its end, at η_c · F)
 
 with F the peak GPU FLOPS (× the matrix-unit factor on M5), q the weight-class dequantization factor, η_ad the decode
-attention kernel's FLOP efficiency relative to prefill's (eta_attn_decode, 1 unless a calibration fitted it), fa the
+attention kernel's FLOP efficiency relative to prefill's (eta_attn_decode, 1 unless a calibration fitted it; only where
+the engine runs its vector kernel: llama.cpp flash attention with fewer than 20 queries per KV stream, else 1), fa the
 no-flash-attention slowdown (llama.cpp -fa off) and n_chunks the number of physical batches (llama.cpp n_ubatch,
 mlx-lm prefill_step_size). η ≤ 1, so decode never beats BW / bytes per step (the hard physical bound).
 References: llama.cpp ggml/src/ggml-metal (mul_mv vs mul_mm kernels, flash_attn_ext), tools/batched-bench;
