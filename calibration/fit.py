@@ -88,6 +88,10 @@ BASE_PRIORS: dict[str, tuple[float, float]] = {
 # Expected scatter of one measured rate around the model, in log units: run-to-run spread of llama-bench / mlx_lm
 # benchmarks (2-5%) plus what the model does not capture; data residuals are divided by it so priors stay weak.
 NOISE_SIGMA = 0.05
+# llama.cpp's own: the decode attention's vector kernel (kernel_flash_attn_ext_vec: float4 dot products and simd_sum
+# per query row, no simdgroup-matrix tiles) has no prior measurement of its own; the base prior (1, prefill's
+# efficiency) with the same width lets the rows decide.
+LLAMA_CPP_PRIORS: dict[str, tuple[float, float]] = {"eta_attn_decode": BASE_PRIORS["eta_attn_decode"]}
 UPPER = {"eta_bw": 1.0, "eta_c": 1.0, "eta_attn": 1.0, "eta_c_decode": 1.0, "eta_mv": 1.0, "moe_bw_factor": 1.0,
          "eta_kv": 1.0, "eta_attn_decode": 1.0,
          "era_decode": 1.0,
@@ -132,7 +136,9 @@ SHARED = ("eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor", "t_layer_s", "n
           "matrix_unit_factor", "eta_kv", "noflash_kv_factor")
 # Parameters only the runtimes whose Spec frees them fit; elsewhere they keep this value (0: no such cost).
 # t_moe_layer_s: a MoE layer's routing chain (throughput.Roofline.fixed_time), fitted for mlx-lm.
-OPTIONAL_FIXED = {"t_moe_layer_s": 0.0}
+# eta_attn_decode: the flash-attention vector kernel's FLOP efficiency relative to η_attn
+# (throughput.Roofline.eta_attn_decode), fitted for llama.cpp; 1 (prefill's) elsewhere.
+OPTIONAL_FIXED = {"t_moe_layer_s": 0.0, "eta_attn_decode": 1.0}
 
 
 # --------------------------------------------------------------------------- the common record form
@@ -434,6 +440,10 @@ class _Arrays:
         self.pstep_kv = np.zeros(n)        # its KV + state bytes
         self.pstep_attn = np.zeros(n)      # its attention + state-update FLOPs
         self.fa_off = np.array([(not r.flash_attn) and r.engine != "mlx-lm" for r in records])
+        # decode attention on the engine's vector kernel (throughput.Roofline.eta_attn_decode): its FLOPs run at
+        # η_attn × eta_attn_decode, else at η_attn (llama.cpp: -fa off, or 20+ queries of a unified cache)
+        self.vec = np.array([tp.by_name(r.engine).decode_attn_vec(r.flash_attn, r.batch if r.unified_kv else 1,
+                                                                   r.geo.vec_heads) for r in records])
         self.tokens = np.zeros(n)
         for i, r in enumerate(records):
             g = r.geo
@@ -550,8 +560,9 @@ def _predict(theta: np.ndarray, A: _Arrays, idx, fixedv) -> np.ndarray:
     # 32-column tile achieves relative to a full prefill. 2023 llama.cpp builds had no small-batch matrix-vector
     # regime (mv_max_batch: every B > 1 on kernel_mul_mm), so η_mv is identified by current rows only
     kv_slow = np.where(A.fa_off, pick("noflash_kv_factor"), 1.0)
+    eta_ad = np.where(A.vec, pick("eta_attn_decode"), 1.0)
     t_kv = np.maximum(A.dkv / (eta_bw * pick("eta_kv") * A.bw)[:, None],
-                      A.dattn / (pick("eta_attn") * pick("eta_attn_decode") * F)[:, None])
+                      A.dattn / (pick("eta_attn") * eta_ad * F)[:, None])
     t_w = ((A.dw + A.dexp / moe) / (eta_bw * A.bw))[:, None]
     t_att = t_kv * kv_slow[:, None]
     eta_k = np.where(A.mv, pick("eta_mv"), pick("eta_c_decode") * eta_c)
@@ -570,7 +581,7 @@ def _predict(theta: np.ndarray, A: _Arrays, idx, fixedv) -> np.ndarray:
     # mlx-lm's prompt speed includes the first decode step (Roofline.reported_prefill_time; step_parts at B = 1)
     t_ps = (fixed + (A.pstep_w + A.pstep_exp / moe) / (eta_bw * A.bw)
             + np.maximum(A.pstep_kv / (eta_bw * pick("eta_kv") * A.bw),
-                         A.pstep_attn / (pick("eta_attn") * pick("eta_attn_decode") * F)))
+                         A.pstep_attn / (pick("eta_attn") * eta_ad * F)))
     t = t + np.where(A.pstep, t_ps, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         pre = np.where(A.dec, 0.0, A.tokens / np.where(A.dec, 1.0, t))
@@ -917,7 +928,9 @@ def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None,
 
     out = {}
     lc = keep(data.get("llama.cpp", []))
-    p_lc, d_lc = fit_hierarchical(lc, Spec("llama.cpp", gen_eta_bw=GEN_ETA_BW), priors=within_source_quant_priors(lc))
+    lc_spec = Spec("llama.cpp", gen_eta_bw=GEN_ETA_BW)
+    lc_spec.free.add("eta_attn_decode")   # kernel_flash_attn_ext_vec (throughput.Roofline.eta_attn_decode)
+    p_lc, d_lc = fit_hierarchical(lc, lc_spec, priors={**within_source_quant_priors(lc), **LLAMA_CPP_PRIORS})
     out["llama.cpp"] = (p_lc, {}, d_lc)
     # mlx-lm: too few rows for groups; llama.cpp's shared constants become priors (sigma 0.5 in log)
     # t_layer is not borrowed: mlx-lm encodes one lazily built graph per step (mlx_lm/generate.py generate_step,

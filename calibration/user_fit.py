@@ -15,8 +15,9 @@ weighted least squares on log rates) run on :func:`calibration.fit.records_from_
   factors describe Metal's dequantizing matmul kernels; ggml-cpu multiplies quantized weights by int8-quantized
   activations (ggml-cpu quants.c ``ggml_vec_dot_q4_K_q8_K``), which can outrun the fp32 GEMM the chip's peak is
   measured with, so with η_c capped at 1 the shipped factor held every prefill 8-18 % slow on this repo's 2-vCPU VM;
-- ``eta_attn_decode``, the decode attention kernel's FLOP efficiency relative to prefill's (unset = 1 in the
-  shipped profiles): a decode point deep in the cache tells it from η_attn.
+- ``eta_attn_decode``, the decode attention vector kernel's FLOP efficiency relative to prefill's (the shipped
+  llama.cpp fit has its own; unset = 1 for mlx-lm; throughput.Roofline.eta_attn_decode says where it applies): a
+  decode point deep in the cache tells it from η_attn.
 """
 
 from __future__ import annotations

@@ -82,7 +82,7 @@ class PowerModel(BaseModel):
 
 
 def _idle_of(table: PowerTable, chip: str) -> float | None:
-    from statistics import median  # on first use: `plan --model X --ram N` (no chip) needs none
+    from statistics import median  # on first use: the plain fit question (no chip) needs none
 
     v = [r.watts for r in table.rows if r.chip == chip and r.state == "idle"]
     return median(v) if v else None
@@ -101,7 +101,7 @@ def _per_core(table: PowerTable, state: str) -> list[float]:
 
 def power_model(table: PowerTable, chip_id: str, gpu_cores: int) -> PowerModel:
     """P = P_idle + w · cores for decode and prefill (w: median over the rows, range: their min and max)."""
-    from statistics import median  # on first use: `plan --model X --ram N` (no chip) needs none
+    from statistics import median  # on first use: the plain fit question (no chip) needs none
 
     idle = _idle_of(table, chip_id)
     basis = "measured"

@@ -695,8 +695,9 @@ class SpeedConstants(BaseModel):
     eta_c: float | None = Field(None, gt=0, le=1, description="Achieved / peak FLOPS of prefill matmuls (float weights) [1]")
     eta_attn: float | None = Field(None, gt=0, le=1, description="Achieved / peak FLOPS of attention (flash) [1]")
     eta_attn_decode: float | None = Field(
-        None, gt=0, le=1, description="Decode attention's FLOP efficiency relative to eta_attn (one query per sequence: "
-                                      "llama.cpp flash_attn_ext_vec / ggml-cpu's one-row flash attention, against "
+        None, gt=0, le=1, description="Decode attention's FLOP efficiency relative to eta_attn where the engine runs "
+                                      "its vector kernel (llama.cpp flash_attn_ext_vec: flash attention and fewer than "
+                                      "20 queries per KV stream / ggml-cpu's one-row flash attention, against "
                                       "prefill's tiled kernel); unset = 1, as prefill's; fitted by plan calibrate [1]")
     eta_c_decode: float | None = Field(None, gt=0, le=1, description="Batched-decode matrix-matrix efficiency (B > mv_max_batch) relative to the prefill eta_c × "
                                         "quant_prefill_factor of the same chip and weight class (same kernel_mul_mm, one tile) [1]")

@@ -95,7 +95,7 @@ def ssd_speed(table: SSDTable, generation: str, tier: str, storage_gb: int) -> S
     parallel: the 256 GB single-package M2 drives read at half the 512 GB ones), so rows are ranked by capacity
     first (the same size, else the largest measured size below it, else the smallest above), then by the nearest
     generation, then by the same tier (an Ultra counts as its Max dies)."""
-    from statistics import median  # on first use: `plan --model X --ram N` (no chip) needs none
+    from statistics import median  # on first use: the plain fit question (no chip) needs none
 
     gen_no = int(generation[1:])
     want = "max" if tier == "ultra" else tier

@@ -28,7 +28,8 @@ Prefill of P tokens per sequence on D cached tokens (§5.3)::
                  (MLX on a CPU: unfused, every query of a chunk × every key up to its end, at η_c · F)
 
 with F the peak GPU FLOPS (× the matrix-unit factor on M5), q the weight-class dequantization factor, η_ad the decode
-attention kernel's FLOP efficiency relative to prefill's (eta_attn_decode, 1 unless a calibration fitted it), fa the
+attention kernel's FLOP efficiency relative to prefill's (eta_attn_decode, 1 unless a calibration fitted it; only where
+the engine runs its vector kernel: llama.cpp flash attention with fewer than 20 queries per KV stream, else 1), fa the
 no-flash-attention slowdown (llama.cpp -fa off) and n_chunks the number of physical batches (llama.cpp n_ubatch,
 mlx-lm prefill_step_size). η ≤ 1, so decode never beats BW / bytes per step (the hard physical bound).
 References: llama.cpp ggml/src/ggml-metal (mul_mv vs mul_mm kernels, flash_attn_ext), tools/batched-bench;
@@ -43,6 +44,7 @@ from dataclasses import dataclass
 from . import architecture as arch
 from . import hybrid
 from .engines import Engine, by_name
+from .engines.llamacpp import FA_VEC_HEAD_MULTIPLE
 from .errors import InputError
 from .memory import MemoryModel
 from .results import ThroughputEstimate
@@ -77,6 +79,8 @@ class Geometry:
     score_heads: float = 0.0  # Σ_layers H where attention is unfused on the GPU, materialising the score matrix
                               # (Engine.score_heads); 0 = a fused attention kernel [1]
     moe_layers: int = 0       # layers with a routed-expert block (t_moe_layer_s per forward pass) [1]
+    vec_heads: bool = True    # every attention layer's query head size (absorbed MLA: kv_lora_rank + rope) is a
+                              # multiple of 32, as llama.cpp's flash-attention vector kernel needs (Engine.decode_attn_vec)
 
     def expert_union(self, tokens: int) -> float:
         """Expected fraction of routed experts touched by ``tokens`` tokens, uniform routing: 1 − (1 − k/E)^n."""
@@ -200,6 +204,15 @@ def _attention_dims(cfg: ModelConfig, runtime_family: str) -> tuple[float, float
     return full, swa
 
 
+def _vec_heads(cfg: ModelConfig) -> bool:
+    """Every attention layer's query head size a multiple of 32 (ggml-metal-ops.cpp
+    ggml_metal_op_flash_attn_ext_use_vec ``ne00 % 32 == 0``; absorbed MLA queries are kv_lora_rank + rope wide,
+    deepseek2.cpp). Recurrent layers have no attention."""
+    sizes = [c.k_elems if c.kind == "mla" else (c.head_dim or cfg.head_dim)
+             for c in arch.cache_layers(cfg) if c.kind != "linear"]
+    return all(d % FA_VEC_HEAD_MULTIPLE == 0 for d in sizes)
+
+
 def _matmul_params(cfg: ModelConfig) -> tuple[int, int, int]:
     """(head, matmul, expert matmul) parameters a decoded token multiplies (see geometry)."""
     tied = cfg.tie_word_embeddings
@@ -251,7 +264,8 @@ def geometry(mm: MemoryModel, quant_kind: str = "gguf", quant_mode: str | None =
         prefill_attn_full=mm.engine.prefill_attn_dims(cfg),
         state_flops=arch._memo("state_flops", cfg, hybrid.state_flops),  # per config, like the sums above
         score_heads=mm.engine.score_heads(cfg),
-        moe_layers=arch._memo("moe_layers", cfg, moe_layers) if cfg.is_moe else 0)
+        moe_layers=arch._memo("moe_layers", cfg, moe_layers) if cfg.is_moe else 0,
+        vec_heads=arch._memo("vec_heads", cfg, _vec_heads))
 
 
 def moe_layers(cfg: ModelConfig) -> int:
@@ -412,7 +426,8 @@ class Roofline:
         (absorbed MLA: 128 heads over one 576-wide latent, deepseek2.cpp / deepseek_v3.py) that compute, not the
         read, sets the depth cost. A decode query runs alone (llama.cpp kernel_flash_attn_ext_vec on Metal; on a
         CPU ggml-cpu ops.cpp ggml_compute_forward_flash_attn_ext_f16_one_chunk, a dot, an exp and a mad per key and
-        head), not in prefill's tiled kernel, so its FLOPs run at η_attn × eta_attn_decode (unset: 1). Without
+        head), not in prefill's tiled kernel, so its FLOPs run at η_attn × eta_attn_decode (unset: 1) when the
+        engine runs that vector kernel (eta_attn_decode below), else at prefill's η_attn. Without
         flash attention (llama.cpp -fa off, Ollama's default) the step runs
         separate KQ mul_mat, soft_max and KQV mul_mat over a transposed V cache (llama-graph.cpp build_attn_mha),
         writing and re-reading the score matrix: noflash_kv_factor × slower."""
@@ -420,9 +435,19 @@ class Roofline:
         t_read = g.batch_kv_read(batch, context, self.shared_prefix) / (k.eta_bw * k.eta_kv * self.bw)
         # + the recurrent layers' state update, one per sequence per step (hybrid.state_flops)
         t_flops = (2 * batch * g.attn_keys(self.keys_per_query(batch, context)) + batch * g.state_flops) / (
-            k.eta_attn * (k.eta_attn_decode or 1.0) * self.flops)
+            k.eta_attn * self.eta_attn_decode(batch) * self.flops)
         slow = self.engine.noflash(self.flash_attn, k.noflash_kv_factor)
         return max(t_read, t_flops) * slow
+
+    def eta_attn_decode(self, batch: int) -> float:
+        """Decode attention's FLOP efficiency relative to η_attn: the constant eta_attn_decode (unset: 1) when the
+        engine's decode step runs the vector attention kernel (Engine.decode_attn_vec: llama.cpp picks
+        kernel_flash_attn_ext_vec for fewer than 20 queries per KV stream, one per sequence with per-sequence
+        streams, the whole batch with a unified cache), else 1: the tiled matrix kernel of prefill. [1]"""
+        queries = batch if self.unified_kv else 1
+        if self.engine.decode_attn_vec(self.flash_attn, queries, self.geo.vec_heads):
+            return self.k.eta_attn_decode or 1.0
+        return 1.0
 
     def mm_flops(self, rows: float) -> float:
         """FLOPs of ``rows`` (padded) token rows through the dense weights and lm_head in one matrix-matrix pass

@@ -182,3 +182,24 @@ def test_no_runtime_name_branches_outside_engines():
     # the allow-list holds only what is still there
     for rel, hit in ALLOWED:
         assert any(r == rel and hit in line for r, _, line in found), (rel, hit)
+
+
+def test_decode_attention_vector_kernel_rule():
+    """ggml-metal-ops.cpp ggml_metal_op_flash_attn_ext_use_vec: ``(ne01 < 20) && (ne00 % 32 == 0)``: 19 queries of
+    one KV stream still run kernel_flash_attn_ext_vec, 20 the tiled kernel; a query head size that is no multiple
+    of 32 never does; -fa off runs KQ / KQV mul_mat, not this kernel. mlx-lm: its vector kernel every step."""
+    e = llamacpp.ENGINE
+    assert e.decode_attn_vec(True, 1, True) and e.decode_attn_vec(True, 19, True)
+    assert not e.decode_attn_vec(True, 20, True)
+    assert not e.decode_attn_vec(True, 1, False)
+    assert not e.decode_attn_vec(False, 1, True)
+    assert engine_for(P.load_runtime("ollama")).decode_attn_vec(True, 1, True)
+    assert mlxlm.ENGINE.decode_attn_vec(False, 64, False)
+
+
+def test_vector_kernel_head_sizes_from_the_config():
+    """Absorbed MLA queries are kv_lora_rank + rope = 512 + 64 = 576 wide (GLM-4.7-Flash: 576 % 32 == 0); EXAONE 3.5
+    2.4B's 80-wide heads are no multiple of 32 (80 = 2·32 + 16), Llama 3.1 8B's 128 are."""
+    assert tp.geometry(mm("glm-4.7-flash", "llama.cpp")).vec_heads
+    assert tp.geometry(mm("llama-3.1-8b", "llama.cpp")).vec_heads
+    assert not tp.geometry(mm("exaone-3.5-2.4b", "llama.cpp")).vec_heads

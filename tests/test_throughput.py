@@ -595,3 +595,28 @@ def test_moe_layers_counts_layers_with_routed_experts():
         q = profiles.load_quant("mlx-4bit-g64", rt.weight_format)
         mm = memory_model(profiles.load_model(mid), rt, q, profiles.ggml_types())
         assert tp.geometry(mm, q.kind, q.mode).moe_layers == n, mid
+
+
+def test_decode_attention_efficiency_only_on_the_vector_kernel():
+    """eta_attn_decode applies where llama.cpp runs kernel_flash_attn_ext_vec (fewer than 20 queries per KV stream,
+    ggml-metal-ops.cpp ggml_metal_op_flash_attn_ext_use_vec). Per-sequence streams: one query each, so 32
+    sequences at 1000 keys take 32 × 4 ms = 128 ms (the 0.8 ms of the test above / 0.2, per sequence). A unified
+    cache puts the whole batch in one stream: 32 queries run the tiled kernel at η_attn, 32 × 32 000 keys ×
+    2 × 1e6 / (0.25 × 1e13) = 819.2 ms, and 8 queries the vector kernel again: 8 × 8000 × 2e6 / (0.2 × 2.5e12)
+    = 256 ms. Without flash attention the decode attention is mul_mat: η_attn × noflash_kv_factor 3 = 2.4 ms."""
+    geo = tp.Geometry(n_layers=2, dense_bytes=1e9, expert_bytes=0.0, n_experts=0, top_k=0, matmul_params=0.5e9,
+                      head_params=0.0, kv_full=1000.0, kv_swa=0.0, window=None, state_bytes=0.0,
+                      attn_full=1e6, attn_swa=0.0)
+    slow = RES.model_copy(update={"constants": RES.constants.model_copy(update={"eta_attn_decode": 0.2})})
+    r = tp.roofline(geo, chip(), slow, "llama.cpp")
+    assert r.kv_time(32, 1000) == pytest.approx(0.128, rel=1e-9)
+    uni = dataclasses.replace(r, unified_kv=True)
+    assert uni.kv_time(32, 1000) == pytest.approx(0.8192, rel=1e-9)
+    assert uni.kv_time(8, 1000) == pytest.approx(0.256, rel=1e-9)
+    assert uni.kv_time(19, 1000) == pytest.approx(19 * 19000 * 2e6 / (0.2 * 2.5e12), rel=1e-9)
+    assert uni.kv_time(20, 1000) == pytest.approx(20 * 20000 * 2e6 / 2.5e12, rel=1e-9)
+    off = tp.roofline(geo, chip(), slow, "llama.cpp", flash_attn=False)
+    assert off.kv_time(1, 1000) == pytest.approx(2.4e-3, rel=1e-9)
+    # a query head size that is no multiple of 32 has no vector kernel: the tiled one at η_attn, 0.8 ms
+    odd = tp.roofline(dataclasses.replace(geo, vec_heads=False), chip(), slow, "llama.cpp")
+    assert odd.kv_time(1, 1000) == pytest.approx(0.8e-3, rel=1e-9)

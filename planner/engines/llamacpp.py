@@ -33,6 +33,10 @@ if TYPE_CHECKING:  # these modules import planner.engines
     from ..serve import Scheduler
 
 LAZY_MIN_BYTES = 4 * 1024**3  # llama-model-loader.cpp lazy_read::add auto_min_size
+# ggml-metal-ops.cpp ggml_metal_op_flash_attn_ext_use_vec: ``(ne01 < 20) && (ne00 % 32 == 0)``, ne01 the queries of one
+# KV stream, ne00 the query head size
+FA_VEC_MAX_QUERIES = 19
+FA_VEC_HEAD_MULTIPLE = 32
 
 # the KV cache type spellings of other runtimes for llama.cpp's types (common/arg.cpp kv_cache_types: f16, q8_0, q4_0,
 # ...): "q8" is q8_0
@@ -202,6 +206,17 @@ class LlamaCpp:
         """Without flash attention (-fa off) attention runs as KQ mul_mat, soft_max and KQV mul_mat
         (llama-graph.cpp build_attn_mha): ``factor`` slower."""
         return 1.0 if flash_attn else factor
+
+    def decode_attn_vec(self, flash_attn: bool, queries: int, vec_heads: bool) -> bool:
+        """Whether a decode step's attention runs on the flash-attention vector kernel (kernel_flash_attn_ext_vec: one
+        threadgroup per query row and head, float4 dot products and simd_sum, no simdgroup-matrix tiles) rather than
+        the tiled matrix kernel prefill uses. ggml-metal-ops.cpp ggml_metal_op_flash_attn_ext_use_vec picks it for
+        fewer than 20 queries per KV stream and a query head size that is a multiple of 32 (``vec_heads``). The
+        queries of a stream: llama-graph.cpp build_attn_mha splits the batch into n_stream = n_seqs_unq streams
+        (llama-graph.cpp ``n_stream = cparams.kv_unified ? 1 : ubatch.n_seqs_unq``), so ``queries`` is one per
+        sequence, or the whole batch with a unified cache. Without flash attention (-fa off) KQ and KQV are
+        mul_mat ops, not this kernel."""
+        return flash_attn and vec_heads and queries <= FA_VEC_MAX_QUERIES
 
     def prefill_attn_dims(self, cfg: ModelConfig) -> float | None:
         """llama.cpp prefills MLA in the absorbed latent like decode (deepseek2.cpp): no separate prefill dims."""

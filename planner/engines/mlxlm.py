@@ -192,6 +192,11 @@ class MlxLm:
         """mlx has no flash-attention switch: no slowdown."""
         return 1.0
 
+    def decode_attn_vec(self, flash_attn: bool, queries: int, vec_heads: bool) -> bool:
+        """mlx-lm decodes one query per sequence through mx.fast.scaled_dot_product_attention's vector kernel
+        (mlx/backend/metal/kernels/sdpa_vector.h): every decode step, whatever the batch."""
+        return True
+
     def prefill_attn_dims(self, cfg: ModelConfig) -> float | None:
         """mlx-lm prefills MLA with decompressed heads, not the absorbed latent of decode: for L > 1 it expands the
         latent to per-head keys (qk_nope) and values (v_head_dim) and scores the rope part apart (mlx_lm/models/

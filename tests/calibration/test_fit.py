@@ -461,3 +461,45 @@ def test_a_wrapper_phase_measured_by_one_source_keeps_the_engines_speed():
             n_src = len({r.source for r in recs if r.phase == phase and r.wrapper_engine == engine})
             if n_src < F.MIN_FACTOR_SOURCES:
                 assert (getattr(k, f"{phase}_factor") or 1.0) == 1.0, (rt, phase, n_src)
+
+
+def test_vectorised_fit_model_matches_planner_throughput_with_the_vector_attention_kernel():
+    """eta_attn_decode divides the decode attention FLOPs only where llama.cpp runs kernel_flash_attn_ext_vec
+    (throughput.Roofline.eta_attn_decode): flash attention on and fewer than 20 queries per KV stream (one per
+    sequence with per-sequence streams, the whole batch with the unified cache of 2024 builds). The fit's
+    vectorised model agrees with the planner on every case, and the fit recovers it from a cache whose attention
+    FLOPs dominate (absorbed-MLA-like: 1e6 MACs per key, 1000 B per key)."""
+    import dataclasses
+
+    import numpy as np
+
+    true = {**TRUE, "eta_attn_decode": 0.25}
+    c = profiles.resolve_chip("m2-ultra-76gpu")
+    fixed = {**FIXED_Q, "noflash_attn_factor": 2.0, "noflash_kv_factor": 3.0, "matrix_unit_factor": 1.0}
+    mla = dataclasses.replace(_geo(16, 2048), kv_full=1000.0 * 16, attn_full=16 * 20 * 1088.0)
+    recs = []
+    for g, era, fa, B, D in itertools.product((_geo(16, 2048), mla), ("current", "2024"), (True, False),
+                                               (1, 16, 32), (0, 8192)):
+        r = F.FitRecord(runtime="llama.cpp", chip=c, geo=g, phase="decode", prompt=0, gen=32, depth=D, batch=B,
+                        value=1.0, era=era, flash_attn=fa)
+        k = F.held_out_constants({"llama.cpp": (true, fixed, {})}, "llama.cpp", r)
+        recs.append(F.FitRecord(**{**r.__dict__, "value": F.predict_record(r, k)}))
+    for P, D in itertools.product((512, 2048), (0, 16384)):
+        r = F.FitRecord(runtime="llama.cpp", chip=c, geo=mla, phase="prefill", prompt=P, gen=0, depth=D, batch=1,
+                        value=1.0)
+        recs.append(F.FitRecord(**{**r.__dict__, "value": F.predict_record(r, F.full_constants(true, fixed, c))}))
+    A = F._Arrays(recs)
+    assert A.vec.any() and not A.vec.all()
+    # unified cache, 32 queries: the tiled kernel, as fast as with eta_attn_decode = 1
+    uni = next(r for r in recs if r.era == "2024" and r.flash_attn and r.batch == 32 and r.depth and r.geo is mla)
+    k1 = F.held_out_constants({"llama.cpp": ({**true, "eta_attn_decode": 1.0}, fixed, {})}, "llama.cpp", uni)
+    assert F.predict_record(uni, k1) == pytest.approx(uni.value, rel=1e-12)
+    spec = F.Spec("llama.cpp", free={"eta_bw", "eta_c", "eta_attn", "eta_c_decode", "t_layer_s", "eta_attn_decode"})
+    names = F._param_names(recs, spec)
+    assert "eta_attn_decode" in names
+    theta = np.log([true[n] for n in names])
+    pred = F._predict(theta, A, F._index(recs, spec, names), F._fixed_values(recs, spec, fixed))
+    assert pred == pytest.approx([r.value for r in recs], rel=1e-9)
+    params, _ = F.fit_efficiency_least_squares(recs, spec, fixed=fixed)
+    assert params["eta_attn_decode"] == pytest.approx(0.25, rel=0.03)
+    assert F.full_constants(params, fixed, c).eta_attn_decode == pytest.approx(0.25, rel=0.03)
