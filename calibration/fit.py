@@ -108,6 +108,15 @@ KERNELS = {"llama.cpp": _LC_KERNELS, "mlx-lm": dict(_LC_KERNELS), "ollama": dict
 # Wrappers (profiles/runtimes: kind wrapper / mlx-wrapper, ``wraps``): the engine's roofline with the wrapper's own
 # defaults (flash attention, n_ubatch...) and a measured overhead factor per phase (fit_wrapper_factors).
 WRAPPERS = {"ollama": "llama.cpp", "lmstudio-llama.cpp": "llama.cpp", "lmstudio-mlx": "mlx-lm"}
+# Phases a wrapper's code runs at its engine's speed: no overhead factor is fitted for them (the engine's speed, the
+# wrapper sources' scatter in the likely range). LM Studio's MLX engine decodes with mlx-lm's own step and keeps the
+# GPU one step ahead of its per-token Python work (detokenizer, logprob read, stop strings): lmstudio-ai/mlx-engine
+# 08f0c07 mlx_engine/generate.py runs mlx_lm.generate.stream_generate (generate_step mx.async_evals token n+1 before
+# yielding token n) or, with parallel slots, model_kit/batched_vision/batch_generator.py GenerationBatch._step
+# ("Decode-ahead": mx.async_eval of the next token, then the previous one read); from 2026-02 to 2026-05 mlx-lm's
+# BatchGenerator, which does the same. Same Mac, model and prompt: AlexHiesch M3 Max Qwen3-Coder-Next 4bit, LM Studio
+# 64.8 / 66.8 tok/s, mlx_lm.server 0.31.3 61.1 / 62.4 (measured_benchmarks_community rows 20317-20318, 20331-20332).
+WRAPPER_ENGINE_SPEED_PHASES = {"lmstudio-mlx": ("decode",)}
 # Generations whose llama.cpp decode gets its own eta_bw instead of the tier's (gen-<M> scope), fitted on their own
 # sources. M1: its GPU reaches 78-85 % of nominal bandwidth (llama.cpp PR #1642: M1 Max GPU 317.6 of 409.6 GB/s
 # attainable; PR #2188: "GPUs of M1 Max / M2 Max can sustain 340 GB/s", llama.cpp's Q4_0 kernel then 275 GB/s).
@@ -844,6 +853,14 @@ def fit_wrapper_factors(records: list[FitRecord], predicted) -> dict[str, float]
     return out
 
 
+def wrapper_factors(runtime: str, records: list[FitRecord], predicted) -> dict[str, float]:
+    """fit_wrapper_factors on the phases the wrapper's code adds work to: a phase of
+    WRAPPER_ENGINE_SPEED_PHASES[runtime] gets no factor (its engine's speed), whatever its rows say."""
+    engine_speed = WRAPPER_ENGINE_SPEED_PHASES.get(runtime, ())
+    return {k: v for k, v in fit_wrapper_factors(records, predicted).items()
+            if k.removesuffix("_factor") not in engine_speed}
+
+
 # An engine's factor is fitted only when this many source groups measured it on that phase; otherwise it keeps the
 # prior (1: the engine's speed) and its likely range is the between-source spread of all wrapper sources
 # (loso_ranges). One source's offset is its Mac and habits as much as the engine.
@@ -929,7 +946,7 @@ def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None,
         if not recs:
             continue
         base = [predict_record(r, engine_constants(out, rt, r)) for r in recs]
-        factors = fit_wrapper_factors(recs, base)
+        factors = wrapper_factors(rt, recs, base)
         diag: dict = {}
         if any(r.wrapper_engine for r in recs):  # one factor per engine; the shipped one is the current engine's
             per_engine = fit_wrapper_engine_factors(recs, base)
