@@ -98,3 +98,18 @@ def test_lmstudio_mlx_prefills_one_prompt_at_a_time():
     one, four = mlx.estimate(8192, 1).compute_buffer, mlx.estimate(8192, 4).compute_buffer
     logits = 128256 * 4  # the last token's float32 logits, held once
     assert four - logits == 4 * (one - logits)
+
+
+def test_lmstudio_mlx_loads_a_multimodal_checkpoints_vision_tower_without_images():
+    # mlx-engine load_model: a config with vision_config loads through mlx-vlm (BatchedVisionModelKit,
+    # mlx_vlm.utils.load_model) whatever the request; mlx-lm's gemma3 sanitize() drops the tower; LM Studio's
+    # llama.cpp engine loads a projector only as its own file. gemma-3-12b: 0.42 B vision params × 2 B (bf16).
+    tower = int(0.42e9 * 2)
+    lms = base_memory_model("gemma-3-12b", "lmstudio-mlx", "mlx-4bit")
+    mlx = base_memory_model("gemma-3-12b", "mlx-lm", "mlx-4bit")
+    gguf = base_memory_model("gemma-3-12b", "lmstudio-llama.cpp", "Q4_K_M")
+    assert lms.estimate(8192, 1).vision == tower == 840_000_000
+    assert mlx.estimate(8192, 1).vision == 0 and gguf.estimate(8192, 1).vision == 0
+    assert lms.total(8192, 1) - mlx.total(8192, 1) == tower
+    text_only = base_memory_model("llama-3.1-8b", "lmstudio-mlx", "mlx-4bit")
+    assert text_only.estimate(8192, 1).vision == 0
