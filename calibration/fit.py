@@ -1276,6 +1276,9 @@ def build_profiles(data, fits, ranges: dict[str, dict] | None = None) -> list[Ca
                          f"attention, batch sizes, parallel slots) and its own overhead: decode/prefill_factor = its "
                          f"measured rate / {engine}'s predicted one, from {diag['n_records']} rows of "
                          f"{diag['sources']} source group(s); a phase without rows keeps {engine}'s speed.")
+                if WRAPPER_ENGINE_SPEED_PHASES.get(runtime):
+                    notes += (f" {'/'.join(WRAPPER_ENGINE_SPEED_PHASES[runtime])} runs at {engine}'s speed by "
+                              f"{runtime}'s code, no factor fitted (calibration.fit.WRAPPER_ENGINE_SPEED_PHASES).")
                 if diag.get("engine_factors"):
                     ef = {e: {k: round(v, 3) for k, v in f.items() if k.endswith("_factor")} or "prior"
                           for e, f in diag["engine_factors"].items()}
