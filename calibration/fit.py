@@ -112,6 +112,15 @@ KERNELS = {"llama.cpp": _LC_KERNELS, "mlx-lm": dict(_LC_KERNELS), "ollama": dict
 # Wrappers (profiles/runtimes: kind wrapper / mlx-wrapper, ``wraps``): the engine's roofline with the wrapper's own
 # defaults (flash attention, n_ubatch...) and a measured overhead factor per phase (fit_wrapper_factors).
 WRAPPERS = {"ollama": "llama.cpp", "lmstudio-llama.cpp": "llama.cpp", "lmstudio-mlx": "mlx-lm"}
+# Phases a wrapper's code runs at its engine's speed: no overhead factor is fitted for them (the engine's speed, the
+# wrapper sources' scatter in the likely range). LM Studio's MLX engine decodes with mlx-lm's own step and keeps the
+# GPU one step ahead of its per-token Python work (detokenizer, logprob read, stop strings): lmstudio-ai/mlx-engine
+# 08f0c07 mlx_engine/generate.py runs mlx_lm.generate.stream_generate (generate_step mx.async_evals token n+1 before
+# yielding token n) or, with parallel slots, model_kit/batched_vision/batch_generator.py GenerationBatch._step
+# ("Decode-ahead": mx.async_eval of the next token, then the previous one read); from 2026-02 to 2026-05 mlx-lm's
+# BatchGenerator, which does the same. Same Mac, model and prompt: AlexHiesch M3 Max Qwen3-Coder-Next 4bit, LM Studio
+# 64.8 / 66.8 tok/s, mlx_lm.server 0.31.3 61.1 / 62.4 (measured_benchmarks_community rows 20317-20318, 20331-20332).
+WRAPPER_ENGINE_SPEED_PHASES = {"lmstudio-mlx": ("decode",)}
 # Generations whose llama.cpp decode gets its own eta_bw instead of the tier's (gen-<M> scope), fitted on their own
 # sources: none. M1 chips take their tier's, as M2-M5 do. The share of the bandwidth a decode reaches is set by the
 # tier, and M1 follows M2 tier by tier in one table (llama.cpp #4167, one model, Q4_0, 2023-11 builds): base
@@ -864,6 +873,14 @@ def fit_wrapper_factors(records: list[FitRecord], predicted) -> dict[str, float]
     return out
 
 
+def wrapper_factors(runtime: str, records: list[FitRecord], predicted) -> dict[str, float]:
+    """fit_wrapper_factors on the phases the wrapper's code adds work to: a phase of
+    WRAPPER_ENGINE_SPEED_PHASES[runtime] gets no factor (its engine's speed), whatever its rows say."""
+    engine_speed = WRAPPER_ENGINE_SPEED_PHASES.get(runtime, ())
+    return {k: v for k, v in fit_wrapper_factors(records, predicted).items()
+            if k.removesuffix("_factor") not in engine_speed}
+
+
 # An engine's factor is fitted only when this many source groups measured it on that phase; otherwise it keeps the
 # prior (1: the engine's speed) and its likely range is the between-source spread of all wrapper sources
 # (loso_ranges). One source's offset is its Mac and habits as much as the engine.
@@ -956,7 +973,9 @@ def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None,
         per_engine = fit_wrapper_engine_factors(recs, base)
         diag: dict = {}
         engine = ollama_engines()["current_engine"] if any(r.wrapper_engine for r in recs) else ""
-        factors = {k: v for k, v in per_engine.get(engine, {}).items() if k.endswith("_factor")}
+        engine_speed = WRAPPER_ENGINE_SPEED_PHASES.get(rt, ())  # phases run at the engine's speed (wrapper_factors)
+        factors = {k: v for k, v in per_engine.get(engine, {}).items()
+                   if k.endswith("_factor") and k.removesuffix("_factor") not in engine_speed}
         if engine:
             diag["engine_factors"] = per_engine
         pred = np.array([b * _record_factors(rt, r, factors, diag).get(f"{r.phase}_factor", 1.0)
@@ -1236,6 +1255,48 @@ def _data_note(files=None) -> str:
             "weighted once, calibration.fit.source_weights)")
 
 
+def _scope_text(runtime: str, scope: str, consts: SpeedConstants, diag: dict, eras: dict) -> tuple[str, str]:
+    """(method, notes) of one scope's profile (build_profiles)."""
+    method = "fit: weighted least squares on log rates (calibration.fit.fit_efficiency_least_squares)"
+    notes = ""
+    if scope == "default":
+        notes = ("shared constants; eta_bw/eta_c here are geometric means over the fitted groups, used for "
+                 "chips of a tier/generation with no data.")
+        if eras:
+            notes += f" Nuisance build-era factors fitted and not shipped: {eras}."
+    if scope.startswith(("tier-", "gen-")):
+        notes = ("a random effect around the runtime's pooled value, its offset shrunk by the number of "
+                 "source groups that measured it (calibration.fit.fit_hierarchical).")
+    if scope.startswith("gen-") and consts.eta_bw is not None:
+        notes += (f" eta_bw of {scope[4:]} chips, fitted on their own source-weighted rows in place of their "
+                 "tier's (calibration.fit.GEN_ETA_BW): the M1 GPU reaches 78-85 % of its nominal bandwidth "
+                 "(llama.cpp PR #1642: M1 Max GPU 317.6 of 409.6 GB/s attainable; PR #2188: 340 GB/s "
+                 "sustained, llama.cpp's Q4_0 kernel then 275 GB/s); ggml-metal has no M1-only kernel path. "
+                 "A quantized decode on the M1 Max reaches 55-58 % of 400 GB/s on a current build "
+                 "(llama.cpp #27525: IQ4_NL/Q4_1, 44 % with Q3_K_M): the mat-vec kernel is compute-bound "
+                 "(PR #1642), which one eta_bw per generation does not capture.")
+    if runtime in WRAPPERS:
+        engine = WRAPPERS[runtime]
+        method = ("fit: measured overhead over the engine's fitted constants, each source group's mean "
+                  "log(measured / predicted) pooled as a random effect and shrunk toward 1 "
+                  "(calibration.fit.fit_wrapper_factors)")
+        notes = (f"{runtime} runs {engine} with its own defaults (profiles/runtimes/{runtime}.yaml: flash "
+                 f"attention, batch sizes, parallel slots) and its own overhead: decode/prefill_factor = its "
+                 f"measured rate / {engine}'s predicted one, from {diag['n_records']} rows of "
+                 f"{diag['sources']} source group(s); a phase without rows keeps {engine}'s speed.")
+        if WRAPPER_ENGINE_SPEED_PHASES.get(runtime):
+            notes += (f" {'/'.join(WRAPPER_ENGINE_SPEED_PHASES[runtime])} runs at {engine}'s speed by "
+                      f"{runtime}'s code, no factor fitted (calibration.fit.WRAPPER_ENGINE_SPEED_PHASES).")
+        if diag.get("engine_factors"):
+            ef = {e: {k: round(v, 3) for k, v in f.items() if k.endswith("_factor")} or "prior"
+                  for e, f in diag["engine_factors"].items()}
+            notes += (f" One factor per engine Ollama ran the rows on (calibration/data/ollama_engines.yaml, "
+                      f"read in ollama/ollama; fitted when {MIN_FACTOR_SOURCES} source groups measured it, "
+                      f"else the prior 1): {ef}; shipped: the current engine's "
+                      f"({ollama_engines()['current_engine']}, Ollama >= {ollama_engines()['switch_version']}).")
+    return method, notes
+
+
 def build_profiles(data, fits, ranges: dict[str, dict] | None = None) -> list[CalibrationProfile]:
     """Profiles for every runtime; ``ranges`` ({runtime: range_table}) go into the default scope (in-sample
     residuals when not given). A wrapper's profile holds its measured factors and range only: the rest is its
@@ -1258,41 +1319,8 @@ def build_profiles(data, fits, ranges: dict[str, dict] | None = None) -> list[Ca
         if len(pre):
             resid["prefill_mape"] = round(float(pre.mean()), 2)
         eras = {k: round(v, 4) for k, v in params.items() if k.startswith("era")}
-        method = "fit: weighted least squares on log rates (calibration.fit.fit_efficiency_least_squares)"
         for scope, consts in sorted(scoped.items()):
-            notes = ""
-            if scope == "default":
-                notes = ("shared constants; eta_bw/eta_c here are geometric means over the fitted groups, used for "
-                         "chips of a tier/generation with no data.")
-                if eras:
-                    notes += f" Nuisance build-era factors fitted and not shipped: {eras}."
-            if scope.startswith(("tier-", "gen-")):
-                notes = ("a random effect around the runtime's pooled value, its offset shrunk by the number of "
-                         "source groups that measured it (calibration.fit.fit_hierarchical).")
-            if scope.startswith("gen-") and consts.eta_bw is not None:
-                notes += (f" eta_bw of {scope[4:]} chips, fitted on their own source-weighted rows in place of their "
-                         "tier's (calibration.fit.GEN_ETA_BW): the M1 GPU reaches 78-85 % of its nominal bandwidth "
-                         "(llama.cpp PR #1642: M1 Max GPU 317.6 of 409.6 GB/s attainable; PR #2188: 340 GB/s "
-                         "sustained, llama.cpp's Q4_0 kernel then 275 GB/s); ggml-metal has no M1-only kernel path. "
-                         "A quantized decode on the M1 Max reaches 55-58 % of 400 GB/s on a current build "
-                         "(llama.cpp #27525: IQ4_NL/Q4_1, 44 % with Q3_K_M): the mat-vec kernel is compute-bound "
-                         "(PR #1642), which one eta_bw per generation does not capture.")
-            if runtime in WRAPPERS:
-                engine = WRAPPERS[runtime]
-                method = ("fit: measured overhead over the engine's fitted constants, each source group's mean "
-                          "log(measured / predicted) pooled as a random effect and shrunk toward 1 "
-                          "(calibration.fit.fit_wrapper_factors)")
-                notes = (f"{runtime} runs {engine} with its own defaults (profiles/runtimes/{runtime}.yaml: flash "
-                         f"attention, batch sizes, parallel slots) and its own overhead: decode/prefill_factor = its "
-                         f"measured rate / {engine}'s predicted one, from {diag['n_records']} rows of "
-                         f"{diag['sources']} source group(s); a phase without rows keeps {engine}'s speed.")
-                if diag.get("engine_factors"):
-                    ef = {e: {k: round(v, 3) for k, v in f.items() if k.endswith("_factor")} or "prior"
-                          for e, f in diag["engine_factors"].items()}
-                    notes += (f" One factor per engine Ollama ran the rows on (calibration/data/ollama_engines.yaml, "
-                              f"read in ollama/ollama; fitted when {MIN_FACTOR_SOURCES} source groups measured it, "
-                              f"else the prior 1): {ef}; shipped: the current engine's "
-                              f"({ollama_engines()['current_engine']}, Ollama >= {ollama_engines()['switch_version']}).")
+            method, notes = _scope_text(runtime, scope, consts, diag, eras)
             out.append(CalibrationProfile(
                 id=f"{scope}__{runtime}", scope=scope, runtime=runtime, constants=consts,
                 provenance=Provenance(method=method, fitted_on=FIT_DATE, rows=_rows_by_scope(recs, scope),

@@ -404,7 +404,8 @@ class MemoryModel:
     flash_attn: bool
     n_ubatch: int
     kv_unified: bool
-    images: int = 0  # images per request: the projector (weights.vision_bytes) is loaded only when > 0
+    images: int = 0  # images per request: the projector (weights.vision_bytes) is loaded when > 0 (or always by
+    # an engine that loads a multimodal checkpoint whole, Engine.loads_vision_tower)
 
     @property
     def engine(self) -> Engine:
@@ -433,8 +434,9 @@ class MemoryModel:
 
     @property
     def vision_bytes(self) -> int:
-        """Vision encoder + projector (llama.cpp --mmproj, mlx-vlm vision tower): only for plans with images."""
-        return self.weights.vision_bytes if self.images else 0
+        """Vision encoder + projector (llama.cpp --mmproj, mlx-vlm vision tower): for plans with images, and on an
+        engine that loads a multimodal checkpoint whole (LM Studio's MLX engine, mlx-vlm) for any plan."""
+        return self.weights.vision_bytes if self.images or self.engine.loads_vision_tower else 0
 
     def _parts(self, context: int, users: int, prompt_chunk: int | None) -> tuple[int, int, int, int, int, int]:
         """(KV, recurrent state, compute buffer, output buffer, overhead, cells): the engine's buffers

@@ -89,3 +89,31 @@ def test_quantized_kv_in_the_recipe_turns_flash_attention_on():
     r = recipe(mm8, q, 8192, 1, fit)
     assert "Flash Attention on" in r.notes[0] and "K Cache Quantization Type q8_0" in r.notes[0]
     assert '"flash_attention": true' in r.notes[1]
+
+
+def test_lmstudio_mlx_prefills_one_prompt_at_a_time():
+    # mlx-engine (08f0c07) prefills one request per step: model_kit/batched_model_kit.py BatchGenerator(
+    # prefill_batch_size=1), batched_vision/batch_generator.py "Prompt prefill handles one request". Four users'
+    # prompts hold one prompt's prefill buffers (MlxLm.compute_buffer: min(users, prefill_batch_size) × one chunk);
+    # mlx_lm.server batches up to 8 prompts (BatchGenerator prefill_batch_size), so there four hold four.
+    lms = base_memory_model("llama-3.1-8b", "lmstudio-mlx", "mlx-4bit")
+    mlx = base_memory_model("llama-3.1-8b", "mlx-lm", "mlx-4bit")
+    assert lms.estimate(8192, 4).compute_buffer == lms.estimate(8192, 1).compute_buffer
+    one, four = mlx.estimate(8192, 1).compute_buffer, mlx.estimate(8192, 4).compute_buffer
+    logits = 128256 * 4  # the last token's float32 logits, held once
+    assert four - logits == 4 * (one - logits)
+
+
+def test_lmstudio_mlx_loads_a_multimodal_checkpoints_vision_tower_without_images():
+    # mlx-engine load_model: a config with vision_config loads through mlx-vlm (BatchedVisionModelKit,
+    # mlx_vlm.utils.load_model) whatever the request; mlx-lm's gemma3 sanitize() drops the tower; LM Studio's
+    # llama.cpp engine loads a projector only as its own file. gemma-3-12b: 0.42 B vision params × 2 B (bf16).
+    tower = int(0.42e9 * 2)
+    lms = base_memory_model("gemma-3-12b", "lmstudio-mlx", "mlx-4bit")
+    mlx = base_memory_model("gemma-3-12b", "mlx-lm", "mlx-4bit")
+    gguf = base_memory_model("gemma-3-12b", "lmstudio-llama.cpp", "Q4_K_M")
+    assert lms.estimate(8192, 1).vision == tower == 840_000_000
+    assert mlx.estimate(8192, 1).vision == 0 and gguf.estimate(8192, 1).vision == 0
+    assert lms.total(8192, 1) - mlx.total(8192, 1) == tower
+    text_only = base_memory_model("llama-3.1-8b", "lmstudio-mlx", "mlx-4bit")
+    assert text_only.estimate(8192, 1).vision == 0

@@ -43,6 +43,7 @@ class Engine(Protocol):
     context_checkpoints: bool  # llama-server keeps recurrent-state checkpoints per slot (hybrid models)
     drafts: bool              # speculative decoding with a draft model
     draft_one_at_a_time: bool  # a draft model makes the server serve one request at a time
+    loads_vision_tower: bool  # a multimodal checkpoint loads its vision tower even for text-only requests
 
     # ---- memory layout
     def kv_alias(self, kv_type: str) -> str: ...

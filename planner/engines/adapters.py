@@ -49,6 +49,11 @@ class LmStudioLlamaCpp(LlamaCppProduct):
 class LmStudioMlx(MlxProduct):
     """LM Studio's mlx-engine (mlx-lm underneath): mlx-lm's memory and steps; launched with ``lms load``."""
 
+    # a config with vision_config loads as a vision model whatever the request (mlx-engine 08f0c07 generate.py
+    # load_model -> BatchedVisionModelKit, batched_vision/model_kit.py mlx_vlm.utils.load_model; before 2026-05
+    # VisionModelKit, also mlx-vlm's model)
+    loads_vision_tower = True
+
     def launch(self, mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) -> Recipe:
         from ..recipes import _lms
 
@@ -57,6 +62,8 @@ class LmStudioMlx(MlxProduct):
 
 class MlxVlm(MlxProduct):
     """mlx-vlm: the language model's caches as mlx-lm's; launched with mlx_vlm's server."""
+
+    loads_vision_tower = True  # mlx_vlm.utils.load_model builds and loads the whole model, vision tower included
 
     def launch(self, mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) -> Recipe:
         from ..recipes import _mlx_vlm

@@ -72,6 +72,7 @@ class LlamaCpp:
     # (tools/server/server-context.cpp: n_decoded = 1 right after that llama_decode)
     last_prompt_token_decodes = False
     host_step = True          # llama-server's sampling/streaming per token (the server calibration run)
+    loads_vision_tower = False  # the projector is a separate file, loaded only with --mmproj
     context_checkpoints = True  # common/common.h n_ctx_checkpoints: recurrent-state checkpoints per slot
     drafts = True             # llama-server -md
     draft_one_at_a_time = False

@@ -56,6 +56,7 @@ class MlxLm:
     context_checkpoints = False
     drafts = True             # mlx_lm.server --draft-model
     draft_one_at_a_time = True  # mlx_lm.server with a draft model serves one request at a time (not batchable)
+    loads_vision_tower = False  # the text model's sanitize() drops it (mlx_lm/models/gemma3.py, qwen3_5.py)
 
     # ---- memory layout
     def kv_alias(self, kv_type: str) -> str:

@@ -105,6 +105,20 @@ def test_wrapper_factor_pools_sources_and_shrinks_toward_one():
     assert F.fit_wrapper_factors([_rec(1.2, "s", runtime="ollama")], [1.0]) == {"decode_factor": 1.0}
 
 
+def test_lm_studio_mlx_decodes_at_its_engines_speed_and_keeps_a_prefill_factor():
+    """mlx-engine decodes with mlx-lm's step, one token ahead of its Python work (calibration.fit
+    WRAPPER_ENGINE_SPEED_PHASES): rows at 0.8 × the engine give LM Studio MLX no decode factor (1, the engine's speed),
+    Ollama's the pooled one (ln f = ln 0.8 / 1.25); a prefill factor is still fitted (ln f = ln 0.9 / 1.25)."""
+    def rows(rt):
+        return [_rec(0.8, "s1", runtime=rt), _rec(0.9, "s1", phase="prefill", runtime=rt)]
+
+    assert F.wrapper_factors("lmstudio-mlx", rows("lmstudio-mlx"), [1.0, 1.0]) == {
+        "prefill_factor": pytest.approx(math.exp(math.log(0.9) / 1.25))}
+    assert F.wrapper_factors("ollama", rows("ollama"), [1.0, 1.0]) == {
+        "decode_factor": pytest.approx(math.exp(math.log(0.8) / 1.25)),
+        "prefill_factor": pytest.approx(math.exp(math.log(0.9) / 1.25))}
+
+
 def test_wrapper_records_run_their_engines_roofline():
     assert _rec(runtime="lmstudio-mlx").engine == "mlx-lm" and _rec(runtime="ollama").engine == "llama.cpp"
     assert _rec(runtime="llama.cpp").engine == "llama.cpp"
