@@ -253,6 +253,12 @@ def current_names(request: type[BaseModel], arguments: dict[str, Any]) -> dict[s
     schema_version 4: the extra choices of its validation alias) read as the field's own name, for one version."""
     from pydantic import AliasChoices
 
+    from planner._model import one_spelling
+
+    try:
+        one_spelling(request.model_fields, arguments)  # ram and ram_gb at once: an error, not the later one kept
+    except ValueError as e:
+        raise QuestionError(str(e)) from None
     old = {c: name for name, f in request.model_fields.items() if isinstance(f.validation_alias, AliasChoices)
            for c in f.validation_alias.choices if isinstance(c, str) and c != name}
     return {old.get(k, k): v for k, v in arguments.items()}
@@ -272,7 +278,10 @@ def answer(name: str, arguments: dict[str, Any] | None) -> Any:
         arguments = {}
     if not isinstance(arguments, dict):
         raise QuestionError(f"{name}: give the arguments as a JSON object, e.g. {{\"model\": \"qwen3-8b\"}}")
-    arguments = current_names(q.request, arguments)
+    try:
+        arguments = current_names(q.request, arguments)
+    except QuestionError as e:
+        raise QuestionError(f"{name}: {e}") from None
     unknown = sorted(set(arguments) - set(q.request.model_fields))
     if unknown:
         raise QuestionError(f"{name}: unknown argument(s) {', '.join(unknown)}; known: {', '.join(q.request.model_fields)}")

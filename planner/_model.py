@@ -4,7 +4,10 @@ Empty list and dict defaults are written ``[]`` and ``{}`` (pydantic copies a mu
 ``default_factory=list`` makes pydantic call ``inspect.signature(list)``, which compiles the tokenize module's
 regular expressions (~7 ms) at the first validation of a plan."""
 
+from collections.abc import Mapping
+
 from pydantic import ConfigDict
+from pydantic.fields import FieldInfo
 
 Frozen = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
@@ -12,3 +15,17 @@ Frozen = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 # The macOS every command assumes unless the macOS input says otherwise: the current release (macOS 26 Tahoe, shipping since
 # 2025-09; a Mac bought today runs it). Its GPU limit rules and their evidence: profiles/macos/macos-26.yaml.
 DEFAULT_MACOS = "26"
+
+
+def one_spelling(fields: Mapping[str, FieldInfo], data: object) -> None:
+    """A ValueError naming both when ``data`` gives one field under two of its names (``ram`` and ``ram_gb``: a
+    field's validation alias choices): pydantic would keep the first and drop the other without a word."""
+    from pydantic import AliasChoices
+
+    if not isinstance(data, dict):
+        return
+    for name, f in fields.items():
+        if isinstance(f.validation_alias, AliasChoices):
+            given = [c for c in f.validation_alias.choices if isinstance(c, str) and c in data]
+            if len(given) > 1:
+                raise ValueError(f"{' and '.join(given)} are one input under two names; give {name} only")

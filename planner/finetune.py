@@ -34,13 +34,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, Field
+from pydantic import AliasChoices, BaseModel, Field, model_validator
 
 from . import architecture as arch
 from . import capacity, profiles
-from ._model import Frozen
+from ._model import Frozen, one_spelling
 from .deployment import resolve_mac
 from .errors import InputError, ProfileError
 from .memory import mlx_weights
@@ -80,6 +80,12 @@ class FinetuneRequest(BaseModel):
     macos: str = Field(profiles.DEFAULT_MACOS, description="macOS major version (15 or 26)")
     wired_limit_mb: int | None = Field(None, gt=0, description="GPU wired limit set with sysctl [MB]")
     activation_bytes: int | None = Field(None, gt=0, le=8, description="Activation dtype bytes (default: runtime's)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_spelling(cls, data: Any) -> Any:
+        one_spelling(cls.model_fields, data)  # ram and ram_gb at once: an error, not a silent pick
+        return data
 
 
 class FinetuneMemory(BaseModel):

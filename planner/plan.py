@@ -4,11 +4,11 @@
 import dataclasses
 from typing import Any
 
-from pydantic import AliasChoices, BaseModel, Field, field_validator
+from pydantic import AliasChoices, BaseModel, Field, field_validator, model_validator
 
 from . import architecture as arch
 from . import capacity, deployment, hybrid, profiles
-from ._model import Frozen
+from ._model import Frozen, one_spelling
 from .arch_attention import describe as arch_notes
 from .beyond import with_energy, with_streaming
 from .errors import InputError
@@ -63,7 +63,7 @@ class PlanRequest(BaseModel):
     n_ubatch: int | None = Field(None, gt=0, le=65536, description="llama.cpp physical batch -ub (default 512)")
     prompt: PromptPoint = Field(1024, validation_alias=AliasChoices("prompt", "prompt_tokens"))
     gen: GenPoint = Field(256, validation_alias=AliasChoices("gen", "gen_tokens"))
-    cached_prefix: float | None = Field(None, ge=0, lt=1, description=CACHED_PREFIX_HELP + "; default: 0 in the "
+    cached_prefix: float | None = Field(None, ge=0, lt=1, allow_inf_nan=False, description=CACHED_PREFIX_HELP + "; default: 0 in the "
                                         "speed table, the chat preset's (0.75) in the bottom line")
     images: int = Field(0, ge=0, le=256, description="Images per request (vision models): adds the projector and "
                         "the image tokens to context and prompt")
@@ -80,6 +80,12 @@ class PlanRequest(BaseModel):
                                         "before its answer: the wait for the answer's first token")
     ssd_gb: int | None = Field(None, gt=0, le=16384, description="Internal SSD capacity [GB], for models streamed "
                                "from the SSD (default: the smallest SSD sold with this chip and RAM)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_spelling(cls, data: Any) -> Any:
+        one_spelling(cls.model_fields, data)  # ram and ram_gb at once: an error, not a silent pick
+        return data
 
     @field_validator("guardrail")
     @classmethod

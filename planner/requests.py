@@ -32,11 +32,11 @@ CACHED_PREFIX_HELP = ("Share of each prompt already in the server's prompt cache
 RATE_HELP = "Mean request rate: 20/min, 0.5/s, 300/h"
 TokenDist = Annotated[str | None, Field(description=PROMPT_HELP + " (targets at the p90)")]
 GenDist = Annotated[str | None, Field(description=GEN_HELP + " (throughput at the mean)")]
-CachedPrefix = Annotated[float, Field(ge=0, lt=1, description=CACHED_PREFIX_HELP)]
+CachedPrefix = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False, description=CACHED_PREFIX_HELP)]
 # a workload command: unset takes the preset's share (profiles/workloads/*.yaml cached_prefix_share), stated with
 # every TTFT it reports
 PRESET_CACHED_NOTE = "; default: the workload preset's (chat 0.75, the other presets 0)"
-PresetCachedPrefix = Annotated[float | None, Field(ge=0, lt=1, description=CACHED_PREFIX_HELP + PRESET_CACHED_NOTE)]
+PresetCachedPrefix = Annotated[float | None, Field(ge=0, lt=1, allow_inf_nan=False, description=CACHED_PREFIX_HELP + PRESET_CACHED_NOTE)]
 
 
 def _prompt_point(v: object) -> object:

@@ -126,7 +126,7 @@ class WorkloadProfile(BaseModel):
     targets: Targets = Field(default_factory=Targets)
     objective: Literal["latency", "throughput"] = "latency"
     mixed: bool = Field(False, description="Mix of long-prompt and long-output requests (router candidate)")
-    cached_prefix_share: float = Field(0.0, ge=0, lt=1, description="Share of each prompt already in the server's "
+    cached_prefix_share: float = Field(0.0, ge=0, lt=1, allow_inf_nan=False, description="Share of each prompt already in the server's "
                                        "prompt cache (a chat's history); only the rest is prefilled")
     sources: list[str] = Field([])
 

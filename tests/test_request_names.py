@@ -59,3 +59,22 @@ def test_a_former_name_is_not_silently_dropped():
     # the rule can fail: a value given under the old name must reach the answer (48 GB, not the chip's largest)
     p = plan(PlanRequest(model="qwen3-0.6b", chip="M4 Max", gpu_cores=40, ram_gb=48))
     assert p.mac.ram_gb == 48
+
+
+@pytest.mark.parametrize("request_model", [PlanRequest, FinetuneRequest], ids=lambda r: r.__name__)
+def test_both_spellings_at_once_are_an_error_naming_both(request_model):
+    from pydantic import ValidationError
+
+    # pydantic's AliasChoices keeps the first choice given and drops the other: 64 or 32 GB, without a word
+    with pytest.raises(ValidationError, match="ram and ram_gb"):
+        request_model(model="qwen3-0.6b", ram_gb=64, ram=32)
+    assert request_model(model="qwen3-0.6b", ram_gb=64).ram == 64   # one spelling alone is still read
+
+
+def test_the_agents_refuse_both_spellings_at_once():
+    from planner.errors import QuestionError
+
+    # the agents' renaming ({old: new}) kept the later key and dropped the other
+    for args in ({"ram_gb": 64, "ram": 32}, {"ram": 32, "ram_gb": 64}, {"gen_tokens": 10, "gen": 20}):
+        with pytest.raises(QuestionError, match=r"^plan: (ram and ram_gb|gen and gen_tokens) are one input"):
+            answer("plan", {"model": "qwen3-0.6b", **args})
