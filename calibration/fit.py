@@ -10,11 +10,13 @@ out-of-source residuals (:func:`loso_ranges`), the scatter between sources.
 
 Grouping (docs/dataset-notes.md, "Recommendation for grouping efficiencies"):
 
-- llama.cpp: η_bw per tier (base/pro/max/ultra; M1 chips too, :data:`GEN_ETA_BW`), η_c per generation
+- llama.cpp: η_bw per tier (base/pro/max/ultra; M1 chips on their tier's too, :data:`GEN_ETA_BW` is empty),
+  η_c per generation
   (M1-M4), shared t_layer, η_attn, η_c_decode,
   no-flash factor and dequantization factors per weight class; nuisance build-era factors (old llama.cpp builds
   prefilled up to 2x slower) are fitted and dropped: the shipped profiles describe current builds.
-- mlx-lm: one η_bw and one η_c (18 usable rows); the rest from llama.cpp as priors.
+- mlx-lm: η_bw per tier and η_c per generation as llama.cpp, its own η_attn, t_layer and t_moe_layer (a fixed
+  cost per routed-expert layer); the rest from llama.cpp as priors.
 - wrappers (Ollama, LM Studio's llama.cpp and MLX engines): the engine's constants with the wrapper's own defaults
   (profiles/runtimes) and a measured overhead factor per phase (:func:`fit_wrapper_factors`).
 
@@ -789,7 +791,7 @@ def full_constants(params: dict[str, float], fixed: dict[str, float], chip: Chip
     bw = {p.split(":")[1]: v for p, v in allp.items() if p.startswith("eta_bw:")}
     ec = {p.split(":")[1]: v for p, v in allp.items() if p.startswith("eta_c:")}
     tiers = [v for t, v in bw.items() if t not in GENERATIONS]
-    # the planner's chain: default -> tier -> generation (gen-M1 eta_bw wins over the tier's) -> chip
+    # the planner's chain: default -> tier -> generation (a GEN_ETA_BW generation's eta_bw wins over the tier's) -> chip
     k["eta_bw"] = (bw.get(chip.generation) or bw.get(chip.tier) or bw.get("*")
                    or float(np.exp(np.mean(np.log(tiers)))))
     older = [g for g in ec if g != "*" and g <= chip.generation]
@@ -1269,12 +1271,7 @@ def _scope_text(runtime: str, scope: str, consts: SpeedConstants, diag: dict, er
                  "source groups that measured it (calibration.fit.fit_hierarchical).")
     if scope.startswith("gen-") and consts.eta_bw is not None:
         notes += (f" eta_bw of {scope[4:]} chips, fitted on their own source-weighted rows in place of their "
-                 "tier's (calibration.fit.GEN_ETA_BW): the M1 GPU reaches 78-85 % of its nominal bandwidth "
-                 "(llama.cpp PR #1642: M1 Max GPU 317.6 of 409.6 GB/s attainable; PR #2188: 340 GB/s "
-                 "sustained, llama.cpp's Q4_0 kernel then 275 GB/s); ggml-metal has no M1-only kernel path. "
-                 "A quantized decode on the M1 Max reaches 55-58 % of 400 GB/s on a current build "
-                 "(llama.cpp #27525: IQ4_NL/Q4_1, 44 % with Q3_K_M): the mat-vec kernel is compute-bound "
-                 "(PR #1642), which one eta_bw per generation does not capture.")
+                  "tier's (calibration.fit.GEN_ETA_BW names the generations that get one).")
     if runtime in WRAPPERS:
         engine = WRAPPERS[runtime]
         method = ("fit: measured overhead over the engine's fitted constants, each source group's mean "

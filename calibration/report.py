@@ -310,14 +310,16 @@ not the expert source with most rows; mlx-lm has its own bandwidth, compute, att
 (a fixed time per layer and, fitted apart, per MoE layer: the router, top-k and gathered-expert kernels of a
 routed-expert block run one after another whatever the experts' size, so a per-byte factor alone made Mixtral's
 large experts slow and small-expert models fast),
-M1 chips their own llama.cpp bandwidth efficiency (their GPU reaches less of its nominal bandwidth). Each tier's
+M1 chips their tier's llama.cpp bandwidth efficiency, as M2-M5 (llama.cpp #4167: the tier sets the share a
+decode reaches, M1 a few points below M2 in each tier). Each tier's
 η_bw and each generation's η_c (llama.cpp and mlx-lm) is a random effect around the pooled value, shrunk by its
 number of source groups n: it moves by the sources' mean offset × n / (n + 0.56), so one slow user's Mac moves its
 tier by 64 % of its offset, not all of it (`calibration.fit.fit_hierarchical`). A weight class's dequantization
 factor is anchored at the ratio one source measured between quantized and float weights of the same model
 (`within_source_quant_priors`), not at the speed gap between sources that only ran one of them. Ollama and
 LM Studio run their engine's constants with their own defaults and a measured overhead factor per phase (each
-source's mean log ratio, pooled and shrunk toward 1). Old llama.cpp builds (2023) get nuisance build-era
+source's mean log ratio, pooled and shrunk toward 1; fitted where 2 source groups or more measured the phase,
+else 1; LM Studio's MLX decode is mlx-lm's own, no factor). Old llama.cpp builds (2023) get nuisance build-era
 factors that are not shipped, and their kernel choice: every decode batch above one token on the matrix-matrix
 kernel (`ne11_mm_min = 1` then, 8 now).
 

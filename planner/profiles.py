@@ -616,7 +616,7 @@ def _speed_constants(chip_id: str, generation: str, tier: str, matrix_units: boo
     notes: list[str] = []
     for r in chain:
         gen_scope = _generation_scope(builtin, r, generation, notes)
-        # tier before generation: a generation's own bandwidth efficiency (gen-M1 eta_bw, calibration.fit) refines
+        # tier before generation: a generation's own bandwidth efficiency (none shipped: calibration.fit.GEN_ETA_BW) refines
         # its tier's; today's gen files otherwise carry eta_c only and tier files eta_bw only
         for scope in ("default", f"tier-{tier}", gen_scope, chip_id):
             for files, origin in ((builtin, "shipped"), (user, "user")):
