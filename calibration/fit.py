@@ -454,7 +454,7 @@ class _Arrays:
         # decode attention on the engine's vector kernel (throughput.Roofline.eta_attn_decode): its FLOPs run at
         # η_attn × eta_attn_decode, else at η_attn (llama.cpp: -fa off, or 20+ queries of a unified cache)
         self.vec = np.array([tp.by_name(r.engine).decode_attn_vec(r.flash_attn, r.batch if r.unified_kv else 1,
-                                                                   r.geo.vec_heads) for r in records])
+                                                                   r.geo.attn_heads) for r in records])
         self.tokens = np.zeros(n)
         for i, r in enumerate(records):
             g = r.geo

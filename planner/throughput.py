@@ -44,7 +44,6 @@ from dataclasses import dataclass
 from . import architecture as arch
 from . import hybrid
 from .engines import Engine, by_name
-from .engines.llamacpp import FA_VEC_HEAD_MULTIPLE
 from .errors import InputError
 from .memory import MemoryModel
 from .results import ThroughputEstimate
@@ -79,8 +78,9 @@ class Geometry:
     score_heads: float = 0.0  # Σ_layers H where attention is unfused on the GPU, materialising the score matrix
                               # (Engine.score_heads); 0 = a fused attention kernel [1]
     moe_layers: int = 0       # layers with a routed-expert block (t_moe_layer_s per forward pass) [1]
-    vec_heads: bool = True    # every attention layer's query head size (absorbed MLA: kv_lora_rank + rope) is a
-                              # multiple of 32, as llama.cpp's flash-attention vector kernel needs (Engine.decode_attn_vec)
+    attn_heads: tuple[tuple[int, int], ...] = ((128, 128),)  # the attention layers' (query, value) head sizes
+                              # (absorbed MLA: kv_lora_rank + rope, kv_lora_rank): each engine's vector kernel takes
+                              # only some (Engine.decode_attn_vec)
 
     def expert_union(self, tokens: int) -> float:
         """Expected fraction of routed experts touched by ``tokens`` tokens, uniform routing: 1 − (1 − k/E)^n."""
@@ -204,13 +204,13 @@ def _attention_dims(cfg: ModelConfig, runtime_family: str) -> tuple[float, float
     return full, swa
 
 
-def _vec_heads(cfg: ModelConfig) -> bool:
-    """Every attention layer's query head size a multiple of 32 (ggml-metal-ops.cpp
-    ggml_metal_op_flash_attn_ext_use_vec ``ne00 % 32 == 0``; absorbed MLA queries are kv_lora_rank + rope wide,
-    deepseek2.cpp). Recurrent layers have no attention."""
-    sizes = [c.k_elems if c.kind == "mla" else (c.head_dim or cfg.head_dim)
-             for c in arch.cache_layers(cfg) if c.kind != "linear"]
-    return all(d % FA_VEC_HEAD_MULTIPLE == 0 for d in sizes)
+def _attn_heads(cfg: ModelConfig) -> tuple[tuple[int, int], ...]:
+    """The distinct (query, value) head sizes of the attention layers as decode runs them: absorbed MLA queries
+    are kv_lora_rank + rope wide over kv_lora_rank-wide values (deepseek2.cpp; mlx_lm/models/deepseek_v3.py).
+    Recurrent layers have no attention."""
+    sizes = {(c.k_elems, cfg.kv_lora_rank or 0) if c.kind == "mla" else (c.head_dim or cfg.head_dim,) * 2
+             for c in arch.cache_layers(cfg) if c.kind != "linear"}
+    return tuple(sorted(sizes))
 
 
 def _matmul_params(cfg: ModelConfig) -> tuple[int, int, int]:
@@ -265,7 +265,7 @@ def geometry(mm: MemoryModel, quant_kind: str = "gguf", quant_mode: str | None =
         state_flops=arch._memo("state_flops", cfg, hybrid.state_flops),  # per config, like the sums above
         score_heads=mm.engine.score_heads(cfg),
         moe_layers=arch._memo("moe_layers", cfg, moe_layers) if cfg.is_moe else 0,
-        vec_heads=arch._memo("vec_heads", cfg, _vec_heads))
+        attn_heads=arch._memo("attn_heads", cfg, _attn_heads))
 
 
 def moe_layers(cfg: ModelConfig) -> int:
@@ -445,7 +445,7 @@ class Roofline:
         kernel_flash_attn_ext_vec for fewer than 20 queries per KV stream, one per sequence with per-sequence
         streams, the whole batch with a unified cache), else 1: the tiled matrix kernel of prefill. [1]"""
         queries = batch if self.unified_kv else 1
-        if self.engine.decode_attn_vec(self.flash_attn, queries, self.geo.vec_heads):
+        if self.engine.decode_attn_vec(self.flash_attn, queries, self.geo.attn_heads):
             return self.k.eta_attn_decode or 1.0
         return 1.0
 

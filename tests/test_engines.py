@@ -188,19 +188,31 @@ def test_no_runtime_name_branches_outside_engines():
 def test_decode_attention_vector_kernel_rule():
     """ggml-metal-ops.cpp ggml_metal_op_flash_attn_ext_use_vec: ``(ne01 < 20) && (ne00 % 32 == 0)``: 19 queries of
     one KV stream still run kernel_flash_attn_ext_vec, 20 the tiled kernel; a query head size that is no multiple
-    of 32 never does; -fa off runs KQ / KQV mul_mat, not this kernel. mlx-lm: its vector kernel every step."""
+    of 32 never does; -fa off runs KQ / KQV mul_mat, not this kernel. mlx-lm: its vector kernel every step, whatever
+    the batch, where mlx has one for the head size (scaled_dot_product_attention.cpp sdpa_vector_supported_head_dim:
+    query and value heads of one size in 64/96/128/256)."""
     e = llamacpp.ENGINE
-    assert e.decode_attn_vec(True, 1, True) and e.decode_attn_vec(True, 19, True)
-    assert not e.decode_attn_vec(True, 20, True)
-    assert not e.decode_attn_vec(True, 1, False)
-    assert not e.decode_attn_vec(False, 1, True)
-    assert engine_for(P.load_runtime("ollama")).decode_attn_vec(True, 1, True)
-    assert mlxlm.ENGINE.decode_attn_vec(False, 64, False)
+    h128, h80, mla = ((128, 128),), ((80, 80),), ((576, 512),)
+    assert e.decode_attn_vec(True, 1, h128) and e.decode_attn_vec(True, 19, h128)
+    assert not e.decode_attn_vec(True, 20, h128)
+    assert not e.decode_attn_vec(True, 1, h80)
+    assert not e.decode_attn_vec(False, 1, h128)
+    assert e.decode_attn_vec(True, 1, mla)       # 576 = 18 x 32: llama.cpp's vector kernel takes absorbed MLA
+    assert not e.decode_attn_vec(True, 1, ((128, 128), (80, 80)))   # one layer without it: the step is not all vec
+    assert engine_for(P.load_runtime("ollama")).decode_attn_vec(True, 1, h128)
+    m = mlxlm.ENGINE
+    assert m.decode_attn_vec(False, 64, h128) and m.decode_attn_vec(False, 1, ((256, 256), (64, 64)))
+    # the rule can fail: 80 (EXAONE) and 512 (Gemma 4 full layers) are not mlx vector sizes, nor MLA's 576 over 512
+    assert not m.decode_attn_vec(False, 1, h80)
+    assert not m.decode_attn_vec(False, 1, ((256, 256), (512, 512)))
+    assert not m.decode_attn_vec(False, 1, mla)
+    assert engine_for(P.load_runtime("lmstudio-mlx")).decode_attn_vec(False, 1, h128)
+    assert not engine_for(P.load_runtime("lmstudio-mlx")).decode_attn_vec(False, 1, mla)
 
 
 def test_vector_kernel_head_sizes_from_the_config():
     """Absorbed MLA queries are kv_lora_rank + rope = 512 + 64 = 576 wide (GLM-4.7-Flash: 576 % 32 == 0); EXAONE 3.5
     2.4B's 80-wide heads are no multiple of 32 (80 = 2·32 + 16), Llama 3.1 8B's 128 are."""
-    assert tp.geometry(mm("glm-4.7-flash", "llama.cpp")).vec_heads
-    assert tp.geometry(mm("llama-3.1-8b", "llama.cpp")).vec_heads
-    assert not tp.geometry(mm("exaone-3.5-2.4b", "llama.cpp")).vec_heads
+    assert tp.geometry(mm("glm-4.7-flash", "llama.cpp")).attn_heads == ((576, 512),)
+    assert tp.geometry(mm("llama-3.1-8b", "llama.cpp")).attn_heads == ((128, 128),)
+    assert tp.geometry(mm("exaone-3.5-2.4b", "llama.cpp")).attn_heads == ((80, 80),)

@@ -618,5 +618,20 @@ def test_decode_attention_efficiency_only_on_the_vector_kernel():
     off = tp.roofline(geo, chip(), slow, "llama.cpp", flash_attn=False)
     assert off.kv_time(1, 1000) == pytest.approx(2.4e-3, rel=1e-9)
     # a query head size that is no multiple of 32 has no vector kernel: the tiled one at η_attn, 0.8 ms
-    odd = tp.roofline(dataclasses.replace(geo, vec_heads=False), chip(), slow, "llama.cpp")
+    odd = tp.roofline(dataclasses.replace(geo, attn_heads=((80, 80),)), chip(), slow, "llama.cpp")
     assert odd.kv_time(1, 1000) == pytest.approx(0.8e-3, rel=1e-9)
+
+
+def test_mlx_decode_attention_efficiency_only_for_its_vector_head_sizes():
+    """mlx-lm: eta_attn_decode applies where mlx runs sdpa_vector (query and value heads of one size in
+    64/96/128/256, scaled_dot_product_attention.cpp), at any batch: 32 sequences at 1000 keys, 128-wide heads, take
+    32 × 0.8 ms / 0.2 = 128 ms; an absorbed-MLA head (576 over 512) falls back to matmul/softmax/matmul at η_attn,
+    32 × 0.8 ms = 25.6 ms (the llama.cpp test above: 0.8 ms per sequence at η_attn)."""
+    geo = tp.Geometry(n_layers=2, dense_bytes=1e9, expert_bytes=0.0, n_experts=0, top_k=0, matmul_params=0.5e9,
+                      head_params=0.0, kv_full=1000.0, kv_swa=0.0, window=None, state_bytes=0.0,
+                      attn_full=1e6, attn_swa=0.0)
+    slow = RES.model_copy(update={"constants": RES.constants.model_copy(update={"eta_attn_decode": 0.2})})
+    vec = tp.roofline(geo, chip(), slow, "mlx-lm")
+    mla = tp.roofline(dataclasses.replace(geo, attn_heads=((576, 512),)), chip(), slow, "mlx-lm")
+    assert vec.eta_attn_decode(32) == 0.2 and mla.eta_attn_decode(32) == 1.0
+    assert mla.kv_time(32, 1000) == pytest.approx(vec.kv_time(32, 1000) * 0.2, rel=1e-9)

@@ -208,16 +208,18 @@ class LlamaCpp:
         (llama-graph.cpp build_attn_mha): ``factor`` slower."""
         return 1.0 if flash_attn else factor
 
-    def decode_attn_vec(self, flash_attn: bool, queries: int, vec_heads: bool) -> bool:
+    def decode_attn_vec(self, flash_attn: bool, queries: int, heads: tuple[tuple[int, int], ...]) -> bool:
         """Whether a decode step's attention runs on the flash-attention vector kernel (kernel_flash_attn_ext_vec: one
         threadgroup per query row and head, float4 dot products and simd_sum, no simdgroup-matrix tiles) rather than
         the tiled matrix kernel prefill uses. ggml-metal-ops.cpp ggml_metal_op_flash_attn_ext_use_vec picks it for
-        fewer than 20 queries per KV stream and a query head size that is a multiple of 32 (``vec_heads``). The
+        fewer than 20 queries per KV stream and a query head size that is a multiple of 32 (``heads``: the (query, value)
+        head sizes of the attention layers, throughput.Geometry.attn_heads). The
         queries of a stream: llama-graph.cpp build_attn_mha splits the batch into n_stream = n_seqs_unq streams
         (llama-graph.cpp ``n_stream = cparams.kv_unified ? 1 : ubatch.n_seqs_unq``), so ``queries`` is one per
         sequence, or the whole batch with a unified cache. Without flash attention (-fa off) KQ and KQV are
         mul_mat ops, not this kernel."""
-        return flash_attn and vec_heads and queries <= FA_VEC_MAX_QUERIES
+        return (flash_attn and queries <= FA_VEC_MAX_QUERIES
+                and all(q % FA_VEC_HEAD_MULTIPLE == 0 for q, _ in heads))
 
     def prefill_attn_dims(self, cfg: ModelConfig) -> float | None:
         """llama.cpp prefills MLA in the absorbed latent like decode (deepseek2.cpp): no separate prefill dims."""

@@ -33,6 +33,8 @@ _MLX_KV = {"8bit": "kv8", "4bit": "kv4", "q8": "kv8", "q4": "kv4", "8": "kv8", "
 # fused kernel cannot do: ``scores = queries @ keys.swapaxes(-1, -2)``; ``mx.tanh(scores / cap)``; ``scores *= cap``;
 # ``mx.where(mask, scores, min)``; ``mx.softmax(scores, precise=True)``; ``scores @ values`` (mlx-lm 0.32.2).
 MLX_UNFUSED_ATTENTION = frozenset({"gemma2"})
+# head sizes of mlx's sdpa_vector kernel (scaled_dot_product_attention.cpp sdpa_vector_supported_head_dim)
+SDPA_VECTOR_HEAD_DIMS = frozenset({64, 96, 128, 256})
 
 
 def _mlx(rt: Runtime) -> MlxRuntime:
@@ -193,10 +195,13 @@ class MlxLm:
         """mlx has no flash-attention switch: no slowdown."""
         return 1.0
 
-    def decode_attn_vec(self, flash_attn: bool, queries: int, vec_heads: bool) -> bool:
-        """mlx-lm decodes one query per sequence through mx.fast.scaled_dot_product_attention's vector kernel
-        (mlx/backend/metal/kernels/sdpa_vector.h): every decode step, whatever the batch."""
-        return True
+    def decode_attn_vec(self, flash_attn: bool, queries: int, heads: tuple[tuple[int, int], ...]) -> bool:
+        """mlx-lm decodes one query per sequence through mx.fast.scaled_dot_product_attention, whatever the batch;
+        mlx runs its vector kernel (mlx/backend/metal/kernels/sdpa_vector.h) only for a query and value head of
+        one size in {64, 96, 128, 256} (mlx/backend/metal/scaled_dot_product_attention.cpp
+        ScaledDotProductAttention::use_fallback: ``sdpa_vector_supported_head_dim``), else it falls back to
+        separate matmul / softmax / matmul ops (absorbed MLA: 576-wide queries over 512-wide values)."""
+        return all(q == v and q in SDPA_VECTOR_HEAD_DIMS for q, v in heads)
 
     def prefill_attn_dims(self, cfg: ModelConfig) -> float | None:
         """mlx-lm prefills MLA with decompressed heads, not the absorbed latent of decode: for L > 1 it expands the
