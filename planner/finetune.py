@@ -314,6 +314,9 @@ def padded_lengths(req: FinetuneRequest) -> tuple[int, int, str]:
         longest, how = math.ceil(ln.p50 * (ln.p90 / max(ln.p50, 1)) ** z), "the p99 of a lognormal through p50/p90"
     else:
         longest, how = ln.max_tokens, "your longest"
+    if longest < 2:  # trainer.py default_loss trains on inputs = batch[:, :-1]: one token has nothing to predict
+        raise InputError(f"[[lengths]] {req.lengths!r}: the longest example holds {longest} token(s); an example "
+                         "needs 2 or more (give your examples' lengths in tokens)")
     peak, mean = _padded(longest, req.seq_len), _padded(ln.mean, req.seq_len)
     cut = f", truncated to [[seq_len]] {req.seq_len:,}" if longest + 1 > req.seq_len else ""
     return peak, mean, (f"your examples: the longest batch holds ~{longest:,}-token examples ({how}), padded to "

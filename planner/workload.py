@@ -237,8 +237,11 @@ def parse_length(text: str | int, flag: str) -> Length:
             return Length(dist=pts)
         return Length(value=int(float(s)))
     except (ValueError, KeyError, OverflowError) as e:  # int(float('inf')) is an OverflowError
+        # a Length rule (p90 below p50, a weight of 0...) says what is wrong; a parse error names its kind
+        why = (str(e.errors()[0]["msg"]).removeprefix("Value error, ") if isinstance(e, ValidationError)
+               else e.__class__.__name__)
         raise InputError(f"{flag} {text!r}: give tokens (12000), a distribution (1024:0.6,8192:0.4) or "
-                         f"p50=...,p90=... ({e.__class__.__name__})") from None
+                         f"p50=...,p90=... ({why})") from None
 
 
 def _targets(base: Targets, min_tok_s: float | None, max_ttft: float | None, max_request: float | None) -> Targets:

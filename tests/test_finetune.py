@@ -170,3 +170,16 @@ def test_the_full_length_assumption_is_said_and_the_fitting_setting_leads():
     assert "every batch is 2,048 tokens" in p.assumption
     assert p.chosen.fit.verdict == "no-fit" and "([[grad_checkpoint]])" in p.lead and "--grad-checkpoint" in p.command
     assert "unmeasured prior" in p.speed.basis
+
+
+@pytest.mark.parametrize("lengths, says", [
+    ("0", "holds 0 token(s); an example needs 2 or more"),          # padded to 1 token, 0 bytes of activations
+    ("1:0.5,0:0.5", "holds 1 token(s); an example needs 2 or more"),
+    ("p50=5,p90=1", "(p90 must be >= p50)"),                        # was "(ValidationError)": no reason given
+])
+def test_odd_example_lengths_are_one_line_naming_the_input(lengths, says, capsys):
+    # trainer.py default_loss trains on inputs = batch[:, :-1]: an example of one token has nothing to predict
+    assert main(["finetune", "--model", "qwen3-0.6b", "--ram", "16", "--lengths", lengths]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"plan: error: --lengths {lengths!r}: ") and says in err and "\n" not in err
+    assert main(["finetune", "--model", "qwen3-0.6b", "--ram", "16", "--lengths", "2"]) == 0
