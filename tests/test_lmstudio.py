@@ -117,3 +117,21 @@ def test_lmstudio_mlx_loads_a_multimodal_checkpoints_vision_tower_without_images
     assert lms.total(8192, 1) - mlx.total(8192, 1) == tower
     text_only = base_memory_model("llama-3.1-8b", "lmstudio-mlx", "mlx-4bit")
     assert text_only.estimate(8192, 1).vision == 0
+
+
+def test_a_vision_tower_is_counted_once_and_ollama_loads_its_projector_always():
+    # --images on an engine that loads the tower anyway adds nothing more: one tower, 0.42 B params x 2 B
+    import dataclasses
+
+    tower = int(0.42e9 * 2)
+    lms = base_memory_model("gemma-3-12b", "lmstudio-mlx", "mlx-4bit")
+    with_images = dataclasses.replace(lms, images=4)
+    assert with_images.estimate(8192, 1).vision == lms.estimate(8192, 1).vision == tower
+    # Ollama passes --mmproj whenever the model has a projector (llm/llama_server.go startLlamaServer), so a text
+    # request pays for it too; llama-server and LM Studio's llama.cpp engine load it only when asked (--mmproj)
+    ollama = base_memory_model("gemma-3-12b", "ollama", "Q4_K_M")
+    server = base_memory_model("gemma-3-12b", "llama.cpp", "Q4_K_M")
+    assert ollama.estimate(8192, 1).vision == server.weights.vision_bytes > 0
+    assert server.estimate(8192, 1).vision == 0
+    assert dataclasses.replace(ollama, images=2).estimate(8192, 1).vision == server.weights.vision_bytes
+    assert base_memory_model("llama-3.1-8b", "ollama", "Q4_K_M").estimate(8192, 1).vision == 0

@@ -30,6 +30,10 @@ class Ollama(LlamaCppProduct):
     """Ollama runs llama.cpp (its ggml runner): llama.cpp's memory and steps; launched with ``ollama``."""
 
     drafts = False               # Ollama has no draft-model option
+    # a model with a projector loads it on every start, whatever the request: llm/llama_server.go startLlamaServer
+    # ("Multimodal projectors": ``--mmproj projectors[0]`` when the model has one, as the older llama runner's
+    # launcher did; Ollama's own engine keeps the vision weights in the model file), not only for image requests
+    loads_vision_tower = True
 
     def launch(self, mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) -> Recipe:
         from ..recipes import _ollama
