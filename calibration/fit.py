@@ -878,9 +878,14 @@ def fit_wrapper_factors(records: list[FitRecord], predicted) -> dict[str, float]
 def wrapper_factors(runtime: str, records: list[FitRecord], predicted) -> dict[str, float]:
     """fit_wrapper_factors on the phases the wrapper's code adds work to: a phase of
     WRAPPER_ENGINE_SPEED_PHASES[runtime] gets no factor (its engine's speed), whatever its rows say."""
+    return without_engine_speed_phases(runtime, fit_wrapper_factors(records, predicted))
+
+
+def without_engine_speed_phases(runtime: str, factors: dict) -> dict[str, float]:
+    """The ``*_factor`` entries of ``factors`` but those of WRAPPER_ENGINE_SPEED_PHASES[runtime]: a phase the
+    wrapper's code runs at its engine's speed gets no factor, whatever its rows say."""
     engine_speed = WRAPPER_ENGINE_SPEED_PHASES.get(runtime, ())
-    return {k: v for k, v in fit_wrapper_factors(records, predicted).items()
-            if k.removesuffix("_factor") not in engine_speed}
+    return {k: v for k, v in factors.items() if k.endswith("_factor") and k.removesuffix("_factor") not in engine_speed}
 
 
 # An engine's factor is fitted only when this many source groups measured it on that phase; otherwise it keeps the
@@ -951,7 +956,7 @@ def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None,
     lc_spec.free.add("eta_attn_decode")   # kernel_flash_attn_ext_vec (throughput.Roofline.eta_attn_decode)
     p_lc, d_lc = fit_hierarchical(lc, lc_spec, priors={**within_source_quant_priors(lc), **LLAMA_CPP_PRIORS})
     out["llama.cpp"] = (p_lc, {}, d_lc)
-    # mlx-lm: too few rows for groups; llama.cpp's shared constants become priors (sigma 0.5 in log)
+    # mlx-lm: llama.cpp's shared constants become priors (sigma 0.5 in log)
     # t_layer is not borrowed: mlx-lm encodes one lazily built graph per step (mlx_lm/generate.py generate_step,
     # mx.async_eval), llama.cpp one ggml graph of per-op Metal dispatches; their fixed costs are separate fits
     shared = {k: (v, 0.5) for k, v in p_lc.items() if k in ("eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor")}
@@ -975,9 +980,7 @@ def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None,
         per_engine = fit_wrapper_engine_factors(recs, base)
         diag: dict = {}
         engine = ollama_engines()["current_engine"] if any(r.wrapper_engine for r in recs) else ""
-        engine_speed = WRAPPER_ENGINE_SPEED_PHASES.get(rt, ())  # phases run at the engine's speed (wrapper_factors)
-        factors = {k: v for k, v in per_engine.get(engine, {}).items()
-                   if k.endswith("_factor") and k.removesuffix("_factor") not in engine_speed}
+        factors = without_engine_speed_phases(rt, per_engine.get(engine, {}))
         if engine:
             diag["engine_factors"] = per_engine
         pred = np.array([b * _record_factors(rt, r, factors, diag).get(f"{r.phase}_factor", 1.0)

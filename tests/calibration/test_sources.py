@@ -119,6 +119,13 @@ def test_lm_studio_mlx_decodes_at_its_engines_speed_and_keeps_a_prefill_factor()
         "prefill_factor": pytest.approx(math.exp(math.log(0.9) / 1.25))}
 
 
+def test_fit_all_and_wrapper_factors_drop_the_same_engine_speed_phases():
+    # one rule for both (fit_all ships per_engine's entry through it): the engine-speed phase and the "prior" list go
+    per_engine = {"decode_factor": 0.8, "prefill_factor": 0.9, "prior": ["decode"]}
+    assert F.without_engine_speed_phases("lmstudio-mlx", per_engine) == {"prefill_factor": 0.9}
+    assert F.without_engine_speed_phases("ollama", per_engine) == {"decode_factor": 0.8, "prefill_factor": 0.9}
+
+
 def test_wrapper_records_run_their_engines_roofline():
     assert _rec(runtime="lmstudio-mlx").engine == "mlx-lm" and _rec(runtime="ollama").engine == "llama.cpp"
     assert _rec(runtime="llama.cpp").engine == "llama.cpp"
