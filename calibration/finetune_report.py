@@ -168,7 +168,13 @@ def near(r: Row) -> float:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     path = Path(argv[0]) if argv else CSV
-    rs = rows(path)
+    try:
+        rs = rows(path)
+    except (OSError, ValueError, KeyError) as e:  # a missing file, a column or a value that is no number
+        what = f"no column {e}" if isinstance(e, KeyError) else (e.strerror or str(e) if isinstance(e, OSError) else e)
+        print(f"finetune_report: {path}: {what}; give a CSV with the columns of {CSV.name} (calibration/data)",
+              file=sys.stderr)
+        return 2
     print(f"{'row':>6} {'type':>5} {'measured':>9} {'default':>9} {'lo':>8} {'hi':>8}  inside  narrow  nearer-end "
           "error   (GB = 1e9 bytes)")
     for r in rs:

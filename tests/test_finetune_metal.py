@@ -121,3 +121,15 @@ def test_every_public_row_is_predicted_or_says_why():
         ids = {int(r["row_id"]) for r in csv.DictReader(f)}
     assert ids == set(rep.SETTINGS) | set(rep.SKIPPED)
     assert not set(rep.SETTINGS) & set(rep.SKIPPED)
+
+
+def test_report_bad_file_is_one_line_and_exit_2(tmp_path, capsys):
+    # a missing file, a missing column and a row id that is no number: one line naming the file, no traceback
+    bad = tmp_path / "bad.csv"
+    bad.write_text("row_id,peak_mem_GB\nabc,1\n", encoding="utf-8")
+    nocol = tmp_path / "nocol.csv"
+    nocol.write_text("peak_mem_GB\n1\n", encoding="utf-8")
+    for path in (tmp_path / "missing.csv", bad, nocol):
+        assert rep.main([str(path)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"finetune_report: {path}: ") and "\n" not in err and "finetune_peak_mem.csv" in err
