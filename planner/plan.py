@@ -340,11 +340,17 @@ def plan(req: PlanRequest, resolved: ResolvedFiles | None = None) -> Plan:
 
 def _capped(req: PlanRequest, model: ModelProfile, max_ctx: int) -> tuple[PlanRequest, list[str]]:
     """A context above the model's maximum planned at the maximum: one value everywhere (headline, tables, JSON),
-    said once."""
+    said once. A prompt and answer longer than the maximum are said too (the speed is timed at the lengths given)."""
+    notes = []
+    if req.prompt + req.gen > max_ctx:
+        notes.append(f"[[prompt]] {req.prompt:,} + [[gen]] {req.gen:,} tokens is above {model.name}'s maximum of "
+                     f"{max_ctx:,} tokens: the speed is timed at a length the model does not run; give a prompt up to "
+                     f"{max(max_ctx - req.gen, 1):,}")
     if req.context <= max_ctx:
-        return req, []
+        return req, notes
     return req.model_copy(update={"context": max_ctx}), [
-        f"the context {req.context:,} is above {model.name}'s maximum of {max_ctx:,} tokens: capped at {max_ctx:,}"]
+        f"the context {req.context:,} is above {model.name}'s maximum of {max_ctx:,} tokens: capped at {max_ctx:,}",
+        *notes]
 
 
 def pinned_by_name(req: PlanRequest, runtimes: list[Runtime],

@@ -67,3 +67,15 @@ def test_a_context_above_the_model_maximum_is_capped_once_and_shown_capped():
     text = run_plan({"model": "llama-3.1-8b", "ram": 64, "context": 1_000_000})
     assert "976" not in text and "1 × 128K" in text and "context 131,072" in text
     assert text.count("1,000,000") == 1   # only in the note that says it was capped
+
+
+def test_a_prompt_beyond_the_models_maximum_is_said():
+    # Llama 3.1 8B: max_position_embeddings 131,072. A context above it was capped with a note; a prompt above it
+    # was timed without a word. 200,000 + 256 > 131,072: said, with the longest prompt that fits beside the answer.
+    from planner.plan import PlanRequest, plan
+
+    long = plan(PlanRequest(model="llama-3.1-8b", ram=64, prompt=200_000, gen=256))
+    said = [n for n in long.notes if "above" in n and "131,072" in n]
+    assert len(said) == 1 and "130,816" in said[0]   # 131,072 - 256
+    ok = plan(PlanRequest(model="llama-3.1-8b", ram=64, prompt=130_816, gen=256))
+    assert not [n for n in ok.notes if "maximum of 131,072" in n]
