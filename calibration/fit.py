@@ -5,8 +5,9 @@ under calibration/data (:func:`training_files`: measured_benchmarks_train.csv, m
 file with the same columns), filtered by ``calibration.dataset.usable_for_efficiency``.
 
 Sources, not rows: every ``source_group`` counts once per phase (:func:`source_weights`), so the fit's centre is the
-typical source, not the expert source that posted most rows; the likely ranges are source-weighted percentiles of
-out-of-source residuals (:func:`loso_ranges`), the scatter between sources.
+typical source, not the expert source that posted most rows, and a source far from the others pulls with a
+bounded force (a Huber M-estimator over source groups, :func:`fit_source_robust`); the likely ranges are
+source-weighted percentiles of out-of-source residuals (:func:`loso_ranges`), the scatter between sources.
 
 Grouping (docs/dataset-notes.md, "Recommendation for grouping efficiencies"):
 
@@ -602,8 +603,9 @@ def _predict(theta: np.ndarray, A: _Arrays, idx, fixedv) -> np.ndarray:
 def fit_efficiency_least_squares(records: list[FitRecord], spec: Spec,
                                  priors: dict[str, tuple[float, float]] | None = None,
                                  fixed: dict[str, float] | None = None, max_nfev: int = 2000,
-                                 noise_sigma: float = NOISE_SIGMA):
+                                 noise_sigma: float = NOISE_SIGMA, start: dict[str, float] | None = None):
     """Fit roofline efficiencies by weighted least squares on log(predicted / measured), with log-normal priors.
+    ``start``: parameter values to start the optimizer from (a previous solution; default the priors' centres).
 
     Returns ``(params, diagnostics)``: params maps names like ``eta_bw:max``, ``eta_c:M3``, ``t_layer_s`` to
     values; diagnostics holds the optimizer status, cost, per-record predictions and APEs. Raises
@@ -623,6 +625,8 @@ def fit_efficiency_least_squares(records: list[FitRecord], spec: Spec,
     lo = np.array([math.log(LOWER.get(n.split(":")[0], 1e-6)) for n in names])
     hi = np.array([math.log(UPPER.get(n.split(":")[0], 1e3)) for n in names])
     p0 = np.clip(p0, lo + 1e-9, hi - 1e-9)
+    x0 = np.clip(np.array([math.log(start[n]) if start and n in start else v for n, v in zip(names, p0)]),
+                 lo + 1e-9, hi - 1e-9)
     sw = np.sqrt(A.w) / noise_sigma
     log_y = np.log(A.value)
 
@@ -630,7 +634,7 @@ def fit_efficiency_least_squares(records: list[FitRecord], spec: Spec,
         pred = _predict(theta, A, idx, fixedv)
         return np.concatenate([sw * (np.log(pred) - log_y), (theta - p0) / psig])
 
-    res = least_squares(resid, p0, bounds=(lo, hi), method="trf", x_scale=1.0, max_nfev=max_nfev)
+    res = least_squares(resid, x0, bounds=(lo, hi), method="trf", x_scale=1.0, max_nfev=max_nfev)
     if not res.success:
         raise CalibrationError(f"fit {spec.runtime}: optimizer failed: {res.message}")
     params = {n: float(v) for n, v in zip(names, np.exp(res.x))}
@@ -679,15 +683,17 @@ def _scope_rows(records: list[FitRecord], spec: Spec, name: str) -> list[FitReco
 
 
 def fit_hierarchical(records: list[FitRecord], spec: Spec, priors: dict[str, tuple[float, float]] | None = None,
-                     noise_sigma: float = NOISE_SIGMA):
+                     noise_sigma: float = NOISE_SIGMA, start: tuple[dict, dict] | None = None):
     """Fit with per-tier η_bw and per-generation η_c as shrunk random effects (:func:`scope_prior_sigma`).
 
     Two stages (empirical Bayes): (1) one pooled η_bw and η_c for all chips; (2) the scoped fit, each scoped
     parameter's prior centred on the pooled value with the log-sigma that shrinks its offset by its number of
-    independent source groups. -> (params, diagnostics) of stage 2; diagnostics["pooled"] holds stage 1's."""
+    independent source groups. -> (params, diagnostics) of stage 2; diagnostics["pooled"] holds stage 1's.
+    ``start``: (pooled, params) of a previous fit to start both stages from (:func:`fit_source_robust`)."""
     priors = dict(priors or {})
     pooled_spec = replace(spec, tier_eta_bw=False, gen_eta_bw=(), gen_eta_c=False)
-    pooled, _ = fit_efficiency_least_squares(records, pooled_spec, priors=priors, noise_sigma=noise_sigma)
+    pooled, _ = fit_efficiency_least_squares(records, pooled_spec, priors=priors, noise_sigma=noise_sigma,
+                                             start=start[0] if start else None)
     scoped = dict(priors)
     for name in _param_names(records, spec):
         fam = name.split(":")[0]
@@ -696,8 +702,67 @@ def fit_hierarchical(records: list[FitRecord], spec: Spec, priors: dict[str, tup
         rows = _scope_rows(records, spec, name)
         sigma = scope_prior_sigma(len({r.source for r in rows}), sum(r.weight for r in rows), noise_sigma)
         scoped[name] = (pooled[f"{fam}:*"], sigma)
-    params, diag = fit_efficiency_least_squares(records, spec, priors=scoped, noise_sigma=noise_sigma)
+    params, diag = fit_efficiency_least_squares(records, spec, priors=scoped, noise_sigma=noise_sigma,
+                                                start=start[1] if start else None)
     diag["pooled"] = pooled
+    return params, diag
+
+
+# --------------------------------------------------------------------------- the typical source: a robust centre
+# Every source counts once (source_weights), but in least squares one pathological source still moves everybody by
+# its offset / G (issue 33: agnelnieves/tolkin's Python stack with a chat template on M1 Max, 2.1x slower than
+# predicted on mlx-lm decode and prefill, weighed as much as a 166-row benchmark). The typical source is a robust
+# centre: a Huber M-estimator over source groups (Huber 1964, "Robust estimation of a location parameter"; fitted
+# by iteratively reweighted least squares, Holland & Welsch 1977). Each (source group, phase) g gets the weight
+# h_g = min(1, c / |m_g|), m_g its weight-averaged log(predicted / measured) under the current fit, and the fit is
+# repeated with the rows' weights times h_g. c = the between-source scale: one source lands about ±15 % from the
+# typical one (SCOPE_SOURCE_SIGMA, WRAPPER_SOURCE_SIGMA: the held-out sources' biases in python -m
+# calibration.report), so a source within it keeps its full weight and one beyond it pulls with a bounded force c.
+SOURCE_HUBER_C = SCOPE_SOURCE_SIGMA
+ROBUST_ITERATIONS = 3   # reweightings after the plain fit, each started from the previous solution
+
+
+def source_offsets(records: list[FitRecord], predicted) -> dict[tuple[str, str], float]:
+    """{(source group, phase): the row-weighted mean of log(predicted / measured)} of its rows."""
+    num: dict[tuple[str, str], float] = defaultdict(float)
+    den: dict[tuple[str, str], float] = defaultdict(float)
+    for r, p in zip(records, predicted):
+        num[(r.source, r.phase)] += r.weight * math.log(p / r.value)
+        den[(r.source, r.phase)] += r.weight
+    return {g: num[g] / den[g] for g in num if den[g] > 0}
+
+
+def huber_weight(m: float, c: float = SOURCE_HUBER_C) -> float:
+    """Huber's weight ψ(m) / m of a source's offset m: 1 within ±c, c / |m| beyond."""
+    return 1.0 if abs(m) <= c else c / abs(m)
+
+
+def huber_source_weights(records: list[FitRecord], predicted,
+                         c: float = SOURCE_HUBER_C) -> tuple[list[FitRecord], dict[tuple[str, str], float]]:
+    """The records with each row's weight times its (source group, phase)'s Huber weight (:func:`huber_weight` of
+    :func:`source_offsets`), rescaled per phase so the weights keep their sum (the priors keep their strength).
+    -> (records, {(source, phase): Huber weight})."""
+    h = {g: huber_weight(m, c) for g, m in source_offsets(records, predicted).items()}
+    before, after = defaultdict(float), defaultdict(float)
+    for r in records:
+        before[r.phase] += r.weight
+        after[r.phase] += r.weight * h[(r.source, r.phase)]
+    out = [replace(r, weight=r.weight * h[(r.source, r.phase)] * before[r.phase] / after[r.phase]) for r in records]
+    return out, h
+
+
+def fit_source_robust(records: list[FitRecord], fit, iterations: int = ROBUST_ITERATIONS,
+                      c: float = SOURCE_HUBER_C):
+    """The source-level Huber M-estimate: ``fit(records, start)`` -> (params, diagnostics), then ``iterations``
+    refits on :func:`huber_source_weights` of the current fit's predictions (always reweighting the given records,
+    so the result is a function of the data alone), each started from the previous solution (``start``: its
+    (pooled, params) for :func:`fit_hierarchical`). diagnostics["huber"] holds the last weights."""
+    params, diag = fit(records, None)
+    h: dict = {}
+    for _ in range(iterations):
+        rw, h = huber_source_weights(records, diag["predicted"], c)
+        params, diag = fit(rw, (diag.get("pooled", params), params))
+    diag["huber"] = h
     return params, diag
 
 
@@ -954,7 +1019,8 @@ def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None,
     lc = keep(data.get("llama.cpp", []))
     lc_spec = Spec("llama.cpp", gen_eta_bw=GEN_ETA_BW)
     lc_spec.free.add("eta_attn_decode")   # kernel_flash_attn_ext_vec (throughput.Roofline.eta_attn_decode)
-    p_lc, d_lc = fit_hierarchical(lc, lc_spec, priors={**within_source_quant_priors(lc), **LLAMA_CPP_PRIORS})
+    lc_priors = {**within_source_quant_priors(lc), **LLAMA_CPP_PRIORS}
+    p_lc, d_lc = fit_source_robust(lc, lambda rs, x0: fit_hierarchical(rs, lc_spec, priors=lc_priors, start=x0))
     out["llama.cpp"] = (p_lc, {}, d_lc)
     # mlx-lm: llama.cpp's shared constants become priors (sigma 0.5 in log)
     # t_layer is not borrowed: mlx-lm encodes one lazily built graph per step (mlx_lm/generate.py generate_step,
@@ -967,7 +1033,8 @@ def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None,
         spec = Spec("mlx-lm", tier_eta_bw=True, gen_eta_c=True, eta_c_family=MLX_ETA_C_FAMILY,
                     free={"eta_bw", "eta_c", "eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor", "t_layer_s",
                           "t_moe_layer_s", "matrix_unit_factor", "q", "eta_kv"})
-        p_mx, d_mx = fit_hierarchical(mx, spec, priors={**shared, **within_source_quant_priors(mx)})
+        mx_priors = {**shared, **within_source_quant_priors(mx)}
+        p_mx, d_mx = fit_source_robust(mx, lambda rs, x0: fit_hierarchical(rs, spec, priors=mx_priors, start=x0))
         p_mx = mlx_family_eta_c(p_mx, mx)
         out["mlx-lm"] = (p_mx, {}, d_mx)
     for rt in WRAPPERS:

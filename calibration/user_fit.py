@@ -153,6 +153,8 @@ def fit_user(records, chip, runtime: str, prior=None, prior_sigma: float | None 
     fixed.update({"eta_bw:*": k.eta_bw, "eta_c:*": k.eta_c})
     priors = {p: (value(k, p), prior_sigma) for p in free}
     spec = F.Spec(runtime, tier_eta_bw=False, gen_eta_c=False, free=set(free_params()) | ({"q"} if classes else set()))
+    # plain least squares, not the shipped fit's source-level Huber reweighting (calibration.fit.fit_source_robust):
+    # a user's runs are one source, whose Huber weight per phase rescales to the same weight
     params, diag = F.fit_efficiency_least_squares(fit_recs, spec, priors=priors, fixed=fixed)
     fitted = {p: params.get(f"{p}:*", params.get(p)) for p in free_params()}
     consts = k.model_copy(update={p: (min(v, 1.0) if p.startswith("eta") else v)

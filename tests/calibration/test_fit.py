@@ -503,3 +503,77 @@ def test_vectorised_fit_model_matches_planner_throughput_with_the_vector_attenti
     params, _ = F.fit_efficiency_least_squares(recs, spec, fixed=fixed)
     assert params["eta_attn_decode"] == pytest.approx(0.25, rel=0.03)
     assert F.full_constants(params, fixed, c).eta_attn_decode == pytest.approx(0.25, rel=0.03)
+
+
+# --------------------------------------------------------------------------- the typical source: a robust centre
+def _one_parameter_sources(etas: dict[str, float], rows: int = 10) -> list[F.FitRecord]:
+    """Decode at B = 1, depth 0 on one M2 Max: rate = η_bw · BW / bytes, so log rate is linear in log η_bw; each
+    source measures its own η on ``rows`` identical rows, every source weighted once."""
+    g, c = _geo(), profiles.resolve_chip("m2-max-38gpu")
+    return F.source_weights([F.FitRecord(runtime="llama.cpp", chip=c, geo=g, phase="decode", prompt=0, gen=1,
+                                         depth=0, batch=1, value=eta * tp.bandwidth(c) / g.dense_bytes, source=s,
+                                         label=f"{s}{i}") for s, eta in etas.items() for i in range(rows)])
+
+
+def _fit_one_parameter(recs):
+    spec = F.Spec("llama.cpp", tier_eta_bw=False, free={"eta_bw"})
+    orig = F.BASE_PRIORS["t_layer_s"]
+    try:
+        F.BASE_PRIORS["t_layer_s"] = (0.0, 2.0)  # not free: no per-layer cost
+        return F.fit_source_robust(recs, lambda rs, x0: F.fit_efficiency_least_squares(
+            rs, spec, start=x0[1] if x0 else None))
+    finally:
+        F.BASE_PRIORS["t_layer_s"] = orig
+
+
+def test_huber_centre_of_three_sources_with_offsets_0_0_1():
+    """Sources A and B measure η 0.7, C e^-1 · 0.7 (log offset 1.0). With t = log(fitted η / 0.7), the offsets
+    log(pred / measured) are t (A, B) and t + 1 (C), and each fit is Σ h_g (t + o_g) = 0 (the prior, σ 1 against
+    30 rows of σ 0.05, is negligible). Plain: t = -1/3. Huber weights c / |m|, c = 0.15:
+    A, B 0.15 / (1/3) = 0.45, C 0.15 / (2/3) = 0.225 -> t = -0.225 / 1.125 = -0.2;
+    A, B 0.75, C 0.15 / 0.8 = 0.1875 -> t = -0.1875 / 1.6875 = -0.111111;
+    A, B within c: 1, C 0.15 / 0.888889 = 0.16875 -> t = -0.16875 / 2.16875 = -0.077810 after 3 reweightings
+    (the fixed point, 2 t + c = 0, is t = -0.075; least squares stays at -1/3, 4.3x further from A and B)."""
+    import math
+
+    assert F.SOURCE_HUBER_C == F.SCOPE_SOURCE_SIGMA == 0.15 and F.ROBUST_ITERATIONS == 3
+    params, diag = _fit_one_parameter(_one_parameter_sources({"A": 0.7, "B": 0.7, "C": 0.7 / math.e}))
+    assert math.log(params["eta_bw:*"] / 0.7) == pytest.approx(-0.077810, abs=2e-4)
+    assert diag["huber"][("A", "decode")] == diag["huber"][("B", "decode")] == 1.0
+    assert diag["huber"][("C", "decode")] == pytest.approx(0.16875, rel=1e-3)
+
+
+def test_sources_within_c_keep_their_weight_and_the_plain_fit():
+    """Offsets 0, 0.1, 0.2 in log: the plain centre 0.1 leaves every source within c = 0.15 of it, so every Huber
+    weight is 1 and the robust fit is the least-squares one, exp(mean) · 0.5."""
+    import math
+
+    etas = {"A": 0.5, "B": 0.5 * math.exp(0.1), "C": 0.5 * math.exp(0.2)}
+    params, diag = _fit_one_parameter(_one_parameter_sources(etas))
+    assert set(diag["huber"].values()) == {1.0}
+    assert params["eta_bw:*"] == pytest.approx(0.5 * math.exp(0.1), rel=1e-3)
+
+
+def test_huber_weights_keep_the_phase_sum():
+    """One row each, offsets log(pred / measured) 0.1 (within c: weight 1) and -0.3 (0.15 / 0.3 = 0.5); the weights
+    1 and 0.5 are rescaled to keep their sum 2: 4/3 and 2/3. The input records are left as they were."""
+    import math
+
+    recs = _one_parameter_sources({"A": 1.0, "B": 1.0}, rows=1)
+    pred = [recs[0].value * math.exp(0.1), recs[1].value * math.exp(-0.3)]
+    out, h = F.huber_source_weights(recs, pred)
+    assert h == {("A", "decode"): 1.0, ("B", "decode"): pytest.approx(0.5)}
+    assert [r.weight for r in out] == pytest.approx([4 / 3, 2 / 3])
+    assert [r.weight for r in recs] == [1.0, 1.0]
+    assert F.huber_weight(0.15) == 1.0 and F.huber_weight(-0.6) == pytest.approx(0.25)
+
+
+def test_robust_fit_is_deterministic():
+    """The same records give the same parameters and weights to the last bit (no random start, no ordering by
+    hash): the shipped profiles must be reproducible."""
+    import math
+
+    recs = _one_parameter_sources({"A": 0.7, "B": 0.6, "C": 0.7 / math.e, "D": 0.9})
+    p1, d1 = _fit_one_parameter(recs)
+    p2, d2 = _fit_one_parameter(list(recs))
+    assert p1 == p2 and d1["huber"] == d2["huber"]
