@@ -324,6 +324,17 @@ def padded_lengths(req: FinetuneRequest) -> tuple[int, int, str]:
 
 
 # --------------------------------------------------------------------------- the plan
+def _lead_with_checkpointing(alts: list[FinetuneOption], req: FinetuneRequest) -> tuple[str, FinetuneRequest]:
+    """When the chosen setting does not fit but the same one with gradient checkpointing does, lead with it and
+    run it: (lead sentence, request of the command); else ("", req)."""
+    ckpt = next((a for a in alts if a.fine_tune_type == req.fine_tune_type and a.grad_checkpoint), None)
+    if ckpt is None or ckpt.fit.verdict not in ("fits", "tight"):
+        return "", req
+    lead = (f"fits with gradient checkpointing ([[grad_checkpoint]]): {ckpt.memory.total / 2**30:.1f} GiB peak, "
+            f"{ckpt.fit.verdict}; the command below uses it")
+    return lead, req.model_copy(update={"grad_checkpoint": True})
+
+
 def plan_finetune(req: FinetuneRequest) -> FinetunePlan:
     model = profiles.load_model(req.model)
     n_layers = model.config.num_hidden_layers
@@ -365,11 +376,7 @@ def plan_finetune(req: FinetuneRequest) -> FinetunePlan:
     lead, run = "", req
     if chosen.fit.verdict not in ("fits", "tight"):
         notes.append(_way_out(chosen, alts, max_batch, max_seq, req))
-        ckpt = next((a for a in alts if a.fine_tune_type == req.fine_tune_type and a.grad_checkpoint), None)
-        if ckpt is not None and ckpt.fit.verdict in ("fits", "tight"):  # lead with the setting that fits
-            lead = (f"fits with gradient checkpointing ([[grad_checkpoint]]): {ckpt.memory.total / 2**30:.1f} GiB peak, "
-                    f"{ckpt.fit.verdict}; the command below uses it")
-            run = req.model_copy(update={"grad_checkpoint": True})
+        lead, run = _lead_with_checkpointing(alts, req)
     sp = None
     if chip is not None and chip.memory_bandwidth_gb_s:
         tot = req.dataset_tokens * req.epochs if req.dataset_tokens else None
