@@ -940,12 +940,6 @@ def fit_wrapper_factors(records: list[FitRecord], predicted) -> dict[str, float]
     return out
 
 
-def wrapper_factors(runtime: str, records: list[FitRecord], predicted) -> dict[str, float]:
-    """fit_wrapper_factors on the phases the wrapper's code adds work to: a phase of
-    WRAPPER_ENGINE_SPEED_PHASES[runtime] gets no factor (its engine's speed), whatever its rows say."""
-    return without_engine_speed_phases(runtime, fit_wrapper_factors(records, predicted))
-
-
 def without_engine_speed_phases(runtime: str, factors: dict) -> dict[str, float]:
     """The ``*_factor`` entries of ``factors`` but those of WRAPPER_ENGINE_SPEED_PHASES[runtime]: a phase the
     wrapper's code runs at its engine's speed gets no factor, whatever its rows say."""

@@ -1,4 +1,4 @@
-"""The CLI's cache dir (validated profiles, cli/profile_cache.py; answers, cli/answer_cache.py). No pydantic here."""
+"""The CLI's cache dir (validated profiles, cli/profile_cache.py). No pydantic here."""
 
 from __future__ import annotations
 

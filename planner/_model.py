@@ -6,7 +6,7 @@ regular expressions (~7 ms) at the first validation of a plan."""
 
 from collections.abc import Mapping
 
-from pydantic import ConfigDict
+from pydantic import AliasChoices, ConfigDict
 from pydantic.fields import FieldInfo
 
 Frozen = ConfigDict(frozen=True, extra="forbid", defer_build=True)
@@ -20,8 +20,6 @@ DEFAULT_MACOS = "26"
 def one_spelling(fields: Mapping[str, FieldInfo], data: object) -> None:
     """A ValueError naming both when ``data`` gives one field under two of its names (``ram`` and ``ram_gb``: a
     field's validation alias choices): pydantic would keep the first and drop the other without a word."""
-    from pydantic import AliasChoices
-
     if not isinstance(data, dict):
         return
     for name, f in fields.items():

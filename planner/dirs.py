@@ -1,5 +1,5 @@
-"""Where profiles are found (no pydantic here: the CLI's answer cache (cli/answer_cache.py) stats these folders
-before it decides whether the core is needed at all). planner.profiles re-exports both functions."""
+"""Where profiles are found (no pydantic here, so a caller that only needs the folders does not import the core's
+models). planner.profiles re-exports these functions."""
 
 from __future__ import annotations
 

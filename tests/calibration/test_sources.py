@@ -112,15 +112,18 @@ def test_lm_studio_mlx_decodes_at_its_engines_speed_and_keeps_a_prefill_factor()
     def rows(rt):
         return [_rec(0.8, "s1", runtime=rt), _rec(0.9, "s1", phase="prefill", runtime=rt)]
 
-    assert F.wrapper_factors("lmstudio-mlx", rows("lmstudio-mlx"), [1.0, 1.0]) == {
+    def wrapper_factors(rt):  # fit_all's path: the pooled factors, then the engine-speed phases dropped
+        return F.without_engine_speed_phases(rt, F.fit_wrapper_factors(rows(rt), [1.0, 1.0]))
+
+    assert wrapper_factors("lmstudio-mlx") == {
         "prefill_factor": pytest.approx(math.exp(math.log(0.9) / 1.25))}
-    assert F.wrapper_factors("ollama", rows("ollama"), [1.0, 1.0]) == {
+    assert wrapper_factors("ollama") == {
         "decode_factor": pytest.approx(math.exp(math.log(0.8) / 1.25)),
         "prefill_factor": pytest.approx(math.exp(math.log(0.9) / 1.25))}
 
 
-def test_fit_all_and_wrapper_factors_drop_the_same_engine_speed_phases():
-    # one rule for both (fit_all ships per_engine's entry through it): the engine-speed phase and the "prior" list go
+def test_the_engine_speed_phases_and_the_prior_list_are_dropped():
+    # fit_all ships per_engine's entry through it: the engine-speed phase and the "prior" list go
     per_engine = {"decode_factor": 0.8, "prefill_factor": 0.9, "prior": ["decode"]}
     assert F.without_engine_speed_phases("lmstudio-mlx", per_engine) == {"prefill_factor": 0.9}
     assert F.without_engine_speed_phases("ollama", per_engine) == {"decode_factor": 0.8, "prefill_factor": 0.9}
