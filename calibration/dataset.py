@@ -402,6 +402,8 @@ _MODEL_RULES: list[tuple[str, str | None, str | None, bool]] = [
     (r"mistral-nemo(-instruct-2407|-12b|:12b)", "mistral-nemo-12b", None, False),
     (r"mixtral-8x7b", "mixtral-8x7b", None, False),
     (r"^mistral-7b", "mistral-7b", None, False),
+    (r"phi-?4-reasoning-plus", "phi-4-reasoning",
+     "Phi-4-reasoning-plus: the same Phi-4 14B architecture as Phi-4-reasoning, further RL-trained", True),
     (r"phi-?4-reasoning", "phi-4-reasoning", None, False),
     (r"^phi-4\b", "phi-4", None, False),
     (r"gpt-oss[-:](20|120)b", "gpt-oss-{0}b", None, False),

@@ -289,6 +289,13 @@ def test_model_rule_maps_real_spelling(raw, expected):
     assert _map_model(raw)[0] == expected
 
 
+def test_a_further_trained_checkpoint_is_an_architecture_proxy():
+    # Phi-4-reasoning-plus shares Phi-4-reasoning's weights' shape but is another checkpoint: mapped, flagged
+    assert _map_model("Phi-4-reasoning-plus")[0] == "phi-4-reasoning"
+    assert _map_model("Phi-4-reasoning-plus")[2] is True
+    assert _map_model("Phi-4-reasoning")[2] is False
+
+
 @pytest.mark.parametrize(
     "raw, wrong",
     [
