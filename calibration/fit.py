@@ -971,6 +971,14 @@ def without_engine_speed_phases(runtime: str, factors: dict) -> dict[str, float]
 # prior (1: the engine's speed) and its likely range is the between-source spread of all wrapper sources
 # (loso_ranges). One source's offset is its Mac and habits as much as the engine.
 MIN_FACTOR_SOURCES = 2
+# The engine factor scales the whole step; no per-engine depth slope is fitted. Ollama's own engine attends over the
+# used cells only, padded to 256 (kvcache/causal.go buildMask / Get at v0.18.0, CachePadding 256 in
+# ml/backend/ggml/ggml.go CacheConfig, as llama.cpp pads n_kv), with the same vendored Metal flash-attention kernels
+# as its llama.cpp runner (llama.cpp ec98e2002, v0.14.0 to v0.24.0: the split-KV vector kernel, nwg 32); its mask is
+# built on the CPU per step, one float per cell (O(context), microseconds). The held-out deep decodes agree: on
+# AlexHiesch's M3 Max (Ollama 0.19-0.23) its qwen3.6-27b decodes at 32-131k tokens within +10 % of the engine's
+# slope, while famstack's M1 Max decodes steeper than predicted on both runners (Llama 3.1 8B on the llama.cpp
+# runner too: +13 % at 454 tokens, +40 % at 12477): the Mac's or the bench's, not the engine's.
 
 
 def fit_wrapper_engine_factors(records: list[FitRecord], predicted) -> dict[str, dict]:

@@ -378,6 +378,19 @@ def test_famstack_ollama_rows_ran_on_the_engine_of_their_month():
     assert {r.wrapper_engine for r in data["ollama"] if r.source.startswith("mac-llm-calculator")} == {"llama-server"}
 
 
+def test_ollama_rows_of_2025_ran_without_flash_attention():
+    """DavidRagone's rows (May 2025, no version: v0.6.x) ran qwen3:32b on the llama.cpp runner (qwen3 joined
+    Ollama's engine in v0.12.0) and gemma3:27b on Ollama's engine, both without flash attention (default off before
+    v0.13.4 / gemma3's listing in v0.12.6); freeletics (Ollama 0.5.9) likewise; AlexHiesch's gemma-4-e2b rows (Ollama
+    0.23.1) with it (gemma4 listed from v0.20.4)."""
+    data, _ = F.load_training_records()
+    rows = {r.label.split()[-1]: r for r in data["ollama"]}
+    assert (rows["47904"].wrapper_engine, rows["47904"].flash_attn) == ("llamarunner", False)   # qwen3:32b
+    assert (rows["47906"].wrapper_engine, rows["47906"].flash_attn) == ("ollamarunner", False)  # gemma3:27b
+    assert not any(r.flash_attn for r in data["ollama"] if r.source.startswith("freeletics"))
+    assert all(rows[i].flash_attn for i in ("32236", "32237", "32241", "32242", "32243"))
+
+
 def test_an_era_without_a_fit_takes_the_nearest_newer_fitted_era():
     """A refit without the only source of the 2023-09 builds: those rows take the 2023-10 factor (builds only got
     faster), not a current build's 1; an era newer than every fitted one stays at 1; a fitted era keeps its own."""
