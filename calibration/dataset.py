@@ -98,6 +98,7 @@ FLAG_DOC = {
     "speculative": "speculative / MTP decoding: breaks the bandwidth roofline",
     "fixed": "a FIXES entry changed this row",
     "roofline-breaker": "decode tok/s x weight bytes/token > chip bandwidth (missing MoE active params, MTP...)",
+    "cold-first-request": "prefill of the first request after a load on an engine without a warm-up run",
 }
 ROOFLINE_MAX = 1.0  # decode_bandwidth_ratio above this is physically impossible (weights alone, KV ignored)
 
@@ -142,6 +143,20 @@ FIXES: dict[int, dict] = {
     **{rid: {"context_depth": 512} for rid in (20134, 20136, 20138, 20206, 20208, 20276, 20278, 20280, 20282, 20284,
                                                 20286, 20288, 20290, 20292, 20294, 20296, 20298, 20300, 20302, 20306,
                                                 20308, 20310, 20312, 20314, 20316)},
+    # DavidRagone/llm-speed-test: `ollama run MODEL --verbose`, the prompt pasted (README), load_duration 31-57 ms (the
+    # model was already loaded by `ollama run`'s preload) -> the first request after the load. Ollama before v0.30.0 ran
+    # no warm-up decode (no warm-up in runner/ or llm/server.go at v0.6.7, 2025-04-30, the release of the rows' month;
+    # none up to f63eea3, the commit before the llama-server switch), while llama.cpp warms up at init because "the
+    # first run takes extra time ... especially for Metal" (ggml-org/llama.cpp PR #1824, common.cpp
+    # common_init_from_params ``params.warmup``; llama-bench times after a warm-up run). Ollama's prompt eval duration
+    # (runner/llamarunner/runner.go at v0.6.7: startGenerationTime - startProcessingTime, from NewSequence to the return
+    # of the Decode that ends the prompt, sampling excluded; ollamarunner the same) holds that first pass (its prompt
+    # eval count is every prompt token, numPromptInputs = len(inputs) before LoadCacheSlot drops a cached prefix: on a
+    # fresh cache, the tokens evaluated): measured minus the planner's warm prefill is 0.22 s (4.4 GB of weights), 0.86
+    # s (19.3 GB), 0.53 s (16.5 GB), i.e. it grows with the weight bytes (20-31 GB/s), not a fixed time per request. One
+    # source measured it, so its rate is not fitted (MIN_FACTOR_SOURCES); the planner predicts the warm prefill (Ollama
+    # >= 0.30 runs llama-server, which warms up: llm/llama_server.go at fb30760 passes no --no-warmup).
+    **{rid: {"flags": ("cold-first-request",)} for rid in (47901, 47903, 47905)},
     # Ollama "-mlx" tags run Ollama's MLX engine, not a GGUF: the "ollama tag default (usually Q4_K_M)" quant is
     # wrong for them. Handled by rule in _normalize_quant (any ollama model tag containing "mlx"), listed here
     # for the record: rows 1365-1406 (M5 Max), 1407-1432 (M5 Pro), 1327 (M4 Pro) among others.
@@ -763,6 +778,8 @@ def explain_exclusion(m: Measurement, runtime: str | None = None) -> str | None:
             f"decode roofline broken ({decode_bandwidth_ratio(m):.2f} x bandwidth): size metadata wrong "
             f"(MoE without active_params_B?)"
         )
+    if "cold-first-request" in m.flags:
+        return "first request after a load without a warm-up run: the first pass over the weights, not a prefill rate"
     if "short-prompt" in m.flags:
         return f"prefill of {m.prompt_tokens} tokens (< {MIN_PREFILL_TOKENS}) is latency-bound"
     return None

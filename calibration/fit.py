@@ -257,10 +257,20 @@ def gguf_architecture(model_type: str) -> str:
     return ollama_engines()["gguf_architecture"].get(model_type, model_type.replace("_", ""))
 
 
+def _ollama_released(since: str, version: str | None, year_month: str | None) -> bool:
+    """Whether the Ollama release ``since`` was out for a row: its version is at least ``since`` or, with no version,
+    ``since`` was tagged in or before the row's month (ollama_engines.yaml tag_months); no version and no month: the
+    current code."""
+    if version is not None:
+        return _version_tuple(version)[:3] >= _version_tuple(since)
+    return year_month is None or ollama_engines()["tag_months"][since] <= year_month
+
+
 def ollama_engine(version: str | None, year_month: str | None, model_type: str) -> str:
     """The engine Ollama ran a GGUF model on: llama-server from v0.30.0 on (or, with no version, from the month it
-    was tagged), before it its own Go engine (ollamarunner) for the architectures OllamaEngineRequired lists and the
-    llama.cpp CGO runner (llamarunner) for the rest (calibration/data/ollama_engines.yaml cites the code)."""
+    was tagged), before it its own Go engine (ollamarunner) for the architectures OllamaEngineRequired listed in
+    that release and the llama.cpp CGO runner (llamarunner) for the rest (calibration/data/ollama_engines.yaml cites
+    the code)."""
     t = ollama_engines()
     if version is not None:
         current = _version_tuple(version)[:3] >= _version_tuple(t["switch_version"])
@@ -268,15 +278,23 @@ def ollama_engine(version: str | None, year_month: str | None, model_type: str) 
         current = year_month is None or year_month >= t["switch_month"]
     if current:
         return t["current_engine"]
-    return "ollamarunner" if gguf_architecture(model_type) in t["ollamarunner_architectures"] else "llamarunner"
+    since = t["ollamarunner_architectures"].get(gguf_architecture(model_type))
+    return "ollamarunner" if since and _ollama_released(since, version, year_month) else "llamarunner"
 
 
-def ollama_flash_attn(engine: str, model_type: str) -> bool:
-    """Ollama's default flash attention on Metal for an engine (ollama_engines.yaml): llama.cpp's auto (on) for
-    llama-server and llamarunner, on for the ollamarunner architectures GGML.FlashAttention() lists."""
+def ollama_flash_attn(engine: str, model_type: str, version: str | None = None,
+                      year_month: str | None = None) -> bool:
+    """Ollama's default flash attention on Metal for an engine and release (ollama_engines.yaml): llama.cpp's auto
+    (on) for llama-server, and for llamarunner from v0.13.4 (off before: OLLAMA_FLASH_ATTENTION unset); on for the
+    ollamarunner architectures GGML.FlashAttention() listed in that release (none before v0.11.8). No version and no
+    month: the last release before the switch."""
     e = ollama_engines()["engines"][engine]
-    if "flash_attn_architectures" in e:
-        return gguf_architecture(model_type) in e["flash_attn_architectures"]
+    arch = gguf_architecture(model_type)
+    listed = ollama_engines()["engines"]["ollamarunner"]["flash_attn_architectures"]
+    if "flash_attn_since" in e and _ollama_released(e["flash_attn_since"], version, year_month):
+        return True
+    if "flash_attn_architectures" in e or "flash_attn_since" in e:
+        return arch in listed and _ollama_released(listed[arch], version, year_month)
     return bool(e["flash_attn"])
 
 
@@ -301,8 +319,10 @@ def records_from_measurements(ms, label_prefix: str = "") -> tuple[list[FitRecor
         wrapper_engine = ""
         if runtime == "ollama":  # the engine Ollama ran the row on, and that engine's flash-attention default
             mt = profiles.load_model(m.model_id).config.model_type
-            wrapper_engine = ollama_engine(ollama_version(m.runtime_version), m.year_month, mt)
-            fa = m.flash_attn if m.flash_attn is not None else ollama_flash_attn(wrapper_engine, mt)
+            version = ollama_version(m.runtime_version)
+            wrapper_engine = ollama_engine(version, m.year_month, mt)
+            fa = m.flash_attn if m.flash_attn is not None else ollama_flash_attn(wrapper_engine, mt, version,
+                                                                               m.year_month)
         try:
             geo = geometry_for(m.model_id, runtime, m.quant_id)
         except Exception as e:  # a quant that does not apply to the model (e.g. a row mislabelled)
@@ -951,6 +971,14 @@ def without_engine_speed_phases(runtime: str, factors: dict) -> dict[str, float]
 # prior (1: the engine's speed) and its likely range is the between-source spread of all wrapper sources
 # (loso_ranges). One source's offset is its Mac and habits as much as the engine.
 MIN_FACTOR_SOURCES = 2
+# The engine factor scales the whole step; no per-engine depth slope is fitted. Ollama's own engine attends over the
+# used cells only, padded to 256 (kvcache/causal.go buildMask / Get at v0.18.0, CachePadding 256 in
+# ml/backend/ggml/ggml.go CacheConfig, as llama.cpp pads n_kv), with the same vendored Metal flash-attention kernels
+# as its llama.cpp runner (llama.cpp ec98e2002, v0.14.0 to v0.24.0: the split-KV vector kernel, nwg 32); its mask is
+# built on the CPU per step, one float per cell (O(context), microseconds). The held-out deep decodes agree: on
+# AlexHiesch's M3 Max (Ollama 0.19-0.23) its qwen3.6-27b decodes at 32-131k tokens within +10 % of the engine's
+# slope, while famstack's M1 Max decodes steeper than predicted on both runners (Llama 3.1 8B on the llama.cpp
+# runner too: +13 % at 454 tokens, +40 % at 12477): the Mac's or the bench's, not the engine's.
 
 
 def fit_wrapper_engine_factors(records: list[FitRecord], predicted) -> dict[str, dict]:

@@ -591,3 +591,18 @@ def test_a_bug_report_of_a_slow_path_is_not_an_efficiency():
     here = Path(__file__).resolve().parents[2] / "calibration" / "data" / "measured_benchmarks_community.csv"
     m = {m.row_id: m for m in load_measurements(here)}[20087]
     assert m.chip_id is not None and m.reliability == "low" and not usable_for_efficiency(m)
+
+
+def test_ollama_first_request_prefill_is_cold_not_a_prefill_rate():
+    """DavidRagone/llm-speed-test pasted one prompt into `ollama run --verbose` (load_duration 31 ms: the model was
+    preloaded, this is the first request after the load). Ollama's runners before v0.30 ran no warm-up decode, so
+    the prompt eval duration holds the first pass over the weights: 157 tokens in 0.325 s (482.62 tok/s) for a 7B.
+    The prefill rows are excluded with that reason; the same requests' decode rows (warm) stay."""
+    here = Path(__file__).resolve().parents[2] / "calibration" / "data"
+    ms = {m.row_id: m for m in load_measurements(here / "measured_benchmarks_ollama_m3ultra_ragone.csv")}
+    assert ms[47901].value == pytest.approx(157 / 0.32531, rel=1e-3)
+    for rid in (47901, 47903, 47905):
+        assert "cold-first-request" in ms[rid].flags
+        assert "first request after a load" in explain_exclusion(ms[rid])
+    for rid in (47902, 47904, 47906):
+        assert "cold-first-request" not in ms[rid].flags and usable_for_efficiency(ms[rid], "ollama")

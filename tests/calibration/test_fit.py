@@ -305,6 +305,27 @@ def test_ollama_flash_attention_default_per_engine():
     assert F.ollama_flash_attn("ollamarunner", "llama4") is False
 
 
+def test_ollama_engine_and_flash_attention_follow_the_release():
+    """ollama_engines.yaml, read release by release in ollama/ollama: qwen3 joined OllamaEngineRequired in v0.12.0
+    (a May 2025 qwen3 row ran the llama.cpp runner), gemma3 in v0.6.0. Flash attention was off by default before
+    v0.13.4 on the llama.cpp runner (OLLAMA_FLASH_ATTENTION unset), auto (on) from it; on Ollama's own engine it is on
+    from the release whose GGML.FlashAttention() lists the architecture (gemma3: v0.12.6, gemma4: v0.20.4)."""
+    assert F.ollama_engine(None, "2025-05", "qwen3") == "llamarunner"
+    assert F.ollama_engine("0.11.5", None, "qwen3") == "llamarunner"
+    assert F.ollama_engine("0.12.0", None, "qwen3") == "ollamarunner"
+    assert F.ollama_engine(None, "2025-09", "qwen3") == "ollamarunner"  # v0.12.0 was tagged 2025-09-18
+    assert F.ollama_engine(None, "2025-04", "gemma3_text") == "ollamarunner"
+    assert F.ollama_flash_attn("llamarunner", "llama", "0.5.9") is False
+    assert F.ollama_flash_attn("llamarunner", "llama", None, "2025-10") is False
+    assert F.ollama_flash_attn("llamarunner", "llama", "0.13.4") is True
+    assert F.ollama_flash_attn("llamarunner", "llama", None, "2025-12") is True
+    assert F.ollama_flash_attn("ollamarunner", "gemma3_text", None, "2025-05") is False
+    assert F.ollama_flash_attn("ollamarunner", "gemma3_text", "0.12.6") is True
+    assert F.ollama_flash_attn("ollamarunner", "gemma4_text", "0.20.0") is False
+    assert F.ollama_flash_attn("ollamarunner", "gemma4_text", "0.23.1") is True
+    assert F.ollama_flash_attn("llama-server", "llama", "0.31.0") is True
+
+
 def test_wrapper_engine_factor_needs_two_sources():
     """Engine A: sources s1 and s2 both measure 0.8 x the engine's prediction -> the pooled random effect
     exp(2 ln 0.8 / (2 + λ)), λ = (0.15 / 0.3)² = 0.25: exp(-0.446287 / 2.25) = exp(-0.198350) = 0.82008.
@@ -355,6 +376,19 @@ def test_famstack_ollama_rows_ran_on_the_engine_of_their_month():
     assert all(r.flash_attn for r in fam)
     assert max(r.depth for r in fam) == 16299
     assert {r.wrapper_engine for r in data["ollama"] if r.source.startswith("mac-llm-calculator")} == {"llama-server"}
+
+
+def test_ollama_rows_of_2025_ran_without_flash_attention():
+    """DavidRagone's rows (May 2025, no version: v0.6.x) ran qwen3:32b on the llama.cpp runner (qwen3 joined
+    Ollama's engine in v0.12.0) and gemma3:27b on Ollama's engine, both without flash attention (default off before
+    v0.13.4 / gemma3's listing in v0.12.6); freeletics (Ollama 0.5.9) likewise; AlexHiesch's gemma-4-e2b rows (Ollama
+    0.23.1) with it (gemma4 listed from v0.20.4)."""
+    data, _ = F.load_training_records()
+    rows = {r.label.split()[-1]: r for r in data["ollama"]}
+    assert (rows["47904"].wrapper_engine, rows["47904"].flash_attn) == ("llamarunner", False)   # qwen3:32b
+    assert (rows["47906"].wrapper_engine, rows["47906"].flash_attn) == ("ollamarunner", False)  # gemma3:27b
+    assert not any(r.flash_attn for r in data["ollama"] if r.source.startswith("freeletics"))
+    assert all(rows[i].flash_attn for i in ("32236", "32237", "32241", "32242", "32243"))
 
 
 def test_an_era_without_a_fit_takes_the_nearest_newer_fitted_era():
