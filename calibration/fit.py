@@ -1321,21 +1321,23 @@ def between_source_ranges(held: list[tuple[str, FitRecord, float]],
     source-weighted percentiles of rows put the range inside the spread of source offsets (mlx-lm 62 % of held-out
     rows covered, llama.cpp prefill 70 %). The random-effects prediction interval (between_source_interval) is the
     spread a new user's setup lands in. Phases with fewer sources are left out (loso_ranges' fallback)."""
-    groups: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    # keyed (phase, regime) and (phase, "*"): the regime "decode" and the phase "decode" are different groups
+    groups: dict[tuple[str, str], list[tuple[float, str]]] = defaultdict(list)
     for rt, r, p in held:
         if rt in runtimes:
             x = (math.log(r.value / p), r.source)
-            groups[regime_of(r)].append(x)
-            groups[r.phase].append(x)
+            groups[(r.phase, regime_of(r))].append(x)
+            groups[(r.phase, "*")].append(x)
 
     def nsrc(key):
         return len({s for _, s in groups.get(key, [])})
     table = {}
     for ph, regs in REGIMES.items():
-        if nsrc(ph) < MIN_BETWEEN_SOURCES:
+        if nsrc((ph, "*")) < MIN_BETWEEN_SOURCES:
             continue
-        for reg in (ph, *regs):
-            _, lo, hi = between_source_interval(groups[reg] if nsrc(reg) >= MIN_BETWEEN_SOURCES else groups[ph])
+        for reg in regs:
+            key = (ph, reg) if nsrc((ph, reg)) >= MIN_BETWEEN_SOURCES else (ph, "*")
+            _, lo, hi = between_source_interval(groups[key])
             table[reg] = (round(min(1.0, math.exp(lo)), 3), round(max(1.0, math.exp(hi)), 3))
     return table
 
