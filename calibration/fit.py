@@ -1241,18 +1241,28 @@ def loso_ranges(held: list[tuple[str, FitRecord, float]]) -> dict[str, dict[str,
 # The MLX engine's runtimes (mlx-lm and LM Studio's MLX engine, which runs mlx-lm's models and kernels with its own
 # measured overhead factor already in its predictions) share one range table: a between-source predictive range.
 MLX_ENGINE_RUNTIMES = ("mlx-lm", "lmstudio-mlx")
-# Huber's proposal 2 scale (Huber 1981, Robust Statistics, §6.4; Huber 1964): c = 1.345, the tuning constant of 95 %
-# efficiency at the normal (Holland & Welsch 1977), started from the normalised MAD 1.4826 · MAD (Rousseeuw & Croux
-# 1993, JASA 88:1273). The same estimator family as the fit's source-level Huber weights (fit_source_robust).
+# The between-source scale is Huber's "proposal 2" (Huber 1964, Ann. Math. Statist. 35:73; Huber 1981, Robust
+# Statistics, ch. 6; statsmodels.robust.scale.Huber with the location given), the scale companion of the fit's
+# source-level Huber weights (fit_source_robust): c = 1.345, the tuning constant of 95 % efficiency at the normal
+# (Holland & Welsch 1977), started from the normalised MAD 1.4826 · MAD (Rousseeuw & Croux 1993, JASA 88:1273).
+# Why not the sample variance of the source offsets: one source at twice the predicted time (tolkin's M1 Max, mlx-lm)
+# widened every mlx-lm source's range to 95 % coverage.
 HUBER_SCALE_C = 1.345
-# E[ψ_c(Z)²] for Z ~ N(0, 1): (2Φ(c) − 1) − 2cφ(c) + 2c²(1 − Φ(c)), the consistency constant of the scale equation
-HUBER_SCALE_BETA = ((2 * NormalDist().cdf(HUBER_SCALE_C) - 1) - 2 * HUBER_SCALE_C * NormalDist().pdf(HUBER_SCALE_C)
-                    + 2 * HUBER_SCALE_C ** 2 * (1 - NormalDist().cdf(HUBER_SCALE_C)))
+
+
+def huber_beta(c: float) -> float:
+    """E[ψ_c(Z)²] for Z ~ N(0, 1): (2Φ(c) − 1) − 2cφ(c) + 2c²(1 − Φ(c)), the consistency constant of Huber's
+    scale equation (huber_scale)."""
+    n = NormalDist()
+    return (2 * n.cdf(c) - 1) - 2 * c * n.pdf(c) + 2 * c * c * (1 - n.cdf(c))
+
+
+HUBER_SCALE_BETA = huber_beta(HUBER_SCALE_C)
 # Source groups a between-source interval needs, regime or phase; a regime with fewer takes its phase's residuals.
 # Why 5: clipping one extreme source leaves the scale equation Σ d² / s² = (k − 1)β − c² for the others (see
 # huber_scale); that is ≥ 1 (s² ≤ Σ d², the others' deviations not amplified) only from k − 1 ≥ (1 + c²) / β = 3.96,
-# k ≥ 5. With 4 sources it is 0.32 and the scale triples the others' scatter; with 3 it is negative (no source can be
-# clipped). Meta-analysis calls fewer than 5 studies "very few" for τ² (Bender et al. 2018, Res Synth Methods 9:382).
+# k ≥ 5. With 4 sources it is 0.32 (s² = 3.1 × the others' Σ d²); with 3 it is negative (no source can be clipped).
+# Meta-analysis calls fewer than 5 studies "very few" for τ² (Bender et al. 2018, Res Synth Methods 9:382).
 MIN_BETWEEN_SOURCES = 5
 
 
@@ -1264,8 +1274,8 @@ def range_group(runtime: str) -> tuple[str, ...]:
 
 def huber_scale(x, c: float = HUBER_SCALE_C, iterations: int = 100) -> float:
     """Huber's proposal 2 scale of ``x`` about its median: the s > 0 with Σ ψ_c((x_i − med) / s)² = (k − 1) · β,
-    ψ_c(u) = max(−c, min(c, u)), β = HUBER_SCALE_BETA (so s estimates σ of normal data), found by the fixed-point
-    iteration s ← s · √(Σ ψ² / ((k − 1) β)) from 1.4826 · MAD (Huber 1981 §6.4, §7.8). A value beyond c · s counts
+    ψ_c(u) = max(−c, min(c, u)), β = huber_beta(c) (so s estimates σ of normal data), found by the fixed-point
+    iteration s ← s · √(Σ ψ² / ((k − 1) β)) from 1.4826 · MAD (HUBER_SCALE_C's references). A value beyond c · s counts
     as c · s however far it lies: one extreme source cannot widen everyone's range. While no value is clipped
     s = √(Σ d² / ((k − 1) β)), the sample sd / √β; with the j largest clipped s² = Σ_rest d² / ((k − 1) β − j c²).
     0 for fewer than two values or no scatter."""
@@ -1277,8 +1287,9 @@ def huber_scale(x, c: float = HUBER_SCALE_C, iterations: int = 100) -> float:
     s = 1.4826 * float(np.median(np.abs(d))) or math.sqrt(float(np.sum(d ** 2)) / (k - 1))
     if s == 0.0:
         return 0.0
+    beta = huber_beta(c)
     for _ in range(iterations):
-        s_new = s * math.sqrt(float(np.sum(np.clip(d / s, -c, c) ** 2)) / ((k - 1) * HUBER_SCALE_BETA))
+        s_new = s * math.sqrt(float(np.sum(np.clip(d / s, -c, c) ** 2)) / ((k - 1) * beta))
         if abs(s_new - s) <= 1e-12 * s:
             return s_new
         s = s_new
