@@ -6,8 +6,9 @@ file with the same columns), filtered by ``calibration.dataset.usable_for_effici
 
 Sources, not rows: every ``source_group`` counts once per phase (:func:`source_weights`), so the fit's centre is the
 typical source, not the expert source that posted most rows, and a source far from the others pulls with a
-bounded force (a Huber M-estimator over source groups, :func:`fit_source_robust`); the likely ranges are
-source-weighted percentiles of out-of-source residuals (:func:`loso_ranges`), the scatter between sources.
+bounded force (a Huber M-estimator over source groups, :func:`fit_source_robust`); the likely ranges are built
+from out-of-source residuals (:func:`loso_ranges`): the scatter between sources, a robust random-effects interval
+(:func:`between_source_ranges`, Huber's scale of the source offsets) where enough sources measured a phase.
 
 Grouping (docs/dataset-notes.md, "Recommendation for grouping efficiencies"):
 
@@ -34,6 +35,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
+from statistics import NormalDist
 
 import numpy as np
 import yaml
@@ -1226,7 +1228,10 @@ def loso_ranges(held: list[tuple[str, FitRecord, float]]) -> dict[str, dict[str,
       (all runtimes, regime), (all runtimes, phase), the first with MIN_RANGE_ROWS rows from MIN_RANGE_SOURCES
       source groups: how far one setup lands from another is only seen across sources, so a runtime measured by
       one or two sources borrows the scatter all runtimes show.
-    The range is exp(centre + spread), widened to contain the prediction itself."""
+    The range is exp(centre + spread), widened to contain the prediction itself.
+    Each phase of a runtime's group (range_group) that MIN_BETWEEN_SOURCES source groups measured replaces these
+    by the robust between-source interval (between_source_ranges); the rules above are the fallback of the
+    phases measured by fewer sources (Ollama's prefill, LM Studio's llama.cpp engine)."""
     groups: dict[tuple[str, str], list[tuple[float, str]]] = defaultdict(list)
     for rt, r, p in held:
         x = (math.log(r.value / p), r.source)
@@ -1254,14 +1259,69 @@ def loso_ranges(held: list[tuple[str, FitRecord, float]]) -> dict[str, dict[str,
                 table[reg] = (round(min(1.0, math.exp(c + lo)), 3), round(max(1.0, math.exp(c + hi)), 3))
         return table
 
-    mlx_table = mlx_between_source_ranges(held)
-    return {rt: dict(mlx_table) if rt in MLX_ENGINE_RUNTIMES and mlx_table else table_of(rt) for rt in RUNTIMES}
+    out = {}
+    for rt in RUNTIMES:
+        # a phase measured by MIN_BETWEEN_SOURCES sources of the runtime's group: the between-source interval
+        out[rt] = {**table_of(rt), **between_source_ranges(held, range_group(rt))}
+    return out
 
 
 # The MLX engine's runtimes (mlx-lm and LM Studio's MLX engine, which runs mlx-lm's models and kernels with its own
 # measured overhead factor already in its predictions) share one range table: a between-source predictive range.
 MLX_ENGINE_RUNTIMES = ("mlx-lm", "lmstudio-mlx")
-MIN_BETWEEN_SOURCES = 3  # source groups a between-source spread needs (a sample variance of k >= 2 medians, k - 1 df)
+# The between-source scale is Huber's "proposal 2" (Huber 1964, Ann. Math. Statist. 35:73; Huber 1981, Robust
+# Statistics, ch. 6; statsmodels.robust.scale.Huber with the location given), the scale companion of the fit's
+# source-level Huber weights (fit_source_robust): c = 1.345, the tuning constant of 95 % efficiency at the normal
+# (Holland & Welsch 1977), started from the normalised MAD 1.4826 · MAD (Rousseeuw & Croux 1993, JASA 88:1273).
+# Why not the sample variance of the source offsets: one source at twice the predicted time (tolkin's M1 Max, mlx-lm)
+# widened every mlx-lm source's range to 95 % coverage.
+HUBER_SCALE_C = 1.345
+
+
+def huber_beta(c: float) -> float:
+    """E[ψ_c(Z)²] for Z ~ N(0, 1): (2Φ(c) − 1) − 2cφ(c) + 2c²(1 − Φ(c)), the consistency constant of Huber's
+    scale equation (huber_scale)."""
+    n = NormalDist()
+    return (2 * n.cdf(c) - 1) - 2 * c * n.pdf(c) + 2 * c * c * (1 - n.cdf(c))
+
+
+HUBER_SCALE_BETA = huber_beta(HUBER_SCALE_C)
+# Source groups a between-source interval needs, regime or phase; a regime with fewer takes its phase's residuals.
+# Why 5: clipping one extreme source leaves the scale equation Σ d² / s² = (k − 1)β − c² for the others (see
+# huber_scale); that is ≥ 1 (s² ≤ Σ d², the others' deviations not amplified) only from k − 1 ≥ (1 + c²) / β = 3.96,
+# k ≥ 5. With 4 sources it is 0.32 (s² = 3.1 × the others' Σ d²); with 3 it is negative (no source can be clipped).
+# Meta-analysis calls fewer than 5 studies "very few" for τ² (Bender et al. 2018, Res Synth Methods 9:382).
+MIN_BETWEEN_SOURCES = 5
+
+
+def range_group(runtime: str) -> tuple[str, ...]:
+    """The runtimes whose held-out residuals make ``runtime``'s between-source interval: the MLX engine's runtimes
+    together (MLX_ENGINE_RUNTIMES), any other runtime alone."""
+    return MLX_ENGINE_RUNTIMES if runtime in MLX_ENGINE_RUNTIMES else (runtime,)
+
+
+def huber_scale(x, c: float = HUBER_SCALE_C, iterations: int = 100) -> float:
+    """Huber's proposal 2 scale of ``x`` about its median: the s > 0 with Σ ψ_c((x_i − med) / s)² = (k − 1) · β,
+    ψ_c(u) = max(−c, min(c, u)), β = huber_beta(c) (so s estimates σ of normal data), found by the fixed-point
+    iteration s ← s · √(Σ ψ² / ((k − 1) β)) from 1.4826 · MAD (HUBER_SCALE_C's references). A value beyond c · s counts
+    as c · s however far it lies: one extreme source cannot widen everyone's range. While no value is clipped
+    s = √(Σ d² / ((k − 1) β)), the sample sd / √β; with the j largest clipped s² = Σ_rest d² / ((k − 1) β − j c²).
+    0 for fewer than two values or no scatter."""
+    x = np.asarray(x, float)
+    k = len(x)
+    if k < 2:
+        return 0.0
+    d = x - float(np.median(x))
+    s = 1.4826 * float(np.median(np.abs(d))) or math.sqrt(float(np.sum(d ** 2)) / (k - 1))
+    if s == 0.0:
+        return 0.0
+    beta = huber_beta(c)
+    for _ in range(iterations):
+        s_new = s * math.sqrt(float(np.sum(np.clip(d / s, -c, c) ** 2)) / ((k - 1) * beta))
+        if abs(s_new - s) <= 1e-12 * s:
+            return s_new
+        s = s_new
+    return s
 
 
 def between_source_interval(group: list[tuple[float, str]], quantiles=RANGE_QUANTILES) -> tuple[float, float, float]:
@@ -1270,47 +1330,53 @@ def between_source_interval(group: list[tuple[float, str]], quantiles=RANGE_QUAN
     each row of it m_s + e, e ~ N(0, σ_w²). The predictive distribution of a row of a new source is
     N(μ, τ² (1 + 1/k) + σ_w²) (Higgins, Thompson & Spiegelhalter 2009, J. R. Stat. Soc. A 172:137, the prediction
     interval of a random-effects meta-analysis, with the normal quantile): μ the median of the k source medians,
-    τ² their sample variance, σ_w² the source-weighted mean squared deviation of rows from their source's median.
-    The range is centre ± z · sd, z the normal quantile of ``quantiles`` (1.2816 for 10/90 %)."""
-    from scipy.stats import norm
-
+    τ their Huber scale (huber_scale: a source far off, such as one user's M1 Max at twice the predicted time, counts
+    as c · τ away, not its full distance, as the fit's Huber weights bound its pull), σ_w² the source-weighted mean
+    squared deviation of rows from their source's median. The range is centre ± z · sd, z the normal quantile of
+    ``quantiles`` (1.2816 for 10/90 %)."""
     by: dict[str, list[float]] = defaultdict(list)
     for x, src in group:
         by[src].append(x)
     k = len(by)
     med = {s: float(np.median(v)) for s, v in by.items()}
     m = np.array(list(med.values()))
-    tau2 = float(m.var(ddof=1)) if k > 1 else 0.0
+    tau = huber_scale(m)
     within = sum(float(np.mean([(x - med[s]) ** 2 for x in v])) for s, v in by.items()) / k
-    sd = math.sqrt(tau2 * (1 + 1 / k) + within)
+    sd = math.sqrt(tau ** 2 * (1 + 1 / k) + within)
     c = float(np.median(m))
-    return c, c + norm.ppf(quantiles[0] / 100) * sd, c + norm.ppf(quantiles[1] / 100) * sd
+    z_lo, z_hi = (NormalDist().inv_cdf(q / 100) for q in quantiles)
+    return c, c + z_lo * sd, c + z_hi * sd
 
 
-def mlx_between_source_ranges(held: list[tuple[str, FitRecord, float]]) -> dict[str, tuple[float, float]]:
-    """{regime or phase: (low, high)} for the MLX engine's runtimes (MLX_ENGINE_RUNTIMES) from their held-out
-    residuals, each regime from its own rows when MIN_BETWEEN_SOURCES source groups show it, else its phase's.
+def between_source_ranges(held: list[tuple[str, FitRecord, float]],
+                          runtimes: tuple[str, ...]) -> dict[str, tuple[float, float]]:
+    """{regime or phase: (low, high)} for ``runtimes`` (range_group) from their held-out residuals, for each phase
+    that MIN_BETWEEN_SOURCES source groups measured: each regime from its own rows when that many source groups show
+    it, else its phase's (a regime seen by a few sources, such as llama.cpp's deep prefill by one, would take its
+    scatter from sources that may all differ from the next user's; the phase's sources include them).
 
-    Why not loso_ranges' pooled percentiles: mlx-lm's out-of-source error is mostly each source's own offset (per
-    source MAPE 5-15 % around offsets of -25 % to +35 %, issue 33), and one source holds 324 of its 398 rows, so
-    the source-weighted percentiles of 6-9 sources put the 80 % range inside the spread of source offsets (62 % of
-    held-out rows covered, 0 of LM Studio's 7). The random-effects prediction interval (between_source_interval)
-    is the spread a new user's setup lands in. {} when no phase has MIN_BETWEEN_SOURCES sources."""
-    groups: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    Why not loso_ranges' pooled percentiles: the out-of-source error is mostly each source's own offset (mlx-lm: per
+    source MAPE 5-15 % around offsets of -25 % to +35 %, issue 33), and one source can hold most rows, so
+    source-weighted percentiles of rows put the range inside the spread of source offsets (mlx-lm 62 % of held-out
+    rows covered, llama.cpp prefill 70 %). The random-effects prediction interval (between_source_interval) is the
+    spread a new user's setup lands in. Phases with fewer sources are left out (loso_ranges' fallback)."""
+    # keyed (phase, regime) and (phase, "*"): the regime "decode" and the phase "decode" are different groups
+    groups: dict[tuple[str, str], list[tuple[float, str]]] = defaultdict(list)
     for rt, r, p in held:
-        if rt in MLX_ENGINE_RUNTIMES:
+        if rt in runtimes:
             x = (math.log(r.value / p), r.source)
-            groups[regime_of(r)].append(x)
-            groups[r.phase].append(x)
+            groups[(r.phase, regime_of(r))].append(x)
+            groups[(r.phase, "*")].append(x)
 
     def nsrc(key):
         return len({s for _, s in groups.get(key, [])})
     table = {}
     for ph, regs in REGIMES.items():
-        if nsrc(ph) < MIN_BETWEEN_SOURCES:
+        if nsrc((ph, "*")) < MIN_BETWEEN_SOURCES:
             continue
-        for reg in (ph, *regs):
-            _, lo, hi = between_source_interval(groups[reg] if nsrc(reg) >= MIN_BETWEEN_SOURCES else groups[ph])
+        for reg in regs:
+            key = (ph, reg) if nsrc((ph, reg)) >= MIN_BETWEEN_SOURCES else (ph, "*")
+            _, lo, hi = between_source_interval(groups[key])
             table[reg] = (round(min(1.0, math.exp(lo)), 3), round(max(1.0, math.exp(hi)), 3))
     return table
 

@@ -328,11 +328,15 @@ thread, one script, each with its own build, settings and habits) is held out wh
 without it and predicts it. Leaving one chip out still leaves its source in, so it flatters the model.
 Every speed figure carries an 80 % likely range (`decode 8.2 tok/s (likely 6.9–9.4)`, `predict --json`:
 `decode_tok_s_range`, `prefill_tok_s_range`) built from the out-of-source residuals r = log(measured /
-predicted), every source group weighing once: its centre is the median r of the same runtime and regime (decode, deep decode ≥ 4K, batched decode
-> 8, prefill, deep prefill ≥ 8K), else of the runtime's phase, else of all runtimes; its width is the 10th–90th
-percentile of r around that median in the most specific of those groups that has 8 rows from 2 or more source
-groups (a runtime measured by one or two sources borrows the scatter all runtimes show between sources). Its
-coverage is checked on held-out rows with ranges built from the *other* sources only. The "LOSO by source group"
+predicted), every source group counting once. Where 5 or more source groups measured a runtime's phase (the MLX
+engine's runtimes together), the range is a random-effects prediction interval for a new source: centre the median
+of the sources' median r in the same regime (decode, deep decode ≥ 4K, batched decode > 8, prefill, deep prefill
+≥ 8K; the phase's when fewer than 5 sources show the regime), width ± 1.2816 × √(τ² (1 + 1/k) + σ_w²), τ Huber's
+robust scale of the k source medians (one source far off counts as 1.345 τ away, so it does not widen everyone's
+range), σ_w² the mean within-source scatter. Otherwise its centre is the median r of the runtime's regime, else its
+phase, else all runtimes, and its width the 10th–90th percentile of r around it in the most specific group that
+has 8 rows from 2 or more source groups (a runtime measured by one or two sources borrows the scatter all runtimes
+show between sources). Its coverage is checked on held-out rows with ranges built from the *other* sources only. The "LOSO by source group"
 table is the figure that counts: MAPE with every held-out source counting once, the median of the held-out
 sources' signed biases (+ = the model is too fast for them), each source's bias, and the targets met or missed.
 """

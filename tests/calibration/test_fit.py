@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import pytest
 
@@ -459,27 +460,87 @@ def test_mlx_eta_c_is_shared_within_a_gpu_family():
     assert full["eta_c:M2"] == full["eta_c:M1"] and full["eta_c:M4"] == full["eta_c:M3"]
 
 
-def test_mlx_range_is_the_between_source_prediction_interval():
-    """Residuals log(measured / predicted) of three mlx-lm decode sources: a = [-0.1, 0.1], b = [0.2, 0.2],
-    c = [0.4, 0.4]. Source medians 0, 0.2, 0.4: centre 0.2, τ² = (0.2² + 0 + 0.2²) / 2 = 0.04; within-source mean
-    square (0.01 + 0 + 0) / 3 = 1/300. sd = √(0.04 · (1 + 1/3) + 1/300) = √0.0566667 = 0.238048, z(90 %) = 1.281552:
-    range exp(0.2 ± 0.305070) = (0.9003, 1.6571). LM Studio's MLX engine shares the table; with two sources only
-    (fewer than MIN_BETWEEN_SOURCES) the MLX runtimes keep loso_ranges' pooled method."""
+# Huber's β for c = 1.345: Φ(1.345) = 0.9106874, φ(1.345) = 0.1614676;
+# (2 · 0.9106874 − 1) − 2 · 1.345 · 0.1614676 + 2 · 1.345² · (1 − 0.9106874) = 0.821375 − 0.434348 + 0.323138
+BETA = 0.7101645
+
+
+def test_huber_scale_clips_one_extreme_source_and_stops_there():
+    """Huber's proposal 2 scale about the median (calibration.fit.huber_scale), c = 1.345, β = 0.7101645.
+    - No value clipped: s² = Σ d² / ((k − 1) β). [0, 0.2, 0.4]: median 0.2, Σ d² = 0.08, s = √(0.08 / 1.420329)
+      = 0.237329; c · s = 0.3192 > 0.2, so indeed nothing is clipped (the sample sd 0.2 divided by √β).
+    - Five source offsets, one extreme: [−0.2, −0.1, 0, 0.1, 1.0], median 0. With 1.0 clipped:
+      s² = (0.04 + 0.01 + 0 + 0.01) / (4β − c²) = 0.06 / (2.840658 − 1.809025) = 0.058160, s = 0.241164; c · s =
+      0.3244: 1.0 lies beyond (clipped), 0.2 within. The sample sd would be 0.4827.
+    - The bound: for the fifth offset e anywhere ≥ 0.1 (the median stays 0), s² = (0.06 + e²) / (4β) while e is
+      within c · s, which reaches 0.06 / (4β − c²) exactly when e = c · s and stays there: one extreme source moves
+      the scale by at most to 0.241164, however far it lies (the sample sd at e = 1000 is 447)."""
+    import numpy as np
+
+    beta = F.HUBER_SCALE_BETA  # the module computes it from NormalDist
+    assert beta == pytest.approx(0.7101645, abs=1e-7)
+    assert F.huber_scale([0.0, 0.2, 0.4]) == pytest.approx(0.237329, abs=1e-6)
+    base = [-0.2, -0.1, 0.0, 0.1]
+    assert F.huber_scale(base + [1.0]) == pytest.approx(0.241164, abs=1e-6)
+    assert F.huber_scale(base + [1000.0]) == pytest.approx(0.241164, abs=1e-6)
+    sweep = [F.huber_scale(base + [e]) for e in np.concatenate([np.linspace(0.1, 2.0, 191), np.logspace(0.5, 4, 30)])]
+    assert max(sweep) == pytest.approx(0.241164, abs=1e-6)
+    assert all(s <= 0.241164 + 1e-6 for s in sweep)
+    assert F.huber_scale(base + [0.2]) == pytest.approx((0.1 / (4 * BETA)) ** 0.5, abs=1e-6)  # nothing clipped
+    assert float(np.std(base + [1000.0], ddof=1)) > 400
+    assert F.huber_scale([0.3]) == 0.0 and F.huber_scale([0.1, 0.1, 0.1]) == 0.0
+
+
+def _between_held(runtime="mlx-lm", sources="abcde", depth=0):
+    """Held-out decode residuals log(measured / predicted) of five sources: a = [−0.3, −0.1], b = [−0.1] × 2,
+    c = [0] × 2, d = [0.1] × 2, e = [1.0] × 2 (one source at 2.7 × the prediction, as tolkin's M1 Max at 1/2.1)."""
     import math
 
     chip = profiles.resolve_chip("m3-max-40gpu")
+    rows = {"a": [-0.3, -0.1], "b": [-0.1, -0.1], "c": [0.0, 0.0], "d": [0.1, 0.1], "e": [1.0, 1.0]}
 
-    def rec(x, src, rt="mlx-lm"):
-        return (rt, F.FitRecord(runtime=rt, chip=chip, geo=_geo(), phase="decode", prompt=0, gen=32, depth=0,
-                                batch=1, value=math.exp(x), source=src), 1.0)
-    held = [rec(-0.1, "a"), rec(0.1, "a"), rec(0.2, "b"), rec(0.2, "b"), rec(0.4, "c"), rec(0.4, "c")]
+    def rec(x, src):
+        return (runtime, F.FitRecord(runtime=runtime, chip=chip, geo=_geo(), phase="decode", prompt=0, gen=32,
+                                     depth=depth, batch=1, value=math.exp(x), source=src), 1.0)
+    return [rec(x, s) for s in sources for x in rows[s]]
+
+
+def test_between_source_range_with_one_extreme_source_by_hand():
+    """_between_held's five sources. Source medians −0.2, −0.1, 0, 0.1, 1.0: centre (their median) 0, τ = 0.241164
+    (huber_scale, 1.0 clipped); within-source mean square (0.01 + 0 + 0 + 0 + 0) / 5 = 0.002.
+    sd = √(τ² · (1 + 1/5) + 0.002) = √(0.069792 + 0.002) = 0.267941; z(90 %) = 1.281552; z · sd = 0.343380:
+    range exp(±0.343380) = (0.7094, 1.4097). With the sample variance of the medians (0.4827²) it would be
+    exp(±0.6798) = (0.507, 1.974): the one extreme source widening every other source's range.
+    The same rule for every runtime: llama.cpp or Ollama residuals give the same range; LM Studio's MLX engine
+    shares mlx-lm's table. With four sources (fewer than MIN_BETWEEN_SOURCES) there is no between-source table
+    and loso_ranges keeps its pooled fallback."""
+    assert F.MIN_BETWEEN_SOURCES == 5
+    held = _between_held()
     c, lo, hi = F.between_source_interval([(math.log(r.value), r.source) for _, r, _ in held])
-    assert (c, lo, hi) == pytest.approx((0.2, 0.2 - 0.305070, 0.2 + 0.305070), abs=1e-5)
+    assert (c, lo, hi) == pytest.approx((0.0, -0.343380, 0.343380), abs=1e-5)
     table = F.loso_ranges(held)
-    assert table["mlx-lm"]["decode"] == pytest.approx((0.900, 1.657), abs=1e-3)
-    assert table["lmstudio-mlx"] == table["mlx-lm"]
-    two = [h for h in held if h[1].source != "c"]
-    assert F.mlx_between_source_ranges(two) == {}
+    assert table["mlx-lm"]["decode"] == pytest.approx((0.709, 1.410), abs=1e-3)
+    assert table["lmstudio-mlx"]["decode"] == table["mlx-lm"]["decode"]
+    for rt in ("llama.cpp", "ollama"):
+        assert F.loso_ranges(_between_held(rt))[rt]["decode"] == pytest.approx((0.709, 1.410), abs=1e-3)
+    assert F.between_source_ranges(_between_held(sources="abcd"), F.MLX_ENGINE_RUNTIMES) == {}
+    assert F.between_source_ranges(held, ("llama.cpp",)) == {}  # another runtime's residuals
+
+
+def test_a_regime_seen_by_few_sources_takes_its_phases_between_source_range():
+    """_between_held's five sources at depth 0 (regime decode) and source f with two rows at a deep context
+    (decode_deep) at log residual 0 (its median 0, no within scatter). decode_deep has one source (< 5): its range
+    is the phase's, six sources: medians −0.2, −0.1, 0, 0, 0.1, 1.0, centre 0; all within c · s but 1.0:
+    s² = (0.04 + 0.01 + 0.01) / (5β − c²) = 0.06 / (3.550823 − 1.809025) = 0.034447, τ² (1 + 1/6) = 0.040188;
+    within 0.01 / 6 = 0.001667; sd = √0.041855 = 0.204585, z · sd = 0.262186 -> (0.7694, 1.2998).
+    The decode regime (five sources, f's deep rows not among them) keeps its own (0.709, 1.410)."""
+    deep = _between_held(sources="c", depth=tp.DEEP_CONTEXT)
+    deep = [(rt, F.FitRecord(**{**r.__dict__, "source": "f"}), p) for rt, r, p in deep]
+    table = F.between_source_ranges(_between_held() + deep, F.MLX_ENGINE_RUNTIMES)
+    assert table["decode"] == pytest.approx((0.709, 1.410), abs=1e-3)
+    assert table["decode_deep"] == pytest.approx((0.769, 1.300), abs=1e-3)
+    assert table["decode_batched"] == table["decode_deep"]  # no batched rows: the phase's range
+    assert "prefill" not in table
 
 
 def test_a_wrapper_phase_measured_by_one_source_keeps_the_engines_speed():
