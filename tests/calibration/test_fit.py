@@ -377,7 +377,7 @@ def test_vectorised_fit_model_matches_planner_throughput_for_mlx_gemma2_on_the_g
 
     c = profiles.resolve_chip("m3-ultra-80gpu")
     k = F.full_constants(TRUE, {**FIXED_Q, "noflash_attn_factor": 2.0, "matrix_unit_factor": 1.0}, c, "mlx-lm")
-    g = dataclasses.replace(_geo(4, 512), score_heads=4 * 8.0)
+    g = dataclasses.replace(_geo(4, 512), score_heads=4 * 8.0, unfused_full=_geo(4, 512).attn_full)
     recs = []
     for P in (512, 4096, 32768):
         r = F.FitRecord(runtime="mlx-lm", chip=c, geo=g, phase="prefill", prompt=P, gen=0, depth=0, batch=1,
