@@ -25,7 +25,9 @@ Prefill of P tokens per sequence on D cached tokens (§5.3)::
                                                             planner/hybrid.py state_flops; decode adds B · S too)
     t_prefill  = n_chunks · t_fix + max(flops_mm / (η_c·q·F), n_chunks · W_read / (η_bw·BW))
                  + flops_attn · fa / (η_attn · F)
-                 (MLX on a CPU: unfused, every query of a chunk × every key up to its end, at η_c · F)
+                 (MLX on a CPU: unfused, every query of a chunk × every key up to its end, at η_c · F; mlx-lm
+                 layers whose head size has no fused GPU kernel: that rectangle at η_c · F + the score matrix's
+                 trips through memory at η_bw · BW, Engine.unfused_prefill_layers)
 
 with F the peak GPU FLOPS (× the matrix-unit factor on M5), q the weight-class dequantization factor, η_ad the decode
 attention kernel's FLOP efficiency relative to prefill's (eta_attn_decode, 1 unless a calibration fitted it; only where
@@ -555,7 +557,10 @@ class Roofline:
         returns true for Device::cpu): the fallback computes scores = Q·Kᵀ, masks them (the causal mask is applied
         to computed scores, not skipped), softmax, then scores·V, as ordinary matmuls. So every query of a chunk
         meets every key up to the chunk's end, and the FLOPs run at the device's matmul efficiency η_c, not at
-        a fused attention kernel's η_attn (unfused_attn_flops)."""
+        a fused attention kernel's η_attn (unfused_attn_flops). On the GPU the same fallback runs the layers
+        Engine.unfused_prefill_layers names (mlx-lm: head sizes without a fused kernel, gemma2's soft-cap): their
+        rectangle at η_c (gpu_unfused_attn_flops) plus their score matrices' trips through memory (score_bytes),
+        the other layers causal at η_attn."""
         k = self.k
         if self.attn_unfused:
             return (self.unfused_attn_flops(prompt, depth, batch) + self.prefill_state_flops(prompt, batch)) / (
