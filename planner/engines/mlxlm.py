@@ -2,7 +2,8 @@
 
 References: mlx_lm/models/cache.py (KVCache growth, RotatingKVCache, QuantizedKVCache, ArraysCache),
 mlx_lm/generate.py (generate_step, BatchGenerator, prefill_step_size), mlx_lm/server.py, mlx_lm/models/
-deepseek_v3.py and deepseek_v32.py (MLA, DSA).
+deepseek_v3.py and deepseek_v32.py (MLA, DSA); mlx (ml-explore/mlx) mlx/backend/metal/scaled_dot_product_attention.cpp
+and mlx/fast.cpp (which attention runs fused, and the fallback's ops).
 """
 
 from __future__ import annotations
