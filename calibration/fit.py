@@ -466,7 +466,7 @@ class _Arrays:
         self.attn = np.zeros(n)
         self.attn_mm = np.zeros(n)         # unfused prefill attention (MLX on a CPU): FLOPs at the matmul η_c
         self.head = np.zeros(n)
-        self.score_rd = np.zeros(n)        # unfused GPU attention (Engine.score_heads): score-matrix bytes
+        self.score_rd = np.zeros(n)        # unfused GPU attention (Engine.unfused_prefill_layers): score bytes
         # mlx-lm prompt speed = P / TTFT (Roofline.reported_prefill_time): + one decode step at depth D + P - 1
         self.pstep = np.zeros(n, bool)
         self.pstep_w = np.zeros(n)         # its dense weight bytes
@@ -517,11 +517,11 @@ class _Arrays:
                                                                        kern["mm_id_min_batch"])
                 if tp.unfused_attention(r.engine, r.chip):  # Roofline.prefill_attn_time: plain matmuls at η_c
                     self.attn_mm[i] = rf.unfused_attn_flops(prompt, r.depth, r.batch)
-                elif g.score_heads:  # mlx-lm gemma2 on the GPU: matmuls at η_c + the score matrix's memory trips
-                    self.attn_mm[i] = rf.unfused_attn_flops(prompt, r.depth, r.batch)
-                    self.score_rd[i] = rf.score_bytes(prompt, r.depth, r.batch)
-                else:
+                else:  # fused layers at η_attn; layers unfused on the GPU (Engine.unfused_prefill_layers: mlx-lm
+                    # gemma2, head sizes without a fused kernel) as matmuls at η_c + the score matrix's memory trips
                     self.attn[i] = rf.prefill_attn_flops(prompt, r.depth, r.batch)
+                    self.attn_mm[i] = rf.gpu_unfused_attn_flops(prompt, r.depth, r.batch)
+                    self.score_rd[i] = rf.score_bytes(prompt, r.depth, r.batch)
                 self.head[i] = 2 * g.head_params * r.batch
                 if pstep:
                     c = r.depth + prompt

@@ -25,7 +25,9 @@ Prefill of P tokens per sequence on D cached tokens (§5.3)::
                                                             planner/hybrid.py state_flops; decode adds B · S too)
     t_prefill  = n_chunks · t_fix + max(flops_mm / (η_c·q·F), n_chunks · W_read / (η_bw·BW))
                  + flops_attn · fa / (η_attn · F)
-                 (MLX on a CPU: unfused, every query of a chunk × every key up to its end, at η_c · F)
+                 (MLX on a CPU: unfused, every query of a chunk × every key up to its end, at η_c · F; mlx-lm
+                 layers whose head size has no fused GPU kernel: that rectangle at η_c · F + the score matrix's
+                 trips through memory at η_bw · BW, Engine.unfused_prefill_layers)
 
 with F the peak GPU FLOPS (× the matrix-unit factor on M5), q the weight-class dequantization factor, η_ad the decode
 attention kernel's FLOP efficiency relative to prefill's (eta_attn_decode, 1 unless a calibration fitted it; only where
@@ -44,6 +46,7 @@ from dataclasses import dataclass
 from . import architecture as arch
 from . import hybrid
 from .engines import Engine, by_name
+from .engines.mlxlm import SCORE_PASSES_SOFTCAP
 from .errors import InputError
 from .memory import MemoryModel
 from .results import ThroughputEstimate
@@ -75,8 +78,12 @@ class Geometry:
     expert_matmul_params: float = 0.0  # routed-expert params per token (top_k × one expert), within matmul_params [1]
     prefill_attn_full: float | None = None  # attn_full as prefill computes it, when it differs (mlx-lm MLA) [1]
     state_flops: float = 0.0  # recurrent-state update per token per sequence, all layers (planner/hybrid.py) [FLOP]
-    score_heads: float = 0.0  # Σ_layers H where attention is unfused on the GPU, materialising the score matrix
-                              # (Engine.score_heads); 0 = a fused attention kernel [1]
+    score_heads: float = 0.0  # Σ_layers H where prefill attention is unfused on the GPU, materialising the score
+                              # matrix (Engine.unfused_prefill_layers), over layers attending every key; 0 = fused [1]
+    score_heads_swa: float = 0.0  # same over sliding-window layers with a bounded cache (keys up to W + chunk) [1]
+    score_passes: float = SCORE_PASSES_SOFTCAP  # trips of such a layer's score matrix through memory (engine rule) [1]
+    unfused_full: float = 0.0  # the part of attn_full (prefill: prefill_attn_full) on those layers [1]
+    unfused_swa: float = 0.0   # the part of attn_swa on those layers [1]
     moe_layers: int = 0       # layers with a routed-expert block (t_moe_layer_s per forward pass) [1]
     attn_heads: tuple[tuple[int, int], ...] = ((128, 128),)  # the attention layers' (query, value) head sizes
                               # (absorbed MLA: kv_lora_rank + rope, kv_lora_rank): each engine's vector kernel takes
@@ -177,10 +184,7 @@ def quant_class(quant_id: str, kind: str, mode: str | None = None) -> str:
     return "legacy"
 
 
-# Passes of the (H, L, K) score matrix through memory when an engine computes attention from separate ops on the GPU
-# (Engine.score_heads, e.g. mlx-lm gemma2's soft-capped logits): the QKᵀ matmul writes it (1), the division, tanh,
-# multiplication, mask select and softmax each read and write it (5 × 2), the PV matmul reads it (1).
-SCORE_PASSES = 12
+SCORE_ELEMENT_BYTES = 2  # a materialised score matrix is in the activations' dtype (bf16; mlx fast.cpp final_type)
 
 
 def _attention_dims(cfg: ModelConfig, runtime_family: str) -> tuple[float, float]:
@@ -263,9 +267,28 @@ def geometry(mm: MemoryModel, quant_kind: str = "gguf", quant_mode: str | None =
         expert_matmul_params=float(expert_mm) if cfg.is_moe else 0.0,
         prefill_attn_full=mm.engine.prefill_attn_dims(cfg),
         state_flops=arch._memo("state_flops", cfg, hybrid.state_flops),  # per config, like the sums above
-        score_heads=mm.engine.score_heads(cfg),
+        **_unfused_prefill(mm),
         moe_layers=arch._memo("moe_layers", cfg, moe_layers) if cfg.is_moe else 0,
         attn_heads=arch._memo("attn_heads", cfg, _attn_heads))
+
+
+def _unfused_prefill(mm: MemoryModel) -> dict[str, float]:
+    """Geometry fields of the attention layers the engine prefills from separate ops on the GPU
+    (Engine.unfused_prefill_layers): Σ H and Σ H·(d_qk + d_v) over them, split like attn_full / attn_swa (sliding
+    layers count as sliding only with a bounded cache, as in geometry), and the score matrix's trips per layer."""
+    cfg = mm.model.config
+    layers, passes = mm.engine.unfused_prefill_layers(cfg, mm.runtime)
+    if not layers:
+        return {}
+    bounded = bool(mm.kv.swa_bytes_per_token)
+    H = cfg.num_attention_heads
+    out = {"score_heads": 0.0, "score_heads_swa": 0.0, "score_passes": float(passes), "unfused_full": 0.0,
+           "unfused_swa": 0.0}
+    for c in layers:
+        part = "swa" if bounded and c.kind == "sliding" and c.window else "full"
+        out["score_heads" if part == "full" else "score_heads_swa"] += H
+        out[f"unfused_{part}"] += H * 2 * (c.head_dim or cfg.head_dim)  # as _attention_dims
+    return out
 
 
 def moe_layers(cfg: ModelConfig) -> int:
@@ -359,8 +382,9 @@ class Roofline:
         return batch * context - (batch - 1) * min(self.shared_prefix, context)
 
     def prefill_attn_flops(self, prompt: int, depth: int, batch: int) -> float:
-        """Causal attention FLOPs of ``batch`` prompts of ``prompt`` tokens on ``depth`` cached each. With a unified
-        cache (keys_per_query) a token attends to every earlier cell of every sequence: one prompt of B·P on B·D."""
+        """Causal attention FLOPs of ``batch`` prompts of ``prompt`` tokens on ``depth`` cached each, over the layers a
+        fused attention kernel runs (all but Geometry.unfused_full / unfused_swa). With a unified cache
+        (keys_per_query) a token attends to every earlier cell of every sequence: one prompt of B·P on B·D."""
         if self.unified_kv and batch > 1:
             return 2 * _causal_keys(self.geo, prompt * batch, depth * batch)
         return 2 * batch * _causal_keys(self.geo, prompt, depth)
@@ -533,19 +557,23 @@ class Roofline:
         returns true for Device::cpu): the fallback computes scores = Q·Kᵀ, masks them (the causal mask is applied
         to computed scores, not skipped), softmax, then scores·V, as ordinary matmuls. So every query of a chunk
         meets every key up to the chunk's end, and the FLOPs run at the device's matmul efficiency η_c, not at
-        a fused attention kernel's η_attn (unfused_attn_flops)."""
+        a fused attention kernel's η_attn (unfused_attn_flops). On the GPU the same fallback runs the layers
+        Engine.unfused_prefill_layers names (mlx-lm: head sizes without a fused kernel, gemma2's soft-cap): their
+        rectangle at η_c (gpu_unfused_attn_flops) plus their score matrices' trips through memory (score_bytes),
+        the other layers causal at η_attn."""
         k = self.k
         if self.attn_unfused:
             return (self.unfused_attn_flops(prompt, depth, batch) + self.prefill_state_flops(prompt, batch)) / (
                 k.eta_c * self.flops)
-        if self.geo.score_heads:
-            # unfused on the GPU (Engine.score_heads): the two matmuls at η_c like any matmul, plus the score
-            # matrix's SCORE_PASSES trips through memory at the weight stream's η_bw (score_bytes)
-            return ((self.unfused_attn_flops(prompt, depth, batch) + self.prefill_state_flops(prompt, batch))
-                    / (k.eta_c * self.flops) + self.score_bytes(prompt, depth, batch) / (k.eta_bw * self.bw))
         fa = self.engine.noflash(self.flash_attn, k.noflash_attn_factor)
-        return (self.prefill_attn_flops(prompt, depth, batch) * fa + self.prefill_state_flops(prompt, batch)) / (
+        t = (self.prefill_attn_flops(prompt, depth, batch) * fa + self.prefill_state_flops(prompt, batch)) / (
             k.eta_attn * self.flops)
+        if self.geo.score_heads or self.geo.score_heads_swa:
+            # layers unfused on the GPU (Engine.unfused_prefill_layers): their two matmuls at η_c like any matmul,
+            # plus the score matrix's score_passes trips through memory at the weight stream's η_bw (score_bytes)
+            t += (self.gpu_unfused_attn_flops(prompt, depth, batch) / (k.eta_c * self.flops)
+                  + self.score_bytes(prompt, depth, batch) / (k.eta_bw * self.bw))
+        return t
 
     def prefill_state_flops(self, prompt: int, batch: int) -> float:
         """Recurrent layers in prefill: the scan / delta rule updates each sequence's state once per prompt token,
@@ -554,20 +582,35 @@ class Roofline:
         return self.geo.state_flops * prompt * batch
 
     def score_bytes(self, prompt: int, depth: int, batch: int) -> float:
-        """Memory traffic of a materialised score matrix over a chunked prefill: SCORE_PASSES × 2 bytes (bf16, the
-        activations' dtype) × Σ_layers H × Σ_chunks (queries × keys), the rectangle unfused_attn_flops computes. [bytes]"""
-        c = max(self.chunk, 1)
-        return SCORE_PASSES * 2 * batch * self.geo.score_heads * _chunk_keys(prompt, depth, c, None)
+        """Memory traffic of the materialised score matrices over a chunked prefill: score_passes × 2 bytes (bf16,
+        the activations' dtype) × Σ_layers H × Σ_chunks (queries × keys), the rectangle unfused_attn_flops computes
+        (sliding layers with a bounded cache: keys up to W + chunk). [bytes]"""
+        g = self.geo
+        full, swa = self._rect_keys(prompt, depth)
+        return g.score_passes * SCORE_ELEMENT_BYTES * batch * (g.score_heads * full + g.score_heads_swa * swa)
+
+    def _rect_keys(self, prompt: int, depth: int) -> tuple[float, float]:
+        """Σ over the chunks of (queries × keys up to the chunk's end): full layers, and sliding layers capped at
+        W + chunk (the rotating cache plus the chunk; uncapped without a window). [1]"""
+        g, c = self.geo, max(self.chunk, 1)
+        full = _chunk_keys(prompt, depth, c, None)
+        return full, (_chunk_keys(prompt, depth, c, g.window + c) if g.window else full)
 
     def unfused_attn_flops(self, prompt: int, depth: int, batch: int) -> float:
-        """Attention FLOPs of an unfused prefill: each chunk of ``chunk`` queries times all D + end-of-chunk keys
-        (sliding-window layers: at most W + chunk keys, the rotating cache plus the chunk), 2 · Σ H·(d_qk + d_v)
-        per query-key pair. [FLOP]"""
+        """Attention FLOPs of an unfused prefill of every layer: each chunk of ``chunk`` queries times all D +
+        end-of-chunk keys (sliding-window layers: at most W + chunk keys, the rotating cache plus the chunk),
+        2 · Σ H·(d_qk + d_v) per query-key pair. [FLOP]"""
         g = self.geo
-        full = g.attn_full if g.prefill_attn_full is None else g.prefill_attn_full
-        c = max(self.chunk, 1)
-        swa = _chunk_keys(prompt, depth, c, g.window + c) if g.window else _chunk_keys(prompt, depth, c, None)
-        return 2 * batch * (full * _chunk_keys(prompt, depth, c, None) + g.attn_swa * swa)
+        full, swa = self._rect_keys(prompt, depth)
+        dims = g.attn_full if g.prefill_attn_full is None else g.prefill_attn_full
+        return 2 * batch * (dims * full + g.attn_swa * swa)
+
+    def gpu_unfused_attn_flops(self, prompt: int, depth: int, batch: int) -> float:
+        """unfused_attn_flops over the layers the engine prefills unfused on the GPU (Geometry.unfused_full /
+        unfused_swa). [FLOP]"""
+        g = self.geo
+        full, swa = self._rect_keys(prompt, depth)
+        return 2 * batch * (g.unfused_full * full + g.unfused_swa * swa)
 
 
 def prefill_steps(runtime_family: str, prompt: int, batch: int, chunk: int, prefill_batch: int = 1) -> int:
@@ -598,9 +641,10 @@ def _keys_sum(prompt: float, depth: float, window: float | None) -> float:
 
 
 def _causal_keys(g: Geometry, prompt: int, depth: int) -> float:
-    """Attention MACs of a P-token causal prefill on D cached tokens, all layers. [1]"""
-    full = g.attn_full if g.prefill_attn_full is None else g.prefill_attn_full
-    return full * _keys_sum(prompt, depth, None) + g.attn_swa * _keys_sum(prompt, depth, g.window)
+    """Attention MACs of a P-token causal prefill on D cached tokens, over the layers a fused kernel runs (all
+    but Geometry.unfused_full / unfused_swa). [1]"""
+    full = (g.attn_full if g.prefill_attn_full is None else g.prefill_attn_full) - g.unfused_full
+    return full * _keys_sum(prompt, depth, None) + (g.attn_swa - g.unfused_swa) * _keys_sum(prompt, depth, g.window)
 
 
 # --------------------------------------------------------------------------- likely range

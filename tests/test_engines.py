@@ -210,6 +210,29 @@ def test_decode_attention_vector_kernel_rule():
     assert not engine_for(P.load_runtime("lmstudio-mlx")).decode_attn_vec(False, 1, mla)
 
 
+def test_mlx_prefill_unfused_layers_follow_the_fused_kernel_head_sizes():
+    """mlx's fused full-attention kernel (more than 8 queries) takes query = value head sizes {64, 72, 80, 96, 128}
+    (scaled_dot_product_attention.cpp use_fallback; profiles/runtimes/*mlx*.yaml fused_sdpa_head_dims); any other
+    layer runs mlx/fast.cpp's fallback, 6 trips of its score matrix. Gemma 4 26B-A4B: all 30 layers (25 sliding of 256,
+    5 global of 512); EXAONE 3.5 2.4B's 80 and Llama 3.1 8B's 128 stay fused; DeepSeek-V3's MLA prefill calls the
+    fused kernel on 128-wide decompressed heads (deepseek_v3.py, L > 1): none. gemma2 soft-caps: every layer, 12
+    trips. llama.cpp: none (its kernels take them all)."""
+    m = mlxlm.ENGINE
+
+    def unfused(model, runtime="mlx-lm"):
+        rt = P.load_runtime(runtime)
+        layers, passes = engine_for(rt).unfused_prefill_layers(P.load_model(model).config, rt)
+        return sorted({c.head_dim or P.load_model(model).config.head_dim for c in layers}), len(layers), passes
+
+    assert unfused("gemma-4-26b-a4b") == ([256, 512], 30, 6)
+    assert unfused("gemma-4-26b-a4b", "lmstudio-mlx") == ([256, 512], 30, 6)
+    assert unfused("exaone-3.5-2.4b")[1] == 0 and unfused("llama-3.1-8b")[1] == 0
+    assert unfused("deepseek-v3")[1] == 0
+    assert unfused("gemma-2-9b") == ([256], 42, 12)
+    assert unfused("gemma-4-26b-a4b", "llama.cpp") == ([], 0, 0)
+    assert m.unfused_prefill_layers(P.load_model("llama-3.1-8b").config, P.load_runtime("mlx-lm")) == ([], 6)
+
+
 def test_vector_kernel_head_sizes_from_the_config():
     """Absorbed MLA queries are kv_lora_rank + rope = 512 + 64 = 576 wide (GLM-4.7-Flash: 576 % 32 == 0); EXAONE 3.5
     2.4B's 80-wide heads are no multiple of 32 (80 = 2·32 + 16), Llama 3.1 8B's 128 are."""

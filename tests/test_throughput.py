@@ -532,7 +532,7 @@ def test_mlx_gemma2_attention_is_unfused_on_the_gpu_and_pays_the_score_matrix_tr
     tokens in 512-token chunks on 0 cached: Σ chunk queries × keys = 512 × 512 + 488 × 1000 = 750,144.
     Matmuls: 2 · 256 · 750,144 = 384,073,728 FLOP at η_c · F = 5e12 -> 76.8147456 µs. Score matrix: 12 trips
     (1 write, 5 read+write, 1 read) × 2 bytes × 8 × 750,144 = 144,027,648 bytes at η_bw · BW = 5e10 -> 2.88055296 ms."""
-    geo = dataclasses.replace(GEO, score_heads=8.0)
+    geo = dataclasses.replace(GEO, score_heads=8.0, unfused_full=GEO.attn_full)  # every layer unfused, 12 trips
     r = tp.roofline(geo, chip(), RES, "mlx-lm", chunk=512)
     assert r.score_bytes(1000, 0, 1) == 144_027_648
     assert r.prefill_attn_time(1000, 0, 1) == pytest.approx(384_073_728 / 5e12 + 144_027_648 / 5e10, rel=1e-12)
@@ -541,17 +541,53 @@ def test_mlx_gemma2_attention_is_unfused_on_the_gpu_and_pays_the_score_matrix_tr
         2 * 256 * 1000 ** 2 / 2 / 2.5e12, rel=1e-12)
 
 
+def _geo_of(model, runtime, quant):
+    rt = profiles.load_runtime(runtime)
+    q = profiles.load_quant(quant, rt.weight_format)
+    mm = memory_model(profiles.load_model(model), rt, q, profiles.ggml_types())
+    return tp.geometry(mm, q.kind, q.mode)
+
+
 def test_only_mlx_lm_gemma2_materialises_its_scores():
-    """score_heads = num_attention_heads × attention layers for mlx-lm gemma2 (Gemma 2 9B: 16 × 42 = 672); llama.cpp
-    runs Gemma 2 through its fused flash-attention kernel (soft-capping inside it), and mlx-lm's Gemma 3 calls sdpa."""
-    def geo(model, runtime, quant):
-        rt = profiles.load_runtime(runtime)
-        q = profiles.load_quant(quant, rt.weight_format)
-        mm = memory_model(profiles.load_model(model), rt, q, profiles.ggml_types())
-        return tp.geometry(mm, q.kind, q.mode)
-    assert geo("gemma-2-9b", "mlx-lm", "mlx-4bit-g64").score_heads == 16 * 42
-    assert geo("gemma-2-9b", "llama.cpp", "Q4_K_M").score_heads == 0
-    assert geo("gemma-3-12b", "mlx-lm", "mlx-4bit-g64").score_heads == 0
+    """score_heads = num_attention_heads × attention layers for mlx-lm gemma2 (Gemma 2 9B: 16 × 42 = 672), 12 trips
+    (soft-capping ops); llama.cpp runs Gemma 2 through its fused flash-attention kernel (soft-capping inside it)."""
+    g = _geo_of("gemma-2-9b", "mlx-lm", "mlx-4bit-g64")
+    assert (g.score_heads, g.score_heads_swa, g.score_passes) == (16 * 42, 0, 12)
+    assert g.unfused_full == g.attn_full and g.unfused_swa == 0 == g.attn_swa   # gemma2: no rotating cache in mlx-lm
+    assert _geo_of("gemma-2-9b", "llama.cpp", "Q4_K_M").score_heads == 0
+
+
+def test_mlx_lm_prefills_head_sizes_without_a_fused_kernel_unfused():
+    """mlx's fused full-attention kernel takes head sizes {64, 72, 80, 96, 128} for a chunk of more than 8 queries
+    (scaled_dot_product_attention.cpp use_fallback, profiles/runtimes/mlx-lm.yaml fused_sdpa_head_dims); other
+    layers run mlx/fast.cpp's fallback, 6 trips of the score matrix. Gemma 3 12B: 48 layers of 16 heads × 256, 8
+    global and 40 sliding (window 1024, RotatingKVCache): score_heads 16 × 8 = 128, score_heads_swa 16 × 40 = 640,
+    unfused dims 16 × 2 × 256 × 8 = 65,536 and × 40 = 327,680, all of attn_full / attn_swa. Qwen3.6-35B-A3B: 10
+    full-attention layers of 16 heads × 256 (the 30 linear layers have no scores): 160, dims 81,920. Llama 3.1 8B
+    (128) stays fused, and llama.cpp never materialises them."""
+    g = _geo_of("gemma-3-12b", "mlx-lm", "mlx-4bit-g64")
+    assert (g.score_heads, g.score_heads_swa, g.score_passes) == (128, 640, 6)
+    assert (g.unfused_full, g.unfused_swa) == (65_536, 327_680) == (g.attn_full, g.attn_swa)
+    q = _geo_of("qwen3.6-35b-a3b", "mlx-lm", "mlx-4bit-g64")
+    assert (q.score_heads, q.score_heads_swa, q.unfused_full) == (160, 0, 81_920)
+    assert _geo_of("llama-3.1-8b", "mlx-lm", "mlx-4bit-g64").score_heads == 0
+    assert _geo_of("gemma-3-12b", "llama.cpp", "Q4_K_M").score_heads == 0
+
+
+def test_an_unfused_sliding_layer_scores_at_most_its_window_plus_the_chunk():
+    """One full and one sliding layer (window 600) of 4 heads × 16, the sliding one unfused (6 trips), 1000 tokens in
+    512-token chunks on 0 cached. Sliding keys: chunk 1 512 × min(512, 1112) = 262,144, chunk 2 488 × min(1000,
+    1112) = 488,000: 750,144; on 600 cached the cap W + chunk = 1112 binds for both: 1000 × 1112. Score bytes
+    6 × 2 × 4 × 750,144 = 36,006,912; unfused FLOPs 2 · 128 · 750,144 = 192,036,864 at η_c · F = 5e12; the fused full
+    layer keeps its causal 128 · 1000²/2 MACs at η_attn · F = 2.5e12."""
+    geo = dataclasses.replace(GEO, attn_full=128.0, attn_swa=128.0, window=600, score_heads_swa=4.0, score_passes=6,
+                              unfused_swa=128.0)
+    r = tp.roofline(geo, chip(), RES, "mlx-lm", chunk=512)
+    assert r.score_bytes(1000, 0, 1) == 36_006_912
+    assert r.gpu_unfused_attn_flops(1000, 0, 1) == 192_036_864
+    assert r.prefill_attn_time(1000, 0, 1) == pytest.approx(
+        2 * 128 * 1000 ** 2 / 2 / 2.5e12 + 192_036_864 / 5e12 + 36_006_912 / 5e10, rel=1e-12)
+    assert r.score_bytes(1000, 600, 1) == 6 * 2 * 4 * 1000 * 1112
 
 
 def test_mlx_lm_prompt_speed_is_the_prompt_over_the_time_to_first_token():

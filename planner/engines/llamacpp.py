@@ -225,10 +225,11 @@ class LlamaCpp:
         """llama.cpp prefills MLA in the absorbed latent like decode (deepseek2.cpp): no separate prefill dims."""
         return None
 
-    def score_heads(self, cfg: ModelConfig) -> float:
-        """llama.cpp applies Gemma 2's logit soft-cap inside its flash-attention kernel (ggml_flash_attn_ext's
-        logit_softcap, llama-graph.cpp build_attn_mha); without flash attention the no-flash factor holds the cost."""
-        return 0.0
+    def unfused_prefill_layers(self, cfg: ModelConfig, runtime: Runtime) -> tuple[list[CacheLayer], int]:
+        """None: llama.cpp applies Gemma 2's logit soft-cap inside its flash-attention kernel (ggml_flash_attn_ext's
+        logit_softcap, llama-graph.cpp build_attn_mha) and its kernels take every head size the catalog has; without
+        flash attention the no-flash factor holds the cost."""
+        return [], 0
 
     # ---- launch line
     def scheduler(self, mm: MemoryModel, slots: int, kv_unified: bool) -> Scheduler:

@@ -2,7 +2,8 @@
 
 References: mlx_lm/models/cache.py (KVCache growth, RotatingKVCache, QuantizedKVCache, ArraysCache),
 mlx_lm/generate.py (generate_step, BatchGenerator, prefill_step_size), mlx_lm/server.py, mlx_lm/models/
-deepseek_v3.py and deepseek_v32.py (MLA, DSA).
+deepseek_v3.py and deepseek_v32.py (MLA, DSA); mlx (ml-explore/mlx) mlx/backend/metal/scaled_dot_product_attention.cpp
+and mlx/fast.cpp (which attention runs fused, and the fallback's ops).
 """
 
 from __future__ import annotations
@@ -33,6 +34,14 @@ _MLX_KV = {"8bit": "kv8", "4bit": "kv4", "q8": "kv8", "q4": "kv4", "8": "kv8", "
 # fused kernel cannot do: ``scores = queries @ keys.swapaxes(-1, -2)``; ``mx.tanh(scores / cap)``; ``scores *= cap``;
 # ``mx.where(mask, scores, min)``; ``mx.softmax(scores, precise=True)``; ``scores @ values`` (mlx-lm 0.32.2).
 MLX_UNFUSED_ATTENTION = frozenset({"gemma2"})
+# Trips of an unfused layer's (H, S, L) score matrix through memory (MlxLm.unfused_prefill_layers): gemma2's ops above
+# write it (QKᵀ), read and write it five times (/cap, tanh, ×cap, mask select, softmax), and read it (·V): 12.
+SCORE_PASSES_SOFTCAP = 12
+# mlx/fast.cpp scaled_dot_product_attention's fallback (v0.32.1 3a6219917e45 and 846d17622): ``scores = matmul(q,
+# swapaxes(k))`` writes it; ``where(mask, scores, min)`` (mlx-lm always passes a mask for a prefill chunk: "causal"
+# -> greater_equal, or a sliding-window array) reads and writes it; ``softmax(scores, precise=true)`` reads and
+# writes it; ``matmul(scores, v)`` reads it: 6, in the inputs' dtype (``final_type``, bf16 activations).
+SCORE_PASSES_FALLBACK = 6
 # head sizes of mlx's sdpa_vector kernel (scaled_dot_product_attention.cpp sdpa_vector_supported_head_dim)
 SDPA_VECTOR_HEAD_DIMS = frozenset({64, 96, 128, 256})
 
@@ -214,11 +223,27 @@ class MlxLm:
                                          + (cfg.v_head_dim or 128))
         return float(per * sum(1 for c in arch.cache_layers(cfg) if c.kind == "mla"))
 
-    def score_heads(self, cfg: ModelConfig) -> float:
-        """Σ over attention layers of query heads whose scores mlx-lm materialises (MLX_UNFUSED_ATTENTION), else 0."""
-        if cfg.model_type not in MLX_UNFUSED_ATTENTION:
-            return 0.0
-        return float(cfg.num_attention_heads * sum(1 for c in arch.cache_layers(cfg) if c.kind != "linear"))
+    def unfused_prefill_layers(self, cfg: ModelConfig, runtime: Runtime) -> tuple[list[CacheLayer], int]:
+        """The attention layers whose prefill mlx computes from separate ops on the GPU, materialising the H×S×L score
+        matrix, and the score matrix's trips through memory per such layer:
+
+        - MLX_UNFUSED_ATTENTION (gemma2's soft-capped logits): 12 (SCORE_PASSES_SOFTCAP);
+        - any other layer whose query/value head size has no fused full-attention kernel for a chunk of more than 8
+          queries (the runtime's fused_sdpa_head_dims, mlx/backend/metal/scaled_dot_product_attention.cpp
+          ScaledDotProductAttention::use_fallback at v0.32.1, 3a6219917e45: ``sdpa_full_supported_head_dim`` is
+          {64, 72, 80, 96, 128}; at 846d17622 (0.32.2-dev) has_fused_kernel also lists 192 and 256 but use_fallback
+          still returns true for them when ``query_sequence_length > 8``): mlx/fast.cpp scaled_dot_product_attention's
+          fallback, 6 trips (SCORE_PASSES_FALLBACK). Gemma 2/3/4 (256; Gemma 4's global layers 512), Qwen3.5 /
+          Qwen3.6 / Qwen3-Next (256).
+        MLA (deepseek_v3.py: L > 1 calls the fused kernel on 128-wide decompressed heads) and recurrent layers are
+        never here. Not modelled: mlx at 846d17622 runs head size 256 fused on NAX (M5) GPUs for a causal chunk of
+        1024+ queries without an array mask (mlx 0.32.0/0.32.1, which the calibration rows ran, does not)."""
+        rt = _mlx(runtime)
+        attn = [c for c in arch.cache_layers(cfg) if c.kind not in ("linear", "mla")]
+        if cfg.model_type in MLX_UNFUSED_ATTENTION:
+            return attn, SCORE_PASSES_SOFTCAP
+        fused = set(rt.fused_sdpa_head_dims)
+        return [c for c in attn if (c.head_dim or cfg.head_dim) not in fused], SCORE_PASSES_FALLBACK
 
     # ---- launch line
     def scheduler(self, mm: MemoryModel, slots: int, kv_unified: bool) -> Scheduler:

@@ -403,22 +403,30 @@ def test_an_era_without_a_fit_takes_the_nearest_newer_fitted_era():
     assert F.era_factor({"era:2024": 1.07}, "2023-11") == 1.0  # never faster than a current build
 
 
-def test_vectorised_fit_model_matches_planner_throughput_for_mlx_gemma2_on_the_gpu():
+@pytest.mark.parametrize("unfused", ["all", "sliding"])
+def test_vectorised_fit_model_matches_planner_throughput_for_mlx_gemma2_on_the_gpu(unfused):
     """mlx-lm gemma2's unfused GPU attention (matmuls at η_c + the score matrix's trips at η_bw) is in the fit's
-    vectorised model too, and it is slower than the fused kernel on the same geometry."""
+    vectorised model too, and it is slower than the fused kernel on the same geometry; so is a model whose sliding
+    layers alone run mlx's fallback (6 trips, keys capped at the window + chunk) beside fused full layers."""
     import dataclasses
 
     import numpy as np
 
     c = profiles.resolve_chip("m3-ultra-80gpu")
     k = F.full_constants(TRUE, {**FIXED_Q, "noflash_attn_factor": 2.0, "matrix_unit_factor": 1.0}, c, "mlx-lm")
-    g = dataclasses.replace(_geo(4, 512), score_heads=4 * 8.0)
+    base = _geo(4, 512)
+    if unfused == "all":
+        g = dataclasses.replace(base, score_heads=4 * 8.0, unfused_full=base.attn_full)
+    else:
+        g = dataclasses.replace(base, attn_full=base.attn_full / 2, attn_swa=base.attn_full / 2, window=1024,
+                                score_heads_swa=2 * 8.0, score_passes=6, unfused_swa=base.attn_full / 2)
     recs = []
     for P in (512, 4096, 32768):
         r = F.FitRecord(runtime="mlx-lm", chip=c, geo=g, phase="prefill", prompt=P, gen=0, depth=0, batch=1,
                         value=1.0, chunk=2048)
         recs.append(F.FitRecord(**{**r.__dict__, "value": F.predict_record(r, k)}))
-    fused = F.predict_record(F.FitRecord(**{**recs[-1].__dict__, "geo": _geo(4, 512)}), k)
+    fused_geo = dataclasses.replace(g, score_heads=0.0, score_heads_swa=0.0, unfused_full=0.0, unfused_swa=0.0)
+    fused = F.predict_record(F.FitRecord(**{**recs[-1].__dict__, "geo": fused_geo}), k)
     assert recs[-1].value < fused
     spec = F.Spec("mlx-lm", free={"eta_bw", "eta_c", "t_layer_s"})
     names = F._param_names(recs, spec)
