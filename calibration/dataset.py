@@ -141,7 +141,10 @@ FIXES: dict[int, dict] = {
     # pp128, pp256, pp512, tg128, tg256, the keys of that loop.
     **{rid: {"context_depth": 512} for rid in (20134, 20136, 20138, 20206, 20208, 20276, 20278, 20280, 20282, 20284,
                                                 20286, 20288, 20290, 20292, 20294, 20296, 20298, 20300, 20302, 20306,
-                                                20308, 20310, 20312, 20314, 20316)},
+                                                20308, 20310, 20312, 20314, 20316,
+                                                # measured_benchmarks_enescingoz_more.csv, the same M5 runs
+                                                # (results/m5/base/raw/m5_10c-10g_32gb/mlx/*.json)
+                                                33024, 33026, 33028)},
     # Ollama "-mlx" tags run Ollama's MLX engine, not a GGUF: the "ollama tag default (usually Q4_K_M)" quant is
     # wrong for them. Handled by rule in _normalize_quant (any ollama model tag containing "mlx"), listed here
     # for the record: rows 1365-1406 (M5 Max), 1407-1432 (M5 Pro), 1327 (M4 Pro) among others.
