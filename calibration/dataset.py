@@ -142,7 +142,10 @@ FIXES: dict[int, dict] = {
     # pp128, pp256, pp512, tg128, tg256, the keys of that loop.
     **{rid: {"context_depth": 512} for rid in (20134, 20136, 20138, 20206, 20208, 20276, 20278, 20280, 20282, 20284,
                                                 20286, 20288, 20290, 20292, 20294, 20296, 20298, 20300, 20302, 20306,
-                                                20308, 20310, 20312, 20314, 20316)},
+                                                20308, 20310, 20312, 20314, 20316,
+                                                # measured_benchmarks_enescingoz_more.csv, the same M5 runs
+                                                # (results/m5/base/raw/m5_10c-10g_32gb/mlx/*.json)
+                                                33024, 33026, 33028)},
     # DavidRagone/llm-speed-test: `ollama run MODEL --verbose`, the prompt pasted (README), load_duration 31-57 ms (the
     # model was already loaded by `ollama run`'s preload) -> the first request after the load. Ollama before v0.30.0 ran
     # no warm-up decode (no warm-up in runner/ or llm/server.go at v0.6.7, 2025-04-30, the release of the rows' month;

@@ -606,3 +606,60 @@ def test_ollama_first_request_prefill_is_cold_not_a_prefill_rate():
         assert "first request after a load" in explain_exclusion(ms[rid])
     for rid in (47902, 47904, 47906):
         assert "cold-first-request" not in ms[rid].flags and usable_for_efficiency(ms[rid], "ollama")
+
+
+# ----------------------------------------------------------------------- source audit (session 13), row by row
+
+_DATA = Path(__file__).resolve().parents[2] / "calibration" / "data"
+
+
+def _rows(*files: str) -> dict[int, object]:
+    return {m.row_id: m for f in files for m in load_measurements(_DATA / f)}
+
+
+def test_enescingoz_more_mlx_tg128_also_decodes_after_the_512_token_prompt():
+    """The enescingoz_more file holds more rows of the same M5 mlx_lm.benchmark runs (same lib/run_bench_mlx.sh
+    loop): their tg128 is the (512, 128) run's too, so depth 512, like the community file's rows."""
+    by_id = _rows("measured_benchmarks_enescingoz_more.csv")
+    for rid in (33024, 33026, 33028):
+        m = by_id[rid]
+        assert m.metric == "tg_tps" and m.gen_tokens == 128 and m.context_depth == 512 and "fixed" in m.flags
+
+
+def test_an_unsloth_dynamic_q8_is_not_a_q8_0_preset():
+    """AtomGradient's '9B_Q8' is Qwen3.5-9B-UD-Q8_K_XL.gguf: 12.96 GB for 8.95 B params (1.45 bytes/param) where a
+    Q8_0 preset is 34 bytes per 32 weights (1.0625); llama-bench prints the majority tensor type. The rows keep the
+    file's own name, which names no preset: no weight bytes, not an efficiency."""
+    assert 12.963072e9 / 8.953803264e9 > 34 / 32 * 1.3
+    by_id = _rows("measured_benchmarks_community.csv")
+    for rid in (20885, 20886, 20887, 20888, 20889, 20890, 20905, 20906):
+        m = by_id[rid]
+        assert m.quant.startswith("UD-Q8_K_XL") and m.quant_id is None and not usable_for_efficiency(m)
+
+
+def test_runs_that_shared_the_gpu_with_another_benchmark_are_low_and_the_later_ones_kept():
+    """AtomGradient's logs put F16..Q4_K_M of the Qwen3.5-4B llama-bench ladder inside its MLX benchmark's run on
+    the same M2 Ultra (00:19:06-00:20:02 vs 00:18:22-00:20:00): low. Q3_K_M and Q2_K ran after it: kept."""
+    by_id = _rows("measured_benchmarks_community.csv")
+    assert all(by_id[rid].reliability == "low" for rid in range(20891, 20901))
+    assert all(by_id[rid].reliability == "medium" for rid in range(20901, 20905))
+    assert usable_for_efficiency(by_id[20902]) and usable_for_efficiency(by_id[20904])
+
+
+def test_a_slow_path_the_runtime_reported_is_not_its_efficiency():
+    """Ollama's own Go engine for qwen35moe GGUFs (ollama #14861, bug/performance: 32.5 vs llama.cpp's 53.5 tok/s)
+    and Qwen3-Next on an unrecorded llama.cpp build (#19366) are low; the same sources' other rows stay usable."""
+    by_id = _rows("measured_benchmarks_kristianbonnici_more.csv", "measured_benchmarks_hiesch_more.csv",
+                  "measured_benchmarks_community.csv")
+    for rid in (35001, 35003, 32023, 32024, 32049, 32050, 32039, 32067, 32089, 32092):
+        assert by_id[rid].reliability == "low" and not usable_for_efficiency(by_id[rid]), rid
+    assert by_id[32023].value < by_id[32216].value * 0.7  # same M3 Max, same model: Ollama 0.19 vs llama.cpp b8920
+    for rid in (20079, 20080, 32216, 20321, 20325):
+        assert usable_for_efficiency(by_id[rid]), rid
+
+
+def test_ollama_bench_decodes_after_the_prompt_it_evaluated():
+    """kristianbonnici/ollama-bench summary.json: avg_prompt_eval_count is the context the decode starts from."""
+    by_id = _rows("measured_benchmarks_kristianbonnici_more.csv", "measured_benchmarks_community.csv")
+    assert {rid: by_id[rid].context_depth for rid in (20079, 20080, 35001, 35003)} == {
+        20079: 567, 20080: 77, 35001: 609, 35003: 84}
