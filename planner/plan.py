@@ -13,9 +13,9 @@ from .arch_attention import describe as arch_notes
 from .beyond import with_energy, with_streaming
 from .errors import InputError
 from .memory import MemoryModel, check_kv_type, kv_alias, kv_layout, memory_model
+from .points import CACHED_PREFIX_HELP, GenPoint, PromptPoint
 from .power import EnergyPerToken
 from .recipes import Recipe, recipe
-from .requests import CACHED_PREFIX_HELP, GenPoint, PromptPoint
 from .results import (
     DraftEstimate,
     Fit,

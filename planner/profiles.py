@@ -258,7 +258,7 @@ class NameSpec(BaseModel):
     the preset (``hf.co/unsloth/Qwen3-8B-GGUF:Q4_K_M`` -> gguf, Q4_K_M; ``mlx-community/Qwen3-8B-4bit`` -> mlx,
     mlx-4bit-g64). ``candidates`` are the spellings to look the model up by, most specific first."""
 
-    model_config = {"frozen": True}
+    model_config = {"frozen": True, "defer_build": True}
     name: str
     candidates: list[str]
     weight_format: str | None = None

@@ -129,7 +129,8 @@ class QuantizeClasses(BaseModel):
 class GgmlTypeTable(_Profile):
     id: str
     types: list[GgmlType]
-    llama_quantize: QuantizeClasses = QuantizeClasses()
+    # built without validation (its defaults are valid): QuantizeClasses() here built its validator at import
+    llama_quantize: QuantizeClasses = QuantizeClasses.model_construct()
 
 
 class PresetRule(BaseModel):
