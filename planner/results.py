@@ -1,12 +1,33 @@
 """Result models: structured breakdowns that sum exactly, then summaries. Bytes are int, times seconds."""
 
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, computed_field, model_validator
 
 from ._model import Frozen
-from .power import ServeEnergy
+
+if TYPE_CHECKING:
+    from .models_result import ModelRow as ModelRow
+    from .models_result import ModelsResult as ModelsResult
+    from .serve_result import CurvePoint as CurvePoint
+    from .serve_result import Percentiles as Percentiles
+    from .serve_result import ServeResult as ServeResult
+    from .serve_result import SlotOption as SlotOption
+
+# The results of `plan models` and `plan serve` live in planner/models_result.py and planner/serve_result.py: the plain
+# question does not define their classes (pydantic's class construction is most of the start-up). Still importable
+# from here, for callers written before the split.
+_MOVED = {"ModelRow": "models_result", "ModelsResult": "models_result", "CurvePoint": "serve_result",
+          "Percentiles": "serve_result", "ServeResult": "serve_result", "SlotOption": "serve_result"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__package__}.{_MOVED[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class _RoundTrip(BaseModel):
@@ -218,147 +239,3 @@ class DraftEstimate(BaseModel):
     ceiling_tok_s: float | None = Field(None, description="(g+1) tokens per (main + g draft) weight reads at peak bandwidth")
     speedup: float | None = None
     notes: list[str] = []
-
-
-# --------------------------------------------------------------------------- plan models
-class ModelRow(BaseModel):
-    """One catalog model on one Mac: the best way to run it and what it gives (plan models)."""
-
-    model_config = Frozen
-    rank: int = Field(description="1 = best; embedding models are ranked among themselves")
-    model: str
-    name: str
-    family: str | None = None
-    tasks: list[str]
-    params_b: float = Field(description="Published total parameters [billions]")
-    runtime: str
-    quant: str
-    quant_quality: str = Field(description="Quality cost tier of the quant (advice.quality_of)")
-    kv_type: str
-    verdict: Verdict
-    memory_bytes: int = Field(description="Weights + KV + buffers at the asked context and users [bytes]")
-    memory_left_bytes: int = Field(description="GPU wired limit minus memory (negative: over the default) [bytes]")
-    context: int = Field(description="Context per user the row was sized for [tokens]")
-    max_context: int = Field(description="Longest context per user that fits at the asked users [tokens]")
-    max_users: int = Field(description="Most concurrent users that fit at the asked context")
-    decode_tok_s_per_user: float | None = Field(None, description="Decode speed per user [tok/s]; None without a chip")
-    decode_tok_s_range: tuple[float, float] | None = Field(None, description="Likely decode range [tok/s]")
-    prefill_tok_s: float | None = Field(None, description="Prefill speed of one prompt [tok/s]")
-    prefill_tok_s_range: tuple[float, float] | None = Field(None, description="Likely prefill range [tok/s]")
-    score: float | None = Field(None, description="Published benchmark score [%]; None: unscored")
-    benchmark: str | None = None
-    score_source: str | None = None
-    score_caveats: list[str] = Field([], description="third-party, base-model, other-protocol")
-    meets: bool = Field(description="Fits at the asked context/users and meets the minimum tok/s")
-    misses: list[str] = Field([], description="Why the row does not meet the filters")
-
-
-class ModelsResult(BaseModel):
-    """Catalog models that run on one Mac, best first (plan models)."""
-
-    model_config = Frozen
-    ram_gb: float
-    chip: str | None = Field(None, description="Chip profile id (m4-max-40gpu); None: memory-only ranking")
-    chip_label: str | None = Field(None, description="The chip's name for people (M4 Max 40-core GPU)")
-    wired_limit_bytes: int
-    context: int
-    users: int
-    min_tok_s: float | None = None
-    prompt_tokens: int
-    gen_tokens: int = 0
-    quality_basis: str = Field(description="What the quality figure is")
-    rows: list[ModelRow] = Field(description="Generative models, best first")
-    embedding_rows: list[ModelRow] = Field([], description="Embedding models, ranked by their own benchmark")
-    best_effort: bool = Field(False, description="Nothing met the filters: the closest rows are shown")
-    binding: list[str] = Field([], description="Which filter binds and by how much")
-    excluded: dict[str, int] = Field({}, description="Catalog models left out, by reason")
-    evaluated: int = Field(0, description="model × runtime × quant × KV configurations evaluated")
-    notes: list[str] = []
-
-
-class Percentiles(BaseModel):
-    model_config = Frozen
-    p50: float
-    p95: float
-    p99: float
-
-
-class SlotOption(BaseModel):
-    """One slot count in the `plan serve` sweep."""
-
-    model_config = Frozen
-    slots: int
-    saturation_rate_per_s: float = Field(description="Request rate at which the queue starts to grow without bound [1/s]")
-    max_rate_per_s: float | None = Field(None, description="Highest rate meeting the TTFT p95 target (None: none) [1/s]")
-    ttft_p95_floor_s: float = Field(description="TTFT p95 at a near-zero rate: the prefill alone [s]")
-    fits: bool = True
-
-
-class CurvePoint(BaseModel):
-    """One point of the latency–throughput curve at the chosen slot count."""
-
-    model_config = Frozen
-    rate_per_s: float = Field(description="Offered request rate [1/s]")
-    ttft_p50_s: float
-    ttft_p95_s: float
-    throughput_tok_s: float = Field(description="Generated tokens per second, all users [tok/s]")
-
-
-class ServeResult(BaseModel):
-    """Latency under load of one server configuration (`plan serve`), from a seeded simulation."""
-
-    model_config = Frozen
-    model: str
-    quant: str
-    chip: str = Field(description="Chip profile id (m4-max-40gpu)")
-    chip_label: str | None = Field(None, description="The chip's name for people (M4 Max 40-core GPU)")
-    ram_gb: float
-    runtime: str
-    slots: int = Field(description="Parallel sequences: llama-server -np / mlx_lm.server --decode-concurrency")
-    slot_context: int = Field(description="Tokens of KV cache per slot [tokens]")
-    rate_per_s: float = Field(description="Offered request rate [1/s]")
-    duration_s: float
-    seed: int
-    n_requests: int
-    prompt: str
-    gen: str
-    cached_prefix_share: float = 0.0
-    kv_unified: bool | None = Field(None, description="one KV stream for all slots (llama-server --kv-unified), "
-                                    "else one per slot, whose batches split by slot; None for mlx_lm.server")
-    ttft_s: Percentiles = Field(description="Time to first token, arrival to first token [s]")
-    e2e_s: Percentiles = Field(description="Arrival to last token [s]")
-    queue_wait_s: Percentiles = Field(description="Arrival to the start of prompt processing [s]")
-    decode_tok_s_p50: float = Field(description="Per-user decode rate after the first token, median [tok/s]")
-    decode_tok_s_p5: float = Field(description="Per-user decode rate, 5th percentile (the slow users) [tok/s]")
-    throughput_tok_s: float = Field(description="Generated tokens per second, all users [tok/s]")
-    slot_occupancy: float = Field(description="Mean sequences in flight / the most the server holds at once [0-1]")
-    queue_timeline: list[tuple[float, int]] = Field(description="(time [s], requests waiting) samples")
-    queue_max: int
-    saturation_rate_per_s: float = Field(description="Rate at which the queue grows without bound [1/s]")
-    utilisation: float = Field(description="Offered rate / saturation rate")
-    stable: bool
-    memory_bytes: int
-    wired_limit_bytes: int
-    verdict: Verdict = Field(description="fits / tight / raise-limit / no-fit (the key of the memory verdict in "
-                             "every command)")
-    target_ttft_p95_s: float | None = None
-    max_rate_per_s: float | None = Field(None, description="Highest rate meeting the TTFT p95 target [1/s]")
-    sweep: list[SlotOption] = []
-    curve: list[CurvePoint] = Field([], description="TTFT against offered rate, 10-110 % of "
-                                                                       "the saturation rate")
-    best_slots: int | None = Field(None, description="Slot count with the highest sustainable rate")
-    binding: str | None = Field(None, description="Which target binds when no rate meets it, and by how much")
-    host_s_per_token: float = Field(0.0, description="The server's host work per sampled token counted in every "
-                                    "step (sampling, streaming; the server calibration, plan calibrate) [s]")
-    server_scales: tuple[float, float] = Field((1.0, 1.0), description="(prompt, decode) multipliers of the server's "
-                                               "phases over the benchmark-fitted steps (the server calibration, plan calibrate) [1]")
-    speed_range: tuple[tuple[float, float], tuple[float, float]] | None = Field(
-        None, description="(prefill, decode) speed factors at the slow and the fast end of the calibration's 80 % "
-                          "likely range; None when it has none")
-    ttft_s_slow: Percentiles | None = Field(None, description="TTFT on a Mac at the slow end of the speed range [s]")
-    ttft_s_fast: Percentiles | None = Field(None, description="TTFT on a Mac at the fast end of the speed range [s]")
-    saturation_slow_per_s: float | None = Field(None, description="Saturation rate at the slow end [1/s]")
-    saturation_fast_per_s: float | None = Field(None, description="Saturation rate at the fast end [1/s]")
-    calibration: str = ""
-    notes: list[str] = []
-    energy: ServeEnergy | None = Field(None, description="kWh and money per day at this load (planner/power.py)")
