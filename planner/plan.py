@@ -11,10 +11,10 @@ from . import capacity, deployment, hybrid, profiles
 from ._model import Frozen, one_spelling
 from .arch_attention import describe as arch_notes
 from .beyond import with_energy, with_streaming
+from .energy import EnergyPerToken
 from .errors import InputError
 from .memory import MemoryModel, check_kv_type, kv_alias, kv_layout, memory_model
 from .points import CACHED_PREFIX_HELP, GenPoint, PromptPoint
-from .power import EnergyPerToken
 from .recipes import Recipe, recipe
 from .results import (
     DraftEstimate,
