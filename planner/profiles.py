@@ -43,7 +43,7 @@ from .schema import (
 
 if TYPE_CHECKING:
     from .power import PowerTable
-    from .schema import CalibrationProfile, FinetuneConstants, ResolvedSpeedConstants
+    from .speed_schema import CalibrationProfile, FinetuneConstants, ResolvedSpeedConstants
     from .streaming import SSDTable
 
 T = TypeVar("T", bound=BaseModel)
@@ -579,7 +579,7 @@ def _generation_scope(builtin: dict[str, Path], r: str, generation: str, notes: 
 
 def _calibration_profile(p: Path, scope: str, r: str, origin: str, notes: list[str]) -> CalibrationProfile | None:
     """The calibration file at ``p`` if it is what its name says; a broken user file is noted and skipped."""
-    from .schema import CalibrationProfile
+    from .speed_schema import CalibrationProfile
 
     try:
         prof = load_file(p, CalibrationProfile)
@@ -604,7 +604,7 @@ def _engine(rt: Runtime) -> str:
 @functools.cache
 def _speed_constants(chip_id: str, generation: str, tier: str, matrix_units: bool, runtime: str, include_user: bool,
                      _builtin_env: str | None, _user_env: str | None) -> ResolvedSpeedConstants:
-    from .schema import ResolvedSpeedConstants
+    from .speed_schema import ResolvedSpeedConstants
 
     rt = load_runtime(runtime).id
     builtin, user = _calibration_files(builtin_dir()), _calibration_files(user_dir() if include_user else None)
@@ -656,7 +656,7 @@ def load_finetune(runtime: str = "mlx-lm", include_user: bool = True) -> Finetun
 
 @functools.cache
 def _finetune(runtime: str, include_user: bool, _builtin_env: str | None, _user_env: str | None) -> FinetuneConstants:
-    from .schema import FinetuneConstants
+    from .speed_schema import FinetuneConstants
 
     user = user_dir() if include_user else None
     if user is not None:
