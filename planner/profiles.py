@@ -29,20 +29,17 @@ from .errors import (
 )
 from .schema import (
     Chip,
-    CpuMemory,
     GgmlTypeTable,
     MacOS,
-    MacProduct,
     ModelProfile,
     QuantFormat,
     Runtime,
     ServingApp,
-    SpeculativePairs,
-    VisionFamily,
 )
 
 if TYPE_CHECKING:
     from .power import PowerTable
+    from .schema_extra import CpuMemory, MacProduct, SpeculativePairs, VisionFamily
     from .speed_schema import CalibrationProfile, FinetuneConstants, ResolvedSpeedConstants
     from .streaming import SSDTable
 
@@ -423,6 +420,8 @@ def resolve_chip(name: str, gpu_cores: int | None = None) -> Chip:
 
 
 def all_macs() -> list[MacProduct]:
+    from .schema_extra import MacProduct  # on first use, as the three below: the plain question reads none
+
     return _all("macs", MacProduct)
 
 
@@ -460,6 +459,8 @@ def load_serving_app(name: str) -> ServingApp:
 
 def vision_family(model_id: str) -> VisionFamily | None:
     """The image-token rule of a vision model (profiles/vision/*.yaml), None for a text-only model."""
+    from .schema_extra import VisionFamily
+
     for key in _index("vision"):
         fam = _load("vision", key, VisionFamily)
         if model_id in fam.models:
@@ -469,11 +470,15 @@ def vision_family(model_id: str) -> VisionFamily | None:
 
 def speculative_pairs() -> SpeculativePairs:
     """Draft lengths and acceptance rates (profiles/speculative/pairs.yaml)."""
+    from .schema_extra import SpeculativePairs
+
     return _load("speculative", "pairs", SpeculativePairs)
 
 
 def cpu_memory() -> CpuMemory:
     """The CPU-side memory bandwidth share (profiles/hardware/cpu-memory.yaml)."""
+    from .schema_extra import CpuMemory
+
     return _load("hardware", "cpu-memory", CpuMemory)
 
 
