@@ -221,7 +221,24 @@ def row_bytes(types: dict[str, GgmlType], typ: str, ne0: int) -> int:
     return ne0 // tt.block_size * tt.bytes_per_block
 
 
+# gguf_weights by the identity of its (frozen) inputs, kept alive with the result: a plan and its bottom line's
+# search size the same presets of the same model (profiles are loaded once per process)
+_GGUF_WEIGHTS: dict[tuple[int, int, int], tuple[ModelProfile, QuantFormat, GgmlTypeTable, WeightsEstimate]] = {}
+
+
 def gguf_weights(model: ModelProfile, preset: QuantFormat, table: GgmlTypeTable) -> WeightsEstimate:
+    key = (id(model), id(preset), id(table))
+    hit = _GGUF_WEIGHTS.get(key)
+    if hit is not None and hit[0] is model and hit[1] is preset and hit[2] is table:
+        return hit[3]
+    if len(_GGUF_WEIGHTS) > 4096:  # a catalog sweep keeps one entry per model and preset
+        _GGUF_WEIGHTS.clear()
+    w = _gguf_weights(model, preset, table)
+    _GGUF_WEIGHTS[key] = (model, preset, table, w)
+    return w
+
+
+def _gguf_weights(model: ModelProfile, preset: QuantFormat, table: GgmlTypeTable) -> WeightsEstimate:
     types = {t.name: t for t in table.types}
     classes = table.llama_quantize
     ts = arch.tensors(model.config)
