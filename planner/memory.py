@@ -424,7 +424,10 @@ class MemoryModel:
     images: int = 0  # images per request: the projector (weights.vision_bytes) is loaded when > 0 (or always by
     # an engine that loads a multimodal checkpoint whole, Engine.loads_vision_tower)
 
-    @property
+    # engine, resident_weights and vision_bytes are fixed for a (frozen) model: computed once per instance, as
+    # the capacity searches ask for them at every step (functools.cached_property writes the instance dict, which
+    # a frozen dataclass allows; dataclasses.replace builds a new instance, with its own)
+    @functools.cached_property
     def engine(self) -> Engine:
         """The engine whose memory rules apply (planner/engines)."""
         return engine_for(self.runtime)
@@ -443,13 +446,13 @@ class MemoryModel:
         p = self._parts(context, users, None)
         return self.resident_weights + self.vision_bytes + sum(p[:5])
 
-    @property
+    @functools.cached_property
     def resident_weights(self) -> int:
         """Weight bytes held in memory: all of them, except what the engine reads lazily (llama.cpp: a per-layer
         embedding table over 4 GiB, Engine.resident_weights)."""
         return self.engine.resident_weights(self.weights.by_group, self.weights.total_bytes)
 
-    @property
+    @functools.cached_property
     def vision_bytes(self) -> int:
         """Vision encoder + projector (llama.cpp --mmproj, mlx-vlm vision tower): for plans with images, and on an
         engine that loads a multimodal checkpoint whole (LM Studio's MLX engine, mlx-vlm) for any plan."""
