@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import profiles, streaming
+from . import profiles
 from .energy import DEFAULT_KWH_PRICE_USD
 from .memory import MemoryModel
 from .results import WiredLimit
 from .schema import Chip
 
 if TYPE_CHECKING:
-    from . import power
+    from . import power, streaming
     from .buy import BuyRow
     from .plan import FitOption as Option
 
@@ -27,6 +27,8 @@ def default_storage_gb(chip: Chip, ram_gb: float) -> int:
 
 
 def ssd_for(chip: Chip, ram_gb: float, storage_gb: int | None) -> streaming.SSDSpeed:
+    from . import streaming  # on first use, as below: the plain question streams nothing
+
     size = storage_gb or default_storage_gb(chip, ram_gb)
     return streaming.ssd_speed(profiles.ssd_speeds(), chip.generation, chip.tier, size)
 
@@ -47,6 +49,8 @@ def with_streaming(opt: Option, mm: MemoryModel, chip: Chip | None, wired: Wired
     full = opt.speed.decode_tok_s_per_seq[one]
     rng = opt.speed.decode_tok_s_range.get(one)
     c = mm.model.config
+    from . import streaming
+
     est = streaming.streaming(
         weights_bytes=opt.weights.total_bytes, by_group=opt.weights.by_group,
         anon_bytes=opt.memory.total - opt.memory.weights, ram_budget_bytes=wired.max_raise_bytes,

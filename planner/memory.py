@@ -442,9 +442,18 @@ class MemoryModel:
             users=users, kv_cells=p[5])
 
     def total(self, context: int, users: int = 1) -> int:
-        """Same sum as ``estimate(...).total`` without building the model (used by capacity searches). [bytes]"""
-        p = self._parts(context, users, None)
-        return self.resident_weights + self.vision_bytes + sum(p[:5])
+        """Same sum as ``estimate(...).total`` without building the model (used by capacity searches). [bytes]
+        Remembered per instance: a plan's searches (safe users by context, longest context by users, with the
+        limit as is and raised) probe the same points about twice."""
+        t = self._totals.get((context, users))
+        if t is None:
+            p = self._parts(context, users, None)
+            t = self._totals[(context, users)] = self.resident_weights + self.vision_bytes + sum(p[:5])
+        return t
+
+    @functools.cached_property
+    def _totals(self) -> dict[tuple[int, int], int]:
+        return {}
 
     @functools.cached_property
     def resident_weights(self) -> int:

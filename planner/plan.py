@@ -24,12 +24,12 @@ from .results import (
     OffloadEstimate,
     ServingDefaults,
     SpeedSummary,
+    StreamingEstimate,
     WeightsEstimate,
     WiredLimit,
 )
 from .schema import Chip, GgmlTypeTable, ModelProfile, QuantFormat, ResolvedFiles, Runtime
 from .setups import judge_offloads, with_draft, with_images, with_offload, with_serving
-from .streaming import StreamingEstimate
 from .workload import DEFAULT_CACHED_PREFIX, cached_tokens
 
 DEFAULT_QUANTS = {
