@@ -26,7 +26,7 @@ from planner.errors import PlannerError, render_validation_error
 from planner.format import cached_label, fmt_bytes, fmt_ctx, fmt_params, fmt_seconds
 from planner.inputs import template
 from planner.plan import Plan, PlanRequest
-from planner.requests import CACHED_PREFIX_HELP
+from planner.points import CACHED_PREFIX_HELP
 
 _install_profile_cache()  # validated profiles kept between reruns and restarts (the core keeps none)
 

@@ -29,7 +29,8 @@ def schema_fingerprint() -> str:
 
     here = Path(profiles.__file__).resolve().parent
     parts = [sys.version, pydantic.VERSION]
-    for name in ("schema.py", "_model.py", "workload.py", "profiles.py", "cluster/links.py"):
+    for name in ("schema.py", "speed_schema.py", "schema_extra.py", "_model.py", "workload.py", "profiles.py",
+                 "cluster/links.py"):
         try:
             st = (here / name).stat()
             parts.append(f"{name}:{st.st_mtime_ns}:{st.st_size}")

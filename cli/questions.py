@@ -21,16 +21,8 @@ from pydantic import BaseModel, Field, ValidationError
 from planner._model import DEFAULT_MACOS, Frozen
 from planner.errors import QuestionError  # noqa: E402  (the one hierarchy: bad input or a planner error, one line)
 from planner.plan import PlanRequest
-from planner.requests import (
-    GEN_HELP,
-    PROMPT_HELP,
-    RATE_HELP,
-    BuyRequest,
-    CachedPrefix,
-    GenPoint,
-    PromptPoint,
-    RecommendRequest,
-)
+from planner.points import GEN_HELP, PROMPT_HELP, RATE_HELP, CachedPrefix, GenPoint, PromptPoint
+from planner.requests import BuyRequest, RecommendRequest
 
 
 class WhatRunsRequest(BaseModel):

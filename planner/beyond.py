@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import power, profiles, streaming
+from . import profiles
+from .energy import DEFAULT_KWH_PRICE_USD
 from .memory import MemoryModel
 from .results import WiredLimit
 from .schema import Chip
 
 if TYPE_CHECKING:
+    from . import power, streaming
     from .buy import BuyRow
     from .plan import FitOption as Option
 
@@ -25,6 +27,8 @@ def default_storage_gb(chip: Chip, ram_gb: float) -> int:
 
 
 def ssd_for(chip: Chip, ram_gb: float, storage_gb: int | None) -> streaming.SSDSpeed:
+    from . import streaming  # on first use, as below: the plain question streams nothing
+
     size = storage_gb or default_storage_gb(chip, ram_gb)
     return streaming.ssd_speed(profiles.ssd_speeds(), chip.generation, chip.tier, size)
 
@@ -45,6 +49,8 @@ def with_streaming(opt: Option, mm: MemoryModel, chip: Chip | None, wired: Wired
     full = opt.speed.decode_tok_s_per_seq[one]
     rng = opt.speed.decode_tok_s_range.get(one)
     c = mm.model.config
+    from . import streaming
+
     est = streaming.streaming(
         weights_bytes=opt.weights.total_bytes, by_group=opt.weights.by_group,
         anon_bytes=opt.memory.total - opt.memory.weights, ram_budget_bytes=wired.max_raise_bytes,
@@ -56,6 +62,7 @@ def with_streaming(opt: Option, mm: MemoryModel, chip: Chip | None, wired: Wired
 
 def _battery(chip: Chip, ram_gb: float) -> tuple[str | None, float | None]:
     """(product, Wh) of the smallest-battery laptop sold with this chip and RAM whose battery the table knows."""
+    from . import power  # on first use, as below: the plain question (no chip) needs no power table class
     table = profiles.power_table()
     found = []
     for m in profiles.all_macs():
@@ -78,6 +85,8 @@ def with_energy(opt: Option, chip: Chip | None, ram_gb: float) -> Option:
     s = opt.streaming
     if opt.fit.verdict == "no-fit" and s is None:
         return opt
+    from . import power
+
     pm = power.power_model(profiles.power_table(), chip.id, chip.gpu_cores)
     one = min(opt.speed.decode_tok_s_per_seq)
     product, wh = _battery(chip, ram_gb)
@@ -95,8 +104,10 @@ def _chip(chip_id: str) -> Chip:
 
 
 def serve_energy(chip_id: str, utilisation: float, throughput_tok_s: float,
-                 kwh_price: float = power.DEFAULT_KWH_PRICE_USD) -> power.ServeEnergy:
+                 kwh_price: float = DEFAULT_KWH_PRICE_USD) -> power.ServeEnergy:
     """The GPU is busy the offered/saturation share of the time (1 when the queue grows without bound)."""
+    from . import power
+
     c = _chip(chip_id)
     d = power.daily_cost(power.power_model(profiles.power_table(), c.id, c.gpu_cores), utilisation, kwh_price)
     tokens = throughput_tok_s * 86400
@@ -104,10 +115,12 @@ def serve_energy(chip_id: str, utilisation: float, throughput_tok_s: float,
                        usd_per_million_tokens=d.usd_per_day / tokens * 1e6 if tokens else None)
 
 
-def running_costs(rows: list[BuyRow], busy_hours: float, kwh_price: float = power.DEFAULT_KWH_PRICE_USD,
+def running_costs(rows: list[BuyRow], busy_hours: float, kwh_price: float = DEFAULT_KWH_PRICE_USD,
                   years: float | None = None) -> list[power.RunningCost]:
     """Per buy row (planner.buy.BuyRow): kWh and USD per day with the GPU busy ``busy_hours`` a day; ranked by
     total cost of ownership when ``years`` is given, else by cost per day."""
+    from . import power
+
     macs = {m.id: m for m in profiles.all_macs()}
     table = profiles.power_table()
     out = []

@@ -24,7 +24,8 @@ from .advice import KV_RANK, TIER_RANK, QualityNote, quality_of
 from .errors import BudgetError, InputError, PlannerError  # noqa: F401  (BudgetError re-exported)
 from .memory import MemoryModel
 from .power import RunningCost
-from .schema import Chip, MacOS, MacProduct, ModelProfile, QuantFormat, Runtime
+from .schema import Chip, MacOS, ModelProfile, QuantFormat, Runtime
+from .schema_extra import MacProduct
 from .search import (
     SLOT_CHOICES,
     Speed,

@@ -221,7 +221,24 @@ def row_bytes(types: dict[str, GgmlType], typ: str, ne0: int) -> int:
     return ne0 // tt.block_size * tt.bytes_per_block
 
 
+# gguf_weights by the identity of its (frozen) inputs, kept alive with the result: a plan and its bottom line's
+# search size the same presets of the same model (profiles are loaded once per process)
+_GGUF_WEIGHTS: dict[tuple[int, int, int], tuple[ModelProfile, QuantFormat, GgmlTypeTable, WeightsEstimate]] = {}
+
+
 def gguf_weights(model: ModelProfile, preset: QuantFormat, table: GgmlTypeTable) -> WeightsEstimate:
+    key = (id(model), id(preset), id(table))
+    hit = _GGUF_WEIGHTS.get(key)
+    if hit is not None and hit[0] is model and hit[1] is preset and hit[2] is table:
+        return hit[3]
+    if len(_GGUF_WEIGHTS) > 4096:  # a catalog sweep keeps one entry per model and preset
+        _GGUF_WEIGHTS.clear()
+    w = _gguf_weights(model, preset, table)
+    _GGUF_WEIGHTS[key] = (model, preset, table, w)
+    return w
+
+
+def _gguf_weights(model: ModelProfile, preset: QuantFormat, table: GgmlTypeTable) -> WeightsEstimate:
     types = {t.name: t for t in table.types}
     classes = table.llama_quantize
     ts = arch.tensors(model.config)
@@ -407,7 +424,10 @@ class MemoryModel:
     images: int = 0  # images per request: the projector (weights.vision_bytes) is loaded when > 0 (or always by
     # an engine that loads a multimodal checkpoint whole, Engine.loads_vision_tower)
 
-    @property
+    # engine, resident_weights and vision_bytes are fixed for a (frozen) model: computed once per instance, as
+    # the capacity searches ask for them at every step (functools.cached_property writes the instance dict, which
+    # a frozen dataclass allows; dataclasses.replace builds a new instance, with its own)
+    @functools.cached_property
     def engine(self) -> Engine:
         """The engine whose memory rules apply (planner/engines)."""
         return engine_for(self.runtime)
@@ -422,17 +442,26 @@ class MemoryModel:
             users=users, kv_cells=p[5])
 
     def total(self, context: int, users: int = 1) -> int:
-        """Same sum as ``estimate(...).total`` without building the model (used by capacity searches). [bytes]"""
-        p = self._parts(context, users, None)
-        return self.resident_weights + self.vision_bytes + sum(p[:5])
+        """Same sum as ``estimate(...).total`` without building the model (used by capacity searches). [bytes]
+        Remembered per instance: a plan's searches (safe users by context, longest context by users, with the
+        limit as is and raised) probe the same points about twice."""
+        t = self._totals.get((context, users))
+        if t is None:
+            p = self._parts(context, users, None)
+            t = self._totals[(context, users)] = self.resident_weights + self.vision_bytes + sum(p[:5])
+        return t
 
-    @property
+    @functools.cached_property
+    def _totals(self) -> dict[tuple[int, int], int]:
+        return {}
+
+    @functools.cached_property
     def resident_weights(self) -> int:
         """Weight bytes held in memory: all of them, except what the engine reads lazily (llama.cpp: a per-layer
         embedding table over 4 GiB, Engine.resident_weights)."""
         return self.engine.resident_weights(self.weights.by_group, self.weights.total_bytes)
 
-    @property
+    @functools.cached_property
     def vision_bytes(self) -> int:
         """Vision encoder + projector (llama.cpp --mmproj, mlx-vlm vision tower): for plans with images, and on an
         engine that loads a multimodal checkpoint whole (LM Studio's MLX engine, mlx-vlm) for any plan."""

@@ -22,7 +22,8 @@ from .advice import KV_RANK, QualityNote, _quality_loss, quality_of
 from .deployment import check_ram, resolve_bin
 from .errors import InputError, PlannerError
 from .memory import MemoryModel
-from .results import Fit, ModelRow, ModelsResult, WiredLimit
+from .models_result import ModelRow, ModelsResult
+from .results import Fit, WiredLimit
 from .schema import Chip, GgmlType, GgmlTypeTable, MlxRuntime, ModelProfile, QuantFormat, Runtime
 from .search import Speed, base_memory_model, quants_for, speed_at, speed_available, speed_model, with_kv
 from .workload import point_in_context

@@ -12,10 +12,15 @@ offload is never faster than all on the GPU.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from . import capacity, profiles
 from .memory import MemoryModel
-from .results import Fit, OffloadEstimate, ThroughputEstimate, WiredLimit
+from .results import Fit, OffloadEstimate, WiredLimit
 from .schema import Chip
+
+if TYPE_CHECKING:
+    from .speed_result import ThroughputEstimate
 
 
 def layer_split(mm: MemoryModel, context: int, users: int, ngl: int) -> tuple[int, int]:

@@ -11,11 +11,11 @@ from . import capacity, deployment, hybrid, profiles
 from ._model import Frozen, one_spelling
 from .arch_attention import describe as arch_notes
 from .beyond import with_energy, with_streaming
+from .energy import EnergyPerToken
 from .errors import InputError
 from .memory import MemoryModel, check_kv_type, kv_alias, kv_layout, memory_model
-from .power import EnergyPerToken
+from .points import CACHED_PREFIX_HELP, GenPoint, PromptPoint
 from .recipes import Recipe, recipe
-from .requests import CACHED_PREFIX_HELP, GenPoint, PromptPoint
 from .results import (
     DraftEstimate,
     Fit,
@@ -24,12 +24,12 @@ from .results import (
     OffloadEstimate,
     ServingDefaults,
     SpeedSummary,
+    StreamingEstimate,
     WeightsEstimate,
     WiredLimit,
 )
 from .schema import Chip, GgmlTypeTable, ModelProfile, QuantFormat, ResolvedFiles, Runtime
 from .setups import judge_offloads, with_draft, with_images, with_offload, with_serving
-from .streaming import StreamingEstimate
 from .workload import DEFAULT_CACHED_PREFIX, cached_tokens
 
 DEFAULT_QUANTS = {

@@ -15,12 +15,10 @@ from typing import Literal
 from pydantic import BaseModel, Field, field_validator
 
 from ._model import Frozen
-
-# U.S. average retail price of electricity to the residential sector in 2023: 16 ¢/kWh (EIA analysis of
-# 2024-09-11, as digested by JEPIC; EIA's Electricity Monthly Update gives 15.45 ¢/kWh for January 2024)
-DEFAULT_KWH_PRICE_USD = 0.16
-KWH_PRICE_SOURCE = ("https://jepic-usa.org/digests/2024/9/12/"
-                    "usa-retail-electricity-prices-closely-tracked-inflation-over-the-last-10-years")
+from .energy import DEFAULT_KWH_PRICE_USD as DEFAULT_KWH_PRICE_USD
+from .energy import KWH_PRICE_SOURCE as KWH_PRICE_SOURCE
+from .energy import EnergyPerToken as EnergyPerToken
+from .energy import PowerModel as PowerModel
 
 
 class PowerRow(BaseModel):
@@ -64,23 +62,6 @@ class PowerTable(BaseModel):
     verified: date
 
 
-class PowerModel(BaseModel):
-    """Wall power of one chip [W], with the likely range of the load figures."""
-
-    model_config = Frozen
-    chip: str
-    idle_w: float
-    idle_basis: Literal["measured", "median of measured Macs"]
-    decode_w: float
-    decode_w_range: tuple[float, float]
-    decode_basis: Literal["decode", "load"] = Field(description="Rows the decode slope comes from: decode runs, or "
-                                                                 "full-load readings when there are none (leans high)")
-    prefill_w: float
-    prefill_w_range: tuple[float, float]
-    prefill_basis: Literal["prefill", "load"]
-    measured_rows: int = Field(description="Rows of this very chip in the table")
-
-
 def _idle_of(table: PowerTable, chip: str) -> float | None:
     from statistics import median  # on first use: the plain fit question (no chip) needs none
 
@@ -118,22 +99,6 @@ def power_model(table: PowerTable, chip_id: str, gpu_cores: int) -> PowerModel:
                       prefill_w=idle + median(pre) * gpu_cores,
                       prefill_w_range=(idle + min(pre) * gpu_cores, idle + max(pre) * gpu_cores),
                       measured_rows=sum(r.chip == chip_id for r in table.rows))
-
-
-class EnergyPerToken(BaseModel):
-    model_config = Frozen
-    decode_j_per_token: float = Field(description="Decode power / decode tok/s (one sequence) [J/token]")
-    decode_j_range: tuple[float, float]
-    prefill_j_per_token: float | None = Field(None, description="Prefill power / prefill tok/s [J/token]")
-    battery_wh: float | None = Field(None, description="Battery of the laptop [Wh]; None for desktops or unknown")
-    battery_product: str | None = Field(None, description="Laptop whose battery battery_wh is")
-    battery_hours_decoding: float | None = Field(None, description="Battery Wh / decode power: hours of "
-                                                                   "continuous generation on a full charge [h]")
-    decode_w: float = Field(description="Average wall power while decoding [W]")
-    streamed: bool = Field(False, description="Decode streams weights from the SSD: the GPU works gpu_share of "
-                                              "the time")
-    gpu_share: float = Field(1.0, description="Share of a decode step the GPU computes (rest: idle, waiting) [0-1]")
-    power: PowerModel
 
 
 def energy_per_token(pm: PowerModel, decode_tok_s: float, prefill_tok_s: float | None = None,

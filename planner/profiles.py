@@ -29,21 +29,18 @@ from .errors import (
 )
 from .schema import (
     Chip,
-    CpuMemory,
     GgmlTypeTable,
     MacOS,
-    MacProduct,
     ModelProfile,
     QuantFormat,
     Runtime,
     ServingApp,
-    SpeculativePairs,
-    VisionFamily,
 )
 
 if TYPE_CHECKING:
     from .power import PowerTable
-    from .schema import CalibrationProfile, FinetuneConstants, ResolvedSpeedConstants
+    from .schema_extra import CpuMemory, MacProduct, SpeculativePairs, VisionFamily
+    from .speed_schema import CalibrationProfile, FinetuneConstants, ResolvedSpeedConstants
     from .streaming import SSDTable
 
 T = TypeVar("T", bound=BaseModel)
@@ -258,7 +255,7 @@ class NameSpec(BaseModel):
     the preset (``hf.co/unsloth/Qwen3-8B-GGUF:Q4_K_M`` -> gguf, Q4_K_M; ``mlx-community/Qwen3-8B-4bit`` -> mlx,
     mlx-4bit-g64). ``candidates`` are the spellings to look the model up by, most specific first."""
 
-    model_config = {"frozen": True}
+    model_config = {"frozen": True, "defer_build": True}
     name: str
     candidates: list[str]
     weight_format: str | None = None
@@ -423,6 +420,8 @@ def resolve_chip(name: str, gpu_cores: int | None = None) -> Chip:
 
 
 def all_macs() -> list[MacProduct]:
+    from .schema_extra import MacProduct  # on first use, as the three below: the plain question reads none
+
     return _all("macs", MacProduct)
 
 
@@ -460,6 +459,8 @@ def load_serving_app(name: str) -> ServingApp:
 
 def vision_family(model_id: str) -> VisionFamily | None:
     """The image-token rule of a vision model (profiles/vision/*.yaml), None for a text-only model."""
+    from .schema_extra import VisionFamily
+
     for key in _index("vision"):
         fam = _load("vision", key, VisionFamily)
         if model_id in fam.models:
@@ -469,11 +470,15 @@ def vision_family(model_id: str) -> VisionFamily | None:
 
 def speculative_pairs() -> SpeculativePairs:
     """Draft lengths and acceptance rates (profiles/speculative/pairs.yaml)."""
+    from .schema_extra import SpeculativePairs
+
     return _load("speculative", "pairs", SpeculativePairs)
 
 
 def cpu_memory() -> CpuMemory:
     """The CPU-side memory bandwidth share (profiles/hardware/cpu-memory.yaml)."""
+    from .schema_extra import CpuMemory
+
     return _load("hardware", "cpu-memory", CpuMemory)
 
 
@@ -579,7 +584,7 @@ def _generation_scope(builtin: dict[str, Path], r: str, generation: str, notes: 
 
 def _calibration_profile(p: Path, scope: str, r: str, origin: str, notes: list[str]) -> CalibrationProfile | None:
     """The calibration file at ``p`` if it is what its name says; a broken user file is noted and skipped."""
-    from .schema import CalibrationProfile
+    from .speed_schema import CalibrationProfile
 
     try:
         prof = load_file(p, CalibrationProfile)
@@ -604,7 +609,7 @@ def _engine(rt: Runtime) -> str:
 @functools.cache
 def _speed_constants(chip_id: str, generation: str, tier: str, matrix_units: bool, runtime: str, include_user: bool,
                      _builtin_env: str | None, _user_env: str | None) -> ResolvedSpeedConstants:
-    from .schema import ResolvedSpeedConstants
+    from .speed_schema import ResolvedSpeedConstants
 
     rt = load_runtime(runtime).id
     builtin, user = _calibration_files(builtin_dir()), _calibration_files(user_dir() if include_user else None)
@@ -656,7 +661,7 @@ def load_finetune(runtime: str = "mlx-lm", include_user: bool = True) -> Finetun
 
 @functools.cache
 def _finetune(runtime: str, include_user: bool, _builtin_env: str | None, _user_env: str | None) -> FinetuneConstants:
-    from .schema import FinetuneConstants
+    from .speed_schema import FinetuneConstants
 
     user = user_dir() if include_user else None
     if user is not None:

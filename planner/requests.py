@@ -6,11 +6,13 @@
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, BeforeValidator, Field, WithJsonSchema
+from pydantic import BaseModel, Field
 
 from ._model import DEFAULT_MACOS, Frozen
+from .points import CachedPrefix, GenDist, GenPoint, PresetCachedPrefix, PromptPoint, TokenDist
 
 # ---------------------------------------------------------------------------------------- shared fields
+# (the lengths and the prompt-cache share: planner/points.py)
 CatalogModel = Annotated[str, Field(description="Catalog id or alias, e.g. llama-3.3-70b")]
 Chip = Annotated[str | None, Field(description="Apple chip, e.g. 'M4 Max' or m4-max-40gpu (for speed)")]
 GpuCores = Annotated[int | None, Field(description="GPU cores, to pick a binned chip (M3 Max 30/40)")]
@@ -20,46 +22,6 @@ Runtimes = Annotated[list[str] | None, Field(description="Runtimes to consider (
 Workload = Annotated[str, Field(description="Preset: chat, rag, agent, batch, code")]
 Users = Annotated[int | None, Field(description="Concurrent users (overrides the preset)")]
 
-# The workload's lengths and prompt-cache share: one spelling, one parser (planner/workload.py parse_length) and
-# one help text in every command. A single-point answer reads a distribution at its p90 prompt (TTFT, targets)
-# and its mean output (throughput): planner/workload.py prompt_point / gen_point.
-LENGTH_FORMS = "12000 | 1024:0.6,8192:0.4 | p50=..,p90=.."
-PROMPT_HELP = f"Prompt tokens: {LENGTH_FORMS}"
-GEN_HELP = "Generated tokens, same forms as [[prompt]]"
-POINT_NOTE = " (a distribution is answered at its p90 prompt and its mean output)"
-CACHED_PREFIX_HELP = ("Share of each prompt already in the server's prompt cache (a chat's earlier turns), 0 up to 1: "
-                      "only the rest is prefilled (0: the whole prompt, a first turn)")
-RATE_HELP = "Mean request rate: 20/min, 0.5/s, 300/h"
-TokenDist = Annotated[str | None, Field(description=PROMPT_HELP + " (targets at the p90)")]
-GenDist = Annotated[str | None, Field(description=GEN_HELP + " (throughput at the mean)")]
-CachedPrefix = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False, description=CACHED_PREFIX_HELP)]
-# a workload command: unset takes the preset's share (profiles/workloads/*.yaml cached_prefix_share), stated with
-# every TTFT it reports
-PRESET_CACHED_NOTE = "; default: the workload preset's (chat 0.75, the other presets 0)"
-PresetCachedPrefix = Annotated[float | None, Field(ge=0, lt=1, allow_inf_nan=False, description=CACHED_PREFIX_HELP + PRESET_CACHED_NOTE)]
-
-
-def _prompt_point(v: object) -> object:
-    from .workload import point_tokens
-
-    return point_tokens(v, "[[prompt]]") if isinstance(v, str) else v
-
-
-def _gen_point(v: object) -> object:
-    from .workload import point_tokens
-
-    return point_tokens(v, "[[gen]]", gen=True) if isinstance(v, str) else v
-
-
-# One operating point (plan, predict, models): tokens, or a distribution read at its p90 prompt / mean output
-# an agent's input schema (the MCP/HTTP questions) shows both forms; the answer echoes the tokens used
-_POINT_INPUT = WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 0, "maximum": 10_000_000},
-                                         {"type": "string", "examples": ["12000", "1024:0.6,8192:0.4",
-                                                                         "p50=1500,p90=6000"]}]}, mode="validation")
-_TOKENS = Annotated[int, Field(ge=0, le=10_000_000)]
-PromptPoint = Annotated[_TOKENS, BeforeValidator(_prompt_point), _POINT_INPUT,
-                        Field(description=PROMPT_HELP + POINT_NOTE)]
-GenPoint = Annotated[_TOKENS, BeforeValidator(_gen_point), _POINT_INPUT, Field(description=GEN_HELP + POINT_NOTE)]
 ReserveContext = Annotated[int | None, Field(description="Context to reserve per sequence [tokens]")]
 MinTokS = Annotated[float | None, Field(description="Minimum decode tok/s per user")]
 MaxTtft = Annotated[float | None, Field(description="Maximum time to first token [s]")]

@@ -1,12 +1,35 @@
 """Result models: structured breakdowns that sum exactly, then summaries. Bytes are int, times seconds."""
 
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field, computed_field, model_validator
 
 from ._model import Frozen
-from .power import ServeEnergy
+
+if TYPE_CHECKING:
+    from .models_result import ModelRow as ModelRow
+    from .models_result import ModelsResult as ModelsResult
+    from .serve_result import CurvePoint as CurvePoint
+    from .serve_result import Percentiles as Percentiles
+    from .serve_result import ServeResult as ServeResult
+    from .serve_result import SlotOption as SlotOption
+    from .speed_result import ThroughputEstimate as ThroughputEstimate
+
+# The results of `plan models`, `plan serve` and `plan predict` live in planner/models_result.py,
+# planner/serve_result.py and planner/speed_result.py: the plain question does not define their classes (pydantic's
+# class construction is most of the start-up). Still importable from here, for callers written before the split.
+_MOVED = {"ModelRow": "models_result", "ModelsResult": "models_result", "CurvePoint": "serve_result",
+          "Percentiles": "serve_result", "ServeResult": "serve_result", "SlotOption": "serve_result",
+          "ThroughputEstimate": "speed_result"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__package__}.{_MOVED[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class _RoundTrip(BaseModel):
@@ -110,36 +133,6 @@ class Fit(BaseModel):
 Bound = Literal["bandwidth", "compute"]
 
 
-class ThroughputEstimate(BaseModel):
-    """Speed of one (chip, runtime, model, quant) at one workload. Rates are tokens per second."""
-
-    model_config = Frozen
-    prefill_tok_s: float = Field(description="Prompt tokens processed per second, all sequences together [tok/s]")
-    ttft_s: float = Field(description="Time to first token: the prefill (llama.cpp), the prefill of all but the last "
-                          "prompt token plus one decode step (mlx-lm); throughput.first_token_time [s]")
-    decode_tok_s: float = Field(description="Generated tokens per second, all sequences together [tok/s]")
-    decode_tok_s_per_seq: float = Field(description="Generated tokens per second seen by one sequence [tok/s]")
-    decode_tok_s_range: tuple[float, float] = Field(
-        description="80 % likely range (low, high) of the per-sequence decode rate, from out-of-source residuals [tok/s]")
-    prefill_tok_s_range: tuple[float, float] = Field(
-        description="80 % likely range (low, high) of the prefill rate, from out-of-source residuals [tok/s]")
-    time_per_request_s: float = Field(description="TTFT + generation of G tokens [s]")
-    bound: Bound = Field(description="What limits decode at this batch: memory bandwidth or compute")
-    prefill_bound: Bound = "compute"
-    bytes_per_step: int = Field(description="Bytes read by one decode step of the whole batch at the start depth [bytes]")
-    flops_per_token: float = Field(description="FLOPs per generated token at the start depth [FLOP]")
-    decode_ceiling_tok_s: float = Field(description="Bandwidth / bytes per step: the physical per-sequence limit [tok/s]")
-    knee_batch: int | None = Field(None, description="Smallest batch at which decode turns compute-bound (None: > 4096)")
-    batch: int = 1
-    prompt_tokens: int = 0
-    gen_tokens: int = 0
-    depth: int = 0
-    peak_flops: float = Field(description="Peak GPU FLOPS used (matrix units included) [FLOP/s]")
-    bandwidth_bytes_s: float = Field(description="Vendor memory bandwidth [bytes/s]")
-    calibration: str = Field(description="Where the efficiencies come from")
-    notes: list[str] = []
-
-
 class SpeedSummary(BaseModel):
     """Speed columns of one plan option: prefill/TTFT at the workload's prompt, decode at 1..N users."""
 
@@ -220,145 +213,44 @@ class DraftEstimate(BaseModel):
     notes: list[str] = []
 
 
-# --------------------------------------------------------------------------- plan models
-class ModelRow(BaseModel):
-    """One catalog model on one Mac: the best way to run it and what it gives (plan models)."""
+# --------------------------------------------------------------------------- beyond the memory wall
+# (planner/streaming.py: the estimate's arithmetic and the SSD table; the classes live here, so a plan defines them
+# without the table's)
+class SSDSpeed(BaseModel):
+    """The read speed the planner uses for one Mac: the median of the matching measurements and their spread."""
 
     model_config = Frozen
-    rank: int = Field(description="1 = best; embedding models are ranked among themselves")
-    model: str
-    name: str
-    family: str | None = None
-    tasks: list[str]
-    params_b: float = Field(description="Published total parameters [billions]")
-    runtime: str
-    quant: str
-    quant_quality: str = Field(description="Quality cost tier of the quant (advice.quality_of)")
-    kv_type: str
-    verdict: Verdict
-    memory_bytes: int = Field(description="Weights + KV + buffers at the asked context and users [bytes]")
-    memory_left_bytes: int = Field(description="GPU wired limit minus memory (negative: over the default) [bytes]")
-    context: int = Field(description="Context per user the row was sized for [tokens]")
-    max_context: int = Field(description="Longest context per user that fits at the asked users [tokens]")
-    max_users: int = Field(description="Most concurrent users that fit at the asked context")
-    decode_tok_s_per_user: float | None = Field(None, description="Decode speed per user [tok/s]; None without a chip")
-    decode_tok_s_range: tuple[float, float] | None = Field(None, description="Likely decode range [tok/s]")
-    prefill_tok_s: float | None = Field(None, description="Prefill speed of one prompt [tok/s]")
-    prefill_tok_s_range: tuple[float, float] | None = Field(None, description="Likely prefill range [tok/s]")
-    score: float | None = Field(None, description="Published benchmark score [%]; None: unscored")
-    benchmark: str | None = None
-    score_source: str | None = None
-    score_caveats: list[str] = Field([], description="third-party, base-model, other-protocol")
-    meets: bool = Field(description="Fits at the asked context/users and meets the minimum tok/s")
-    misses: list[str] = Field([], description="Why the row does not meet the filters")
+    read_bytes_s: float = Field(description="Sequential read used for the estimate [bytes/s]")
+    range_bytes_s: tuple[float, float] = Field(description="Slowest and fastest matching measurement [bytes/s]")
+    storage_gb: int = Field(description="SSD capacity the speed is for [GB]")
+    basis: Literal["measured", "same capacity, other chip", "nearest capacity measured"] = "measured"
+    rows: list[str] = Field(description="'product storage: read MB/s (source)' of the rows used")
 
 
-class ModelsResult(BaseModel):
-    """Catalog models that run on one Mac, best first (plan models)."""
+class StreamingEstimate(BaseModel):
+    """Decode of a model whose weights do not fit in RAM, with llama.cpp paging the mapped GGUF from the SSD."""
 
     model_config = Frozen
-    ram_gb: float
-    chip: str | None = Field(None, description="Chip profile id (m4-max-40gpu); None: memory-only ranking")
-    chip_label: str | None = Field(None, description="The chip's name for people (M4 Max 40-core GPU)")
-    wired_limit_bytes: int
-    context: int
-    users: int
-    min_tok_s: float | None = None
-    prompt_tokens: int
-    gen_tokens: int = 0
-    quality_basis: str = Field(description="What the quality figure is")
-    rows: list[ModelRow] = Field(description="Generative models, best first")
-    embedding_rows: list[ModelRow] = Field([], description="Embedding models, ranked by their own benchmark")
-    best_effort: bool = Field(False, description="Nothing met the filters: the closest rows are shown")
-    binding: list[str] = Field([], description="Which filter binds and by how much")
-    excluded: dict[str, int] = Field({}, description="Catalog models left out, by reason")
-    evaluated: int = Field(0, description="model × runtime × quant × KV configurations evaluated")
-    notes: list[str] = []
-
-
-class Percentiles(BaseModel):
-    model_config = Frozen
-    p50: float
-    p95: float
-    p99: float
-
-
-class SlotOption(BaseModel):
-    """One slot count in the `plan serve` sweep."""
-
-    model_config = Frozen
-    slots: int
-    saturation_rate_per_s: float = Field(description="Request rate at which the queue starts to grow without bound [1/s]")
-    max_rate_per_s: float | None = Field(None, description="Highest rate meeting the TTFT p95 target (None: none) [1/s]")
-    ttft_p95_floor_s: float = Field(description="TTFT p95 at a near-zero rate: the prefill alone [s]")
-    fits: bool = True
-
-
-class CurvePoint(BaseModel):
-    """One point of the latency–throughput curve at the chosen slot count."""
-
-    model_config = Frozen
-    rate_per_s: float = Field(description="Offered request rate [1/s]")
-    ttft_p50_s: float
-    ttft_p95_s: float
-    throughput_tok_s: float = Field(description="Generated tokens per second, all users [tok/s]")
-
-
-class ServeResult(BaseModel):
-    """Latency under load of one server configuration (`plan serve`), from a seeded simulation."""
-
-    model_config = Frozen
-    model: str
-    quant: str
-    chip: str = Field(description="Chip profile id (m4-max-40gpu)")
-    chip_label: str | None = Field(None, description="The chip's name for people (M4 Max 40-core GPU)")
-    ram_gb: float
-    runtime: str
-    slots: int = Field(description="Parallel sequences: llama-server -np / mlx_lm.server --decode-concurrency")
-    slot_context: int = Field(description="Tokens of KV cache per slot [tokens]")
-    rate_per_s: float = Field(description="Offered request rate [1/s]")
-    duration_s: float
-    seed: int
-    n_requests: int
-    prompt: str
-    gen: str
-    cached_prefix_share: float = 0.0
-    kv_unified: bool | None = Field(None, description="one KV stream for all slots (llama-server --kv-unified), "
-                                    "else one per slot, whose batches split by slot; None for mlx_lm.server")
-    ttft_s: Percentiles = Field(description="Time to first token, arrival to first token [s]")
-    e2e_s: Percentiles = Field(description="Arrival to last token [s]")
-    queue_wait_s: Percentiles = Field(description="Arrival to the start of prompt processing [s]")
-    decode_tok_s_p50: float = Field(description="Per-user decode rate after the first token, median [tok/s]")
-    decode_tok_s_p5: float = Field(description="Per-user decode rate, 5th percentile (the slow users) [tok/s]")
-    throughput_tok_s: float = Field(description="Generated tokens per second, all users [tok/s]")
-    slot_occupancy: float = Field(description="Mean sequences in flight / the most the server holds at once [0-1]")
-    queue_timeline: list[tuple[float, int]] = Field(description="(time [s], requests waiting) samples")
-    queue_max: int
-    saturation_rate_per_s: float = Field(description="Rate at which the queue grows without bound [1/s]")
-    utilisation: float = Field(description="Offered rate / saturation rate")
-    stable: bool
-    memory_bytes: int
-    wired_limit_bytes: int
-    verdict: Verdict = Field(description="fits / tight / raise-limit / no-fit (the key of the memory verdict in "
-                             "every command)")
-    target_ttft_p95_s: float | None = None
-    max_rate_per_s: float | None = Field(None, description="Highest rate meeting the TTFT p95 target [1/s]")
-    sweep: list[SlotOption] = []
-    curve: list[CurvePoint] = Field([], description="TTFT against offered rate, 10-110 % of "
-                                                                       "the saturation rate")
-    best_slots: int | None = Field(None, description="Slot count with the highest sustainable rate")
-    binding: str | None = Field(None, description="Which target binds when no rate meets it, and by how much")
-    host_s_per_token: float = Field(0.0, description="The server's host work per sampled token counted in every "
-                                    "step (sampling, streaming; the server calibration, plan calibrate) [s]")
-    server_scales: tuple[float, float] = Field((1.0, 1.0), description="(prompt, decode) multipliers of the server's "
-                                               "phases over the benchmark-fitted steps (the server calibration, plan calibrate) [1]")
-    speed_range: tuple[tuple[float, float], tuple[float, float]] | None = Field(
-        None, description="(prefill, decode) speed factors at the slow and the fast end of the calibration's 80 % "
-                          "likely range; None when it has none")
-    ttft_s_slow: Percentiles | None = Field(None, description="TTFT on a Mac at the slow end of the speed range [s]")
-    ttft_s_fast: Percentiles | None = Field(None, description="TTFT on a Mac at the fast end of the speed range [s]")
-    saturation_slow_per_s: float | None = Field(None, description="Saturation rate at the slow end [1/s]")
-    saturation_fast_per_s: float | None = Field(None, description="Saturation rate at the fast end [1/s]")
-    calibration: str = ""
-    notes: list[str] = []
-    energy: ServeEnergy | None = Field(None, description="kWh and money per day at this load (planner/power.py)")
+    engine: str = Field("llama.cpp mmap", description="Who reads the weights from the SSD")
+    weights_bytes: int
+    anon_bytes: int = Field(description="KV cache, compute/output buffers and runtime overhead: memory that cannot "
+                                        "be dropped, only swapped [bytes]")
+    ram_for_weights_bytes: int = Field(description="RAM left for weight pages: what macOS can spare minus "
+                                                   "anon_bytes [bytes]")
+    always_read_bytes: int = Field(description="Weights every token reads (dense part; all of a dense model) [bytes]")
+    routed_expert_bytes: int = Field(0, description="Routed experts of a MoE, all layers [bytes]")
+    expert_cache_bytes: int = Field(0, description="Routed experts that stay cached in RAM [bytes]")
+    hit_rate: float = Field(0.0, description="Share of a token's routed-expert reads found in RAM [0-1]")
+    active_expert_fraction: float = Field(0.0, description="k / n: share of routed experts a token uses [0-1]")
+    bytes_per_token: float = Field(description="Read from the SSD per decoded token, the estimate [bytes]")
+    bytes_per_token_range: tuple[float, float] = Field(description="Fewest and most bytes per token [bytes]")
+    ssd: SSDSpeed
+    compute_s_per_token: float = Field(description="Decode time per token with every weight resident [s]")
+    ssd_s_per_token: float = Field(description="bytes_per_token / SSD read [s]")
+    decode_tok_s: float = Field(description="1 / (compute + SSD time): reads block the kernels [tok/s]")
+    decode_tok_s_range: tuple[float, float] = Field(description="Slow and fast end [tok/s]")
+    overlapped_tok_s: float = Field(description="Bound for an engine that reads while it computes: "
+                                                "1 / max(compute, SSD time) [tok/s]")
+    swaps: bool = Field(description="The KV cache and buffers alone exceed what macOS can spare: pages would be "
+                                    "written to swap (SSD wear), not only read")
+    bound: Literal["ssd", "compute"] = Field(description="Which of the two takes longer per token")

@@ -8,12 +8,41 @@ from datetime import date
 from functools import cached_property
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Protocol, Self
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, model_validator
 
 from ._model import Frozen
 
 if TYPE_CHECKING:
     from .results import WeightsEstimate
+    from .schema_extra import CpuMemory as CpuMemory
+    from .schema_extra import DraftPair as DraftPair
+    from .schema_extra import MacProduct as MacProduct
+    from .schema_extra import SpeculativePairs as SpeculativePairs
+    from .schema_extra import VisionFamily as VisionFamily
+    from .speed_schema import OPTIONAL_CONSTANTS as OPTIONAL_CONSTANTS
+    from .speed_schema import QUANT_CLASSES as QUANT_CLASSES
+    from .speed_schema import CalibrationProfile as CalibrationProfile
+    from .speed_schema import Constants as Constants
+    from .speed_schema import FinetuneConstants as FinetuneConstants
+    from .speed_schema import Provenance as Provenance
+    from .speed_schema import ResolvedSpeedConstants as ResolvedSpeedConstants
+    from .speed_schema import SpeedConstants as SpeedConstants
+
+# The speed-calibration and fine-tune profiles live in planner/speed_schema.py, the Mac catalog, CPU memory, draft
+# pairs and vision families in planner/schema_extra.py: the plain question (no chip) does not define their classes
+# (pydantic's class construction is most of its start-up). Still importable from here.
+_MOVED = {**dict.fromkeys(("QUANT_CLASSES", "Provenance", "OPTIONAL_CONSTANTS", "SpeedConstants", "Constants",
+                           "CalibrationProfile", "ResolvedSpeedConstants", "FinetuneConstants"), "speed_schema"),
+          **dict.fromkeys(("MacProduct", "CpuMemory", "DraftPair", "SpeculativePairs", "VisionFamily"), "schema_extra")}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__package__}.{_MOVED[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # Upper bounds on user-editable sizes: ~100x the largest real value, so a hostile or mistyped profile
 # (num_hidden_layers: 1e12, params_b: 1e400 = inf) is a ProfileError instead of a hang or a nonsense plan.
@@ -59,26 +88,6 @@ class Chip(_Profile):
     def on_cpu(self) -> bool:
         """The runtimes run on the CPU here (custom devices written before ``backend`` existed included)."""
         return self.backend == "cpu" or self.id.startswith("custom-")
-
-
-class MacProduct(_Profile):
-    """One Mac configuration Apple sold (product × chip bin × RAM), generated from calibration/data/mac_configs.csv
-    by scripts/gen_mac_configs.py. ``price_basis`` says where the price comes from; ``estimated`` prices follow
-    the rule documented in that script (anchor price + RAM step + GPU-bin step)."""
-
-    id: str
-    product: str
-    form_factor: Literal["desktop", "laptop"]
-    launch: str
-    chip: str
-    cpu_cores: int | None = None
-    ram_gb: int = Field(gt=0, le=MAX_RAM_GB)
-    storage_gb: int | None = None
-    price_usd: float = Field(gt=0, description="US launch price of this configuration [USD]")
-    price_confidence: Literal["high", "medium", "low", "estimated"]
-    price_basis: str = Field("", description="list | base+upgrades | estimate | estimated: <anchor and steps>")
-    discontinued: bool = False
-    notes: str = ""
 
 
 class WiredRule(BaseModel):
@@ -129,7 +138,8 @@ class QuantizeClasses(BaseModel):
 class GgmlTypeTable(_Profile):
     id: str
     types: list[GgmlType]
-    llama_quantize: QuantizeClasses = QuantizeClasses()
+    # built without validation (its defaults are valid): QuantizeClasses() here built its validator at import
+    llama_quantize: QuantizeClasses = QuantizeClasses.model_construct()
 
 
 class PresetRule(BaseModel):
@@ -285,68 +295,6 @@ class MlxWrapperRuntime(MlxRuntime):
 
 Runtime = Annotated[LlamaCppRuntime | WrapperRuntime | MlxRuntime | MlxWrapperRuntime, Field(discriminator="kind")]
 """A runtime profile (profiles/runtimes/*.yaml); ``kind`` picks the schema."""
-
-
-class CpuMemory(_Profile):
-    """Share of the vendor memory bandwidth the CPU cores reach (llama.cpp layers kept on the CPU read at it)."""
-
-    id: str
-    name: str
-    fraction_of_vendor_bandwidth: float = Field(gt=0, le=1, description="CPU-side / vendor bandwidth [1]")
-    measured_on: str = ""
-    decode_efficiency: float = Field(gt=0, le=1, description="llama.cpp CPU decode bytes/s / CPU-side bandwidth [1]")
-
-
-class DraftPair(BaseModel):
-    model_config = Frozen
-    targets: list[str] = Field(min_length=1, description="Catalog ids of the main models")
-    drafts: list[str] = Field(min_length=1, description="Catalog ids of the draft models")
-    acceptance: float = Field(gt=0, lt=1, description="Per-token acceptance probability alpha [1]")
-    measured: str = ""
-    source: str = Field(min_length=1)
-
-
-class SpeculativePairs(_Profile):
-    """Speculative decoding: default draft length per runtime and acceptance rates per (main, draft) pair."""
-
-    id: str
-    name: str
-    default_acceptance: float = Field(gt=0, lt=1)
-    default_source: str = Field(min_length=1)
-    draft_tokens: dict[str, int] = Field(description="Tokens drafted per step by default, by runtime family")
-    pairs: list[DraftPair] = []
-
-
-class VisionFamily(_Profile):
-    """How a family of vision models turns an image into prompt tokens: a fixed count; one token per
-    ``pixels_per_token_side``² pixels after scaling into [min_pixels, max_pixels] or to ``max_long_side``; or
-    ``tokens_per_tile`` per ``tile_px`` tile (up to ``max_tiles``, plus a global tile)."""
-
-    id: str
-    name: str
-    models: list[str] = Field(min_length=1, description="Catalog ids this rule applies to")
-    tokens_per_image: int | None = Field(None, gt=0, le=100_000, description="Fixed soft tokens per image")
-    pixels_per_token_side: int | None = Field(None, gt=0, le=1024, description="Side of the square one token covers [px]")
-    min_pixels: int | None = Field(None, gt=0)
-    max_pixels: int | None = Field(None, gt=0)
-    max_long_side: int | None = Field(None, gt=0, description="Images are scaled down to this longest side [px]")
-    row_break_tokens: bool = Field(False, description="One break token after each row of image tokens")
-    tile_px: int | None = Field(None, gt=0, le=4096, description="Side of one image tile [px]")
-    tokens_per_tile: int | None = Field(None, gt=0, le=10_000)
-    max_tiles: int | None = Field(None, gt=0, le=256)
-    global_tile: bool = Field(False, description="A downscaled whole-image tile is added when there are several")
-    extra_tokens: int = Field(0, ge=0, le=64, description="Marker tokens around each image")
-    notes: str = ""
-
-    @model_validator(mode="after")
-    def _one_rule(self) -> Self:
-        rules = [self.tokens_per_image, self.pixels_per_token_side, self.tile_px]
-        if sum(r is not None for r in rules) != 1:
-            raise ValueError("give one of tokens_per_image (fixed), pixels_per_token_side (per pixel area) or "
-                             "tile_px (tiles)")
-        if self.tile_px is not None and (self.tokens_per_tile is None or self.max_tiles is None):
-            raise ValueError("tile_px needs tokens_per_tile and max_tiles")
-        return self
 
 
 # --------------------------------------------------------------------------- serving apps (Ollama, LM Studio)
@@ -663,176 +611,6 @@ class Workload(BaseModel):
     users: int = Field(1, gt=0, le=4096, description="Concurrent sequences")
     prompt_tokens: int = Field(1024, ge=0, le=10_000_000, description="New prompt tokens per request")
     gen_tokens: int = Field(256, ge=0, le=10_000_000, description="Generated tokens per request")
-
-
-# --------------------------------------------------------------------------- speed calibration
-# A calibration profile holds fitted roofline efficiencies for one *scope* (``default``, ``gen-M3``, ``tier-max``,
-# a chip id) and one runtime; profiles merge from the most generic to the most specific
-# (planner.profiles.load_speed_constants).
-
-QUANT_CLASSES = ("float", "legacy", "kquant", "iquant", "mxfp4", "affine", "fp4")
-
-
-class Provenance(BaseModel):
-    model_config = Frozen
-    method: str = Field(description="How the numbers were obtained (fit, prior, user calibration)")
-    fitted_on: date | None = Field(None, description="Date of the fit")
-    rows: int = Field(0, ge=0, description="Measurements used by the fit that informs this scope")
-    data: str = Field("", description="Data set (file, commit or user run store)")
-    residuals: dict[str, float] = Field({}, description="In-sample errors, e.g. decode_mape [%]")
-    notes: str = ""
-
-
-OPTIONAL_CONSTANTS = ("likely_range", "t_token_host_s", "eta_attn_decode", "server_prefill_factor",
-                      "server_decode_factor", "decode_factor", "prefill_factor", "t_moe_layer_s")
-
-
-class SpeedConstants(BaseModel):
-    """Roofline efficiencies of one runtime on one chip class; None = inherit from a more generic scope."""
-
-    model_config = Frozen
-    eta_bw: float | None = Field(None, gt=0, le=1, description="Achieved / peak memory bandwidth in decode [1]")
-    eta_c: float | None = Field(None, gt=0, le=1, description="Achieved / peak FLOPS of prefill matmuls (float weights) [1]")
-    eta_attn: float | None = Field(None, gt=0, le=1, description="Achieved / peak FLOPS of attention (flash) [1]")
-    eta_attn_decode: float | None = Field(
-        None, gt=0, le=1, description="Decode attention's FLOP efficiency relative to eta_attn where the engine runs "
-                                      "its vector kernel (llama.cpp flash_attn_ext_vec: flash attention and fewer than "
-                                      "20 queries per KV stream / ggml-cpu's one-row flash attention, against "
-                                      "prefill's tiled kernel); unset = 1, as prefill's; fitted by plan calibrate [1]")
-    eta_c_decode: float | None = Field(None, gt=0, le=1, description="Batched-decode matrix-matrix efficiency (B > mv_max_batch) relative to the prefill eta_c × "
-                                        "quant_prefill_factor of the same chip and weight class (same kernel_mul_mm, one tile) [1]")
-    eta_mv: float | None = Field(None, gt=0, le=1, description="Achieved / peak FLOPS of small-batch matrix-vector kernels [1]")
-    eta_kv: float | None = Field(None, gt=0, le=1, description="Decode attention's KV stream efficiency relative to eta_bw "
-                                 "(flash-attention vector kernel / mlx sdpa_vector) [1]")
-    noflash_kv_factor: float | None = Field(None, ge=1, le=20, description="Decode KV-stream slowdown without flash attention "
-                                            "(separate KQ, softmax, KQV kernels) [1]")
-    mv_max_batch: int | None = Field(None, ge=0, le=256, description="Largest batch served by matrix-vector kernels [tokens]")
-    mm_tile: int | None = Field(None, ge=1, le=256, description="Batch tile of the matrix-matrix kernel (batches pad up to it) [tokens]")
-    mm_id_min_batch: int | None = Field(None, ge=1, le=4096, description="Smallest batch whose routed-expert matmuls run the "
-                                        "matrix-matrix kernel; below it each (token, expert) pair reads its expert [tokens]")
-    moe_bw_factor: float | None = Field(None, gt=0, le=1, description="Bandwidth efficiency of routed-expert reads relative to dense [1]")
-    t_layer_s: float | None = Field(None, ge=0, le=1e-2, description="Fixed cost per layer per forward pass [s]")
-    t_moe_layer_s: float | None = Field(
-        None, ge=0, le=1e-2, description="Fixed cost per routed-expert (MoE) layer per forward pass on top of "
-                                         "t_layer_s: the router, top-k selection, gathered expert matmuls and "
-                                         "weighted sum dispatched one after another (unset = 0) [s]")
-    t_token_host_s: float | None = Field(
-        None, ge=0, le=0.1, description="A server's host work per sampled token of each sequence (sampling, "
-                                        "streaming), beyond the benchmark's step; measured by plan calibrate [s]")
-    server_prefill_factor: float | None = Field(
-        None, ge=0.5, le=3, description="A server's prompt phase / the step model's, measured by the server calibration "
-                                        "(plan calibrate) on a short burst of real requests (unset = 1) [1]")
-    server_decode_factor: float | None = Field(
-        None, ge=0.5, le=3, description="A server's decode phase / the step model's with the host work, measured with "
-                                        "the prompt factor (unset = 1) [1]")
-    noflash_attn_factor: float | None = Field(None, ge=1, le=20, description="Attention slowdown without flash attention [1]")
-    decode_factor: float | None = Field(
-        None, gt=0, le=1, description="A wrapper's (Ollama, LM Studio) measured decode rate / its engine's predicted "
-                                      "one: its own defaults and overhead beyond the engine's step; a wrapper adds "
-                                      "work, never removes it (unset = 1) [1]")
-    prefill_factor: float | None = Field(
-        None, gt=0, le=1, description="The same for prefill (unset = 1) [1]")
-    quant_prefill_factor: dict[str, float] | None = Field(
-        None, description="Multiplier on eta_c by weight class (dequantization cost in matmuls) [1]")
-    matrix_unit_factor: float | None = Field(None, ge=1, le=10, description="Compute speed-up from GPU matrix units (M5) [1]")
-    likely_range: dict[str, tuple[float, float]] | None = Field(
-        None, description="80 % range of measured / predicted rate by regime (decode, decode_deep, decode_batched, "
-                          "prefill, prefill_deep): the 10th and 90th percentile of out-of-source residuals [1]")
-
-    def merged(self, other: "SpeedConstants") -> "SpeedConstants":
-        """self overridden by the non-None fields of other (quant factors merge key by key)."""
-        data = self.model_dump()
-        for k, v in other.model_dump().items():
-            if v is None:
-                continue
-            if k in ("quant_prefill_factor", "likely_range") and data.get(k):
-                data[k] = {**data[k], **v}
-            else:
-                data[k] = v
-        return SpeedConstants(**data)
-
-    def missing(self) -> list[str]:
-        """Required fields still unset (optional: the likely range, without which a rate has no range, and the
-        server host work, 0 where not measured)."""
-        return [k for k, v in self.model_dump().items() if v is None and k not in OPTIONAL_CONSTANTS]
-
-    def resolved(self) -> "Constants":
-        """These constants as :class:`Constants` (every required field set); a ProfileError names what is unset."""
-        missing = self.missing()
-        if missing:
-            from .errors import ProfileError
-
-            raise ProfileError(f"speed constants lack {', '.join(missing)}; fix profiles/calibration/default__*.yaml")
-        return Constants(**self.model_dump())
-
-
-class Constants(SpeedConstants):
-    """SpeedConstants after the scopes are merged (profiles.load_speed_constants): the optional layer read from
-    YAML above, resolved here with every field the roofline uses required, so the speed engine (planner.throughput,
-    planner.serve_plan) is type-checked without None. Only OPTIONAL_CONSTANTS stay optional."""
-
-    eta_bw: float = Field(gt=0, le=1)
-    eta_c: float = Field(gt=0, le=1)
-    eta_attn: float = Field(gt=0, le=1)
-    eta_c_decode: float = Field(gt=0, le=1)
-    eta_mv: float = Field(gt=0, le=1)
-    eta_kv: float = Field(gt=0, le=1)
-    noflash_kv_factor: float = Field(ge=1, le=20)
-    mv_max_batch: int = Field(ge=0, le=256)
-    mm_tile: int = Field(ge=1, le=256)
-    mm_id_min_batch: int = Field(ge=1, le=4096)
-    moe_bw_factor: float = Field(gt=0, le=1)
-    t_layer_s: float = Field(ge=0, le=1e-2)
-    noflash_attn_factor: float = Field(ge=1, le=20)
-    quant_prefill_factor: dict[str, float]
-    matrix_unit_factor: float = Field(ge=1, le=10)
-
-
-class CalibrationProfile(BaseModel):
-    model_config = Frozen
-    id: str = Field(description="<scope>__<runtime>, equal to the file name")
-    scope: str = Field(description="default | gen-<M1..M5> | tier-<base|pro|max|ultra> | <chip id>")
-    runtime: Literal["llama.cpp", "mlx-lm", "ollama", "lmstudio-llama.cpp", "lmstudio-mlx"]
-    constants: SpeedConstants
-    provenance: Provenance
-
-
-class ResolvedSpeedConstants(BaseModel):
-    """Constants with every field set, and a sentence saying where they came from."""
-
-    model_config = Frozen
-    constants: Constants
-    source: str
-    scopes: list[str] = Field(description="Profiles merged, generic first")
-
-    @field_validator("constants", mode="before")
-    @classmethod
-    def _resolve(cls, v: object) -> object:
-        """A SpeedConstants with every required field set is accepted as its Constants."""
-        if isinstance(v, SpeedConstants) and not isinstance(v, Constants):
-            return v.resolved()
-        return v
-
-
-# --------------------------------------------------------------------------- fine-tuning
-class FinetuneConstants(BaseModel):
-    """Activation coefficients of planner.finetune (copies of a width per token, or per B·heads·S² / B·S·vocab) and
-    the training efficiency prior; profiles/finetune/<runtime>.yaml, or a user calibration of the same shape."""
-
-    model_config = Frozen
-    id: str = Field(description="Runtime id (mlx-lm)")
-    a_hq: float = Field(ge=0, le=100, description="Kept per trained block per token [x (hidden + q + 2 kv)]")
-    a_f: float = Field(ge=0, le=100, description="Kept per trained block per token [x ffn]")
-    a_s: float = Field(ge=0, le=100, description="One block's attention backward [x B·heads·S²]")
-    a_v: float = Field(ge=0, le=100, description="Logits, log-softmax and gradient [x B·S·vocab]")
-    a_frozen: float = Field(ge=0, le=100, description="Frozen blocks below the trained ones [x hidden per token]")
-    c_hq: float = Field(ge=0, le=100, description="Checkpointing: rebuilt block with gradients [x (h + q + 2 kv)]")
-    c_f: float = Field(ge=0, le=100, description="Checkpointing: rebuilt block with gradients [x ffn]")
-    c_s: float = Field(ge=0, le=100, description="Checkpointing: rebuilt block's attention [x B·heads·S²]")
-    train_efficiency: float = Field(gt=0, le=1, description="Training matmuls vs the prefill efficiency [1]")
-    band_pct: float = Field(10.0, ge=0, le=100, description="Likely error of the peak [± %]: the largest residual "
-                            "of the fit and of the public Metal logs (python -m calibration.finetune_report)")
-    provenance: Provenance
 
 
 class ResolvedFiles(Protocol):

@@ -19,11 +19,12 @@ from ._model import Frozen
 from .errors import InputError, PlannerError
 from .memory import MemoryModel, check_kv_type, kv_layout, memory_model
 from .plan import default_quants
-from .schema import Chip, ModelProfile, QuantFormat, ResolvedSpeedConstants, Runtime
+from .schema import Chip, ModelProfile, QuantFormat, Runtime
 
 if TYPE_CHECKING:  # numpy and throughput are imported where a speed is asked for
     import numpy as np
 
+    from .speed_schema import ResolvedSpeedConstants
     from .throughput import Geometry, Roofline
 
 SLOT_CHOICES = [1, 2, 4, 8, 16, 32, 64]

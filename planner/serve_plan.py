@@ -20,9 +20,11 @@ from .engines import engines
 from .errors import InputError, NoFitError, PlannerError
 from .memory import MemoryModel, memory_model
 from .predict import _quant
-from .results import CurvePoint, Percentiles, ServeResult, SlotOption, WiredLimit
-from .schema import Constants, QuantFormat, ResolvedFiles, Runtime
+from .results import WiredLimit
+from .schema import QuantFormat, ResolvedFiles, Runtime
 from .serve import Scheduler, StepModel, Trace, simulate
+from .serve_result import CurvePoint, Percentiles, ServeResult, SlotOption
+from .speed_schema import Constants
 from .workload import Length
 
 Z90 = 1.2815515655446004          # standard normal 90th percentile

@@ -26,11 +26,12 @@ The token embedding is a lookup (one row per token), so it is neither kept resid
 
 import re
 from datetime import date
-from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
 from ._model import Frozen
+from .results import SSDSpeed as SSDSpeed
+from .results import StreamingEstimate as StreamingEstimate
 
 
 # --------------------------------------------------------------------------- the SSD table (profiles/hardware/ssd-read.yaml)
@@ -79,17 +80,6 @@ class SSDTable(BaseModel):
     verified: date
 
 
-class SSDSpeed(BaseModel):
-    """The read speed the planner uses for one Mac: the median of the matching measurements and their spread."""
-
-    model_config = Frozen
-    read_bytes_s: float = Field(description="Sequential read used for the estimate [bytes/s]")
-    range_bytes_s: tuple[float, float] = Field(description="Slowest and fastest matching measurement [bytes/s]")
-    storage_gb: int = Field(description="SSD capacity the speed is for [GB]")
-    basis: Literal["measured", "same capacity, other chip", "nearest capacity measured"] = "measured"
-    rows: list[str] = Field(description="'product storage: read MB/s (source)' of the rows used")
-
-
 def ssd_speed(table: SSDTable, generation: str, tier: str, storage_gb: int) -> SSDSpeed:
     """Median read of the best-matching measurements. Capacity matters most (the NAND packages a drive has, read in
     parallel: the 256 GB single-package M2 drives read at half the 512 GB ones), so rows are ranked by capacity
@@ -122,35 +112,6 @@ def ssd_speed(table: SSDTable, generation: str, tier: str, storage_gb: int) -> S
 
 
 # --------------------------------------------------------------------------- the estimate
-class StreamingEstimate(BaseModel):
-    """Decode of a model whose weights do not fit in RAM, with llama.cpp paging the mapped GGUF from the SSD."""
-
-    model_config = Frozen
-    engine: str = Field("llama.cpp mmap", description="Who reads the weights from the SSD")
-    weights_bytes: int
-    anon_bytes: int = Field(description="KV cache, compute/output buffers and runtime overhead: memory that cannot "
-                                        "be dropped, only swapped [bytes]")
-    ram_for_weights_bytes: int = Field(description="RAM left for weight pages: what macOS can spare minus "
-                                                   "anon_bytes [bytes]")
-    always_read_bytes: int = Field(description="Weights every token reads (dense part; all of a dense model) [bytes]")
-    routed_expert_bytes: int = Field(0, description="Routed experts of a MoE, all layers [bytes]")
-    expert_cache_bytes: int = Field(0, description="Routed experts that stay cached in RAM [bytes]")
-    hit_rate: float = Field(0.0, description="Share of a token's routed-expert reads found in RAM [0-1]")
-    active_expert_fraction: float = Field(0.0, description="k / n: share of routed experts a token uses [0-1]")
-    bytes_per_token: float = Field(description="Read from the SSD per decoded token, the estimate [bytes]")
-    bytes_per_token_range: tuple[float, float] = Field(description="Fewest and most bytes per token [bytes]")
-    ssd: SSDSpeed
-    compute_s_per_token: float = Field(description="Decode time per token with every weight resident [s]")
-    ssd_s_per_token: float = Field(description="bytes_per_token / SSD read [s]")
-    decode_tok_s: float = Field(description="1 / (compute + SSD time): reads block the kernels [tok/s]")
-    decode_tok_s_range: tuple[float, float] = Field(description="Slow and fast end [tok/s]")
-    overlapped_tok_s: float = Field(description="Bound for an engine that reads while it computes: "
-                                                "1 / max(compute, SSD time) [tok/s]")
-    swaps: bool = Field(description="The KV cache and buffers alone exceed what macOS can spare: pages would be "
-                                    "written to swap (SSD wear), not only read")
-    bound: Literal["ssd", "compute"] = Field(description="Which of the two takes longer per token")
-
-
 def streaming(weights_bytes: int, by_group: dict[str, int], anon_bytes: int, ram_budget_bytes: int,
               n_experts: int, experts_per_tok: int, compute_s_per_token: float,
               compute_range_s: tuple[float, float] | None, ssd: SSDSpeed) -> StreamingEstimate:

@@ -49,8 +49,9 @@ from .engines import Engine, by_name
 from .engines.mlxlm import SCORE_PASSES_SOFTCAP
 from .errors import InputError
 from .memory import MemoryModel
-from .results import ThroughputEstimate
-from .schema import Chip, Constants, ModelConfig, ResolvedSpeedConstants, SpeedConstants
+from .schema import Chip, ModelConfig
+from .speed_result import ThroughputEstimate
+from .speed_schema import Constants, ResolvedSpeedConstants, SpeedConstants
 from .units import gb_s_to_bytes_s, tflops_to_flops
 
 MAX_KNEE_BATCH = 4096

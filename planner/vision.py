@@ -12,7 +12,8 @@ import re
 
 from . import profiles
 from .errors import InputError
-from .schema import ModelProfile, VisionFamily
+from .schema import ModelProfile
+from .schema_extra import VisionFamily
 
 DEFAULT_IMAGE = (1024, 1024)  # width x height when no image size is given [px]
 

@@ -23,7 +23,7 @@ from ..schema import (
     QuantFormat,
     Runtime,
 )
-from ..units import pad_to
+from ..units import MiB, pad_to
 
 if TYPE_CHECKING:  # these modules import planner.engines
     from ..architecture import CacheLayer
@@ -161,8 +161,6 @@ class LlamaCpp:
     def memory_parts(self, mm: MemoryModel, context: int, users: int,
                      prompt_chunk: int | None) -> tuple[int, int, int, int, int, int]:
         """(KV, recurrent state, compute buffer, output buffer, overhead, cells) of llama-server."""
-        from ..units import MiB
-
         m, rt, kv = mm.model.config, _llama(mm.runtime), mm.kv
         full, swa, n_kv = self.cells(mm, rt, context, users)
         kv_bytes = full * kv.bytes_per_token + swa * kv.swa_bytes_per_token

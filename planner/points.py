@@ -1,0 +1,48 @@
+"""The workload's lengths and prompt-cache share as request fields: one spelling, one parser and one help text in
+every command. Split from planner/requests.py so that the plain question (planner.plan imports PromptPoint and GenPoint)
+does not define the request classes of the other commands; planner.requests re-exports every name."""
+
+from typing import Annotated
+
+from pydantic import BeforeValidator, Field, WithJsonSchema
+
+# The workload's lengths and prompt-cache share: one spelling, one parser (planner/workload.py parse_length) and
+# one help text in every command. A single-point answer reads a distribution at its p90 prompt (TTFT, targets)
+# and its mean output (throughput): planner/workload.py prompt_point / gen_point.
+LENGTH_FORMS = "12000 | 1024:0.6,8192:0.4 | p50=..,p90=.."
+PROMPT_HELP = f"Prompt tokens: {LENGTH_FORMS}"
+GEN_HELP = "Generated tokens, same forms as [[prompt]]"
+POINT_NOTE = " (a distribution is answered at its p90 prompt and its mean output)"
+CACHED_PREFIX_HELP = ("Share of each prompt already in the server's prompt cache (a chat's earlier turns), 0 up to 1: "
+                      "only the rest is prefilled (0: the whole prompt, a first turn)")
+RATE_HELP = "Mean request rate: 20/min, 0.5/s, 300/h"
+TokenDist = Annotated[str | None, Field(description=PROMPT_HELP + " (targets at the p90)")]
+GenDist = Annotated[str | None, Field(description=GEN_HELP + " (throughput at the mean)")]
+CachedPrefix = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False, description=CACHED_PREFIX_HELP)]
+# a workload command: unset takes the preset's share (profiles/workloads/*.yaml cached_prefix_share), stated with
+# every TTFT it reports
+PRESET_CACHED_NOTE = "; default: the workload preset's (chat 0.75, the other presets 0)"
+PresetCachedPrefix = Annotated[float | None, Field(ge=0, lt=1, allow_inf_nan=False, description=CACHED_PREFIX_HELP + PRESET_CACHED_NOTE)]
+
+
+def _prompt_point(v: object) -> object:
+    from .workload import point_tokens
+
+    return point_tokens(v, "[[prompt]]") if isinstance(v, str) else v
+
+
+def _gen_point(v: object) -> object:
+    from .workload import point_tokens
+
+    return point_tokens(v, "[[gen]]", gen=True) if isinstance(v, str) else v
+
+
+# One operating point (plan, predict, models): tokens, or a distribution read at its p90 prompt / mean output
+# an agent's input schema (the MCP/HTTP questions) shows both forms; the answer echoes the tokens used
+_POINT_INPUT = WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 0, "maximum": 10_000_000},
+                                         {"type": "string", "examples": ["12000", "1024:0.6,8192:0.4",
+                                                                         "p50=1500,p90=6000"]}]}, mode="validation")
+_TOKENS = Annotated[int, Field(ge=0, le=10_000_000)]
+PromptPoint = Annotated[_TOKENS, BeforeValidator(_prompt_point), _POINT_INPUT,
+                        Field(description=PROMPT_HELP + POINT_NOTE)]
+GenPoint = Annotated[_TOKENS, BeforeValidator(_gen_point), _POINT_INPUT, Field(description=GEN_HELP + POINT_NOTE)]
