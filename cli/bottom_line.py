@@ -47,18 +47,26 @@ def bottom_line(r: Recommendation) -> list[str]:
 
 def no_fit_line(p) -> str:
     """The bottom line of a plan (planner.plan.Plan) none of whose options fits, even with the limit raised: the
-    smallest need against the most the GPU may have, and what would change it."""
-    small = min(p.options, key=lambda o: o.memory.total)
+    smallest need and its runtime's margin against the most the GPU may have, and what would change it; then the
+    option llama.cpp's mmap still runs, at full speed when every weight a token reads stays in RAM."""
+    small = min(p.options, key=lambda o: o.memory.total + o.fit.margin_bytes)
+    need = small.memory.total + small.fit.margin_bytes
     out = (f"Bottom line: {p.model.name} does not fit this Mac: the smallest option ({small.runtime} {small.quant}) "
-           f"needs {fmt_bytes(small.memory.total)} against at most {fmt_bytes(p.wired.max_raise_bytes)} for the GPU "
-           f"with the limit raised; a smaller model or quantization, fewer users or a shorter context, or a Mac with "
-           f"more memory (`plan buy`) would change that.")
+           f"needs {fmt_bytes(small.memory.total)} and its runtime's {fmt_bytes(small.fit.margin_bytes)} margin, "
+           f"{fmt_bytes(need - p.wired.max_raise_bytes)} over the {fmt_bytes(p.wired.max_raise_bytes)} the GPU may "
+           f"have with the limit raised; a smaller model or quantization, fewer users or a shorter context, or a Mac "
+           f"with more memory (`plan buy`) would change that.")
     streamed = [o for o in p.options if o.streaming is not None and not o.streaming.swaps]
     if streamed:
         best = max(streamed, key=lambda o: o.streaming.decode_tok_s)
         st = best.streaming
         lo, hi = st.decode_tok_s_range
-        out += (f" It can still run streamed from the SSD: {best.runtime} {best.quant} at about "
-                f"{fmt_tok_s(st.decode_tok_s)} tok/s ({fmt_tok_s(lo)}–{fmt_tok_s(hi)}), reading "
-                f"{fmt_bytes(st.bytes_per_token)} per token (reads only, no SSD wear).")
+        speed = f"{best.runtime} {best.quant} at about {fmt_tok_s(st.decode_tok_s)} tok/s ({fmt_tok_s(lo)}–{fmt_tok_s(hi)})"
+        if st.bytes_per_token_range[1] <= 0:
+            out += (f" It still runs with its file mapped from the SSD (llama.cpp's default mmap): {speed}, every "
+                    f"weight a token reads stays in RAM (only weights no token reads, such as most of the embedding "
+                    f"table, stay on the SSD).")
+        else:
+            out += (f" It can still run streamed from the SSD: {speed}, reading {fmt_bytes(st.bytes_per_token)} per "
+                    f"token (reads only, no SSD wear).")
     return out

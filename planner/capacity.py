@@ -72,23 +72,24 @@ def warn_fraction(runtime: Runtime) -> float | None:
 def fit(total: int, weights: int, wired: WiredLimit, runtime: Runtime) -> Fit:
     """Verdict for one configuration against the wired limit."""
     head = wired.effective_bytes - total
+    margin = int(runtime.headroom_mib * MiB)
     warn = warn_fraction(runtime)
     if total <= comfortable_budget(wired, runtime, weights):
-        return Fit(verdict="fits", headroom_bytes=head,
+        return Fit(verdict="fits", headroom_bytes=head, margin_bytes=margin,
                    reason=f"{head / GiB:.1f} GiB below the {wired.effective_bytes / GiB:.1f} GiB GPU limit")
     if total <= wired.effective_bytes:
         why = (f"weights exceed {warn:.0%} of the GPU limit, mlx-lm warns and may slow down"
                if warn and weights > warn * wired.effective_bytes else
                f"only {head / GiB:.2f} GiB below the GPU limit (runtime margin {runtime.headroom_mib / 1024:.0f} GiB); "
                "close other GPU apps")
-        return Fit(verdict="tight", headroom_bytes=head, reason=why)
-    if total + runtime.headroom_mib * MiB <= wired.max_raise_bytes:
-        return Fit(verdict="raise-limit", headroom_bytes=head, sysctl=sysctl_for(total, runtime),
+        return Fit(verdict="tight", headroom_bytes=head, margin_bytes=margin, reason=why)
+    if total + margin <= wired.max_raise_bytes:
+        return Fit(verdict="raise-limit", headroom_bytes=head, margin_bytes=margin, sysctl=sysctl_for(total, runtime),
                    reason=f"needs {total / GiB:.1f} GiB, {-head / GiB:.1f} GiB over the default GPU limit; raising it "
                           f"leaves {(wired.ram_bytes - total - runtime.headroom_mib * MiB) / GiB:.1f} GiB to macOS")
-    return Fit(verdict="no-fit", headroom_bytes=head,
-               reason=f"needs {total / GiB:.1f} GiB; even a raised limit ({wired.max_raise_bytes / GiB:.0f} GiB) "
-                      f"leaves too little for macOS")
+    return Fit(verdict="no-fit", headroom_bytes=head, margin_bytes=margin,
+               reason=f"needs {total / GiB:.1f} GiB and its runtime's {margin / GiB:.1f} GiB margin: over the "
+                      f"{wired.max_raise_bytes / GiB:.1f} GiB the GPU limit can be raised to (macOS keeps the rest)")
 
 
 VERDICTS = ("fits", "tight", "raise-limit", "no-fit")

@@ -161,18 +161,29 @@ def streaming_lines(runtime: str, quant: str, s: StreamingEstimate) -> list[str]
     ssd = s.ssd
     src = f"{ssd.basis}: {ssd.rows[0]}" + (f" +{len(ssd.rows) - 1} more" if len(ssd.rows) > 1 else "")
     spread = "" if s.decode_tok_s_range[0] < s.decode_tok_s_range[1] * 0.98 else " (one SSD measurement: no spread)"
-    out = [f"{runtime} {quant}: larger than RAM → streamed from SSD: decode ≈ "
+    resident = s.bytes_per_token_range[1] <= 0  # every weight a token reads stays in RAM: mapped, not streamed
+    if resident:
+        reads = (f"  reads nothing per token from the SSD: the {fmt_bytes(s.always_read_bytes + s.expert_cache_bytes)} "
+                 "a token may read stay in RAM; only weights no token reads (such as most of the embedding table) "
+                 "stay on the SSD")
+    else:
+        reads = (f"  reads {s.bytes_per_token / gb:.2f} GB per token from the SSD: {what}; "
+                 + (f"{fmt_bytes(s.always_read_bytes)} dense weights stay resident" if s.expert_cache_bytes else
+                    f"at best {fmt_bytes(s.ram_for_weights_bytes)} of the {fmt_bytes(s.always_read_bytes)} read per "
+                    f"token stay cached ({(s.bytes_per_token_range[0]) / gb:.2f} GB/token)"))
+    out = [f"{runtime} {quant}: over what macOS can give the GPU → "
+           f"{'mapped from the SSD, read once' if resident else 'streamed from SSD'}: decode ≈ "
            f"{fmt_tok_s_range(s.decode_tok_s, s.decode_tok_s_range)}{spread}, {s.bound}-bound",
-           f"  reads {s.bytes_per_token / gb:.2f} GB per token from the SSD: {what}; "
-           + (f"{fmt_bytes(s.always_read_bytes)} dense weights stay resident" if s.expert_cache_bytes else
-              f"at best {fmt_bytes(s.ram_for_weights_bytes)} of the {fmt_bytes(s.always_read_bytes)} read per token "
-              f"stay cached ({(s.bytes_per_token_range[0]) / gb:.2f} GB/token)"),
+           reads,
            f"  SSD read {ssd.read_bytes_s / gb:.1f} GB/s ({ssd.storage_gb} GB SSD; {src}); compute alone "
            f"{fmt_tok_s(1 / s.compute_s_per_token)} tok/s; an engine that read while computing: ≤ "
            f"{fmt_tok_s(s.overlapped_tok_s)} tok/s"]
     if s.swaps:
         out.append(f"  would swap: KV cache and buffers ({fmt_bytes(s.anon_bytes)}) exceed what macOS can spare: "
                    "pages would be written to the SSD (wear); shorten the context or quantize the KV")
+    elif resident:
+        out.append("  reads only: the GGUF is mapped read-only and its pages read once, nothing is written (no SSD "
+                   "wear)")
     else:
         out.append("  reads only: the GGUF is mapped read-only, macOS drops and re-reads its pages, nothing is "
                    "written (no SSD wear, only time)")

@@ -126,6 +126,8 @@ class Fit(BaseModel):
     reason: str
     headroom_bytes: int = Field(description="Effective wired limit minus total (negative: over) [bytes]")
     sysctl: str | None = Field(None, description="Command that raises the limit enough, when that helps")
+    margin_bytes: int = Field(0, description="The runtime's own margin the verdict keeps below the limit "
+                                             "(Runtime.headroom_mib: llama.cpp common/fit.cpp's 1 GiB) [bytes]")
 
 
 # --------------------------------------------------------------------------- speed

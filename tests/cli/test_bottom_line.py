@@ -76,3 +76,31 @@ def test_a_model_larger_than_memory_says_it_can_run_streamed(capsys):
     line = _run(capsys, ["--model", "qwen3-235b-a22b", "--chip", "M4 Max", "--gpu-cores", "40", "--ram", "64",
                          "-r", "llama.cpp"]).splitlines()[0]
     assert "does not fit this Mac" in line and "streamed from the SSD" in line and "tok/s" in line
+
+
+def test_a_no_fit_states_the_runtime_margin_and_how_far_over_it_is(capsys):
+    """The no-fit line names the margin its verdict kept: need + margin − the raised maximum is the stated excess,
+    positive (a need under the maximum but over it with the margin once read '11.0 GiB against at most 12.0 GiB')."""
+    from planner.format import fmt_bytes
+
+    out = json.loads(_run(capsys, ["--model", "gpt-oss-20b", "--ram", "16", "--json"]))
+    top = out["wired"]["max_raise_bytes"]
+    small = min(out["options"], key=lambda o: o["memory"]["total"] + o["fit"]["margin_bytes"])
+    assert all(o["fit"]["verdict"] == "no-fit" for o in out["options"])
+    assert small["fit"]["margin_bytes"] > 0
+    over = small["memory"]["total"] + small["fit"]["margin_bytes"] - top
+    assert over > 0
+    line = _run(capsys, ["--model", "gpt-oss-20b", "--ram", "16"]).splitlines()[0]
+    assert f"{fmt_bytes(small['fit']['margin_bytes'])} margin, {fmt_bytes(over)} over the {fmt_bytes(top)}" in line
+
+
+@needs_speed
+def test_weights_a_token_reads_all_in_ram_are_mapped_not_streamed(capsys):
+    """gpt-oss-20b on a 16 GB M4: over what macOS can give the GPU by less than its embedding table, every weight a
+    token reads stays in RAM (0 bytes per token): the answer says it runs mapped at full speed, not 'streamed'."""
+    argv = ["--model", "gpt-oss-20b", "--chip", "M4", "--ram", "16"]
+    opts = [o for o in json.loads(_run(capsys, [*argv, "--json"]))["options"] if o.get("streaming")]
+    assert opts and all(o["streaming"]["bytes_per_token_range"][1] == 0 for o in opts)
+    text = _run(capsys, argv)
+    assert "mapped from the SSD (llama.cpp's default mmap)" in text.splitlines()[0]
+    assert "streamed from" not in text and "reads nothing per token from the SSD" in text
