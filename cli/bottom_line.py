@@ -56,6 +56,7 @@ def no_fit_line(p) -> str:
            f"{fmt_bytes(need - p.wired.max_raise_bytes)} over the {fmt_bytes(p.wired.max_raise_bytes)} the GPU may "
            f"have with the limit raised; a smaller model or quantization, fewer users or a shorter context, or a Mac "
            f"with more memory (`plan buy`) would change that.")
+    out += _shorter_context(p)
     streamed = [o for o in p.options if o.streaming is not None and not o.streaming.swaps]
     if streamed:
         best = max(streamed, key=lambda o: o.streaming.decode_tok_s)
@@ -70,3 +71,17 @@ def no_fit_line(p) -> str:
             out += (f" It can still run streamed from the SSD: {speed}, reading {fmt_bytes(st.bytes_per_token)} per "
                     f"token (reads only, no SSD wear).")
     return out
+
+
+def _shorter_context(p) -> str:
+    """The closest answer when the asked context is what binds: the longest context an option holds for the asked
+    users, at the default GPU limit or else with it raised (FitOption.max_context / max_context_raised)."""
+    users, ctx = p.request.users, p.request.context
+    for raised, field in ((False, "max_context"), (True, "max_context_raised")):
+        best = max(p.options, key=lambda o: getattr(o, field).get(users, 0))
+        n = getattr(best, field).get(users, 0)
+        if 0 < n < ctx:
+            return (f" At a shorter context it fits: {best.runtime} {best.quant} holds up to {n:,} tokens for "
+                    f"{users} user{'s' if users > 1 else ''}{' with the limit raised' if raised else ''} "
+                    f"({ctx:,} asked).")
+    return ""

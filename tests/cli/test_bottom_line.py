@@ -104,3 +104,18 @@ def test_weights_a_token_reads_all_in_ram_are_mapped_not_streamed(capsys):
     text = _run(capsys, argv)
     assert "mapped from the SSD (llama.cpp's default mmap)" in text.splitlines()[0]
     assert "streamed from" not in text and "reads nothing per token from the SSD" in text
+
+
+def test_a_no_fit_that_a_shorter_context_mends_says_which_context(capsys):
+    """The closest answer: when the asked context binds, the longest context an option holds (here only with the
+    limit raised); asked again at that context, that option fits with the limit raised."""
+    import re
+
+    line = _run(capsys, ["--model", "gpt-oss-20b", "--ram", "16"]).splitlines()[0]
+    m = re.search(r"At a shorter context it fits: (\S+) (\S+) holds up to ([\d,]+) tokens for 1 user with the limit "
+                  r"raised \(8,192 asked\)", line)
+    assert m, line
+    n = int(m.group(3).replace(",", ""))
+    again = json.loads(_run(capsys, ["--model", "gpt-oss-20b", "--ram", "16", "--context", str(n), "--json"]))
+    (opt,) = [o for o in again["options"] if (o["runtime"], o["quant"]) == (m.group(1), m.group(2))]
+    assert opt["fit"]["verdict"] == "raise-limit"
