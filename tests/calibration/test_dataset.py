@@ -571,7 +571,9 @@ def test_batch1_decode_of_an_unstated_bin_takes_the_smallest_bin_of_one_bandwidt
 def test_the_planner_decodes_at_batch_1_alike_on_every_bin_of_one_bandwidth(by_id):
     """Why the smallest bin may stand for an unstated one: the shipped constants predict the same batch-1 decode
     rate on the 24- and the 32-core M1 Max (one bandwidth, one tier, one generation), and on the 60- and 76-core
-    M2 Ultra, for the normiebench Llama-3.1-8B Q4_K_M tg128 row."""
+    M2 Ultra, for the normiebench Llama-3.1-8B Q4_K_M tg128 row: the weights stream at one bandwidth; only the
+    decode attention's compute (flash_attn_ext_vec at η_attn_decode, a few dozen keys at tg128) scales with the
+    cores, a few parts per 100,000 of the step, so within 0.1 %."""
     from calibration import fit as F
     from planner import profiles
 
@@ -581,8 +583,8 @@ def test_the_planner_decodes_at_batch_1_alike_on_every_bin_of_one_bandwidth(by_i
         (r,), _ = F.records_from_measurements([m])
         return F.predict_record(r, profiles.load_speed_constants(c, rt).constants)
 
-    assert rate("m1-max-24gpu") == pytest.approx(rate("m1-max-32gpu"), rel=1e-9)
-    assert rate("m2-ultra-60gpu") == pytest.approx(rate("m2-ultra-76gpu"), rel=1e-9)
+    assert rate("m1-max-24gpu") == pytest.approx(rate("m1-max-32gpu"), rel=1e-3)
+    assert rate("m2-ultra-60gpu") == pytest.approx(rate("m2-ultra-76gpu"), rel=1e-3)
 
 
 def test_a_bug_report_of_a_slow_path_is_not_an_efficiency():
