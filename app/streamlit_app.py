@@ -423,7 +423,7 @@ def show_plan(p: Plan, ans: Answer, wl, upload_dir: str | None) -> None:
                                 f"{p.mac.chip.id if p.mac.chip else ''}_{'-'.join(p.request.runtimes)}_{labels[idx]}")
     chosen = p.options[labels.index(chosen_label)]
     show_recipe(p, chosen, ans, upload_dir)
-    if chosen.streaming is not None:  # larger than RAM: streamed from the SSD (planner/streaming.py)
+    if chosen.streaming is not None:  # over what macOS can give the GPU: mapped or streamed from the SSD (planner/streaming.py)
         from planner.format import streaming_lines
 
         st.info("\n\n".join(streaming_lines(chosen.runtime, chosen.quant, chosen.streaming)))
