@@ -113,10 +113,12 @@ def _pick(page, label: str, option: str) -> None:
 
 
 def _wait_idle(page) -> None:
-    """Streamlit reruns asynchronously; wait until the app root reports its script is not running."""
+    """Streamlit reruns asynchronously; wait until the app root reports its script is not running. Twice the
+    page's timeout: a rerun takes 1-6 s on an idle 2-core machine, and once in a fresh-clone CI run, with the machine
+    shared, the switch back to "Chip and RAM" stayed running past 60 s (no server error, no browser event logged)."""
     page.wait_for_function(
         "() => document.querySelector('[data-testid=\"stApp\"]')?.getAttribute('data-test-script-state')"
-        " === 'notRunning'")
+        " === 'notRunning'", timeout=2 * TIMEOUT_MS)
 
 
 def _open_page(page, title: str) -> None:
