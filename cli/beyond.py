@@ -13,9 +13,9 @@ def render_streaming(p) -> list[str]:
     out = streaming_lines(opts[0].runtime, opts[0].quant, opts[0].streaming)
     for o in opts[1:]:
         s = o.streaming
-        reads = ("nothing read per token" if s.bytes_per_token_range[1] <= 0 else
+        reads = ("nothing read per token" if s.resident else
                  f"{s.bytes_per_token / 1e9:.2f} GB read per token")
-        out.append(f"{o.runtime} {o.quant}: {'mapped' if s.bytes_per_token_range[1] <= 0 else 'streamed'} from SSD: "
+        out.append(f"{o.runtime} {o.quant}: {'mapped' if s.resident else 'streamed'} from SSD: "
                    f"decode ≈ {fmt_tok_s_range(s.decode_tok_s, s.decode_tok_s_range)}, {reads}"
                    + ("; would swap" if s.swaps else ""))
     return out + [""]

@@ -63,7 +63,7 @@ def no_fit_line(p) -> str:
         st = best.streaming
         lo, hi = st.decode_tok_s_range
         speed = f"{best.runtime} {best.quant} at about {fmt_tok_s(st.decode_tok_s)} tok/s ({fmt_tok_s(lo)}–{fmt_tok_s(hi)})"
-        if st.bytes_per_token_range[1] <= 0:
+        if st.resident:
             out += (f" It still runs with its file mapped from the SSD (llama.cpp's default mmap): {speed}, every "
                     f"weight a token reads stays in RAM (only weights no token reads, such as most of the embedding "
                     f"table, stay on the SSD).")

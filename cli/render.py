@@ -58,8 +58,7 @@ def _render_plan(p: Plan) -> str:
                      fmt_gb(o.weights.total_bytes),
                      fmt_bytes(mem.kv_cache), fmt_bytes(buffers), fmt_bytes(mem.total),
                      f"{VERDICT_MARK[o.fit.verdict]} {verdict_text(o.fit.verdict)}"
-                     + ("" if o.streaming is None else " → mapped from SSD" if o.streaming.bytes_per_token_range[1] <= 0
-                        else " → streamed from SSD")])
+                     + ("" if o.streaming is None else " → mapped from SSD" if o.streaming.resident else " → streamed from SSD")])
     out.append(table(rows, ["runtime", "quant", "bpw", "weights", "(file)", "KV", "buffers", "total", "verdict"],
                      "llrrrrrrl"))
     out.append("")

@@ -161,7 +161,7 @@ def streaming_lines(runtime: str, quant: str, s: StreamingEstimate) -> list[str]
     ssd = s.ssd
     src = f"{ssd.basis}: {ssd.rows[0]}" + (f" +{len(ssd.rows) - 1} more" if len(ssd.rows) > 1 else "")
     spread = "" if s.decode_tok_s_range[0] < s.decode_tok_s_range[1] * 0.98 else " (one SSD measurement: no spread)"
-    resident = s.bytes_per_token_range[1] <= 0  # every weight a token reads stays in RAM: mapped, not streamed
+    resident = s.resident
     if resident:
         reads = (f"  reads nothing per token from the SSD: the {fmt_bytes(s.always_read_bytes + s.expert_cache_bytes)} "
                  "a token may read stay in RAM; only weights no token reads (such as most of the embedding table) "

@@ -256,3 +256,9 @@ class StreamingEstimate(BaseModel):
     swaps: bool = Field(description="The KV cache and buffers alone exceed what macOS can spare: pages would be "
                                     "written to swap (SSD wear), not only read")
     bound: Literal["ssd", "compute"] = Field(description="Which of the two takes longer per token")
+
+    @property
+    def resident(self) -> bool:
+        """Every weight a token reads stays in RAM (no byte per token from the SSD, even at the slow end): the file
+        is mapped and read once, not streamed; only weights no token reads stay on the SSD."""
+        return self.bytes_per_token_range[1] <= 0
