@@ -17,7 +17,7 @@ VERDICT = {"fits": "fits", "tight": "tight", "raise-limit": "raise limit", "no-f
 def render(r: InstalledResult) -> str:
     head = f"Installed models ({len(r.models)})"
     if r.mac:
-        head += (f" on {r.mac}: GPU limit {fmt_bytes(r.wired_limit_bytes)}; {r.users} user(s) × "
+        head += (f" on {r.mac}: GPU limit {fmt_bytes(r.wired_limit_bytes)}; {r.users} user{'' if r.users == 1 else 's'} × "
                  f"{r.context:,} tokens of context")
     out = [head]
     if not r.roots:

@@ -253,7 +253,9 @@ def _typer(argv: list[str], json_mode: bool = False) -> int:
         return 130
     except USAGE as e:
         msg = _one_line(param_name(e))
-        return _error("usage", f"{msg}{'' if 'plan --help' in msg else ' (see plan --help)'}", json_mode)
+        ctx = getattr(e, "ctx", None)  # the subcommand the error is in: its own --help lists its options
+        where = ctx.command_path if ctx is not None and ctx.command_path else "plan"
+        return _error("usage", f"{msg}{'' if '--help' in msg else f' (see {where} --help)'}", json_mode)
     except CLICK as e:  # e.g. FileError
         return _error("usage", e.format_message(), json_mode)
 

@@ -56,7 +56,7 @@ def rank_text(given: dict) -> str:
 
 def render_models(r, top: int = 0) -> str:
     mac = f"{r.chip_label}, {r.ram_gb:g} GB" if r.chip else f"{r.ram_gb:g} GB (no chip: memory and quality only)"
-    out = [f"What can I run on {mac}? GPU limit {fmt_bytes(r.wired_limit_bytes)}; {r.users} user(s) × "
+    out = [f"What can I run on {mac}? GPU limit {fmt_bytes(r.wired_limit_bytes)}; {r.users} user{'' if r.users == 1 else 's'} × "
            f"{fmt_ctx(r.context)} context" + (f"; at least {r.min_tok_s:g} tok/s" if r.min_tok_s else ""),
            r.quality_basis[:1].upper() + r.quality_basis[1:] + "."]
     if r.best_effort:

@@ -44,7 +44,7 @@ def predict_cmd(
     gpu_cores: int | None = opt(R, "gpu_cores", "--gpu-cores"),
     ram: float | None = opt(R, "ram", "--ram"),
     model: str = opt(R, "model", "--model", "-m"),
-    quant: str = opt(R, "quant", "--quant", "-q"),
+    quant: str | None = opt(R, "quant", "--quant", "-q"),
     runtime: str = opt(R, "runtime", "--runtime", "-r"),
     prompt: str = wopt(R, "prompt"),
     gen: str = wopt(R, "gen"),

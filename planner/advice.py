@@ -460,9 +460,9 @@ def _no_answer(ctx: Search, found: Found, best_effort: bool) -> str:
         o, sp = closest[0], closest[0].speed
         assert sp is not None  # _closest keeps the options with a speed
         msg = (f"no configuration of {ctx.prof.id} on {chip.label if chip else ''} {ctx.ram_gb:g} GB meets "
-               f"{wl.targets.describe()} for {wl.users} user(s); the best reaches "
+               f"{wl.targets.describe()} for {wl.users} user{'' if wl.users == 1 else 's'}; the best reaches "
                f"{sp.decode_tok_s_per_user:.1f} tok/s per user, TTFT {sp.ttft_s:.1f} s ({o.runtime} "
-               f"{o.quant}, {o.slots} slot(s)): {'; '.join(o.misses)}; relax the targets or see `plan buy`")
+               f"{o.quant}, {o.slots} slot{'' if o.slots == 1 else 's'}): {'; '.join(o.misses)}; relax the targets or see `plan buy`")
         if best_effort:
             return msg
         raise TargetsUnreachableError(msg, fields={"closest": o.model_dump(mode="json")})

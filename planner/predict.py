@@ -9,11 +9,11 @@ from . import throughput as tp
 from .deployment import resolve_mac
 from .errors import InputError, UnknownProfileError
 from .memory import memory_model
-from .schema import QuantFormat, Runtime
+from .schema import ModelProfile, QuantFormat, Runtime
 from .workload import DEFAULT_CACHED_PREFIX, cached_tokens, check_cached_prefix
 
 
-def predict_result(chip: str, gpu_cores: int | None, ram: float | None, model: str, quant: str, runtime: str,
+def predict_result(chip: str, gpu_cores: int | None, ram: float | None, model: str, quant: str | None, runtime: str,
                    prompt: int, gen: int, depth: int, batch: int, macos: str = profiles.DEFAULT_MACOS,
                    flash_attn: bool | None = None, ubatch: int | None = None, kv_type: str | None = None,
                    cached_prefix: float = DEFAULT_CACHED_PREFIX) -> dict[str, Any]:
@@ -25,7 +25,7 @@ def predict_result(chip: str, gpu_cores: int | None, ram: float | None, model: s
     assert c is not None  # a chip name was given
     rt = profiles.load_runtime(runtime)
     m = profiles.load_model(model)
-    q, quant_note = _quant(quant, rt)
+    q, quant_note = _quant(quant, rt) if quant is not None else _default_quant(m, rt)
     if batch < 1 or min(prompt, gen, depth) < 0:
         raise InputError("[[batch]] must be ≥ 1 and [[prompt]]/[[gen]]/[[depth]] ≥ 0")
     mm = memory_model(m, rt, q, profiles.ggml_types(), kv_type=kv_type, flash_attn=flash_attn, n_ubatch=ubatch)
@@ -50,6 +50,21 @@ def predict_result(chip: str, gpu_cores: int | None, ram: float | None, model: s
         "weights_bytes": mm.weights.total_bytes,
         "kv_cache_bytes": mem.kv_cache,
     }
+
+
+# Without a quantization: the 4-bit class, the most common download of a local model (Ollama's library tags and
+# mlx-community's default conversions), or the format the checkpoint itself ships in (gpt-oss's MXFP4 experts).
+DEFAULT_QUANT = {"gguf": "Q4_K_M", "mlx": "4bit"}
+
+
+def _default_quant(model: ModelProfile, rt: Runtime) -> tuple[QuantFormat, str]:
+    """-> (quant, note) when none was asked: the model's native format for this runtime's weights, else
+    DEFAULT_QUANT; the note says which, so the answer is never mistaken for the asked quantization."""
+    nq = model.native_quant
+    native = None if nq is None else (nq.gguf_preset if rt.weight_format == "gguf" else nq.mlx_quant)
+    q = profiles.load_quant(native or DEFAULT_QUANT[rt.weight_format], rt.weight_format)
+    why = "the format the checkpoint ships in" if native else "the most common download"
+    return q, f"no [[quant]] given: answered for {q.id}, {why}; give [[quant]] for another"
 
 
 _GGUF_BY_BITS = {2: "Q2_K", 3: "Q3_K_M", 4: "Q4_K_M", 5: "Q5_K_M", 6: "Q6_K", 8: "Q8_0", 16: "F16"}

@@ -49,7 +49,8 @@ class PredictRequest(BaseModel):
     gpu_cores: GpuCores = None
     ram: Ram = None
     model: CatalogModel
-    quant: str = Field(description="GGUF preset (Q4_K_M) or MLX format (4bit, 8bit-g32, bf16)")
+    quant: str | None = Field(None, description="GGUF preset (Q4_K_M) or MLX format (4bit, 8bit-g32, bf16); default: "
+                              "the model's own format if it ships quantized, else Q4_K_M / 4bit")
     runtime: str = Field("llama.cpp", description="llama.cpp, mlx-lm or ollama")
     prompt: PromptPoint = 512
     gen: GenPoint = 128

@@ -165,3 +165,40 @@ def test_ambiguous_bin_takes_the_slower_one_and_says_so(capsys):
     r = json.loads(out)
     assert r["chip"] == "m3-max-30gpu"
     assert any("add --gpu-cores" in n for n in r["notes"])
+
+
+def _predict_json(capsys, *args):
+    code, out, err = run(capsys, [*args, "--json"])
+    assert code == 0, err
+    return json.loads(out)
+
+
+@pytest.mark.parametrize("runtime, default", [("llama.cpp", "Q4_K_M"), ("mlx-lm", "mlx-4bit-g64")])
+def test_without_a_quant_predict_answers_the_common_4_bit_download_and_says_so(capsys, runtime, default):
+    """No --quant is not a dead end: the answer is the 4-bit class users download most, the same figures as asking
+    for it by name, with a note naming it (never mistaken for an asked quantization)."""
+    base = ["--chip", "M4 Pro", "--ram", "48", "--model", "qwen3-8b", "--runtime", runtime]
+    quiet = _predict_json(capsys, *base)
+    named = _predict_json(capsys, *base, "--quant", default)
+    assert quiet["quant"] == named["quant"] == default
+    for k in ("decode_tok_s", "prefill_tok_s", "peak_memory_bytes", "verdict"):
+        assert quiet[k] == named[k], k
+    assert any(default in n and "no --quant" in n for n in quiet["notes"])
+    assert not any("no --quant" in n for n in named["notes"])
+
+
+def test_without_a_quant_a_model_that_ships_quantized_is_answered_in_its_own_format(capsys):
+    """gpt-oss ships its experts in MXFP4 (profile native_quant): without --quant each runtime gets the format that
+    holds the checkpoint as published, not a 4-bit requantization of it."""
+    m = profiles.load_model("gpt-oss-20b")
+    assert m.native_quant is not None
+    for runtime, own in (("llama.cpp", m.native_quant.gguf_preset), ("mlx-lm", m.native_quant.mlx_quant)):
+        r = _predict_json(capsys, "--chip", "M4 Max", "--ram", "64", "--model", "gpt-oss-20b", "--runtime", runtime)
+        assert r["quant"] == own
+        assert any("ships in" in n for n in r["notes"])
+
+
+def test_a_missing_option_points_to_the_subcommands_own_help(capsys):
+    code, out, err = run(capsys, ["--model", "qwen3-8b"])
+    assert code == 2
+    assert err.count("\n") == 1 and "--chip" in err and "plan predict --help" in err
