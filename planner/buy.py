@@ -339,8 +339,8 @@ class _SpeedTable:
     def source(self) -> str:
         if not self.available:
             return "memory only (planner/throughput.py not available)"
-        if not self._sources:
-            return "no speed constants"
+        if not self._sources:  # nothing held the model, or its architecture has no speed model
+            return "not computed for any configuration"
         return ("planner/throughput.py roofline, calibration " + "; ".join(sorted(self._sources))
                 + " (+ generation/tier/chip refinements)")
 
