@@ -143,7 +143,7 @@ def _pick(label: str, x) -> str:
         return f"{label}: –"
     extra = f"; {', '.join(x.flags)}" if x.flags else ""
     return (f"{label}: {x.label} — ${x.price_usd:,.0f} ({x.price_confidence} price)"
-            f"\n    {x.runtime} {x.quant} kv {x.kv_type} × {x.slots} slots: {_speed_text(x)}; "
+            f"\n    {x.runtime} {x.quant} kv {x.kv_type} × {x.slots} slot{'' if x.slots == 1 else 's'}: {_speed_text(x)}; "
             f"{fmt_bytes(x.memory_bytes)} ({x.verdict}); bound by {x.binding}{extra}"
             + (f"\n    {x.sysctl}" if x.sysctl else ""))
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
-from . import capacity, profiles
+from . import capacity, fanless, profiles
 from ._model import Frozen
 from .advice import KV_RANK, TIER_RANK, QualityNote, quality_of
 from .errors import BudgetError, InputError, PlannerError  # noqa: F401  (BudgetError re-exported)
@@ -409,7 +409,11 @@ def _row(m: MacProduct, ch: Chip, c: _Config, slots: int, total: float, code: in
          missed: dict[str, float], limit: float, wl: WorkloadProfile, budget: float | None) -> BuyRow:
     verdict = capacity.VERDICTS[code]
     flags = []
-    if m.form_factor == "laptop":
+    quiet = fanless.fanless(profiles.fanless_table(), [m.product])
+    if quiet is not None:
+        lo, hi = quiet.slowdown
+        flags.append(f"no fan: {100 * lo:.0f}–{100 * hi:.0f} % slower under sustained load (measured)")
+    elif m.form_factor == "laptop":
         flags.append("laptop: throttles under sustained load")
     if m.price_confidence not in ("high", "user"):
         flags.append(f"price {m.price_confidence}")
@@ -538,8 +542,10 @@ def _notes(rows: list[BuyRow], budget: float | None, meeting: list[BuyRow], incl
                    "give a refurbished / used price with [[price]])")
     out.append(PRICE_RULE)
     if any(r.form_factor == "laptop" for r in rows):
+        lo, hi = fanless.slowdown_range(profiles.fanless_table())
         out.append("MacBooks throttle under sustained load (fans, power limits): their speeds assume full clocks; "
-                   "not modelled — prefer a desktop for long batch jobs")
+                   f"fanless MacBook Airs measured {100 * lo:.0f}–{100 * hi:.0f} % slower after minutes of load, "
+                   "other laptops are not modelled — prefer a desktop for long batch jobs")
     return out
 
 

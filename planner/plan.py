@@ -278,6 +278,15 @@ def _option(mm: MemoryModel, q: QuantFormat, req: PlanRequest, chip: Chip | None
     return with_energy(opt, chip, ram)
 
 
+def fanless_notes(chip: Chip, ram_gb: float) -> list[str]:
+    """The note for a chip and RAM that Apple sells in a fanless Mac (planner/fanless.py), else none."""
+    from . import fanless
+
+    products = [m.product for m in profiles.all_macs() if m.chip == chip.id and m.ram_gb == int(ram_gb)]
+    f = fanless.fanless(profiles.fanless_table(), products)
+    return [] if f is None else [fanless.note(f)]
+
+
 def plan(req: PlanRequest, resolved: ResolvedFiles | None = None) -> Plan:
     """``resolved``: a sources.ResolvedModel (duck-typed: the core does not import the edge); its profile
     replaces the catalog lookup and its exact weight bytes replace the estimate for the matching runtime x quant."""
@@ -325,6 +334,8 @@ def plan(req: PlanRequest, resolved: ResolvedFiles | None = None) -> Plan:
             if first.engine.context_checkpoints and first.kv.state_bytes_per_seq:  # llama-server itself
                 notes.append(hybrid.checkpoint_note(first.kv.state_bytes_per_seq, rt.id))
     options = judge_offloads(options)
+    if chip is not None:
+        notes += fanless_notes(chip, ram)
     if req.quants and not options:
         raise InputError(f"[[quant]] {', '.join(req.quants)}: not a format of {', '.join(r.id for r in runtimes)} "
                          "(GGUF: Q4_K_M, Q8_0...; MLX: 4bit, 8bit-g32, mxfp4...)")

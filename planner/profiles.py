@@ -38,6 +38,7 @@ from .schema import (
 )
 
 if TYPE_CHECKING:
+    from .fanless import FanlessTable
     from .power import PowerTable
     from .schema_extra import CpuMemory, MacProduct, SpeculativePairs, VisionFamily
     from .speed_schema import CalibrationProfile, FinetuneConstants, ResolvedSpeedConstants
@@ -686,6 +687,14 @@ def ssd_speeds() -> SSDTable:
     from .streaming import SSDTable
 
     return _validate_file(_index("hardware")["ssd-read"], SSDTable)
+
+
+@functools.cache
+def fanless_table() -> FanlessTable:
+    """Sustained runs measured on fanless Macs (profiles/hardware/fanless.yaml; planner/fanless.py)."""
+    from .fanless import FanlessTable
+
+    return _validate_file(_index("hardware")["fanless"], FanlessTable)
 
 
 @functools.cache

@@ -58,6 +58,10 @@ def _cls(path: Path):
         from planner.power import PowerTable
 
         return PowerTable
+    if path.name == "fanless.yaml":  # planner/fanless.py
+        from planner.fanless import FanlessTable
+
+        return FanlessTable
     return CLASSES.get(path.relative_to(PROFILES).parts[0])
 
 
