@@ -86,7 +86,7 @@ BASE_PRIORS: dict[str, tuple[float, float]] = {
     "eta_bw": (0.7, 1.0), "eta_c": (0.6, 1.0), "eta_attn": (0.3, 1.5), "eta_c_decode": (0.4, 1.5),
     "eta_mv": (0.15, 1.5), "eta_attn_decode": (1.0, 1.0), "moe_bw_factor": (0.7, 1.0), "era_tl": (1.0, 1.0), "eta_kv": (0.8, 1.0),
     "noflash_kv_factor": (2.0, 0.7),
-    "t_layer_s": (5e-5, 2.0), "t_moe_layer_s": (5e-5, 2.0), "noflash_attn_factor": (2.0, 0.7), "matrix_unit_factor": (2.7, 0.35),
+    "t_layer_s": (5e-5, 2.0), "t_moe_layer_s": (5e-5, 2.0), "t_recurrent_layer_s": (5e-5, 2.0), "noflash_attn_factor": (2.0, 0.7), "matrix_unit_factor": (2.7, 0.35),
     "q_float": (1.0, 0.5), "q_legacy": (1.0, 0.5), "q_kquant": (0.85, 0.5), "q_iquant": (0.8, 0.5),
     "q_mxfp4": (1.0, 0.5), "q_affine": (1.0, 0.5), "q_fp4": (1.0, 0.5), "era": (1.0, 1.0), "era_decode": (1.0, 0.3),
 }
@@ -152,7 +152,13 @@ SHARED = ("eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor", "t_layer_s", "n
 # t_moe_layer_s: a MoE layer's routing chain (throughput.Roofline.fixed_time), fitted for mlx-lm.
 # eta_attn_decode: the flash-attention vector kernel's FLOP efficiency relative to η_attn
 # (throughput.Roofline.eta_attn_decode), fitted for llama.cpp; 1 (prefill's) elsewhere.
-OPTIONAL_FIXED = {"t_moe_layer_s": 0.0, "eta_attn_decode": 1.0}
+# t_recurrent_layer_s: a recurrent layer's kernel chain (the same), fitted for llama.cpp only: its gated-DeltaNet
+# layer is ~20 ggml nodes (qwen35.cpp build_layer_attn_linear: five matmuls, ssm_conv, softplus, sigmoid, silu, the
+# l2 norms, gated_delta_net, the gated norm, the state copies) against an attention layer's ~12, each a Metal
+# dispatch; mlx-lm compiles the gate math (gated_delta.py compute_g under mx.compile) and runs the update as one
+# custom kernel, and its rows show no such cost (the held-out hybrid / dense ratio on one Mac: M3 Max -4 %, M1 -5 %,
+# where llama.cpp's is +16 to +24 % on the M1, M1 Max, M2 Max and M3 Max sources that measured both).
+OPTIONAL_FIXED = {"t_moe_layer_s": 0.0, "t_recurrent_layer_s": 0.0, "eta_attn_decode": 1.0}
 
 
 # --------------------------------------------------------------------------- the common record form
@@ -413,6 +419,8 @@ def _param_names(records: list[FitRecord], spec: Spec) -> list[str]:
             names.append(p)
     if "t_moe_layer_s" in spec.free and any(r.phase == "decode" and r.geo.moe_layers for r in records):
         names.append("t_moe_layer_s")
+    if "t_recurrent_layer_s" in spec.free and any(r.phase == "decode" and r.geo.recurrent_layers for r in records):
+        names.append("t_recurrent_layer_s")
     if "eta_attn_decode" in spec.free and any(r.phase == "decode" for r in records):
         names.append("eta_attn_decode")   # a user fit's own (calibration/user_fit.py); the shipped fit keeps 1
     if "q" in spec.free:
@@ -446,6 +454,7 @@ class _Arrays:
         self.w = np.array([r.weight for r in records], float)
         self.L = np.array([r.geo.n_layers for r in records], float)
         self.ML = np.array([r.geo.moe_layers for r in records], float)  # layers with routed experts
+        self.RL = np.array([r.geo.recurrent_layers for r in records], float)  # layers with a recurrent state
         self.bw = np.array([tp.bandwidth(r.chip) for r in records])
         allchips = profiles.all_chips()
         self.peak = np.array([tp.peak_flops(r.chip, allchips)[0] for r in records])
@@ -586,8 +595,8 @@ def _predict(theta: np.ndarray, A: _Arrays, idx, fixedv) -> np.ndarray:
     eta_c = pick("eta_c") * pick("q") * era
     moe = pick("moe_bw_factor")
     F = A.peak * np.where(A.mu, pick("matrix_unit_factor"), 1.0)
-    # throughput.Roofline.fixed_time: L · t_layer + L_moe · t_moe_layer
-    fixed = A.L * pick("t_layer_s") * pick("era_tl") + A.ML * pick("t_moe_layer_s")
+    # throughput.Roofline.fixed_time: L · t_layer + L_moe · t_moe_layer + L_rec · t_recurrent_layer
+    fixed = A.L * pick("t_layer_s") * pick("era_tl") + A.ML * pick("t_moe_layer_s") + A.RL * pick("t_recurrent_layer_s")
     # decode. B > mv_max_batch runs the prefill matrix-matrix kernel (ggml-metal-common.cpp
     # ggml_metal_op_mul_mat_use_mm: ne11 > 8 -> kernel_mul_mm), so its efficiency is η_c_decode × the prefill
     # η_c · q of the same generation and weight class, old builds included (era); η_c_decode is the ratio one
@@ -1043,6 +1052,7 @@ def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None,
     lc = keep(data.get("llama.cpp", []))
     lc_spec = Spec("llama.cpp", gen_eta_bw=GEN_ETA_BW)
     lc_spec.free.add("eta_attn_decode")   # kernel_flash_attn_ext_vec (throughput.Roofline.eta_attn_decode)
+    lc_spec.free.add("t_recurrent_layer_s")  # a recurrent layer's kernel chain (throughput.Roofline.fixed_time)
     lc_priors = {**within_source_quant_priors(lc), **LLAMA_CPP_PRIORS}
     p_lc, d_lc = fit_source_robust(lc, lambda rs, x0: fit_hierarchical(rs, lc_spec, priors=lc_priors, start=x0))
     out["llama.cpp"] = (p_lc, {}, d_lc)

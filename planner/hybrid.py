@@ -524,6 +524,12 @@ def checkpoint_note(state_bytes_per_seq: int, runtime_id: str) -> str:
             "the GPU total above; --ctx-checkpoints N lowers it)")
 
 
+def recurrent_layers(cfg: ModelConfig) -> int:
+    """Layers that hold a recurrent state (gated DeltaNet, KDA, Mamba, short-conv; Falcon-H1's every layer): each
+    runs its own chain of small kernels per forward pass (throughput.Roofline.fixed_time)."""
+    return sum(k in RECURRENT_KINDS for k in _kinds(cfg)) if handles(cfg) else 0
+
+
 def recurrent_kind(cfg: ModelConfig) -> str:
     """What the recurrent layers are, for the model summary line."""
     if cfg.model_type in MAMBA2:

@@ -28,7 +28,8 @@ class Provenance(BaseModel):
 
 
 OPTIONAL_CONSTANTS = ("likely_range", "t_token_host_s", "eta_attn_decode", "server_prefill_factor",
-                      "server_decode_factor", "decode_factor", "prefill_factor", "t_moe_layer_s")
+                      "server_decode_factor", "decode_factor", "prefill_factor", "t_moe_layer_s",
+                      "t_recurrent_layer_s")
 
 
 class SpeedConstants(BaseModel):
@@ -60,6 +61,10 @@ class SpeedConstants(BaseModel):
         None, ge=0, le=1e-2, description="Fixed cost per routed-expert (MoE) layer per forward pass on top of "
                                          "t_layer_s: the router, top-k selection, gathered expert matmuls and "
                                          "weighted sum dispatched one after another (unset = 0) [s]")
+    t_recurrent_layer_s: float | None = Field(
+        None, ge=0, le=1e-2, description="Fixed cost per recurrent layer (gated DeltaNet, Mamba) per forward pass on "
+                                         "top of t_layer_s: its conv, norms, gates and state-update kernels "
+                                         "dispatched one after another (unset = 0) [s]")
     t_token_host_s: float | None = Field(
         None, ge=0, le=0.1, description="A server's host work per sampled token of each sequence (sampling, "
                                         "streaming), beyond the benchmark's step; measured by plan calibrate [s]")

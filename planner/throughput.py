@@ -9,8 +9,9 @@ Decode step (B sequences at context c each), docs/model-facts.md §5.1-5.2, gguf
     t_step      = t_fix + weights / (η_bw · BW) + t_attn                                   (B = 1)
                   t_fix + weights / (η_bw · BW) + t_attn + (B − 1) · flops_1 / (η_mv · F)        (2 ≤ B ≤ mv_max_batch)
                   t_fix + max(weights / (η_bw · BW), flops_w / (η_cd · η_c · q · F)) + t_attn         (larger B)
-    t_fix       = L · t_layer + L_moe · t_moe_layer   (L_moe: layers with routed experts; their router, top-k and
-                  gathered-expert kernels run one after another whatever the expert size)
+    t_fix       = L · t_layer + L_moe · t_moe_layer + L_rec · t_rec_layer   (L_moe: layers with routed experts;
+                  their router, top-k and gathered-expert kernels run one after another whatever the expert size;
+                  L_rec: recurrent layers, their conv, norms, gates and state-update kernels likewise)
                   (expert bytes at η_bw · moe_bw_factor; up to mv_max_batch the matrix-vector kernels add each further
                   column's dot products to the reads; larger B runs prefill's kernel_mul_mm on the weights, padded to its
                   tile (η_cd: a ratio to the prefill η_c · q of the same chip and quant), and the attention kernel
@@ -86,6 +87,7 @@ class Geometry:
     unfused_full: float = 0.0  # the part of attn_full (prefill: prefill_attn_full) on those layers [1]
     unfused_swa: float = 0.0   # the part of attn_swa on those layers [1]
     moe_layers: int = 0       # layers with a routed-expert block (t_moe_layer_s per forward pass) [1]
+    recurrent_layers: int = 0  # layers with a recurrent state (t_recurrent_layer_s per forward pass) [1]
     attn_heads: tuple[tuple[int, int], ...] = ((128, 128),)  # the attention layers' (query, value) head sizes
                               # (absorbed MLA: kv_lora_rank + rope, kv_lora_rank): each engine's vector kernel takes
                               # only some (Engine.decode_attn_vec)
@@ -270,6 +272,7 @@ def geometry(mm: MemoryModel, quant_kind: str = "gguf", quant_mode: str | None =
         state_flops=arch._memo("state_flops", cfg, hybrid.state_flops),  # per config, like the sums above
         **_unfused_prefill(mm),
         moe_layers=arch._memo("moe_layers", cfg, moe_layers) if cfg.is_moe else 0,
+        recurrent_layers=arch._memo("recurrent_layers", cfg, hybrid.recurrent_layers),
         attn_heads=arch._memo("attn_heads", cfg, _attn_heads))
 
 
@@ -362,9 +365,18 @@ class Roofline:
         decodes Qwen3-4B at 134.5 / 116.4 / 104.7 / 86.9 / 52.5 tok/s in 4 / 5 / 6 / 8 / 16 bits, a straight line in
         the bytes per token with an intercept of 2.9 ms (36 layers, ~80 us each); the same source's Qwen3-30B-A3B
         (48 MoE layers) in 4 and 8 bits has an intercept of 5.2 ms, ~28 us more per layer; guruswami-ai's M3 Ultra
-        sweep (2 to 8 bits) gives Llama-3.1-8B 3.0 ms, Mixtral-8x7B (32 MoE layers) 4.4 ms."""
+        sweep (2 to 8 bits) gives Llama-3.1-8B 3.0 ms, Mixtral-8x7B (32 MoE layers) 4.4 ms.
+
+        A recurrent layer (gated DeltaNet, Mamba) adds its own chain in place of attention: mlx_lm/models/qwen3_5.py
+        GatedDeltaNet runs two projections, the causal conv1d with its state concat, SiLU, the q/k RMS norms,
+        compute_g, the sigmoid gate, the gated_delta kernel and the gated RMSNorm; llama.cpp qwen35.cpp
+        build_layer_attn_linear the same ops as ggml nodes (ssm_conv, l2_norm, gated_delta_net, norm, mul). Their
+        launches cost time: fusing the chain after the conv into one Metal kernel took Qwen3.6-35B-A3B (30 such
+        layers) from 114.65 to 128.00 tok/s on an M3 Ultra, 0.91 ms a step, ~30 us a layer (Rapid-MLX PR #3383,
+        raullenchai/Rapid-MLX). t_recurrent_layer_s is that cost per layer, fitted (unset = 0)."""
         k = self.k
-        return self.geo.n_layers * k.t_layer_s + self.geo.moe_layers * (k.t_moe_layer_s or 0.0)
+        return (self.geo.n_layers * k.t_layer_s + self.geo.moe_layers * (k.t_moe_layer_s or 0.0)
+                + self.geo.recurrent_layers * (k.t_recurrent_layer_s or 0.0))
 
     def step_bytes(self, batch: int, context: float) -> float:
         return self.geo.weights_read(batch, self.k.mm_id_min_batch or 1) + self.geo.batch_kv_read(batch, context, self.shared_prefix)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner import profiles
+from planner import hybrid, profiles
 from planner import throughput as tp
 from planner.errors import InputError
 from planner.memory import memory_model
@@ -631,6 +631,42 @@ def test_moe_layers_counts_layers_with_routed_experts():
         q = profiles.load_quant("mlx-4bit-g64", rt.weight_format)
         mm = memory_model(profiles.load_model(mid), rt, q, profiles.ggml_types())
         assert tp.geometry(mm, q.kind, q.mode).moe_layers == n, mid
+
+
+def test_recurrent_layer_fixed_cost_adds_once_per_recurrent_layer_per_pass():
+    """Roofline.fixed_time adds L_rec · t_recurrent_layer: 5 recurrent layers at 0.24 ms add 1.2 ms to the golden
+    decode step (0.0202 s) and to each of two 512-token prefill chunks; unset adds nothing."""
+    geo = dataclasses.replace(GEO, recurrent_layers=5)
+    k = K.model_copy(update={"t_recurrent_layer_s": 2.4e-4})
+    r = tp.roofline(geo, chip(), ResolvedSpeedConstants(constants=k, source="t", scopes=[]), "llama.cpp", chunk=512)
+    assert r.fixed_time() == pytest.approx(2 * 1e-4 + 5 * 2.4e-4, rel=1e-12)
+    assert r.step_time(1, 0) == pytest.approx(0.0202 + 0.0012, rel=1e-9)
+    assert r.prefill_time(1024)[0] - rf().prefill_time(1024)[0] == pytest.approx(2 * 0.0012, rel=1e-9)
+    assert rf(geo=geo).step_time(1, 0) == pytest.approx(0.0202, rel=1e-9)
+
+
+def test_recurrent_layers_count_the_layers_that_hold_a_state():
+    """Qwen3.5-4B: 32 layers, full attention every 4th (full_attention_interval 4), so 24 gated-DeltaNet layers;
+    Qwen3.6-27B: 64 layers, 48 of them linear; a dense model none. Every runtime's geometry carries the count."""
+    for mid, n in (("qwen3.5-4b", 24), ("qwen3.6-27b", 48), ("llama-3.1-8b", 0)):
+        cfg = profiles.load_model(mid).config
+        assert hybrid.recurrent_layers(cfg) == n, mid
+        assert n == 0 or cfg.num_hidden_layers - n == cfg.num_hidden_layers // 4, mid
+        for rt_id, q_id in (("llama.cpp", "Q4_K_M"), ("mlx-lm", "mlx-4bit-g64")):
+            rt = profiles.load_runtime(rt_id)
+            q = profiles.load_quant(q_id, rt.weight_format)
+            mm = memory_model(profiles.load_model(mid), rt, q, profiles.ggml_types())
+            assert tp.geometry(mm, q.kind, q.mode).recurrent_layers == n, (mid, rt_id)
+
+
+def test_the_shipped_recurrent_layer_cost_is_llama_cpps_only():
+    """llama.cpp's gated-DeltaNet layer is a chain of ~20 ggml nodes, fitted as t_recurrent_layer_s; mlx-lm runs
+    the update as one compiled kernel and fits none (calibration/fit.py OPTIONAL_FIXED): a hybrid's step on
+    llama.cpp is longer than its dense-equivalent by exactly L_rec · t_recurrent_layer."""
+    lc = profiles.load_speed_constants(profiles.resolve_chip("m3-max-40gpu"), "llama.cpp").constants
+    mx = profiles.load_speed_constants(profiles.resolve_chip("m3-max-40gpu"), "mlx-lm").constants
+    assert (lc.t_recurrent_layer_s or 0) > 0
+    assert not mx.t_recurrent_layer_s
 
 
 def test_decode_attention_efficiency_only_on_the_vector_kernel():

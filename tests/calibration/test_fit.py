@@ -129,6 +129,40 @@ def test_vectorised_fit_model_matches_planner_throughput_with_moe_layer_cost():
     assert F.full_constants(no_moe, FIXED_Q, c).t_moe_layer_s == 0.0
 
 
+def test_the_fit_recovers_a_recurrent_layer_cost_next_to_the_layer_cost():
+    """L_rec · t_recurrent_layer (throughput.Roofline.fixed_time) is in the vectorised model as in the planner, and
+    a dense and a hybrid geometry of different depths separate it from t_layer (llama.cpp frees it)."""
+    import dataclasses
+
+    import numpy as np
+
+    true = {"eta_bw:max": 0.78, "eta_c:M3": 0.7, "t_layer_s": 3e-5, "t_recurrent_layer_s": 2e-4}
+    c = profiles.resolve_chip("m3-max-40gpu")
+    k = F.full_constants(true, {**FIXED_Q, "matrix_unit_factor": 1.0, "moe_bw_factor": 1.0}, c, "llama.cpp")
+    assert k.t_recurrent_layer_s == 2e-4
+    geos = [_geo(16, 2048), _geo(40, 1024), dataclasses.replace(_geo(32, 1024), recurrent_layers=24),
+            dataclasses.replace(_geo(64, 512), recurrent_layers=48)]
+    recs = []
+    for g in geos:
+        for D in (0, 4096):
+            r = F.FitRecord(runtime="llama.cpp", chip=c, geo=g, phase="decode", prompt=0, gen=64, depth=D, batch=1,
+                            value=1.0)
+            recs.append(F.FitRecord(**{**r.__dict__, "value": F.predict_record(r, k)}))
+    spec = F.Spec("llama.cpp", tier_eta_bw=True, free={"eta_bw", "t_layer_s", "t_recurrent_layer_s"})
+    names = F._param_names(recs, spec)
+    assert "t_recurrent_layer_s" in names
+    fixed = {**FIXED_Q, "moe_bw_factor": 1.0, "matrix_unit_factor": 1.0, "eta_attn": k.eta_attn, "eta_kv": k.eta_kv,
+             "eta_c:M3": 0.7}
+    theta = np.log([true[n] for n in names])
+    pred = F._predict(theta, F._Arrays(recs), F._index(recs, spec, names), F._fixed_values(recs, spec, fixed))
+    assert pred == pytest.approx([r.value for r in recs], rel=1e-9)
+    params, _ = F.fit_efficiency_least_squares(recs, spec, fixed=fixed)
+    assert params["t_recurrent_layer_s"] == pytest.approx(2e-4, rel=0.03)
+    assert params["t_layer_s"] == pytest.approx(3e-5, rel=0.05)
+    dense = [r for r in recs if not r.geo.recurrent_layers]
+    assert "t_recurrent_layer_s" not in F._param_names(dense, spec)  # no hybrid row, nothing to fit
+
+
 def test_priors_pull_unidentified_parameters():
     recs = [r for r in _synthetic() if r.phase == "decode" and r.batch == 1]  # no prefill: eta_c unseen
     spec = F.Spec("llama.cpp", free={"eta_bw", "eta_c", "t_layer_s"})
