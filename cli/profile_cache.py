@@ -24,18 +24,32 @@ from .cache_dir import cache_dir as cache_dir  # re-exported: the one cache dir 
 
 @functools.cache
 def schema_fingerprint() -> str:
-    """Changes whenever the code that defines the cached classes (or Python, or pydantic) changes."""
+    """Changes whenever the core's code (or Python, or pydantic) changes: the modules that define the cached
+    classes, and those that compute the values kept beside the profiles (planner.profiles.derived: the GGUF preset
+    sizes of planner/memory.py, from planner/architecture.py's tensors...). Every module of the core counts, so no
+    list can miss one."""
     import pydantic
 
     here = Path(profiles.__file__).resolve().parent
     parts = [sys.version, pydantic.VERSION]
-    for name in ("schema.py", "speed_schema.py", "schema_extra.py", "_model.py", "workload.py", "profiles.py",
-                 "cluster/links.py"):
+
+    def walk(d: str, rel: str) -> None:
         try:
-            st = (here / name).stat()
-            parts.append(f"{name}:{st.st_mtime_ns}:{st.st_size}")
+            with os.scandir(d) as it:
+                entries = sorted(it, key=lambda e: e.name)
         except OSError:
-            parts.append(f"{name}:missing")
+            return
+        for e in entries:
+            if e.name.endswith(".py"):
+                try:
+                    st = e.stat()
+                    parts.append(f"{rel}{e.name}:{st.st_mtime_ns}:{st.st_size}")
+                except OSError:
+                    parts.append(f"{rel}{e.name}:missing")
+            elif e.is_dir(follow_symlinks=False) and not e.name.startswith(("_", ".")):
+                walk(e.path, f"{rel}{e.name}/")
+
+    walk(str(here), "")
     return hashlib.sha1("|".join(parts).encode()).hexdigest()[:16]
 
 

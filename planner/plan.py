@@ -329,13 +329,19 @@ def plan(req: PlanRequest, resolved: ResolvedFiles | None = None) -> Plan:
         raise InputError(f"[[quant]] {', '.join(req.quants)}: not a format of {', '.join(r.id for r in runtimes)} "
                          "(GGUF: Q4_K_M, Q8_0...; MLX: 4bit, 8bit-g32, mxfp4...)")
     summary = ModelSummary(id=model.id, name=model.name, params=options[0].weights.n_params if options else 0,
-                           active_params=arch.active_params(model.config), is_moe=model.config.is_moe,
+                           active_params=_active_params(model), is_moe=model.config.is_moe,
                            architecture=describe_architecture(model),
                            max_context=max_ctx)
     return Plan(request=req, model=summary, mac=MacSummary(ram_gb=ram, chip=chip, note=mac_note), wired=wired,
                 contexts=contexts, user_counts=user_counts, kv=kv_rows, options=options, notes=notes)
 
 
+
+
+def _active_params(model: ModelProfile) -> int:
+    """arch.active_params, kept across runs beside the model's profile (profiles.derived): it walks every tensor,
+    which a plan from the cache otherwise never builds."""
+    return profiles.derived("active_params", (model,), lambda: arch.active_params(model.config))
 
 
 def _capped(req: PlanRequest, model: ModelProfile, max_ctx: int) -> tuple[PlanRequest, list[str]]:

@@ -11,6 +11,7 @@ import functools
 import os
 import re
 import types
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from .streaming import SSDTable
 
 T = TypeVar("T", bound=BaseModel)
+R = TypeVar("R")
 # mypy types the value of the ``Runtime`` alias (an Annotated discriminated union) as types.UnionType: the overloads
 # below take it as that and return the union, any model class returns an instance of itself
 RuntimeForm = types.UnionType
@@ -86,10 +88,13 @@ def load_file(path: Path, cls: type[BaseModel] | RuntimeForm) -> BaseModel:
     store = _STORE
     hit: BaseModel | None = store.get(key, stamp) if store is not None else None
     if hit is not None:
+        if stamp is not None:
+            _ORIGIN[id(hit)] = (hit, key, stamp)
         return hit
     obj = _validate_file(path, cls)
     if stamp is not None and store is not None:
         store.put(key, stamp, obj)
+        _ORIGIN[id(obj)] = (obj, key, stamp)
     return obj
 
 
@@ -115,19 +120,41 @@ class ValidatedStore(Protocol):
     The core keeps none: an edge installs one with :func:`use_validated_store` (cli/profile_cache.py keeps them in
     the user's cache dir), so the core reads the YAML profiles and nothing else."""
 
-    def get(self, key: tuple[str, str], stamp: tuple[int, int] | None) -> Any: ...
+    def get(self, key: tuple[Any, ...], stamp: tuple[Any, ...] | None) -> Any: ...
 
-    def put(self, key: tuple[str, str], stamp: tuple[int, int], obj: Any) -> None: ...
+    def put(self, key: tuple[Any, ...], stamp: tuple[Any, ...], obj: Any) -> None: ...
 
 
 _STORE: ValidatedStore | None = None
+# the profile file each object read through the installed store came from: id -> (object, store key, stamp)
+_ORIGIN: dict[int, tuple[BaseModel, tuple[str, str], tuple[int, int]]] = {}
 
 
 def use_validated_store(store: ValidatedStore | None) -> ValidatedStore | None:
     """Install ``store`` (None: validate every profile read in this process) and return the one it replaces."""
     global _STORE
     old, _STORE = _STORE, store
+    _ORIGIN.clear()
     return old
+
+
+def derived(name: str, inputs: tuple[BaseModel, ...], compute: Callable[[], R]) -> R:
+    """``compute()``: a value that is a function of the profiles ``inputs`` alone (and of the code: the store's
+    file is per code version), kept in the installed store beside them, keyed by their files and stamped with
+    their stamps, so a later run reads it back instead of computing it again (an edit of any input is a miss).
+    Without a store, or when an input was not read from a profile file (a model resolved from a GGUF), it is
+    computed."""
+    store = _STORE
+    origins = [_ORIGIN.get(id(o)) for o in inputs]
+    if store is None or any(g is None or g[0] is not o for g, o in zip(origins, inputs, strict=True)):
+        return compute()
+    key = (name, *(g[1] for g in origins if g is not None))
+    stamp = tuple(g[2] for g in origins if g is not None)
+    hit: R | None = store.get(key, stamp)
+    if hit is None:
+        hit = compute()
+        store.put(key, stamp, hit)
+    return hit
 
 
 def _files(kind: str) -> dict[str, Path]:
