@@ -57,6 +57,9 @@ NON_GATED_FFN = {"apertus"}  # ffn_up + ffn_down, no ffn_gate
 
 @dataclass(frozen=True, init=False)
 class Tensor:
+    """One weight tensor (a docstring of its own: without one, dataclass builds it from inspect.signature, ~1 %
+    of the plain question's instructions for the two classes here)."""
+
     name: str                 # llama.cpp short name: attn_q, ffn_down_exps, token_embd, ...
     layer: int | None
     ne0: int                  # row length [elements]
@@ -79,6 +82,8 @@ class Tensor:
 
 @dataclass(frozen=True)
 class CacheLayer:
+    """One layer's KV cache or recurrent state, per token or per sequence."""
+
     kind: str                 # full | sliding | mla | linear
     k_elems: int = 0          # per token
     v_elems: int = 0          # per token (0 for MLA in llama.cpp: no V tensor)
