@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, Field
 
 from . import capacity, profiles
-from ._model import Frozen
+from ._model import Frozen, assemble
 from .deployment import check_ram
 from .errors import InputError, NoFitError, PlannerError, TargetsUnreachableError  # noqa: F401  (re-exported)
 from .recipes import Recipe, recipe
@@ -93,14 +93,15 @@ def quality_of(q: QuantFormat, model: ModelProfile | None = None) -> QualityNote
     if model is not None and nq is not None and q.id in (nq.gguf_preset, nq.mlx_quant):
         # zero by definition: these are the published weights (so it sorts first among lossless formats)
         gguf = q.kind == "gguf"
-        return QualityNote(quant=q.id, tier="lossless", approximate=False, ppl_delta_pct=0.0 if gguf else None,
-                           mmlu_pro_delta=None if gguf else 0.0,
-                           source=f"the format {model.id} is published in (its profile's native_quant)")
+        return assemble(QualityNote, quant=q.id, tier="lossless", approximate=False,
+                        ppl_delta_pct=0.0 if gguf else None, mmlu_pro_delta=None if gguf else 0.0,
+                        source=f"the format {model.id} is published in (its profile's native_quant)")
     qq = q.quality
     if qq is None:
-        return QualityNote(quant=q.id, tier="unknown", source="no published measurement")
-    return QualityNote(quant=q.id, ppl_delta_pct=qq.ppl_delta_pct, kld=qq.kld, mmlu_pro_delta=qq.mmlu_pro_delta,
-                       tier=_tier(qq.ppl_delta_pct, qq.mmlu_pro_delta), source=qq.source or "unsourced")
+        return assemble(QualityNote, quant=q.id, tier="unknown", source="no published measurement")
+    return assemble(QualityNote, quant=q.id, ppl_delta_pct=qq.ppl_delta_pct, kld=qq.kld,
+                    mmlu_pro_delta=qq.mmlu_pro_delta, tier=_tier(qq.ppl_delta_pct, qq.mmlu_pro_delta),
+                    source=qq.source or "unsourced")
 
 
 # --------------------------------------------------------------------------- results
@@ -318,12 +319,13 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
     src = "memory only"
     if ranked and ranked[0].speed is not None:
         src = ranked[0].speed.calibration or "planner/throughput.py roofline"
-    return Recommendation(model=ctx.prof.id, chip=chip.id if chip else None, chip_label=chip.label if chip else None, ram_gb=ram_gb,
-                          macos=ctx.wired.macos, workload=workload, wired=ctx.wired, speed_source=src,
-                          options=ranked, rejected=found.rejected, evaluated=found.evaluated, router=router,
-                          targets_met=met, notes=notes, best_per_runtime=best_per_runtime(found, workload),
-                          why_not_higher_quality=why_not_higher_quality(ranked[0], found.every, workload)
-                          if met and ranked else None)
+    return assemble(Recommendation, model=ctx.prof.id, chip=chip.id if chip else None,
+                    chip_label=chip.label if chip else None, ram_gb=float(ram_gb),
+                    macos=ctx.wired.macos, workload=workload, wired=ctx.wired, speed_source=src,
+                    options=ranked, rejected=found.rejected, evaluated=found.evaluated, router=router,
+                    targets_met=met, notes=notes, best_per_runtime=best_per_runtime(found, workload),
+                    why_not_higher_quality=why_not_higher_quality(ranked[0], found.every, workload)
+                    if met and ranked else None)
 
 
 def _setup(model: str, ram_gb: float, wl: WorkloadProfile, chip: Chip | None, macos: str,
@@ -383,9 +385,10 @@ def _evaluate(ctx: Search, mm: MemoryModel, q: QuantFormat, slots: int, rf: Roof
                    ctx.wl.cached_prefix_share) if rf is not None else None)
     miss = _targets_check(ctx.wl, sp)
     qn = quality_of(q, ctx.prof)
-    return ServingOption(runtime=rt.id, quant=q.id, kv_type=mm.kv.kv_type, slots=slots, context=need, max_context=maxc,
-                  memory_bytes=total, fit=fit, speed=sp, meets_targets=not miss, misses=miss, bound=_bound_text(sp),
-                  quality=qn, reason=_reason(sp, fit, qn, ctx.wl, slots, maxc), recipe=recipe(mm, q, need, slots, fit))
+    return assemble(ServingOption, runtime=rt.id, quant=q.id, kv_type=mm.kv.kv_type, slots=slots, context=need,
+                    max_context=maxc, memory_bytes=total, fit=fit, speed=sp, meets_targets=not miss, misses=miss,
+                    bound=_bound_text(sp), quality=qn, reason=_reason(sp, fit, qn, ctx.wl, slots, maxc),
+                    recipe=recipe(mm, q, need, slots, fit))
 
 
 def _sort_key(ctx: Search, o: ServingOption, mm: MemoryModel) -> RankKey:
@@ -501,7 +504,7 @@ def runtime_verdicts(rec: Recommendation) -> list[RuntimeVerdict]:
     top = rec.options[0]
     others = [o for o in rec.best_per_runtime if o.runtime != top.runtime]
     if not others:
-        return [RuntimeVerdict(runtime=top.runtime, code="only")]
+        return [assemble(RuntimeVerdict, runtime=top.runtime, code="only")]
     out = []
     for o in others:
         ratio = None
@@ -509,8 +512,8 @@ def runtime_verdicts(rec: Recommendation) -> list[RuntimeVerdict]:
             ratio = top.speed.decode_tok_s_per_user / o.speed.decode_tok_s_per_user
         code = ("same" if ratio is None or 1 / SAME_SPEED <= ratio <= SAME_SPEED
                 else "faster" if ratio > SAME_SPEED else "slower")
-        out.append(RuntimeVerdict(runtime=top.runtime, other=o.runtime, other_quant=o.quant, code=code,
-                                  decode_ratio=ratio, other_meets_targets=o.meets_targets))
+        out.append(assemble(RuntimeVerdict, runtime=top.runtime, other=o.runtime, other_quant=o.quant, code=code,
+                            decode_ratio=ratio, other_meets_targets=o.meets_targets))
     return out
 
 

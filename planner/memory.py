@@ -15,6 +15,7 @@ from typing import Any, cast
 
 from . import architecture as arch
 from . import profiles
+from ._model import assemble
 from .engines import Engine, engine_for
 from .errors import InputError
 from .results import KVLayout, MemoryEstimate, WeightsEstimate
@@ -407,8 +408,8 @@ def _kv_layout(model: ModelProfile, runtime: Runtime, kv_type: str, table: GgmlT
     if read_full or read_swa:
         reads = {"read_bytes_per_token": math.ceil(full + read_full),
                  "swa_read_bytes_per_token": math.ceil(swa + read_swa)}
-    return KVLayout(kv_type=kv_type, bytes_per_token=math.ceil(full), swa_bytes_per_token=math.ceil(swa),
-                    window=window, state_bytes_per_seq=state, **reads)
+    return assemble(KVLayout, kv_type=kv_type, bytes_per_token=math.ceil(full),
+                    swa_bytes_per_token=math.ceil(swa), window=window, state_bytes_per_seq=state, **reads)
 
 
 # --------------------------------------------------------------------------- whole estimate
@@ -439,7 +440,8 @@ class MemoryModel:
         if context <= 0 or users <= 0:
             raise InputError("context and users must be positive")
         p = self._parts(context, users, prompt_chunk)
-        return MemoryEstimate(
+        return assemble(
+            MemoryEstimate,
             weights=self.resident_weights, kv_cache=p[0], recurrent_state=p[1], compute_buffer=p[2],
             output_buffer=p[3], runtime_overhead=p[4], vision=self.vision_bytes, context=context,
             users=users, kv_cells=p[5])

@@ -330,9 +330,9 @@ def plan(req: PlanRequest, resolved: ResolvedFiles | None = None) -> Plan:
         raise InputError(f"[[quant]] {', '.join(req.quants)}: not a format of {', '.join(r.id for r in runtimes)} "
                          "(GGUF: Q4_K_M, Q8_0...; MLX: 4bit, 8bit-g32, mxfp4...)")
     summary = assemble(ModelSummary, id=model.id, name=model.name, params=options[0].weights.n_params if options else 0,
-                           active_params=_active_params(model), is_moe=model.config.is_moe,
-                           architecture=describe_architecture(model),
-                           max_context=max_ctx)
+                       active_params=_active_params(model), is_moe=model.config.is_moe,
+                       architecture=describe_architecture(model),
+                       max_context=max_ctx)
     mac = assemble(MacSummary, ram_gb=ram, chip=chip, note=mac_note)
     return assemble(Plan, request=req, model=summary, mac=mac, wired=wired, contexts=contexts, user_counts=user_counts,
                     kv=kv_rows, options=options, notes=notes)

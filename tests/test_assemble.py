@@ -1,15 +1,19 @@
 """planner._model.assemble: the results the core assembles without validating them (model_construct) are the
 objects validation would give, value types included (an int where a float field wants a float would print as 64
-instead of 64.0). Every object assembled while planning a spread of requests is validated here and compared."""
+instead of 64.0). Every object assembled while planning a spread of requests (with their bottom lines, and
+recommendations for each workload) is validated here and compared."""
 
 from __future__ import annotations
+
+import sys
 
 import pytest
 from pydantic import BaseModel
 
-from planner import plan as plan_module
-from planner._model import assemble
-from planner.plan import PlanRequest, plan
+from cli.plan import plan_answer
+from planner import _model, profiles
+from planner.advice import recommend, runtime_verdicts
+from planner.workload import load_workload
 
 REQUESTS = [
     dict(model="llama-3.3-70b", ram=64),
@@ -26,6 +30,9 @@ REQUESTS = [
     dict(model="qwen3-8b", chip="M2 Max", gpu_cores=38),  # the RAM: the chip's largest
     dict(model="granite-4.0-h-1b", ram=8, chip="M1"),  # hybrid: recurrent state
     dict(model="gemma-4-31b", ram=48, users=8),
+    dict(model="qwen2.5-vl-7b", ram=16, chip="M4", runtimes=["mlx-vlm", "llama.cpp"], images=1),
+    dict(model="qwen3-30b-a3b", ram=24, chip="M4 Pro", quants=["Q8_0"]),  # partial offload
+    dict(model="gpt-oss-120b", ram=64, chip="M4 Max", runtimes=["llama.cpp"]),  # does not fit: offload, SSD
     dict(model="qwen3-235b-a22b", ram=128, chip="M4 Max"),
     dict(model="deepseek-v3", ram=512, chip="M3 Ultra"),
 ]
@@ -48,19 +55,58 @@ def test_same_sees_a_type_difference():
     assert same({1: [2.0]}, {1: [2.0]}) and not same({1: [2]}, {1: [2.0]}) and not same(64, 64.0)
 
 
-@pytest.mark.parametrize("values", REQUESTS, ids=lambda v: "-".join(str(x) for x in v.values())[:60])
-def test_assembled_objects_are_the_validated_ones(values, monkeypatch):
-    seen: list[str] = []
+@pytest.fixture
+def seen(monkeypatch) -> list[str]:
+    """Every planner module's ``assemble`` replaced by one that also validates and compares."""
+    names: list[str] = []
 
     def checked(cls, **kw):
         built = assemble(cls, **kw)
         validated = cls(**kw)
         assert same(built, validated), f"{cls.__name__}: assembled {built!r} != validated {validated!r}"
         assert built.model_fields_set == validated.model_fields_set
-        seen.append(cls.__name__)
+        names.append(cls.__name__)
         return built
 
-    monkeypatch.setattr(plan_module, "assemble", checked)
-    result = plan(PlanRequest(**values))
-    assert {"Plan", "FitOption", "ModelSummary", "MacSummary", "KVRow"} <= set(seen)
+    assemble = _model.assemble
+    for name, module in list(sys.modules.items()):
+        if name.startswith("planner") and getattr(module, "assemble", None) is assemble:
+            monkeypatch.setattr(module, "assemble", checked)
+    return names
+
+
+@pytest.mark.parametrize("values", REQUESTS, ids=lambda v: "-".join(str(x) for x in v.values())[:60])
+def test_assembled_objects_are_the_validated_ones(values, seen):
+    result, rec = plan_answer(values)
+    assert {"Plan", "FitOption", "ModelSummary", "MacSummary", "KVRow", "MemoryEstimate", "Fit",
+            "WiredLimit"} <= set(seen)
     assert same(type(result).model_validate(result.model_dump()), result)  # the whole plan round-trips
+
+
+@pytest.mark.parametrize("workload", ["chat", "agent", "batch", "code", "rag"])
+def test_assembled_recommendations_are_the_validated_ones(workload, seen):
+    # the RAM given as an int: the recommendation's ram_gb is a float either way
+    for model, ram, chip in [("llama-3.3-70b", 64, "m4-max-40gpu"), ("qwen3-8b", 16, None),
+                             ("gpt-oss-20b", 24, "m4-pro-20gpu")]:
+        rec = recommend(model, ram, load_workload(workload), chip=profiles.resolve_chip(chip) if chip else None,
+                        runtimes=["llama.cpp", "mlx-lm", "ollama"], best_effort=True)
+        runtime_verdicts(rec)
+        assert same(type(rec).model_validate(rec.model_dump()), rec)
+    assert {"Recommendation", "ServingOption", "QualityNote", "RuntimeVerdict", "Recipe"} <= set(seen)
+
+
+@pytest.mark.parametrize("model", ["llama-3.3-70b", "gemma-4-31b", "granite-4.0-h-1b", "deepseek-v3", "gpt-oss-20b",
+                                   "qwen3-next-80b-a3b"])
+def test_assembled_kv_layouts_are_the_validated_ones(model, seen):
+    """KV layouts are remembered per model (the plans above may reuse one): each runtime's KV types afresh."""
+    from planner.memory import _kv_layout, check_kv_type
+
+    prof, table = profiles.load_model(model), profiles.ggml_types()
+    for rt_id in ("llama.cpp", "mlx-lm"):
+        rt = profiles.load_runtime(rt_id)
+        for kv in dict.fromkeys([rt.default_kv_type, *rt.advised_kv_types]):
+            try:
+                _kv_layout(prof, rt, check_kv_type(kv, rt, prof), table)
+            except profiles.InputError:
+                continue
+    assert "KVLayout" in seen
