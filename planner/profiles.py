@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from ._model import assemble
 from .bounded_read import MAX_PROFILE_BYTES, read_text_capped
 from .dirs import _shipped_dir as _shipped_dir  # noqa: F401  (re-exported)
 from .dirs import builtin_dir as builtin_dir
@@ -363,7 +364,7 @@ def parse_name(name: str) -> NameSpec:
             notes += more
     if "/" in s:  # bartowski/Qwen_Qwen3-8B-GGUF: the repo name repeats the maker's org
         cands += [c.split("_", 1)[1] for c in cands[2:] if "_" in c and "/" not in c]
-    return NameSpec(name=name, candidates=list(dict.fromkeys(c for c in cands if c)), weight_format=fmt,
+    return assemble(NameSpec, name=name, candidates=list(dict.fromkeys(c for c in cands if c)), weight_format=fmt,
                     quant=quant, notes=notes)
 
 

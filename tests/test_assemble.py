@@ -110,3 +110,21 @@ def test_assembled_kv_layouts_are_the_validated_ones(model, seen):
             except profiles.InputError:
                 continue
     assert "KVLayout" in seen
+
+
+@pytest.mark.parametrize("chip, cores, ram", [(None, None, 64), (None, None, 16.0), ("M4 Max", None, 48),
+                                              ("M4 Max", 40, None), ("M3 Max", None, 36), ("M4 Pro", None, 32)])
+def test_assembled_macs_are_the_validated_ones(chip, cores, ram, seen):
+    """A Mac from a RAM given as an int is a float, as validation made it; the size rules that run first keep
+    ram_gb above 0 (its gt=0)."""
+    from planner.deployment import resolve_mac
+
+    assert type(resolve_mac(chip, cores, ram).ram_gb) is float
+    assert seen == ["Mac"]
+
+
+@pytest.mark.parametrize("name", ["llama-3.3-70b", "hf.co/unsloth/Qwen3-8B-GGUF:UD-Q4_K_XL",
+                                  "mlx-community/Qwen3-8B-4bit", "gemma3:27b-it-q4_K_M", "bartowski/Qwen_Qwen3-8B-GGUF"])
+def test_assembled_name_specs_are_the_validated_ones(name, seen):
+    profiles.parse_name(name)
+    assert seen == ["NameSpec"]
