@@ -6,7 +6,6 @@ speed from planner.throughput's roofline through planner.search (speed_model / s
 restates a speed formula; launch commands come from planner.recipes. When throughput is absent the answers are memory-only.
 """
 
-from __future__ import annotations
 
 import math
 from dataclasses import dataclass
@@ -294,7 +293,7 @@ class Found:
     every: list[ServingOption] = dataclass_field(default_factory=list)
     passing: list[tuple[RankKey, ServingOption]] = dataclass_field(default_factory=list)
     rejected: dict[str, int] = dataclass_field(default_factory=dict)
-    speed_models: dict[tuple[str, str, str], Roofline | None] = dataclass_field(default_factory=dict)
+    speed_models: "dict[tuple[str, str, str], Roofline | None]" = dataclass_field(default_factory=dict)
     evaluated: int = 0
     min_total: int | None = None
 
@@ -370,7 +369,7 @@ def _search(ctx: Search, rts: list[Runtime], quants: list[str] | None) -> Found:
     return found
 
 
-def _evaluate(ctx: Search, mm: MemoryModel, q: QuantFormat, slots: int, rf: Roofline | None, found: Found) -> ServingOption | None:
+def _evaluate(ctx: Search, mm: "MemoryModel", q: QuantFormat, slots: int, rf: "Roofline | None", found: Found) -> ServingOption | None:
     """One configuration: memory verdict (None when it does not fit at all), speed, targets, reason, recipe."""
     rt, need = mm.runtime, ctx.context
     total = mm.total(need, slots)
@@ -391,7 +390,7 @@ def _evaluate(ctx: Search, mm: MemoryModel, q: QuantFormat, slots: int, rf: Roof
                     recipe=recipe(mm, q, need, slots, fit))
 
 
-def _sort_key(ctx: Search, o: ServingOption, mm: MemoryModel) -> RankKey:
+def _sort_key(ctx: Search, o: ServingOption, mm: "MemoryModel") -> RankKey:
     """Quality first when the targets are met with headroom, else speed first (see :func:`preference`)."""
     return preference(o, ctx.wl)
 

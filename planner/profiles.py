@@ -5,7 +5,6 @@ User profiles (custom Macs, models) in ``$MAC_LLM_PLANNER_USER_PROFILES`` or the
 (``platformdirs.user_config_dir('mac-llm-planner')/profiles``) are loaded too and win over built-ins.
 """
 
-from __future__ import annotations
 
 import functools
 import os
@@ -447,7 +446,7 @@ def resolve_chip(name: str, gpu_cores: int | None = None) -> Chip:
     return matches[0]
 
 
-def all_macs() -> list[MacProduct]:
+def all_macs() -> "list[MacProduct]":
     from .schema_extra import MacProduct  # on first use, as the three below: the plain question reads none
 
     return _all("macs", MacProduct)
@@ -485,7 +484,7 @@ def load_serving_app(name: str) -> ServingApp:
     return _load("serving", key, ServingApp)
 
 
-def vision_family(model_id: str) -> VisionFamily | None:
+def vision_family(model_id: str) -> "VisionFamily | None":
     """The image-token rule of a vision model (profiles/vision/*.yaml), None for a text-only model."""
     from .schema_extra import VisionFamily
 
@@ -496,14 +495,14 @@ def vision_family(model_id: str) -> VisionFamily | None:
     return None
 
 
-def speculative_pairs() -> SpeculativePairs:
+def speculative_pairs() -> "SpeculativePairs":
     """Draft lengths and acceptance rates (profiles/speculative/pairs.yaml)."""
     from .schema_extra import SpeculativePairs
 
     return _load("speculative", "pairs", SpeculativePairs)
 
 
-def cpu_memory() -> CpuMemory:
+def cpu_memory() -> "CpuMemory":
     """The CPU-side memory bandwidth share (profiles/hardware/cpu-memory.yaml)."""
     from .schema_extra import CpuMemory
 
@@ -584,7 +583,7 @@ def _calibration_files(root: Path | None) -> dict[str, Path]:
     return {p.stem: p for p in sorted(folder.glob("*.yaml"))} if folder is not None and folder.is_dir() else {}
 
 
-def load_speed_constants(chip: Chip, runtime: str, include_user: bool = True) -> ResolvedSpeedConstants:
+def load_speed_constants(chip: Chip, runtime: str, include_user: bool = True) -> "ResolvedSpeedConstants":
     """Merged calibration constants for (chip, runtime), generic to specific:
     runtime default -> tier -> generation (or the newest earlier one) -> chip id -> user calibration dir
     (``user_dir()/calibration``). ollama starts from llama.cpp's chain and applies its own files on top.
@@ -610,7 +609,7 @@ def _generation_scope(builtin: dict[str, Path], r: str, generation: str, notes: 
     return gen_scope
 
 
-def _calibration_profile(p: Path, scope: str, r: str, origin: str, notes: list[str]) -> CalibrationProfile | None:
+def _calibration_profile(p: Path, scope: str, r: str, origin: str, notes: list[str]) -> "CalibrationProfile | None":
     """The calibration file at ``p`` if it is what its name says; a broken user file is noted and skipped."""
     from .speed_schema import CalibrationProfile
 
@@ -636,7 +635,7 @@ def _engine(rt: Runtime) -> str:
 
 @functools.cache
 def _speed_constants(chip_id: str, generation: str, tier: str, matrix_units: bool, runtime: str, include_user: bool,
-                     _builtin_env: str | None, _user_env: str | None) -> ResolvedSpeedConstants:
+                     _builtin_env: str | None, _user_env: str | None) -> "ResolvedSpeedConstants":
     from .speed_schema import ResolvedSpeedConstants
 
     rt = load_runtime(runtime).id
@@ -680,7 +679,7 @@ def _speed_constants(chip_id: str, generation: str, tier: str, matrix_units: boo
     return ResolvedSpeedConstants(constants=merged.resolved(), source=source, scopes=scopes)
 
 
-def load_finetune(runtime: str = "mlx-lm", include_user: bool = True) -> FinetuneConstants:
+def load_finetune(runtime: str = "mlx-lm", include_user: bool = True) -> "FinetuneConstants":
     """Fine-tuning constants: a user calibration (``user_dir()/calibration/finetune__<runtime>.yaml``, written by
     the fine-tuning calibration, ``plan calibrate``) when one loads, else the shipped ``profiles/finetune/<runtime>.yaml``."""
     env = os.environ.get
@@ -688,7 +687,7 @@ def load_finetune(runtime: str = "mlx-lm", include_user: bool = True) -> Finetun
 
 
 @functools.cache
-def _finetune(runtime: str, include_user: bool, _builtin_env: str | None, _user_env: str | None) -> FinetuneConstants:
+def _finetune(runtime: str, include_user: bool, _builtin_env: str | None, _user_env: str | None) -> "FinetuneConstants":
     from .speed_schema import FinetuneConstants
 
     user = user_dir() if include_user else None
@@ -709,7 +708,7 @@ def _finetune(runtime: str, include_user: bool, _builtin_env: str | None, _user_
 
 
 @functools.cache
-def ssd_speeds() -> SSDTable:
+def ssd_speeds() -> "SSDTable":
     """Measured SSD read speeds by chip and capacity (profiles/hardware/ssd-read.yaml; planner/streaming.py)."""
     from .streaming import SSDTable
 
@@ -717,7 +716,7 @@ def ssd_speeds() -> SSDTable:
 
 
 @functools.cache
-def power_table() -> PowerTable:
+def power_table() -> "PowerTable":
     """Measured wall power under LLM load, batteries (profiles/hardware/power.yaml; planner/power.py)."""
     from .power import PowerTable
 
