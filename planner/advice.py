@@ -8,9 +8,7 @@ restates a speed formula; launch commands come from planner.recipes. When throug
 
 
 import math
-from dataclasses import dataclass
-from dataclasses import field as dataclass_field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -266,9 +264,9 @@ def why_not_higher_quality(top: ServingOption, every: list[ServingOption], wl: W
     return f"{what} meets the targets with less than {HEADROOM - 1:.0%} to spare"
 
 
-@dataclass(frozen=True)
-class Search:
-    """The fixed inputs of one recommend search (model, Mac, workload, operating point)."""
+class Search(NamedTuple):
+    """The fixed inputs of one recommend search (model, Mac, workload, operating point). A named tuple: as immutable
+    as a frozen dataclass, without the six methods a dataclass compiles when the module is imported."""
 
     prof: ModelProfile
     wl: WorkloadProfile
@@ -286,16 +284,17 @@ class Search:
         return self.wl.objective == "latency"
 
 
-@dataclass
 class Found:
-    """What the search saw: every option that fits memory, the ones meeting the targets (with sort keys)."""
+    """What the search saw: every option that fits memory, the ones meeting the targets (with sort keys). A plain
+    class (the search fills it in): a dataclass compiled its methods when the module was imported."""
 
-    every: list[ServingOption] = dataclass_field(default_factory=list)
-    passing: list[tuple[RankKey, ServingOption]] = dataclass_field(default_factory=list)
-    rejected: dict[str, int] = dataclass_field(default_factory=dict)
-    speed_models: "dict[tuple[str, str, str], Roofline | None]" = dataclass_field(default_factory=dict)
-    evaluated: int = 0
-    min_total: int | None = None
+    def __init__(self) -> None:
+        self.every: list[ServingOption] = []
+        self.passing: list[tuple[RankKey, ServingOption]] = []
+        self.rejected: dict[str, int] = {}
+        self.speed_models: dict[tuple[str, str, str], Roofline | None] = {}
+        self.evaluated = 0
+        self.min_total: int | None = None
 
 
 def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip | None = None, macos: str = profiles.DEFAULT_MACOS,
