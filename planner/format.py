@@ -257,5 +257,9 @@ def redact_urls(text: str) -> str:
 def safe_text(text: str, keep_newlines: bool = True) -> str:
     """``text`` with its control and bidi characters shown as escapes (``\\x1b``, ``\\u202e``) and URLs redacted:
     safe to print to a terminal or a page. Tabs (and newlines unless ``keep_newlines`` is False) are kept."""
-    out = redact_urls(text).translate(_ESCAPES)
+    out = redact_urls(text)
+    # every escaped character is unprintable (categories Cc, Cf): printable text (but its tabs and newlines, which
+    # stay) has none, and is not translated character by character
+    if not out.replace("\n", "").replace("\t", "").isprintable():
+        out = out.translate(_ESCAPES)
     return out if keep_newlines else out.replace("\n", "\\n")

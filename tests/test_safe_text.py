@@ -47,3 +47,12 @@ def test_the_secret_check_is_only_a_shortcut():
         assert _may_hold_secret(text) or not SECRET.search(text), text
     assert not _may_hold_secret("sudo sysctl iogpu.wired_limit_mb=52224; ok")
     assert _may_hold_secret("http://h/?token=x")
+
+
+def test_every_escaped_character_is_unprintable():
+    """safe_text translates only text that is not printable (tabs and newlines aside): each escaped character must
+    be one str.isprintable() refuses, or printable text would keep it."""
+    from planner.format import _ESCAPES
+
+    assert _ESCAPES and not [c for c in _ESCAPES if chr(c).isprintable()]
+    assert "\t" not in map(chr, _ESCAPES) and "\n" not in map(chr, _ESCAPES)
