@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar, cast
+from typing import NamedTuple, TypeVar, cast
 
 from . import hybrid
 from .errors import UnsupportedArchitectureError
@@ -80,9 +80,10 @@ class Tensor:
         return self.ne0 * self.ne1 * self.n
 
 
-@dataclass(frozen=True)
-class CacheLayer:
-    """One layer's KV cache or recurrent state, per token or per sequence."""
+class CacheLayer(NamedTuple):
+    """One layer's KV cache or recurrent state, per token or per sequence. A named tuple: immutable and compared
+    and hashed by value as a frozen dataclass is (a KV layout keys its per-layer bytes by it), without the six
+    methods a dataclass compiles when the module is imported."""
 
     kind: str                 # full | sliding | mla | linear
     k_elems: int = 0          # per token
