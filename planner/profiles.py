@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ._model import assemble
 from .bounded_read import MAX_PROFILE_BYTES, read_text_capped
@@ -39,6 +39,8 @@ from .schema import (
 )
 
 if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
     from .power import PowerTable
     from .schema_extra import CpuMemory, MacProduct, SpeculativePairs, VisionFamily
     from .speed_schema import CalibrationProfile, FinetuneConstants, ResolvedSpeedConstants
@@ -68,7 +70,10 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
 
 @functools.cache
-def _adapter(tp: Any) -> TypeAdapter[Any]:  # Any: a type form (the Annotated Runtime union), not typable before PEP 747
+def _adapter(tp: Any) -> "TypeAdapter[Any]":  # Any: a type form (the Annotated Runtime union), not typable before PEP 747
+    # only to validate a runtime profile: a run from the cache never imports pydantic.type_adapter
+    from pydantic import TypeAdapter
+
     return TypeAdapter(tp)
 
 
