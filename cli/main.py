@@ -296,7 +296,13 @@ def repeated_option(argv: list[str], app) -> str | None:
     return None
 
 
-_RAM_UNIT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:GB|GiB|G)\s*$", re.IGNORECASE)
+_RAM_UNIT = r"^\s*(\d+(?:\.\d+)?)\s*(?:GB|GiB|G)\s*$"
+
+
+def _ram_unit(v: str) -> re.Match[str] | None:
+    """_RAM_UNIT's match; compiled only for a value with a 'g' in it (every unit has one; case folding maps no
+    other character to g), so a plain number never compiles it."""
+    return re.match(_RAM_UNIT, v, re.IGNORECASE) if "g" in v or "G" in v else None
 
 
 def ram_units(argv: list[str]) -> list[str]:
@@ -306,9 +312,9 @@ def ram_units(argv: list[str]) -> list[str]:
     for a in it:
         if a == "--ram":
             v = next(it, None)
-            m = _RAM_UNIT.match(v) if v is not None else None
+            m = _ram_unit(v) if v is not None else None
             out += [a] + ([m.group(1)] if m else [] if v is None else [v])
-        elif a.startswith("--ram=") and (m := _RAM_UNIT.match(a[6:])):
+        elif a.startswith("--ram=") and (m := _ram_unit(a[6:])):
             out.append(f"--ram={m.group(1)}")
         else:
             out.append(a)
