@@ -6,7 +6,6 @@ speed from planner.throughput's roofline through planner.search (speed_model / s
 restates a speed formula; launch commands come from planner.recipes. When throughput is absent the answers are memory-only.
 """
 
-
 import math
 from typing import TYPE_CHECKING, Literal, NamedTuple
 

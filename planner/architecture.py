@@ -57,8 +57,8 @@ NON_GATED_FFN = {"apertus"}  # ffn_up + ffn_down, no ffn_gate
 
 @dataclass(frozen=True, init=False)
 class Tensor:
-    """One weight tensor (a docstring of its own: without one, dataclass builds it from inspect.signature, ~1 %
-    of the plain question's instructions for the two classes here)."""
+    """One weight tensor (a docstring of its own: without one, dataclass builds one from inspect.signature at
+    import)."""
 
     name: str                 # llama.cpp short name: attn_q, ffn_down_exps, token_embd, ...
     layer: int | None

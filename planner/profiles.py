@@ -5,7 +5,6 @@ User profiles (custom Macs, models) in ``$MAC_LLM_PLANNER_USER_PROFILES`` or the
 (``platformdirs.user_config_dir('mac-llm-planner')/profiles``) are loaded too and win over built-ins.
 """
 
-
 import functools
 import os
 import re
@@ -164,7 +163,7 @@ def derived(name: str, inputs: tuple[BaseModel, ...], compute: Callable[[], R]) 
 
 class _Paths(Mapping[str, Path]):
     """id -> path of one kind's profiles, kept as strings: a Path is made for the few profiles a run reads, not for
-    each of the ~300 files listed (building them was ~1 % of the plain question's instructions)."""
+    each of the ~300 files listed."""
 
     def __init__(self, paths: dict[str, str]) -> None:
         self._paths = paths
