@@ -11,12 +11,13 @@ by cli/models_rank.py rank_text, which the typer command calls too).
 
 from __future__ import annotations
 
+import atexit
 import gc
 import os
 import re
 import sys
 import types
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 # pydantic scans every installed distribution for plugins on its first schema build (importlib.metadata
 # entry_points): ~0.1 s on a full environment. The planner uses none; a user can still opt in by setting it.
@@ -297,7 +298,13 @@ def repeated_option(argv: list[str], app) -> str | None:
     return None
 
 
-_RAM_UNIT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:GB|GiB|G)\s*$", re.IGNORECASE)
+_RAM_UNIT = r"^\s*(\d+(?:\.\d+)?)\s*(?:GB|GiB|G)\s*$"
+
+
+def _ram_unit(v: str) -> re.Match[str] | None:
+    """_RAM_UNIT's match; compiled only for a value with a 'g' in it (every unit has one; case folding maps no
+    other character to g), so a plain number never compiles it."""
+    return re.match(_RAM_UNIT, v, re.IGNORECASE) if "g" in v or "G" in v else None
 
 
 def ram_units(argv: list[str]) -> list[str]:
@@ -307,9 +314,9 @@ def ram_units(argv: list[str]) -> list[str]:
     for a in it:
         if a == "--ram":
             v = next(it, None)
-            m = _RAM_UNIT.match(v) if v is not None else None
+            m = _ram_unit(v) if v is not None else None
             out += [a] + ([m.group(1)] if m else [] if v is None else [v])
-        elif a.startswith("--ram=") and (m := _RAM_UNIT.match(a[6:])):
+        elif a.startswith("--ram=") and (m := _ram_unit(a[6:])):
             out.append(f"--ram={m.group(1)}")
         else:
             out.append(a)
@@ -330,6 +337,8 @@ def main(argv: list[str] | None = None) -> int:
     models = models_fast_values(argv) if given is None else None
     json_mode = "--json" in argv  # errors under --json are JSON on stdout (cli/contract.py)
     raw, sys.stdout = sys.stdout, _SafeStdout(sys.stdout)
+    global _ONE_SHOT
+    _ONE_SHOT = given is not None or models is not None
     try:
         if given is not None:
             return _core_errors(lambda: _fast(given), json_mode)
@@ -340,6 +349,24 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout = raw
 
 
+# True once main() answered on a typer-free path (the plain question, `plan models --ram`): no thread, no server,
+# nothing left to run but the exit handlers (see run())
+_ONE_SHOT = False
+
+
+def _exit_now(rc: int) -> NoReturn:
+    """End a one-shot answer as the interpreter would, without its teardown: the exit handlers (atexit: the profile
+    cache's save), then stdout and stderr flushed, then the process ends with ``rc``. The teardown freed every
+    module and object one by one (~1 % of the plain question's instructions) for a process about to end."""
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # as the interpreter: an unflushable stdout at exit is status 120
+        rc = 120
+    os._exit(rc)
+
+
 def run() -> None:
     """The `plan` console script. The cyclic collector stays off while the plain question imports pydantic and
     builds the core's classes: hundreds of thousands of young objects it would walk for nothing in a one-shot
@@ -347,10 +374,13 @@ def run() -> None:
     keeps it off too (its sweep makes young objects, few cycles: peak memory unchanged); the typer path turns it
     back on. Once answered, every object is frozen out of the collector (gc.freeze): the interpreter's exit
     collections (finalize_modules) walked them all for cycles nobody waits for (~5 % of the plain question's
-    instructions); atexit handlers (the profile cache's save) and the flushing of stdout run as before."""
+    instructions); atexit handlers (the profile cache's save) and the flushing of stdout run as before. A one-shot
+    answer (the typer-free paths) then ends without the interpreter's teardown (_exit_now)."""
     gc.disable()
     rc = main()
     gc.freeze()
+    if _ONE_SHOT:
+        _exit_now(rc)
     sys.exit(rc)
 
 

@@ -12,30 +12,50 @@ import atexit
 import functools
 import hashlib
 import os
-import pickle
 import sys
 from pathlib import Path
 from typing import Any
 
 from planner import profiles
 
+# the C unpickler (what pickle.loads is): a warm run reads and never writes, so it does not import pickle.py (its
+# pure-Python pickler and a regular expression: ~0.5 % of a start-up)
+try:
+    from _pickle import loads as _loads
+except ImportError:  # an interpreter without the accelerator
+    from pickle import loads as _loads
+
 from .cache_dir import cache_dir as cache_dir  # re-exported: the one cache dir of the CLI
 
 
 @functools.cache
 def schema_fingerprint() -> str:
-    """Changes whenever the code that defines the cached classes (or Python, or pydantic) changes."""
+    """Changes whenever the core's code (or Python, or pydantic) changes: the modules that define the cached
+    classes, and those that compute the values kept beside the profiles (planner.profiles.derived: the GGUF preset
+    sizes of planner/memory.py, from planner/architecture.py's tensors...). Every module of the core counts, so no
+    list can miss one."""
     import pydantic
 
     here = Path(profiles.__file__).resolve().parent
     parts = [sys.version, pydantic.VERSION]
-    for name in ("schema.py", "speed_schema.py", "schema_extra.py", "_model.py", "workload.py", "profiles.py",
-                 "cluster/links.py"):
+
+    def walk(d: str, rel: str) -> None:
         try:
-            st = (here / name).stat()
-            parts.append(f"{name}:{st.st_mtime_ns}:{st.st_size}")
+            with os.scandir(d) as it:
+                entries = sorted(it, key=lambda e: e.name)
         except OSError:
-            parts.append(f"{name}:missing")
+            return
+        for e in entries:
+            if e.name.endswith(".py"):
+                try:
+                    st = e.stat()
+                    parts.append(f"{rel}{e.name}:{st.st_mtime_ns}:{st.st_size}")
+                except OSError:
+                    parts.append(f"{rel}{e.name}:missing")
+            elif e.is_dir(follow_symlinks=False) and not e.name.startswith(("_", ".")):
+                walk(e.path, f"{rel}{e.name}/")
+
+    walk(str(here), "")
     return hashlib.sha1("|".join(parts).encode()).hexdigest()[:16]
 
 
@@ -60,7 +80,7 @@ class DiskStore:
             self.entries = {}
             f = self.file()
             try:
-                data = pickle.loads(f.read_bytes()) if f is not None and f.is_file() else {}
+                data = _loads(f.read_bytes()) if f is not None and f.is_file() else {}
                 self.entries = data if isinstance(data, dict) else {}
             except Exception:  # noqa: BLE001 - a stale or corrupt cache is only a miss
                 self.entries = {}
@@ -72,12 +92,14 @@ class DiskStore:
             return None
         if key not in self.objects:
             try:
-                self.objects[key] = pickle.loads(hit[1])
+                self.objects[key] = _loads(hit[1])
             except Exception:  # noqa: BLE001 - a corrupt entry is only a miss
                 return None
         return self.objects[key]
 
     def put(self, key: tuple, stamp: tuple, obj: Any) -> None:
+        import pickle
+
         self._load()[key] = (stamp, pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
         self.objects[key] = obj
         if not self.dirty:
@@ -85,6 +107,8 @@ class DiskStore:
             atexit.register(self.save)
 
     def save(self) -> None:
+        import pickle
+
         f = self.file()
         if f is None or not self.dirty or self.entries is None:
             return

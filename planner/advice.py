@@ -6,17 +6,13 @@ speed from planner.throughput's roofline through planner.search (speed_model / s
 restates a speed formula; launch commands come from planner.recipes. When throughput is absent the answers are memory-only.
 """
 
-from __future__ import annotations
-
 import math
-from dataclasses import dataclass
-from dataclasses import field as dataclass_field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
 from . import capacity, profiles
-from ._model import Frozen
+from ._model import Frozen, assemble
 from .deployment import check_ram
 from .errors import InputError, NoFitError, PlannerError, TargetsUnreachableError  # noqa: F401  (re-exported)
 from .recipes import Recipe, recipe
@@ -93,14 +89,15 @@ def quality_of(q: QuantFormat, model: ModelProfile | None = None) -> QualityNote
     if model is not None and nq is not None and q.id in (nq.gguf_preset, nq.mlx_quant):
         # zero by definition: these are the published weights (so it sorts first among lossless formats)
         gguf = q.kind == "gguf"
-        return QualityNote(quant=q.id, tier="lossless", approximate=False, ppl_delta_pct=0.0 if gguf else None,
-                           mmlu_pro_delta=None if gguf else 0.0,
-                           source=f"the format {model.id} is published in (its profile's native_quant)")
+        return assemble(QualityNote, quant=q.id, tier="lossless", approximate=False,
+                        ppl_delta_pct=0.0 if gguf else None, mmlu_pro_delta=None if gguf else 0.0,
+                        source=f"the format {model.id} is published in (its profile's native_quant)")
     qq = q.quality
     if qq is None:
-        return QualityNote(quant=q.id, tier="unknown", source="no published measurement")
-    return QualityNote(quant=q.id, ppl_delta_pct=qq.ppl_delta_pct, kld=qq.kld, mmlu_pro_delta=qq.mmlu_pro_delta,
-                       tier=_tier(qq.ppl_delta_pct, qq.mmlu_pro_delta), source=qq.source or "unsourced")
+        return assemble(QualityNote, quant=q.id, tier="unknown", source="no published measurement")
+    return assemble(QualityNote, quant=q.id, ppl_delta_pct=qq.ppl_delta_pct, kld=qq.kld,
+                    mmlu_pro_delta=qq.mmlu_pro_delta, tier=_tier(qq.ppl_delta_pct, qq.mmlu_pro_delta),
+                    source=qq.source or "unsourced")
 
 
 # --------------------------------------------------------------------------- results
@@ -266,9 +263,9 @@ def why_not_higher_quality(top: ServingOption, every: list[ServingOption], wl: W
     return f"{what} meets the targets with less than {HEADROOM - 1:.0%} to spare"
 
 
-@dataclass(frozen=True)
-class Search:
-    """The fixed inputs of one recommend search (model, Mac, workload, operating point)."""
+class Search(NamedTuple):
+    """The fixed inputs of one recommend search (model, Mac, workload, operating point). A named tuple: as immutable
+    as a frozen dataclass, without the six methods a dataclass compiles when the module is imported."""
 
     prof: ModelProfile
     wl: WorkloadProfile
@@ -286,16 +283,17 @@ class Search:
         return self.wl.objective == "latency"
 
 
-@dataclass
 class Found:
-    """What the search saw: every option that fits memory, the ones meeting the targets (with sort keys)."""
+    """What the search saw: every option that fits memory, the ones meeting the targets (with sort keys). A plain
+    class (the search fills it in): a dataclass compiled its methods when the module was imported."""
 
-    every: list[ServingOption] = dataclass_field(default_factory=list)
-    passing: list[tuple[RankKey, ServingOption]] = dataclass_field(default_factory=list)
-    rejected: dict[str, int] = dataclass_field(default_factory=dict)
-    speed_models: dict[tuple[str, str, str], Roofline | None] = dataclass_field(default_factory=dict)
-    evaluated: int = 0
-    min_total: int | None = None
+    def __init__(self) -> None:
+        self.every: list[ServingOption] = []
+        self.passing: list[tuple[RankKey, ServingOption]] = []
+        self.rejected: dict[str, int] = {}
+        self.speed_models: dict[tuple[str, str, str], Roofline | None] = {}
+        self.evaluated = 0
+        self.min_total: int | None = None
 
 
 def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip | None = None, macos: str = profiles.DEFAULT_MACOS,
@@ -318,12 +316,13 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
     src = "memory only"
     if ranked and ranked[0].speed is not None:
         src = ranked[0].speed.calibration or "planner/throughput.py roofline"
-    return Recommendation(model=ctx.prof.id, chip=chip.id if chip else None, chip_label=chip.label if chip else None, ram_gb=ram_gb,
-                          macos=ctx.wired.macos, workload=workload, wired=ctx.wired, speed_source=src,
-                          options=ranked, rejected=found.rejected, evaluated=found.evaluated, router=router,
-                          targets_met=met, notes=notes, best_per_runtime=best_per_runtime(found, workload),
-                          why_not_higher_quality=why_not_higher_quality(ranked[0], found.every, workload)
-                          if met and ranked else None)
+    return assemble(Recommendation, model=ctx.prof.id, chip=chip.id if chip else None,
+                    chip_label=chip.label if chip else None, ram_gb=float(ram_gb),
+                    macos=ctx.wired.macos, workload=workload, wired=ctx.wired, speed_source=src,
+                    options=ranked, rejected=found.rejected, evaluated=found.evaluated, router=router,
+                    targets_met=met, notes=notes, best_per_runtime=best_per_runtime(found, workload),
+                    why_not_higher_quality=why_not_higher_quality(ranked[0], found.every, workload)
+                    if met and ranked else None)
 
 
 def _setup(model: str, ram_gb: float, wl: WorkloadProfile, chip: Chip | None, macos: str,
@@ -368,7 +367,7 @@ def _search(ctx: Search, rts: list[Runtime], quants: list[str] | None) -> Found:
     return found
 
 
-def _evaluate(ctx: Search, mm: MemoryModel, q: QuantFormat, slots: int, rf: Roofline | None, found: Found) -> ServingOption | None:
+def _evaluate(ctx: Search, mm: "MemoryModel", q: QuantFormat, slots: int, rf: "Roofline | None", found: Found) -> ServingOption | None:
     """One configuration: memory verdict (None when it does not fit at all), speed, targets, reason, recipe."""
     rt, need = mm.runtime, ctx.context
     total = mm.total(need, slots)
@@ -383,12 +382,13 @@ def _evaluate(ctx: Search, mm: MemoryModel, q: QuantFormat, slots: int, rf: Roof
                    ctx.wl.cached_prefix_share) if rf is not None else None)
     miss = _targets_check(ctx.wl, sp)
     qn = quality_of(q, ctx.prof)
-    return ServingOption(runtime=rt.id, quant=q.id, kv_type=mm.kv.kv_type, slots=slots, context=need, max_context=maxc,
-                  memory_bytes=total, fit=fit, speed=sp, meets_targets=not miss, misses=miss, bound=_bound_text(sp),
-                  quality=qn, reason=_reason(sp, fit, qn, ctx.wl, slots, maxc), recipe=recipe(mm, q, need, slots, fit))
+    return assemble(ServingOption, runtime=rt.id, quant=q.id, kv_type=mm.kv.kv_type, slots=slots, context=need,
+                    max_context=maxc, memory_bytes=total, fit=fit, speed=sp, meets_targets=not miss, misses=miss,
+                    bound=_bound_text(sp), quality=qn, reason=_reason(sp, fit, qn, ctx.wl, slots, maxc),
+                    recipe=recipe(mm, q, need, slots, fit))
 
 
-def _sort_key(ctx: Search, o: ServingOption, mm: MemoryModel) -> RankKey:
+def _sort_key(ctx: Search, o: ServingOption, mm: "MemoryModel") -> RankKey:
     """Quality first when the targets are met with headroom, else speed first (see :func:`preference`)."""
     return preference(o, ctx.wl)
 
@@ -501,7 +501,7 @@ def runtime_verdicts(rec: Recommendation) -> list[RuntimeVerdict]:
     top = rec.options[0]
     others = [o for o in rec.best_per_runtime if o.runtime != top.runtime]
     if not others:
-        return [RuntimeVerdict(runtime=top.runtime, code="only")]
+        return [assemble(RuntimeVerdict, runtime=top.runtime, code="only")]
     out = []
     for o in others:
         ratio = None
@@ -509,8 +509,8 @@ def runtime_verdicts(rec: Recommendation) -> list[RuntimeVerdict]:
             ratio = top.speed.decode_tok_s_per_user / o.speed.decode_tok_s_per_user
         code = ("same" if ratio is None or 1 / SAME_SPEED <= ratio <= SAME_SPEED
                 else "faster" if ratio > SAME_SPEED else "slower")
-        out.append(RuntimeVerdict(runtime=top.runtime, other=o.runtime, other_quant=o.quant, code=code,
-                                  decode_ratio=ratio, other_meets_targets=o.meets_targets))
+        out.append(assemble(RuntimeVerdict, runtime=top.runtime, other=o.runtime, other_quant=o.quant, code=code,
+                            decode_ratio=ratio, other_meets_targets=o.meets_targets))
     return out
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar, cast
+from typing import NamedTuple, TypeVar, cast
 
 from . import hybrid
 from .errors import UnsupportedArchitectureError
@@ -57,6 +57,9 @@ NON_GATED_FFN = {"apertus"}  # ffn_up + ffn_down, no ffn_gate
 
 @dataclass(frozen=True, init=False)
 class Tensor:
+    """One weight tensor (a docstring of its own: without one, dataclass builds one from inspect.signature at
+    import)."""
+
     name: str                 # llama.cpp short name: attn_q, ffn_down_exps, token_embd, ...
     layer: int | None
     ne0: int                  # row length [elements]
@@ -77,8 +80,11 @@ class Tensor:
         return self.ne0 * self.ne1 * self.n
 
 
-@dataclass(frozen=True)
-class CacheLayer:
+class CacheLayer(NamedTuple):
+    """One layer's KV cache or recurrent state, per token or per sequence. A named tuple: immutable and compared
+    and hashed by value as a frozen dataclass is (a KV layout keys its per-layer bytes by it), without the six
+    methods a dataclass compiles when the module is imported."""
+
     kind: str                 # full | sliding | mla | linear
     k_elems: int = 0          # per token
     v_elems: int = 0          # per token (0 for MLA in llama.cpp: no V tensor)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from ._model import assemble
 from .engines import engine_for
 from .errors import InputError
 from .memory import MemoryModel
@@ -35,9 +36,9 @@ def wired_limit(ram_gb: float, macos: MacOS, user_limit_mb: int | None = None) -
         if user_limit_mb <= 0 or user_limit_mb * MiB > ram:
             raise InputError(f"[[wired_limit]] {user_limit_mb} MB must be between 1 and the RAM size ({ram // MiB} MB)")
         effective = user_limit_mb * MiB
-    return WiredLimit(ram_bytes=ram, macos=macos.name, default_bytes=default, effective_bytes=effective,
-                      max_raise_bytes=max_raise, left_for_macos_bytes=ram - effective,
-                      rule=f"{frac} of RAM ({rule.evidence})", user_set=user_limit_mb is not None)
+    return assemble(WiredLimit, ram_bytes=ram, macos=macos.name, default_bytes=default, effective_bytes=effective,
+                    max_raise_bytes=max_raise, left_for_macos_bytes=ram - effective,
+                    rule=f"{frac} of RAM ({rule.evidence})", user_set=user_limit_mb is not None)
 
 
 def raised_limit(ram_gb: float, macos: MacOS, wired: WiredLimit) -> WiredLimit:
@@ -75,21 +76,24 @@ def fit(total: int, weights: int, wired: WiredLimit, runtime: Runtime) -> Fit:
     margin = int(runtime.headroom_mib * MiB)
     warn = warn_fraction(runtime)
     if total <= comfortable_budget(wired, runtime, weights):
-        return Fit(verdict="fits", headroom_bytes=head, margin_bytes=margin,
-                   reason=f"{head / GiB:.1f} GiB below the {wired.effective_bytes / GiB:.1f} GiB GPU limit")
+        return assemble(Fit, verdict="fits", headroom_bytes=head, margin_bytes=margin,
+                        reason=f"{head / GiB:.1f} GiB below the {wired.effective_bytes / GiB:.1f} GiB GPU limit")
     if total <= wired.effective_bytes:
         why = (f"weights exceed {warn:.0%} of the GPU limit, mlx-lm warns and may slow down"
                if warn and weights > warn * wired.effective_bytes else
                f"only {head / GiB:.2f} GiB below the GPU limit (runtime margin {runtime.headroom_mib / 1024:.0f} GiB); "
                "close other GPU apps")
-        return Fit(verdict="tight", headroom_bytes=head, margin_bytes=margin, reason=why)
+        return assemble(Fit, verdict="tight", headroom_bytes=head, margin_bytes=margin, reason=why)
     if total + margin <= wired.max_raise_bytes:
-        return Fit(verdict="raise-limit", headroom_bytes=head, margin_bytes=margin, sysctl=sysctl_for(total, runtime),
-                   reason=f"needs {total / GiB:.1f} GiB, {-head / GiB:.1f} GiB over the default GPU limit; raising it "
-                          f"leaves {(wired.ram_bytes - total - runtime.headroom_mib * MiB) / GiB:.1f} GiB to macOS")
-    return Fit(verdict="no-fit", headroom_bytes=head, margin_bytes=margin,
-               reason=f"needs {total / GiB:.1f} GiB and its runtime's {margin / GiB:.1f} GiB margin: over the "
-                      f"{wired.max_raise_bytes / GiB:.1f} GiB the GPU limit can be raised to (macOS keeps the rest)")
+        return assemble(Fit, verdict="raise-limit", headroom_bytes=head, margin_bytes=margin,
+                        sysctl=sysctl_for(total, runtime),
+                        reason=f"needs {total / GiB:.1f} GiB, {-head / GiB:.1f} GiB over the default GPU limit; "
+                               f"raising it leaves {(wired.ram_bytes - total - runtime.headroom_mib * MiB) / GiB:.1f} "
+                               "GiB to macOS")
+    return assemble(Fit, verdict="no-fit", headroom_bytes=head, margin_bytes=margin,
+                    reason=f"needs {total / GiB:.1f} GiB and its runtime's {margin / GiB:.1f} GiB margin: over the "
+                           f"{wired.max_raise_bytes / GiB:.1f} GiB the GPU limit can be raised to (macOS keeps the "
+                           "rest)")
 
 
 VERDICTS = ("fits", "tight", "raise-limit", "no-fit")

@@ -11,7 +11,7 @@ one outside it (an 8 GB M3 Max, a 512 GB M4) is refused.
 from pydantic import BaseModel, Field
 
 from . import profiles
-from ._model import Frozen
+from ._model import Frozen, assemble
 from .errors import InputError
 from .schema import Chip
 
@@ -64,14 +64,14 @@ def resolve_mac(chip: str | None, gpu_cores: int | None, ram: float | None) -> M
             raise InputError("[[gpu_cores]] needs [[chip]] (e.g. [[chip]] 'M3 Max' [[gpu_cores]] 40)")
         if ram is None:
             raise InputError("give [[ram]] (e.g. [[ram]] 64) or [[chip]]")
-        profiles.ram_gb_valid(ram)
-        return Mac(chip=None, ram_gb=ram)
+        profiles.ram_gb_valid(ram)  # a size Macs come in: positive and finite, as Mac.ram_gb's gt=0 asks
+        return assemble(Mac, chip=None, ram_gb=float(ram))
     c, note = resolve_bin(chip, gpu_cores, ram)
     ram_gb = float(max(c.ram_options_gb)) if ram is None else ram
-    unsold = check_ram(c, ram_gb)
+    unsold = check_ram(c, ram_gb)  # raises unless within the chip's sizes: positive and finite (gt=0)
     if unsold:
         note = f"{note}; {unsold}" if note else unsold
-    return Mac(chip=c, ram_gb=ram_gb, bin_note=note)
+    return assemble(Mac, chip=c, ram_gb=float(ram_gb), bin_note=note)
 
 
 def check_ram(chip: Chip, ram_gb: float) -> str | None:

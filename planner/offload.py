@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from . import capacity, profiles
+from ._model import assemble
 from .memory import MemoryModel
 from .results import Fit, OffloadEstimate, WiredLimit
 from .schema import Chip
@@ -84,9 +85,9 @@ def offload(mm: MemoryModel, context: int, users: int, wired: WiredLimit, chip: 
         bw = min(chip.memory_bandwidth_gb_s * 1e9 * cm.fraction_of_vendor_bandwidth * cm.decode_efficiency,
                  rf_estimate.bytes_per_step * full)  # the rate the CPU layers are read at (module doc)
         dec = offload_decode(mm, ngl, full, rf_estimate.bytes_per_step, bw)
-    return OffloadEstimate(gpu_layers=ngl, n_layers=L, gpu_bytes=gpu, cpu_bytes=cpu, fit=_fit_text(fit, ngl, L),
-                           fits_in_ram=in_ram, decode_tok_s=dec, full_gpu_decode_tok_s=full,
-                           cpu_bandwidth_bytes_s=bw)
+    return assemble(OffloadEstimate, gpu_layers=ngl, n_layers=L, gpu_bytes=gpu, cpu_bytes=cpu,
+                    fit=_fit_text(fit, ngl, L), fits_in_ram=in_ram, decode_tok_s=dec, full_gpu_decode_tok_s=full,
+                    cpu_bandwidth_bytes_s=bw)
 
 
 def _fit_text(fit: Fit, ngl: int, L: int) -> Fit:

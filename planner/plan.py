@@ -8,7 +8,7 @@ from pydantic import AliasChoices, BaseModel, Field, field_validator, model_vali
 
 from . import architecture as arch
 from . import capacity, deployment, hybrid, profiles
-from ._model import Frozen, one_spelling
+from ._model import Frozen, assemble, one_spelling
 from .arch_attention import describe as arch_notes
 from .beyond import with_energy, with_streaming
 from .energy import EnergyPerToken
@@ -255,7 +255,8 @@ def build_option(mm: MemoryModel, req: PlanRequest, wired: WiredLimit, raised: W
     notes = []
     if req.context > max_ctx:
         notes.append(f"context capped at the model's {max_ctx:,} tokens")
-    return FitOption(
+    return assemble(
+        FitOption,
         runtime=rt.id, quant=mm.quant_id, kv_type=mm.kv.kv_type, weights=mm.weights, memory=est,
         fit=verdict,
         safe_users={c: capacity.safe_users(mm, c, budget) for c in contexts},
@@ -339,14 +340,21 @@ def plan(req: PlanRequest, resolved: ResolvedFiles | None = None) -> Plan:
     if req.quants and not options:
         raise InputError(f"[[quant]] {', '.join(req.quants)}: not a format of {', '.join(r.id for r in runtimes)} "
                          "(GGUF: Q4_K_M, Q8_0...; MLX: 4bit, 8bit-g32, mxfp4...)")
-    summary = ModelSummary(id=model.id, name=model.name, params=options[0].weights.n_params if options else 0,
-                           active_params=arch.active_params(model.config), is_moe=model.config.is_moe,
-                           architecture=describe_architecture(model),
-                           max_context=max_ctx)
-    return Plan(request=req, model=summary, mac=MacSummary(ram_gb=ram, chip=chip, note=mac_note), wired=wired,
-                contexts=contexts, user_counts=user_counts, kv=kv_rows, options=options, notes=notes)
+    summary = assemble(ModelSummary, id=model.id, name=model.name, params=options[0].weights.n_params if options else 0,
+                       active_params=_active_params(model), is_moe=model.config.is_moe,
+                       architecture=describe_architecture(model),
+                       max_context=max_ctx)
+    mac = assemble(MacSummary, ram_gb=ram, chip=chip, note=mac_note)
+    return assemble(Plan, request=req, model=summary, mac=mac, wired=wired, contexts=contexts, user_counts=user_counts,
+                    kv=kv_rows, options=options, notes=notes)
 
 
+
+
+def _active_params(model: ModelProfile) -> int:
+    """arch.active_params, kept across runs beside the model's profile (profiles.derived): it walks every tensor,
+    which a plan from the cache otherwise never builds."""
+    return profiles.derived("active_params", (model,), lambda: arch.active_params(model.config))
 
 
 def _capped(req: PlanRequest, model: ModelProfile, max_ctx: int) -> tuple[PlanRequest, list[str]]:
@@ -417,7 +425,7 @@ def _kv_rows(first: MemoryModel, rt: Runtime, model: ModelProfile, table: GgmlTy
                 first, kv=kv_layout(model, rt, check_kv_type(k, rt, model), table))
         except InputError:
             continue  # e.g. mlx-lm cannot quantize a rotating (sliding-window) cache
-        rows.append(KVRow(runtime=rt.id, layout=mm.kv, per_sequence_bytes={
+        rows.append(assemble(KVRow, runtime=rt.id, layout=mm.kv, per_sequence_bytes={
             c: mm.estimate(c, 1).kv_cache + mm.kv.state_bytes_per_seq for c in contexts}))
     return rows
 

@@ -5,17 +5,17 @@ User profiles (custom Macs, models) in ``$MAC_LLM_PLANNER_USER_PROFILES`` or the
 (``platformdirs.user_config_dir('mac-llm-planner')/profiles``) are loaded too and win over built-ins.
 """
 
-from __future__ import annotations
-
 import functools
 import os
 import re
 import types
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, ValidationError
 
+from ._model import assemble
 from .bounded_read import MAX_PROFILE_BYTES, read_text_capped
 from .dirs import _shipped_dir as _shipped_dir  # noqa: F401  (re-exported)
 from .dirs import builtin_dir as builtin_dir
@@ -38,6 +38,8 @@ from .schema import (
 )
 
 if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
     from .fanless import FanlessTable
     from .power import PowerTable
     from .schema_extra import CpuMemory, MacProduct, SpeculativePairs, VisionFamily
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
     from .streaming import SSDTable
 
 T = TypeVar("T", bound=BaseModel)
+R = TypeVar("R")
 # mypy types the value of the ``Runtime`` alias (an Annotated discriminated union) as types.UnionType: the overloads
 # below take it as that and return the union, any model class returns an instance of itself
 RuntimeForm = types.UnionType
@@ -67,7 +70,10 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
 
 @functools.cache
-def _adapter(tp: Any) -> TypeAdapter[Any]:  # Any: a type form (the Annotated Runtime union), not typable before PEP 747
+def _adapter(tp: Any) -> "TypeAdapter[Any]":  # Any: a type form (the Annotated Runtime union), not typable before PEP 747
+    # only to validate a runtime profile: a run from the cache never imports pydantic.type_adapter
+    from pydantic import TypeAdapter
+
     return TypeAdapter(tp)
 
 
@@ -87,10 +93,13 @@ def load_file(path: Path, cls: type[BaseModel] | RuntimeForm) -> BaseModel:
     store = _STORE
     hit: BaseModel | None = store.get(key, stamp) if store is not None else None
     if hit is not None:
+        if stamp is not None:
+            _ORIGIN[id(hit)] = (hit, key, stamp)
         return hit
     obj = _validate_file(path, cls)
     if stamp is not None and store is not None:
         store.put(key, stamp, obj)
+        _ORIGIN[id(obj)] = (obj, key, stamp)
     return obj
 
 
@@ -116,24 +125,66 @@ class ValidatedStore(Protocol):
     The core keeps none: an edge installs one with :func:`use_validated_store` (cli/profile_cache.py keeps them in
     the user's cache dir), so the core reads the YAML profiles and nothing else."""
 
-    def get(self, key: tuple[str, str], stamp: tuple[int, int] | None) -> Any: ...
+    def get(self, key: tuple[Any, ...], stamp: tuple[Any, ...] | None) -> Any: ...
 
-    def put(self, key: tuple[str, str], stamp: tuple[int, int], obj: Any) -> None: ...
+    def put(self, key: tuple[Any, ...], stamp: tuple[Any, ...], obj: Any) -> None: ...
 
 
 _STORE: ValidatedStore | None = None
+# the profile file each object read through the installed store came from: id -> (object, store key, stamp)
+_ORIGIN: dict[int, tuple[BaseModel, tuple[str, str], tuple[int, int]]] = {}
 
 
 def use_validated_store(store: ValidatedStore | None) -> ValidatedStore | None:
     """Install ``store`` (None: validate every profile read in this process) and return the one it replaces."""
     global _STORE
     old, _STORE = _STORE, store
+    _ORIGIN.clear()
     return old
 
 
-def _files(kind: str) -> dict[str, Path]:
+def derived(name: str, inputs: tuple[BaseModel, ...], compute: Callable[[], R]) -> R:
+    """``compute()``: a value that is a function of the profiles ``inputs`` alone (and of the code: the store's
+    file is per code version), kept in the installed store beside them, keyed by their files and stamped with
+    their stamps, so a later run reads it back instead of computing it again (an edit of any input is a miss).
+    Without a store, or when an input was not read from a profile file (a model resolved from a GGUF), it is
+    computed."""
+    store = _STORE
+    origins = [_ORIGIN.get(id(o)) for o in inputs]
+    if store is None or any(g is None or g[0] is not o for g, o in zip(origins, inputs, strict=True)):
+        return compute()
+    key = (name, *(g[1] for g in origins if g is not None))
+    stamp = tuple(g[2] for g in origins if g is not None)
+    hit: R | None = store.get(key, stamp)
+    if hit is None:
+        hit = compute()
+        store.put(key, stamp, hit)
+    return hit
+
+
+class _Paths(Mapping[str, Path]):
+    """id -> path of one kind's profiles, kept as strings: a Path is made for the few profiles a run reads, not for
+    each of the ~300 files listed."""
+
+    def __init__(self, paths: dict[str, str]) -> None:
+        self._paths = paths
+
+    def __getitem__(self, key: str) -> Path:
+        return Path(self._paths[key])
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._paths
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+
+def _files(kind: str) -> _Paths:
     """id -> path for one kind; user files override built-ins."""
-    out: dict[str, Path] = {}
+    out: dict[str, str] = {}
     roots = [builtin_dir()]
     u = user_dir()
     if u is not None:
@@ -141,15 +192,22 @@ def _files(kind: str) -> dict[str, Path]:
     for root in roots:
         folder = root / kind
         if folder.is_dir():
-            for p in yaml_files(folder):
-                out[p.stem] = p
-    return out
+            for parts in _yaml_parts(folder):
+                name = parts[-1]
+                i = name.rfind(".")
+                out[name[:i] if 0 < i < len(name) - 1 else name] = os.path.join(folder, *parts)  # Path.stem
+    return _Paths(out)
 
 
 def yaml_files(folder: Path) -> list[Path]:
     """``sorted(folder.rglob("*.yaml"))`` read with os.scandir: the same paths in the same order (symlinked
     folders are not entered, unreadable ones are skipped), without a Path object per directory entry
     (5x cheaper on the start-up path)."""
+    return [folder.joinpath(*parts) for parts in _yaml_parts(folder)]
+
+
+def _yaml_parts(folder: Path) -> list[tuple[str, ...]]:
+    """The parts below ``folder`` of each path :func:`yaml_files` lists, in its order."""
     found: list[tuple[str, ...]] = []
 
     def walk(d: str, rel: tuple[str, ...]) -> None:
@@ -165,11 +223,11 @@ def yaml_files(folder: Path) -> list[Path]:
                 walk(e.path, (*rel, e.name))
 
     walk(str(folder), ())
-    return [folder.joinpath(*parts) for parts in sorted(found)]
+    return sorted(found)
 
 
 @functools.cache
-def _index(kind: str) -> dict[str, Path]:
+def _index(kind: str) -> _Paths:
     return _files(kind)
 
 
@@ -337,7 +395,7 @@ def parse_name(name: str) -> NameSpec:
             notes += more
     if "/" in s:  # bartowski/Qwen_Qwen3-8B-GGUF: the repo name repeats the maker's org
         cands += [c.split("_", 1)[1] for c in cands[2:] if "_" in c and "/" not in c]
-    return NameSpec(name=name, candidates=list(dict.fromkeys(c for c in cands if c)), weight_format=fmt,
+    return assemble(NameSpec, name=name, candidates=list(dict.fromkeys(c for c in cands if c)), weight_format=fmt,
                     quant=quant, notes=notes)
 
 
@@ -420,7 +478,7 @@ def resolve_chip(name: str, gpu_cores: int | None = None) -> Chip:
     return matches[0]
 
 
-def all_macs() -> list[MacProduct]:
+def all_macs() -> "list[MacProduct]":
     from .schema_extra import MacProduct  # on first use, as the three below: the plain question reads none
 
     return _all("macs", MacProduct)
@@ -458,7 +516,7 @@ def load_serving_app(name: str) -> ServingApp:
     return _load("serving", key, ServingApp)
 
 
-def vision_family(model_id: str) -> VisionFamily | None:
+def vision_family(model_id: str) -> "VisionFamily | None":
     """The image-token rule of a vision model (profiles/vision/*.yaml), None for a text-only model."""
     from .schema_extra import VisionFamily
 
@@ -469,14 +527,14 @@ def vision_family(model_id: str) -> VisionFamily | None:
     return None
 
 
-def speculative_pairs() -> SpeculativePairs:
+def speculative_pairs() -> "SpeculativePairs":
     """Draft lengths and acceptance rates (profiles/speculative/pairs.yaml)."""
     from .schema_extra import SpeculativePairs
 
     return _load("speculative", "pairs", SpeculativePairs)
 
 
-def cpu_memory() -> CpuMemory:
+def cpu_memory() -> "CpuMemory":
     """The CPU-side memory bandwidth share (profiles/hardware/cpu-memory.yaml)."""
     from .schema_extra import CpuMemory
 
@@ -557,7 +615,7 @@ def _calibration_files(root: Path | None) -> dict[str, Path]:
     return {p.stem: p for p in sorted(folder.glob("*.yaml"))} if folder is not None and folder.is_dir() else {}
 
 
-def load_speed_constants(chip: Chip, runtime: str, include_user: bool = True) -> ResolvedSpeedConstants:
+def load_speed_constants(chip: Chip, runtime: str, include_user: bool = True) -> "ResolvedSpeedConstants":
     """Merged calibration constants for (chip, runtime), generic to specific:
     runtime default -> tier -> generation (or the newest earlier one) -> chip id -> user calibration dir
     (``user_dir()/calibration``). ollama starts from llama.cpp's chain and applies its own files on top.
@@ -583,7 +641,7 @@ def _generation_scope(builtin: dict[str, Path], r: str, generation: str, notes: 
     return gen_scope
 
 
-def _calibration_profile(p: Path, scope: str, r: str, origin: str, notes: list[str]) -> CalibrationProfile | None:
+def _calibration_profile(p: Path, scope: str, r: str, origin: str, notes: list[str]) -> "CalibrationProfile | None":
     """The calibration file at ``p`` if it is what its name says; a broken user file is noted and skipped."""
     from .speed_schema import CalibrationProfile
 
@@ -609,7 +667,7 @@ def _engine(rt: Runtime) -> str:
 
 @functools.cache
 def _speed_constants(chip_id: str, generation: str, tier: str, matrix_units: bool, runtime: str, include_user: bool,
-                     _builtin_env: str | None, _user_env: str | None) -> ResolvedSpeedConstants:
+                     _builtin_env: str | None, _user_env: str | None) -> "ResolvedSpeedConstants":
     from .speed_schema import ResolvedSpeedConstants
 
     rt = load_runtime(runtime).id
@@ -653,7 +711,7 @@ def _speed_constants(chip_id: str, generation: str, tier: str, matrix_units: boo
     return ResolvedSpeedConstants(constants=merged.resolved(), source=source, scopes=scopes)
 
 
-def load_finetune(runtime: str = "mlx-lm", include_user: bool = True) -> FinetuneConstants:
+def load_finetune(runtime: str = "mlx-lm", include_user: bool = True) -> "FinetuneConstants":
     """Fine-tuning constants: a user calibration (``user_dir()/calibration/finetune__<runtime>.yaml``, written by
     the fine-tuning calibration, ``plan calibrate``) when one loads, else the shipped ``profiles/finetune/<runtime>.yaml``."""
     env = os.environ.get
@@ -661,7 +719,7 @@ def load_finetune(runtime: str = "mlx-lm", include_user: bool = True) -> Finetun
 
 
 @functools.cache
-def _finetune(runtime: str, include_user: bool, _builtin_env: str | None, _user_env: str | None) -> FinetuneConstants:
+def _finetune(runtime: str, include_user: bool, _builtin_env: str | None, _user_env: str | None) -> "FinetuneConstants":
     from .speed_schema import FinetuneConstants
 
     user = user_dir() if include_user else None
@@ -682,7 +740,7 @@ def _finetune(runtime: str, include_user: bool, _builtin_env: str | None, _user_
 
 
 @functools.cache
-def ssd_speeds() -> SSDTable:
+def ssd_speeds() -> "SSDTable":
     """Measured SSD read speeds by chip and capacity (profiles/hardware/ssd-read.yaml; planner/streaming.py)."""
     from .streaming import SSDTable
 
@@ -690,7 +748,7 @@ def ssd_speeds() -> SSDTable:
 
 
 @functools.cache
-def fanless_table() -> FanlessTable:
+def fanless_table() -> "FanlessTable":
     """Sustained runs measured on fanless Macs (profiles/hardware/fanless.yaml; planner/fanless.py)."""
     from .fanless import FanlessTable
 
@@ -698,7 +756,7 @@ def fanless_table() -> FanlessTable:
 
 
 @functools.cache
-def power_table() -> PowerTable:
+def power_table() -> "PowerTable":
     """Measured wall power under LLM load, batteries (profiles/hardware/power.yaml; planner/power.py)."""
     from .power import PowerTable
 

@@ -3,7 +3,7 @@
 
 from pydantic import BaseModel
 
-from ._model import Frozen
+from ._model import Frozen, assemble
 from .memory import MemoryModel
 from .results import Fit
 from .schema import LlamaCppFamily, MlxRuntime, ModelProfile, QuantFormat, Runtime
@@ -81,7 +81,7 @@ def _llama_server(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit
     if mm.images:
         cmd += f" --mmproj mmproj-{name}-f16.gguf"
         notes.append("--mmproj loads the vision encoder and projector (tools/mtmd); images count as prompt tokens")
-    return Recipe(server=cmd, sysctl=fit.sysctl, notes=notes)
+    return assemble(Recipe, server=cmd, sysctl=fit.sysctl, notes=notes)
 
 
 def _ollama(mm: MemoryModel, context: int, slots: int, fit: Fit) -> Recipe:
@@ -102,7 +102,7 @@ def _ollama(mm: MemoryModel, context: int, slots: int, fit: Fit) -> Recipe:
               f"keep it at {context}")]
     if queued:
         notes.append(f"Ollama serves {mm.model.id} one request at a time: the other users queue")
-    return Recipe(server=cmd, sysctl=fit.sysctl, notes=notes)
+    return assemble(Recipe, server=cmd, sysctl=fit.sysctl, notes=notes)
 
 
 def _lms(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) -> Recipe:
@@ -126,7 +126,7 @@ def _lms(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) ->
               + (f", \"flash_attention\": {str(mm.flash_attn or kv != 'f16').lower()}" if gguf else "") + "}")]
     if gguf and mm.kv_unified and slots > 1:
         notes.append(f"one unified KV cache: {slots} × {context:,} tokens share --context-length {ctx:,}")
-    return Recipe(server=cmd, sysctl=fit.sysctl, notes=notes)
+    return assemble(Recipe, server=cmd, sysctl=fit.sysctl, notes=notes)
 
 
 def _mlx_vlm(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) -> Recipe:
@@ -138,8 +138,8 @@ def _mlx_vlm(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit
               f"--prefill-step-size {rt.prefill_chunk}{kv}")
     gen = (f"mlx_vlm.generate --model {repo} --max-kv-size {context}{kv} --image photo.jpg "
            f"--prompt 'Describe the image'")
-    return Recipe(server=server, generate=gen, sysctl=fit.sysctl,
-                  notes=["the vision tower loads with the model; each image is encoded into prompt tokens"])
+    return assemble(Recipe, server=server, generate=gen, sysctl=fit.sysctl,
+                    notes=["the vision tower loads with the model; each image is encoded into prompt tokens"])
 
 
 def _mlx_lm(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit) -> Recipe:
@@ -162,7 +162,7 @@ def _mlx_lm(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit)
     if mm.kv.swa_bytes_per_token:
         notes.append("sliding-window model: --max-kv-size turns every layer into a rotating cache; leave it off "
                      "if answers must see the whole context")
-    return Recipe(server=server, generate=gen, sysctl=fit.sysctl, notes=notes)
+    return assemble(Recipe, server=server, generate=gen, sysctl=fit.sysctl, notes=notes)
 
 
 def on_port(r: Recipe, port: int, sysctl: str | None) -> Recipe:

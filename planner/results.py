@@ -135,6 +135,23 @@ class Fit(BaseModel):
 Bound = Literal["bandwidth", "compute"]
 
 
+class Speed(BaseModel):
+    """What advice needs from the speed model at one operating point. Rates in tokens/s, times in s."""
+
+    model_config = Frozen
+    prefill_tok_s: float
+    ttft_s: float
+    decode_tok_s_per_user: float
+    decode_tok_s: float = Field(description="aggregate over all users")
+    decode_tok_s_range: tuple[float, float] = Field(description="80 % likely range of decode_tok_s_per_user (low, high)")
+    prefill_tok_s_range: tuple[float, float] = Field(description="80 % likely range of prefill_tok_s (low, high)")
+    time_per_request_s: float
+    decode_bound: Literal["bandwidth", "compute"]
+    prefill_share: float = Field(description="TTFT / time per request")
+    cached_prefix_share: float = Field(0.0, description="Share of each prompt assumed in the prompt cache (TTFT)")
+    calibration: str = ""
+
+
 class SpeedSummary(BaseModel):
     """Speed columns of one plan option: prefill/TTFT at the workload's prompt, decode at 1..N users."""
 

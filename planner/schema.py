@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 # (pydantic's class construction is most of its start-up). Still importable from here.
 _MOVED = {**dict.fromkeys(("QUANT_CLASSES", "Provenance", "OPTIONAL_CONSTANTS", "SpeedConstants", "Constants",
                            "CalibrationProfile", "ResolvedSpeedConstants", "FinetuneConstants"), "speed_schema"),
-          **dict.fromkeys(("MacProduct", "CpuMemory", "DraftPair", "SpeculativePairs", "VisionFamily"), "schema_extra")}
+          **dict.fromkeys(("MacProduct", "CpuMemory", "DraftPair", "SpeculativePairs", "VisionFamily", "Workload"),
+                           "schema_extra")}
 
 
 def __getattr__(name: str) -> Any:
@@ -602,15 +603,6 @@ class ModelProfile(_Profile):
     notes: str = ""
     native_quant: NativeQuant | None = Field(None, description="Tensors the checkpoint ships already quantized")
     config: ModelConfig
-
-
-# --------------------------------------------------------------------------- workload
-class Workload(BaseModel):
-    model_config = Frozen
-    context: int = Field(8192, gt=0, le=10_000_000, description="Context tokens per sequence (prompt + output)")
-    users: int = Field(1, gt=0, le=4096, description="Concurrent sequences")
-    prompt_tokens: int = Field(1024, ge=0, le=10_000_000, description="New prompt tokens per request")
-    gen_tokens: int = Field(256, ge=0, le=10_000_000, description="Generated tokens per request")
 
 
 class ResolvedFiles(Protocol):

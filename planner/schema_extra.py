@@ -90,3 +90,13 @@ class VisionFamily(_Profile):
         if self.tile_px is not None and (self.tokens_per_tile is None or self.max_tiles is None):
             raise ValueError("tile_px needs tokens_per_tile and max_tiles")
         return self
+
+
+# --------------------------------------------------------------------------- workload
+# one operating point (WorkloadProfile.at); split from planner/schema.py, which still exports it
+class Workload(BaseModel):
+    model_config = Frozen
+    context: int = Field(8192, gt=0, le=10_000_000, description="Context tokens per sequence (prompt + output)")
+    users: int = Field(1, gt=0, le=4096, description="Concurrent sequences")
+    prompt_tokens: int = Field(1024, ge=0, le=10_000_000, description="New prompt tokens per request")
+    gen_tokens: int = Field(256, ge=0, le=10_000_000, description="Generated tokens per request")

@@ -10,15 +10,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Literal, overload
-
-from pydantic import BaseModel, Field
+from typing import TYPE_CHECKING, Any, overload
 
 from . import profiles
-from ._model import Frozen
 from .errors import InputError, PlannerError
 from .memory import MemoryModel, check_kv_type, kv_layout, memory_model
 from .plan import default_quants
+from .results import Speed as Speed  # re-exported: planner.search.Speed
 from .schema import Chip, ModelProfile, QuantFormat, Runtime
 
 if TYPE_CHECKING:  # numpy and throughput are imported where a speed is asked for
@@ -31,21 +29,8 @@ SLOT_CHOICES = [1, 2, 4, 8, 16, 32, 64]
 
 
 # --------------------------------------------------------------------------- speed adapter
-class Speed(BaseModel):
-    """What advice needs from the speed model at one operating point. Rates in tokens/s, times in s."""
-
-    model_config = Frozen
-    prefill_tok_s: float
-    ttft_s: float
-    decode_tok_s_per_user: float
-    decode_tok_s: float = Field(description="aggregate over all users")
-    decode_tok_s_range: tuple[float, float] = Field(description="80 % likely range of decode_tok_s_per_user (low, high)")
-    prefill_tok_s_range: tuple[float, float] = Field(description="80 % likely range of prefill_tok_s (low, high)")
-    time_per_request_s: float
-    decode_bound: Literal["bandwidth", "compute"]
-    prefill_share: float = Field(description="TTFT / time per request")
-    cached_prefix_share: float = Field(0.0, description="Share of each prompt assumed in the prompt cache (TTFT)")
-    calibration: str = ""
+# Speed (what advice needs from the speed model) is defined in planner/results.py: a module without postponed
+# annotations, so pydantic does not compile each field's annotation string at start-up
 
 
 def speed_available() -> bool:

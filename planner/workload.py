@@ -14,7 +14,7 @@ its p90 (:func:`prompt_point`: TTFT and targets at the slow requests) and the ou
 
 
 import math
-from typing import Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
@@ -22,7 +22,10 @@ from . import profiles
 from ._model import Frozen
 from .errors import InputError, UnknownProfileError, render_validation_error
 from .format import cached_label
-from .schema import Runtime, Workload
+from .schema import Runtime
+
+if TYPE_CHECKING:
+    from .schema_extra import Workload
 
 DEFAULT_CACHED_PREFIX = 0.0  # a cold prompt: the whole prompt is prefilled (a conversation's first turn)
 
@@ -145,8 +148,10 @@ class WorkloadProfile(BaseModel):
     def is_mixed(self) -> bool:
         return self.mixed or self.prompt_tokens.spread >= 8
 
-    def at(self, prompt: int | None = None, gen: int | None = None, users: int | None = None) -> Workload:
+    def at(self, prompt: int | None = None, gen: int | None = None, users: int | None = None) -> "Workload":
         """The core's single-point Workload (schema.Workload) at given lengths (default: p90 prompt, mean output)."""
+        from .schema_extra import Workload
+
         return Workload(context=self.context, users=users or self.users,
                         prompt_tokens=prompt_point(self.prompt_tokens) if prompt is None else prompt,
                         gen_tokens=gen_point(self.gen_tokens) if gen is None else gen)

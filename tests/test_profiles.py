@@ -293,3 +293,24 @@ def test_yaml_files_is_sorted_rglob(tmp_path):
         ".hidden.yaml", "B.yaml", "a/x.yaml", "a-b.yaml", "a.yaml", "a.yaml/x.yaml"]
     for kind in ("models", "quants", "chips"):
         assert P.yaml_files(PROFILES / kind) == sorted((PROFILES / kind).rglob("*.yaml"))
+
+
+def test_the_index_is_the_paths_by_stem(tmp_path, monkeypatch):
+    """_files keeps its paths as strings and gives Path objects: the same id -> path mapping as the stems of
+    yaml_files (a later file with the same stem wins, user files after built-ins)."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.yaml").write_text("")
+    (tmp_path / "x.yaml").write_text("")
+    (tmp_path / "v1.2.yaml").write_text("")
+    (tmp_path / ".yaml").write_text("")
+    monkeypatch.setenv("MAC_LLM_PLANNER_PROFILES", str(tmp_path.parent))
+    monkeypatch.delenv("MAC_LLM_PLANNER_USER_PROFILES", raising=False)
+    monkeypatch.setattr(P, "user_dir", lambda: None)
+    idx = P._files(tmp_path.name)
+    want = {p.stem: p for p in P.yaml_files(tmp_path)}
+    assert dict(idx) == want and list(idx) == list(want) and len(idx) == len(want)
+    assert idx["x"] == tmp_path / "x.yaml" and isinstance(idx["v1.2"], Path) and ".yaml" in idx
+    assert "nope" not in idx and idx.get("nope") is None
+    for kind in ("models", "quants", "chips"):
+        monkeypatch.setenv("MAC_LLM_PLANNER_PROFILES", str(PROFILES))
+        assert dict(P._files(kind)) == {p.stem: p for p in P.yaml_files(PROFILES / kind)}

@@ -131,3 +131,95 @@ def test_concurrent_writers_leave_a_cache_that_reads(tmp_path):
     assert entries and {k[0] for k in entries} <= {str(f) for f in files}
     for _, blob in entries.values():
         assert pickle.loads(blob).n_ubatch == 512
+
+
+def _quant_copies(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A model, a GGUF preset and the ggml type table copied out of the catalog (files a test may edit)."""
+    out = []
+    for rel in ("models/llama-3.1-8b.yaml", "quants/Q4_K_M.yaml", "quants/ggml-types.yaml"):
+        src = next(PROFILES.glob(f"**/{Path(rel).name}"))
+        f = tmp_path / "p" / rel
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(src.read_text(encoding="utf-8"), encoding="utf-8")
+        out.append(f)
+    return out[0], out[1], out[2]
+
+
+def _inputs(files):
+    from planner.schema import GgmlTypeTable, ModelProfile, QuantFormat
+
+    m, q, t = files
+    return P.load_file(m, ModelProfile), P.load_file(q, QuantFormat), P.load_file(t, GgmlTypeTable)
+
+
+def test_derived_values_are_kept_beside_their_profiles(tmp_path, monkeypatch):
+    """A value derived from profiles read through the store is computed once, then read back by a later process;
+    an edit of any of its profiles is a miss (computed again)."""
+    monkeypatch.setenv("MAC_LLM_PLANNER_CACHE", str(tmp_path / "cache"))
+    _fresh(monkeypatch)
+    files = _quant_copies(tmp_path)
+    calls = []
+
+    def compute(tag):
+        calls.append(tag)
+        return {"value": tag}
+
+    ins = _inputs(files)
+    assert P.derived("x", ins, lambda: compute(1)) == {"value": 1}
+    assert P.derived("x", ins, lambda: compute(2)) == {"value": 1}  # the same process: kept
+    assert P.derived("y", ins, lambda: compute(3)) == {"value": 3}  # another name: its own value
+    P._STORE.save()
+    _fresh(monkeypatch)  # a new process
+    assert P.derived("x", _inputs(files), lambda: compute(4)) == {"value": 1}
+    assert calls == [1, 3]
+    files[1].write_text(files[1].read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    _fresh(monkeypatch)
+    assert P.derived("x", _inputs(files), lambda: compute(5)) == {"value": 5}
+
+
+def test_derived_values_are_computed_without_a_store_or_a_file(tmp_path, monkeypatch):
+    """No store installed, or an input that was not read from a profile file (a copy, a model resolved from a
+    GGUF): computed every time, nothing kept."""
+    monkeypatch.setenv("MAC_LLM_PLANNER_CACHE", str(tmp_path / "cache"))
+    _fresh(monkeypatch)
+    m, q, t = _inputs(_quant_copies(tmp_path))
+    n = iter(range(10))
+    assert P.derived("x", (m.model_copy(), q, t), lambda: next(n)) == 0
+    assert P.derived("x", (m.model_copy(), q, t), lambda: next(n)) == 1
+    monkeypatch.setattr(P, "_STORE", None)
+    assert P.derived("x", (m, q, t), lambda: next(n)) == 2
+    assert P.derived("x", (m, q, t), lambda: next(n)) == 3
+
+
+def test_gguf_sizes_from_the_store_are_the_computed_sizes(tmp_path, monkeypatch):
+    """The preset sizes a later process reads back are the ones sizing the tensors gives (not recomputed)."""
+    from planner import memory
+
+    monkeypatch.setenv("MAC_LLM_PLANNER_CACHE", str(tmp_path / "cache"))
+    _fresh(monkeypatch)
+    files = _quant_copies(tmp_path)
+    m, q, t = _inputs(files)
+    want = memory._gguf_weights(m, q, t)
+    assert memory.gguf_weights(m, q, t) == want
+    P._STORE.save()
+    _fresh(monkeypatch)
+    monkeypatch.setattr(memory, "_gguf_weights", lambda *a: pytest.fail("sized again despite the store"))
+    got = memory.gguf_weights(*_inputs(files))
+    assert got == want and got.by_type == want.by_type and 4e9 < got.total_bytes < 6e9  # 8B at ~4.9 bits
+
+
+def test_the_cache_file_changes_with_any_module_of_the_core(tmp_path, monkeypatch):
+    """The fingerprint naming the cache file covers every module of planner/ (values derived by planner/memory.py
+    or planner/architecture.py are kept beside the profiles), subpackages included."""
+    import types
+
+    core = tmp_path / "planner"
+    (core / "engines").mkdir(parents=True)
+    for name in ("profiles.py", "memory.py", "architecture.py", "engines/llamacpp.py"):
+        (core / name).write_text("x = 1\n", encoding="utf-8")
+    monkeypatch.setattr(C, "profiles", types.SimpleNamespace(__file__=str(core / "profiles.py")))
+    prints = [C.schema_fingerprint.__wrapped__()]
+    for name in ("memory.py", "architecture.py", "engines/llamacpp.py"):
+        (core / name).write_text("x = 22\n", encoding="utf-8")
+        prints.append(C.schema_fingerprint.__wrapped__())
+    assert len(set(prints)) == len(prints)

@@ -109,3 +109,30 @@ def test_models_ranking_imports_no_typer(tmp_path):
     modules = set(warm.stderr.splitlines()[0].split())
     assert "planner.models" in modules and "What can I run on" in warm.stdout  # the report is real
     assert not [m for m in UNUSED if m in modules]
+
+
+def _console(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    """The installed `plan` script (pyproject [project.scripts]: cli.main:run), with an atexit handler of its own."""
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: print('atexit ran', file=sys.stderr))\n"
+            "from cli.main import run\n"
+            "run()\n")
+    env = {**os.environ, "MAC_LLM_PLANNER_CACHE": str(tmp_path / "cache"),
+           "MAC_LLM_PLANNER_USER_PROFILES": str(tmp_path / "profiles")}
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_one_shot_answers_end_as_the_interpreter_would(tmp_path):
+    """run() ends the plain question and the models ranking without the interpreter's teardown (os._exit), after
+    the exit handlers: the profile cache is written, atexit handlers run, the output is whole, the exit code kept."""
+    cold = _console(tmp_path, *ARGS)
+    assert cold.returncode == 0 and cold.stderr == "atexit ran\n", cold.stderr
+    assert list((tmp_path / "cache").glob("profiles-*.pickle"))  # the cache's save (an atexit handler) ran
+    warm = _console(tmp_path, *ARGS)
+    assert warm.returncode == 0 and warm.stdout == cold.stdout and cold.stdout.startswith("Bottom line:")
+    assert cold.stdout.endswith("\n") and len(cold.stdout) > 1000
+    bad = _console(tmp_path, "--model", "no-such-model", "--ram", "64")
+    assert bad.returncode == 2 and "atexit ran" in bad.stderr and "plan: error:" in bad.stderr
+    ranked = _console(tmp_path, "models", "--ram", "64")
+    assert ranked.returncode == 0 and "What can I run on" in ranked.stdout and ranked.stderr == "atexit ran\n"
