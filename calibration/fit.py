@@ -953,6 +953,31 @@ WRAPPER_SOURCE_SIGMA = 0.15
 WRAPPER_PRIOR_SIGMA = 0.3
 
 
+# A batched-decode kernel efficiency (η_mv: 2 <= B <= mv_max_batch on the matrix-vector kernels; η_c_decode: larger
+# B on the matrix-matrix kernel) is fitted for a runtime only when this many source groups measured that regime.
+# Source weighting gives a group with two batched rows the weight of a whole benchmark table: mlx-lm's one such
+# group (jundot/omlx#3348, an MoE hybrid at 3 and 5 streams sharing a prefix) alone drew η_mv from llama.cpp's
+# 0.36 to 0.11, which made every speculative draft on mlx-lm a loss (verifying 4 tokens costed like 14).
+MIN_BATCHED_SOURCES = 2
+# The log-sigma of a borrowed value: held where it is (the rows of one group cannot move it).
+BORROWED_SIGMA = 0.01
+
+
+def borrowed_kernel_priors(records: list[FitRecord], engine_params: dict[str, float],
+                           runtime: str) -> dict[str, tuple[float, float]]:
+    """{param: (engine's value, BORROWED_SIGMA)} for each batched-decode efficiency whose regime fewer than
+    MIN_BATCHED_SOURCES source groups measured on ``runtime``: it keeps the value fitted on llama.cpp's rows (the
+    same regime's prior, planner.throughput's step rules) instead of one group's offset."""
+    mv = KERNELS[runtime]["mv_max_batch"]
+    regime = {"eta_mv": lambda b: 2 <= b <= mv, "eta_c_decode": lambda b: b > mv}
+    out = {}
+    for p, inside in regime.items():
+        groups = {r.source for r in records if r.phase == "decode" and inside(r.batch)}
+        if len(groups) < MIN_BATCHED_SOURCES and p in engine_params:
+            out[p] = (engine_params[p], BORROWED_SIGMA)
+    return out
+
+
 def fit_wrapper_factors(records: list[FitRecord], predicted) -> dict[str, float]:
     """{"decode_factor": f, "prefill_factor": f} of a wrapper from its rows and the engine's predictions for them
     (phases without rows are left out, i.e. 1). Sources count once (the mean of each group, then over groups),
@@ -1067,7 +1092,7 @@ def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None,
         spec = Spec("mlx-lm", tier_eta_bw=True, gen_eta_c=True, eta_c_family=MLX_ETA_C_FAMILY,
                     free={"eta_bw", "eta_c", "eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor", "t_layer_s",
                           "t_moe_layer_s", "matrix_unit_factor", "q", "eta_kv"})
-        mx_priors = {**shared, **within_source_quant_priors(mx)}
+        mx_priors = {**shared, **within_source_quant_priors(mx), **borrowed_kernel_priors(mx, p_lc, "mlx-lm")}
         p_mx, d_mx = fit_source_robust(mx, lambda rs, x0: fit_hierarchical(rs, spec, priors=mx_priors, start=x0))
         p_mx = mlx_family_eta_c(p_mx, mx)
         out["mlx-lm"] = (p_mx, {}, d_mx)

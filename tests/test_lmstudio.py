@@ -67,14 +67,23 @@ def test_custom_guardrail_is_exact():
         check_guardrail(LMS, 1, fit, "lax")
 
 
-def test_lmstudio_speed_is_its_engines():
-    """LM Studio's llama.cpp engine has one measured source (a bug report): too few for an overhead factor
-    (calibration.fit.MIN_FACTOR_SOURCES), so its speed is llama.cpp's; only its likely range is the wrapper
-    sources' spread."""
+def test_lmstudio_speed_is_its_engines_times_its_measured_factor():
+    """LM Studio's llama.cpp engine is llama.cpp's roofline; a decode overhead factor only once
+    calibration.fit.MIN_FACTOR_SOURCES source groups measured it (else llama.cpp's speed), and never above 1 (a
+    wrapper adds work to its engine's step). Everything else is the engine's constants."""
+    from calibration import fit as F
+
+    data, _ = F.load_training_records()
+    sources = {r.source for r in data.get("lmstudio-llama.cpp", []) if r.phase == "decode"}
     chip = profiles.resolve_chip("m3-max-40gpu")
     lc, lms = (profiles.load_speed_constants(chip, r) for r in ("llama.cpp", "lmstudio-llama.cpp"))
-    drop = {"likely_range"}
+    drop = {"likely_range", "decode_factor"}
     assert lc.constants.model_dump(exclude=drop) == lms.constants.model_dump(exclude=drop)
+    factor = lms.constants.decode_factor
+    if len(sources) < F.MIN_FACTOR_SOURCES:
+        assert factor is None
+    else:
+        assert factor is not None and 0 < factor <= 1
 
 
 def test_quantized_kv_in_the_recipe_turns_flash_attention_on():

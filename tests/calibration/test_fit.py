@@ -163,6 +163,24 @@ def test_the_fit_recovers_a_recurrent_layer_cost_next_to_the_layer_cost():
     assert "t_recurrent_layer_s" not in F._param_names(dense, spec)  # no hybrid row, nothing to fit
 
 
+def test_a_batched_regime_one_source_measured_keeps_the_engines_efficiency():
+    """η_mv (2 <= B <= 8) and η_c_decode (B > 8) are fitted for a runtime only when MIN_BATCHED_SOURCES (2) source
+    groups measured their regime; otherwise they are held at llama.cpp's value (sigma BORROWED_SIGMA)."""
+    c = profiles.resolve_chip("m3-max-40gpu")
+
+    def rec(src, batch):
+        return F.FitRecord(runtime="mlx-lm", chip=c, geo=_geo(32, 1024), phase="decode", prompt=0, gen=64, depth=0,
+                           batch=batch, value=1.0, source=src)
+
+    engine = {"eta_mv": 0.3, "eta_c_decode": 0.5}
+    one = [rec("a", 1), rec("a", 3), rec("a", 5), rec("b", 1), rec("b", 16)]
+    assert F.borrowed_kernel_priors(one, engine, "mlx-lm") == {"eta_mv": (0.3, F.BORROWED_SIGMA),
+                                                               "eta_c_decode": (0.5, F.BORROWED_SIGMA)}
+    two = [*one, rec("c", 4), rec("d", 32)]
+    assert F.borrowed_kernel_priors(two, engine, "mlx-lm") == {}
+    assert F.borrowed_kernel_priors([*one, rec("c", 4)], engine, "mlx-lm") == {"eta_c_decode": (0.5, F.BORROWED_SIGMA)}
+
+
 def test_priors_pull_unidentified_parameters():
     recs = [r for r in _synthetic() if r.phase == "decode" and r.batch == 1]  # no prefill: eta_c unseen
     spec = F.Spec("llama.cpp", free={"eta_bw", "eta_c", "t_layer_s"})
@@ -405,7 +423,7 @@ def test_famstack_ollama_rows_ran_on_the_engine_of_their_month():
     Ollama 0.31.2: llama-server. Their decode depth is the prompt Ollama evaluated (prompt_eval_count 16299 at
     gemma3's 4th turn), not the characters-based estimate 8496."""
     data, _ = F.load_training_records()
-    fam = [r for r in data["ollama"] if r.source.startswith("famstack")]
+    fam = [r for r in data["ollama"] if r.source.startswith("famstack") and "M1 Max" in r.source]
     assert {r.wrapper_engine for r in fam if r.geo.window is not None} == {"ollamarunner"}  # gemma3 (sliding window)
     assert {r.wrapper_engine for r in fam} == {"ollamarunner", "llamarunner"}
     assert all(r.flash_attn for r in fam)
