@@ -9,7 +9,7 @@ import functools
 import os
 import re
 import types
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
@@ -162,29 +162,9 @@ def derived(name: str, inputs: tuple[BaseModel, ...], compute: Callable[[], R]) 
     return hit
 
 
-class _Paths(Mapping[str, Path]):
-    """id -> path of one kind's profiles, kept as strings: a Path is made for the few profiles a run reads, not for
-    each of the ~300 files listed."""
-
-    def __init__(self, paths: dict[str, str]) -> None:
-        self._paths = paths
-
-    def __getitem__(self, key: str) -> Path:
-        return Path(self._paths[key])
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._paths
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._paths)
-
-    def __len__(self) -> int:
-        return len(self._paths)
-
-
-def _files(kind: str) -> _Paths:
+def _files(kind: str) -> dict[str, Path]:
     """id -> path for one kind; user files override built-ins."""
-    out: dict[str, str] = {}
+    out: dict[str, Path] = {}
     roots = [builtin_dir()]
     u = user_dir()
     if u is not None:
@@ -192,22 +172,15 @@ def _files(kind: str) -> _Paths:
     for root in roots:
         folder = root / kind
         if folder.is_dir():
-            for parts in _yaml_parts(folder):
-                name = parts[-1]
-                i = name.rfind(".")
-                out[name[:i] if 0 < i < len(name) - 1 else name] = os.path.join(folder, *parts)  # Path.stem
-    return _Paths(out)
+            for p in yaml_files(folder):
+                out[p.stem] = p
+    return out
 
 
 def yaml_files(folder: Path) -> list[Path]:
     """``sorted(folder.rglob("*.yaml"))`` read with os.scandir: the same paths in the same order (symlinked
     folders are not entered, unreadable ones are skipped), without a Path object per directory entry
     (5x cheaper on the start-up path)."""
-    return [folder.joinpath(*parts) for parts in _yaml_parts(folder)]
-
-
-def _yaml_parts(folder: Path) -> list[tuple[str, ...]]:
-    """The parts below ``folder`` of each path :func:`yaml_files` lists, in its order."""
     found: list[tuple[str, ...]] = []
 
     def walk(d: str, rel: tuple[str, ...]) -> None:
@@ -223,11 +196,11 @@ def _yaml_parts(folder: Path) -> list[tuple[str, ...]]:
                 walk(e.path, (*rel, e.name))
 
     walk(str(folder), ())
-    return sorted(found)
+    return [folder.joinpath(*parts) for parts in sorted(found)]
 
 
 @functools.cache
-def _index(kind: str) -> _Paths:
+def _index(kind: str) -> dict[str, Path]:
     return _files(kind)
 
 

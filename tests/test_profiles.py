@@ -296,8 +296,8 @@ def test_yaml_files_is_sorted_rglob(tmp_path):
 
 
 def test_the_index_is_the_paths_by_stem(tmp_path, monkeypatch):
-    """_files keeps its paths as strings and gives Path objects: the same id -> path mapping as the stems of
-    yaml_files (a later file with the same stem wins, user files after built-ins)."""
+    """_files gives Path objects: the id -> path mapping of the stems of yaml_files (a later file with the same stem
+    wins, user files after built-ins)."""
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "x.yaml").write_text("")
     (tmp_path / "x.yaml").write_text("")
