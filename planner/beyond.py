@@ -1,6 +1,7 @@
 """Per-option additions applied by planner.plan beyond the memory wall and onto the power bill: the streamed-from-SSD
 estimate of a llama.cpp option too big for the RAM (planner/streaming.py) and the energy per token of every option
-with a speed answer (planner/power.py). The profile tables are read here; the arithmetic lives in those modules."""
+with a speed answer (planner/power.py), and what the Macs sold with the chip and RAM add (battery, no fan:
+planner/fanless.py). The profile tables are read here; the arithmetic lives in those modules."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from . import power, streaming
     from .buy import BuyRow
     from .plan import FitOption as Option
+    from .schema_extra import MacProduct
 
 
 def default_storage_gb(chip: Chip, ram_gb: float) -> int:
@@ -60,13 +62,26 @@ def with_streaming(opt: Option, mm: MemoryModel, chip: Chip | None, wired: Wired
     return opt.model_copy(update={"streaming": est})
 
 
+def sold_with(chip: Chip, ram_gb: float) -> list[MacProduct]:
+    """The Mac configurations Apple sells with this chip bin and RAM (profiles/macs)."""
+    return [m for m in profiles.all_macs() if m.chip == chip.id and m.ram_gb == int(ram_gb)]
+
+
+def fanless_notes(chip: Chip, ram_gb: float) -> list[str]:
+    """The note for a chip and RAM that Apple sells in a fanless Mac (planner/fanless.py), else none."""
+    from . import fanless
+
+    f = fanless.fanless(profiles.fanless_table(), [m.product for m in sold_with(chip, ram_gb)])
+    return [] if f is None else [fanless.note(f)]
+
+
 def _battery(chip: Chip, ram_gb: float) -> tuple[str | None, float | None]:
     """(product, Wh) of the smallest-battery laptop sold with this chip and RAM whose battery the table knows."""
     from . import power  # on first use, as below: the plain question (no chip) needs no power table class
     table = profiles.power_table()
     found = []
-    for m in profiles.all_macs():
-        if m.form_factor == "laptop" and m.chip == chip.id and m.ram_gb == int(ram_gb):
+    for m in sold_with(chip, ram_gb):
+        if m.form_factor == "laptop":
             wh = power.battery_wh(table, m.product, chip.generation, chip.tier)
             if wh is not None:
                 found.append((wh, m.product))

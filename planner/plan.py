@@ -10,7 +10,7 @@ from . import architecture as arch
 from . import capacity, deployment, hybrid, profiles
 from ._model import Frozen, assemble, one_spelling
 from .arch_attention import describe as arch_notes
-from .beyond import with_energy, with_streaming
+from .beyond import fanless_notes, with_energy, with_streaming
 from .energy import EnergyPerToken
 from .errors import InputError
 from .memory import MemoryModel, check_kv_type, kv_alias, kv_layout, memory_model
@@ -225,7 +225,7 @@ def default_quants(model: ModelProfile, weight_format: str) -> list[QuantFormat]
     ids = list(DEFAULT_QUANTS[weight_format])
     nq = model.native_quant
     if nq is not None:
-        native = nq.gguf_preset if weight_format == "gguf" else nq.mlx_quant
+        native = nq.preset_for(weight_format)
         if native is not None:
             ids = [native] + [i for i in ids if i != native]
             if weight_format == "mlx":
@@ -277,15 +277,6 @@ def _option(mm: MemoryModel, q: QuantFormat, req: PlanRequest, chip: Chip | None
     opt = with_draft(opt, mm, q, chip, wired, req)
     opt = with_streaming(opt, mm, chip, wired, req.ssd_gb)
     return with_energy(opt, chip, ram)
-
-
-def fanless_notes(chip: Chip, ram_gb: float) -> list[str]:
-    """The note for a chip and RAM that Apple sells in a fanless Mac (planner/fanless.py), else none."""
-    from . import fanless
-
-    products = [m.product for m in profiles.all_macs() if m.chip == chip.id and m.ram_gb == int(ram_gb)]
-    f = fanless.fanless(profiles.fanless_table(), products)
-    return [] if f is None else [fanless.note(f)]
 
 
 def plan(req: PlanRequest, resolved: ResolvedFiles | None = None) -> Plan:
@@ -347,8 +338,6 @@ def plan(req: PlanRequest, resolved: ResolvedFiles | None = None) -> Plan:
     mac = assemble(MacSummary, ram_gb=ram, chip=chip, note=mac_note)
     return assemble(Plan, request=req, model=summary, mac=mac, wired=wired, contexts=contexts, user_counts=user_counts,
                     kv=kv_rows, options=options, notes=notes)
-
-
 
 
 def _active_params(model: ModelProfile) -> int:

@@ -61,7 +61,7 @@ def _default_quant(model: ModelProfile, rt: Runtime) -> tuple[QuantFormat, str]:
     """-> (quant, note) when none was asked: the model's native format for this runtime's weights, else
     DEFAULT_QUANT; the note says which, so the answer is never mistaken for the asked quantization."""
     nq = model.native_quant
-    native = None if nq is None else (nq.gguf_preset if rt.weight_format == "gguf" else nq.mlx_quant)
+    native = None if nq is None else nq.preset_for(rt.weight_format)
     q = profiles.load_quant(native or DEFAULT_QUANT[rt.weight_format], rt.weight_format)
     why = "the format the checkpoint ships in" if native else "the most common download"
     return q, f"no [[quant]] given: answered for {q.id}, {why}; give [[quant]] for another"

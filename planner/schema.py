@@ -587,6 +587,11 @@ class NativeQuant(BaseModel):
                                   "(e.g. mlx-mxfp4); MLX formats with more bits per weight are not searched")
     source: str = Field(min_length=1, description="Where the native format was read")
 
+    def preset_for(self, weight_format: str) -> str | None:
+        """The format id that holds the checkpoint as published for a runtime loading ``weight_format`` weights
+        (gguf_preset or mlx_quant), None when there is none."""
+        return self.gguf_preset if weight_format == "gguf" else self.mlx_quant
+
 
 class ModelProfile(_Profile):
     id: str
