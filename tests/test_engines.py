@@ -71,6 +71,24 @@ def test_product_kv_layout_is_its_engines(model, product, engine, kv):
     assert a == b
 
 
+BOUNDED_TYPES = P.load_runtime("mlx-lm").swa_model_types
+BOUNDED_MODELS = [m for m in P.model_ids() if P.load_model(m).config.model_type in BOUNDED_TYPES]
+
+
+@pytest.mark.parametrize("product", ["lmstudio-mlx", "mlx-vlm"])
+@pytest.mark.parametrize("model", BOUNDED_MODELS)
+def test_mlx_products_bound_the_caches_mlx_lm_bounds(model, product):
+    """mlx-engine (cache_wrapper.py _make_cache) and mlx-vlm (models/cache.py make_prompt_cache) build the model's own
+    make_cache(): a sliding-window or chunked layer keeps a bounded cache in LM Studio's MLX engine and mlx-vlm as in
+    mlx-lm. At 32k tokens the layout, and so the KV bytes, are mlx-lm's (both profiles listed gemma3 and gpt_oss only:
+    Gemma 4 31B in LM Studio held 27.5 GiB of KV at 32k tokens instead of 4.8 GiB, and decoded at that depth as if it
+    read them)."""
+    m = P.load_model(model)
+    ours = M.kv_layout(m, P.load_runtime(product), "bf16", TABLE)
+    assert ours == M.kv_layout(m, P.load_runtime("mlx-lm"), "bf16", TABLE)
+    assert mm(model, product).estimate(32768).kv_cache == mm(model, "mlx-lm").estimate(32768).kv_cache
+
+
 def test_adapters_override_only_what_differs():
     for product, base in (("ollama", llamacpp.LlamaCpp), ("lmstudio-llama.cpp", llamacpp.LlamaCpp),
                           ("lmstudio-mlx", mlxlm.MlxLm), ("mlx-vlm", mlxlm.MlxLm)):
