@@ -15,11 +15,13 @@ M = TypeVar("M", bound=BaseModel)
 
 # Field descriptions of the result and profile models are attribute docstrings (a string on the line after the
 # field), not Field(description=...): the compiler drops a bare string, where each Field call and pydantic merging
-# its FieldInfo cost ~0.16 M instructions per field at class creation (~12.6 M of the plain question's ~743 M for
-# planner/results.py's 77 fields). pydantic reads the docstrings (it parses the class's source: slow) only when
-# this variable is set: scripts/gen_schema.py sets it for the published JSON Schema. A description too long for
-# one line is a parenthesised string, still one constant. Request models keep Field(description=...): --help, the
-# web app's form and the agents' input schemas read those at run time.
+# its FieldInfo cost ~0.12-0.16 M instructions per field at class creation (the plain question: ~743 M before,
+# ~720 M with 162 fields moved). pydantic reads the docstrings (it parses the class's source: slow) only when
+# this variable is set: scripts/gen_schema.py sets it for the published JSON Schema (tests/test_field_docs.py). A
+# description too long for one line is a parenthesised string, still one constant. A field with constraints
+# (gt=, min_length=, default_factory=) keeps its description in its Field call: the call stays, and moving the
+# description saved nothing measurable. Request models keep Field(description=...) too: --help, the web app's form
+# and the agents' input schemas read those at run time.
 FIELD_DOCS = "MAC_LLM_PLANNER_FIELD_DOCS"
 Frozen = ConfigDict(frozen=True, extra="forbid", defer_build=True, use_attribute_docstrings=FIELD_DOCS in os.environ)
 
