@@ -4,6 +4,7 @@ Empty list and dict defaults are written ``[]`` and ``{}`` (pydantic copies a mu
 ``default_factory=list`` makes pydantic call ``inspect.signature(list)``, which compiles the tokenize module's
 regular expressions (~7 ms) at the first validation of a plan."""
 
+import os
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -12,7 +13,17 @@ from pydantic.fields import FieldInfo
 
 M = TypeVar("M", bound=BaseModel)
 
-Frozen = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+# Field descriptions of the result and profile models are attribute docstrings (a string on the line after the
+# field), not Field(description=...): the compiler drops a bare string, where each Field call and pydantic merging
+# its FieldInfo cost ~0.12-0.16 M instructions per field at class creation (the plain question: ~743 M before,
+# ~720 M with 162 fields moved). pydantic reads the docstrings (it parses the class's source: slow) only when
+# this variable is set: scripts/gen_schema.py sets it for the published JSON Schema (tests/test_field_docs.py). A
+# description too long for one line is a parenthesised string, still one constant. A field with constraints
+# (gt=, min_length=, default_factory=) keeps its description in its Field call: the call stays, and moving the
+# description saved nothing measurable. Request models keep Field(description=...) too: --help, the web app's form
+# and the agents' input schemas read those at run time.
+FIELD_DOCS = "MAC_LLM_PLANNER_FIELD_DOCS"
+Frozen = ConfigDict(frozen=True, extra="forbid", defer_build=True, use_attribute_docstrings=FIELD_DOCS in os.environ)
 
 
 # The macOS every command assumes unless the macOS input says otherwise: the current release (macOS 26 Tahoe, shipping since

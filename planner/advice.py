@@ -107,15 +107,19 @@ class ServingOption(BaseModel):
     runtime: str
     quant: str
     kv_type: str
-    slots: int = Field(description="Parallel sequences (llama-server -np / mlx decode concurrency)")
-    context: int = Field(description="Context per sequence the recipe reserves [tokens]")
-    max_context: int = Field(description="Longest context per sequence that still fits comfortably [tokens]")
+    slots: int
+    """Parallel sequences (llama-server -np / mlx decode concurrency)"""
+    context: int
+    """Context per sequence the recipe reserves [tokens]"""
+    max_context: int
+    """Longest context per sequence that still fits comfortably [tokens]"""
     memory_bytes: int
     fit: Fit
     speed: Speed | None = None
     meets_targets: bool
     misses: list[str] = Field([])
-    bound: str = Field(description="prefill-bound / decode-bound (bandwidth|compute) / memory-only")
+    bound: str
+    """prefill-bound / decode-bound (bandwidth|compute) / memory-only"""
     quality: QualityNote
     reason: str
     recipe: Recipe
@@ -126,41 +130,52 @@ class RouterOption(BaseModel):
     fits together (or none beats one runtime alone), the single runtime to run and why."""
 
     model_config = Frozen
-    prefill_runtime: str = Field(description="Runtime that takes the long prompts (or the single runtime)")
-    decode_runtime: str = Field(description="Runtime that takes the short prompts (or the single runtime)")
+    prefill_runtime: str
+    """Runtime that takes the long prompts (or the single runtime)"""
+    decode_runtime: str
+    """Runtime that takes the short prompts (or the single runtime)"""
     rule: str
-    memory_bytes: int = Field(description="Both runtimes resident (or the single runtime) [bytes]")
-    fits: bool = Field(description="True when a pair fits together under the GPU limit")
+    memory_bytes: int
+    """Both runtimes resident (or the single runtime) [bytes]"""
+    fits: bool
+    """True when a pair fits together under the GPU limit"""
     reason: str
     recipes: list[Recipe]
-    split: list[str] = Field([], description="Which prompt lengths go where, with their share")
+    split: list[str] = []
+    """Which prompt lengths go where, with their share"""
     pairs_searched: int = 0
     pairs_fitting: int = 0
-    score: float | None = Field(None, description="Mean time per request [s] (latency) or requests/s (throughput)")
-    single_score: float | None = Field(None, description="The same for the best single runtime")
+    score: float | None = None
+    """Mean time per request [s] (latency) or requests/s (throughput)"""
+    single_score: float | None = None
+    """The same for the best single runtime"""
 
 
 class Recommendation(BaseModel):
     model_config = Frozen
     model: str
-    chip: str | None = Field(description="Chip profile id (m4-max-40gpu); None: memory-only")
-    chip_label: str | None = Field(None, description="The chip's name for people (M4 Max 40-core GPU)")
+    chip: str | None
+    """Chip profile id (m4-max-40gpu); None: memory-only"""
+    chip_label: str | None = None
+    """The chip's name for people (M4 Max 40-core GPU)"""
     ram_gb: float
     macos: str
     workload: WorkloadProfile
     wired: WiredLimit
     speed_source: str
     options: list[ServingOption]
-    rejected: dict[str, int] = Field(description="Configurations dropped, by reason")
+    rejected: dict[str, int]
+    """Configurations dropped, by reason"""
     evaluated: int
     router: RouterOption | None = None
-    targets_met: bool = Field(True, description="False: no configuration meets the targets; the closest are listed")
+    targets_met: bool = True
+    """False: no configuration meets the targets; the closest are listed"""
     notes: list[str] = Field([])
-    why_not_higher_quality: str | None = Field(None, description="Why the first option is not a lossless quant "
-                                               "with a 16-bit KV cache (None when it is)")
-    best_per_runtime: list[ServingOption] = Field(
-        [], description="Each runtime's best option by the same ranking (its closest when none "
-        "of its options meets the targets), ranked list or not: the runtime comparison")
+    why_not_higher_quality: str | None = None
+    """Why the first option is not a lossless quant with a 16-bit KV cache (None when it is)"""
+    best_per_runtime: list[ServingOption] = []
+    ("Each runtime's best option by the same ranking (its closest when none of its options meets the targets), "
+     "ranked list or not: the runtime comparison")
 
 
 # --------------------------------------------------------------------------- the search
@@ -490,7 +505,8 @@ class RuntimeVerdict(BaseModel):
     other: str | None = None
     other_quant: str | None = None
     code: Literal["faster", "same", "slower", "only"]
-    decode_ratio: float | None = Field(None, description="top / other decode tok/s per user [1]")
+    decode_ratio: float | None = None
+    """top / other decode tok/s per user [1]"""
     other_meets_targets: bool = False
 
 

@@ -22,7 +22,8 @@ class Mac(BaseModel):
     model_config = Frozen
     chip: Chip | None
     ram_gb: float = Field(gt=0, description="Unified memory [GB]")
-    bin_note: str | None = Field(None, description="How a binned chip was resolved without its GPU core count")
+    bin_note: str | None = None
+    """How a binned chip was resolved without its GPU core count"""
 
 
 def resolve_bin(name: str, gpu_cores: int | None, ram: float | None) -> tuple[Chip, str | None]:

@@ -5,7 +5,7 @@ only, with the electricity price). Split from planner/power.py so that the plain
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from ._model import Frozen
 
@@ -25,26 +25,33 @@ class PowerModel(BaseModel):
     idle_basis: Literal["measured", "median of measured Macs"]
     decode_w: float
     decode_w_range: tuple[float, float]
-    decode_basis: Literal["decode", "load"] = Field(description="Rows the decode slope comes from: decode runs, or "
-                                                                 "full-load readings when there are none (leans high)")
+    decode_basis: Literal["decode", "load"]
+    """Rows the decode slope comes from: decode runs, or full-load readings when there are none (leans high)"""
     prefill_w: float
     prefill_w_range: tuple[float, float]
     prefill_basis: Literal["prefill", "load"]
-    measured_rows: int = Field(description="Rows of this very chip in the table")
+    measured_rows: int
+    """Rows of this very chip in the table"""
 
 
 
 class EnergyPerToken(BaseModel):
     model_config = Frozen
-    decode_j_per_token: float = Field(description="Decode power / decode tok/s (one sequence) [J/token]")
+    decode_j_per_token: float
+    """Decode power / decode tok/s (one sequence) [J/token]"""
     decode_j_range: tuple[float, float]
-    prefill_j_per_token: float | None = Field(None, description="Prefill power / prefill tok/s [J/token]")
-    battery_wh: float | None = Field(None, description="Battery of the laptop [Wh]; None for desktops or unknown")
-    battery_product: str | None = Field(None, description="Laptop whose battery battery_wh is")
-    battery_hours_decoding: float | None = Field(None, description="Battery Wh / decode power: hours of "
-                                                                   "continuous generation on a full charge [h]")
-    decode_w: float = Field(description="Average wall power while decoding [W]")
-    streamed: bool = Field(False, description="Decode streams weights from the SSD: the GPU works gpu_share of "
-                                              "the time")
-    gpu_share: float = Field(1.0, description="Share of a decode step the GPU computes (rest: idle, waiting) [0-1]")
+    prefill_j_per_token: float | None = None
+    """Prefill power / prefill tok/s [J/token]"""
+    battery_wh: float | None = None
+    """Battery of the laptop [Wh]; None for desktops or unknown"""
+    battery_product: str | None = None
+    """Laptop whose battery battery_wh is"""
+    battery_hours_decoding: float | None = None
+    """Battery Wh / decode power: hours of continuous generation on a full charge [h]"""
+    decode_w: float
+    """Average wall power while decoding [W]"""
+    streamed: bool = False
+    """Decode streams weights from the SSD: the GPU works gpu_share of the time"""
+    gpu_share: float = 1.0
+    """Share of a decode step the GPU computes (rest: idle, waiting) [0-1]"""
     power: PowerModel

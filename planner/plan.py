@@ -107,7 +107,8 @@ class KVRow(BaseModel):
     model_config = Frozen
     runtime: str
     layout: KVLayout
-    per_sequence_bytes: dict[int, int] = Field(description="KV + state bytes for one sequence, by context")
+    per_sequence_bytes: dict[int, int]
+    """KV + state bytes for one sequence, by context"""
 
 
 class FitOption(BaseModel):
@@ -116,20 +117,30 @@ class FitOption(BaseModel):
     quant: str
     kv_type: str
     weights: WeightsEstimate
-    memory: MemoryEstimate = Field(description="At the requested context and users")
+    memory: MemoryEstimate
+    """At the requested context and users"""
     fit: Fit
-    safe_users: dict[int, int] = Field(description="Concurrent sequences that fit comfortably, by context")
-    max_context: dict[int, int] = Field(description="Longest context per sequence that fits comfortably, by users")
-    max_context_raised: dict[int, int] = Field(description="Same with the wired limit raised to the safe maximum")
+    safe_users: dict[int, int]
+    """Concurrent sequences that fit comfortably, by context"""
+    max_context: dict[int, int]
+    """Longest context per sequence that fits comfortably, by users"""
+    max_context_raised: dict[int, int]
+    """Same with the wired limit raised to the safe maximum"""
     notes: list[str] = []
-    speed: SpeedSummary | None = Field(None, description="Prefill/TTFT and decode by users (needs a chip)")
-    draft: DraftEstimate | None = Field(None, description="Speculative decoding with a draft model: memory and speed-up")
-    offload: OffloadEstimate | None = Field(None, description="llama.cpp partial offload when the whole model does not fit")
-    serving: ServingDefaults | None = Field(None, description="Wrapper app (Ollama, LM Studio): its defaults and guardrail")
-    recipe: Recipe | None = Field(None, description="Launch command of a wrapper app at the requested context and users")
-    streaming: StreamingEstimate | None = Field(None, description="llama.cpp paging the weights from the SSD when "
-                                                "they do not fit in RAM (needs a chip)")
-    energy: EnergyPerToken | None = Field(None, description="Joules per token and battery hours (needs a chip)")
+    speed: SpeedSummary | None = None
+    """Prefill/TTFT and decode by users (needs a chip)"""
+    draft: DraftEstimate | None = None
+    """Speculative decoding with a draft model: memory and speed-up"""
+    offload: OffloadEstimate | None = None
+    """llama.cpp partial offload when the whole model does not fit"""
+    serving: ServingDefaults | None = None
+    """Wrapper app (Ollama, LM Studio): its defaults and guardrail"""
+    recipe: Recipe | None = None
+    """Launch command of a wrapper app at the requested context and users"""
+    streaming: StreamingEstimate | None = None
+    """llama.cpp paging the weights from the SSD when they do not fit in RAM (needs a chip)"""
+    energy: EnergyPerToken | None = None
+    """Joules per token and battery hours (needs a chip)"""
 
 
 class ModelSummary(BaseModel):
@@ -137,7 +148,8 @@ class ModelSummary(BaseModel):
     id: str
     name: str
     params: int
-    active_params: int = Field(description="Parameters read per decoded token (the routed experts of a MoE)")
+    active_params: int
+    """Parameters read per decoded token (the routed experts of a MoE)"""
     is_moe: bool = False
     architecture: str
     max_context: int
@@ -163,8 +175,8 @@ class Plan(BaseModel):
     notes: list[str] = []
     # planner.advice imports this module (through planner.search), so the bottom line is kept as its JSON:
     # {workload, targets_met, option (a ServingOption), runtime_verdicts (RuntimeVerdict list)}
-    bottom_line: dict[str, Any] | None = Field(None, description="The option to run for the chat workload and "
-                                               "mlx-lm vs llama.cpp, as plan recommend ranks them")
+    bottom_line: dict[str, Any] | None = None
+    """The option to run for the chat workload and mlx-lm vs llama.cpp, as plan recommend ranks them"""
 
 
 def describe_architecture(m: ModelProfile) -> str:

@@ -3,7 +3,7 @@
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, Field, computed_field, model_validator
+from pydantic import BaseModel, computed_field, model_validator
 
 from ._model import Frozen
 
@@ -48,13 +48,17 @@ class _RoundTrip(BaseModel):
 
 class WeightsEstimate(BaseModel):
     model_config = Frozen
-    total_bytes: int = Field(description="Weight bytes as loaded [bytes]")
+    total_bytes: int
+    """Weight bytes as loaded [bytes]"""
     n_params: int
     bits_per_weight: float
-    by_group: dict[str, int] = Field(description="bytes per tensor group (embedding, attention, ffn, experts, ...)")
-    by_type: dict[str, int] = Field({}, description="bytes per storage type (GGUF) [bytes]")
+    by_group: dict[str, int]
+    """bytes per tensor group (embedding, attention, ffn, experts, ...)"""
+    by_type: dict[str, int] = {}
+    """bytes per storage type (GGUF) [bytes]"""
     vision_bytes: int = 0
-    exact: bool = Field(False, description="True when read from a real file header, not estimated")
+    exact: bool = False
+    """True when read from a real file header, not estimated"""
 
 
 class KVLayout(BaseModel):
@@ -62,16 +66,21 @@ class KVLayout(BaseModel):
 
     model_config = Frozen
     kv_type: str
-    bytes_per_token: int = Field(description="KV bytes per token on full-attention layers [bytes]")
-    swa_bytes_per_token: int = Field(0, description="KV bytes per token on sliding-window layers [bytes]")
+    bytes_per_token: int
+    """KV bytes per token on full-attention layers [bytes]"""
+    swa_bytes_per_token: int = 0
+    """KV bytes per token on sliding-window layers [bytes]"""
     window: int | None = None
-    state_bytes_per_seq: int = Field(0, description="Recurrent/linear-attention state per sequence [bytes]")
+    state_bytes_per_seq: int = 0
+    """Recurrent/linear-attention state per sequence [bytes]"""
     # KV-shared layers (Gemma 4) attend over another layer's cache: a decode step reads more than the cache holds
-    read_bytes_per_token: int | None = Field(None, description="KV bytes a decode step reads per cached token on "
-                                             "full-attention layers, when more than stored [bytes]")
-    swa_read_bytes_per_token: int | None = Field(None, description="Same on sliding-window layers [bytes]")
-    read_window: int | None = Field(None, description="Tokens a decode step reads of the windowed part when that is "
-                                    "not a sliding window (mlx-lm DSA: the indexer's top-k latents) [tokens]")
+    read_bytes_per_token: int | None = None
+    """KV bytes a decode step reads per cached token on full-attention layers, when more than stored [bytes]"""
+    swa_read_bytes_per_token: int | None = None
+    """Same on sliding-window layers [bytes]"""
+    read_window: int | None = None
+    ("Tokens a decode step reads of the windowed part when that is not a sliding window (mlx-lm DSA: the indexer's "
+     "top-k latents) [tokens]")
 
 
 class MemoryEstimate(_RoundTrip):
@@ -83,9 +92,11 @@ class MemoryEstimate(_RoundTrip):
     output_buffer: int
     runtime_overhead: int
     vision: int = 0
-    context: int = Field(description="Context per sequence [tokens]")
+    context: int
+    """Context per sequence [tokens]"""
     users: int
-    kv_cells: int = Field(description="KV cells allocated (llama.cpp) or held (mlx-lm), all sequences [tokens]")
+    kv_cells: int
+    """KV cells allocated (llama.cpp) or held (mlx-lm), all sequences [tokens]"""
 
     @computed_field  # type: ignore[prop-decorator]  # mypy rejects decorators above @property (pydantic docs)
     @property
@@ -101,9 +112,12 @@ class WiredLimit(_RoundTrip):
     model_config = Frozen
     ram_bytes: int
     macos: str
-    default_bytes: int = Field(description="recommendedMaxWorkingSetSize default for this RAM [bytes]")
-    effective_bytes: int = Field(description="Limit used for verdicts (default, or the wired limit given) [bytes]")
-    max_raise_bytes: int = Field(description="Highest limit we would set, leaving RAM for macOS [bytes]")
+    default_bytes: int
+    """recommendedMaxWorkingSetSize default for this RAM [bytes]"""
+    effective_bytes: int
+    """Limit used for verdicts (default, or the wired limit given) [bytes]"""
+    max_raise_bytes: int
+    """Highest limit we would set, leaving RAM for macOS [bytes]"""
     left_for_macos_bytes: int
     rule: str
     user_set: bool = False
@@ -124,10 +138,13 @@ class Fit(BaseModel):
     model_config = Frozen
     verdict: Verdict
     reason: str
-    headroom_bytes: int = Field(description="Effective wired limit minus total (negative: over) [bytes]")
-    sysctl: str | None = Field(None, description="Command that raises the limit enough, when that helps")
-    margin_bytes: int = Field(0, description="The runtime's own margin the verdict keeps below the limit "
-                                             "(Runtime.headroom_mib: llama.cpp common/fit.cpp's 1 GiB) [bytes]")
+    headroom_bytes: int
+    """Effective wired limit minus total (negative: over) [bytes]"""
+    sysctl: str | None = None
+    """Command that raises the limit enough, when that helps"""
+    margin_bytes: int = 0
+    ("The runtime's own margin the verdict keeps below the limit (Runtime.headroom_mib: llama.cpp common/fit.cpp's "
+     "1 GiB) [bytes]")
 
 
 # --------------------------------------------------------------------------- speed
@@ -142,13 +159,18 @@ class Speed(BaseModel):
     prefill_tok_s: float
     ttft_s: float
     decode_tok_s_per_user: float
-    decode_tok_s: float = Field(description="aggregate over all users")
-    decode_tok_s_range: tuple[float, float] = Field(description="80 % likely range of decode_tok_s_per_user (low, high)")
-    prefill_tok_s_range: tuple[float, float] = Field(description="80 % likely range of prefill_tok_s (low, high)")
+    decode_tok_s: float
+    """aggregate over all users"""
+    decode_tok_s_range: tuple[float, float]
+    """80 % likely range of decode_tok_s_per_user (low, high)"""
+    prefill_tok_s_range: tuple[float, float]
+    """80 % likely range of prefill_tok_s (low, high)"""
     time_per_request_s: float
     decode_bound: Literal["bandwidth", "compute"]
-    prefill_share: float = Field(description="TTFT / time per request")
-    cached_prefix_share: float = Field(0.0, description="Share of each prompt assumed in the prompt cache (TTFT)")
+    prefill_share: float
+    """TTFT / time per request"""
+    cached_prefix_share: float = 0.0
+    """Share of each prompt assumed in the prompt cache (TTFT)"""
     calibration: str = ""
 
 
@@ -158,16 +180,24 @@ class SpeedSummary(BaseModel):
     model_config = Frozen
     prompt_tokens: int
     gen_tokens: int
-    cached_prefix_share: float = Field(0.0, description="Share of the prompt assumed in the prompt cache (TTFT)")
-    prefill_tok_s: float = Field(description="Prefill of one prompt [tok/s]")
-    ttft_s: float = Field(description="Time to first token for one prompt [s]")
-    time_per_request_s: float = Field(description="TTFT + generation, one user [s]")
-    decode_tok_s_per_seq: dict[int, float] = Field(description="Decode speed seen by each user, by concurrent users")
-    decode_tok_s_range: dict[int, tuple[float, float]] = Field(
-        {}, description="80 % likely range of the decode speed seen by each user [tok/s]")
-    prefill_tok_s_range: tuple[float, float] | None = Field(None, description="80 % likely range of prefill [tok/s]")
-    decode_tok_s_total: dict[int, float] = Field(description="Decode speed of all users together, by concurrent users")
-    bound: dict[int, Bound] = Field(description="Decode bound by concurrent users")
+    cached_prefix_share: float = 0.0
+    """Share of the prompt assumed in the prompt cache (TTFT)"""
+    prefill_tok_s: float
+    """Prefill of one prompt [tok/s]"""
+    ttft_s: float
+    """Time to first token for one prompt [s]"""
+    time_per_request_s: float
+    """TTFT + generation, one user [s]"""
+    decode_tok_s_per_seq: dict[int, float]
+    """Decode speed seen by each user, by concurrent users"""
+    decode_tok_s_range: dict[int, tuple[float, float]] = {}
+    """80 % likely range of the decode speed seen by each user [tok/s]"""
+    prefill_tok_s_range: tuple[float, float] | None = None
+    """80 % likely range of prefill [tok/s]"""
+    decode_tok_s_total: dict[int, float]
+    """Decode speed of all users together, by concurrent users"""
+    bound: dict[int, Bound]
+    """Decode bound by concurrent users"""
     knee_batch: int | None = None
     calibration: str = ""
 
@@ -180,15 +210,21 @@ class ServingDefaults(BaseModel):
     model_config = Frozen
     app: str
     version: str
-    default_context: int = Field(description="Context per sequence the app uses by default [tokens]")
-    default_parallel: int = Field(description="Parallel requests by default")
-    context_rule: str = Field(description="Why that context: version, GPU memory, model cap")
-    memory_bytes: int = Field(description="Total memory at the default context and parallel requests [bytes]")
+    default_context: int
+    """Context per sequence the app uses by default [tokens]"""
+    default_parallel: int
+    """Parallel requests by default"""
+    context_rule: str
+    """Why that context: version, GPU memory, model cap"""
+    memory_bytes: int
+    """Total memory at the default context and parallel requests [bytes]"""
     fit: Fit
-    guardrail: str | None = Field(None, description="Load guardrail level checked (LM Studio)")
+    guardrail: str | None = None
+    """Load guardrail level checked (LM Studio)"""
     guardrail_allows: bool | None = None
     guardrail_reason: str = ""
-    engine_note: str = Field("", description="The app runs this model on its own engine / one request at a time")
+    engine_note: str = ""
+    """The app runs this model on its own engine / one request at a time"""
     sources: list[str] = []
 
 
@@ -196,14 +232,21 @@ class OffloadEstimate(BaseModel):
     """llama.cpp partial offload: the largest -ngl whose GPU part fits, and its decode estimate."""
 
     model_config = Frozen
-    gpu_layers: int = Field(description="-ngl: repeating layers on the GPU (n_layer + 1 also puts the output there)")
+    gpu_layers: int
+    """-ngl: repeating layers on the GPU (n_layer + 1 also puts the output there)"""
     n_layers: int
-    gpu_bytes: int = Field(description="Weights, KV and buffers on the GPU [bytes]")
-    cpu_bytes: int = Field(description="Weights and KV left in CPU memory [bytes]")
-    fit: Fit = Field(description="GPU part against the GPU limit")
-    fits_in_ram: bool = Field(description="GPU and CPU parts together leave macOS its reserve")
-    decode_tok_s: float | None = Field(None, description="Decode with CPU layers at CPU bandwidth [tok/s]")
-    full_gpu_decode_tok_s: float | None = Field(None, description="Decode if every layer were on the GPU [tok/s]")
+    gpu_bytes: int
+    """Weights, KV and buffers on the GPU [bytes]"""
+    cpu_bytes: int
+    """Weights and KV left in CPU memory [bytes]"""
+    fit: Fit
+    """GPU part against the GPU limit"""
+    fits_in_ram: bool
+    """GPU and CPU parts together leave macOS its reserve"""
+    decode_tok_s: float | None = None
+    """Decode with CPU layers at CPU bandwidth [tok/s]"""
+    full_gpu_decode_tok_s: float | None = None
+    """Decode if every layer were on the GPU [tok/s]"""
     cpu_bandwidth_bytes_s: float | None = None
     recommended: bool = False
     reason: str = ""
@@ -216,18 +259,29 @@ class DraftEstimate(BaseModel):
     model_config = Frozen
     draft_model: str
     draft_quant: str
-    draft_tokens: int = Field(description="Tokens drafted per step (llama-server --draft-max, mlx --num-draft-tokens)")
-    acceptance: float = Field(description="Per-token acceptance probability alpha [1]")
+    draft_tokens: int
+    """Tokens drafted per step (llama-server --draft-max, mlx --num-draft-tokens)"""
+    acceptance: float
+    """Per-token acceptance probability alpha [1]"""
     acceptance_source: str
-    weights_bytes: int = Field(description="Draft weights [bytes]")
-    kv_bytes: int = Field(description="Draft KV cache at the main context and slots [bytes]")
-    buffer_bytes: int = Field(description="Draft compute and output buffers [bytes]")
-    total_bytes: int = Field(description="Main model + draft [bytes]")
-    fit: Fit = Field(description="Main + draft against the GPU limit")
-    tokens_per_step: float = Field(description="(1 - alpha^(g+1)) / (1 - alpha) tokens per verification [1]")
-    decode_tok_s: float | None = Field(None, description="Decode with the draft, one sequence [tok/s]")
-    base_decode_tok_s: float | None = Field(None, description="Decode without it [tok/s]")
-    ceiling_tok_s: float | None = Field(None, description="(g+1) tokens per (main + g draft) weight reads at peak bandwidth")
+    weights_bytes: int
+    """Draft weights [bytes]"""
+    kv_bytes: int
+    """Draft KV cache at the main context and slots [bytes]"""
+    buffer_bytes: int
+    """Draft compute and output buffers [bytes]"""
+    total_bytes: int
+    """Main model + draft [bytes]"""
+    fit: Fit
+    """Main + draft against the GPU limit"""
+    tokens_per_step: float
+    """(1 - alpha^(g+1)) / (1 - alpha) tokens per verification [1]"""
+    decode_tok_s: float | None = None
+    """Decode with the draft, one sequence [tok/s]"""
+    base_decode_tok_s: float | None = None
+    """Decode without it [tok/s]"""
+    ceiling_tok_s: float | None = None
+    """(g+1) tokens per (main + g draft) weight reads at peak bandwidth"""
     speedup: float | None = None
     notes: list[str] = []
 
@@ -239,40 +293,58 @@ class SSDSpeed(BaseModel):
     """The read speed the planner uses for one Mac: the median of the matching measurements and their spread."""
 
     model_config = Frozen
-    read_bytes_s: float = Field(description="Sequential read used for the estimate [bytes/s]")
-    range_bytes_s: tuple[float, float] = Field(description="Slowest and fastest matching measurement [bytes/s]")
-    storage_gb: int = Field(description="SSD capacity the speed is for [GB]")
+    read_bytes_s: float
+    """Sequential read used for the estimate [bytes/s]"""
+    range_bytes_s: tuple[float, float]
+    """Slowest and fastest matching measurement [bytes/s]"""
+    storage_gb: int
+    """SSD capacity the speed is for [GB]"""
     basis: Literal["measured", "same capacity, other chip", "nearest capacity measured"] = "measured"
-    rows: list[str] = Field(description="'product storage: read MB/s (source)' of the rows used")
+    rows: list[str]
+    """'product storage: read MB/s (source)' of the rows used"""
 
 
 class StreamingEstimate(BaseModel):
     """Decode of a model whose weights do not fit in RAM, with llama.cpp paging the mapped GGUF from the SSD."""
 
     model_config = Frozen
-    engine: str = Field("llama.cpp mmap", description="Who reads the weights from the SSD")
+    engine: str = "llama.cpp mmap"
+    """Who reads the weights from the SSD"""
     weights_bytes: int
-    anon_bytes: int = Field(description="KV cache, compute/output buffers and runtime overhead: memory that cannot "
-                                        "be dropped, only swapped [bytes]")
-    ram_for_weights_bytes: int = Field(description="RAM left for weight pages: what macOS can spare minus "
-                                                   "anon_bytes [bytes]")
-    always_read_bytes: int = Field(description="Weights every token reads (dense part; all of a dense model) [bytes]")
-    routed_expert_bytes: int = Field(0, description="Routed experts of a MoE, all layers [bytes]")
-    expert_cache_bytes: int = Field(0, description="Routed experts that stay cached in RAM [bytes]")
-    hit_rate: float = Field(0.0, description="Share of a token's routed-expert reads found in RAM [0-1]")
-    active_expert_fraction: float = Field(0.0, description="k / n: share of routed experts a token uses [0-1]")
-    bytes_per_token: float = Field(description="Read from the SSD per decoded token, the estimate [bytes]")
-    bytes_per_token_range: tuple[float, float] = Field(description="Fewest and most bytes per token [bytes]")
+    anon_bytes: int
+    """KV cache, compute/output buffers and runtime overhead: memory that cannot be dropped, only swapped [bytes]"""
+    ram_for_weights_bytes: int
+    """RAM left for weight pages: what macOS can spare minus anon_bytes [bytes]"""
+    always_read_bytes: int
+    """Weights every token reads (dense part; all of a dense model) [bytes]"""
+    routed_expert_bytes: int = 0
+    """Routed experts of a MoE, all layers [bytes]"""
+    expert_cache_bytes: int = 0
+    """Routed experts that stay cached in RAM [bytes]"""
+    hit_rate: float = 0.0
+    """Share of a token's routed-expert reads found in RAM [0-1]"""
+    active_expert_fraction: float = 0.0
+    """k / n: share of routed experts a token uses [0-1]"""
+    bytes_per_token: float
+    """Read from the SSD per decoded token, the estimate [bytes]"""
+    bytes_per_token_range: tuple[float, float]
+    """Fewest and most bytes per token [bytes]"""
     ssd: SSDSpeed
-    compute_s_per_token: float = Field(description="Decode time per token with every weight resident [s]")
-    ssd_s_per_token: float = Field(description="bytes_per_token / SSD read [s]")
-    decode_tok_s: float = Field(description="1 / (compute + SSD time): reads block the kernels [tok/s]")
-    decode_tok_s_range: tuple[float, float] = Field(description="Slow and fast end [tok/s]")
-    overlapped_tok_s: float = Field(description="Bound for an engine that reads while it computes: "
-                                                "1 / max(compute, SSD time) [tok/s]")
-    swaps: bool = Field(description="The KV cache and buffers alone exceed what macOS can spare: pages would be "
-                                    "written to swap (SSD wear), not only read")
-    bound: Literal["ssd", "compute"] = Field(description="Which of the two takes longer per token")
+    compute_s_per_token: float
+    """Decode time per token with every weight resident [s]"""
+    ssd_s_per_token: float
+    """bytes_per_token / SSD read [s]"""
+    decode_tok_s: float
+    """1 / (compute + SSD time): reads block the kernels [tok/s]"""
+    decode_tok_s_range: tuple[float, float]
+    """Slow and fast end [tok/s]"""
+    overlapped_tok_s: float
+    """Bound for an engine that reads while it computes: 1 / max(compute, SSD time) [tok/s]"""
+    swaps: bool
+    ("The KV cache and buffers alone exceed what macOS can spare: pages would be written to swap (SSD wear), not "
+     "only read")
+    bound: Literal["ssd", "compute"]
+    """Which of the two takes longer per token"""
 
     @property
     def resident(self) -> bool:

@@ -57,13 +57,15 @@ PosInt = Annotated[int, Field(gt=0, le=MAX_DIM)]
 class _Profile(BaseModel):
     model_config = Frozen
     sources: list[str] = Field(min_length=1, description="URLs the numbers come from")
-    verified: date = Field(description="Date the numbers were last checked")
+    verified: date
+    """Date the numbers were last checked"""
 
 
 # --------------------------------------------------------------------------- hardware
 class Chip(_Profile):
     id: str
-    name: str = Field(description="Marketing chip name, e.g. 'M3 Max'")
+    name: str
+    """Marketing chip name, e.g. 'M3 Max'"""
     generation: Literal["M1", "M2", "M3", "M4", "M5", "M6"]
     tier: Literal["base", "pro", "max", "ultra"]
     gpu_cores: int = Field(gt=0, le=256)
@@ -73,12 +75,14 @@ class Chip(_Profile):
     gpu_fp32_tflops: float | None = Field(None, gt=0, le=500, description="Estimated FP32 peak [TFLOPS]; None if unpublished")
     gpu_fp16_tflops: float | None = Field(None, gt=0, le=1000)
     gpu_clock_ghz: float | None = None
-    gpu_matrix_units: bool = Field(False, description="Per-core GPU matrix units (M5 neural accelerators)")
+    gpu_matrix_units: bool = False
+    """Per-core GPU matrix units (M5 neural accelerators)"""
     release_year: int
     status: Literal["shipping", "discontinued", "rumoured"]
     tflops_basis: str = ""
-    backend: Literal["metal", "cpu"] = Field("metal", description="What the runtimes compute on: an Apple GPU "
-                                             "(Metal) or, for a device `plan calibrate` measured off a Mac, the CPU")
+    backend: Literal["metal", "cpu"] = "metal"
+    ("What the runtimes compute on: an Apple GPU (Metal) or, for a device `plan calibrate` measured off a Mac, the "
+     "CPU")
     notes: str = ""
 
     @property
@@ -93,7 +97,8 @@ class Chip(_Profile):
 
 class WiredRule(BaseModel):
     model_config = Frozen
-    max_ram_gb: float | None = Field(None, description="Rule applies to RAM up to this size [GB]; None = any")
+    max_ram_gb: float | None = None
+    """Rule applies to RAM up to this size [GB]; None = any"""
     fraction: float = Field(gt=0, le=1)
     evidence: str = ""
 
@@ -113,7 +118,8 @@ class GgmlType(BaseModel):
     name: str
     block_size: int = Field(gt=0)
     bytes_per_block: int = Field(gt=0)
-    fallback: str | None = Field(None, description="Type used when a row is not a multiple of block_size")
+    fallback: str | None = None
+    """Type used when a row is not a multiple of block_size"""
 
 
 class KeptTensor(BaseModel):
@@ -121,18 +127,21 @@ class KeptTensor(BaseModel):
     the converter wrote (convert_hf_to_gguf: F32 for the names it forces to F32, else the --outtype)."""
 
     model_config = Frozen
-    name: str = Field(description="Substring of the llama.cpp tensor name (llama.cpp matches with name.find)")
-    type: str = Field(description="Its type in every preset")
+    name: str
+    """Substring of the llama.cpp tensor name (llama.cpp matches with name.find)"""
+    type: str
+    """Its type in every preset"""
 
 
 class QuantizeClasses(BaseModel):
     """Tensor classes of llama-quantize that hold for every preset and architecture (src/llama-quant.cpp)."""
 
     model_config = Frozen
-    attn_v_like: list[str] = Field([], description="tensor_get_category + category_is_attn_v: these take attn_v's "
-                                   "rules and share its counter (i_attention_wv / n_attention_wv)")
-    token_embd_like: list[str] = Field([], description="tensor_name_match_token_embd: token-embedding rules (the "
-                                       "output rules when the model has no output.weight)")
+    attn_v_like: list[str] = []
+    ("tensor_get_category + category_is_attn_v: these take attn_v's rules and share its counter (i_attention_wv / "
+     "n_attention_wv)")
+    token_embd_like: list[str] = []
+    """tensor_name_match_token_embd: token-embedding rules (the output rules when the model has no output.weight)"""
     kept: list[KeptTensor] = []
 
 
@@ -147,17 +156,22 @@ class PresetRule(BaseModel):
     """One branch of llama.cpp ``llama_tensor_get_type_impl`` (src/llama-quant.cpp)."""
 
     model_config = Frozen
-    tensor: str = Field(description="Substring of the llama.cpp tensor name, e.g. 'attn_v', 'ffn_down', 'output'")
+    tensor: str
+    """Substring of the llama.cpp tensor name, e.g. 'attn_v', 'ffn_down', 'output'"""
     type: str
-    when: list[str] = Field([], description="Conditions, all must hold")
+    when: list[str] = []
+    """Conditions, all must hold"""
     if_type_in: list[str] | None = None
 
 
 class Quality(BaseModel):
     model_config = Frozen
-    ppl_delta_pct: float | None = Field(None, description="Perplexity increase vs 16-bit [%], approximate")
-    kld: float | None = Field(None, description="Mean KL divergence vs 16-bit, approximate")
-    mmlu_pro_delta: float | None = Field(None, description="MMLU-Pro points vs bf16 (mlx-lm BENCHMARKS.md)")
+    ppl_delta_pct: float | None = None
+    """Perplexity increase vs 16-bit [%], approximate"""
+    kld: float | None = None
+    """Mean KL divergence vs 16-bit, approximate"""
+    mmlu_pro_delta: float | None = None
+    """MMLU-Pro points vs bf16 (mlx-lm BENCHMARKS.md)"""
     source: str = ""
 
 
@@ -170,7 +184,8 @@ class QuantFormat(_Profile):
     ftype: int | None = None
     base_type: str | None = None
     rules: list[PresetRule] = []
-    expert_type: str | None = Field(None, description="Type for 3-D expert tensors (MXFP4_MOE)")
+    expert_type: str | None = None
+    """Type for 3-D expert tensors (MXFP4_MOE)"""
     # mlx
     mode: Literal["affine", "mxfp4", "nvfp4", "mxfp8", "none"] | None = None
     bits: int | None = Field(None, ge=2, le=16)
@@ -203,8 +218,9 @@ class _RuntimeBase(_Profile):
                                         "best quality first (a subset of kv_types)")
     runtime_overhead_mib: float = Field(ge=0, description="Metal/runtime fixed overhead [MiB]")
     headroom_mib: float = Field(ge=0, description="Margin below the wired limit for a 'comfortable' verdict [MiB]")
-    prefix_cache: bool = Field(False, description="The server keeps the previous request's KV and prefills only "
-                               "the part of a new prompt after the common prefix")
+    prefix_cache: bool = False
+    ("The server keeps the previous request's KV and prefills only the part of a new prompt after the common "
+     "prefix")
 
     @model_validator(mode="after")
     def _advised_subset(self) -> Self:
@@ -221,9 +237,12 @@ class LlamaCppFamily(_RuntimeBase):
     weight_format: Literal["gguf"]
     n_ubatch: int = Field(gt=0, description="llama.cpp physical batch -ub [tokens]")
     n_batch: int = Field(gt=0, description="llama.cpp logical batch -b [tokens]")
-    flash_attn: bool = Field(description="flash attention on by default (-fa)")
-    kv_unified: bool = Field(description="one KV stream shared by all slots (llama-server --kv-unified)")
-    swa_full: bool = Field(description="full-size sliding-window cache (--swa-full)")
+    flash_attn: bool
+    """flash attention on by default (-fa)"""
+    kv_unified: bool
+    """one KV stream shared by all slots (llama-server --kv-unified)"""
+    swa_full: bool
+    """full-size sliding-window cache (--swa-full)"""
     ctx_pad: int = Field(gt=0, description="n_ctx is padded up to this multiple [tokens]")
     default_parallel: int = Field(gt=0, description="slots (-np) when the user does not say")
     default_context: int = Field(gt=0, description="context (-c) when the user does not say [tokens]")
@@ -253,7 +272,8 @@ class WrapperRuntime(LlamaCppFamily):
     """A product that runs llama.cpp underneath with its own defaults (Ollama: num_batch, OLLAMA_NUM_PARALLEL...)."""
 
     kind: Literal["wrapper"]
-    wraps: Literal["llama.cpp"] = Field(description="engine underneath; its memory and speed rules apply")
+    wraps: Literal["llama.cpp"]
+    """engine underneath; its memory and speed rules apply"""
 
 
 class MlxRuntime(_RuntimeBase):
@@ -268,12 +288,14 @@ class MlxRuntime(_RuntimeBase):
     kv_group_size: int = Field(gt=0, description="--kv-group-size of the quantized KV cache")
     quantized_kv_start: int = Field(ge=0, description="--quantized-kv-start [tokens]")
     activation_bytes: int = Field(gt=0, description="bytes per activation / unquantized cache element [B]")
-    fused_sdpa_head_dims: list[int] = Field(description="head dims with a fused prefill SDPA kernel")
+    fused_sdpa_head_dims: list[int]
+    """head dims with a fused prefill SDPA kernel"""
     warn_fraction: float = Field(gt=0, le=1, description="mlx-lm warns above this x working set")
     router_bits: int = Field(gt=0, le=16, description="bits of MoE router weights")
     decode_concurrency: int = Field(gt=0, description="mlx_lm.server --decode-concurrency")
     prefill_batch_size: int = Field(gt=0, description="concurrent prompt prefills (--prompt-concurrency)")
-    swa_model_types: list[str] = Field(description="model_types with sliding-window (rotating) caches")
+    swa_model_types: list[str]
+    """model_types with sliding-window (rotating) caches"""
 
     @property
     def prefill_chunk(self) -> int:
@@ -291,7 +313,8 @@ class MlxWrapperRuntime(MlxRuntime):
     """A product on MLX whose KV caches and buffers follow mlx-lm's (LM Studio mlx-engine, mlx-vlm)."""
 
     kind: Literal["mlx-wrapper"]  # type: ignore[assignment]  # its own tag in the Runtime union (MlxRuntime: mlx-lm)
-    wraps: Literal["mlx-lm"] = Field(description="engine whose memory and speed rules apply")
+    wraps: Literal["mlx-lm"]
+    """engine whose memory and speed rules apply"""
 
 
 Runtime = Annotated[LlamaCppRuntime | WrapperRuntime | MlxRuntime | MlxWrapperRuntime, Field(discriminator="kind")]
@@ -303,7 +326,8 @@ class ContextRule(BaseModel):
     """A wrapper app's default context per sequence, by app version and GPU memory (first match wins)."""
 
     model_config = Frozen
-    since_version: str = Field(description="First app version the rule applies to, e.g. '0.15.5'")
+    since_version: str
+    """First app version the rule applies to, e.g. '0.15.5'"""
     min_gpu_gib: float = Field(0, ge=0, description="Rule applies when the GPU memory the app sees is at least this [GiB]")
     context: int = Field(gt=0, le=MAX_CTX, description="Default context per sequence [tokens]")
     source: str = Field(min_length=1, description="URL of the code or doc that sets it")
@@ -323,7 +347,8 @@ class GuardrailLevel(BaseModel):
     model_config = Frozen
     name: str
     strength: int = Field(ge=0, le=3, description="0 off, 1 relaxed, 2 balanced, 3 strict")
-    custom_cap: bool = Field(False, description="Refuses a load whose estimate exceeds the user's memory limit")
+    custom_cap: bool = False
+    """Refuses a load whose estimate exceeds the user's memory limit"""
     description: str = ""
 
 
@@ -332,22 +357,26 @@ class ServingApp(_Profile):
 
     id: str
     name: str
-    current_version: str = Field(description="Version the defaults describe when the user gives none")
+    current_version: str
+    """Version the defaults describe when the user gives none"""
     runtimes: list[str] = Field(min_length=1, description="Runtime profiles (one per engine) this app serves with")
     context_rules: list[ContextRule] = Field(min_length=1, description="Newest first")
-    parallel_rules: list[ParallelRule] = Field([], description="Newest first")
-    context_capped_at_train: bool = Field(True, description="Default context is cut to the model's max context")
-    context_per_parallel: bool = Field(False, description="The server multiplies the context by the parallel count")
+    parallel_rules: list[ParallelRule] = []
+    """Newest first"""
+    context_capped_at_train: bool = True
+    """Default context is cut to the model's max context"""
+    context_per_parallel: bool = False
+    """The server multiplies the context by the parallel count"""
     guardrails: list[GuardrailLevel] = []
     default_guardrail: str | None = None
-    own_engine: list[str] = Field([], description="Catalog model_types or ids the app runs on "
-                                  "its own engine instead of the wrapped one")
+    own_engine: list[str] = []
+    """Catalog model_types or ids the app runs on its own engine instead of the wrapped one"""
     own_engine_source: str = ""
-    own_engine_until: str | None = Field(None, description="First app version that no longer runs any model on its "
-                                         "own engine (None: the list holds for every version)")
+    own_engine_until: str | None = None
+    """First app version that no longer runs any model on its own engine (None: the list holds for every version)"""
     own_engine_until_source: str = ""
-    single_parallel: list[str] = Field([], description="model_types or ids served one request at a "
-                                       "time whatever the parallel setting")
+    single_parallel: list[str] = []
+    """model_types or ids served one request at a time whatever the parallel setting"""
     single_parallel_source: str = ""
     notes: str = ""
 
@@ -559,12 +588,13 @@ class ModelQuality(BaseModel):
     """One published benchmark score for ranking models against each other (plan models)."""
 
     model_config = Frozen
-    benchmark: str = Field(description="Benchmark name, e.g. MMLU-Pro (the same one across the catalog's chat models)")
+    benchmark: str
+    """Benchmark name, e.g. MMLU-Pro (the same one across the catalog's chat models)"""
     score: float = Field(ge=0, le=100, description="Published score [%]")
     source: str = Field(min_length=1, description="URL of the model card or paper that reports it")
-    caveats: list[Literal["third-party", "base-model", "other-protocol"]] = Field(
-        [], description="Why the score may not compare like for like: measured by someone other "
-        "than the maker, on the base (not instruct) model, or with another scoring protocol")
+    caveats: list[Literal["third-party", "base-model", "other-protocol"]] = []
+    ("Why the score may not compare like for like: measured by someone other than the maker, on the base (not "
+     "instruct) model, or with another scoring protocol")
 
 
 class NativeQuant(BaseModel):
@@ -580,11 +610,13 @@ class NativeQuant(BaseModel):
     model_config = Frozen
     groups: list[str] = Field(["experts"], min_length=1, description="Tensor groups (planner.architecture) stored "
                               "quantized in the checkpoint")
-    gguf_type: str = Field(description="ggml type of those tensors in every GGUF of the model (e.g. MXFP4)")
-    gguf_preset: str | None = Field(None, description="The llama-quantize preset that matches the checkpoint "
-                                    "(e.g. MXFP4_MOE), searched first")
-    mlx_quant: str | None = Field(None, description="The MLX format id that holds the checkpoint without an up-cast "
-                                  "(e.g. mlx-mxfp4); MLX formats with more bits per weight are not searched")
+    gguf_type: str
+    """ggml type of those tensors in every GGUF of the model (e.g. MXFP4)"""
+    gguf_preset: str | None = None
+    """The llama-quantize preset that matches the checkpoint (e.g. MXFP4_MOE), searched first"""
+    mlx_quant: str | None = None
+    ("The MLX format id that holds the checkpoint without an up-cast (e.g. mlx-mxfp4); MLX formats with more bits "
+     "per weight are not searched")
     source: str = Field(min_length=1, description="Where the native format was read")
 
     def preset_for(self, weight_format: str) -> str | None:
@@ -596,9 +628,11 @@ class NativeQuant(BaseModel):
 class ModelProfile(_Profile):
     id: str
     name: str
-    family: str | None = Field(None, description="Model family for filtering (llama, qwen, gemma, ...)")
+    family: str | None = None
+    """Model family for filtering (llama, qwen, gemma, ...)"""
     tasks: list[Task] = Field(default_factory=lambda: list[Task](["chat"]), description="What the model is for")
-    quality: ModelQuality | None = Field(None, description="Published benchmark score; None when none is known")
+    quality: ModelQuality | None = None
+    """Published benchmark score; None when none is known"""
     hf_repo: str | None = None
     aliases: list[str] = []
     params_b: float = Field(gt=0, le=1e6, description="Published total parameters [billions]")
@@ -606,7 +640,8 @@ class ModelProfile(_Profile):
     vision_params_b: float | None = Field(None, ge=0, le=1e6, description="Vision tower + projector [billions]")
     gated: bool = False
     notes: str = ""
-    native_quant: NativeQuant | None = Field(None, description="Tensors the checkpoint ships already quantized")
+    native_quant: NativeQuant | None = None
+    """Tensors the checkpoint ships already quantized"""
     config: ModelConfig
 
 

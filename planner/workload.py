@@ -128,7 +128,8 @@ class WorkloadProfile(BaseModel):
                                     description="KV context reserved per sequence (history); default p90 prompt+gen")
     targets: Targets = Field(default_factory=Targets)
     objective: Literal["latency", "throughput"] = "latency"
-    mixed: bool = Field(False, description="Mix of long-prompt and long-output requests (router candidate)")
+    mixed: bool = False
+    """Mix of long-prompt and long-output requests (router candidate)"""
     cached_prefix_share: float = Field(0.0, ge=0, lt=1, allow_inf_nan=False, description="Share of each prompt already in the server's "
                                        "prompt cache (a chat's history); only the rest is prefilled")
     sources: list[str] = Field([])

@@ -8,6 +8,8 @@ models (the same models the commands dump), plus the error and "no"-answer envel
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ from pydantic import BaseModel, create_model
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "schema"
+FIELD_DOCS = "MAC_LLM_PLANNER_FIELD_DOCS"  # planner._model.FIELD_DOCS, not imported: planner must not load first
 
 
 def _models() -> dict[str, Any]:
@@ -72,6 +75,11 @@ def render(schema: dict[str, Any]) -> str:
 
 
 def main(argv: list[str]) -> int:
+    if FIELD_DOCS not in os.environ:
+        # the models' field descriptions are attribute docstrings, read at class creation only with FIELD_DOCS
+        # set (planner/_model.py): this interpreter may have built them without, so a fresh one writes the schema
+        env = {**os.environ, FIELD_DOCS: "1"}
+        return subprocess.run([sys.executable, str(Path(__file__).resolve()), *argv], env=env, check=False).returncode
     want = {f"{k}.json": render(v) for k, v in schemas().items()}
     if "--check" in argv:
         have = {p.name: p.read_text() for p in OUT.glob("*.json")} if OUT.exists() else {}
