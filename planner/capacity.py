@@ -7,6 +7,7 @@ llama.cpp common/fit.cpp (1 GiB fit margin); mlx_lm/generate.py wired_limit() (0
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ._model import assemble
@@ -116,33 +117,53 @@ def fit_codes(total: np.ndarray, weights: np.ndarray, effective: np.ndarray, max
 
 def safe_users(mm: MemoryModel, context: int, budget: int, cap: int = MAX_USERS) -> int:
     """Most concurrent sequences of ``context`` tokens that fit in ``budget`` (0 if not even one). Memory grows
-    monotonically with users, so bisect."""
-    if mm.total(context, 1) > budget:
+    monotonically with users, so a bracketed search (:func:`largest_fitting`)."""
+    low = mm.total(context, 1)
+    if low > budget:
         return 0
-    lo, hi = 1, cap
-    if mm.total(context, hi) <= budget:
-        return hi
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if mm.total(context, mid) <= budget:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    high = mm.total(context, cap)
+    if high <= budget:
+        return cap
+    return largest_fitting(lambda u: mm.total(context, u), budget, (1, low), (cap, high))
 
 
 def max_context(mm: MemoryModel, users: int, budget: int, limit: int, step: int = 256) -> int:
     """Longest context per sequence (a multiple of ``step``, at most ``limit``) for ``users`` sequences."""
     top = limit // step
-    if top < 1 or mm.total(step, users) > budget:
+    if top < 1:
         return 0
-    if mm.total(top * step, users) <= budget:
+    low = mm.total(step, users)
+    if low > budget:
+        return 0
+    high = mm.total(top * step, users)
+    if high <= budget:
         return top * step
-    lo, hi = 1, top
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if mm.total(mid * step, users) <= budget:
-            lo = mid
+    return step * largest_fitting(lambda k: mm.total(k * step, users), budget, (1, low), (top, high))
+
+
+SLACK = 2  # evaluations the search may spend beyond bisection's worst case, ceil(log2(hi - lo))
+
+
+def largest_fitting(f: Callable[[int], int], budget: int, lo: tuple[int, int], hi: tuple[int, int]) -> int:
+    """Largest integer x in [lo, hi) with f(x) <= budget, for f non-decreasing with f(lo) <= budget < f(hi)
+    (``lo`` and ``hi`` are (x, f(x)) pairs): the answer bisection gives, in fewer evaluations of f.
+
+    Interpolation search with a bisection safeguard, on the integer grid: the guess is where the chord between
+    the bracket's ends crosses the budget (regula falsi), projected into the interval that keeps the bracket
+    halvable within the remaining allowance of ceil(log2(hi - lo)) + SLACK evaluations (the ITP method's
+    projection: I. F. D. Oliveira, R. H. C. Takahashi, "An Enhancement of the Bisection Method Average
+    Performance Preserving Minmax Optimality", ACM TOMS 47(1), 2020). Memory is close to affine in context and
+    users, where the chord lands on the answer: two evaluations instead of ~9-12."""
+    (a, fa), (b, fb) = lo, hi
+    allowance = (b - a - 1).bit_length() + SLACK
+    while b - a > 1:
+        allowance -= 1
+        reach = 1 << allowance  # either side of the guess may keep at most this many points
+        chord = a + (budget - fa) * (b - a) // (fb - fa)
+        x = min(max(chord, a + 1, b - reach), b - 1, a + reach)
+        fx = f(x)
+        if fx <= budget:
+            a, fa = x, fx
         else:
-            hi = mid
-    return lo * step
+            b, fb = x, fx
+    return a
