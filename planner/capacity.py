@@ -115,30 +115,78 @@ def fit_codes(total: np.ndarray, weights: np.ndarray, effective: np.ndarray, max
     return np.where(fits, 0, np.where(total <= effective, 1, np.where(total + head <= max_raise, 2, 3)))
 
 
-def safe_users(mm: MemoryModel, context: int, budget: int, cap: int = MAX_USERS) -> int:
+def safe_users(mm: MemoryModel, context: int, budget: int, cap: int = MAX_USERS, guess: int | None = None) -> int:
     """Most concurrent sequences of ``context`` tokens that fit in ``budget`` (0 if not even one). Memory grows
-    monotonically with users, so a bracketed search (:func:`largest_fitting`)."""
-    low = mm.total(context, 1)
-    if low > budget:
-        return 0
-    high = mm.total(context, cap)
-    if high <= budget:
-        return cap
-    return largest_fitting(lambda u: mm.total(context, u), budget, (1, low), (cap, high))
+    monotonically with users, so a bracketed search (:func:`largest_fitting`), from ``guess`` when given."""
+    return _largest(lambda u: mm.total(context, u), budget, cap, guess)
 
 
-def max_context(mm: MemoryModel, users: int, budget: int, limit: int, step: int = 256) -> int:
-    """Longest context per sequence (a multiple of ``step``, at most ``limit``) for ``users`` sequences."""
+def max_context(mm: MemoryModel, users: int, budget: int, limit: int, step: int = 256, guess: int | None = None) -> int:
+    """Longest context per sequence (a multiple of ``step``, at most ``limit``) for ``users`` sequences; ``guess``
+    (tokens) only saves evaluations."""
     top = limit // step
     if top < 1:
         return 0
-    low = mm.total(step, users)
-    if low > budget:
+    return step * _largest(lambda k: mm.total(k * step, users), budget, top, None if guess is None else guess // step)
+
+
+def safe_users_by_context(mm: MemoryModel, contexts: list[int], budget: int) -> dict[int, int]:
+    """:func:`safe_users` at each of the ascending ``contexts``. Memory grows with the context too, so a longer
+    context fits no more sequences than a shorter one: that answer caps the next search (0 stays 0), and scaled by
+    the contexts' ratio it is the next search's first guess (memory is close to sequences x context)."""
+    out: dict[int, int] = {}
+    prev: tuple[int, int] | None = None
+    for c in contexts:
+        if prev is None:
+            out[c] = safe_users(mm, c, budget)
+        else:
+            out[c] = prev[1] and safe_users(mm, c, budget, prev[1], prev[1] * prev[0] // c)
+        prev = (c, out[c])
+    return out
+
+
+def max_context_by_users(mm: MemoryModel, user_counts: list[int], budget: int, limit: int) -> dict[int, int]:
+    """:func:`max_context` for each of the ascending ``user_counts``: more sequences fit no longer a context, so
+    the answer caps the next search (0 stays 0) and, scaled by the users' ratio, is its first guess."""
+    out: dict[int, int] = {}
+    prev: tuple[int, int] | None = None
+    for u in user_counts:
+        if prev is None:
+            out[u] = max_context(mm, u, budget, limit)
+        else:
+            out[u] = prev[1] and max_context(mm, u, budget, prev[1], guess=prev[1] * prev[0] // u)
+        prev = (u, out[u])
+    return out
+
+
+def _largest(f: Callable[[int], int], budget: int, last: int, guess: int | None) -> int:
+    """Largest x in [1, last] with f(x) <= budget, 0 if none (f non-decreasing). Without a guess: the ends, then
+    :func:`largest_fitting` between them. With one: f at the guess and its neighbour first (two evaluations when
+    it is right), then the bracket that leaves."""
+    if guess is None:
+        return _between(f, budget, (1, None), (last, None))
+    g = min(max(guess, 1), last)
+    fg = f(g)
+    if fg <= budget:
+        if g == last:
+            return g
+        nxt = f(g + 1)
+        return g if nxt > budget else _between(f, budget, (g + 1, nxt), (last, None))
+    if g == 1:
         return 0
-    high = mm.total(top * step, users)
-    if high <= budget:
-        return top * step
-    return step * largest_fitting(lambda k: mm.total(k * step, users), budget, (1, low), (top, high))
+    prv = f(g - 1)
+    return g - 1 if prv <= budget else _between(f, budget, (1, None), (g - 1, prv))
+
+
+def _between(f: Callable[[int], int], budget: int, lo: tuple[int, int | None], hi: tuple[int, int | None]) -> int:
+    """Largest x in [lo, hi] with f(x) <= budget, lo[0] - 1 if none; an end's f(x) is given or evaluated here."""
+    a, fa = lo[0], f(lo[0]) if lo[1] is None else lo[1]
+    if fa > budget:
+        return a - 1
+    b, fb = hi[0], f(hi[0]) if hi[1] is None else hi[1]
+    if fb <= budget:
+        return b
+    return largest_fitting(f, budget, (a, fa), (b, fb))
 
 
 SLACK = 2  # evaluations the search may spend beyond bisection's worst case, ceil(log2(hi - lo))

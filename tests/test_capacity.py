@@ -234,6 +234,53 @@ def test_capacity_searches_equal_bisection_on_real_memory_models(model, runtime,
             assert C.max_context(m, users, budget, limit) == _old_max_context(m, users, budget, limit)
         for context in (4096, 32768, 131072):
             assert C.safe_users(m, context, budget) == _old_safe_users(m, context, budget)
+        contexts, users = [4096, 8192, 16384, 32768, limit], [1, 2, 4, 8, 16]
+        assert C.safe_users_by_context(m, contexts, budget) == {c: _old_safe_users(m, c, budget) for c in contexts}
+        assert C.max_context_by_users(m, users, budget, limit) == {u: _old_max_context(m, u, budget, limit)
+                                                                  for u in users}
+
+
+class _Grid:
+    """A stand-in memory model, non-decreasing in context and in users: fixed bytes, per-sequence cells padded to a
+    step, a sliding window min(c, W), a compute buffer that stops growing at a batch size, per-sequence outputs."""
+
+    def __init__(self, base, per, pad, window, per_swa, ub, out):
+        self.p = (base, per, pad, window, per_swa, ub, out)
+
+    def total(self, context, users=1):
+        base, per, pad, window, per_swa, ub, out = self.p
+        cells = -(-context // pad) * pad
+        return (base + users * (per * cells + per_swa * min(context, window) + out)
+                + per * min(ub, cells * users) // 64)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 10**11), st.integers(1, 10**6), st.sampled_from([1, 32, 256, 512]), st.integers(0, 9000),
+       st.integers(0, 10**5), st.integers(1, 4096), st.integers(0, 10**7), st.integers(0, 10**12),
+       st.integers(-10**6, 10**6))
+def test_rows_and_guesses_never_change_an_answer(base, per, pad, window, per_swa, ub, out, extra, guess):
+    # the rows cap each search by the previous answer and start it from a scaled guess; any guess, good or wild,
+    # only changes how many evaluations a search takes
+    g = _Grid(base, per, pad, window, per_swa, ub, out)
+    budget, limit = base + extra, 131072
+    contexts, users = [4096, 8192, 16384, 32768, 131072], [1, 2, 4, 8, 16, 3000]
+    assert C.safe_users_by_context(g, contexts, budget) == {c: _old_safe_users(g, c, budget) for c in contexts}
+    assert C.max_context_by_users(g, users, budget, limit) == {u: _old_max_context(g, u, budget, limit)
+                                                              for u in users}
+    assert C.safe_users(g, 8192, budget, guess=guess) == _old_safe_users(g, 8192, budget)
+    assert C.max_context(g, 2, budget, limit, guess=guess) == _old_max_context(g, 2, budget, limit)
+
+
+def test_a_right_guess_costs_two_evaluations():
+    g = _Grid(10**9, 1000, 256, 0, 0, 512, 0)
+    budget = g.total(40960, 1) + 10
+    calls = []
+    counted = type("Counted", (), {"total": lambda self, c, u=1: calls.append((c, u)) or g.total(c, u)})()
+    assert C.max_context(counted, 1, budget, 131072, guess=40960) == 40960
+    assert calls == [(40960, 1), (41216, 1)]
+    # a budget met exactly fits: the guess's neighbour is then the answer (or beyond it)
+    assert C.max_context(g, 1, g.total(41216, 1), 131072, guess=40960) == 41216
+    assert C.safe_users(g, 4096, g.total(4096, 7), guess=6) == 7
 
 
 # --------------------------------------------------------------------------- bad input through the CLI
