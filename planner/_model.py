@@ -49,5 +49,49 @@ def assemble(cls: type[M], **values: Any) -> M:
     as the plain question built a Plan's and each option's and never needed them (~25 M instructions, 3 % of its
     start-up). Only for classes without validators or constraints, given every value in its field's exact type
     (no int for a float): tests/test_assemble.py validates each object the core assembles over many plans and finds
-    it equal, value types included."""
-    return cls.model_construct(**values)
+    it equal, value types included. The loop is model_construct's, without its per-field alias checks: each
+    class's fields and defaults are read once (:func:`_steps`; a class with aliases or private state takes
+    model_construct itself), and the test finds the objects equal to model_construct's, field order included."""
+    steps = _STEPS.get(cls)
+    if steps is None:
+        steps = _STEPS[cls] = _steps(cls)
+    if not steps:
+        return cls.model_construct(**values)
+    d: dict[str, Any] = {}
+    for name, field, const in steps:
+        if name in values:
+            d[name] = values[name]
+        elif field is not None:
+            d[name] = field.get_default(call_default_factory=True, validated_data=d)
+        elif const is not _REQUIRED:
+            d[name] = const
+    m = cls.__new__(cls)
+    _set(m, "__dict__", d)
+    _set(m, "__pydantic_fields_set__", values.keys() & d.keys())
+    _set(m, "__pydantic_extra__", None)
+    _set(m, "__pydantic_private__", None)
+    return m
+
+
+_set = object.__setattr__
+_REQUIRED = object()
+_IMMUTABLE = (type(None), bool, int, float, str)  # pydantic's smart_deepcopy returns these as they are
+_STEPS: dict[type, list[tuple[str, FieldInfo | None, Any]]] = {}
+
+
+def _steps(cls: type[BaseModel]) -> list[tuple[str, FieldInfo | None, Any]]:
+    """(field, FieldInfo when pydantic must make the default, else the default itself or _REQUIRED), in field
+    order; empty when model_construct must do it (aliases, post-init, extra fields kept)."""
+    out: list[tuple[str, FieldInfo | None, Any]] = []
+    if cls.__pydantic_post_init__ or cls.__pydantic_root_model__ or cls.model_config.get("extra") == "allow":
+        return out
+    for name, f in cls.__pydantic_fields__.items():
+        if f.alias is not None or f.validation_alias is not None:
+            return []
+        if f.is_required():
+            out.append((name, None, _REQUIRED))
+        elif f.default_factory is None and type(f.default) in _IMMUTABLE:
+            out.append((name, None, f.default))
+        else:
+            out.append((name, f, None))
+    return out

@@ -44,6 +44,7 @@ JAMBA = {"jamba"}
 # mlx_lm/models/kimi_linear.py); the KDA sizes are read into the linear_* fields, one head count for q, k and v
 KIMI_LINEAR = {"kimi_linear"}
 MODEL_TYPES = QWEN35 | MAMBA2 | FALCON_H1 | LFM2 | JAMBA | KIMI_LINEAR
+MAMBA2_MIXERS = MAMBA2 | FALCON_H1  # every model with Mamba-2 mixers (built once: the memory searches ask per step)
 # text_config model_types -> the model_type laid out here (sources/hfconfig.py)
 TEXT_TYPES = {"qwen3_5_text": "qwen3_5", "qwen3_5_moe_text": "qwen3_5_moe"}
 # GGUF general.architecture -> model_type (sources/ggufmeta.py)
@@ -479,7 +480,7 @@ def _conv_cache(cfg: ModelConfig) -> CacheLayer:
 
 
 def _recurrent_cache(cfg: ModelConfig) -> CacheLayer:
-    if cfg.model_type in MAMBA2 | FALCON_H1:
+    if cfg.model_type in MAMBA2_MIXERS:
         return _mamba2_cache(cfg)
     if cfg.model_type in JAMBA:
         return _jamba_cache(cfg)
@@ -556,7 +557,7 @@ def mlx_prefill_transient(cfg: ModelConfig, S: int, act: int) -> int:
     if cfg.model_type in JAMBA:
         d, N, _, _ = _mamba1_dims(cfg)
         return 2 * S * d * N * act
-    if cfg.model_type in MAMBA2 | FALCON_H1:
+    if cfg.model_type in MAMBA2_MIXERS:
         step = min(S, 256)
         return 3 * _mamba2_dims(cfg)[0] * step * step * F32
     return 0
@@ -568,7 +569,7 @@ def state_flops(cfg: ModelConfig) -> float:
     n = sum(k in RECURRENT_KINDS for k in _kinds(cfg))
     if not n:
         return 0.0
-    if cfg.model_type in MAMBA2 | FALCON_H1:
+    if cfg.model_type in MAMBA2_MIXERS:
         return n * _mamba2_flops(cfg)
     if cfg.model_type in KIMI_LINEAR:  # the gated delta rule with a per-channel decay (same kernel, G = d)
         H, d, _, _ = _gdn_dims(cfg)

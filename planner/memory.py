@@ -488,7 +488,16 @@ def memory_model(model: ModelProfile, runtime: Runtime, quant: QuantFormat, tabl
         llama = cast(LlamaCppFamily, runtime)  # only llama.cpp asks for flash attention
         how = "drop [[no_flash_attn]]" if llama.flash_attn else f"{runtime.id} has it off by default: add [[flash_attn]]"
         raise InputError(f"[[kv_type]] {kv_type}: a quantized V cache requires flash attention ({how})")
-    return MemoryModel(
+    ub = n_ubatch or runtime.prefill_chunk
+    # one instance per (profiles, settings), on architecture's identity memo (the entry keeps the profiles alive):
+    # a plan and its bottom line's search then share one MemoryModel and the totals it remembers
+    made: dict[tuple[int | str | bool, ...], tuple[Any, ...]] = arch._memo("memory_models", model.config, lambda c: {})
+    key = (id(model), id(runtime), id(quant), id(table), kv_type, bool(fa), ub, unified)
+    hit = made.get(key)
+    if hit is not None and hit[0] is model and hit[1] is runtime and hit[2] is quant and hit[3] is table:
+        return cast(MemoryModel, hit[4])
+    mm = MemoryModel(
         model=model, runtime=runtime, quant_id=quant.id, weights=weights(model, quant, runtime, table),
-        kv=kv_layout(model, runtime, kv_type, table), flash_attn=bool(fa),
-        n_ubatch=n_ubatch or runtime.prefill_chunk, kv_unified=unified)
+        kv=kv_layout(model, runtime, kv_type, table), flash_attn=bool(fa), n_ubatch=ub, kv_unified=unified)
+    made[key] = (model, runtime, quant, table, mm)
+    return mm

@@ -271,9 +271,9 @@ def build_option(mm: MemoryModel, req: PlanRequest, wired: WiredLimit, raised: W
         FitOption,
         runtime=rt.id, quant=mm.quant_id, kv_type=mm.kv.kv_type, weights=mm.weights, memory=est,
         fit=verdict,
-        safe_users={c: capacity.safe_users(mm, c, budget) for c in contexts},
-        max_context={u: capacity.max_context(mm, u, budget, max_ctx) for u in user_counts},
-        max_context_raised={u: capacity.max_context(mm, u, budget_raised, max_ctx) for u in user_counts},
+        safe_users=capacity.safe_users_by_context(mm, contexts, budget),
+        max_context=capacity.max_context_by_users(mm, user_counts, budget, max_ctx),
+        max_context_raised=capacity.max_context_by_users(mm, user_counts, budget_raised, max_ctx),
         notes=notes)
 
 
@@ -328,7 +328,7 @@ def plan(req: PlanRequest, resolved: ResolvedFiles | None = None) -> Plan:
         for q in quants:
             mm = memory_model(model, rt, q, table, kv_type=kv_type, flash_attn=req.flash_attn, n_ubatch=req.n_ubatch)
             mm, label = _apply_exact(mm, q, rt, resolved)
-            mm = dataclasses.replace(mm, images=req.images)
+            mm = mm if mm.images == req.images else dataclasses.replace(mm, images=req.images)
             first = first or mm
             opt = _option(mm, q, req, chip, ram, (wired, raised), contexts, user_counts, max_ctx)
             options.append(opt if label is None else opt.model_copy(update={"quant": label, "notes": [

@@ -251,7 +251,9 @@ def parse_length(text: str | int, flag: str) -> Length:
 
 
 def _targets(base: Targets, min_tok_s: float | None, max_ttft: float | None, max_request: float | None) -> Targets:
-    """The preset's targets with the ones given on the command line."""
+    """The preset's targets with the ones given on the command line (the preset's own object when none is)."""
+    if min_tok_s is None and max_ttft is None and max_request is None:
+        return base
     t = base.model_dump()
     for k, v, flag in (("min_tok_s_per_user", min_tok_s, "[[min_tok_s]]"), ("max_ttft_s", max_ttft, "[[max_ttft]]"),
                        ("max_request_s", max_request, "[[max_request]]")):
@@ -286,8 +288,22 @@ def custom_workload(base: str | None = None, *, prompt: str | None = None, gen: 
     upd["targets"] = _targets(wl.targets, min_tok_s, max_ttft, max_request)
     if prompt is not None or gen is not None:
         upd["id"] = f"{wl.id}+custom" if base else "custom"
+    if _valid_as_is(upd, wl.targets):
+        return wl.model_copy(update=upd)
     data = {**wl.model_dump(), **{k: (v.model_dump() if isinstance(v, BaseModel) else v) for k, v in upd.items()}}
     try:
         return WorkloadProfile.model_validate(data)
     except ValidationError as e:
         raise InputError(render_validation_error("workload", e)) from None
+
+
+def _valid_as_is(upd: dict[str, Any], targets: Targets) -> bool:
+    """Whether the overrides are values WorkloadProfile's validation would keep as they are: users, context and
+    prompt-cache share of their fields' types within the bounds checked above (and the context's upper bound),
+    the preset's targets. Then the preset's copy is the validated workload, without building the class's
+    validator and serializer for it (~5 M instructions of the plain question's bottom line)."""
+    if upd.keys() - {"users", "context_cap", "cached_prefix_share", "targets"} or upd["targets"] is not targets:
+        return False
+    users, context, share = upd.get("users", 1), upd.get("context_cap", 1), upd.get("cached_prefix_share", 0.0)
+    return (type(users) is int and type(context) is int and context <= 10_000_000 and type(share) is float
+            and math.isfinite(share))

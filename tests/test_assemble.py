@@ -65,6 +65,12 @@ def seen(monkeypatch) -> list[str]:
         validated = cls(**kw)
         assert same(built, validated), f"{cls.__name__}: assembled {built!r} != validated {validated!r}"
         assert built.model_fields_set == validated.model_fields_set
+        # and the object pydantic's own model_construct builds: same fields, in the same order, same private state
+        constructed = cls.model_construct(**kw)
+        assert list(built.__dict__.items()) == list(constructed.__dict__.items())
+        assert built.model_fields_set == constructed.model_fields_set
+        assert (built.__pydantic_extra__, built.__pydantic_private__) == (constructed.__pydantic_extra__,
+                                                                          constructed.__pydantic_private__)
         names.append(cls.__name__)
         return built
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from cli.main import main
@@ -129,6 +129,158 @@ def test_max_context_boundary_by_hand():
 def test_max_context_capped_at_model_limit():
     m = mm("llama-3.2-1b")
     assert C.max_context(m, 1, 10**15, 131072) == 131072
+
+
+# --------------------------------------------------------------------------- the searches equal bisection
+def _bisect(f, budget, lo, hi):
+    """Reference: plain bisection for the largest x in [lo, hi) with f(x) <= budget (f(lo) <= budget < f(hi))."""
+    n = 0
+    while hi - lo > 1:
+        mid, n = (lo + hi) // 2, n + 1
+        if f(mid) <= budget:
+            lo = mid
+        else:
+            hi = mid
+    return lo, n
+
+
+def _counted(f):
+    seen = []
+    return (lambda x: seen.append(x) or f(x)), seen
+
+
+def _check_search(f, lo, hi, budget):
+    want, _ = _bisect(f, budget, lo, hi)
+    g, seen = _counted(f)
+    assert C.largest_fitting(g, budget, (lo, f(lo)), (hi, f(hi))) == want
+    # ITP's bound: never more evaluations than bisection's worst case, ceil(log2(hi - lo)), plus the slack
+    assert len(seen) <= (hi - lo - 1).bit_length() + 2
+    assert all(lo < x < hi for x in seen)
+    return len(seen)
+
+
+_STEPS = st.lists(st.integers(0, 1 << 40), min_size=2, max_size=600)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_STEPS, st.integers(0, 10**6), st.data())
+def test_search_equals_bisection_on_monotone_steps(steps, start, data):
+    # any non-decreasing function on a grid: cumulative non-negative steps (flat runs, jumps, one huge jump)
+    values = np.cumsum([start, *steps]).tolist()
+    if values[-1] == values[0]:
+        values[-1] += 1
+    hi = len(values) - 1
+    budget = data.draw(st.integers(values[0], values[-1] - 1))
+    _check_search(values.__getitem__, 0, hi, budget)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 10**12), st.integers(1, 10**9), st.integers(1, 512), st.integers(0, 5000),
+       st.integers(0, 10**6), st.integers(2, 5000), st.data())
+def test_search_equals_bisection_on_padded_windowed_affine(base, per, pad, window, per_swa, top, data):
+    # memory's own shapes: cells padded to a step, a sliding window min(c, W) with its own bytes, a fixed part
+    def f(x):
+        return base + per * (-(-x // pad) * pad) + per_swa * min(x, window)
+
+    assume(f(1) < f(top))  # else nothing to search
+    budget = data.draw(st.integers(f(1), f(top) - 1))
+    _check_search(f, 1, top, budget)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 10**12), st.integers(1, 10**9), st.integers(2, 1 << 20), st.data())
+def test_search_lands_on_an_affine_answer_in_two_evaluations(base, per, top, data):
+    # the chord of an affine function crosses the budget at the answer: probe it, then its right neighbour
+    budget = data.draw(st.integers(base + per, base + per * top - 1))
+    assert _check_search(lambda x: base + per * x, 1, top, budget) <= 2
+
+
+def _old_safe_users(m, context, budget, cap=C.MAX_USERS):
+    if m.total(context, 1) > budget:
+        return 0
+    if m.total(context, cap) <= budget:
+        return cap
+    return _bisect(lambda u: m.total(context, u), budget, 1, cap)[0]
+
+
+def _old_max_context(m, users, budget, limit, step=256):
+    top = limit // step
+    if top < 1 or m.total(step, users) > budget:
+        return 0
+    if m.total(top * step, users) <= budget:
+        return top * step
+    return step * _bisect(lambda k: m.total(k * step, users), budget, 1, top)[0]
+
+
+@pytest.mark.parametrize("model, runtime, quant, kw", [
+    ("llama-3.3-70b", "llama.cpp", "Q4_K_M", {}),
+    ("llama-3.1-8b", "llama.cpp", "Q8_0", {"kv_type": "q8_0"}),
+    ("llama-3.1-8b", "llama.cpp", "Q4_K_M", {"flash_attn": False}),
+    ("gemma-4-31b", "llama.cpp", "Q4_K_M", {}),          # sliding-window layers
+    ("gpt-oss-20b", "ollama", "MXFP4_MOE", {}),          # SWA, native MXFP4 experts
+    ("qwen3.6-35b-a3b", "llama.cpp", "Q4_K_M", {}),      # hybrid: recurrent state per sequence
+    ("qwen3-8b", "mlx-lm", "mlx-4bit-g64", {}),
+    ("qwen3-8b", "mlx-lm", "mlx-4bit-g64", {"kv_type": "kv8"}),  # quantized KV: unfused attention, quadratic
+    ("gemma-4-31b", "mlx-lm", "mlx-4bit-g64", {}),
+    ("qwen3.6-35b-a3b", "lmstudio-mlx", "mlx-4bit-g64", {}),
+])
+def test_capacity_searches_equal_bisection_on_real_memory_models(model, runtime, quant, kw):
+    m = mm(model, runtime, quant, **kw)
+    limit = m.model.config.max_position_embeddings
+    weights = m.total(256, 1)
+    for extra_gib in (0.1, 0.7, 3, 9.5, 30, 120, 700):
+        budget = weights + int(extra_gib * GiB)
+        for users in (1, 3, 16):
+            assert C.max_context(m, users, budget, limit) == _old_max_context(m, users, budget, limit)
+        for context in (4096, 32768, 131072):
+            assert C.safe_users(m, context, budget) == _old_safe_users(m, context, budget)
+        contexts, users = [4096, 8192, 16384, 32768, limit], [1, 2, 4, 8, 16]
+        assert C.safe_users_by_context(m, contexts, budget) == {c: _old_safe_users(m, c, budget) for c in contexts}
+        assert C.max_context_by_users(m, users, budget, limit) == {u: _old_max_context(m, u, budget, limit)
+                                                                  for u in users}
+
+
+class _Grid:
+    """A stand-in memory model, non-decreasing in context and in users: fixed bytes, per-sequence cells padded to a
+    step, a sliding window min(c, W), a compute buffer that stops growing at a batch size, per-sequence outputs."""
+
+    def __init__(self, base, per, pad, window, per_swa, ub, out):
+        self.p = (base, per, pad, window, per_swa, ub, out)
+
+    def total(self, context, users=1):
+        base, per, pad, window, per_swa, ub, out = self.p
+        cells = -(-context // pad) * pad
+        return (base + users * (per * cells + per_swa * min(context, window) + out)
+                + per * min(ub, cells * users) // 64)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 10**11), st.integers(1, 10**6), st.sampled_from([1, 32, 256, 512]), st.integers(0, 9000),
+       st.integers(0, 10**5), st.integers(1, 4096), st.integers(0, 10**7), st.integers(0, 10**12),
+       st.integers(-10**6, 10**6))
+def test_rows_and_guesses_never_change_an_answer(base, per, pad, window, per_swa, ub, out, extra, guess):
+    # the rows cap each search by the previous answer and start it from a scaled guess; any guess, good or wild,
+    # only changes how many evaluations a search takes
+    g = _Grid(base, per, pad, window, per_swa, ub, out)
+    budget, limit = base + extra, 131072
+    contexts, users = [4096, 8192, 16384, 32768, 131072], [1, 2, 4, 8, 16, 3000]
+    assert C.safe_users_by_context(g, contexts, budget) == {c: _old_safe_users(g, c, budget) for c in contexts}
+    assert C.max_context_by_users(g, users, budget, limit) == {u: _old_max_context(g, u, budget, limit)
+                                                              for u in users}
+    assert C.safe_users(g, 8192, budget, guess=guess) == _old_safe_users(g, 8192, budget)
+    assert C.max_context(g, 2, budget, limit, guess=guess) == _old_max_context(g, 2, budget, limit)
+
+
+def test_a_right_guess_costs_two_evaluations():
+    g = _Grid(10**9, 1000, 256, 0, 0, 512, 0)
+    budget = g.total(40960, 1) + 10
+    calls = []
+    counted = type("Counted", (), {"total": lambda self, c, u=1: calls.append((c, u)) or g.total(c, u)})()
+    assert C.max_context(counted, 1, budget, 131072, guess=40960) == 40960
+    assert calls == [(40960, 1), (41216, 1)]
+    # a budget met exactly fits: the guess's neighbour is then the answer (or beyond it)
+    assert C.max_context(g, 1, g.total(41216, 1), 131072, guess=40960) == 41216
+    assert C.safe_users(g, 4096, g.total(4096, 7), guess=6) == 7
 
 
 # --------------------------------------------------------------------------- bad input through the CLI

@@ -278,3 +278,17 @@ def test_gguf_quant_on_mlx_runtime_is_an_input_error():
 def test_estimate_rejects_non_positive(ctx, users):
     with pytest.raises(InputError):
         mm("llama-3.1-8b").estimate(ctx, users)
+
+
+def test_memory_model_is_one_instance_per_profiles_and_settings():
+    # a plan and its bottom line's search share one MemoryModel (and the totals it remembers); other settings,
+    # or another profile object with the same values, get their own
+    a = mm("llama-3.1-8b")
+    assert mm("llama-3.1-8b") is a
+    assert mm("llama-3.1-8b", kv_type="f16") is a  # the runtime's default KV type, named
+    assert mm("llama-3.1-8b", kv_type="q8_0") is not a
+    assert mm("llama-3.1-8b", n_ubatch=256) is not a
+    assert mm("llama-3.1-8b", flash_attn=False) is not a
+    rt = rt_with("llama.cpp", ctx_pad=256)
+    b = M.memory_model(P.load_model("llama-3.1-8b"), rt, P.load_quant("Q4_K_M"), TABLE)
+    assert b is not a and b == a

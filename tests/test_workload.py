@@ -3,7 +3,14 @@
 import pytest
 
 from planner.errors import InputError, PlannerError, UnknownProfileError
-from planner.workload import Length, custom_workload, load_workload, parse_length, workload_ids
+from planner.workload import (
+    Length,
+    WorkloadProfile,
+    custom_workload,
+    load_workload,
+    parse_length,
+    workload_ids,
+)
 
 
 def test_presets_load_and_validate():
@@ -42,6 +49,34 @@ def test_custom_overrides_preset():
     w = custom_workload("rag", users=3, min_tok_s=12, max_ttft=5, prompt="4096")
     assert w.users == 3 and w.targets.min_tok_s_per_user == 12 and w.targets.max_ttft_s == 5
     assert w.prompt_tokens.value == 4096
+
+
+def _validated(base, **upd):
+    """The slow road every custom workload once took: the preset dumped, overridden and validated."""
+    wl = load_workload(base)
+    return WorkloadProfile.model_validate({**wl.model_dump(), **upd})
+
+
+@pytest.mark.parametrize("base", ["chat", "rag", "agent"])
+@pytest.mark.parametrize("users, context, share", [(None, None, None), (1, 8192, 0.0), (4096, 10_000_000, 0.99),
+                                                    (3, 1, 0.5), (2, 4096, None)])
+def test_custom_workload_without_new_lengths_is_the_validated_one(base, users, context, share):
+    # users, context and prompt-cache share within their fields' bounds take the preset's copy: the same
+    # workload, value types and all, as validating the overridden preset gives
+    got = custom_workload(base, users=users, context=context, cached_prefix=share)
+    upd = {k: v for k, v in (("users", users), ("context_cap", context), ("cached_prefix_share", share))
+           if v is not None}
+    want = _validated(base, **upd)
+    assert got == want and got.model_dump() == want.model_dump()
+    assert [type(v) for v in dict(got).values()] == [type(v) for v in dict(want).values()]
+
+
+def test_custom_workload_values_validation_would_change_are_validated():
+    # an int share becomes the float validation makes of it; a context above the field's bound is refused
+    w = custom_workload("chat", cached_prefix=0)
+    assert type(w.cached_prefix_share) is float
+    with pytest.raises(InputError, match="context_cap"):
+        custom_workload("chat", context=10_000_001)
 
 
 def test_mixed_flag():
