@@ -413,6 +413,9 @@ def _kv_layout(model: ModelProfile, runtime: Runtime, kv_type: str, table: GgmlT
 
 
 # --------------------------------------------------------------------------- whole estimate
+TOTALS_KEPT = 4096  # totals one MemoryModel remembers (a plan asks ~400; memory_model shares the instance)
+
+
 @dataclass(frozen=True)
 class MemoryModel:
     """Precomputed per-(model, runtime, quant, kv) costs; ``estimate(context, users)`` is O(1)."""
@@ -452,6 +455,8 @@ class MemoryModel:
         limit as is and raised) probe the same points about twice."""
         t = self._totals.get((context, users))
         if t is None:
+            if len(self._totals) >= TOTALS_KEPT:  # a long-lived server (MCP, HTTP, the app) shares this instance
+                self._totals.clear()
             p = self._parts(context, users, None)
             t = self._totals[(context, users)] = self.resident_weights + self.vision_bytes + sum(p[:5])
         return t

@@ -280,6 +280,16 @@ def test_estimate_rejects_non_positive(ctx, users):
         mm("llama-3.1-8b").estimate(ctx, users)
 
 
+def test_a_shared_memory_model_remembers_a_bounded_number_of_totals():
+    # memory_model hands one instance to every caller of a long-lived process (the MCP and HTTP servers, the app):
+    # the totals it remembers stay under TOTALS_KEPT however many points are asked, and stay right
+    a = mm("llama-3.2-3b")
+    asked = range(1, M.TOTALS_KEPT + 600)
+    got = [a.total(c * 16, 1) for c in asked]
+    assert len(a._totals) <= M.TOTALS_KEPT
+    assert got[::997] == [a.estimate(c * 16, 1).total for c in asked[::997]]
+
+
 def test_memory_model_is_one_instance_per_profiles_and_settings():
     # a plan and its bottom line's search share one MemoryModel (and the totals it remembers); other settings,
     # or another profile object with the same values, get their own
