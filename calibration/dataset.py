@@ -130,6 +130,16 @@ FIXES: dict[int, dict] = {
     33030: {"reliability": "low"},
 
 
+    # AtomGradient's M2 Ultra Qwen3.5-4B llama-bench rows (Q3_K_M, Q2_K; the other quants are already low) ran
+    # build 8240 (d088d5b74), inside the window of a Metal gated-DeltaNet regression: from b8192 the fused GDN kernel
+    # read its [S_v, S_v] state column-wise on row-major storage (strided, uncoalesced), fixed in b8333 by transposing
+    # the state indexing; Qwen3.5 9B Q8_0 on an M4 Pro decoded 21.60 -> 25.08 tok/s (+16 %) and prefilled 413 -> 452
+    # (+9 %) between b8192 and b8416 (github.com/ggml-org/Llama-macOS/issues/67). Every Qwen3.5/3.6/3.8 layer of
+    # that kind ran the slow kernel: a superseded build's speed for the hybrids, not a current efficiency (as row 330).
+    20901: {"reliability": "low"},
+    20902: {"reliability": "low"},
+    20903: {"reliability": "low"},
+    20904: {"reliability": "low"},
     # llama.cpp #19366 (ggml-org/llama.cpp, 2026-02-05, labelled bug-unconfirmed) is a bug report: "token generation
     # speed is roughly one third of speed in MLX for Qwen 3 coder next" (Qwen3-Next's hybrid layers, b7935), with a
     # "roughly 24 t/s" from chat use. A reported slow path, in round numbers, not a llama.cpp efficiency.
