@@ -138,6 +138,15 @@ WRAPPER_ENGINE_SPEED_PHASES = {"lmstudio-mlx": ("decode",)}
 # cores"); the few points M1 sits below M2 in each tier are between-source scatter. (Earlier rationale for a gen-M1
 # value: PR #1642's 317.6 of 409.6 GB/s attainable on an M1 Max, a copy, not a quantized mat-vec.)
 GEN_ETA_BW: tuple[str, ...] = ()
+# Generations whose llama.cpp decode step gets its own fixed time per layer (t_layer_s: the per-op Metal dispatches
+# and launch gaps, throughput.Roofline.fixed_time), a random effect shrunk toward the pooled value by its number of
+# source groups (fit_hierarchical), as eta_c per generation. Every M5 source decodes faster than one shared value
+# predicts, most for small or few-active-parameter models whose step is mostly fixed time (held out, 2026-12-06:
+# selfup's M5 Max 32-core Ministral-3-3B 144 tok/s, -32 %, where an 819 GB/s M3 Ultra measured 155 and is predicted
+# right; asiai M5 Max -36 %, curunir M5 Pro -20 %, the M5 Ollama and LM Studio rows -14 to -40 %). Per generation,
+# held-out llama.cpp decode error 16.4 -> 15.1 % over 20 sources (Ollama 18.8 -> 18.4 %); three engine sources
+# shrink M5's value to ~0.85x M1/M2's, so M5 stays too slow held out by ~20-30 %.
+GEN_T_LAYER: tuple[str, ...] = GENERATIONS
 def mv_max_batch(runtime: str, era: str) -> int:
     """Largest decode batch on the matrix-vector kernels for a build era. llama.cpp builds of 2023 and 2024 sent
     every batch above one token to kernel_mul_mm (ggml-metal.m GGML_OP_MUL_MAT: ``int ne11_mm_min = 1;``, the
@@ -401,6 +410,7 @@ class Spec:
     gen_eta_bw: tuple[str, ...] = ()  # generations with their own η_bw (replacing the tier's): GEN_ETA_BW
     gen_eta_c: bool = True            # η_c per generation (else one)
     eta_c_family: dict[str, str] = field(default_factory=dict)  # generation -> the generation whose η_c it shares
+    gen_t_layer: tuple[str, ...] = ()  # generations with their own t_layer_s (shrunk toward the pooled): GEN_T_LAYER
     free: set[str] = field(default_factory=lambda: {"eta_bw", "eta_c", "eta_attn", "eta_c_decode", "eta_mv",
                                                     "moe_bw_factor", "t_layer_s", "noflash_attn_factor",
                                                     "eta_kv", "noflash_kv_factor",
@@ -422,6 +432,7 @@ def _param_names(records: list[FitRecord], spec: Spec) -> list[str]:
     for p in SHARED:
         if p in spec.free:
             names.append(p)
+    names += _gen_t_layer_names(records, spec)
     if "t_moe_layer_s" in spec.free and any(r.phase == "decode" and r.geo.moe_layers for r in records):
         names.append("t_moe_layer_s")
     if "t_recurrent_layer_s" in spec.free and any(r.phase == "decode" and r.geo.recurrent_layers for r in records):
@@ -438,6 +449,14 @@ def _param_names(records: list[FitRecord], spec: Spec) -> list[str]:
     if "era_tl" in spec.free and any(r.era != "current" for r in records):
         names.append("era_tl")
     return names
+
+
+def _gen_t_layer_names(records: list[FitRecord], spec: Spec) -> list[str]:
+    """``t_layer_s:M5`` for each GEN_T_LAYER generation with decode rows (its own fixed time per layer)."""
+    if "t_layer_s" not in spec.free:
+        return []
+    return [f"t_layer_s:{g}" for g in spec.gen_t_layer
+            if any(r.chip.generation == g and r.phase == "decode" for r in records)]
 
 
 def _prior(name: str, priors: dict[str, tuple[float, float]]) -> tuple[float, float]:
@@ -565,6 +584,8 @@ def _index(records, spec, names):
     }
     for p in SHARED:
         idx[p] = np.full(len(records), col(p))
+    idx["t_layer_s"] = np.array([col(f"t_layer_s:{r.chip.generation}") if f"t_layer_s:{r.chip.generation}" in pos
+                                 else col("t_layer_s") for r in records])
     return idx
 
 
@@ -584,6 +605,8 @@ def _fixed_values(records, spec, fixed: dict[str, float]):
         "eta_attn_decode": np.full(len(records), get("eta_attn_decode", 1.0)),
         **{p: np.full(len(records), get(p, BASE_PRIORS[p][0])) for p in SHARED},
         **{p: np.full(len(records), get(p, v)) for p, v in OPTIONAL_FIXED.items()},
+        "t_layer_s": np.array([get(f"t_layer_s:{r.chip.generation}", get("t_layer_s", BASE_PRIORS["t_layer_s"][0]))
+                               for r in records]),
     }
 
 
@@ -707,8 +730,11 @@ def scope_prior_sigma(n_sources: int, weight: float, noise_sigma: float = NOISE_
 
 
 def _scope_rows(records: list[FitRecord], spec: Spec, name: str) -> list[FitRecord]:
-    """The rows that identify a scoped parameter: decode rows for η_bw (the weight stream), prefill rows for η_c."""
+    """The rows that identify a scoped parameter: decode rows for η_bw (the weight stream) and t_layer (the fixed
+    time of a decode step), prefill rows for η_c."""
     fam, key = name.split(":")
+    if fam == "t_layer_s":
+        return [r for r in records if r.phase == "decode" and r.chip.generation == key]
     if fam == "eta_bw":
         if key in spec.gen_eta_bw:
             return [r for r in records if r.phase == "decode" and r.chip.generation == key]
@@ -727,17 +753,18 @@ def fit_hierarchical(records: list[FitRecord], spec: Spec, priors: dict[str, tup
     independent source groups. -> (params, diagnostics) of stage 2; diagnostics["pooled"] holds stage 1's.
     ``start``: (pooled, params) of a previous fit to start both stages from (:func:`fit_source_robust`)."""
     priors = dict(priors or {})
-    pooled_spec = replace(spec, tier_eta_bw=False, gen_eta_bw=(), gen_eta_c=False)
+    pooled_spec = replace(spec, tier_eta_bw=False, gen_eta_bw=(), gen_eta_c=False, gen_t_layer=())
     pooled, _ = fit_efficiency_least_squares(records, pooled_spec, priors=priors, noise_sigma=noise_sigma,
                                              start=start[0] if start else None)
     scoped = dict(priors)
     for name in _param_names(records, spec):
         fam = name.split(":")[0]
-        if fam not in ("eta_bw", "eta_c") or name.endswith(":*") or f"{fam}:*" not in pooled:
+        centre = pooled.get(f"{fam}:*", pooled.get(fam)) if ":" in name else None
+        if fam not in ("eta_bw", "eta_c", "t_layer_s") or name.endswith(":*") or centre is None:
             continue
         rows = _scope_rows(records, spec, name)
         sigma = scope_prior_sigma(len({r.source for r in rows}), sum(r.weight for r in rows), noise_sigma)
-        scoped[name] = (pooled[f"{fam}:*"], sigma)
+        scoped[name] = (centre, sigma)
     params, diag = fit_efficiency_least_squares(records, spec, priors=scoped, noise_sigma=noise_sigma,
                                                 start=start[1] if start else None)
     diag["pooled"] = pooled
@@ -873,6 +900,11 @@ def constants_from_params(params: dict[str, float], fixed: dict[str, float] | No
     for p in (*SHARED, *OPTIONAL_FIXED):
         if p in params:
             out["default"][p] = params[p]
+    tl = {k.split(":")[1]: v for k, v in params.items() if k.startswith("t_layer_s:")}
+    for g, v in tl.items():
+        out[f"gen-{g}"]["t_layer_s"] = v
+    if tl:  # the default (a chip of no fitted generation): the geometric mean over generations, as eta_c's
+        out["default"]["t_layer_s"] = float(np.exp(np.mean(np.log(list(tl.values())))))
     qf = {k[2:]: v for k, v in params.items() if k.startswith("q_")}
     if qf:
         out["default"]["quant_prefill_factor"] = {"float": allp.get("q_float", 1.0), **qf}
@@ -897,6 +929,7 @@ def full_constants(params: dict[str, float], fixed: dict[str, float], chip: Chip
                    or float(np.exp(np.mean(np.log(tiers)))))
     older = [g for g in ec if g != "*" and g <= chip.generation]
     k["eta_c"] = ec.get("*") or (ec[max(older)] if older else float(np.exp(np.mean(np.log(list(ec.values()))))))
+    k["t_layer_s"] = allp.get(f"t_layer_s:{chip.generation}", k["t_layer_s"])
     k["quant_prefill_factor"] = {c: allp.get(f"q_{c}", 1.0 if c == "float" else BASE_PRIORS[f"q_{c}"][0])
                                  for c in ("float", "legacy", "kquant", "iquant", "mxfp4", "affine", "fp4")}
     return SpeedConstants(**{a: (min(v, 1.0) if a.startswith("eta") else v) for a, v in k.items()})
@@ -1080,7 +1113,7 @@ def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None,
 
     out = {}
     lc = keep(data.get("llama.cpp", []))
-    lc_spec = Spec("llama.cpp", gen_eta_bw=GEN_ETA_BW)
+    lc_spec = Spec("llama.cpp", gen_eta_bw=GEN_ETA_BW, gen_t_layer=GEN_T_LAYER)
     lc_spec.free.add("eta_attn_decode")   # kernel_flash_attn_ext_vec (throughput.Roofline.eta_attn_decode)
     lc_spec.free.add("t_recurrent_layer_s")  # a recurrent layer's kernel chain (throughput.Roofline.fixed_time)
     lc_priors = {**within_source_quant_priors(lc), **LLAMA_CPP_PRIORS}

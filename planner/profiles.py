@@ -609,7 +609,7 @@ def _generation_scope(builtin: dict[str, Path], r: str, generation: str, notes: 
     gen_scope = f"gen-{generation}"
     older = [g for g in gens if g < gen_scope]
     if gen_scope not in gens and older:
-        notes.append(f"{r} prefill derived from generation {older[-1][4:]} (no {generation} data)")
+        notes.append(f"{r} per-generation constants from generation {older[-1][4:]} (no {generation} data)")
         return older[-1]
     return gen_scope
 

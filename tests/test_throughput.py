@@ -259,7 +259,7 @@ def test_lookup_chip_scopes_and_generation_fallback():
     files = {"gen-M3__llama.cpp": Path("a"), "gen-M4__llama.cpp": Path("b"), "gen-M5__mlx-lm": Path("c")}
     notes: list[str] = []
     assert profiles._generation_scope(files, "llama.cpp", "M5", notes) == "gen-M4"
-    assert notes == ["llama.cpp prefill derived from generation M4 (no M5 data)"]
+    assert notes == ["llama.cpp per-generation constants from generation M4 (no M5 data)"]
     assert profiles._generation_scope(files, "mlx-lm", "M5", notes) == "gen-M5" and len(notes) == 1
     m5 = profiles.resolve_chip("m5-max-40gpu")
     res5 = profiles.load_speed_constants(m5, "llama.cpp")

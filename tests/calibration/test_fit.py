@@ -163,6 +163,40 @@ def test_the_fit_recovers_a_recurrent_layer_cost_next_to_the_layer_cost():
     assert "t_recurrent_layer_s" not in F._param_names(dense, spec)  # no hybrid row, nothing to fit
 
 
+def test_each_generation_gets_its_own_layer_time_and_the_planner_chain_carries_it():
+    """t_layer_s per GPU generation (GEN_T_LAYER): the vectorised model and the planner's constants give a row its
+    generation's value; the fit recovers two generations' values from rows of two layer counts each; the scoped
+    constants put each in its gen-<M> profile and the default is their geometric mean (a chip of no fitted
+    generation)."""
+    import numpy as np
+
+    m3, m5 = profiles.resolve_chip("m3-max-40gpu"), profiles.resolve_chip("m5-max-40gpu")
+    true = {"eta_bw:max": 0.75, "t_layer_s:M3": 1.3e-4, "t_layer_s:M5": 4e-5}
+    fixed = {**FIXED_Q, "moe_bw_factor": 1.0, "matrix_unit_factor": 1.0, "eta_c:M3": 0.7, "eta_c:M5": 0.7}
+    recs = []
+    for chip in (m3, m5):
+        k = F.full_constants(true, fixed, chip, "llama.cpp")
+        assert k.t_layer_s == true[f"t_layer_s:{chip.generation}"]
+        for g in (_geo(16, 2048), _geo(64, 512)):
+            r = F.FitRecord(runtime="llama.cpp", chip=chip, geo=g, phase="decode", prompt=0, gen=64, depth=0,
+                            batch=1, value=1.0)
+            recs.append(F.FitRecord(**{**r.__dict__, "value": F.predict_record(r, k)}))
+    spec = F.Spec("llama.cpp", tier_eta_bw=True, gen_t_layer=("M3", "M5"), free={"eta_bw", "t_layer_s"})
+    names = F._param_names(recs, spec)
+    assert {"t_layer_s:M3", "t_layer_s:M5"} <= set(names)
+    fixedv = {**fixed, "eta_attn": 0.5, "eta_kv": 0.6}
+    theta = np.log([true.get(n, 1e-4) for n in names])
+    pred = F._predict(theta, F._Arrays(recs), F._index(recs, spec, names), F._fixed_values(recs, spec, fixedv))
+    k3 = F.full_constants(true, fixedv, m3, "llama.cpp")
+    assert pred[:2] == pytest.approx([F.predict_record(r, k3) for r in recs[:2]], rel=1e-9)
+    params, _ = F.fit_efficiency_least_squares(recs, spec, fixed=fixedv)
+    assert params["t_layer_s:M3"] == pytest.approx(1.3e-4, rel=0.05)
+    assert params["t_layer_s:M5"] == pytest.approx(4e-5, rel=0.05)
+    scoped = F.constants_from_params(params)
+    assert scoped["gen-M5"].t_layer_s == params["t_layer_s:M5"]
+    assert scoped["default"].t_layer_s == pytest.approx((params["t_layer_s:M3"] * params["t_layer_s:M5"]) ** 0.5)
+
+
 def test_a_batched_regime_one_source_measured_keeps_the_engines_efficiency():
     """η_mv (2 <= B <= 8) and η_c_decode (B > 8) are fitted for a runtime only when MIN_BATCHED_SOURCES (2) source
     groups measured their regime; otherwise they are held at llama.cpp's value (sigma BORROWED_SIGMA)."""
