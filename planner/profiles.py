@@ -85,11 +85,7 @@ def load_file(path: Path, cls: type[BaseModel] | RuntimeForm) -> BaseModel:
     """Read and validate one profile; ``cls`` is a model class or a discriminated union such as ``Runtime``.
     A file validated before (same path, size and mtime) comes from the installed :class:`ValidatedStore`, if any."""
     key = (str(path), getattr(cls, "__qualname__", None) or repr(cls))
-    try:
-        st = path.stat()
-        stamp = (st.st_mtime_ns, st.st_size)
-    except OSError:
-        stamp = None
+    stamp = _stamp(path)
     store = _STORE
     hit: BaseModel | None = store.get(key, stamp) if store is not None else None
     if hit is not None:
@@ -154,12 +150,35 @@ def derived(name: str, inputs: tuple[BaseModel, ...], compute: Callable[[], R]) 
     if store is None or any(g is None or g[0] is not o for g, o in zip(origins, inputs, strict=True)):
         return compute()
     key = (name, *(g[1] for g in origins if g is not None))
-    stamp = tuple(g[2] for g in origins if g is not None)
+    return _kept(store, key, tuple(g[2] for g in origins if g is not None), compute)
+
+
+def derived_from_files(name: str, paths: list[Path], compute: Callable[[], R]) -> R:
+    """``compute()``: a value that is a function of the profile files ``paths`` alone, kept in the installed store
+    as :func:`derived` keeps its values, keyed by the paths and stamped with the files' (mtime, size), so a later
+    run reads it back without loading the profiles (a file added, removed or edited is a miss)."""
+    store = _STORE
+    stamps = [_stamp(p) for p in paths]
+    if store is None or None in stamps:
+        return compute()
+    return _kept(store, (name, *map(str, paths)), tuple(stamps), compute)
+
+
+def _kept(store: ValidatedStore, key: tuple[Any, ...], stamp: tuple[Any, ...], compute: Callable[[], R]) -> R:
     hit: R | None = store.get(key, stamp)
     if hit is None:
         hit = compute()
         store.put(key, stamp, hit)
     return hit
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    """The file's (mtime, size) that stamps what the store keeps of it; None when it does not stat."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
 
 
 def _files(kind: str) -> dict[str, Path]:
@@ -224,6 +243,7 @@ def _all(kind: str, cls: type[T]) -> list[T]:
 
 def clear_cache() -> None:
     _index.cache_clear()
+    ram_sizes.cache_clear()
     _quant_stems.cache_clear()
     _loaded.cache_clear()
     _alias_map.cache_clear()
@@ -572,11 +592,19 @@ def load_quant(name: str, kind: str | None = None) -> QuantFormat:
     raise UnknownProfileError("quantization", name, [q.id for q in cands], flag="[[quant]]")
 
 
+@functools.cache
+def ram_sizes() -> list[int]:
+    """Every RAM size a Mac comes in (the chips' ram_options_gb), sorted: kept beside the chip profiles
+    (:func:`derived_from_files`), so checking a RAM size does not load all of them (~2.7 M instructions)."""
+    return derived_from_files("ram_sizes", list(_index("chips").values()),
+                              lambda: sorted({r for c in all_chips() for r in c.ram_options_gb}))
+
+
 def ram_gb_valid(ram_gb: float) -> None:
     """Reject RAM sizes no Mac comes in."""
     if not 0 < ram_gb < float("inf"):
         raise InputError(f"[[ram]] {ram_gb:g} must be a positive size in GB, e.g. [[ram]] 64")
-    sizes = sorted({r for c in all_chips() for r in c.ram_options_gb})
+    sizes = ram_sizes()
     if sizes and int(ram_gb) != ram_gb or sizes and int(ram_gb) not in sizes:
         raise InputError(f"[[ram]] {ram_gb:g} GB: no Mac comes with that; valid sizes are {', '.join(map(str, sizes))}")
 
