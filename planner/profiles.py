@@ -294,12 +294,23 @@ UD_NEAREST = {"Q2_K_XL": "Q2_K", "Q3_K_XL": "Q3_K_M", "Q4_K_XL": "Q4_K_M", "Q5_K
 # mlx_lm.convert writes affine weights with group size 64 unless told otherwise (mlx_lm/utils.py quantize_model,
 # defaults_for_mode: "affine": (64, 4)), so "-4bit" is the mlx-4bit-g64 preset.
 # "-8bit-gs32" / "-4bit-g32": the group size the repo was converted with (mlx_lm.convert --q-group-size)
-_MLX_SUFFIX = re.compile(r"[-_](?:(ud)[-_])?(?:mlx[-_])?(?:(\d)bit(?:[-_]gs?(\d+))?|(bf16|fp16|mxfp4|mxfp8|nvfp4))$", re.I)
-_MLX_FOLDER = re.compile(r"[-_](?:ud[-_])?mlx$", re.I)
-_GGUF_SUFFIX = re.compile(r"[-_.]gguf$", re.I)
-_HF_PREFIX = re.compile(r"^(?:https?://)?(?:www\.)?(?:hf\.co|huggingface\.co)/", re.I)
+# The expressions of names (all case-insensitive) are compiled on first use (re's cache), and searched only in a
+# name holding one of the words each needs (_holds): a catalog id holds none, and compiling the five was ~4.9 M
+# instructions of the plain question's start-up.
+_MLX_SUFFIX = r"[-_](?:(ud)[-_])?(?:mlx[-_])?(?:(\d)bit(?:[-_]gs?(\d+))?|(bf16|fp16|mxfp4|mxfp8|nvfp4))$"
+_MLX_FOLDER = r"[-_](?:ud[-_])?mlx$"
+_GGUF_SUFFIX = r"[-_.]gguf$"
+_FORMAT_WORDS = ("bit", "bf16", "fp16", "mxfp", "nvfp", "mlx", "gguf")  # one is in every match of the three above
+_HF_PREFIX = r"^(?:https?://)?(?:www\.)?(?:hf\.co|huggingface\.co)/"
 # an Ollama library tag's quant suffix: gemma3:27b-it-q4_K_M, qwen3:8b-fp16
-_OLLAMA_QUANT = re.compile(r"-((?:i?q\d[a-z0-9_]*)|fp16|bf16)$", re.I)
+_OLLAMA_QUANT = r"-((?:i?q\d[a-z0-9_]*)|fp16|bf16)$"
+
+
+def _holds(text: str, words: tuple[str, ...]) -> bool:
+    """Whether ``text`` holds one of ``words`` in any case, as a match of the expressions above needs (a non-ASCII
+    text always counts: re.I folds ı and İ to i, which lower() keeps)."""
+    low = text.lower()
+    return not text.isascii() or any(w in low for w in words)
 
 
 class NameSpec(BaseModel):
@@ -341,13 +352,24 @@ def _known_quant(q: str, kind: str) -> bool:
 def _repo_format(s: str, hf_tagged: bool) -> tuple[str | None, str | None, list[str], str | None]:
     """(weight format, preset, notes, the model's name without the format suffix) of a repo name."""
     repo, last = (s.rsplit("/", 1) if "/" in s else ("", s))
-    if _GGUF_SUFFIX.search(last) or hf_tagged:  # Ollama's hf.co form pulls GGUF files only
-        bare = _GGUF_SUFFIX.sub("", last)
+    if hf_tagged or _holds(last, _FORMAT_WORDS):  # else no suffix expression can match
+        found = _suffix_format(s, last, hf_tagged)
+        if found is not None:
+            return found
+    if repo.lower() == "mlx-community":  # mlx-community/gpt-oss-20b-MXFP4-Q8: MLX weights, a recipe of its own
+        return "mlx", None, [], None
+    return None, None, [], None
+
+
+def _suffix_format(s: str, last: str, hf_tagged: bool) -> tuple[str | None, str | None, list[str], str | None] | None:
+    """_repo_format's answer from the format suffix of the repo name's ``last`` part, or None when it has none."""
+    if hf_tagged or re.search(_GGUF_SUFFIX, last, re.I):  # Ollama's hf.co form pulls GGUF files only
+        bare = re.sub(_GGUF_SUFFIX, "", last, flags=re.I)
         m = re.search(r"[-_.]((?:I?Q\d|BF16|F16)[A-Z0-9_]*)$", bare, re.I)  # ggml-org/<Model>-Q8_0-GGUF: one preset
         if m is not None and _known_quant(m.group(1).upper(), "gguf"):
             return "gguf", load_quant(m.group(1).upper(), "gguf").id, [], bare[:m.start()]
         return "gguf", None, [], bare
-    m = _MLX_SUFFIX.search(last)
+    m = re.search(_MLX_SUFFIX, last, re.I)
     # "-BF16" alone is a safetensors repo (nvidia/...-BF16), "-bnb-4bit" a bitsandbytes one: neither is MLX
     if m is not None and "bnb" not in last.lower() and (m.group(2) or "mlx" in s.lower()):
         ud, bits, group, named = m.groups()
@@ -356,19 +378,17 @@ def _repo_format(s: str, hf_tagged: bool) -> tuple[str | None, str | None, list[
         known = quant if _known_quant(quant, "mlx") else None
         notes = [f"{last}: an unsloth dynamic MLX quant (mixed bit widths); sized as {known}"] if ud else []
         return "mlx", known, notes, last[:m.start()]
-    if _MLX_FOLDER.search(last):
-        return "mlx", None, [], _MLX_FOLDER.sub("", last)
-    if repo.lower() == "mlx-community":  # mlx-community/gpt-oss-20b-MXFP4-Q8: MLX weights, a recipe of its own
-        return "mlx", None, [], None
-    return None, None, [], None
+    if re.search(_MLX_FOLDER, last, re.I):
+        return "mlx", None, [], re.sub(_MLX_FOLDER, "", last, flags=re.I)
+    return None
 
 
 def parse_name(name: str) -> NameSpec:
     """Split a typed model name into lookup spellings, a weight format and a preset. Pure string work plus the
     quant profiles; the model itself is found by :func:`load_model`."""
     s = name.strip()
-    hf = bool(_HF_PREFIX.match(s))
-    s = _HF_PREFIX.sub("", s)
+    hf = _holds(s, ("co/",)) and re.match(_HF_PREFIX, s, re.I) is not None
+    s = re.sub(_HF_PREFIX, "", s, flags=re.I) if hf else s
     if s.lower().startswith("ollama.com/library/"):
         s = s[len("ollama.com/library/"):]
     tag = None
@@ -380,7 +400,7 @@ def parse_name(name: str) -> NameSpec:
     if tag is not None and tag.lower() != "latest" and fmt == "gguf":  # Ollama's "latest" names no quant
         quant, more = _gguf_tag(tag)
         notes += more
-    elif tag is None and "/" not in s and ":" in s and (m := _OLLAMA_QUANT.search(s)) is not None:
+    elif tag is None and "/" not in s and ":" in s and (m := re.search(_OLLAMA_QUANT, s, re.I)) is not None:
         q, more = _gguf_tag(m.group(1))
         if q is not None:  # gemma3:27b-it-q4_K_M: the tag without its quant names the model
             fmt, quant = "gguf", q
