@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from planner.plan import PlanRequest
+from planner.plan import PlanRequest, plan_request
 
 from .options import values
 
@@ -44,7 +44,7 @@ def plan_answer(given: dict[str, Any], file: str | None = None):
     v = values(PlanRequest, given)
     if not v.get("quants"):
         v.pop("quants", None)
-    req = PlanRequest(**v)
+    req = plan_request(**v)
     resolved = None
     if not catalog_id(model):
         from sources import resolve_model  # edge: local files and the HF Hub (lazy: keeps catalog plans fast)

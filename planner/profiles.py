@@ -85,11 +85,7 @@ def load_file(path: Path, cls: type[BaseModel] | RuntimeForm) -> BaseModel:
     """Read and validate one profile; ``cls`` is a model class or a discriminated union such as ``Runtime``.
     A file validated before (same path, size and mtime) comes from the installed :class:`ValidatedStore`, if any."""
     key = (str(path), getattr(cls, "__qualname__", None) or repr(cls))
-    try:
-        st = path.stat()
-        stamp = (st.st_mtime_ns, st.st_size)
-    except OSError:
-        stamp = None
+    stamp = _stamp(path)
     store = _STORE
     hit: BaseModel | None = store.get(key, stamp) if store is not None else None
     if hit is not None:
@@ -154,12 +150,35 @@ def derived(name: str, inputs: tuple[BaseModel, ...], compute: Callable[[], R]) 
     if store is None or any(g is None or g[0] is not o for g, o in zip(origins, inputs, strict=True)):
         return compute()
     key = (name, *(g[1] for g in origins if g is not None))
-    stamp = tuple(g[2] for g in origins if g is not None)
+    return _kept(store, key, tuple(g[2] for g in origins if g is not None), compute)
+
+
+def derived_from_files(name: str, paths: list[Path], compute: Callable[[], R]) -> R:
+    """``compute()``: a value that is a function of the profile files ``paths`` alone, kept in the installed store
+    as :func:`derived` keeps its values, keyed by the paths and stamped with the files' (mtime, size), so a later
+    run reads it back without loading the profiles (a file added, removed or edited is a miss)."""
+    store = _STORE
+    stamps = [_stamp(p) for p in paths]
+    if store is None or None in stamps:
+        return compute()
+    return _kept(store, (name, *map(str, paths)), tuple(stamps), compute)
+
+
+def _kept(store: ValidatedStore, key: tuple[Any, ...], stamp: tuple[Any, ...], compute: Callable[[], R]) -> R:
     hit: R | None = store.get(key, stamp)
     if hit is None:
         hit = compute()
         store.put(key, stamp, hit)
     return hit
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    """The file's (mtime, size) that stamps what the store keeps of it; None when it does not stat."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
 
 
 def _files(kind: str) -> dict[str, Path]:
@@ -224,6 +243,7 @@ def _all(kind: str, cls: type[T]) -> list[T]:
 
 def clear_cache() -> None:
     _index.cache_clear()
+    ram_sizes.cache_clear()
     _quant_stems.cache_clear()
     _loaded.cache_clear()
     _alias_map.cache_clear()
@@ -274,12 +294,23 @@ UD_NEAREST = {"Q2_K_XL": "Q2_K", "Q3_K_XL": "Q3_K_M", "Q4_K_XL": "Q4_K_M", "Q5_K
 # mlx_lm.convert writes affine weights with group size 64 unless told otherwise (mlx_lm/utils.py quantize_model,
 # defaults_for_mode: "affine": (64, 4)), so "-4bit" is the mlx-4bit-g64 preset.
 # "-8bit-gs32" / "-4bit-g32": the group size the repo was converted with (mlx_lm.convert --q-group-size)
-_MLX_SUFFIX = re.compile(r"[-_](?:(ud)[-_])?(?:mlx[-_])?(?:(\d)bit(?:[-_]gs?(\d+))?|(bf16|fp16|mxfp4|mxfp8|nvfp4))$", re.I)
-_MLX_FOLDER = re.compile(r"[-_](?:ud[-_])?mlx$", re.I)
-_GGUF_SUFFIX = re.compile(r"[-_.]gguf$", re.I)
-_HF_PREFIX = re.compile(r"^(?:https?://)?(?:www\.)?(?:hf\.co|huggingface\.co)/", re.I)
+# The expressions of names (all case-insensitive) are compiled on first use (re's cache), and searched only in a
+# name holding one of the words each needs (_holds): a catalog id holds none, and compiling the five was ~4.9 M
+# instructions of the plain question's start-up.
+_MLX_SUFFIX = r"[-_](?:(ud)[-_])?(?:mlx[-_])?(?:(\d)bit(?:[-_]gs?(\d+))?|(bf16|fp16|mxfp4|mxfp8|nvfp4))$"
+_MLX_FOLDER = r"[-_](?:ud[-_])?mlx$"
+_GGUF_SUFFIX = r"[-_.]gguf$"
+_FORMAT_WORDS = ("bit", "bf16", "fp16", "mxfp", "nvfp", "mlx", "gguf")  # one is in every match of the three above
+_HF_PREFIX = r"^(?:https?://)?(?:www\.)?(?:hf\.co|huggingface\.co)/"
 # an Ollama library tag's quant suffix: gemma3:27b-it-q4_K_M, qwen3:8b-fp16
-_OLLAMA_QUANT = re.compile(r"-((?:i?q\d[a-z0-9_]*)|fp16|bf16)$", re.I)
+_OLLAMA_QUANT = r"-((?:i?q\d[a-z0-9_]*)|fp16|bf16)$"
+
+
+def _holds(text: str, words: tuple[str, ...]) -> bool:
+    """Whether ``text`` holds one of ``words`` in any case, as a match of the expressions above needs (a non-ASCII
+    text always counts: re.I folds ı and İ to i, which lower() keeps)."""
+    low = text.lower()
+    return not text.isascii() or any(w in low for w in words)
 
 
 class NameSpec(BaseModel):
@@ -321,13 +352,24 @@ def _known_quant(q: str, kind: str) -> bool:
 def _repo_format(s: str, hf_tagged: bool) -> tuple[str | None, str | None, list[str], str | None]:
     """(weight format, preset, notes, the model's name without the format suffix) of a repo name."""
     repo, last = (s.rsplit("/", 1) if "/" in s else ("", s))
-    if _GGUF_SUFFIX.search(last) or hf_tagged:  # Ollama's hf.co form pulls GGUF files only
-        bare = _GGUF_SUFFIX.sub("", last)
+    if hf_tagged or _holds(last, _FORMAT_WORDS):  # else no suffix expression can match
+        found = _suffix_format(s, last, hf_tagged)
+        if found is not None:
+            return found
+    if repo.lower() == "mlx-community":  # mlx-community/gpt-oss-20b-MXFP4-Q8: MLX weights, a recipe of its own
+        return "mlx", None, [], None
+    return None, None, [], None
+
+
+def _suffix_format(s: str, last: str, hf_tagged: bool) -> tuple[str | None, str | None, list[str], str | None] | None:
+    """_repo_format's answer from the format suffix of the repo name's ``last`` part, or None when it has none."""
+    if hf_tagged or re.search(_GGUF_SUFFIX, last, re.I):  # Ollama's hf.co form pulls GGUF files only
+        bare = re.sub(_GGUF_SUFFIX, "", last, flags=re.I)
         m = re.search(r"[-_.]((?:I?Q\d|BF16|F16)[A-Z0-9_]*)$", bare, re.I)  # ggml-org/<Model>-Q8_0-GGUF: one preset
         if m is not None and _known_quant(m.group(1).upper(), "gguf"):
             return "gguf", load_quant(m.group(1).upper(), "gguf").id, [], bare[:m.start()]
         return "gguf", None, [], bare
-    m = _MLX_SUFFIX.search(last)
+    m = re.search(_MLX_SUFFIX, last, re.I)
     # "-BF16" alone is a safetensors repo (nvidia/...-BF16), "-bnb-4bit" a bitsandbytes one: neither is MLX
     if m is not None and "bnb" not in last.lower() and (m.group(2) or "mlx" in s.lower()):
         ud, bits, group, named = m.groups()
@@ -336,19 +378,17 @@ def _repo_format(s: str, hf_tagged: bool) -> tuple[str | None, str | None, list[
         known = quant if _known_quant(quant, "mlx") else None
         notes = [f"{last}: an unsloth dynamic MLX quant (mixed bit widths); sized as {known}"] if ud else []
         return "mlx", known, notes, last[:m.start()]
-    if _MLX_FOLDER.search(last):
-        return "mlx", None, [], _MLX_FOLDER.sub("", last)
-    if repo.lower() == "mlx-community":  # mlx-community/gpt-oss-20b-MXFP4-Q8: MLX weights, a recipe of its own
-        return "mlx", None, [], None
-    return None, None, [], None
+    if re.search(_MLX_FOLDER, last, re.I):
+        return "mlx", None, [], re.sub(_MLX_FOLDER, "", last, flags=re.I)
+    return None
 
 
 def parse_name(name: str) -> NameSpec:
     """Split a typed model name into lookup spellings, a weight format and a preset. Pure string work plus the
     quant profiles; the model itself is found by :func:`load_model`."""
     s = name.strip()
-    hf = bool(_HF_PREFIX.match(s))
-    s = _HF_PREFIX.sub("", s)
+    hf = _holds(s, ("co/",)) and re.match(_HF_PREFIX, s, re.I) is not None
+    s = re.sub(_HF_PREFIX, "", s, flags=re.I) if hf else s
     if s.lower().startswith("ollama.com/library/"):
         s = s[len("ollama.com/library/"):]
     tag = None
@@ -360,7 +400,7 @@ def parse_name(name: str) -> NameSpec:
     if tag is not None and tag.lower() != "latest" and fmt == "gguf":  # Ollama's "latest" names no quant
         quant, more = _gguf_tag(tag)
         notes += more
-    elif tag is None and "/" not in s and ":" in s and (m := _OLLAMA_QUANT.search(s)) is not None:
+    elif tag is None and "/" not in s and ":" in s and (m := re.search(_OLLAMA_QUANT, s, re.I)) is not None:
         q, more = _gguf_tag(m.group(1))
         if q is not None:  # gemma3:27b-it-q4_K_M: the tag without its quant names the model
             fmt, quant = "gguf", q
@@ -572,11 +612,19 @@ def load_quant(name: str, kind: str | None = None) -> QuantFormat:
     raise UnknownProfileError("quantization", name, [q.id for q in cands], flag="[[quant]]")
 
 
+@functools.cache
+def ram_sizes() -> list[int]:
+    """Every RAM size a Mac comes in (the chips' ram_options_gb), sorted: kept beside the chip profiles
+    (:func:`derived_from_files`), so checking a RAM size does not load all of them (~2.7 M instructions)."""
+    return derived_from_files("ram_sizes", list(_index("chips").values()),
+                              lambda: sorted({r for c in all_chips() for r in c.ram_options_gb}))
+
+
 def ram_gb_valid(ram_gb: float) -> None:
     """Reject RAM sizes no Mac comes in."""
     if not 0 < ram_gb < float("inf"):
         raise InputError(f"[[ram]] {ram_gb:g} must be a positive size in GB, e.g. [[ram]] 64")
-    sizes = sorted({r for c in all_chips() for r in c.ram_options_gb})
+    sizes = ram_sizes()
     if sizes and int(ram_gb) != ram_gb or sizes and int(ram_gb) not in sizes:
         raise InputError(f"[[ram]] {ram_gb:g} GB: no Mac comes with that; valid sizes are {', '.join(map(str, sizes))}")
 

@@ -233,3 +233,27 @@ def test_an_unknown_hf_co_name_is_read_from_the_hub_with_its_tag(monkeypatch):
     with pytest.raises(sources.HubError):
         sources.resolve_model("hf.co/someone/Some-Model-GGUF:Q4_K_M")
     assert seen == {"repo": "someone/Some-Model-GGUF", "quant": "Q4_K_M"}
+
+
+# names that hold the words each name expression needs in every case and place, and names that hold none
+_PARTS = ["Qwen3-8B", "llama-3.3-70b", "-4bit", "-8BIT-gs32", "_6bit_g32", "-bf16", "-FP16", "-MXFP4", "-nvfp4",
+          "-mxfp8", "-MLX", "-UD-MLX-4bit", "-ud-mlx", "-GGUF", ".gguf", "_gguf", "-Q4_K_M", ":Q8_0", ":latest",
+          ":27b-it-q4_K_M", "-bnb-4bit", "mlx-community/", "unsloth/", "hf.co/", "HTTPS://huggingface.co/",
+          "www.hf.co/", "ollama.com/library/", "4bıt", "-4bİt", "ſ", "-K", " ", "/"]
+
+
+def _names() -> list[str]:
+    spelled = [n for m in P.all_models() for n in (m.id, m.name, *m.aliases, m.hf_repo or "")]
+    return spelled + _PARTS + [a + b for a in _PARTS for b in _PARTS] + [a + b + c for a in _PARTS[:12]
+                                                                         for b in _PARTS[22:] for c in _PARTS[:22]]
+
+
+def test_names_without_the_words_an_expression_needs_parse_as_when_searched(monkeypatch):
+    # parse_name searches a name with its expressions only when it holds a word each needs (profiles._holds: the
+    # expressions are not even compiled for a catalog id); searching every name gives the same answers
+    assert not P._holds("llama-3.3-70b", P._FORMAT_WORDS) and P._holds("Qwen3-4bıt", ("bit",))
+    names = _names()
+    gated = [P.parse_name(n) for n in names]
+    monkeypatch.setattr(P, "_holds", lambda text, words: True)
+    assert [P.parse_name(n) for n in names] == gated
+    assert any(g.weight_format == "mlx" for g in gated) and any(g.weight_format == "gguf" for g in gated)

@@ -223,3 +223,52 @@ def test_the_cache_file_changes_with_any_module_of_the_core(tmp_path, monkeypatc
         (core / name).write_text("x = 22\n", encoding="utf-8")
         prints.append(C.schema_fingerprint.__wrapped__())
     assert len(set(prints)) == len(prints)
+
+
+def test_values_derived_from_files_are_kept_and_see_edits_and_new_files(tmp_path, monkeypatch):
+    """A value derived from profile files is read back by a later process without calling compute; an edited,
+    added or missing file is a miss."""
+    monkeypatch.setenv("MAC_LLM_PLANNER_CACHE", str(tmp_path / "cache"))
+    _fresh(monkeypatch)
+    files = list(_quant_copies(tmp_path))
+    n = iter(range(10))
+    assert P.derived_from_files("x", files, lambda: next(n)) == 0
+    P._STORE.save()
+    _fresh(monkeypatch)  # a new process
+    assert P.derived_from_files("x", files, lambda: next(n)) == 0
+    files[2].write_text(files[2].read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    assert P.derived_from_files("x", files, lambda: next(n)) == 1
+    assert P.derived_from_files("x", files[:2], lambda: next(n)) == 2  # a file fewer: another key
+    assert P.derived_from_files("x", [*files, tmp_path / "gone.yaml"], lambda: next(n)) == 3  # does not stat
+    assert P.derived_from_files("x", [*files, tmp_path / "gone.yaml"], lambda: next(n)) == 4
+
+
+def test_ram_sizes_are_the_chips_sizes_read_back_without_the_chips(tmp_path, monkeypatch):
+    """The RAM sizes Macs come in: every chip's ram_options_gb, sorted; a later process reads them from the store
+    without loading a chip profile; a user's chip with a new size is counted."""
+    monkeypatch.setenv("MAC_LLM_PLANNER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("MAC_LLM_PLANNER_USER_PROFILES", str(tmp_path / "user"))
+    P.clear_cache()
+    _fresh(monkeypatch)
+    want = sorted({r for c in P.all_chips() for r in c.ram_options_gb})
+    assert P.ram_sizes() == want and {8, 16, 64, 128, 512} <= set(want) and 40 not in want
+    P._STORE.save()
+    P.clear_cache()
+    _fresh(monkeypatch)
+    with monkeypatch.context() as m:
+        m.setattr(P, "all_chips", lambda: pytest.fail("chips loaded despite the store"))
+        assert P.ram_sizes() == want
+    chips = tmp_path / "user" / "chips"
+    chips.mkdir(parents=True)
+    mine = P.load_file(next((PROFILES / "chips").glob("m4-pro*.yaml")), P.Chip)
+    (chips / "mine.yaml").write_text(f"id: mine\n{_chip_yaml(mine)}", encoding="utf-8")
+    P.clear_cache()
+    assert P.ram_sizes() == sorted({*want, 40})
+    P.clear_cache()
+
+
+def _chip_yaml(chip) -> str:
+    """The chip's fields as YAML, its RAM options 40 GB only (a size no Mac comes with)."""
+    import yaml
+
+    return yaml.safe_dump({**chip.model_dump(mode="json", exclude={"id"}), "ram_options_gb": [40]})

@@ -22,6 +22,12 @@ CODE = ("import sys\n"
         "compiled = getattr(tokenize, '_compile', None)\n"
         "print(' '.join(sorted(sys.modules)), file=sys.stderr)\n"
         "print('tokenize-regex-built', compiled.cache_info().misses if compiled else -1, file=sys.stderr)\n"
+        "from pydantic import BaseModel\n"
+        "def subs(c): return [s for k in c.__subclasses__() for s in (k, *subs(k))]\n"
+        "print('validators-built', *sorted({c.__qualname__ for c in subs(BaseModel)\n"
+        "      if c.__module__.startswith('planner') and c.__pydantic_complete__}), file=sys.stderr)\n"
+        "from planner import profiles\n"
+        "print('chips-read', sum('chips' in k[0] for k in profiles._STORE.objects), file=sys.stderr)\n"
         "sys.exit(rc)\n")
 # not needed to answer from the validated-profile cache: the typer application, YAML parsing, numpy (buy's vector
 # fit), the file/hub readers, and importlib.metadata (email, zipfile, csv: pydantic's plugin discovery)
@@ -49,6 +55,11 @@ def test_plain_question_imports_only_what_it_uses(tmp_path):
     # a default_factory=list on a model the plan validates makes pydantic tokenize list's signature (~7 ms)
     assert warm.stderr.splitlines()[1] in ("tokenize-regex-built 0", "tokenize-regex-built -1")
     assert "yaml" in set(cold.stderr.splitlines()[0].split())  # a cache miss does read and validate the YAML
+    # the request is the one validation gives without building PlanRequest's validator (planner.plan.plan_request),
+    # the results are assembled; --ram without --chip reads the RAM sizes, not the chip profiles (profiles.ram_sizes)
+    assert warm.stderr.splitlines()[2] == "validators-built"
+    assert warm.stderr.splitlines()[3] == "chips-read 0"
+    assert _run(tmp_path, *ARGS, "--chip", "M4 Pro").stderr.splitlines()[3] != "chips-read 0"  # the report is real
 
 
 def test_plugin_discovery_runs_when_a_user_turns_plugins_on(tmp_path):
