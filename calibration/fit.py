@@ -167,7 +167,7 @@ SHARED = ("eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor", "t_layer_s", "n
 # dispatch; mlx-lm compiles the gate math (gated_delta.py compute_g under mx.compile) and runs the update as one
 # custom kernel, and its rows show no such cost (held out before this term, the hybrid / dense ratio of the median
 # errors on one Mac: mlx-lm M3 Max -4 %, M1 -6 %; llama.cpp M2 Max +13 %, M1 +24 %, M3 Max +28 %, the three llama.cpp
-# sources that measured both). Fitted on 2026-12-06 data it is ~2 us (was 243 us): the M2 Ultra rows that drove it
+# sources that measured both). Fitted on 2026-12-06 data it is ~25 us (was 243 us): the M2 Ultra rows that drove it
 # ran build 8240, inside the Metal gated-DeltaNet regression b8192-b8332 (strided state reads, Llama-macOS#67:
 # +16 % decode once fixed; dataset FIXES 20901-20904), and the builds since (AlexHiesch's M3 Max b8920-b9110, LM
 # Studio's 2026 engines, asiai's M5 Max b9430) decode hybrids as fast as dense models relative to the prediction.
