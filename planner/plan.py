@@ -14,7 +14,7 @@ from .beyond import fanless_notes, with_energy, with_streaming
 from .energy import EnergyPerToken
 from .errors import InputError
 from .memory import MemoryModel, check_kv_type, kv_alias, kv_layout, memory_model
-from .points import CACHED_PREFIX_HELP, GenPoint, PromptPoint
+from .points import CACHED_PREFIX_HELP, MAX_TOKENS, GenPoint, PromptPoint
 from .recipes import Recipe, recipe
 from .results import (
     DraftEstimate,
@@ -41,9 +41,6 @@ CONTEXTS = [4096, 8192, 16384, 32768, 131072]
 USER_COUNTS = [1, 2, 4, 8, 16]
 
 
-MAX_CONTEXT = 10_000_000  # tokens per sequence a plan accepts (PlanRequest.context; plan_request's shortcut)
-
-
 class PlanRequest(BaseModel):
     """Everything a plan needs; field descriptions double as --help text and form tooltips."""
 
@@ -57,7 +54,7 @@ class PlanRequest(BaseModel):
     gpu_cores: int | None = Field(None, gt=0, description="GPU cores, to pick a binned chip (M3 Max 30/40)")
     runtimes: list[str] = Field(default_factory=lambda: ["llama.cpp", "mlx-lm"], description="Runtimes to compare")
     quants: list[str] | None = Field(None, description="Quantizations; default: the sensible set per runtime")
-    context: int = Field(8192, gt=0, le=MAX_CONTEXT, description="Context per sequence [tokens]")
+    context: int = Field(8192, gt=0, le=MAX_TOKENS, description="Context per sequence [tokens]")
     users: int = Field(1, gt=0, le=capacity.MAX_USERS, description="Concurrent sequences")
     kv_type: str | None = Field(None, description="KV cache type: f16/q8_0/q4_0 (llama.cpp), bf16/kv8/kv4 (mlx-lm)")
     wired_limit_mb: int | None = Field(None, description="GPU wired limit you set with sysctl iogpu.wired_limit_mb [MB]")
@@ -124,7 +121,7 @@ def _valid_as_is(v: dict[str, Any]) -> bool:
         return False
     ram, chip, context, users = v.get("ram"), v.get("chip"), v.get("context", 1), v.get("users", 1)
     return ((ram is None or type(ram) is float and 0 < ram < float("inf")) and (chip is None or type(chip) is str)
-            and type(context) is int and 0 < context <= MAX_CONTEXT
+            and type(context) is int and 0 < context <= MAX_TOKENS
             and type(users) is int and 0 < users <= capacity.MAX_USERS)
 
 

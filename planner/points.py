@@ -37,12 +37,14 @@ def _gen_point(v: object) -> object:
     return point_tokens(v, "[[gen]]", gen=True) if isinstance(v, str) else v
 
 
+MAX_TOKENS = 10_000_000  # the most tokens any length, context or point input accepts
+
 # One operating point (plan, predict, models): tokens, or a distribution read at its p90 prompt / mean output
 # an agent's input schema (the MCP/HTTP questions) shows both forms; the answer echoes the tokens used
-_POINT_INPUT = WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 0, "maximum": 10_000_000},
+_POINT_INPUT = WithJsonSchema({"anyOf": [{"type": "integer", "minimum": 0, "maximum": MAX_TOKENS},
                                          {"type": "string", "examples": ["12000", "1024:0.6,8192:0.4",
                                                                          "p50=1500,p90=6000"]}]}, mode="validation")
-_TOKENS = Annotated[int, Field(ge=0, le=10_000_000)]
+_TOKENS = Annotated[int, Field(ge=0, le=MAX_TOKENS)]
 PromptPoint = Annotated[_TOKENS, BeforeValidator(_prompt_point), _POINT_INPUT,
                         Field(description=PROMPT_HELP + POINT_NOTE)]
 GenPoint = Annotated[_TOKENS, BeforeValidator(_gen_point), _POINT_INPUT, Field(description=GEN_HELP + POINT_NOTE)]

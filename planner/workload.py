@@ -22,6 +22,7 @@ from . import profiles
 from ._model import Frozen
 from .errors import InputError, UnknownProfileError, render_validation_error
 from .format import cached_label
+from .points import MAX_TOKENS
 from .schema import Runtime
 
 if TYPE_CHECKING:
@@ -42,10 +43,10 @@ class Length(BaseModel):
     """A token count: one value, a weighted distribution, or p50/p90."""
 
     model_config = Frozen
-    value: int | None = Field(None, ge=0, le=10_000_000)
+    value: int | None = Field(None, ge=0, le=MAX_TOKENS)
     dist: list[tuple[int, float]] | None = Field(None, min_length=1, description="[[tokens, weight], ...]")
-    p50: int | None = Field(None, ge=0, le=10_000_000)
-    p90: int | None = Field(None, ge=0, le=10_000_000)
+    p50: int | None = Field(None, ge=0, le=MAX_TOKENS)
+    p90: int | None = Field(None, ge=0, le=MAX_TOKENS)
 
     @model_validator(mode="after")
     def _one_form(self) -> Self:
@@ -124,7 +125,7 @@ class WorkloadProfile(BaseModel):
     prompt_tokens: Length
     gen_tokens: Length
     users: int = Field(1, gt=0, le=4096)
-    context_cap: int | None = Field(None, gt=0, le=10_000_000,
+    context_cap: int | None = Field(None, gt=0, le=MAX_TOKENS,
                                     description="KV context reserved per sequence (history); default p90 prompt+gen")
     targets: Targets = Field(default_factory=Targets)
     objective: Literal["latency", "throughput"] = "latency"
@@ -305,5 +306,5 @@ def _valid_as_is(upd: dict[str, Any], targets: Targets) -> bool:
     if upd.keys() - {"users", "context_cap", "cached_prefix_share", "targets"} or upd["targets"] is not targets:
         return False
     users, context, share = upd.get("users", 1), upd.get("context_cap", 1), upd.get("cached_prefix_share", 0.0)
-    return (type(users) is int and type(context) is int and context <= 10_000_000 and type(share) is float
+    return (type(users) is int and type(context) is int and context <= MAX_TOKENS and type(share) is float
             and math.isfinite(share))
