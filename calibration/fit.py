@@ -429,10 +429,13 @@ def _param_names(records: list[FitRecord], spec: Spec) -> list[str]:
         names += [f"eta_c:{g}" for g in GENERATIONS if any(fam.get(r.chip.generation, r.chip.generation) == g
                                                             and r.phase == "prefill" for r in records)] \
             if spec.gen_eta_c else ["eta_c:*"]
+    scoped_tl = _gen_t_layer_names(records, spec)
     for p in SHARED:
-        if p in spec.free:
+        # the pooled t_layer only where some row's generation has none of its own (else no row would use it)
+        if p in spec.free and not (p == "t_layer_s" and scoped_tl
+                                   and all(f"t_layer_s:{r.chip.generation}" in scoped_tl for r in records)):
             names.append(p)
-    names += _gen_t_layer_names(records, spec)
+    names += scoped_tl
     if "t_moe_layer_s" in spec.free and any(r.phase == "decode" and r.geo.moe_layers for r in records):
         names.append("t_moe_layer_s")
     if "t_recurrent_layer_s" in spec.free and any(r.phase == "decode" and r.geo.recurrent_layers for r in records):
@@ -457,6 +460,21 @@ def _gen_t_layer_names(records: list[FitRecord], spec: Spec) -> list[str]:
         return []
     return [f"t_layer_s:{g}" for g in spec.gen_t_layer
             if any(r.chip.generation == g and r.phase == "decode" for r in records)]
+
+
+def layer_time(params: dict[str, float], generation: str) -> float:
+    """t_layer_s of a chip of ``generation`` from fitted ``params``: its generation's own, else the pooled value,
+    else the newest earlier generation's (the planner's gen-profile fallback, profiles._generation_scope), else
+    the geometric mean over the generations (a chip of none: the default profile's), else the prior."""
+    own = {k.split(":")[1]: v for k, v in params.items() if k.startswith("t_layer_s:")}
+    older = [g for g in own if g <= generation]
+    if generation in own:
+        return own[generation]
+    if "t_layer_s" in params:
+        return params["t_layer_s"]
+    if older:
+        return own[max(older)]
+    return float(np.exp(np.mean(np.log(list(own.values()))))) if own else BASE_PRIORS["t_layer_s"][0]
 
 
 def _prior(name: str, priors: dict[str, tuple[float, float]]) -> tuple[float, float]:
@@ -605,8 +623,7 @@ def _fixed_values(records, spec, fixed: dict[str, float]):
         "eta_attn_decode": np.full(len(records), get("eta_attn_decode", 1.0)),
         **{p: np.full(len(records), get(p, BASE_PRIORS[p][0])) for p in SHARED},
         **{p: np.full(len(records), get(p, v)) for p, v in OPTIONAL_FIXED.items()},
-        "t_layer_s": np.array([get(f"t_layer_s:{r.chip.generation}", get("t_layer_s", BASE_PRIORS["t_layer_s"][0]))
-                               for r in records]),
+        "t_layer_s": np.array([layer_time(fixed, r.chip.generation) for r in records]),
     }
 
 
@@ -903,8 +920,8 @@ def constants_from_params(params: dict[str, float], fixed: dict[str, float] | No
     tl = {k.split(":")[1]: v for k, v in params.items() if k.startswith("t_layer_s:")}
     for g, v in tl.items():
         out[f"gen-{g}"]["t_layer_s"] = v
-    if tl:  # the default (a chip of no fitted generation): the geometric mean over generations, as eta_c's
-        out["default"]["t_layer_s"] = float(np.exp(np.mean(np.log(list(tl.values())))))
+    if tl and "t_layer_s" not in params:  # every generation has its own: the default (a chip of none) is their
+        out["default"]["t_layer_s"] = layer_time(params, "")  # geometric mean, as eta_c's
     qf = {k[2:]: v for k, v in params.items() if k.startswith("q_")}
     if qf:
         out["default"]["quant_prefill_factor"] = {"float": allp.get("q_float", 1.0), **qf}
@@ -929,7 +946,7 @@ def full_constants(params: dict[str, float], fixed: dict[str, float], chip: Chip
                    or float(np.exp(np.mean(np.log(tiers)))))
     older = [g for g in ec if g != "*" and g <= chip.generation]
     k["eta_c"] = ec.get("*") or (ec[max(older)] if older else float(np.exp(np.mean(np.log(list(ec.values()))))))
-    k["t_layer_s"] = allp.get(f"t_layer_s:{chip.generation}", k["t_layer_s"])
+    k["t_layer_s"] = layer_time(allp, chip.generation)
     k["quant_prefill_factor"] = {c: allp.get(f"q_{c}", 1.0 if c == "float" else BASE_PRIORS[f"q_{c}"][0])
                                  for c in ("float", "legacy", "kquant", "iquant", "mxfp4", "affine", "fp4")}
     return SpeedConstants(**{a: (min(v, 1.0) if a.startswith("eta") else v) for a, v in k.items()})

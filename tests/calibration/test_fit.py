@@ -197,6 +197,27 @@ def test_each_generation_gets_its_own_layer_time_and_the_planner_chain_carries_i
     assert scoped["default"].t_layer_s == pytest.approx((params["t_layer_s:M3"] * params["t_layer_s:M5"]) ** 0.5)
 
 
+def test_a_chip_without_its_own_layer_time_takes_the_pooled_then_an_older_generations():
+    """layer_time: the generation's own t_layer_s, else the pooled one (rows of a generation GEN_T_LAYER leaves out),
+    else the newest earlier generation's (as the planner falls back to an older gen profile), else the geometric
+    mean (the default profile of a fit where every generation has its own). The pooled parameter is left out of a
+    fit where every row's generation has its own: no row would use it."""
+    own = {"t_layer_s:M3": 1e-4, "t_layer_s:M5": 4e-5}
+    assert F.layer_time(own, "M5") == 4e-5
+    assert F.layer_time({**own, "t_layer_s": 2e-4}, "M4") == 2e-4
+    assert F.layer_time(own, "M4") == 1e-4 and F.layer_time(own, "M6") == 4e-5
+    assert F.layer_time(own, "M1") == pytest.approx((1e-4 * 4e-5) ** 0.5)
+    assert F.layer_time({}, "M1") == F.BASE_PRIORS["t_layer_s"][0]
+    m3, m5 = profiles.resolve_chip("m3-max-40gpu"), profiles.resolve_chip("m5-max-40gpu")
+    recs = [F.FitRecord(runtime="llama.cpp", chip=c, geo=_geo(16, 2048), phase="decode", prompt=0, gen=64, depth=0,
+                        batch=1, value=10.0) for c in (m3, m5)]
+    spec = F.Spec("llama.cpp", gen_t_layer=("M3", "M5"), free={"t_layer_s"})
+    assert F._param_names(recs, spec) == ["t_layer_s:M3", "t_layer_s:M5"]
+    assert F._param_names(recs, F.Spec("llama.cpp", gen_t_layer=("M5",), free={"t_layer_s"})) == ["t_layer_s",
+                                                                                                  "t_layer_s:M5"]
+    assert F.constants_from_params({"t_layer_s": 2e-4, "t_layer_s:M5": 4e-5})["default"].t_layer_s == 2e-4
+
+
 def test_a_batched_regime_one_source_measured_keeps_the_engines_efficiency():
     """η_mv (2 <= B <= 8) and η_c_decode (B > 8) are fitted for a runtime only when MIN_BATCHED_SOURCES (2) source
     groups measured their regime; otherwise they are held at llama.cpp's value (sigma BORROWED_SIGMA)."""
