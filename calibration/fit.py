@@ -144,8 +144,9 @@ GEN_ETA_BW: tuple[str, ...] = ()
 # predicts, most for small or few-active-parameter models whose step is mostly fixed time (held out, 2026-12-06:
 # selfup's M5 Max 32-core Ministral-3-3B 144 tok/s, -32 %, where an 819 GB/s M3 Ultra measured 155 and is predicted
 # right; asiai M5 Max -36 %, curunir M5 Pro -20 %, the M5 Ollama and LM Studio rows -14 to -40 %). Per generation,
-# held-out llama.cpp decode error 16.4 -> 15.1 % over 20 sources (Ollama 18.8 -> 18.4 %); three engine sources
-# shrink M5's value to ~0.85x M1/M2's, so M5 stays too slow held out by ~20-30 %.
+# held-out llama.cpp decode error 16.4 -> 15.1 % over 20 sources (Ollama 18.8 -> 18.4 %). With four M5 engine
+# sources (ax-engine's M5 Max added) M5's value is 110 us, 0.75x M1/M2's 147-148 us, and the M5 sources held out
+# are still predicted 8-28 % slow (llama.cpp and its wrappers): the shrinkage keeps most of their offset.
 GEN_T_LAYER: tuple[str, ...] = GENERATIONS
 def mv_max_batch(runtime: str, era: str) -> int:
     """Largest decode batch on the matrix-vector kernels for a build era. llama.cpp builds of 2023 and 2024 sent
