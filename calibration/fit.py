@@ -89,6 +89,7 @@ BASE_PRIORS: dict[str, tuple[float, float]] = {
     "t_layer_s": (5e-5, 2.0), "t_moe_layer_s": (5e-5, 2.0), "t_recurrent_layer_s": (5e-5, 2.0), "noflash_attn_factor": (2.0, 0.7), "matrix_unit_factor": (2.7, 0.35),
     "q_float": (1.0, 0.5), "q_legacy": (1.0, 0.5), "q_kquant": (0.85, 0.5), "q_iquant": (0.8, 0.5),
     "q_mxfp4": (1.0, 0.5), "q_affine": (1.0, 0.5), "q_fp4": (1.0, 0.5), "era": (1.0, 1.0), "era_decode": (1.0, 0.3),
+    "eta_bw_fam": (1.0, 0.2),
 }
 # Expected scatter of one measured rate around the model, in log units: run-to-run spread of llama-bench / mlx_lm
 # benchmarks (2-5%) plus what the model does not capture; data residuals are divided by it so priors stay weak.
@@ -105,7 +106,9 @@ UPPER = {"eta_bw": 1.0, "eta_c": 1.0, "eta_attn": 1.0, "eta_c_decode": 1.0, "eta
          # BENCHMARKS.md: Qwen3-4B bf16 1780.6 tok/s prefill, every quant below it (1570.8-1622.3). Unbounded, a fit
          # without float rows (the leave-one-out of BENCHMARKS.md) drifted to q_affine = 987 with η_c = 0.0006.
          "q_affine": 1.0, "q_fp4": 1.0}
-LOWER = {"noflash_attn_factor": 1.0, "noflash_kv_factor": 1.0}  # slowdowns, never speed-ups
+LOWER = {"noflash_attn_factor": 1.0, "noflash_kv_factor": 1.0,  # slowdowns, never speed-ups
+         "eta_bw_fam": 0.5}
+UPPER["eta_bw_fam"] = 2.0
 # Kernel regimes are code facts, not fits: ggml-metal-ops.cpp `ne11_mm_min = 8` (matrix-vector kernels up to a
 # batch of 8) and kernel_mul_mm's 32-column tiles. mlx-lm has no batched data: the same values are assumed.
 # Routed experts: ggml-metal-common.cpp ggml_metal_op_mul_mat_id_use_mm (``ne21 >= 32`` tokens -> kernel_mul_mm_id,
@@ -148,6 +151,7 @@ GEN_ETA_BW: tuple[str, ...] = ()
 # sources (ax-engine's M5 Max added) M5's value is 110 us, 0.75x M1/M2's 147-148 us, and the M5 sources held out
 # are still predicted 8-28 % slow (llama.cpp and its wrappers): the shrinkage keeps most of their offset.
 GEN_T_LAYER: tuple[str, ...] = GENERATIONS
+FAMILY_ETA_BW = True
 def mv_max_batch(runtime: str, era: str) -> int:
     """Largest decode batch on the matrix-vector kernels for a build era. llama.cpp builds of 2023 and 2024 sent
     every batch above one token to kernel_mul_mm (ggml-metal.m GGML_OP_MUL_MAT: ``int ne11_mm_min = 1;``, the
@@ -412,6 +416,7 @@ class Spec:
     gen_eta_c: bool = True            # η_c per generation (else one)
     eta_c_family: dict[str, str] = field(default_factory=dict)  # generation -> the generation whose η_c it shares
     gen_t_layer: tuple[str, ...] = ()  # generations with their own t_layer_s (shrunk toward the pooled): GEN_T_LAYER
+    family_eta_bw: bool = False       # a chip family's (tier x generation) factor on its tier's η_bw: FAMILY_ETA_BW
     free: set[str] = field(default_factory=lambda: {"eta_bw", "eta_c", "eta_attn", "eta_c_decode", "eta_mv",
                                                     "moe_bw_factor", "t_layer_s", "noflash_attn_factor",
                                                     "eta_kv", "noflash_kv_factor",
@@ -430,6 +435,7 @@ def _param_names(records: list[FitRecord], spec: Spec) -> list[str]:
         names += [f"eta_c:{g}" for g in GENERATIONS if any(fam.get(r.chip.generation, r.chip.generation) == g
                                                             and r.phase == "prefill" for r in records)] \
             if spec.gen_eta_c else ["eta_c:*"]
+    names += _family_names(records, spec)
     scoped_tl = _gen_t_layer_names(records, spec)
     for p in SHARED:
         # the pooled t_layer only where some row's generation has none of its own (else no row would use it)
@@ -453,6 +459,19 @@ def _param_names(records: list[FitRecord], spec: Spec) -> list[str]:
     if "era_tl" in spec.free and any(r.era != "current" for r in records):
         names.append("era_tl")
     return names
+
+
+def family(chip: Chip) -> str:
+    """A chip's family: its tier and generation (``max-M5``: every M5 Max bin)."""
+    return f"{chip.tier}-{chip.generation}"
+
+
+def _family_names(records: list[FitRecord], spec: Spec) -> list[str]:
+    """``eta_bw_fam:max-M5`` for each chip family with decode rows (a factor on its tier's η_bw)."""
+    if not (spec.family_eta_bw and "eta_bw" in spec.free):
+        return []
+    return [f"eta_bw_fam:{f}" for f in sorted({family(r.chip) for r in records if r.phase == "decode"
+                                               and r.chip.generation not in spec.gen_eta_bw})]
 
 
 def _gen_t_layer_names(records: list[FitRecord], spec: Spec) -> list[str]:
@@ -594,6 +613,7 @@ def _index(records, spec, names):
                             col(f"eta_bw:{r.chip.tier}") if spec.tier_eta_bw else col("eta_bw:*") for r in records]),
         "eta_c": np.array([col(f"eta_c:{spec.eta_c_family.get(r.chip.generation, r.chip.generation)}")
                            if spec.gen_eta_c else col("eta_c:*") for r in records]),
+        "eta_bw_fam": np.array([col(f"eta_bw_fam:{family(r.chip)}") for r in records]),
         "q": np.array([col(f"q_{r.geo.quant_class}") for r in records]),
         "era": np.array([col(f"era:{r.era}") for r in records]),
         "era_decode": np.array([col("era_decode") if r.era != "current" else -1 for r in records]),
@@ -616,6 +636,7 @@ def _fixed_values(records, spec, fixed: dict[str, float]):
         "eta_bw": np.array([get(f"eta_bw:{r.chip.generation}", get(f"eta_bw:{r.chip.tier}",
                                 get("eta_bw:*", BASE_PRIORS["eta_bw"][0]))) for r in records]),
         "eta_c": np.array([get(f"eta_c:{r.chip.generation}", get("eta_c:*", BASE_PRIORS["eta_c"][0])) for r in records]),
+        "eta_bw_fam": np.array([get(f"eta_bw_fam:{family(r.chip)}", 1.0) for r in records]),
         "q": np.array([get(f"q_{r.geo.quant_class}", 1.0 if r.geo.quant_class == "float" else
                            BASE_PRIORS[f"q_{r.geo.quant_class}"][0]) for r in records]),
         "era": np.ones(len(records)),
@@ -637,7 +658,8 @@ def _predict(theta: np.ndarray, A: _Arrays, idx, fixedv) -> np.ndarray:
         return np.where(ix >= 0, vals[np.maximum(ix, 0)], fixedv[p])
 
     era = pick("era")
-    eta_bw = pick("eta_bw") * pick("era_decode")
+    bw_chip = np.minimum(pick("eta_bw") * pick("eta_bw_fam"), 1.0)  # the chip's η_bw: its tier's × its family's
+    eta_bw = bw_chip * pick("era_decode")
     eta_c = pick("eta_c") * pick("q") * era
     moe = pick("moe_bw_factor")
     F = A.peak * np.where(A.mu, pick("matrix_unit_factor"), 1.0)
@@ -664,9 +686,9 @@ def _predict(theta: np.ndarray, A: _Arrays, idx, fixedv) -> np.ndarray:
     dec = A.B / mean
     # prefill
     fa = np.where(A.fa_off, pick("noflash_attn_factor"), 1.0)
-    t = (A.n_chunks * fixed + np.maximum(A.mm / (eta_c * F), (A.rd + A.rd_exp / moe) / (pick("eta_bw") * A.bw))
+    t = (A.n_chunks * fixed + np.maximum(A.mm / (eta_c * F), (A.rd + A.rd_exp / moe) / (bw_chip * A.bw))
          + A.attn * fa / (pick("eta_attn") * F) + (A.head + A.attn_mm) / (pick("eta_c") * F)
-         + A.score_rd / (pick("eta_bw") * A.bw))
+         + A.score_rd / (bw_chip * A.bw))
     # mlx-lm's prompt speed includes the first decode step (Roofline.reported_prefill_time; step_parts at B = 1)
     t_ps = (fixed + (A.pstep_w + A.pstep_exp / moe) / (eta_bw * A.bw)
             + np.maximum(A.pstep_kv / (eta_bw * pick("eta_kv") * A.bw),
@@ -751,6 +773,8 @@ def _scope_rows(records: list[FitRecord], spec: Spec, name: str) -> list[FitReco
     """The rows that identify a scoped parameter: decode rows for η_bw (the weight stream) and t_layer (the fixed
     time of a decode step), prefill rows for η_c."""
     fam, key = name.split(":")
+    if fam == "eta_bw_fam":
+        return [r for r in records if r.phase == "decode" and family(r.chip) == key]
     if fam == "t_layer_s":
         return [r for r in records if r.phase == "decode" and r.chip.generation == key]
     if fam == "eta_bw":
@@ -771,12 +795,17 @@ def fit_hierarchical(records: list[FitRecord], spec: Spec, priors: dict[str, tup
     independent source groups. -> (params, diagnostics) of stage 2; diagnostics["pooled"] holds stage 1's.
     ``start``: (pooled, params) of a previous fit to start both stages from (:func:`fit_source_robust`)."""
     priors = dict(priors or {})
-    pooled_spec = replace(spec, tier_eta_bw=False, gen_eta_bw=(), gen_eta_c=False, gen_t_layer=())
+    pooled_spec = replace(spec, tier_eta_bw=False, gen_eta_bw=(), gen_eta_c=False, gen_t_layer=(), family_eta_bw=False)
     pooled, _ = fit_efficiency_least_squares(records, pooled_spec, priors=priors, noise_sigma=noise_sigma,
                                              start=start[0] if start else None)
     scoped = dict(priors)
     for name in _param_names(records, spec):
         fam = name.split(":")[0]
+        if fam == "eta_bw_fam":  # a family's factor: centred on 1 (its tier's value), shrunk by its sources
+            rows = _scope_rows(records, spec, name)
+            scoped[name] = (1.0, scope_prior_sigma(len({r.source for r in rows}), sum(r.weight for r in rows),
+                                                   noise_sigma))
+            continue
         centre = pooled.get(f"{fam}:*", pooled.get(fam)) if ":" in name else None
         if fam not in ("eta_bw", "eta_c", "t_layer_s") or name.endswith(":*") or centre is None:
             continue
@@ -926,6 +955,15 @@ def constants_from_params(params: dict[str, float], fixed: dict[str, float] | No
     qf = {k[2:]: v for k, v in params.items() if k.startswith("q_")}
     if qf:
         out["default"]["quant_prefill_factor"] = {"float": allp.get("q_float", 1.0), **qf}
+    # a chip family's factor (FAMILY_ETA_BW) ships as the eta_bw of each of its bins (the chip scope of the
+    # planner's chain, the last before a user's calibration): its tier's (or generation's) value times the factor
+    for key, f in params.items():
+        if key.startswith("eta_bw_fam:"):
+            for chip in profiles.all_chips():
+                if family(chip) == key.split(":")[1]:
+                    base = bw.get(chip.generation, bw.get(chip.tier, bw.get("*")))
+                    if base is not None:
+                        out[chip.id]["eta_bw"] = base * f
     if fixed is not None:  # complete the default scope: unfitted fields from ``fixed``, then the priors
         _complete_default(out["default"], allp, runtime)
     return {s: SpeedConstants(**{k: (min(v, 1.0) if k.startswith("eta") else v) for k, v in d.items()})
@@ -944,7 +982,7 @@ def full_constants(params: dict[str, float], fixed: dict[str, float], chip: Chip
     tiers = [v for t, v in bw.items() if t not in GENERATIONS]
     # the planner's chain: default -> tier -> generation (a GEN_ETA_BW generation's eta_bw wins over the tier's) -> chip
     k["eta_bw"] = (bw.get(chip.generation) or bw.get(chip.tier) or bw.get("*")
-                   or float(np.exp(np.mean(np.log(tiers)))))
+                   or float(np.exp(np.mean(np.log(tiers))))) * allp.get(f"eta_bw_fam:{family(chip)}", 1.0)
     older = [g for g in ec if g != "*" and g <= chip.generation]
     k["eta_c"] = ec.get("*") or (ec[max(older)] if older else float(np.exp(np.mean(np.log(list(ec.values()))))))
     k["t_layer_s"] = layer_time(allp, chip.generation)
@@ -1131,7 +1169,7 @@ def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None,
 
     out = {}
     lc = keep(data.get("llama.cpp", []))
-    lc_spec = Spec("llama.cpp", gen_eta_bw=GEN_ETA_BW, gen_t_layer=GEN_T_LAYER)
+    lc_spec = Spec("llama.cpp", gen_eta_bw=GEN_ETA_BW, gen_t_layer=GEN_T_LAYER, family_eta_bw=FAMILY_ETA_BW)
     lc_spec.free.add("eta_attn_decode")   # kernel_flash_attn_ext_vec (throughput.Roofline.eta_attn_decode)
     lc_spec.free.add("t_recurrent_layer_s")  # a recurrent layer's kernel chain (throughput.Roofline.fixed_time)
     lc_priors = {**within_source_quant_priors(lc), **LLAMA_CPP_PRIORS}
@@ -1477,6 +1515,9 @@ def _rows_by_scope(records: list[FitRecord], scope: str) -> int:
         return sum(r.chip.tier == scope[5:] and r.phase == "decode" for r in records)
     if scope.startswith("gen-"):
         return sum(r.chip.generation == scope[4:] for r in records)
+    if scope != "default":  # a chip bin: the decode rows of its family (FAMILY_ETA_BW)
+        fam = family(next(c for c in profiles.all_chips() if c.id == scope))
+        return sum(family(r.chip) == fam and r.phase == "decode" for r in records)
     return len(records)
 
 
@@ -1518,6 +1559,10 @@ def _scope_text(runtime: str, scope: str, consts: SpeedConstants, diag: dict, er
     if scope.startswith(("tier-", "gen-")):
         notes = ("a random effect around the runtime's pooled value, its offset shrunk by the number of "
                  "source groups that measured it (calibration.fit.fit_hierarchical).")
+    if scope not in ("default",) and not scope.startswith(("tier-", "gen-")):
+        notes = ("eta_bw of this chip's family (its tier and generation): the tier's value times the family's "
+                 "factor, a random effect around 1 shrunk by the number of source groups that measured the "
+                 "family (calibration.fit.FAMILY_ETA_BW).")
     if scope.startswith("gen-") and consts.eta_bw is not None:
         notes += (f" eta_bw of {scope[4:]} chips, fitted on their own source-weighted rows in place of their "
                   "tier's (calibration.fit.GEN_ETA_BW names the generations that get one).")
