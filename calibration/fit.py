@@ -12,7 +12,8 @@ from out-of-source residuals (:func:`loso_ranges`): the scatter between sources,
 
 Grouping (docs/dataset-notes.md, "Recommendation for grouping efficiencies"):
 
-- llama.cpp: η_bw per tier (base/pro/max/ultra; M1 chips on their tier's too, :data:`GEN_ETA_BW` is empty),
+- llama.cpp: η_bw per tier (base/pro/max/ultra; M1 chips on their tier's too, :data:`GEN_ETA_BW` is empty) times a
+  factor per chip family (tier x generation, :data:`FAMILY_ETA_BW`),
   η_c per generation
   (M1-M4), shared t_layer, η_attn, η_c_decode,
   no-flash factor and dequantization factors per weight class; nuisance build-era factors (old llama.cpp builds
@@ -151,6 +152,18 @@ GEN_ETA_BW: tuple[str, ...] = ()
 # sources (ax-engine's M5 Max added) M5's value is 110 us, 0.75x M1/M2's 147-148 us, and the M5 sources held out
 # are still predicted 8-28 % slow (llama.cpp and its wrappers): the shrinkage keeps most of their offset.
 GEN_T_LAYER: tuple[str, ...] = GENERATIONS
+# llama.cpp's η_bw of a chip family (tier x generation: every M5 Max bin) is its tier's times a factor, a random
+# effect around 1 shrunk by the family's source groups (fit_hierarchical), shipped as the η_bw of each of the
+# family's bins (the chip scope of the planner's chain). A family has its own memory system (LPDDR generation,
+# controller, cache), so one share per tier cannot hold across five generations: an M5 Max 40-core decodes
+# Qwen3.6-27B Q8_0 (27.2 GB read per token) at 18.3 tok/s (ax-engine, llama.cpp b9200), 498 GB/s, 81 % of its
+# 614 GB/s before any fixed time, where the Max tier's fitted share is 0.78-0.79 (M1-M3 Max sources; M1/M2 Max
+# in llama.cpp #4167 at 51-62 % on Q4_0). Fitted: max-M5 x1.20 (0.95), max-M1 x0.88, max-M2 x0.83, base and Pro
+# families within 0.96-1.09. Held out (every source group refitted without it, same data): llama.cpp decode
+# 14.4 -> 13.7 % over 21 sources (ax-engine's M5 Max 14.9 -> 4.6 %, famstack's M5 Max Ollama 15.2 -> 3.7 %, the
+# M1 Max users 31.7 -> 23.1 % and 43.7 -> 36.4 %; the 2023 #4167 Max rows 12-17 -> 16-26 %), LM Studio's llama.cpp
+# engine 34.7 -> 29.1 %, Ollama 19.3 -> 18.7 %. mlx-lm with the same factors: 19.0 -> 20.5 %, bias +0.3 -> -5.2 %:
+# not used (MLX's kernels reach a different share; its tiers stay one value each).
 FAMILY_ETA_BW = True
 def mv_max_batch(runtime: str, era: str) -> int:
     """Largest decode batch on the matrix-vector kernels for a build era. llama.cpp builds of 2023 and 2024 sent

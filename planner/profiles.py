@@ -702,7 +702,8 @@ def _speed_constants(chip_id: str, generation: str, tier: str, matrix_units: boo
     for r in chain:
         gen_scope = _generation_scope(builtin, r, generation, notes)
         # tier before generation: a generation's own bandwidth efficiency (none shipped: calibration.fit.GEN_ETA_BW) refines
-        # its tier's; today's gen files otherwise carry eta_c only and tier files eta_bw only
+        # its tier's; today's gen files otherwise carry eta_c and t_layer_s, tier files eta_bw, and chip files their
+        # family's eta_bw (calibration.fit.FAMILY_ETA_BW: the tier's times the family's factor)
         for scope in ("default", f"tier-{tier}", gen_scope, chip_id):
             for files, origin in ((builtin, "shipped"), (user, "user")):
                 p = files.get(f"{scope}__{r}")

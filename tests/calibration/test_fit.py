@@ -197,6 +197,70 @@ def test_each_generation_gets_its_own_layer_time_and_the_planner_chain_carries_i
     assert scoped["default"].t_layer_s == pytest.approx((params["t_layer_s:M3"] * params["t_layer_s:M5"]) ** 0.5)
 
 
+def test_a_chip_familys_bandwidth_factor_is_fitted_and_ships_as_each_of_its_bins_eta_bw():
+    """FAMILY_ETA_BW: a chip's η_bw is its tier's times its family's factor (tier x generation), in the vectorised
+    model and the planner's constants alike, clipped at 1. Rows of two Max families whose chips reach 0.75 and
+    0.9 of their bandwidth: the fit gives each chip its own share (factor ratio 1.2); the scoped constants put
+    tier x factor in every bin of the fitted family (the 32-core M5 Max too, which has no rows) and none in a
+    family without a factor."""
+    import numpy as np
+
+    m3, m5 = profiles.resolve_chip("m3-max-40gpu"), profiles.resolve_chip("m5-max-40gpu")
+    assert (F.family(m3), F.family(m5)) == ("max-M3", "max-M5")
+    true = {"eta_bw:max": 0.75, "eta_bw_fam:max-M5": 1.2, "t_layer_s": 5e-5}
+    fixed = {**FIXED_Q, "moe_bw_factor": 1.0, "matrix_unit_factor": 1.0, "eta_c:M3": 0.7, "eta_c:M5": 0.7,
+             "eta_attn": 0.5, "eta_kv": 0.6}
+    assert F.full_constants(true, fixed, m3).eta_bw == 0.75
+    assert F.full_constants(true, fixed, m5).eta_bw == pytest.approx(0.9)
+    assert F.full_constants({**true, "eta_bw_fam:max-M5": 1.5}, fixed, m5).eta_bw == 1.0  # a share, at most 1
+    recs = []
+    for chip in (m3, m5):
+        k = F.full_constants(true, fixed, chip)
+        for g in (_geo(16, 2048), _geo(64, 512)):
+            r = F.FitRecord(runtime="llama.cpp", chip=chip, geo=g, phase="decode", prompt=0, gen=64, depth=0,
+                            batch=1, value=1.0)
+            recs.append(F.FitRecord(**{**r.__dict__, "value": F.predict_record(r, k)}))
+    spec = F.Spec("llama.cpp", family_eta_bw=True, free={"eta_bw"})
+    names = F._param_names(recs, spec)
+    assert names == ["eta_bw:max", "eta_bw_fam:max-M3", "eta_bw_fam:max-M5"]
+    assert F._param_names(recs, F.Spec("llama.cpp", free={"eta_bw"})) == ["eta_bw:max"]
+    fixedv = {**fixed, "t_layer_s": 5e-5}
+    theta = np.log([{"eta_bw:max": 0.75, "eta_bw_fam:max-M3": 1.0, "eta_bw_fam:max-M5": 1.2}[n] for n in names])
+    pred = F._predict(theta, F._Arrays(recs), F._index(recs, spec, names), F._fixed_values(recs, spec, fixedv))
+    assert pred == pytest.approx([r.value for r in recs], rel=1e-9)
+    params, _ = F.fit_efficiency_least_squares(recs, spec, fixed=fixedv)
+    share = {c.id: params["eta_bw:max"] * params[f"eta_bw_fam:{F.family(c)}"] for c in (m3, m5)}
+    assert share["m3-max-40gpu"] == pytest.approx(0.75, rel=0.01)
+    assert share["m5-max-40gpu"] == pytest.approx(0.9, rel=0.01)
+    scoped = F.constants_from_params({"eta_bw:max": 0.75, "eta_bw_fam:max-M5": 1.2})
+    assert scoped["tier-max"].eta_bw == 0.75
+    assert scoped["m5-max-40gpu"].eta_bw == pytest.approx(0.9) and scoped["m5-max-32gpu"].eta_bw == pytest.approx(0.9)
+    assert "m3-max-40gpu" not in scoped and "m5-pro-20gpu" not in scoped
+
+
+def test_the_planner_chain_gives_a_chip_its_familys_shipped_eta_bw_for_llama_cpp_and_its_wrappers():
+    """The shipped chip-scope files (calibration.fit FAMILY_ETA_BW) are the last scope of the planner's chain: a bin
+    of a fitted family decodes at its file's η_bw under llama.cpp and under the wrappers that start from
+    llama.cpp's chain (Ollama, LM Studio's llama.cpp engine); a chip with no file keeps its tier's."""
+    import yaml
+
+    def shipped(name):
+        p = F.OUT_DIR / f"{name}.yaml"
+        return yaml.safe_load(p.read_text())["constants"].get("eta_bw") if p.is_file() else None
+
+    chips = [c for c in profiles.builtin_chips() if shipped(f"{c.id}__llama.cpp") is not None]
+    assert chips, "no chip-scope llama.cpp profile shipped"
+    for c in chips:
+        for rt in ("llama.cpp", "ollama", "lmstudio-llama.cpp"):
+            got = profiles.load_speed_constants(c, rt, include_user=False).constants.eta_bw
+            assert got == shipped(f"{c.id}__llama.cpp"), (c.id, rt)
+    bare = [c for c in profiles.builtin_chips() if shipped(f"{c.id}__llama.cpp") is None]
+    for c in bare:
+        want = shipped(f"gen-{c.generation}__llama.cpp") or shipped(f"tier-{c.tier}__llama.cpp")
+        if want is not None:
+            assert profiles.load_speed_constants(c, "llama.cpp", include_user=False).constants.eta_bw == want
+
+
 def test_a_chip_without_its_own_layer_time_takes_the_pooled_then_an_older_generations():
     """layer_time: the generation's own t_layer_s, else the pooled one (rows of a generation GEN_T_LAYER leaves out),
     else the newest earlier generation's (as the planner falls back to an older gen profile), else the geometric
