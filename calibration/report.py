@@ -331,7 +331,8 @@ Every speed figure carries an 80 % likely range (`decode 8.2 tok/s (likely 6.9�
 predicted), every source group counting once. Where 5 or more source groups measured a runtime's phase (the MLX
 engine's runtimes together), the range is a random-effects prediction interval for a new source: centre the median
 of the sources' median r in the same regime (decode, deep decode ≥ 4K, batched decode > 8, prefill, deep prefill
-≥ 8K; the phase's when fewer than 5 sources show the regime), width ± 1.2816 × √(τ² (1 + 1/k) + σ_w²), τ Huber's
+≥ 8K; the phase's when fewer than 5 sources show the regime), width ± t × √(τ² (1 + 1/k) + σ_w²), t the 90 % quantile of Student's t with k − 2 degrees of freedom (Higgins,
+Thompson & Spiegelhalter 2009: 1.64 for 5 sources, 1.33 for 22), τ Huber's
 robust scale of the k source medians (one source far off counts as 1.345 τ away, so it does not widen everyone's
 range), σ_w² the mean within-source scatter. Otherwise its centre is the median r of the runtime's regime, else its
 phase, else all runtimes, and its width the 10th–90th percentile of r around it in the most specific group that

@@ -253,8 +253,11 @@ def test_bound_models_quants_property(model, rt_id, gi, c, batch, depth, gen):
 def test_lookup_chip_scopes_and_generation_fallback():
     m3 = profiles.resolve_chip("m3-max-40gpu")
     res = profiles.load_speed_constants(m3, "llama.cpp")
-    # generic to specific: default -> tier -> generation (a generation's own eta_bw, gen-M1, refines its tier's)
-    assert res.scopes == ["default__llama.cpp", "tier-max__llama.cpp", "gen-M3__llama.cpp"]
+    # generic to specific: default -> tier -> generation -> the chip's own (its family's eta_bw, when shipped:
+    # calibration.fit.FAMILY_ETA_BW)
+    own_chip = (builtin_dir() / "calibration" / "m3-max-40gpu__llama.cpp.yaml").exists()
+    assert res.scopes == ["default__llama.cpp", "tier-max__llama.cpp", "gen-M3__llama.cpp",
+                          *(["m3-max-40gpu__llama.cpp"] if own_chip else [])]
     # a generation without its own file takes the newest earlier one's, and says so
     files = {"gen-M3__llama.cpp": Path("a"), "gen-M4__llama.cpp": Path("b"), "gen-M5__mlx-lm": Path("c")}
     notes: list[str] = []

@@ -687,21 +687,22 @@ def _between_held(runtime="mlx-lm", sources="abcde", depth=0):
 def test_between_source_range_with_one_extreme_source_by_hand():
     """_between_held's five sources. Source medians −0.2, −0.1, 0, 0.1, 1.0: centre (their median) 0, τ = 0.241164
     (huber_scale, 1.0 clipped); within-source mean square (0.01 + 0 + 0 + 0 + 0) / 5 = 0.002.
-    sd = √(τ² · (1 + 1/5) + 0.002) = √(0.069792 + 0.002) = 0.267941; z(90 %) = 1.281552; z · sd = 0.343380:
-    range exp(±0.343380) = (0.7094, 1.4097). With the sample variance of the medians (0.4827²) it would be
-    exp(±0.6798) = (0.507, 1.974): the one extreme source widening every other source's range.
+    sd = √(τ² · (1 + 1/5) + 0.002) = √(0.069792 + 0.002) = 0.267941; t(90 %, 5 − 2 = 3 df) = 1.637744 (Higgins et
+    al. 2009's k − 2; the normal's 1.281552 would give ±0.343380); t · sd = 0.438819: range exp(±0.438819) =
+    (0.6448, 1.5509). With the sample variance of the medians (0.4827²) it would be exp(±0.8691) = (0.419, 2.385):
+    the one extreme source widening every other source's range.
     The same rule for every runtime: llama.cpp or Ollama residuals give the same range; LM Studio's MLX engine
     shares mlx-lm's table. With four sources (fewer than MIN_BETWEEN_SOURCES) there is no between-source table
     and loso_ranges keeps its pooled fallback."""
     assert F.MIN_BETWEEN_SOURCES == 5
     held = _between_held()
     c, lo, hi = F.between_source_interval([(math.log(r.value), r.source) for _, r, _ in held])
-    assert (c, lo, hi) == pytest.approx((0.0, -0.343380, 0.343380), abs=1e-5)
+    assert (c, lo, hi) == pytest.approx((0.0, -0.438819, 0.438819), abs=1e-5)
     table = F.loso_ranges(held)
-    assert table["mlx-lm"]["decode"] == pytest.approx((0.709, 1.410), abs=1e-3)
+    assert table["mlx-lm"]["decode"] == pytest.approx((0.645, 1.551), abs=1e-3)
     assert table["lmstudio-mlx"]["decode"] == table["mlx-lm"]["decode"]
     for rt in ("llama.cpp", "ollama"):
-        assert F.loso_ranges(_between_held(rt))[rt]["decode"] == pytest.approx((0.709, 1.410), abs=1e-3)
+        assert F.loso_ranges(_between_held(rt))[rt]["decode"] == pytest.approx((0.645, 1.551), abs=1e-3)
     assert F.between_source_ranges(_between_held(sources="abcd"), F.MLX_ENGINE_RUNTIMES) == {}
     assert F.between_source_ranges(held, ("llama.cpp",)) == {}  # another runtime's residuals
 
@@ -711,13 +712,13 @@ def test_a_regime_seen_by_few_sources_takes_its_phases_between_source_range():
     (decode_deep) at log residual 0 (its median 0, no within scatter). decode_deep has one source (< 5): its range
     is the phase's, six sources: medians −0.2, −0.1, 0, 0, 0.1, 1.0, centre 0; all within c · s but 1.0:
     s² = (0.04 + 0.01 + 0.01) / (5β − c²) = 0.06 / (3.550823 − 1.809025) = 0.034447, τ² (1 + 1/6) = 0.040188;
-    within 0.01 / 6 = 0.001667; sd = √0.041855 = 0.204585, z · sd = 0.262186 -> (0.7694, 1.2998).
-    The decode regime (five sources, f's deep rows not among them) keeps its own (0.709, 1.410)."""
+    within 0.01 / 6 = 0.001667; sd = √0.041855 = 0.204585, t(90 %, 4 df) = 1.533206, t · sd = 0.313671 ->
+    (0.7308, 1.3684). The decode regime (five sources, f's deep rows not among them) keeps its own (0.645, 1.551)."""
     deep = _between_held(sources="c", depth=tp.DEEP_CONTEXT)
     deep = [(rt, F.FitRecord(**{**r.__dict__, "source": "f"}), p) for rt, r, p in deep]
     table = F.between_source_ranges(_between_held() + deep, F.MLX_ENGINE_RUNTIMES)
-    assert table["decode"] == pytest.approx((0.709, 1.410), abs=1e-3)
-    assert table["decode_deep"] == pytest.approx((0.769, 1.300), abs=1e-3)
+    assert table["decode"] == pytest.approx((0.645, 1.551), abs=1e-3)
+    assert table["decode_deep"] == pytest.approx((0.731, 1.368), abs=1e-3)
     assert table["decode_batched"] == table["decode_deep"]  # no batched rows: the phase's range
     assert "prefill" not in table
 

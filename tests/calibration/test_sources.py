@@ -105,6 +105,26 @@ def test_wrapper_factor_pools_sources_and_shrinks_toward_one():
     assert F.fit_wrapper_factors([_rec(1.2, "s", runtime="ollama")], [1.0]) == {"decode_factor": 1.0}
 
 
+def test_a_wrapper_factor_is_the_typical_sources_one_far_source_pulls_with_a_bounded_force():
+    """robust_source_centre: source offsets −0.1, 0, 0.1 and one at 2.0 (a Mac at e² the engine's speed), no
+    shrinkage (λ = 0), c = 0.15. With the three within c of μ (weight 1) and the far one at weight c / (2 − μ),
+    μ · (3 + 0.15 / (2 − μ)) = 0.3 / (2 − μ) -> 3μ² − 6.15μ + 0.3 = 0 -> μ = (6.15 − √34.2225) / 6 = (6.15 − 5.85) / 6
+    = 0.05 (−0.1 lies exactly c from it); the plain mean would be 0.475. Sources all within c of the shrunk mean
+    Σ m / (k + λ) keep it: the Huber centre changes nothing for them. fit_wrapper_factors uses it: three sources at
+    0.9 × the engine and one at 0.3 give ln f = the centre of ln 0.9 (× 3) and ln 0.3, shrunk, not their mean."""
+    assert F.SOURCE_HUBER_C == 0.15
+    assert F.robust_source_centre([-0.1, 0.0, 0.1, 2.0], 0.0) == pytest.approx(0.05, abs=1e-9)
+    assert F.robust_source_centre([0.01, -0.02, 0.04], 0.25) == pytest.approx(0.03 / 3.25, abs=1e-12)
+    recs = [_rec(0.9, s, runtime="ollama") for s in ("a", "b", "c")] + [_rec(0.3, "d", runtime="ollama")]
+    f = F.fit_wrapper_factors(recs, [1.0] * 4)["decode_factor"]
+    m = [math.log(0.9)] * 3 + [math.log(0.3)]
+    assert f == pytest.approx(math.exp(F.robust_source_centre(m, 0.25)))
+    mu = math.log(f)
+    h = [F.huber_weight(x - mu) for x in m]
+    assert mu == pytest.approx(sum(w * x for w, x in zip(h, m)) / (sum(h) + 0.25), abs=1e-9)  # its fixed point
+    assert f > math.exp(sum(m) / 4.25)  # the slow Mac pulls less than in the mean
+
+
 def test_lm_studio_mlx_decodes_at_its_engines_speed_and_keeps_a_prefill_factor():
     """mlx-engine decodes with mlx-lm's step, one token ahead of its Python work (calibration.fit
     WRAPPER_ENGINE_SPEED_PHASES): rows at 0.8 × the engine give LM Studio MLX no decode factor (1, the engine's speed),
@@ -178,17 +198,22 @@ def test_m1_chips_get_their_own_bandwidth_efficiency():
 
 
 def test_shipped_gen_m1_bandwidth_wins_over_the_tier():
-    """The planner's chain default -> tier -> generation: a gen-M1 eta_bw, when a profile carries one, wins over
-    the tier's; without one the M1 Max takes tier-max's."""
+    """The planner's chain default -> tier -> generation -> chip: a gen-M1 eta_bw, when a profile carries one, wins
+    over the tier's, and the chip's own file (its family's eta_bw, calibration.fit.FAMILY_ETA_BW) over both;
+    without either the M1 Max takes tier-max's."""
     m1 = profiles.resolve_chip("m1-max-32gpu")
     res = profiles.load_speed_constants(m1, "llama.cpp", include_user=False)
     assert res.scopes[:3] == ["default__llama.cpp", "tier-max__llama.cpp", "gen-M1__llama.cpp"]
     from planner.schema import CalibrationProfile
 
-    gen = profiles.load_file(F.OUT_DIR / "gen-M1__llama.cpp.yaml", CalibrationProfile)
-    tier = profiles.load_file(F.OUT_DIR / "tier-max__llama.cpp.yaml", CalibrationProfile)
-    expected = gen.constants.eta_bw if gen.constants.eta_bw is not None else tier.constants.eta_bw
-    assert expected is not None and res.constants.eta_bw == expected
+    def eta(name):
+        p = F.OUT_DIR / f"{name}.yaml"
+        return profiles.load_file(p, CalibrationProfile).constants.eta_bw if p.is_file() else None
+
+    expected = next(v for v in (eta("m1-max-32gpu__llama.cpp"), eta("gen-M1__llama.cpp"), eta("tier-max__llama.cpp"))
+                    if v is not None)
+    assert res.constants.eta_bw == expected
+    assert res.scopes[-1] == ("m1-max-32gpu__llama.cpp" if eta("m1-max-32gpu__llama.cpp") else "gen-M1__llama.cpp")
 
 
 def test_m1_rows_fit_their_tier_bandwidth_efficiency():
