@@ -969,19 +969,26 @@ def constants_from_params(params: dict[str, float], fixed: dict[str, float] | No
     qf = {k[2:]: v for k, v in params.items() if k.startswith("q_")}
     if qf:
         out["default"]["quant_prefill_factor"] = {"float": allp.get("q_float", 1.0), **qf}
-    # a chip family's factor (FAMILY_ETA_BW) ships as the eta_bw of each of its bins (the chip scope of the
-    # planner's chain, the last before a user's calibration): its tier's (or generation's) value times the factor
-    for key, f in params.items():
-        if key.startswith("eta_bw_fam:"):
-            for chip in profiles.builtin_chips():  # the shipped chips only, never a user's own
-                if family(chip) == key.split(":")[1]:
-                    base = bw.get(chip.generation, bw.get(chip.tier, bw.get("*")))
-                    if base is not None:
-                        out[chip.id]["eta_bw"] = base * f
+    for chip_id, v in _family_eta_bw(params, bw).items():
+        out[chip_id]["eta_bw"] = v
     if fixed is not None:  # complete the default scope: unfitted fields from ``fixed``, then the priors
         _complete_default(out["default"], allp, runtime)
     return {s: SpeedConstants(**{k: (min(v, 1.0) if k.startswith("eta") else v) for k, v in d.items()})
             for s, d in out.items()}
+
+
+def _family_eta_bw(params: dict[str, float], bw: dict[str, float]) -> dict[str, float]:
+    """{chip id: eta_bw} of every shipped bin of a family with a fitted factor (FAMILY_ETA_BW), the chip scope of
+    the planner's chain (the last before a user's calibration): its generation's or tier's value times the factor.
+    The shipped chips only, never a user's own."""
+    out = {}
+    for key, f in params.items():
+        if key.startswith("eta_bw_fam:"):
+            for chip in profiles.builtin_chips():
+                base = bw.get(chip.generation, bw.get(chip.tier, bw.get("*")))
+                if family(chip) == key.split(":")[1] and base is not None:
+                    out[chip.id] = base * f
+    return out
 
 
 def full_constants(params: dict[str, float], fixed: dict[str, float], chip: Chip,
