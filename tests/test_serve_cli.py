@@ -307,3 +307,20 @@ def test_people_rate_is_shown_above_the_simulation(capsys):
                  "6/h", "--no-sweep", "--duration", "10min"])
     out = capsys.readouterr().out
     assert code == 0 and out.startswith("rate: 10 people × 6/h each = 1 requests/min") and "1.0/min" in out
+
+
+def test_without_a_quant_serve_answers_the_quant_predict_answers(capsys):
+    """gpt-oss ships its experts in MXFP4 (profile native_quant): `plan predict` answers that format without
+    --quant; `plan serve` simulated Q4_K_M / mlx-4bit-g64 instead, another model size for the same question."""
+    from planner import profiles
+
+    m = profiles.load_model("gpt-oss-20b")
+    for runtime, own in (("llama.cpp", m.native_quant.gguf_preset), ("mlx-lm", m.native_quant.mlx_quant)):
+        args = ["--model", "gpt-oss-20b", "--chip", "M4 Max", "--ram", "64", "--runtime", runtime, "--json"]
+        code, out, err = run(capsys, ["serve", *args, "--rate", "1/min", "--duration", "10min", "--no-sweep"])
+        assert code == 0, err
+        s = json.loads(out)
+        code, out, err = run(capsys, ["predict", *args])
+        assert code == 0, err
+        assert s["quant"] == json.loads(out)["quant"] == own
+        assert any("ships in" in n for n in s["notes"])
