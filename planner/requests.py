@@ -105,7 +105,7 @@ class ClusterRequest(BaseModel):
     link: str = Field("tb5", description="Interconnect: tb5, tb4, 10gbe, 2.5gbe (profiles/links)")
     engine: str = Field("mlx", description="mlx, llama.cpp-rpc or exo")
     mode: str = Field("pipeline", description="pipeline (layers split) or tensor (matmuls split)")
-    quant: str | None = Field(None, description="Default mlx-4bit-g64 (mlx/exo) or Q4_K_M (llama.cpp)")
+    quant: str | None = Field(None, description="Default: the checkpoint's own format (gpt-oss: MXFP4), else mlx-4bit-g64 (mlx/exo) or Q4_K_M (llama.cpp)")
     context: int = Field(8192, description="Context per sequence [tokens]")
     users: int = Field(1, description="Concurrent sequences")
     prompt: PromptPoint = 1024

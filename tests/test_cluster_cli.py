@@ -68,3 +68,20 @@ def test_a_cluster_that_does_not_fit_prints_no_speed_and_the_ways_out(capsys):
     assert code == 0, err
     assert "tok/s per user" not in out and "Cluster: does not fit" in out
     assert "a smaller quant" in out and "(3 in all)" in out
+
+
+@pytest.mark.parametrize("engine", ["mlx", "llama.cpp-rpc"])
+def test_without_a_quant_a_cluster_serves_the_quant_predict_answers(capsys, engine):
+    """gpt-oss ships its experts in MXFP4 (profile native_quant): `plan predict` and `plan serve` answer that format
+    without --quant; `plan cluster` took mlx-4bit-g64 / Q4_K_M, another model size for the same question."""
+    from planner import profiles
+
+    m = profiles.load_model("gpt-oss-120b")
+    fmt, runtime = ("mlx", "mlx-lm") if engine == "mlx" else ("gguf", "llama.cpp")
+    code, out, err = run(capsys, "--model", "gpt-oss-120b", "--macs", "2x Mac Studio M4 Max 128GB", "--engine", engine,
+                         "--json")
+    assert code == 0, err
+    code2 = main(["predict", "--model", "gpt-oss-120b", "--chip", "M4 Max", "--ram", "128", "--runtime", runtime,
+                  "--json"])
+    pr = json.loads(capsys.readouterr().out)
+    assert code2 == 0 and json.loads(out)["plan"]["quant"] == pr["quant"] == m.native_quant.preset_for(fmt)

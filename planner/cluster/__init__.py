@@ -42,6 +42,13 @@ RPC_MESSAGES_PER_REMOTE_STAGE = 4   # ggml-rpc.cpp: set_tensor + graph_compute (
 DEFAULT_QUANT = {"mlx-lm": "mlx-4bit-g64", "llama.cpp": "Q4_K_M"}
 
 
+def default_quant(prof: ModelProfile, rt: Runtime) -> str:
+    """Without --quant: the checkpoint's own format where it ships quantized (gpt-oss: MXFP4), else DEFAULT_QUANT;
+    the rule of `plan predict` and `plan serve` (planner/predict.py _default_quant)."""
+    nq = prof.native_quant
+    return (nq.preset_for(rt.weight_format) if nq is not None else None) or DEFAULT_QUANT[rt.id]
+
+
 # --------------------------------------------------------------------------- per-layer layout (chip-free)
 @dataclasses.dataclass(frozen=True)
 class Layout:
@@ -311,7 +318,7 @@ def plan_cluster(model: str, nodes: list[Node], link: str | LinkProfile = "tb5",
     tr = transport(lk, engine, rdma)
     rt = profiles.load_runtime(RUNTIME_OF[engine])
     prof = profiles.load_model(model)
-    q = profiles.load_quant(quant or DEFAULT_QUANT[rt.id], rt.weight_format)
+    q = profiles.load_quant(quant or default_quant(prof, rt), rt.weight_format)
     mm = memory_model(prof, rt, q, profiles.ggml_types())
     geo = tp.geometry(mm, q.kind, q.mode)
     shares = place(mm, nodes, mode, engine, context, users, macos)
@@ -407,8 +414,9 @@ def cluster_candidates(model: str, counts: tuple[int, ...] = (2, 3, 4), link: st
     planner.buy can set against a single larger Mac. Macs whose k-fold RAM cannot hold the weights are skipped, and
     discontinued ones unless asked for (as planner.buy's single-Mac search)."""
     rt = profiles.load_runtime(RUNTIME_OF[check_engine(engine, mode)[0]])
-    q = profiles.load_quant(quant or DEFAULT_QUANT[rt.id], rt.weight_format)
-    need = memory_model(profiles.load_model(model), rt, q, profiles.ggml_types()).weights.total_bytes
+    prof = profiles.load_model(model)
+    q = profiles.load_quant(quant or default_quant(prof, rt), rt.weight_format)
+    need = memory_model(prof, rt, q, profiles.ggml_types()).weights.total_bytes
     chips = {c.id: c for c in profiles.all_chips()}
     seen, out = set(), []
     for m in sorted(profiles.all_macs(), key=lambda m: m.price_usd):
