@@ -85,3 +85,21 @@ def test_without_a_quant_a_cluster_serves_the_quant_predict_answers(capsys, engi
                   "--json"])
     pr = json.loads(capsys.readouterr().out)
     assert code2 == 0 and json.loads(out)["plan"]["quant"] == pr["quant"] == m.native_quant.preset_for(fmt)
+
+
+def test_rdma_needs_the_links_macos(capsys):
+    """tb5's RDMA needs macOS 26.2+ (profiles/links/tb5.yaml min_macos, Apple TN3205): under --macos 15 the Macs talk
+    TCP (ring) at the link's TCP rate, and the answer says why; under 26, JACCL."""
+    from planner.cluster.links import load_link
+
+    tb5 = load_link("tb5")
+    got = {}
+    for macos in ("15", "26"):
+        code, out, err = run(capsys, "--model", "llama-3.3-70b", "--macs", "2x Mac Studio M4 Max 64GB", "--macos", macos,
+                             "--json")
+        assert code == 0, err
+        got[macos] = json.loads(out)["plan"]
+    assert got["26"]["transport"]["backend"] == "jaccl"
+    assert got["15"]["transport"]["backend"] == "ring" and got["15"]["transport"]["bytes_s"] == tb5.achieved_bytes_s
+    assert any("needs macOS 26.2" in n for n in got["15"]["notes"])
+    assert got["15"]["speed"]["decode_tok_s_per_user"] < got["26"]["speed"]["decode_tok_s_per_user"]

@@ -42,6 +42,11 @@ RPC_MESSAGES_PER_REMOTE_STAGE = 4   # ggml-rpc.cpp: set_tensor + graph_compute (
 DEFAULT_QUANT = {"mlx-lm": "mlx-4bit-g64", "llama.cpp": "Q4_K_M"}
 
 
+def _major(version: str) -> int:
+    """The major version of a macOS id or version: 'macos-15' -> 15, '26.2' -> 26."""
+    return int(version.removeprefix("macos-").split(".")[0])
+
+
 def default_quant(prof: ModelProfile, rt: Runtime) -> str:
     """Without --quant: the checkpoint's own format where it ships quantized (gpt-oss: MXFP4), else DEFAULT_QUANT;
     the rule of `plan predict` and `plan serve` (planner/predict.py _default_quant)."""
@@ -315,7 +320,10 @@ def plan_cluster(model: str, nodes: list[Node], link: str | LinkProfile = "tb5",
         raise InputError("[[context]] and [[users]] must be positive, [[prompt]]/[[gen]] ≥ 0")
     prompt = min(prompt, context - 1)
     lk = link if isinstance(link, LinkProfile) else load_link(link)
-    tr = transport(lk, engine, rdma)
+    os_major = _major(profiles.load_macos(macos).id)
+    # RDMA over Thunderbolt needs the link's min_macos (26.2, Apple TN3205): an older macOS talks TCP
+    too_old = rdma and lk.min_macos is not None and os_major < _major(lk.min_macos)
+    tr = transport(lk, engine, rdma and not too_old)
     rt = profiles.load_runtime(RUNTIME_OF[engine])
     prof = profiles.load_model(model)
     q = profiles.load_quant(quant or default_quant(prof, rt), rt.weight_format)
@@ -324,6 +332,9 @@ def plan_cluster(model: str, nodes: list[Node], link: str | LinkProfile = "tb5",
     shares = place(mm, nodes, mode, engine, context, users, macos)
     fits = all(s.verdict != "no-fit" for s in shares)
     notes: list[str] = []
+    if too_old and engine in ("mlx", "exo") and lk.supports_rdma:
+        notes.append(f"RDMA over {lk.name} needs macOS {lk.min_macos}+: on macOS {os_major} the Macs talk TCP "
+                     f"({tr.backend}); after an upgrade, [[macos]] 26 answers with RDMA")
     sp, per_node = speed(mm, geo, nodes, mode, engine, tr, prompt, gen, users, _stages(shares, mode))
     shares = [s.model_copy(update={"decode_step_s": t, "decode_bound": b}) for s, (t, b) in zip(shares, per_node)]
     singles: dict[str, SingleMac] = {}
