@@ -293,8 +293,10 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
     ctx = r.slot_context or default_slot_context(r.prompt, r.gen, s.names["max_context"])
     slots = r.slots
     most = s.most_slots(ctx)
+    max_ctx = s.names["max_context"]
     if most < 1:
         longest = _longest_slot(s, ctx)
+        longest = None if longest is None else min(longest, max_ctx)  # a longer slot is capped at the model's
         shorter = f"a [[slot_context]] of at most {longest}" if longest else "a shorter [[slot_context]]"
         raise NoFitError(f"[[ram]] {s.names['ram_gb']:g}: {s.names['model']} with one {ctx}-token slot does not fit "
                          f"under the GPU limit; pick more RAM, a smaller [[quant]] or {shorter}",
@@ -305,11 +307,21 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
         notes.append(f"{slots} slots of {ctx} tokens do not fit under the {s.wired.effective_bytes / 2**30:.1f} GiB "
                      f"GPU limit: simulated with {most}, the most that fit")
         slots = most
+    usable = ctx
+    if ctx > max_ctx:
+        # llama-server allocates the KV cache for the whole slot but caps what a request may use at the model's
+        # training context (tools/server/server-context.cpp n_ctx_slot(): min(n_ctx_seq, n_ctx_train))
+        caps = s.mm.engine.refuses_long_prompts
+        usable = max_ctx if caps else ctx
+        notes.append(f"[[slot_context]] {ctx:,} is over {s.names['model']}'s {max_ctx:,}-token context: "
+                     + (f"{s.mm.engine.server} still allocates the whole slot but caps each request at {max_ctx:,} "
+                        f"tokens; a [[slot_context]] of {max_ctx:,} holds the same requests in less memory" if caps
+                        else "past it the model runs beyond its training"))
     arrival, prompt, gen, duration = _arrivals(r, np.random.default_rng(r.seed), notes)
-    rq, clipped = make_requests(arrival, prompt, gen, r.cached_prefix_share, ctx)
+    rq, clipped = make_requests(arrival, prompt, gen, r.cached_prefix_share, usable)
     if clipped:
         refuse = "llama-server refuses them" if s.mm.engine.refuses_long_prompts else "they would not fit the slot's memory"
-        notes.append(f"{clipped} of {len(arrival)} prompts exceed the {ctx}-token slot and were cut to fit "
+        notes.append(f"{clipped} of {len(arrival)} prompts exceed the {usable}-token slot and were cut to fit "
                      f"({refuse}; raise [[slot_context]])")
     steps = StepModel(s.rf, ctx)
     if not steps.host and s.mm.engine.host_step:

@@ -324,3 +324,23 @@ def test_without_a_quant_serve_answers_the_quant_predict_answers(capsys):
         assert code == 0, err
         assert s["quant"] == json.loads(out)["quant"] == own
         assert any("ships in" in n for n in s["notes"])
+
+
+def test_a_slot_over_the_models_context_is_said_and_capped_like_llama_server(capsys):
+    """qwen3-8b holds 40,960 tokens (config max_position_embeddings). A longer --slot-context: llama-server allocates
+    the slot's KV cache but caps each request at the model's context (server-context.cpp n_ctx_slot), and the answer
+    says so; a slot too large to fit suggests a --slot-context no longer than the model's context."""
+    from planner import profiles
+
+    n = profiles.load_model("qwen3-8b").config.max_position_embeddings
+    base = ["serve", "--model", "qwen3-8b", "--chip", "M4 Max", "--ram", "128", "--rate", "1/min", "--duration",
+            "10min", "--no-sweep"]
+    code, out, err = run(capsys, [*base, "--slot-context", str(2 * n), "--prompt", str(3 * n // 2), "--gen", "16",
+                                  "--json"])
+    assert code == 0, err
+    r = json.loads(out)
+    assert r["slot_context"] == 2 * n
+    assert any(f"{n:,}-token context" in x and "caps each request" in x for x in r["notes"])
+    assert any(f"exceed the {n}-token slot" in x for x in r["notes"])  # the 1.5 n prompts are cut at n, not 2 n
+    code, out, err = run(capsys, [*base, "--slot-context", "10000000"])
+    assert code == 0 and f"--slot-context of at most {n}" in out
