@@ -32,10 +32,13 @@ def predict_result(chip: str, gpu_cores: int | None, ram: float | None, model: s
     cached = cached_tokens(prompt, check_cached_prefix(cached_prefix), rt)
     est = tp.predict(mm, c, profiles.load_speed_constants(c, rt.id), q.kind, q.mode, prompt - cached, gen,
                      depth + cached, batch, reference_chips=profiles.all_chips())
-    lead = [n for n in (chip_note, quant_note) if n]
+    context = max(depth + prompt + gen, 1)
+    most = m.config.max_position_embeddings
+    over = (f"[[depth]] + [[prompt]] + [[gen]] = {context:,} tokens, over {m.id}'s {most:,}-token context: "
+            "llama-server caps a request at that context, and past it the model runs beyond its training" if context > most else None)
+    lead = [n for n in (chip_note, quant_note, over) if n]
     if lead:
         est = est.model_copy(update={"notes": [*lead, *est.notes]})
-    context = max(depth + prompt + gen, 1)
     mem = mm.estimate(context, batch)
     wired = capacity.wired_limit(ram_gb, profiles.load_macos(macos))
     verdict = capacity.fit(mem.total, mm.weights.total_bytes, wired, rt)

@@ -202,3 +202,14 @@ def test_a_missing_option_points_to_the_subcommands_own_help(capsys):
     code, out, err = run(capsys, ["--model", "qwen3-8b"])
     assert code == 2
     assert err.count("\n") == 1 and "--chip" in err and "plan predict --help" in err
+
+
+def test_a_request_over_the_models_context_is_said(capsys):
+    """qwen3-8b holds 40,960 tokens (config max_position_embeddings): a longer depth + prompt + gen is still timed,
+    but the answer says it is over the model's context; one within it says nothing of the kind."""
+    n = profiles.load_model("qwen3-8b").config.max_position_embeddings
+    base = ["--chip", "M4 Max", "--ram", "128", "--model", "qwen3-8b", "--gen", "100"]
+    over = _predict_json(capsys, *base, "--prompt", str(n), "--depth", "1000")
+    assert any(f"{n + 1100:,} tokens, over qwen3-8b's {n:,}-token context" in x for x in over["notes"])
+    within = _predict_json(capsys, *base, "--prompt", str(n - 100))
+    assert not any("-token context" in x for x in within["notes"])
