@@ -136,7 +136,9 @@ def _one_line(msg: object) -> str:
     characters shown as escapes and URL credentials redacted (planner.format.safe_text)."""
     from planner.format import safe_text
 
-    return safe_text(" ".join(str(msg).splitlines()), keep_newlines=False) or "(no message)"
+    from .contract import clip_long
+
+    return clip_long(safe_text(" ".join(str(msg).splitlines()), keep_newlines=False)) or "(no message)"
 
 
 class _SafeStdout:

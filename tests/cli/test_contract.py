@@ -109,6 +109,27 @@ def test_bad_input_under_json_is_a_json_error_on_stdout_exit_2(capsys, argv):
     assert rc == 2 and out == "" and err.count("\n") == 1 and err.startswith("plan: error:")
 
 
+_LONG = "x" * 5000
+
+
+@pytest.mark.parametrize("argv", [
+    ["buy", "--model", "llama-3.1-8b", "--price", _LONG],
+    ["buy", "--model", "llama-3.1-8b", "--max-quality-cost", _LONG],
+    ["serve", "--model", "llama-3.1-8b", "--chip", "M4 Max", "--trace", _LONG],
+    ["models", "--ram", "64", "--family", _LONG],
+    ["--model", "llama-3.1-8b", "--ram", "64", "--prompt", _LONG],
+    ["finetune", "--model", "llama-3.1-8b", "--ram", "64", "--lengths", _LONG],
+])
+def test_a_5000_char_argument_is_not_echoed_whole(capsys, argv):
+    """An error names the bad value, but a 5000-char one was echoed whole: a 5 KB "one line". Every error line,
+    on stderr and under --json, stays short and still names the flag."""
+    rc, out, err = _run(capsys, argv)
+    assert rc == 2 and err.count("\n") == 1 and len(err) < 600 and argv[-2] in err
+    rc, out, err = _run(capsys, [*argv, "--json"])
+    message = json.loads(out)["error"]["message"]
+    assert rc == 2 and len(message) < 600 and argv[-2] in message
+
+
 def test_agents_get_the_same_no_answer_and_error_codes():
     from cli.questions import QuestionError, answer
 
