@@ -58,6 +58,15 @@ def test_bad_input_is_one_line_naming_the_field(args, field):
     assert "\n" not in msg and field in msg and "Traceback" not in msg
 
 
+@pytest.mark.parametrize("question, args", [("plan", {"model": "no-such-model-zz", "ram": 64}),
+                                            ("serve", {"model": "no-such-model-zz", "chip": "M4 Max"})])
+def test_an_unknown_model_is_named_once(question, args):
+    # the agents spell the --model input as `model`: the message said "unknown model model 'no-such-model-zz'"
+    with pytest.raises(QuestionError) as e:
+        answer(question, args)
+    assert "unknown model 'no-such-model-zz'" in str(e.value) and "model model" not in str(e.value)
+
+
 def test_unknown_question_and_non_object_arguments():
     with pytest.raises(QuestionError, match="unknown question"):
         answer("fly", {})
