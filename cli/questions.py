@@ -131,7 +131,13 @@ def _buy(req: BuyRequest) -> Any:
             prices=user_prices(list(req.price or []), req.prices))
     from planner.beyond import running_costs  # as buy_cmd: the running cost per Mac
 
-    return r.model_copy(update={"running_costs": running_costs(r.per_mac, req.busy_hours, req.kwh_price, req.years)})
+    r = r.model_copy(update={"running_costs": running_costs(r.per_mac, req.busy_hours, req.kwh_price, req.years)})
+    if req.clusters:
+        from .buy import cluster_options
+
+        r = r.model_copy(update={"clusters": cluster_options(req.model[0], wl, req.link, req.budget,
+                                                             req.include_discontinued, req.macos)})
+    return r
 
 
 def _serve(req: ServeQuestion) -> Any:
