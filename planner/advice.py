@@ -483,7 +483,7 @@ def _no_answer(ctx: Search, found: Found, best_effort: bool) -> str:
         raise TargetsUnreachableError(msg, fields={"closest": o.model_dump(mode="json")})
     raise NoFitError(f"{ctx.prof.id} does not fit in {ctx.ram_gb:g} GB for {wl.users} × {ctx.context:,} tokens with "
                      f"any runtime/quant searched: the smallest needs {(found.min_total or 0) / GiB:.1f} GiB against "
-                     f"a {ctx.wired.max_raise_bytes / GiB:.0f} GiB maximum GPU limit; try fewer [[users]], a shorter "
+                     f"a {ctx.wired.max_raise_bytes / GiB:.1f} GiB maximum GPU limit; try fewer [[users]], a shorter "
                      f"context or `plan buy`",
                      fields={"model": ctx.prof.id, "ram_gb": ctx.ram_gb, "users": wl.users, "context": ctx.context,
                              "smallest_memory_bytes": found.min_total,

@@ -62,6 +62,18 @@ def test_recommend_does_not_fit_is_an_answer_with_the_smallest_need(capsys):
     assert rc == 0 and a["code"] == "no_fit" and a["smallest_memory_bytes"] > a["max_wired_limit_bytes"] > 0
 
 
+def test_recommend_and_plan_state_the_same_most_the_gpu_may_have(capsys):
+    # an 8 GB M1 may give the GPU 5.33 GiB at most: `plan` said "the 5.3 GiB the GPU may have", `plan recommend`
+    # "a 5 GiB maximum GPU limit" (rounded to whole GiB) for the same Mac
+    mac = ["--model", "gemma-4-31b", "--ram", "8", "--chip", "M1"]
+    rc, out, _ = _run(capsys, ["recommend", *mac, "--json"])
+    most = json.loads(out)["answer"]["max_wired_limit_bytes"] / 2**30
+    rc, rec, _ = _run(capsys, ["recommend", *mac])
+    rc, plan, _ = _run(capsys, mac)
+    said = f"{most:.1f} GiB"
+    assert said != f"{most:.0f} GiB" and said in rec and f"the {said} the GPU may have" in plan
+
+
 def test_serve_does_not_fit_names_the_longest_slot_context_that_does(capsys):
     base = ["serve", "--model", "llama-3.1-8b", "--ram", "16", "--chip", "M4", "--quant", "Q8_0", "--no-sweep",
             "--duration", "60s", "--rate", "1/min"]
