@@ -112,7 +112,7 @@ def _recommendation(req: PlanRequest):
     try:
         return recommend(req.model, ram, wl, chip=chip, macos=req.macos, runtimes=[r.id for r in rts],
                          quants=list(req.quants) if req.quants else None, wired_limit_mb=req.wired_limit_mb,
-                         best_effort=True)
+                         best_effort=True, kv_type=req.kv_type)
     except PlannerError:
         return None
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from . import profiles
 from .errors import InputError, PlannerError
-from .memory import MemoryModel, check_kv_type, kv_layout, memory_model
+from .memory import MemoryModel, check_kv_type, kv_alias, kv_layout, memory_model
 from .plan import default_quants
 from .results import Speed as Speed  # re-exported: planner.search.Speed
 from .schema import Chip, ModelProfile, QuantFormat, Runtime
@@ -155,12 +155,17 @@ def slot_choices(rt: Runtime, mm: MemoryModel, users: int) -> list[int]:
 
 
 def candidates(model: ModelProfile, runtimes: list[Runtime], quants: list[str] | None,
-               users: int) -> Iterator[tuple[Runtime, QuantFormat, MemoryModel, int]]:
-    """Every (runtime, quant, memory model with its KV type, slots) that recommend evaluates, in search order."""
+               users: int, kv_type: str | None = None) -> Iterator[tuple[Runtime, QuantFormat, MemoryModel, int]]:
+    """Every (runtime, quant, memory model with its KV type, slots) that recommend evaluates, in search order;
+    ``kv_type`` pins the KV type (the runtime's spelling of it, else its default, as planner.plan does)."""
     for rt in runtimes:
+        kvs = rt.advised_kv_types
+        if kv_type is not None:
+            own = kv_alias(kv_type, rt)
+            kvs = [own if own in rt.kv_types else rt.default_kv_type]
         for q in quants_for(model, rt, quants):
             base = base_memory_model(model.id, rt.id, q.id)
-            for kv in rt.advised_kv_types:
+            for kv in kvs:
                 mm = with_kv(base, kv)
                 if mm is None:
                     continue
