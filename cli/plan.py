@@ -112,7 +112,7 @@ def _recommendation(req: PlanRequest):
     try:
         return recommend(req.model, ram, wl, chip=chip, macos=req.macos, runtimes=[r.id for r in rts],
                          quants=list(req.quants) if req.quants else None, wired_limit_mb=req.wired_limit_mb,
-                         best_effort=True, kv_type=req.kv_type)
+                         best_effort=True, kv_type=req.kv_type, flash_attn=req.flash_attn, n_ubatch=req.n_ubatch)
     except PlannerError:
         return None
 

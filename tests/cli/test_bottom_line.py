@@ -67,6 +67,19 @@ def test_the_bottom_line_keeps_the_asked_kv_type(capsys, asked, llama, mlx):
     assert row["kv_type"] == o["kv_type"] and row["memory"]["total"] == o["memory_bytes"]
 
 
+@pytest.mark.parametrize("flags", [["--no-flash-attn"], ["--ubatch", "4096"]])
+def test_the_bottom_line_keeps_the_asked_flash_attention_and_ubatch(capsys, flags):
+    # the bottom line sized its option at -fa on / -ub 512 whatever was asked: with --ubatch 4096 it stated 5 GB less
+    # than the table's row for the same option (the compute buffer grows with -ub), and its recipe said -fa on
+    argv = ["--model", "gemma-3-27b", "--ram", "64", "--runtime", "llama.cpp", *flags, "--json"]
+    plan = json.loads(_run(capsys, argv))
+    o = plan["bottom_line"]["option"]
+    (row,) = [x for x in plan["options"] if (x["quant"], x["kv_type"]) == (o["quant"], o["kv_type"])]
+    assert row["memory"]["total"] == o["memory_bytes"]
+    assert ("-fa off" in o["recipe"]["server"]) == (flags == ["--no-flash-attn"])
+    assert f"-ub {flags[1] if flags[0] == '--ubatch' else 512} " in o["recipe"]["server"]
+
+
 def test_recommend_refuses_an_unknown_quant_as_plan_does(capsys):
     # `plan recommend --quant Q9_Z` answered "does not fit ... the smallest needs 0.0 GiB" (exit 0)
     for argv in (["recommend", "--model", "llama-3.1-8b", "--ram", "64", "--quant", "Q9_Z"],
