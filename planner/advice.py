@@ -322,6 +322,11 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
     ``n_ubatch``: llama.cpp's -fa / -ub as asked of planner.plan (None: the runtime's defaults)."""
     ctx, notes = _setup(model, ram_gb, workload, chip, macos, wired_limit_mb)
     rts = [profiles.load_runtime(r) for r in profiles.expand_runtimes(runtimes or ["llama.cpp", "mlx-lm"])]
+    from .plan import PlanRequest, pinned_by_name
+
+    # a name that pins a format and preset (mlx-community/<Model>-4bit, qwen3:8b-q8_0) pins the search, as in plan
+    pinned, rts, pin_notes = pinned_by_name(PlanRequest(model=model, quants=quants or None), rts)
+    quants, notes = (list(pinned.quants) if pinned.quants else None), [*notes, *pin_notes]
     for qn in quants or []:
         profiles.load_quant(qn)  # an unknown name: UnknownProfileError with close matches, as planner.plan
     found = _search(ctx, rts, quants, kv_type, flash_attn, n_ubatch)

@@ -19,7 +19,7 @@ from .deployment import resolve_mac
 from .engines import engines
 from .errors import InputError, NoFitError, PlannerError
 from .memory import MemoryModel, memory_model
-from .predict import _default_quant, _quant
+from .predict import _default_quant, _quant, pick_quant
 from .results import WiredLimit
 from .schema import QuantFormat, ResolvedFiles, Runtime
 from .serve import Scheduler, StepModel, Trace, simulate
@@ -224,7 +224,8 @@ def setup(chip: str, gpu_cores: int | None, ram: float | None, model: str | Reso
     asked = quant or _file_quant(resolved, rt)
     # without one: the rule of `plan predict` (the checkpoint's own format, else the 4-bit download), so both
     # commands answer the same model with the same weights (gpt-oss: MXFP4_MOE, not Q4_K_M)
-    q, quant_note = _quant(asked, rt) if asked else _default_quant(m, rt)
+    q, quant_note = (_quant(asked, rt) if asked else pick_quant(None, model, m, rt) if isinstance(model, str)
+                     else _default_quant(m, rt))
     mm = _exact_weights(memory_model(m, rt, q, profiles.ggml_types()), q, rt, resolved)
     rf = tp.roofline_for(mm, c, profiles.load_speed_constants(c, rt.id), tp.geometry(mm, q.kind, q.mode),
                          profiles.all_chips())
