@@ -53,7 +53,8 @@ class ServeQuestion(BaseModel):
     gpu_cores: int | None = Field(None, gt=0, le=256, description="GPU cores (needed for binned chips)")
     ram: float | None = Field(None, gt=0, le=65_536, description="Unified memory [GB]; default: the chip's largest")
     runtime: str = Field("llama.cpp", description="llama.cpp (llama-server) or mlx-lm (mlx_lm.server)")
-    quant: str | None = Field(None, description="GGUF preset or MLX format; default Q4_K_M / 4bit")
+    quant: str | None = Field(None, description="GGUF preset or MLX format; default: the checkpoint's own format "
+                              "(gpt-oss: MXFP4), else Q4_K_M / 4bit")
     slots: int = Field(4, ge=1, le=512, description="llama-server -np / mlx_lm.server --decode-concurrency")
     rate: str = Field("20/min", description=RATE_HELP)
     prompt: str = Field("p50=1500,p90=6000", description=PROMPT_HELP)
@@ -62,7 +63,7 @@ class ServeQuestion(BaseModel):
     max_ttft_p95: float | None = Field(None, gt=0, description="Target 95th-percentile TTFT [s]")
     cached_prefix: CachedPrefix = 0.0
     slot_context: int | None = Field(None, ge=64, le=10_000_000, description="KV tokens per slot")
-    seed: int = Field(0, description="Seed of the arrival process and lengths")
+    seed: int = Field(0, ge=0, le=2**63 - 1, description="Seed of the arrival process and lengths")
     sweep: bool = Field(True, description="Also try 1-32 slots for the best count")
     kv_unified: bool = Field(False, description="llama-server --kv-unified: one KV stream for all slots")
     kwh_price: float = Field(0.16, gt=0, lt=100, description="Electricity price [USD/kWh] for the daily running cost")
@@ -147,8 +148,9 @@ def _serve(req: ServeQuestion) -> Any:
 
     from .serve import _model, parse_duration, parse_rate
 
-    sr = ServeRequest(slots=req.slots, rate=parse_rate(req.rate), prompt=parse_length(req.prompt, "[[prompt]]"),
-                      gen=parse_length(req.gen, "[[gen]]"), duration=parse_duration(req.duration), seed=req.seed,
+    sr = ServeRequest(slots=req.slots, rate=parse_rate(req.rate, "[[rate]]"),
+                      prompt=parse_length(req.prompt, "[[prompt]]"), gen=parse_length(req.gen, "[[gen]]"),
+                      duration=parse_duration(req.duration, "[[duration]]"), seed=req.seed,
                       cached_prefix_share=req.cached_prefix, slot_context=req.slot_context,
                       max_ttft_p95=req.max_ttft_p95, sweep=req.sweep, trace=None, kv_unified=req.kv_unified)
     r = serve(setup(req.chip, req.gpu_cores, req.ram, _model(req.model, req.quant), req.quant, req.runtime,

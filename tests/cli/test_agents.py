@@ -67,6 +67,17 @@ def test_an_unknown_model_is_named_once(question, args):
     assert "unknown model 'no-such-model-zz'" in str(e.value) and "model model" not in str(e.value)
 
 
+@pytest.mark.parametrize("args, field", [({"seed": -1}, "seed"), ({"rate": "fast"}, "rate"),
+                                         ({"duration": "-1h"}, "duration")])
+def test_serve_bad_input_names_the_argument_as_the_agents_spell_it(args, field):
+    # seed -1 reached numpy ("serve: expected non-negative integer", no input named); rate and duration were named
+    # by the command line's --rate / --duration
+    with pytest.raises(QuestionError) as e:
+        answer("serve", {"model": "llama-3.1-8b", "chip": "M4 Max", **args})
+    msg = str(e.value)
+    assert f"serve: {field} " in msg and "--" not in msg and "\n" not in msg
+
+
 def test_unknown_question_and_non_object_arguments():
     with pytest.raises(QuestionError, match="unknown question"):
         answer("fly", {})
