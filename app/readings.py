@@ -78,6 +78,7 @@ LABELS: dict[str, str] = {
     "years": "years of ownership (command line: plan buy)", "all": "every configuration (command line: plan buy)",
     "slots": "Slots", "rate": "Requests per minute", "duration": "simulated duration (command line: plan serve)",
     "slot_context": "context per slot (command line: plan serve)", "trace": "request trace (command line: plan serve)",
+    "kv_unified": "one KV stream for every slot (command line: plan serve --kv-unified)",
     "macs": "Macs (command line: plan cluster)", "link": "link (command line: plan cluster)",
     "engine": "engine (command line: plan cluster)", "mode": "split mode (command line: plan cluster)",
     "layers": "Layers trained", "num_layers": "Layers trained", "lengths": "example lengths (command line)",

@@ -32,7 +32,7 @@ FLAGS: dict[str, str] = {
     "clusters": "--clusters", "kwh_price": "--kwh-price", "busy_hours": "--busy-hours", "years": "--years",
     "all": "--all",
     "slots": "--slots", "rate": "--rate", "duration": "--duration", "slot_context": "--slot-context",
-    "trace": "--trace",
+    "trace": "--trace", "kv_unified": "--kv-unified",
     "macs": "--macs", "link": "--link", "engine": "--engine", "mode": "--mode",
     "layers": "--layers", "lengths": "--lengths", "fine_tune_type": "--fine-tune-type", "seq_len": "--max-seq-length", "num_layers": "--num-layers",
     "batch_size": "--batch-size", "grad_checkpoint": "--grad-checkpoint",

@@ -318,7 +318,7 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
     """Ranked configurations of ``model`` on one Mac for ``workload``. When none meets the targets:
     ``best_effort`` lists the closest (targets_met False, a note says which target binds), else raises.
     ``kv_type``: only that KV cache type, in each runtime's spelling (q8_0 / kv8), its default where the runtime has
-    none of the kind (as planner.plan answers a --kv-type); None searches every advised type. ``flash_attn`` /
+    none of the kind (as planner.plan answers an asked KV type); None searches every advised type. ``flash_attn`` /
     ``n_ubatch``: llama.cpp's -fa / -ub as asked of planner.plan (None: the runtime's defaults)."""
     ctx, notes = _setup(model, ram_gb, workload, chip, macos, wired_limit_mb)
     rts = [profiles.load_runtime(r) for r in profiles.expand_runtimes(runtimes or ["llama.cpp", "mlx-lm"])]

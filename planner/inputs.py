@@ -42,7 +42,7 @@ KEYS: dict[str, str] = {
     "years": "years of ownership", "all": "every configuration",
     # serve
     "slots": "server slots", "rate": "request rate", "duration": "simulated duration", "slot_context": "context per slot",
-    "trace": "request trace CSV",
+    "trace": "request trace CSV", "kv_unified": "one KV stream for every server slot",
     # cluster
     "macs": "Macs of the cluster", "link": "interconnect", "engine": "cluster engine", "mode": "split mode",
     # finetune

@@ -290,6 +290,9 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
     """Simulate the requested configuration, then the saturation rate, the target search and the slot sweep."""
     if r.slots < 1 or not (0 < r.rate < math.inf) or not (0 < r.duration < math.inf):
         raise InputError("[[slots]], [[rate]] and [[duration]] must be positive and finite")
+    if r.kv_unified and not s.mm.engine.kv_unified_option:  # was ignored
+        raise InputError(f"[[kv_unified]] is llama-server's (llama.cpp); {s.mm.engine.server} keeps a KV cache per "
+                         "sequence: drop it or choose [[runtime]] llama.cpp")
     notes = list(s.names["notes"])
     ctx = r.slot_context or default_slot_context(r.prompt, r.gen, s.names["max_context"])
     slots = r.slots

@@ -344,3 +344,10 @@ def test_a_slot_over_the_models_context_is_said_and_capped_like_llama_server(cap
     assert any(f"exceed the {n}-token slot" in x for x in r["notes"])  # the 1.5 n prompts are cut at n, not 2 n
     code, out, err = run(capsys, [*base, "--slot-context", "10000000"])
     assert code == 0 and f"--slot-context of at most {n}" in out
+
+
+def test_kv_unified_on_mlx_lm_is_refused_not_ignored(capsys):
+    # --kv-unified is llama-server's option; with --runtime mlx-lm it was dropped silently (kv_unified null)
+    mlx = [a if a != "llama.cpp" else "mlx-lm" for a in BASE]
+    code, out, err = run(capsys, [*mlx, "--kv-unified", "--no-sweep"])
+    assert code == 2 and out == "" and err.count("\n") == 1 and "--kv-unified" in err and "--runtime" in err

@@ -48,7 +48,7 @@ def _major(version: str) -> int:
 
 
 def default_quant(prof: ModelProfile, rt: Runtime) -> str:
-    """Without --quant: the checkpoint's own format where it ships quantized (gpt-oss: MXFP4), else DEFAULT_QUANT;
+    """Without a quant asked: the checkpoint's own format where it ships quantized (gpt-oss: MXFP4), else DEFAULT_QUANT;
     the rule of `plan predict` and `plan serve` (planner/predict.py _default_quant)."""
     nq = prof.native_quant
     return (nq.preset_for(rt.weight_format) if nq is not None else None) or DEFAULT_QUANT[rt.id]
