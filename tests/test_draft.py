@@ -77,6 +77,15 @@ def test_draft_with_another_tokenizer_is_refused():
         draft_plan(mm, mm.total(4096), "qwen3-0.6b", wired, 4096, 1)
 
 
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_a_non_finite_draft_acceptance_is_said_to_be_one(bad):
+    # NaN failed only `< 1` and was told "Input should be less than 1"
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="finite number"):
+        PlanRequest(model="qwen3-8b", ram=64, draft_model="qwen3-0.6b", draft_acceptance=bad)
+
+
 def test_plan_with_draft_has_recipes_for_both_runtimes():
     p = plan(PlanRequest(model="llama-3.3-70b", chip="M3 Max", gpu_cores=40, ram=64, quants=["Q4_K_M", "4bit"],
                          draft_model="llama-3.1-8b"))
