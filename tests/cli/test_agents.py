@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from cli.main import main
 from cli.questions import QUESTIONS, QuestionError, answer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,6 +77,24 @@ def test_serve_bad_input_names_the_argument_as_the_agents_spell_it(args, field):
         answer("serve", {"model": "llama-3.1-8b", "chip": "M4 Max", **args})
     msg = str(e.value)
     assert f"serve: {field} " in msg and "--" not in msg and "\n" not in msg
+
+
+@pytest.mark.parametrize("question, args, field", [
+    ("buy", {"model": ["llama-3.1-8b"], "kwh_price": float("nan")}, "kwh_price"),
+    ("buy", {"model": ["llama-3.1-8b"], "busy_hours": float("nan")}, "busy_hours"),
+    ("what_runs", {"ram": 64, "max_params": float("nan")}, "max_params"),
+    ("what_runs", {"ram": 64, "max_params": float("inf")}, "max_params"),
+    ("serve", {"model": "llama-3.1-8b", "chip": "M4 Max", "max_ttft_p95": float("inf")}, "max_ttft_p95"),
+])
+def test_non_finite_numbers_are_said_to_be_so(question, args, field):
+    # NaN failed only a bound ("busy_hours nan: Input should be less than or equal to 24"), and an infinite
+    # max_params / max_ttft_p95 was taken as asked
+    with pytest.raises(QuestionError) as e:
+        answer(question, args)
+    assert f"{field} " in str(e.value) and "finite number" in str(e.value)
+    if question == "buy":
+        flag = "--" + field.replace("_", "-")
+        assert main(["buy", "--model", "llama-3.1-8b", flag, "nan"]) == 2
 
 
 def test_unknown_question_and_non_object_arguments():
