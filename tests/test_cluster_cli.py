@@ -103,3 +103,19 @@ def test_rdma_needs_the_links_macos(capsys):
     assert got["15"]["transport"]["backend"] == "ring" and got["15"]["transport"]["bytes_s"] == tb5.achieved_bytes_s
     assert any("needs macOS 26.2" in n for n in got["15"]["notes"])
     assert got["15"]["speed"]["decode_tok_s_per_user"] < got["26"]["speed"]["decode_tok_s_per_user"]
+
+
+def test_a_context_over_the_models_is_capped_as_every_command_caps_it(capsys):
+    """kimi-k2 holds 131,072 tokens (config max_position_embeddings): `plan` and `plan recommend` cap a longer
+    --context at it and say so; `plan cluster` sized the KV cache of 10,000,000 tokens."""
+    from planner import profiles
+
+    n = profiles.load_model("kimi-k2").config.max_position_embeddings
+    macs = ["--model", "kimi-k2", "--macs", "4x Mac Studio M3 Ultra 512GB", "--json"]
+    code, out, err = run(capsys, *macs, "--context", "10000000")
+    assert code == 0, err
+    capped = json.loads(out)["plan"]
+    code, out, err = run(capsys, *macs, "--context", str(n))
+    asked = json.loads(out)["plan"]
+    assert capped["context"] == n and any(f"capped at the model's {n:,}" in x for x in capped["notes"])
+    assert [s["kv_bytes"] for s in capped["nodes"]] == [s["kv_bytes"] for s in asked["nodes"]]

@@ -326,12 +326,16 @@ def plan_cluster(model: str, nodes: list[Node], link: str | LinkProfile = "tb5",
     tr = transport(lk, engine, rdma and not too_old)
     rt = profiles.load_runtime(RUNTIME_OF[engine])
     prof = profiles.load_model(model)
+    max_pos, capped = prof.config.max_position_embeddings, None
+    if context > max_pos:  # as every command: a context past the model's is capped at it (planner.plan)
+        capped, context = f"context {context:,} capped at the model's {max_pos:,} tokens", max_pos
+        prompt = min(prompt, context - 1)
     q = profiles.load_quant(quant or default_quant(prof, rt), rt.weight_format)
     mm = memory_model(prof, rt, q, profiles.ggml_types())
     geo = tp.geometry(mm, q.kind, q.mode)
     shares = place(mm, nodes, mode, engine, context, users, macos)
     fits = all(s.verdict != "no-fit" for s in shares)
-    notes: list[str] = []
+    notes: list[str] = [capped] if capped else []
     if too_old and engine in ("mlx", "exo") and lk.supports_rdma:
         notes.append(f"RDMA over {lk.name} needs macOS {lk.min_macos}+: on macOS {os_major} the Macs talk TCP "
                      f"({tr.backend}); after an upgrade, [[macos]] 26 answers with RDMA")
