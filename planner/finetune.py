@@ -354,6 +354,10 @@ def plan_finetune(req: FinetuneRequest) -> FinetunePlan:
                          "or [[fine_tune_type]] lora (QLoRA)")
 
     pad, mean_pad, assumption = padded_lengths(req)
+    most = model.config.max_position_embeddings
+    if pad > most:  # the other commands cap a context there; a training run is sized as asked, and said
+        notes.append(f"batches of {pad:,} tokens are over {model.name}'s {most:,}-token context: the model is "
+                     f"trained past the positions it was pretrained on; [[seq_len]] {most} keeps within them")
 
     def option(ftt: str, ckpt: bool, f: QuantFormat = fmt) -> FinetuneOption:
         mem = peak_memory(model, f, req, layers, fine_tune_type=ftt, checkpoint=ckpt, batch=req.batch,

@@ -87,6 +87,14 @@ def test_a_no_fit_suggests_only_what_the_run_is_not_already(quant, kind, four_bi
     assert ("smaller rank" in tip) == (kind != "full") and ("lora" in tip) == (kind == "full")
 
 
+def test_a_sequence_over_the_models_context_is_said():
+    # llama-3.1-8b holds 131,072 tokens: --max-seq-length 200000 was sized without a word
+    n = profiles.load_model("llama-3.1-8b").config.max_position_embeddings
+    over = ft.plan_finetune(_req(seq_len=n + 1, batch=1))
+    assert any(f"{n + 1:,} tokens are over" in x and f"{n:,}-token context" in x for x in over.notes)
+    assert not any("-token context" in x for x in ft.plan_finetune(_req(seq_len=n, batch=1)).notes)
+
+
 def test_full_finetune_needs_unquantized_weights():
     with pytest.raises(Exception, match="full fine-tuning needs unquantized weights"):
         ft.plan_finetune(_req(fine_tune_type="full"))
