@@ -5,7 +5,9 @@ is a JSON object on stdout."""
 from __future__ import annotations
 
 import ast
+import io
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -110,6 +112,7 @@ def test_targets_missed_is_an_answer_in_recommend(capsys):
     ["cluster", "--model", "llama-3.1-8b", "--macs", "2x nothing"],
     ["models", "--ram", "-1"],
     ["predict", "--model", "no-such-model", "--chip", "M4 Max"],
+    ["--model", "llama-3.1-8b", "--ram", "64", "--file", "x.gguf"],   # was ignored: --file picks within a folder/repo
 ])
 def test_bad_input_under_json_is_a_json_error_on_stdout_exit_2(capsys, argv):
     rc, out, err = _run(capsys, [*argv, "--json"])
@@ -140,6 +143,32 @@ def test_a_5000_char_argument_is_not_echoed_whole(capsys, argv):
     rc, out, err = _run(capsys, [*argv, "--json"])
     message = json.loads(out)["error"]["message"]
     assert rc == 2 and len(message) < 600 and argv[-2] in message
+
+
+def test_file_of_a_repo_the_catalog_knows_names_the_quant(capsys):
+    # `plan --model bartowski/Qwen_Qwen3-8B-GGUF --file ...-Q6_K.gguf` answered every quant, the file ignored
+    rc, out, _ = _run(capsys, ["--model", "bartowski/Qwen_Qwen3-8B-GGUF", "--file", "Qwen_Qwen3-8B-Q6_K.gguf",
+                               "--ram", "64", "--json"])
+    assert rc == 0 and {o["quant"] for o in json.loads(out)["options"]} == {"Q6_K"}
+
+
+class _GoneReader(io.StringIO):
+    """stdout of `plan ... | head -1` once head has exited: every write raises BrokenPipeError."""
+
+    def write(self, s):
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+@pytest.mark.parametrize("argv", [["--model", "no-such-model", "--ram", "64", "--json"],
+                                  ["buy", "--model", "llama-3.1-8b", "--budget", "-1", "--json"],
+                                  ["recommend", "--model", "llama-3.3-70b", "--ram", "24", "--chip", "M4 Pro",
+                                   "--json"]])
+def test_a_reader_gone_away_ends_an_error_or_a_no_quietly(monkeypatch, capsys, argv):
+    # `plan --model x --json | head -1`: the error (or "no" answer) handler's print raised BrokenPipeError out of
+    # main(), a traceback on stderr
+    monkeypatch.setattr(sys, "stdout", _GoneReader())
+    rc = main(argv)
+    assert rc in (0, 2) and "Traceback" not in capsys.readouterr().err
 
 
 def test_agents_get_the_same_no_answer_and_error_codes():
