@@ -64,6 +64,7 @@ LABELS: dict[str, str] = {
     "flash_attn": "flash attention on", "no_flash_attn": "flash attention off",
     "app_version": "app version (command line)", "guardrail": "LM Studio guardrail (command line)",
     "draft_model": "draft model (command line)", "draft_acceptance": "draft acceptance (command line)",
+    "draft_tokens": "draft tokens per step (command line)",
     "images": "images per request (command line)", "image_size": "image size (command line)",
     "context": "Context per user", "users": "Concurrent users", "prompt": "Prompt length", "gen": "Answer length",
     "workload": "Workload preset", "min_tok_s": "Minimum tok/s per user",
