@@ -185,6 +185,8 @@ def test_http_health_and_the_cli_answer(api, cli_json):
     ("/fly", {}, None, 404),
     ("/plan", {"model": "llama-3.1-8b", "ram": 64, "kv_type": "f16\nx"}, None, 400),
     ("/plan", None, b" " * (65 * 1024), 413),
+    ("/plan", None, b"[" * 60000, 400),                      # was a RecursionError traceback, connection dropped
+    ("/plan", None, b'{"model": "qwen3-8b", "ram": 64, "model": "llama-3.1-8b"}', 400),  # was: the last one
 ])
 def test_http_bad_input_is_one_line(api, path, body, raw, status):
     got, payload = _request(api, "POST", path, body, raw)
