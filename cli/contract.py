@@ -45,7 +45,7 @@ def clip_long(text: str) -> str:
     """``text`` with every run of more than LONG non-space characters cut to its first 80 and last 40."""
     if len(text) <= LONG:
         return text
-    return re.sub(r"\S{%d,}" % (LONG + 1), lambda m: f"{m.group(0)[:80]}...{m.group(0)[-40:]}", text)
+    return re.sub(rf"\S{{{LONG + 1},}}", lambda m: f"{m.group(0)[:80]}...{m.group(0)[-40:]}", text)
 
 
 def one_line(msg: object) -> str:

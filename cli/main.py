@@ -206,10 +206,10 @@ def _say(text: str, file=None) -> None:
 
 
 def _drop_output(out) -> None:
-    try:
+    import contextlib
+
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # no descriptor (a test's stream): nothing to flush
         os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
-    except (OSError, ValueError, AttributeError):  # no file descriptor (a test's stream): nothing left to flush
-        pass
 
 
 def _core_errors(run, json_mode: bool = False) -> int:

@@ -189,11 +189,8 @@ def resolve_model(spec: str, file: str | None = None, quant: str | None = None) 
     try:
         return ResolvedModel(profile=profiles.load_model(spec), source="catalog")
     except UnknownProfileError:
-        if _safe(Path.is_file, p):  # a file by another name: Ollama keeps its GGUFs as blobs/sha256-<hex>
-            if _gguf_magic(p):
-                return resolve_gguf(p, quant)
-            raise SourceError(f"{spec}: not a GGUF file (it does not start with the GGUF magic) nor a model folder; "
-                              "give a .gguf file, a folder with config.json, or a catalog id (plan models)") from None
+        if _safe(Path.is_file, p):
+            return _other_file(p, spec, quant)
         repo, tag = hub_repo_of(spec)
         if repo is None:
             raise
@@ -210,6 +207,15 @@ def hub_repo_of(spec: str) -> tuple[str | None, str | None]:
     if "/" in s and ":" in s.rsplit("/", 1)[-1]:
         s, tag = s.rsplit(":", 1)
     return (s, tag or None) if REPO_RE.match(s) else (None, None)
+
+
+def _other_file(p: Path, spec: str, quant: str | None) -> ResolvedModel:
+    """A file named other than *.gguf: a GGUF by its magic (Ollama keeps its models as blobs/sha256-<hex>), else
+    not a model."""
+    if _gguf_magic(p):
+        return resolve_gguf(p, quant)
+    raise SourceError(f"{spec}: not a GGUF file (it does not start with the GGUF magic) nor a model folder; "
+                      "give a .gguf file, a folder with config.json, or a catalog id (plan models)") from None
 
 
 def _gguf_magic(p: Path) -> bool:

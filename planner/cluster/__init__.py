@@ -42,6 +42,26 @@ RPC_MESSAGES_PER_REMOTE_STAGE = 4   # ggml-rpc.cpp: set_tensor + graph_compute (
 DEFAULT_QUANT = {"mlx-lm": "mlx-4bit-g64", "llama.cpp": "Q4_K_M"}
 
 
+def _cap_context(prof: ModelProfile, context: int, prompt: int) -> tuple[int, int, str | None]:
+    """As every command: a context past the model's is capped at it (planner.plan) -> (context, prompt, note)."""
+    most = prof.config.max_position_embeddings
+    if context <= most:
+        return context, prompt, None
+    return most, min(prompt, most - 1), f"context {context:,} capped at the model's {most:,} tokens"
+
+
+def _transport_on(lk: LinkProfile, engine: str, rdma: bool, macos: str) -> tuple[Transport, str | None]:
+    """The link's transport under ``macos`` -> (transport, note): RDMA over Thunderbolt needs the link's min_macos
+    (26.2, Apple TN3205); an older macOS talks TCP, and the note says so."""
+    os_major = _major(profiles.load_macos(macos).id)
+    too_old = rdma and lk.min_macos is not None and os_major < _major(lk.min_macos)
+    tr = transport(lk, engine, rdma and not too_old)
+    if too_old and engine in ("mlx", "exo") and lk.supports_rdma:
+        return tr, (f"RDMA over {lk.name} needs macOS {lk.min_macos}+: on macOS {os_major} the Macs talk TCP "
+                    f"({tr.backend}); after an upgrade, [[macos]] 26 answers with RDMA")
+    return tr, None
+
+
 def _major(version: str) -> int:
     """The major version of a macOS id or version: 'macos-15' -> 15, '26.2' -> 26."""
     return int(version.removeprefix("macos-").split(".")[0])
@@ -320,25 +340,16 @@ def plan_cluster(model: str, nodes: list[Node], link: str | LinkProfile = "tb5",
         raise InputError("[[context]] and [[users]] must be positive, [[prompt]]/[[gen]] ≥ 0")
     prompt = min(prompt, context - 1)
     lk = link if isinstance(link, LinkProfile) else load_link(link)
-    os_major = _major(profiles.load_macos(macos).id)
-    # RDMA over Thunderbolt needs the link's min_macos (26.2, Apple TN3205): an older macOS talks TCP
-    too_old = rdma and lk.min_macos is not None and os_major < _major(lk.min_macos)
-    tr = transport(lk, engine, rdma and not too_old)
+    tr, os_note = _transport_on(lk, engine, rdma, macos)
     rt = profiles.load_runtime(RUNTIME_OF[engine])
     prof = profiles.load_model(model)
-    max_pos, capped = prof.config.max_position_embeddings, None
-    if context > max_pos:  # as every command: a context past the model's is capped at it (planner.plan)
-        capped, context = f"context {context:,} capped at the model's {max_pos:,} tokens", max_pos
-        prompt = min(prompt, context - 1)
+    context, prompt, capped = _cap_context(prof, context, prompt)
     q = profiles.load_quant(quant or default_quant(prof, rt), rt.weight_format)
     mm = memory_model(prof, rt, q, profiles.ggml_types())
     geo = tp.geometry(mm, q.kind, q.mode)
     shares = place(mm, nodes, mode, engine, context, users, macos)
     fits = all(s.verdict != "no-fit" for s in shares)
-    notes: list[str] = [capped] if capped else []
-    if too_old and engine in ("mlx", "exo") and lk.supports_rdma:
-        notes.append(f"RDMA over {lk.name} needs macOS {lk.min_macos}+: on macOS {os_major} the Macs talk TCP "
-                     f"({tr.backend}); after an upgrade, [[macos]] 26 answers with RDMA")
+    notes: list[str] = [n for n in (capped, os_note) if n]
     sp, per_node = speed(mm, geo, nodes, mode, engine, tr, prompt, gen, users, _stages(shares, mode))
     shares = [s.model_copy(update={"decode_step_s": t, "decode_bound": b}) for s, (t, b) in zip(shares, per_node)]
     singles: dict[str, SingleMac] = {}
