@@ -119,3 +119,23 @@ def test_a_context_over_the_models_is_capped_as_every_command_caps_it(capsys):
     asked = json.loads(out)["plan"]
     assert capped["context"] == n and any(f"capped at the model's {n:,}" in x for x in capped["notes"])
     assert [s["kv_bytes"] for s in capped["nodes"]] == [s["kv_bytes"] for s in asked["nodes"]]
+
+
+@pytest.mark.parametrize("model", ["gemma-4-31b", "qwen3-4b", "llama-3.1-8b"])
+@pytest.mark.parametrize("engine, runtime, quant", [("mlx", "mlx-lm", "mlx-4bit-g64"),
+                                                    ("llama.cpp-rpc", "llama.cpp", "Q4_K_M")])
+def test_a_cluster_of_one_mac_holds_what_plan_says_that_mac_holds(capsys, model, engine, runtime, quant):
+    """A tied embedding (gemma-4-31b, qwen3-4b: tie_word_embeddings) is one tensor that serves as the input
+    embedding and the head: `plan cluster` stored it twice, 1.16 GB more than `plan` for gemma-4-31b Q4_K_M on the
+    same Mac; an untied model (llama-3.1-8b) agreed already."""
+    from planner import profiles
+
+    assert profiles.load_model(model).config.tie_word_embeddings == (model != "llama-3.1-8b")
+    code, out, err = run(capsys, "--model", model, "--macs", "1x Mac Studio M4 Max 128GB", "--engine", engine,
+                         "--quant", quant, "--json")
+    assert code == 0, err
+    (node,) = json.loads(out)["plan"]["nodes"]
+    assert main(["--model", model, "--chip", "M4 Max", "--gpu-cores", "40", "--ram", "128", "--runtime", runtime,
+                 "--quant", quant, "--json"]) == 0
+    (o,) = json.loads(capsys.readouterr().out)["options"]
+    assert node["weights_bytes"] == o["memory"]["weights"] and node["total_bytes"] == o["memory"]["total"]

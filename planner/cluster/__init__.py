@@ -85,6 +85,7 @@ class Layout:
     layer_kind: list[str]         # full | sliding | mla | linear
     embed_bytes: float
     head_bytes: float             # lm_head (or the tied embedding read as the head) + output_norm [bytes]
+    tied_bytes: float = 0.0       # the tied embedding's bytes in head_bytes: read twice, stored once [bytes]
 
 
 def layout(mm: MemoryModel) -> Layout:
@@ -114,11 +115,11 @@ def layout(mm: MemoryModel) -> Layout:
     # the per-layer embedding table (Gemma 4 PLE) is gathered on the input host with the token embedding
     embed = float(mm.weights.by_group.get("embedding", 0) + mm.weights.by_group.get("lookup", 0))
     head = float(mm.weights.by_group.get("output", 0)) + other
-    if cfg.tie_word_embeddings:
-        head += float(mm.weights.by_group.get("embedding", 0))
+    tied = float(mm.weights.by_group.get("embedding", 0)) if cfg.tie_word_embeddings else 0.0
+    head += tied
     cl = arch.cache_layers(cfg)
     kv = [float(c.k_elems + c.v_elems + c.index_elems + c.state_f32_elems + c.mlx_state_bytes) for c in cl]
-    return Layout(lb, ld, le, la, kv, [c.kind for c in cl], embed, head)
+    return Layout(lb, ld, le, la, kv, [c.kind for c in cl], embed, head, tied)
 
 
 def split_layers(n_layers: int, weights: list[float]) -> list[tuple[int, int]]:
@@ -231,14 +232,16 @@ def place(mm: MemoryModel, nodes: list[Node], mode: str, engine: str, context: i
         if mode == "pipeline":
             a, b = ranges[i]
             wts = sum(lay.layer_bytes[a:b])
+            # a node with the token embedding and the head stores a tied embedding once (one tensor, both uses)
+            ends = lay.embed_bytes + lay.head_bytes - lay.tied_bytes
             if engine == "llama.cpp-rpc":
-                wts += (lay.embed_bytes + lay.head_bytes) if i == 0 else 0
+                wts += ends if i == 0 else 0
             else:
-                wts += lay.embed_bytes + lay.head_bytes
+                wts += ends
             kv = kv_total * _frac(lay.layer_kv, a, b)
             rng = (a, b)
         else:
-            wts = (sum(lay.layer_bytes)) / n + lay.embed_bytes + lay.head_bytes
+            wts = (sum(lay.layer_bytes)) / n + lay.embed_bytes + lay.head_bytes - lay.tied_bytes
             kv = kv_total / (1 if kv_replicated(mm, n) else n)
             rng = None
         buf = buffers + (est.output_buffer + est.vision if i == 0 else 0)
