@@ -170,8 +170,8 @@ def resolve_model(spec: str, file: str | None = None, quant: str | None = None) 
         p = Path(spec).expanduser()
     except RuntimeError:  # '~nosuchuser/x': no such home directory
         p = Path(spec)
-    if spec.lower().endswith(".gguf"):
-        if not _safe(Path.exists, p) or _safe(Path.is_dir, p):
+    if spec.lower().endswith(".gguf") and not _safe(Path.is_dir, p):  # a folder named *.gguf is read as a folder
+        if not _safe(Path.exists, p):
             raise SourceError(f"{spec}: no such GGUF file; check the path")
         return resolve_gguf(p, quant)
     if _safe(Path.is_dir, p):

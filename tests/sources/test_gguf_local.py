@@ -394,3 +394,13 @@ def test_a_gguf_without_the_extension_is_read(tmp_path):
     os.link(good, blob)  # the same bytes (the file is sparse: no copy)
     r = resolve_model(str(blob))
     assert r.source == "gguf" and r.exact_weights.total_bytes == total
+
+
+def test_a_folder_named_like_a_gguf_is_read_as_a_folder(tmp_path, capsys):
+    # a folder called x.gguf was answered "no such GGUF file; check the path", and it exists
+    d = tmp_path / "Model-Q4_K_M.gguf"
+    d.mkdir()
+    rc, err = _cli(["--model", str(d), "--ram", "16"], capsys)
+    assert rc == 2 and err.count("\n") == 1 and "folder has no config.json or .gguf" in err
+    write_llama8b(d / "inside.gguf")
+    assert resolve_model(str(d)).source == "gguf"
