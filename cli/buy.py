@@ -68,6 +68,9 @@ def buy_cmd(
 
     costs = running_costs(r.per_mac, busy_hours, kwh_price, years)
     r = r.model_copy(update={"running_costs": costs})
+    if clusters:  # in the answer itself, so --json (and the agents' buy) carry them too
+        r = r.model_copy(update={"clusters": cluster_options(model[0], wl, link, budget, include_discontinued,
+                                                             macos)})
     if json_out:
         from .contract import dumps
 
@@ -76,7 +79,7 @@ def buy_cmd(
     out = _header(r, wl) + _verdict_lines(r) + (_table_lines(r, all_rows) if r.per_mac else [])
     out += cost_lines(costs, busy_hours, kwh_price, years)
     if clusters:
-        out += _cluster_lines(model[0], wl, link, budget, include_discontinued)
+        out += _cluster_lines(r.clusters, model[0], wl, link, budget, include_discontinued, macos)
     out += [f"note: {n}" for n in r.notes]
     typer.echo(say("\n".join(out)))
 
@@ -213,15 +216,28 @@ def _table_lines(r, all_rows: bool) -> list[str]:
     return out
 
 
-def _cluster_lines(model: str, wl, link: str, budget: float | None, include_discontinued: bool = False) -> list[str]:
+def _cluster_kw(wl, link: str, budget: float | None, include_discontinued: bool, macos: str) -> dict:
+    from planner.workload import gen_point, prompt_point
+
+    return {"link": link, "context": wl.context, "users": wl.users, "prompt": prompt_point(wl.prompt_tokens),
+            "gen": gen_point(wl.gen_tokens), "budget_usd": budget, "include_discontinued": include_discontinued,
+            "macos": macos}
+
+
+def cluster_options(model: str, wl, link: str, budget: float | None, include_discontinued: bool, macos: str) -> list:
+    """k (2-4) linked identical Macs that hold ``model``, cheapest first (planner.cluster.cluster_candidates)."""
+    from planner.cluster import cluster_candidates
+
+    return cluster_candidates(model, **_cluster_kw(wl, link, budget, include_discontinued, macos))
+
+
+def _cluster_lines(cands: list, model: str, wl, link: str, budget: float | None, include_discontinued: bool,
+                   macos: str) -> list[str]:
     """k linked identical Macs, and one Mac on the same engine and quant (a fair comparison: pipeline stages run
     one after another, so linking adds memory, not decode speed)."""
     from planner.cluster import cluster_candidates
-    from planner.workload import gen_point, prompt_point
 
-    kw = {"link": link, "context": wl.context, "users": wl.users, "prompt": prompt_point(wl.prompt_tokens),
-          "gen": gen_point(wl.gen_tokens), "budget_usd": budget, "include_discontinued": include_discontinued}
-    cands = cluster_candidates(model, **kw)
+    kw = _cluster_kw(wl, link, budget, include_discontinued, macos)
     out = ["", f"Clusters of identical Macs over {link} (mlx pipeline; see `plan cluster` for recipes):"]
     if not cands:
         return [*out, "  none holds the model" + (f" within ${budget:,.0f}" if budget else "")]

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 # 2: one name per fact across commands (chip = profile id with chip_label beside it, wired_limit_bytes,
@@ -35,8 +36,20 @@ def dumps(data: Any) -> str:
     return json.dumps(say_json(with_version(data)), indent=2, ensure_ascii=False)
 
 
+# a run of more than LONG characters without a space in an error line is an argument echoed back (a 5000-char
+# --price or --trace): shown by its start and end, so the line stays one readable line
+LONG = 240
+
+
+def clip_long(text: str) -> str:
+    """``text`` with every run of more than LONG non-space characters cut to its first 80 and last 40."""
+    if len(text) <= LONG:
+        return text
+    return re.sub(rf"\S{{{LONG + 1},}}", lambda m: f"{m.group(0)[:80]}...{m.group(0)[-40:]}", text)
+
+
 def one_line(msg: object) -> str:
-    return " ".join(str(msg).splitlines()) or "(no message)"
+    return clip_long(" ".join(str(msg).splitlines())) or "(no message)"
 
 
 def error_json(code: str, message: str, **fields: Any) -> str:

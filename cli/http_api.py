@@ -70,7 +70,10 @@ class Handler(BaseHTTPRequestHandler):
             return
         raw = self.rfile.read(length) if length else b"{}"
         try:
-            args = json.loads(raw.decode("utf-8"))
+            args = json.loads(raw.decode("utf-8"), object_pairs_hook=_once_each)
+        except RecursionError:  # '[' * 60000: the decoder's recursion, not a traceback and a dropped connection
+            self._error(400, "body: not JSON (nested too deeply); give an object of arguments")
+            return
         except (UnicodeDecodeError, ValueError) as e:
             self._error(400, f"body: not JSON ({e})")
             return
@@ -93,6 +96,17 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
         if not self.quiet:
             super().log_message(format, *args)
+
+
+def _once_each(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose every key is given once: {"model": "a", "model": "b"} kept the last one silently, where the
+    command line refuses an option given twice."""
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out and out[k] != v:
+            raise ValueError(f"{k[:40]!r} given twice ({str(out[k])[:40]!r} and {str(v)[:40]!r}); give it once")
+        out[k] = v
+    return out
 
 
 def make_server(host: str = "127.0.0.1", port: int = 0, quiet: bool = True) -> ThreadingHTTPServer:

@@ -43,4 +43,9 @@ def installed_cmd(dirs, *, ram, chip, gpu_cores, context, users, macos, json_out
     import typer
 
     r = installed(dirs, ram=ram, chip=chip, gpu_cores=gpu_cores, context=context, users=users, macos=macos)
-    typer.echo(say(r.model_dump_json(indent=2) if json_out else render(r)))
+    if json_out:  # the contract of every --json answer: schema_version first (cli/contract.py)
+        from .contract import dumps
+
+        typer.echo(dumps(r))
+        return
+    typer.echo(say(render(r)))

@@ -136,7 +136,9 @@ def _one_line(msg: object) -> str:
     characters shown as escapes and URL credentials redacted (planner.format.safe_text)."""
     from planner.format import safe_text
 
-    return safe_text(" ".join(str(msg).splitlines()), keep_newlines=False) or "(no message)"
+    from .contract import clip_long
+
+    return clip_long(safe_text(" ".join(str(msg).splitlines()), keep_newlines=False)) or "(no message)"
 
 
 class _SafeStdout:
@@ -186,10 +188,28 @@ def _error(code: str, message: str, json_mode: bool, fields: dict | None = None)
     if json_mode:
         from .contract import error_json
 
-        print(error_json(code, message, **(fields or {})))
+        _say(error_json(code, message, **(fields or {})))
     else:
-        print(f"plan: error: {_one_line(message)}", file=sys.stderr)
+        _say(f"plan: error: {_one_line(message)}", sys.stderr)
     return 2
+
+
+def _say(text: str, file=None) -> None:
+    """print(), except that a reader gone away (`plan ... --json | head -1`) ends the output quietly: the rest of
+    it, and the flush at exit, go to /dev/null instead of raising BrokenPipeError from an error handler."""
+    out = sys.stdout if file is None else file
+    try:
+        print(text, file=out)
+        out.flush()
+    except BrokenPipeError:
+        _drop_output(out)
+
+
+def _drop_output(out) -> None:
+    import contextlib
+
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # no descriptor (a test's stream): nothing to flush
+        os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
 
 
 def _core_errors(run, json_mode: bool = False) -> int:
@@ -207,16 +227,17 @@ def _core_errors(run, json_mode: bool = False) -> int:
     except AnswerIsNo as e:
         from .contract import answer_json
 
-        print(answer_json(e) if json_mode else _one_line(said(e)))
+        _say(answer_json(e) if json_mode else _one_line(said(e)))
         return 0
     except PlannerError as e:
         if e.exit_code != 2:
-            print(f"plan: error: {_one_line(said(e))}", file=sys.stderr)
+            _say(f"plan: error: {_one_line(said(e))}", sys.stderr)
             return e.exit_code
         return _error(e.code, said(e), json_mode, e.fields)
     except ValidationError as e:
         return _error("input", _flag_error(e), json_mode)
     except BrokenPipeError:
+        _drop_output(sys.stdout)
         return 0
 
 

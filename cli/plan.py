@@ -46,6 +46,16 @@ def plan_answer(given: dict[str, Any], file: str | None = None):
         v.pop("quants", None)
     req = plan_request(**v)
     resolved = None
+    if file and catalog_id(model):  # was ignored: the catalog's answer for every quant
+        from sources.ggufmeta import quant_from_name
+
+        named = quant_from_name(file) if "/" in model else None
+        if named is None:
+            raise InputError(f"--file {file[:80]!r} picks a GGUF in a folder or HF repo, and [[model]] "
+                             f"{model[:80]!r} is a catalog id: give [[quant]] for one quantization, or a folder or "
+                             "repo as [[model]]")
+        if not req.quants:  # a repo the catalog knows (bartowski/..-GGUF): the file names the quantization
+            req = req.model_copy(update={"quants": [named]})
     if not catalog_id(model):
         from sources import resolve_model  # edge: local files and the HF Hub (lazy: keeps catalog plans fast)
 
@@ -112,7 +122,7 @@ def _recommendation(req: PlanRequest):
     try:
         return recommend(req.model, ram, wl, chip=chip, macos=req.macos, runtimes=[r.id for r in rts],
                          quants=list(req.quants) if req.quants else None, wired_limit_mb=req.wired_limit_mb,
-                         best_effort=True)
+                         best_effort=True, kv_type=req.kv_type, flash_attn=req.flash_attn, n_ubatch=req.n_ubatch)
     except PlannerError:
         return None
 

@@ -29,17 +29,20 @@ class WhatRunsRequest(BaseModel):
     """`plan models --ram ...`: the catalog models that run on one Mac, best first."""
 
     model_config = Frozen
-    ram: float = Field(gt=0, le=65_536, description="Unified memory [GB]: rank the models that run on it")
+    ram: float = Field(gt=0, le=65_536, allow_inf_nan=False,
+                       description="Unified memory [GB]: rank the models that run on it")
     chip: str | None = Field(None, description="Apple chip, e.g. 'M4 Max' (for speed)")
     gpu_cores: int | None = Field(None, gt=0, le=256, description="GPU cores of a binned chip")
     task: str | None = Field(None, description="chat, code, reasoning, vision or embedding")
-    min_tok_s: float | None = Field(None, gt=0, le=1e6, description="Minimum decode tok/s per user")
+    min_tok_s: float | None = Field(None, gt=0, le=1e6, allow_inf_nan=False,
+                                    description="Minimum decode tok/s per user")
     context: int = Field(8192, gt=0, le=10_000_000, description="Context per user [tokens]")
     users: int = Field(1, gt=0, le=4096, description="Concurrent users")
     prompt: PromptPoint = 1024
     gen: GenPoint = 256
     runtime: list[str] | None = Field(None, description="Runtimes (default llama.cpp, mlx-lm)")
-    max_params: float | None = Field(None, gt=0, description="Largest model [billions of parameters]")
+    max_params: float | None = Field(None, gt=0, le=100_000, allow_inf_nan=False,
+                                     description="Largest model [billions of parameters]")
     family: str | None = Field(None, description="Model family, e.g. qwen, llama, gemma")
     macos: str = Field(DEFAULT_MACOS, description="macOS major version (15 or 26)")
 
@@ -51,21 +54,25 @@ class ServeQuestion(BaseModel):
     model: str = Field(description="Catalog id or alias (qwen3-30b-a3b), a .gguf file, a model folder or a HF repo")
     chip: str = Field(description="Apple chip, e.g. 'M4 Max'")
     gpu_cores: int | None = Field(None, gt=0, le=256, description="GPU cores (needed for binned chips)")
-    ram: float | None = Field(None, gt=0, le=65_536, description="Unified memory [GB]; default: the chip's largest")
+    ram: float | None = Field(None, gt=0, le=65_536, allow_inf_nan=False,
+                              description="Unified memory [GB]; default: the chip's largest")
     runtime: str = Field("llama.cpp", description="llama.cpp (llama-server) or mlx-lm (mlx_lm.server)")
-    quant: str | None = Field(None, description="GGUF preset or MLX format; default Q4_K_M / 4bit")
+    quant: str | None = Field(None, description="GGUF preset or MLX format; default: the checkpoint's own format "
+                              "(gpt-oss: MXFP4), else Q4_K_M / 4bit")
     slots: int = Field(4, ge=1, le=512, description="llama-server -np / mlx_lm.server --decode-concurrency")
     rate: str = Field("20/min", description=RATE_HELP)
     prompt: str = Field("p50=1500,p90=6000", description=PROMPT_HELP)
     gen: str = Field("p50=300,p90=900", description=GEN_HELP)
     duration: str = Field("1h", description="Simulated time: 1h, 30min, 600s")
-    max_ttft_p95: float | None = Field(None, gt=0, description="Target 95th-percentile TTFT [s]")
+    max_ttft_p95: float | None = Field(None, gt=0, le=315_360_000, allow_inf_nan=False,
+                                       description="Target 95th-percentile TTFT [s]")
     cached_prefix: CachedPrefix = 0.0
     slot_context: int | None = Field(None, ge=64, le=10_000_000, description="KV tokens per slot")
-    seed: int = Field(0, description="Seed of the arrival process and lengths")
+    seed: int = Field(0, ge=0, le=2**63 - 1, description="Seed of the arrival process and lengths")
     sweep: bool = Field(True, description="Also try 1-32 slots for the best count")
     kv_unified: bool = Field(False, description="llama-server --kv-unified: one KV stream for all slots")
-    kwh_price: float = Field(0.16, gt=0, lt=100, description="Electricity price [USD/kWh] for the daily running cost")
+    kwh_price: float = Field(0.16, gt=0, lt=100, allow_inf_nan=False,
+                             description="Electricity price [USD/kWh] for the daily running cost")
     macos: str = Field(DEFAULT_MACOS, description="macOS major version (default GPU limit)")
 
 
@@ -131,7 +138,13 @@ def _buy(req: BuyRequest) -> Any:
             prices=user_prices(list(req.price or []), req.prices))
     from planner.beyond import running_costs  # as buy_cmd: the running cost per Mac
 
-    return r.model_copy(update={"running_costs": running_costs(r.per_mac, req.busy_hours, req.kwh_price, req.years)})
+    r = r.model_copy(update={"running_costs": running_costs(r.per_mac, req.busy_hours, req.kwh_price, req.years)})
+    if req.clusters:
+        from .buy import cluster_options
+
+        r = r.model_copy(update={"clusters": cluster_options(req.model[0], wl, req.link, req.budget,
+                                                             req.include_discontinued, req.macos)})
+    return r
 
 
 def _serve(req: ServeQuestion) -> Any:
@@ -141,8 +154,9 @@ def _serve(req: ServeQuestion) -> Any:
 
     from .serve import _model, parse_duration, parse_rate
 
-    sr = ServeRequest(slots=req.slots, rate=parse_rate(req.rate), prompt=parse_length(req.prompt, "[[prompt]]"),
-                      gen=parse_length(req.gen, "[[gen]]"), duration=parse_duration(req.duration), seed=req.seed,
+    sr = ServeRequest(slots=req.slots, rate=parse_rate(req.rate, "[[rate]]"),
+                      prompt=parse_length(req.prompt, "[[prompt]]"), gen=parse_length(req.gen, "[[gen]]"),
+                      duration=parse_duration(req.duration, "[[duration]]"), seed=req.seed,
                       cached_prefix_share=req.cached_prefix, slot_context=req.slot_context,
                       max_ttft_p95=req.max_ttft_p95, sweep=req.sweep, trace=None, kv_unified=req.kv_unified)
     r = serve(setup(req.chip, req.gpu_cores, req.ram, _model(req.model, req.quant), req.quant, req.runtime,

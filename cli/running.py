@@ -150,4 +150,9 @@ def running_cmd(
     ports = ({k: list(v) for k, v in given.items() if v} if any(given.values())
              else {k: [v] for k, v in DEFAULT_PORTS.items()})
     r = running(ports, ram=ram, chip=chip, gpu_cores=gpu_cores, macos=macos, wired_limit_mb=wired_limit)
-    typer.echo(say(r.model_dump_json(indent=2) if json_out else render(r)))
+    if json_out:  # the contract of every --json answer: schema_version first (cli/contract.py)
+        from .contract import dumps
+
+        typer.echo(dumps(r))
+        return
+    typer.echo(say(render(r)))

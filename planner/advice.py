@@ -313,12 +313,26 @@ class Found:
 
 def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip | None = None, macos: str = profiles.DEFAULT_MACOS,
               runtimes: list[str] | None = None, quants: list[str] | None = None, wired_limit_mb: int | None = None,
-              top: int = 8, best_effort: bool = False) -> Recommendation:
+              top: int = 8, best_effort: bool = False, kv_type: str | None = None, flash_attn: bool | None = None,
+              n_ubatch: int | None = None) -> Recommendation:
     """Ranked configurations of ``model`` on one Mac for ``workload``. When none meets the targets:
-    ``best_effort`` lists the closest (targets_met False, a note says which target binds), else raises."""
+    ``best_effort`` lists the closest (targets_met False, a note says which target binds), else raises.
+    ``kv_type``: only that KV cache type, in each runtime's spelling (q8_0 / kv8), its default where the runtime has
+    none of the kind (as planner.plan answers an asked KV type); None searches every advised type. ``flash_attn`` /
+    ``n_ubatch``: llama.cpp's -fa / -ub as asked of planner.plan (None: the runtime's defaults)."""
     ctx, notes = _setup(model, ram_gb, workload, chip, macos, wired_limit_mb)
     rts = [profiles.load_runtime(r) for r in profiles.expand_runtimes(runtimes or ["llama.cpp", "mlx-lm"])]
-    found = _search(ctx, rts, quants)
+    from .plan import PlanRequest, pinned_by_name
+
+    # a name that pins a format and preset (mlx-community/<Model>-4bit, qwen3:8b-q8_0) pins the search, as in plan
+    pinned, rts, pin_notes = pinned_by_name(PlanRequest(model=model, quants=quants or None), rts)
+    quants, notes = (list(pinned.quants) if pinned.quants else None), [*notes, *pin_notes]
+    for qn in quants or []:
+        profiles.load_quant(qn)  # an unknown name: UnknownProfileError with close matches, as planner.plan
+    found = _search(ctx, rts, quants, kv_type, flash_attn, n_ubatch)
+    if quants and not found.evaluated:  # was "does not fit ... the smallest needs 0.0 GiB"
+        raise InputError(f"[[quant]] {', '.join(quants)}: not a format of {', '.join(r.id for r in rts)} "
+                         "(GGUF: Q4_K_M, Q8_0...; MLX: 4bit, 8bit-g32, mxfp4...)")
     met = bool(found.passing)
     if not met:
         notes.append(_no_answer(ctx, found, best_effort))
@@ -363,9 +377,10 @@ def _setup(model: str, ram_gb: float, wl: WorkloadProfile, chip: Chip | None, ma
                   prompt=prompt, gen=gen, want_speed=want_speed), notes
 
 
-def _search(ctx: Search, rts: list[Runtime], quants: list[str] | None) -> Found:
+def _search(ctx: Search, rts: list[Runtime], quants: list[str] | None, kv_type: str | None = None,
+            flash_attn: bool | None = None, n_ubatch: int | None = None) -> Found:
     found = Found()
-    for rt, q, mm, slots in candidates(ctx.prof, rts, quants, ctx.wl.users):
+    for rt, q, mm, slots in candidates(ctx.prof, rts, quants, ctx.wl.users, kv_type, flash_attn, n_ubatch):
         found.evaluated += 1
         key = (rt.id, q.id, mm.kv.kv_type)
         if key not in found.speed_models:
@@ -483,7 +498,7 @@ def _no_answer(ctx: Search, found: Found, best_effort: bool) -> str:
         raise TargetsUnreachableError(msg, fields={"closest": o.model_dump(mode="json")})
     raise NoFitError(f"{ctx.prof.id} does not fit in {ctx.ram_gb:g} GB for {wl.users} × {ctx.context:,} tokens with "
                      f"any runtime/quant searched: the smallest needs {(found.min_total or 0) / GiB:.1f} GiB against "
-                     f"a {ctx.wired.max_raise_bytes / GiB:.0f} GiB maximum GPU limit; try fewer [[users]], a shorter "
+                     f"a {ctx.wired.max_raise_bytes / GiB:.1f} GiB maximum GPU limit; try fewer [[users]], a shorter "
                      f"context or `plan buy`",
                      fields={"model": ctx.prof.id, "ram_gb": ctx.ram_gb, "users": wl.users, "context": ctx.context,
                              "smallest_memory_bytes": found.min_total,

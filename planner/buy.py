@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 from . import capacity, fanless, profiles
 from ._model import Frozen
 from .advice import KV_RANK, TIER_RANK, QualityNote, quality_of
+from .cluster.results import ClusterCandidate
 from .errors import BudgetError, InputError, PlannerError  # noqa: F401  (BudgetError re-exported)
 from .memory import MemoryModel
 from .power import RunningCost
@@ -134,6 +135,9 @@ class BuyResult(BaseModel):
     notes: list[str] = Field(default_factory=list)
     running_costs: list[RunningCost] = Field(default_factory=list, description="Energy per day and total cost of "
                                              "ownership per Mac (electricity price, busy hours and years of the question)")
+    clusters: list[ClusterCandidate] = Field(default_factory=list, description="With clusters asked for: 2-4 "
+                                             "identical linked Macs that hold the first model together (mlx "
+                                             "pipeline over the link), cheapest first")
 
     def speed(self, row: BuyRow) -> float | None:
         v: float | None = getattr(row, self.speed_axis)

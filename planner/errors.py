@@ -80,6 +80,13 @@ class UnknownProfileError(PlannerError, KeyError):
     def __str__(self) -> str:  # KeyError would quote the message; "unknown model 'x'", not "unknown model model 'x'"
         return render(re.sub(r"^(unknown [^\[]*?)\[\[[a-z_]+\]\] ", r"\1", self.template))
 
+    def message(self, names: Mapping[str, str] | Callable[[str], str] | None = None) -> str:
+        """As PlannerError.message, but an input spelled as the kind itself (the agents' ``model`` argument) is
+        said once: "unknown model 'x'", not "unknown model model 'x'"."""
+        out = super().message(names)
+        doubled = f"unknown {self.kind} {self.kind} "
+        return out.replace(doubled, f"unknown {self.kind} ", 1) if out.startswith(doubled) else out
+
 
 class ProfileError(PlannerError):
     """A profile or config file that does not validate."""

@@ -354,6 +354,10 @@ def plan_finetune(req: FinetuneRequest) -> FinetunePlan:
                          "or [[fine_tune_type]] lora (QLoRA)")
 
     pad, mean_pad, assumption = padded_lengths(req)
+    most = model.config.max_position_embeddings
+    if pad > most:  # the other commands cap a context there; a training run is sized as asked, and said
+        notes.append(f"batches of {pad:,} tokens are over {model.name}'s {most:,}-token context: the model is "
+                     f"trained past the positions it was pretrained on; [[seq_len]] {most} keeps within them")
 
     def option(ftt: str, ckpt: bool, f: QuantFormat = fmt) -> FinetuneOption:
         mem = peak_memory(model, f, req, layers, fine_tune_type=ftt, checkpoint=ckpt, batch=req.batch,
@@ -416,6 +420,11 @@ def _way_out(chosen: FinetuneOption, alts: list[FinetuneOption], max_batch: int,
     msg = f"does not fit comfortably ({chosen.fit.reason})"
     if ways:
         msg += "; it would with " + " or ".join(ways)
-    else:
-        msg += "; try fewer [[num_layers]], a smaller rank, a 4-bit base, or a Mac with more memory"
+    else:  # only what is not already so: a 4-bit base was suggested to a run on a 4-bit base
+        tips = ["fewer [[num_layers]]", "a smaller rank" if req.fine_tune_type != "full" else "LoRA "
+                "([[fine_tune_type]] lora)"]
+        bits = profiles.load_quant(req.quant, "mlx").bits
+        if req.fine_tune_type != "full" and (bits is None or bits > 4):
+            tips.append("a 4-bit base ([[quant]] 4bit)")
+        msg += f"; try {', '.join(tips)}, or a Mac with more memory"
     return msg

@@ -247,10 +247,12 @@ def _may_hold_secret(text: str) -> bool:
 
 def redact_urls(text: str) -> str:
     """Every URL in ``text`` without its credentials: ``http://user:pw@host`` -> ``http://***@host``, ``?token=x``
-    -> ``?token=***`` (and api_key, signature, password, ... parameters). The expressions are compiled only for
-    text they can match (a '://', a parameter's '=')."""
+    -> ``?token=***`` (and api_key, signature, password, ... parameters), a Hugging Face token ``hf_...`` ->
+    ``hf_***``. The expressions are compiled only for text they can match (a '://', an 'hf_', a parameter's '=')."""
     if "://" in text:
         text = re.sub(_USERINFO, r"\1***@", text)
+    if "hf_" in text:  # a Hugging Face access token pasted where a name goes: hf_ + 34 letters and digits
+        text = re.sub(r"\bhf_[A-Za-z0-9]{30,}", "hf_***", text)
     return re.sub(_SECRET_PARAM, r"\1***", text) if _may_hold_secret(text) else text
 
 

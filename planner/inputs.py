@@ -24,7 +24,8 @@ KEYS: dict[str, str] = {
     # the runtime
     "runtime": "runtime(s)", "quant": "quantization(s)", "kv_type": "KV cache type", "flash_attn": "flash attention on",
     "no_flash_attn": "flash attention off", "app_version": "Ollama / LM Studio version", "guardrail": "LM Studio guardrail",
-    "draft_model": "speculative draft model", "draft_acceptance": "draft acceptance rate", "images": "images per request",
+    "draft_model": "speculative draft model", "draft_acceptance": "draft acceptance rate",
+    "draft_tokens": "tokens drafted per step", "images": "images per request",
     "image_size": "image size [px]",
     # the workload
     "context": "context per user [tokens]", "users": "concurrent users", "prompt": "prompt length [tokens]",
@@ -42,7 +43,7 @@ KEYS: dict[str, str] = {
     "years": "years of ownership", "all": "every configuration",
     # serve
     "slots": "server slots", "rate": "request rate", "duration": "simulated duration", "slot_context": "context per slot",
-    "trace": "request trace CSV",
+    "trace": "request trace CSV", "kv_unified": "one KV stream for every server slot",
     # cluster
     "macs": "Macs of the cluster", "link": "interconnect", "engine": "cluster engine", "mode": "split mode",
     # finetune

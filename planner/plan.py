@@ -70,7 +70,7 @@ class PlanRequest(BaseModel):
     image_size: str | None = Field(None, description="Image size WxH in pixels where the model's token count depends "
                                    "on it (default 1024x1024)")
     draft_model: str | None = Field(None, description="Draft model for speculative decoding (catalog id, same tokenizer)")
-    draft_acceptance: float | None = Field(None, gt=0, lt=1, description="Per-token acceptance of the draft (default: "
+    draft_acceptance: float | None = Field(None, gt=0, lt=1, allow_inf_nan=False, description="Per-token acceptance of the draft (default: "
                                            "the documented rate of the pair, else 0.6)")
     draft_tokens: int | None = Field(None, gt=0, le=64, description="Tokens drafted per step (default 3)")
     app_version: str | None = Field(None, description="Ollama / LM Studio version, for its defaults (default: current)")

@@ -25,17 +25,20 @@ def predict_result(chip: str, gpu_cores: int | None, ram: float | None, model: s
     assert c is not None  # a chip name was given
     rt = profiles.load_runtime(runtime)
     m = profiles.load_model(model)
-    q, quant_note = _quant(quant, rt) if quant is not None else _default_quant(m, rt)
+    q, quant_note = pick_quant(quant, model, m, rt)
     if batch < 1 or min(prompt, gen, depth) < 0:
         raise InputError("[[batch]] must be ≥ 1 and [[prompt]]/[[gen]]/[[depth]] ≥ 0")
     mm = memory_model(m, rt, q, profiles.ggml_types(), kv_type=kv_type, flash_attn=flash_attn, n_ubatch=ubatch)
     cached = cached_tokens(prompt, check_cached_prefix(cached_prefix), rt)
     est = tp.predict(mm, c, profiles.load_speed_constants(c, rt.id), q.kind, q.mode, prompt - cached, gen,
                      depth + cached, batch, reference_chips=profiles.all_chips())
-    lead = [n for n in (chip_note, quant_note) if n]
+    context = max(depth + prompt + gen, 1)
+    most = m.config.max_position_embeddings
+    over = (f"[[depth]] + [[prompt]] + [[gen]] = {context:,} tokens, over {m.id}'s {most:,}-token context: "
+            "llama-server caps a request at that context, and past it the model runs beyond its training" if context > most else None)
+    lead = [n for n in (chip_note, quant_note, over) if n]
     if lead:
         est = est.model_copy(update={"notes": [*lead, *est.notes]})
-    context = max(depth + prompt + gen, 1)
     mem = mm.estimate(context, batch)
     wired = capacity.wired_limit(ram_gb, profiles.load_macos(macos))
     verdict = capacity.fit(mem.total, mm.weights.total_bytes, wired, rt)
@@ -55,6 +58,19 @@ def predict_result(chip: str, gpu_cores: int | None, ram: float | None, model: s
 # Without a quantization: the 4-bit class, the most common download of a local model (Ollama's library tags and
 # mlx-community's default conversions), or the format the checkpoint itself ships in (gpt-oss's MXFP4 experts).
 DEFAULT_QUANT = {"gguf": "Q4_K_M", "mlx": "4bit"}
+
+
+def pick_quant(quant: str | None, name: str, model: ModelProfile, rt: Runtime) -> tuple[QuantFormat, str | None]:
+    """-> (quant, note): the asked one; else the preset the typed model name pins (``qwen3:8b-q8_0``,
+    ``mlx-community/Qwen3-8B-4bit``: profiles.parse_name, as planner.plan.pinned_by_name), in this runtime's format;
+    else the default (:func:`_default_quant`)."""
+    if quant is not None:
+        return _quant(quant, rt)
+    named = profiles.parse_name(name).quant
+    if named is None:
+        return _default_quant(model, rt)
+    q, note = _quant(named, rt)
+    return q, note or f"quant {q.id} from the name {name} (give [[quant]] for another)"
 
 
 def _default_quant(model: ModelProfile, rt: Runtime) -> tuple[QuantFormat, str]:

@@ -395,6 +395,8 @@ def parse_name(name: str) -> NameSpec:
     if ("/" in s or hf) and ":" in s.rsplit("/", 1)[-1]:
         s, tag = s.rsplit(":", 1)  # Ollama's hf.co/<org>/<repo>:<quant>, or <org>/<repo>-GGUF:<quant>
     cands = [name.strip(), s]
+    if tag is None and "/" not in s and s.lower().endswith(":latest"):
+        cands.append(s[:-len(":latest")])  # `ollama list` shows glm-4.7-flash:latest for glm-4.7-flash
     fmt, quant, notes, bare = _repo_format(s, hf and tag is not None)
     cands.append(bare or "")
     if tag is not None and tag.lower() != "latest" and fmt == "gguf":  # Ollama's "latest" names no quant

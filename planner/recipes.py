@@ -75,7 +75,8 @@ def _llama_server(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit
     ctx_total = pad_to(context * slots, rt.ctx_pad)
     kv = mm.kv.kv_type
     name = (model.hf_repo or model.id).split("/")[-1]
-    cmd = (f"llama-server -m {name}-{q.id}.gguf -c {ctx_total} -np {slots} -fa on -ctk {kv} -ctv {kv} "
+    fa = "on" if mm.flash_attn else "off"  # common/arg.cpp -fa [on|off|auto]
+    cmd = (f"llama-server -m {name}-{q.id}.gguf -c {ctx_total} -np {slots} -fa {fa} -ctk {kv} -ctv {kv} "
            f"-ub {mm.n_ubatch} -ngl 99")
     notes = [f"-c is the total over slots: {slots} × {context:,} tokens (llama-server splits it per -np slot)"]
     if mm.images:

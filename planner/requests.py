@@ -91,10 +91,13 @@ class BuyRequest(_Targets):
     all_rows: bool = Field(False, description="List the best configuration of every Mac")
     clusters: bool = Field(False, description="Also set 2-4 identical linked Macs against one larger Mac")
     link: str = Field("tb5", description="Interconnect of the clusters: tb5, tb4, 10gbe")
-    kwh_price: float = Field(0.16, gt=0, lt=100, description="Electricity price [USD/kWh] for the running cost "
+    kwh_price: float = Field(0.16, gt=0, lt=100, allow_inf_nan=False,
+                             description="Electricity price [USD/kWh] for the running cost "
                              "(default: the 2023 US residential average, 16 ¢/kWh, EIA)")
-    busy_hours: float = Field(8.0, ge=0, le=24, description="Hours a day the Mac generates (running cost)")
-    years: float | None = Field(None, gt=0, le=20, description="Rank by total cost of ownership over this many "
+    busy_hours: float = Field(8.0, ge=0, le=24, allow_inf_nan=False,
+                              description="Hours a day the Mac generates (running cost)")
+    years: float | None = Field(None, gt=0, le=20, allow_inf_nan=False,
+                                description="Rank by total cost of ownership over this many "
                                 "years: price + energy")
 
 
@@ -105,7 +108,7 @@ class ClusterRequest(BaseModel):
     link: str = Field("tb5", description="Interconnect: tb5, tb4, 10gbe, 2.5gbe (profiles/links)")
     engine: str = Field("mlx", description="mlx, llama.cpp-rpc or exo")
     mode: str = Field("pipeline", description="pipeline (layers split) or tensor (matmuls split)")
-    quant: str | None = Field(None, description="Default mlx-4bit-g64 (mlx/exo) or Q4_K_M (llama.cpp)")
+    quant: str | None = Field(None, description="Default: the checkpoint's own format (gpt-oss: MXFP4), else mlx-4bit-g64 (mlx/exo) or Q4_K_M (llama.cpp)")
     context: int = Field(8192, description="Context per sequence [tokens]")
     users: int = Field(1, description="Concurrent sequences")
     prompt: PromptPoint = 1024

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from . import profiles
 from .errors import InputError, PlannerError
-from .memory import MemoryModel, check_kv_type, kv_layout, memory_model
+from .memory import MemoryModel, check_kv_type, kv_alias, kv_layout, memory_model
 from .plan import default_quants
 from .results import Speed as Speed  # re-exported: planner.search.Speed
 from .schema import Chip, ModelProfile, QuantFormat, Runtime
@@ -107,11 +107,12 @@ def speed_at(rf: Roofline, prompt: int, gen: int, slots: int, users: int, stagge
 
 # --------------------------------------------------------------------------- memory helpers
 @functools.lru_cache(maxsize=4096)  # a catalog sweep (plan models) touches ~300
-def base_memory_model(model_id: str, runtime_id: str, quant_id: str) -> MemoryModel:
+def base_memory_model(model_id: str, runtime_id: str, quant_id: str, flash_attn: bool | None = None,
+                      n_ubatch: int | None = None) -> MemoryModel:
     model = profiles.load_model(model_id)
     rt = profiles.load_runtime(runtime_id)
     q = profiles.load_quant(quant_id, rt.weight_format)
-    return memory_model(model, rt, q, profiles.ggml_types())
+    return memory_model(model, rt, q, profiles.ggml_types(), flash_attn=flash_attn, n_ubatch=n_ubatch)
 
 
 def with_kv(mm: MemoryModel, kv_type: str) -> MemoryModel | None:
@@ -155,12 +156,19 @@ def slot_choices(rt: Runtime, mm: MemoryModel, users: int) -> list[int]:
 
 
 def candidates(model: ModelProfile, runtimes: list[Runtime], quants: list[str] | None,
-               users: int) -> Iterator[tuple[Runtime, QuantFormat, MemoryModel, int]]:
-    """Every (runtime, quant, memory model with its KV type, slots) that recommend evaluates, in search order."""
+               users: int, kv_type: str | None = None, flash_attn: bool | None = None,
+               n_ubatch: int | None = None) -> Iterator[tuple[Runtime, QuantFormat, MemoryModel, int]]:
+    """Every (runtime, quant, memory model with its KV type, slots) that recommend evaluates, in search order;
+    ``kv_type`` pins the KV type (the runtime's spelling of it, else its default, as planner.plan does);
+    ``flash_attn`` / ``n_ubatch``: llama.cpp's -fa / -ub (None: the runtime's defaults)."""
     for rt in runtimes:
+        kvs = rt.advised_kv_types
+        if kv_type is not None:
+            own = kv_alias(kv_type, rt)
+            kvs = [own if own in rt.kv_types else rt.default_kv_type]
         for q in quants_for(model, rt, quants):
-            base = base_memory_model(model.id, rt.id, q.id)
-            for kv in rt.advised_kv_types:
+            base = base_memory_model(model.id, rt.id, q.id, flash_attn, n_ubatch)
+            for kv in kvs:
                 mm = with_kv(base, kv)
                 if mm is None:
                     continue

@@ -19,7 +19,7 @@ from .deployment import resolve_mac
 from .engines import engines
 from .errors import InputError, NoFitError, PlannerError
 from .memory import MemoryModel, memory_model
-from .predict import _quant
+from .predict import _default_quant, _quant, pick_quant
 from .results import WiredLimit
 from .schema import QuantFormat, ResolvedFiles, Runtime
 from .serve import Scheduler, StepModel, Trace, simulate
@@ -221,8 +221,11 @@ def setup(chip: str, gpu_cores: int | None, ram: float | None, model: str | Reso
                          "(mlx-lm); give one of those")
     resolved = None if isinstance(model, str) else model
     m = profiles.load_model(model) if isinstance(model, str) else model.profile
-    q, quant_note = _quant(quant or _file_quant(resolved, rt) or ("Q4_K_M" if rt.weight_format == "gguf" else "4bit"),
-                           rt)
+    asked = quant or _file_quant(resolved, rt)
+    # without one: the rule of `plan predict` (the checkpoint's own format, else the 4-bit download), so both
+    # commands answer the same model with the same weights (gpt-oss: MXFP4_MOE, not Q4_K_M)
+    q, quant_note = (_quant(asked, rt) if asked else pick_quant(None, model, m, rt) if isinstance(model, str)
+                     else _default_quant(m, rt))
     mm = _exact_weights(memory_model(m, rt, q, profiles.ggml_types()), q, rt, resolved)
     rf = tp.roofline_for(mm, c, profiles.load_speed_constants(c, rt.id), tp.geometry(mm, q.kind, q.mode),
                          profiles.all_chips())
@@ -287,12 +290,17 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
     """Simulate the requested configuration, then the saturation rate, the target search and the slot sweep."""
     if r.slots < 1 or not (0 < r.rate < math.inf) or not (0 < r.duration < math.inf):
         raise InputError("[[slots]], [[rate]] and [[duration]] must be positive and finite")
+    if r.kv_unified and not s.mm.engine.kv_unified_option:  # was ignored
+        raise InputError(f"[[kv_unified]] is llama-server's (llama.cpp); {s.mm.engine.server} keeps a KV cache per "
+                         "sequence: drop it or choose [[runtime]] llama.cpp")
     notes = list(s.names["notes"])
     ctx = r.slot_context or default_slot_context(r.prompt, r.gen, s.names["max_context"])
     slots = r.slots
     most = s.most_slots(ctx)
+    max_ctx = s.names["max_context"]
     if most < 1:
         longest = _longest_slot(s, ctx)
+        longest = None if longest is None else min(longest, max_ctx)  # a longer slot is capped at the model's
         shorter = f"a [[slot_context]] of at most {longest}" if longest else "a shorter [[slot_context]]"
         raise NoFitError(f"[[ram]] {s.names['ram_gb']:g}: {s.names['model']} with one {ctx}-token slot does not fit "
                          f"under the GPU limit; pick more RAM, a smaller [[quant]] or {shorter}",
@@ -303,11 +311,21 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
         notes.append(f"{slots} slots of {ctx} tokens do not fit under the {s.wired.effective_bytes / 2**30:.1f} GiB "
                      f"GPU limit: simulated with {most}, the most that fit")
         slots = most
+    usable = ctx
+    if ctx > max_ctx:
+        # llama-server allocates the KV cache for the whole slot but caps what a request may use at the model's
+        # training context (tools/server/server-context.cpp n_ctx_slot(): min(n_ctx_seq, n_ctx_train))
+        caps = s.mm.engine.refuses_long_prompts
+        usable = max_ctx if caps else ctx
+        notes.append(f"[[slot_context]] {ctx:,} is over {s.names['model']}'s {max_ctx:,}-token context: "
+                     + (f"{s.mm.engine.server} still allocates the whole slot but caps each request at {max_ctx:,} "
+                        f"tokens; a [[slot_context]] of {max_ctx:,} holds the same requests in less memory" if caps
+                        else "past it the model runs beyond its training"))
     arrival, prompt, gen, duration = _arrivals(r, np.random.default_rng(r.seed), notes)
-    rq, clipped = make_requests(arrival, prompt, gen, r.cached_prefix_share, ctx)
+    rq, clipped = make_requests(arrival, prompt, gen, r.cached_prefix_share, usable)
     if clipped:
         refuse = "llama-server refuses them" if s.mm.engine.refuses_long_prompts else "they would not fit the slot's memory"
-        notes.append(f"{clipped} of {len(arrival)} prompts exceed the {ctx}-token slot and were cut to fit "
+        notes.append(f"{clipped} of {len(arrival)} prompts exceed the {usable}-token slot and were cut to fit "
                      f"({refuse}; raise [[slot_context]])")
     steps = StepModel(s.rf, ctx)
     if not steps.host and s.mm.engine.host_step:

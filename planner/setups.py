@@ -24,6 +24,9 @@ def with_images(req: PlanRequest, model: ModelProfile) -> tuple[PlanRequest, lis
     only), and the projector is counted. Without images: the runtimes asked for, no projector."""
     names = profiles.expand_runtimes(req.runtimes)
     _check_app_flags(req, names)
+    if req.draft_model is None and (req.draft_acceptance is not None or req.draft_tokens is not None):
+        given = "[[draft_acceptance]]" if req.draft_acceptance is not None else "[[draft_tokens]]"
+        raise InputError(f"{given} needs [[draft_model]] (the draft that speculates for the model)")  # was ignored
     if not req.images:
         if req.image_size is not None:
             raise InputError("[[image_size]] needs [[images]] N (images per request)")

@@ -246,8 +246,10 @@ def parse_length(text: str | int, flag: str) -> Length:
     except (ValueError, KeyError, OverflowError) as e:  # int(float('inf')) is an OverflowError
         # a Length rule (p90 below p50, a weight of 0...) says what is wrong; a parse error names its kind
         why = (str(e.errors()[0]["msg"]).removeprefix("Value error, ") if isinstance(e, ValidationError)
-               else e.__class__.__name__)
-        raise InputError(f"{flag} {text!r}: give tokens (12000), a distribution (1024:0.6,8192:0.4) or "
+               else "not a finite number" if isinstance(e, OverflowError) or "nan" in text.lower()
+               else "give both p50= and p90=" if isinstance(e, KeyError) else "not a number")
+        shown = text if len(text) <= 80 else text[:60] + "..."  # never echo a 5000-char argument back
+        raise InputError(f"{flag} {shown!r}: give tokens (12000), a distribution (1024:0.6,8192:0.4) or "
                          f"p50=...,p90=... ({why})") from None
 
 

@@ -170,8 +170,8 @@ def resolve_model(spec: str, file: str | None = None, quant: str | None = None) 
         p = Path(spec).expanduser()
     except RuntimeError:  # '~nosuchuser/x': no such home directory
         p = Path(spec)
-    if spec.lower().endswith(".gguf"):
-        if not _safe(Path.exists, p) or _safe(Path.is_dir, p):
+    if spec.lower().endswith(".gguf") and not _safe(Path.is_dir, p):  # a folder named *.gguf is read as a folder
+        if not _safe(Path.exists, p):
             raise SourceError(f"{spec}: no such GGUF file; check the path")
         return resolve_gguf(p, quant)
     if _safe(Path.is_dir, p):
@@ -189,6 +189,8 @@ def resolve_model(spec: str, file: str | None = None, quant: str | None = None) 
     try:
         return ResolvedModel(profile=profiles.load_model(spec), source="catalog")
     except UnknownProfileError:
+        if _safe(Path.is_file, p):
+            return _other_file(p, spec, quant)
         repo, tag = hub_repo_of(spec)
         if repo is None:
             raise
@@ -205,6 +207,24 @@ def hub_repo_of(spec: str) -> tuple[str | None, str | None]:
     if "/" in s and ":" in s.rsplit("/", 1)[-1]:
         s, tag = s.rsplit(":", 1)
     return (s, tag or None) if REPO_RE.match(s) else (None, None)
+
+
+def _other_file(p: Path, spec: str, quant: str | None) -> ResolvedModel:
+    """A file named other than *.gguf: a GGUF by its magic (Ollama keeps its models as blobs/sha256-<hex>), else
+    not a model."""
+    if _gguf_magic(p):
+        return resolve_gguf(p, quant)
+    raise SourceError(f"{spec}: not a GGUF file (it does not start with the GGUF magic) nor a model folder; "
+                      "give a .gguf file, a folder with config.json, or a catalog id (plan models)") from None
+
+
+def _gguf_magic(p: Path) -> bool:
+    """The file starts with b"GGUF" (ggml/include/gguf.h GGUF_MAGIC); False when it cannot be read."""
+    try:
+        with p.open("rb") as f:
+            return f.read(4) == b"GGUF"
+    except OSError:
+        return False
 
 
 def _safe(check, p: Path) -> bool:

@@ -68,3 +68,74 @@ def test_a_cluster_that_does_not_fit_prints_no_speed_and_the_ways_out(capsys):
     assert code == 0, err
     assert "tok/s per user" not in out and "Cluster: does not fit" in out
     assert "a smaller quant" in out and "(3 in all)" in out
+
+
+@pytest.mark.parametrize("engine", ["mlx", "llama.cpp-rpc"])
+def test_without_a_quant_a_cluster_serves_the_quant_predict_answers(capsys, engine):
+    """gpt-oss ships its experts in MXFP4 (profile native_quant): `plan predict` and `plan serve` answer that format
+    without --quant; `plan cluster` took mlx-4bit-g64 / Q4_K_M, another model size for the same question."""
+    from planner import profiles
+
+    m = profiles.load_model("gpt-oss-120b")
+    fmt, runtime = ("mlx", "mlx-lm") if engine == "mlx" else ("gguf", "llama.cpp")
+    code, out, err = run(capsys, "--model", "gpt-oss-120b", "--macs", "2x Mac Studio M4 Max 128GB", "--engine", engine,
+                         "--json")
+    assert code == 0, err
+    code2 = main(["predict", "--model", "gpt-oss-120b", "--chip", "M4 Max", "--ram", "128", "--runtime", runtime,
+                  "--json"])
+    pr = json.loads(capsys.readouterr().out)
+    assert code2 == 0 and json.loads(out)["plan"]["quant"] == pr["quant"] == m.native_quant.preset_for(fmt)
+
+
+def test_rdma_needs_the_links_macos(capsys):
+    """tb5's RDMA needs macOS 26.2+ (profiles/links/tb5.yaml min_macos, Apple TN3205): under --macos 15 the Macs talk
+    TCP (ring) at the link's TCP rate, and the answer says why; under 26, JACCL."""
+    from planner.cluster.links import load_link
+
+    tb5 = load_link("tb5")
+    got = {}
+    for macos in ("15", "26"):
+        code, out, err = run(capsys, "--model", "llama-3.3-70b", "--macs", "2x Mac Studio M4 Max 64GB", "--macos", macos,
+                             "--json")
+        assert code == 0, err
+        got[macos] = json.loads(out)["plan"]
+    assert got["26"]["transport"]["backend"] == "jaccl"
+    assert got["15"]["transport"]["backend"] == "ring" and got["15"]["transport"]["bytes_s"] == tb5.achieved_bytes_s
+    assert any("needs macOS 26.2" in n for n in got["15"]["notes"])
+    assert got["15"]["speed"]["decode_tok_s_per_user"] < got["26"]["speed"]["decode_tok_s_per_user"]
+
+
+def test_a_context_over_the_models_is_capped_as_every_command_caps_it(capsys):
+    """kimi-k2 holds 131,072 tokens (config max_position_embeddings): `plan` and `plan recommend` cap a longer
+    --context at it and say so; `plan cluster` sized the KV cache of 10,000,000 tokens."""
+    from planner import profiles
+
+    n = profiles.load_model("kimi-k2").config.max_position_embeddings
+    macs = ["--model", "kimi-k2", "--macs", "4x Mac Studio M3 Ultra 512GB", "--json"]
+    code, out, err = run(capsys, *macs, "--context", "10000000")
+    assert code == 0, err
+    capped = json.loads(out)["plan"]
+    code, out, err = run(capsys, *macs, "--context", str(n))
+    asked = json.loads(out)["plan"]
+    assert capped["context"] == n and any(f"capped at the model's {n:,}" in x for x in capped["notes"])
+    assert [s["kv_bytes"] for s in capped["nodes"]] == [s["kv_bytes"] for s in asked["nodes"]]
+
+
+@pytest.mark.parametrize("model", ["gemma-4-31b", "qwen3-4b", "llama-3.1-8b"])
+@pytest.mark.parametrize("engine, runtime, quant", [("mlx", "mlx-lm", "mlx-4bit-g64"),
+                                                    ("llama.cpp-rpc", "llama.cpp", "Q4_K_M")])
+def test_a_cluster_of_one_mac_holds_what_plan_says_that_mac_holds(capsys, model, engine, runtime, quant):
+    """A tied embedding (gemma-4-31b, qwen3-4b: tie_word_embeddings) is one tensor that serves as the input
+    embedding and the head: `plan cluster` stored it twice, 1.16 GB more than `plan` for gemma-4-31b Q4_K_M on the
+    same Mac; an untied model (llama-3.1-8b) agreed already."""
+    from planner import profiles
+
+    assert profiles.load_model(model).config.tie_word_embeddings == (model != "llama-3.1-8b")
+    code, out, err = run(capsys, "--model", model, "--macs", "1x Mac Studio M4 Max 128GB", "--engine", engine,
+                         "--quant", quant, "--json")
+    assert code == 0, err
+    (node,) = json.loads(out)["plan"]["nodes"]
+    assert main(["--model", model, "--chip", "M4 Max", "--gpu-cores", "40", "--ram", "128", "--runtime", runtime,
+                 "--quant", quant, "--json"]) == 0
+    (o,) = json.loads(capsys.readouterr().out)["options"]
+    assert node["weights_bytes"] == o["memory"]["weights"] and node["total_bytes"] == o["memory"]["total"]

@@ -77,6 +77,23 @@ def test_draft_with_another_tokenizer_is_refused():
         draft_plan(mm, mm.total(4096), "qwen3-0.6b", wired, 4096, 1)
 
 
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_a_non_finite_draft_acceptance_is_said_to_be_one(bad):
+    # NaN failed only `< 1` and was told "Input should be less than 1"
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="finite number"):
+        PlanRequest(model="qwen3-8b", ram=64, draft_model="qwen3-0.6b", draft_acceptance=bad)
+
+
+@pytest.mark.parametrize("given", [{"draft_tokens": 5}, {"draft_acceptance": 0.5}])
+def test_draft_settings_without_a_draft_are_refused_not_ignored(given):
+    # `plan --draft-tokens 5` with no --draft-model answered as if it were not given (as --image-size without --images
+    # is refused)
+    with pytest.raises(InputError, match=r"needs \[\[draft_model\]\]|needs draft_model"):
+        plan(PlanRequest(model="qwen3-8b", ram=64, **given))
+
+
 def test_plan_with_draft_has_recipes_for_both_runtimes():
     p = plan(PlanRequest(model="llama-3.3-70b", chip="M3 Max", gpu_cores=40, ram=64, quants=["Q4_K_M", "4bit"],
                          draft_model="llama-3.1-8b"))

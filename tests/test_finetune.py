@@ -75,6 +75,26 @@ def test_best_effort_when_it_does_not_fit():
     assert any("it would with" in n or "try fewer" in n for n in p.notes)
 
 
+@pytest.mark.parametrize("quant, kind, four_bit", [("4bit", "lora", False), ("8bit", "lora", True),
+                                                   ("bf16", "lora", True), ("bf16", "full", False)])
+def test_a_no_fit_suggests_only_what_the_run_is_not_already(quant, kind, four_bit):
+    # a 35B on an 8 GB Mac fits in no batch or length: the tips said "a 4-bit base" to a run on a 4-bit base and
+    # "a smaller rank" to a full fine-tune (no rank)
+    p = ft.plan_finetune(_req(model="qwen3.6-35b-a3b", ram_gb=8, chip=None, gpu_cores=None, quant=quant,
+                              fine_tune_type=kind))
+    (tip,) = [n for n in p.notes if "try fewer" in n]
+    assert ("4-bit base" in tip) == four_bit
+    assert ("smaller rank" in tip) == (kind != "full") and ("lora" in tip) == (kind == "full")
+
+
+def test_a_sequence_over_the_models_context_is_said():
+    # llama-3.1-8b holds 131,072 tokens: --max-seq-length 200000 was sized without a word
+    n = profiles.load_model("llama-3.1-8b").config.max_position_embeddings
+    over = ft.plan_finetune(_req(seq_len=n + 1, batch=1))
+    assert any(f"{n + 1:,} tokens are over" in x and f"{n:,}-token context" in x for x in over.notes)
+    assert not any("-token context" in x for x in ft.plan_finetune(_req(seq_len=n, batch=1)).notes)
+
+
 def test_full_finetune_needs_unquantized_weights():
     with pytest.raises(Exception, match="full fine-tuning needs unquantized weights"):
         ft.plan_finetune(_req(fine_tune_type="full"))

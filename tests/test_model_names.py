@@ -51,6 +51,14 @@ def test_ollama_latest_tag_names_no_preset():
     assert (spec.weight_format, spec.quant, spec.notes) == ("gguf", None, [])
 
 
+def test_an_ollama_latest_tag_is_the_name_without_it():
+    # `ollama list` shows every model with its tag (glm-4.7-flash:latest): pasted, it names the same model
+    assert P.load_model("glm-4.7-flash:latest").id == P.load_model("glm-4.7-flash").id == "glm-4.7-flash"
+    assert P.load_model("gpt-oss:latest").id == P.load_model("gpt-oss").id
+    with pytest.raises(UnknownProfileError):  # a bare Ollama family name stays unknown with or without :latest
+        P.load_model("gemma4:latest")
+
+
 def test_a_dated_ollama_tag_with_a_quant_lands_on_the_dated_profile():
     assert P.load_model("qwen3:30b-a3b-instruct-2507-q4_K_M").id == "qwen3-30b-a3b-instruct-2507"
     assert P.parse_name("qwen3:30b-a3b-instruct-2507-q4_K_M").quant == "Q4_K_M"

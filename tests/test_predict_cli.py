@@ -202,3 +202,29 @@ def test_a_missing_option_points_to_the_subcommands_own_help(capsys):
     code, out, err = run(capsys, ["--model", "qwen3-8b"])
     assert code == 2
     assert err.count("\n") == 1 and "--chip" in err and "plan predict --help" in err
+
+
+def test_a_request_over_the_models_context_is_said(capsys):
+    """qwen3-8b holds 40,960 tokens (config max_position_embeddings): a longer depth + prompt + gen is still timed,
+    but the answer says it is over the model's context; one within it says nothing of the kind."""
+    n = profiles.load_model("qwen3-8b").config.max_position_embeddings
+    base = ["--chip", "M4 Max", "--ram", "128", "--model", "qwen3-8b", "--gen", "100"]
+    over = _predict_json(capsys, *base, "--prompt", str(n), "--depth", "1000")
+    assert any(f"{n + 1100:,} tokens, over qwen3-8b's {n:,}-token context" in x for x in over["notes"])
+    within = _predict_json(capsys, *base, "--prompt", str(n - 100))
+    assert not any("-token context" in x for x in within["notes"])
+
+
+@pytest.mark.parametrize("name, runtime, quant", [("qwen3:8b-q8_0", "llama.cpp", "Q8_0"),
+                                                  ("hf.co/Qwen/Qwen3-8B-GGUF:Q6_K", "llama.cpp", "Q6_K"),
+                                                  ("mlx-community/Qwen3-8B-8bit", "mlx-lm", "mlx-8bit-g64")])
+def test_a_name_that_pins_a_quant_is_answered_at_it_as_plan_does(capsys, name, runtime, quant):
+    """`plan --model qwen3:8b-q8_0` plans Q8_0 (planner.plan.pinned_by_name); predict and serve answered Q4_K_M for
+    the same typed name."""
+    r = _predict_json(capsys, "--chip", "M4 Max", "--ram", "64", "--model", name, "--runtime", runtime)
+    assert r["quant"] == quant and any(f"from the name {name}" in n for n in r["notes"])
+    code = main(["serve", "--model", name, "--chip", "M4 Max", "--ram", "64", "--runtime", runtime, "--rate", "1/min",
+                 "--duration", "10min", "--no-sweep", "--json"])
+    assert code == 0 and json.loads(capsys.readouterr().out)["quant"] == quant
+    assert main(["--model", name, "--ram", "64", "--runtime", runtime, "--json"]) == 0
+    assert {o["quant"] for o in json.loads(capsys.readouterr().out)["options"]} == {quant}

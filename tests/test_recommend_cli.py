@@ -96,6 +96,39 @@ def test_buy_sets_clusters_against_one_mac(capsys):
         assert float(r[2]) <= single * 1.05, r
 
 
+def test_buy_clusters_are_in_the_json_answer_and_the_agents_answer(capsys):
+    # `plan buy --clusters --json` (and the agents' buy with clusters) dropped the clusters the text lists: the JSON
+    # carries the same candidates, cheapest first, the text's first row among them
+    from cli.questions import answer
+
+    argv = ["buy", "--model", "deepseek-v3", "--min-tok-s", "5", "--max-ttft", "120", "--clusters"]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert main([*argv, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)["clusters"]
+    assert got and [c["price_usd"] for c in got] == sorted(c["price_usd"] for c in got)
+    first = got[0]
+    assert f"${first['price_usd']:,.0f}  {first['macs']}" in text
+    agents = answer("buy", {"model": ["deepseek-v3"], "min_tok_s": 5, "max_ttft": 120, "clusters": True})
+    assert agents["clusters"] == got
+    assert main(argv[:-1] + ["--json"]) == 0 and json.loads(capsys.readouterr().out)["clusters"] == []
+
+
+def test_recommend_honours_a_name_that_pins_format_and_quant_as_plan_does(capsys):
+    # `plan --model qwen3:8b-q8_0` opens with llama.cpp Q8_0 (the name pins GGUF Q8_0); `plan recommend` with the
+    # same name searched every runtime and quant and ranked llama.cpp Q5_K_M first
+    for name, runtime, quant in (("qwen3:8b-q8_0", "llama.cpp", "Q8_0"),
+                                 ("mlx-community/Qwen3-8B-4bit", "mlx-lm", "mlx-4bit-g64")):
+        argv = ["--model", name, "--chip", "M4 Max", "--ram", "64", "--json"]
+        assert main(["recommend", *argv]) == 0
+        rec = json.loads(capsys.readouterr().out)
+        assert {(o["runtime"], o["quant"]) for o in rec["options"]} == {(runtime, quant)}
+        assert main(argv) == 0
+        top = json.loads(capsys.readouterr().out)["bottom_line"]["option"]
+        assert (top["runtime"], top["quant"], top["kv_type"]) == (rec["options"][0]["runtime"], quant,
+                                                                  rec["options"][0]["kv_type"])
+
+
 def test_recommend_says_why_not_higher_quality(capsys):
     """The CLI prints the shared ranking's reason: 70B Q8_0 (69.8 GiB of weights) cannot fit a 64 GB Mac, so the
     lossless option is out and the answer says so."""

@@ -15,6 +15,11 @@ CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202
 USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]{0,20}://)[^/\s@?#]*@")
 SECRET = re.compile(r"(?i)([?&;](?:[\w.-]*token|access_token|api_?key|key|sig|signature|password|passwd|pwd"
                     r"|secret|auth|authorization|credential|x-amz-[\w-]+)=)[^&\s#;]*")
+HF_TOKEN = re.compile(r"\bhf_[A-Za-z0-9]{30,}")
+
+
+def redacted(text: str) -> str:
+    return SECRET.sub(r"\1***", HF_TOKEN.sub("hf_***", USERINFO.sub(r"\1***@", text)))
 
 
 def reference(text: str, keep_newlines: bool = True) -> str:
@@ -22,11 +27,12 @@ def reference(text: str, keep_newlines: bool = True) -> str:
         c = m.group(0)
         return f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
 
-    out = CONTROL.sub(esc, SECRET.sub(r"\1***", USERINFO.sub(r"\1***@", text)))
+    out = CONTROL.sub(esc, redacted(text))
     return out if keep_newlines else out.replace("\n", "\\n")
 
 
-PIECES = ["http://", "https://u:p@h", "://", "@", "?", "&", ";", "=", "token", "Token", "api_key", "apikey", "KEY",
+PIECES = ["http://", "hf_", "hf_" + "a1B" * 10, "https://u:p@h", "://", "@", "?", "&", ";", "=", "token", "Token",
+          "api_key", "apikey", "KEY",
           "sig", "signature", "password", "pwd", "secret", "auth", "credential", "x-amz-date", "X-Amz-", "ſecret",
           "\u212aey", "-", ".", "_", "é", "٣", " ", "\t", "\n", "\x1b", "\x9b", "\u202e", "\u2066", "\u061c", "\x7f",
           "#", "/", "a", "Z", "0"]
@@ -37,7 +43,15 @@ PIECES = ["http://", "https://u:p@h", "://", "@", "?", "&", ";", "=", "token", "
 def test_safe_text_is_the_expressions(parts, keep):
     text = "".join(parts)
     assert safe_text(text, keep) == reference(text, keep)
-    assert redact_urls(text) == SECRET.sub(r"\1***", USERINFO.sub(r"\1***@", text))
+    assert redact_urls(text) == redacted(text)
+
+
+def test_a_hugging_face_token_is_never_printed():
+    # a token pasted where a model name goes (`plan --model hf_...`) was echoed back whole in the error line
+    token = "hf_" + "aB3" * 11 + "x"
+    assert token not in safe_text(f"unknown model --model {token!r}; see `plan models`")
+    assert safe_text(f"'{token}'") == "'hf_***'"
+    assert safe_text("hf_short and shf_" + "a" * 40) == "hf_short and shf_" + "a" * 40
 
 
 def test_the_secret_check_is_only_a_shortcut():

@@ -307,3 +307,47 @@ def test_people_rate_is_shown_above_the_simulation(capsys):
                  "6/h", "--no-sweep", "--duration", "10min"])
     out = capsys.readouterr().out
     assert code == 0 and out.startswith("rate: 10 people × 6/h each = 1 requests/min") and "1.0/min" in out
+
+
+def test_without_a_quant_serve_answers_the_quant_predict_answers(capsys):
+    """gpt-oss ships its experts in MXFP4 (profile native_quant): `plan predict` answers that format without
+    --quant; `plan serve` simulated Q4_K_M / mlx-4bit-g64 instead, another model size for the same question."""
+    from planner import profiles
+
+    m = profiles.load_model("gpt-oss-20b")
+    for runtime, own in (("llama.cpp", m.native_quant.gguf_preset), ("mlx-lm", m.native_quant.mlx_quant)):
+        args = ["--model", "gpt-oss-20b", "--chip", "M4 Max", "--ram", "64", "--runtime", runtime, "--json"]
+        code, out, err = run(capsys, ["serve", *args, "--rate", "1/min", "--duration", "10min", "--no-sweep"])
+        assert code == 0, err
+        s = json.loads(out)
+        code, out, err = run(capsys, ["predict", *args])
+        assert code == 0, err
+        assert s["quant"] == json.loads(out)["quant"] == own
+        assert any("ships in" in n for n in s["notes"])
+
+
+def test_a_slot_over_the_models_context_is_said_and_capped_like_llama_server(capsys):
+    """qwen3-8b holds 40,960 tokens (config max_position_embeddings). A longer --slot-context: llama-server allocates
+    the slot's KV cache but caps each request at the model's context (server-context.cpp n_ctx_slot), and the answer
+    says so; a slot too large to fit suggests a --slot-context no longer than the model's context."""
+    from planner import profiles
+
+    n = profiles.load_model("qwen3-8b").config.max_position_embeddings
+    base = ["serve", "--model", "qwen3-8b", "--chip", "M4 Max", "--ram", "128", "--rate", "1/min", "--duration",
+            "10min", "--no-sweep"]
+    code, out, err = run(capsys, [*base, "--slot-context", str(2 * n), "--prompt", str(3 * n // 2), "--gen", "16",
+                                  "--json"])
+    assert code == 0, err
+    r = json.loads(out)
+    assert r["slot_context"] == 2 * n
+    assert any(f"{n:,}-token context" in x and "caps each request" in x for x in r["notes"])
+    assert any(f"exceed the {n}-token slot" in x for x in r["notes"])  # the 1.5 n prompts are cut at n, not 2 n
+    code, out, err = run(capsys, [*base, "--slot-context", "10000000"])
+    assert code == 0 and f"--slot-context of at most {n}" in out
+
+
+def test_kv_unified_on_mlx_lm_is_refused_not_ignored(capsys):
+    # --kv-unified is llama-server's option; with --runtime mlx-lm it was dropped silently (kv_unified null)
+    mlx = [a if a != "llama.cpp" else "mlx-lm" for a in BASE]
+    code, out, err = run(capsys, [*mlx, "--kv-unified", "--no-sweep"])
+    assert code == 2 and out == "" and err.count("\n") == 1 and "--kv-unified" in err and "--runtime" in err

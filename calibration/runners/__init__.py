@@ -165,6 +165,16 @@ def _gguf_quant_id(file_type: int | None, tensor_types: set[str]) -> str:
 def inspect_gguf(path: str | os.PathLike[str]) -> ModelInfo:
     """Read a GGUF: exact tensor bytes (sum of tensor n_bytes), params and the arch keys."""
     p = Path(path)
+    from sources.errors import SourceError
+    from sources.ggufmeta import read_header
+
+    try:  # the planner's bounded header reader first: its errors say what is wrong with the file (gguf's did not)
+        with p.open("rb") as f:
+            read_header(f, str(p))
+    except SourceError as e:
+        raise CalibrationError(str(e)) from None
+    except OSError as e:
+        raise CalibrationError(f"{p}: cannot read ({e.strerror}); check the path") from None
     try:
         import gguf
 

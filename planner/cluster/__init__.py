@@ -42,6 +42,38 @@ RPC_MESSAGES_PER_REMOTE_STAGE = 4   # ggml-rpc.cpp: set_tensor + graph_compute (
 DEFAULT_QUANT = {"mlx-lm": "mlx-4bit-g64", "llama.cpp": "Q4_K_M"}
 
 
+def _cap_context(prof: ModelProfile, context: int, prompt: int) -> tuple[int, int, str | None]:
+    """As every command: a context past the model's is capped at it (planner.plan) -> (context, prompt, note)."""
+    most = prof.config.max_position_embeddings
+    if context <= most:
+        return context, prompt, None
+    return most, min(prompt, most - 1), f"context {context:,} capped at the model's {most:,} tokens"
+
+
+def _transport_on(lk: LinkProfile, engine: str, rdma: bool, macos: str) -> tuple[Transport, str | None]:
+    """The link's transport under ``macos`` -> (transport, note): RDMA over Thunderbolt needs the link's min_macos
+    (26.2, Apple TN3205); an older macOS talks TCP, and the note says so."""
+    os_major = _major(profiles.load_macos(macos).id)
+    too_old = rdma and lk.min_macos is not None and os_major < _major(lk.min_macos)
+    tr = transport(lk, engine, rdma and not too_old)
+    if too_old and engine in ("mlx", "exo") and lk.supports_rdma:
+        return tr, (f"RDMA over {lk.name} needs macOS {lk.min_macos}+: on macOS {os_major} the Macs talk TCP "
+                    f"({tr.backend}); after an upgrade, [[macos]] 26 answers with RDMA")
+    return tr, None
+
+
+def _major(version: str) -> int:
+    """The major version of a macOS id or version: 'macos-15' -> 15, '26.2' -> 26."""
+    return int(version.removeprefix("macos-").split(".")[0])
+
+
+def default_quant(prof: ModelProfile, rt: Runtime) -> str:
+    """Without a quant asked: the checkpoint's own format where it ships quantized (gpt-oss: MXFP4), else DEFAULT_QUANT;
+    the rule of `plan predict` and `plan serve` (planner/predict.py _default_quant)."""
+    nq = prof.native_quant
+    return (nq.preset_for(rt.weight_format) if nq is not None else None) or DEFAULT_QUANT[rt.id]
+
+
 # --------------------------------------------------------------------------- per-layer layout (chip-free)
 @dataclasses.dataclass(frozen=True)
 class Layout:
@@ -53,6 +85,7 @@ class Layout:
     layer_kind: list[str]         # full | sliding | mla | linear
     embed_bytes: float
     head_bytes: float             # lm_head (or the tied embedding read as the head) + output_norm [bytes]
+    tied_bytes: float = 0.0       # the tied embedding's bytes in head_bytes: read twice, stored once [bytes]
 
 
 def layout(mm: MemoryModel) -> Layout:
@@ -82,11 +115,11 @@ def layout(mm: MemoryModel) -> Layout:
     # the per-layer embedding table (Gemma 4 PLE) is gathered on the input host with the token embedding
     embed = float(mm.weights.by_group.get("embedding", 0) + mm.weights.by_group.get("lookup", 0))
     head = float(mm.weights.by_group.get("output", 0)) + other
-    if cfg.tie_word_embeddings:
-        head += float(mm.weights.by_group.get("embedding", 0))
+    tied = float(mm.weights.by_group.get("embedding", 0)) if cfg.tie_word_embeddings else 0.0
+    head += tied
     cl = arch.cache_layers(cfg)
     kv = [float(c.k_elems + c.v_elems + c.index_elems + c.state_f32_elems + c.mlx_state_bytes) for c in cl]
-    return Layout(lb, ld, le, la, kv, [c.kind for c in cl], embed, head)
+    return Layout(lb, ld, le, la, kv, [c.kind for c in cl], embed, head, tied)
 
 
 def split_layers(n_layers: int, weights: list[float]) -> list[tuple[int, int]]:
@@ -199,14 +232,16 @@ def place(mm: MemoryModel, nodes: list[Node], mode: str, engine: str, context: i
         if mode == "pipeline":
             a, b = ranges[i]
             wts = sum(lay.layer_bytes[a:b])
+            # a node with the token embedding and the head stores a tied embedding once (one tensor, both uses)
+            ends = lay.embed_bytes + lay.head_bytes - lay.tied_bytes
             if engine == "llama.cpp-rpc":
-                wts += (lay.embed_bytes + lay.head_bytes) if i == 0 else 0
+                wts += ends if i == 0 else 0
             else:
-                wts += lay.embed_bytes + lay.head_bytes
+                wts += ends
             kv = kv_total * _frac(lay.layer_kv, a, b)
             rng = (a, b)
         else:
-            wts = (sum(lay.layer_bytes)) / n + lay.embed_bytes + lay.head_bytes
+            wts = (sum(lay.layer_bytes)) / n + lay.embed_bytes + lay.head_bytes - lay.tied_bytes
             kv = kv_total / (1 if kv_replicated(mm, n) else n)
             rng = None
         buf = buffers + (est.output_buffer + est.vision if i == 0 else 0)
@@ -308,15 +343,16 @@ def plan_cluster(model: str, nodes: list[Node], link: str | LinkProfile = "tb5",
         raise InputError("[[context]] and [[users]] must be positive, [[prompt]]/[[gen]] ≥ 0")
     prompt = min(prompt, context - 1)
     lk = link if isinstance(link, LinkProfile) else load_link(link)
-    tr = transport(lk, engine, rdma)
+    tr, os_note = _transport_on(lk, engine, rdma, macos)
     rt = profiles.load_runtime(RUNTIME_OF[engine])
     prof = profiles.load_model(model)
-    q = profiles.load_quant(quant or DEFAULT_QUANT[rt.id], rt.weight_format)
+    context, prompt, capped = _cap_context(prof, context, prompt)
+    q = profiles.load_quant(quant or default_quant(prof, rt), rt.weight_format)
     mm = memory_model(prof, rt, q, profiles.ggml_types())
     geo = tp.geometry(mm, q.kind, q.mode)
     shares = place(mm, nodes, mode, engine, context, users, macos)
     fits = all(s.verdict != "no-fit" for s in shares)
-    notes: list[str] = []
+    notes: list[str] = [n for n in (capped, os_note) if n]
     sp, per_node = speed(mm, geo, nodes, mode, engine, tr, prompt, gen, users, _stages(shares, mode))
     shares = [s.model_copy(update={"decode_step_s": t, "decode_bound": b}) for s, (t, b) in zip(shares, per_node)]
     singles: dict[str, SingleMac] = {}
@@ -407,8 +443,9 @@ def cluster_candidates(model: str, counts: tuple[int, ...] = (2, 3, 4), link: st
     planner.buy can set against a single larger Mac. Macs whose k-fold RAM cannot hold the weights are skipped, and
     discontinued ones unless asked for (as planner.buy's single-Mac search)."""
     rt = profiles.load_runtime(RUNTIME_OF[check_engine(engine, mode)[0]])
-    q = profiles.load_quant(quant or DEFAULT_QUANT[rt.id], rt.weight_format)
-    need = memory_model(profiles.load_model(model), rt, q, profiles.ggml_types()).weights.total_bytes
+    prof = profiles.load_model(model)
+    q = profiles.load_quant(quant or default_quant(prof, rt), rt.weight_format)
+    need = memory_model(prof, rt, q, profiles.ggml_types()).weights.total_bytes
     chips = {c.id: c for c in profiles.all_chips()}
     seen, out = set(), []
     for m in sorted(profiles.all_macs(), key=lambda m: m.price_usd):

@@ -202,8 +202,13 @@ def test_run_calibration_rejects_wrong_inputs(tmp_path: Path, tiny_gguf: dict[st
         run_calibration("vllm", tiny_gguf["F32"], device=linux_device)
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"GGUF" + b"\0" * 64)
-    with pytest.raises(CalibrationError, match="not a readable GGUF"):
-        run_calibration("llama.cpp", bad, device=linux_device)
+    # what is wrong, in the words of `plan --model` (sources.ggufmeta); gguf's reader said "When changing to a
+    # larger dtype, its size must be a divisor of the total size in bytes of the last axis of the array"
+    short = tmp_path / "short.gguf"
+    short.write_bytes(b"GGUF\n")
+    for p in (bad, short):
+        with pytest.raises(CalibrationError, match=r"is not a valid GGUF \(.+\): re-download it"):
+            run_calibration("llama.cpp", p, device=linux_device)
 
 
 @pytest.mark.requires_mlx

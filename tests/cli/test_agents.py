@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from cli.main import main
 from cli.questions import QUESTIONS, QuestionError, answer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,6 +57,44 @@ def test_bad_input_is_one_line_naming_the_field(args, field):
         answer("plan", args)
     msg = str(e.value)
     assert "\n" not in msg and field in msg and "Traceback" not in msg
+
+
+@pytest.mark.parametrize("question, args", [("plan", {"model": "no-such-model-zz", "ram": 64}),
+                                            ("serve", {"model": "no-such-model-zz", "chip": "M4 Max"})])
+def test_an_unknown_model_is_named_once(question, args):
+    # the agents spell the --model input as `model`: the message said "unknown model model 'no-such-model-zz'"
+    with pytest.raises(QuestionError) as e:
+        answer(question, args)
+    assert "unknown model 'no-such-model-zz'" in str(e.value) and "model model" not in str(e.value)
+
+
+@pytest.mark.parametrize("args, field", [({"seed": -1}, "seed"), ({"rate": "fast"}, "rate"),
+                                         ({"duration": "-1h"}, "duration")])
+def test_serve_bad_input_names_the_argument_as_the_agents_spell_it(args, field):
+    # seed -1 reached numpy ("serve: expected non-negative integer", no input named); rate and duration were named
+    # by the command line's --rate / --duration
+    with pytest.raises(QuestionError) as e:
+        answer("serve", {"model": "llama-3.1-8b", "chip": "M4 Max", **args})
+    msg = str(e.value)
+    assert f"serve: {field} " in msg and "--" not in msg and "\n" not in msg
+
+
+@pytest.mark.parametrize("question, args, field", [
+    ("buy", {"model": ["llama-3.1-8b"], "kwh_price": float("nan")}, "kwh_price"),
+    ("buy", {"model": ["llama-3.1-8b"], "busy_hours": float("nan")}, "busy_hours"),
+    ("what_runs", {"ram": 64, "max_params": float("nan")}, "max_params"),
+    ("what_runs", {"ram": 64, "max_params": float("inf")}, "max_params"),
+    ("serve", {"model": "llama-3.1-8b", "chip": "M4 Max", "max_ttft_p95": float("inf")}, "max_ttft_p95"),
+])
+def test_non_finite_numbers_are_said_to_be_so(question, args, field):
+    # NaN failed only a bound ("busy_hours nan: Input should be less than or equal to 24"), and an infinite
+    # max_params / max_ttft_p95 was taken as asked
+    with pytest.raises(QuestionError) as e:
+        answer(question, args)
+    assert f"{field} " in str(e.value) and "finite number" in str(e.value)
+    if question == "buy":
+        flag = "--" + field.replace("_", "-")
+        assert main(["buy", "--model", "llama-3.1-8b", flag, "nan"]) == 2
 
 
 def test_unknown_question_and_non_object_arguments():
@@ -146,6 +185,8 @@ def test_http_health_and_the_cli_answer(api, cli_json):
     ("/fly", {}, None, 404),
     ("/plan", {"model": "llama-3.1-8b", "ram": 64, "kv_type": "f16\nx"}, None, 400),
     ("/plan", None, b" " * (65 * 1024), 413),
+    ("/plan", None, b"[" * 60000, 400),                      # was a RecursionError traceback, connection dropped
+    ("/plan", None, b'{"model": "qwen3-8b", "ram": 64, "model": "llama-3.1-8b"}', 400),  # was: the last one
 ])
 def test_http_bad_input_is_one_line(api, path, body, raw, status):
     got, payload = _request(api, "POST", path, body, raw)

@@ -55,6 +55,40 @@ def test_a_name_that_pins_a_format_pins_the_bottom_line(capsys):
     assert line.startswith("Bottom line: run mlx-lm mlx-4bit-g64 ")
 
 
+@pytest.mark.parametrize("asked, llama, mlx", [("q8_0", "q8_0", "kv8"), ("kv4", "q4_0", "kv4"),
+                                               ("q4_0", "q4_0", "kv4")])
+def test_the_bottom_line_keeps_the_asked_kv_type(capsys, asked, llama, mlx):
+    # `plan --kv-type q8_0` sized its table with q8_0 but opened with "run llama.cpp Q8_0 (KV cache f16)": the
+    # bottom line's option is one of the table's, in each runtime's spelling of the asked type
+    plan = json.loads(_run(capsys, ["--model", "llama-3.1-8b", "--ram", "64", "--kv-type", asked, "--json"]))
+    o = plan["bottom_line"]["option"]
+    assert o["kv_type"] == {"llama.cpp": llama, "mlx-lm": mlx}[o["runtime"]]
+    (row,) = [x for x in plan["options"] if (x["runtime"], x["quant"]) == (o["runtime"], o["quant"])]
+    assert row["kv_type"] == o["kv_type"] and row["memory"]["total"] == o["memory_bytes"]
+
+
+@pytest.mark.parametrize("flags", [["--no-flash-attn"], ["--ubatch", "4096"]])
+def test_the_bottom_line_keeps_the_asked_flash_attention_and_ubatch(capsys, flags):
+    # the bottom line sized its option at -fa on / -ub 512 whatever was asked: with --ubatch 4096 it stated 5 GB less
+    # than the table's row for the same option (the compute buffer grows with -ub), and its recipe said -fa on
+    argv = ["--model", "gemma-3-27b", "--ram", "64", "--runtime", "llama.cpp", *flags, "--json"]
+    plan = json.loads(_run(capsys, argv))
+    o = plan["bottom_line"]["option"]
+    (row,) = [x for x in plan["options"] if (x["quant"], x["kv_type"]) == (o["quant"], o["kv_type"])]
+    assert row["memory"]["total"] == o["memory_bytes"]
+    assert ("-fa off" in o["recipe"]["server"]) == (flags == ["--no-flash-attn"])
+    assert f"-ub {flags[1] if flags[0] == '--ubatch' else 512} " in o["recipe"]["server"]
+
+
+def test_recommend_refuses_an_unknown_quant_as_plan_does(capsys):
+    # `plan recommend --quant Q9_Z` answered "does not fit ... the smallest needs 0.0 GiB" (exit 0)
+    for argv in (["recommend", "--model", "llama-3.1-8b", "--ram", "64", "--quant", "Q9_Z"],
+                 ["--model", "llama-3.1-8b", "--ram", "64", "--quant", "Q9_Z"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "unknown quantization --quant 'Q9_Z'" in err
+
+
 def test_a_model_that_fits_nowhere_gets_a_bottom_line_with_what_would_change_it(capsys):
     line = _run(capsys, ["--model", "deepseek-v3", "--ram", "64"]).splitlines()[0]
     assert line.startswith("Bottom line: ") and "does not fit this Mac" in line and "plan buy" in line

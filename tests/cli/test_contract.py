@@ -5,7 +5,9 @@ is a JSON object on stdout."""
 from __future__ import annotations
 
 import ast
+import io
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -62,6 +64,18 @@ def test_recommend_does_not_fit_is_an_answer_with_the_smallest_need(capsys):
     assert rc == 0 and a["code"] == "no_fit" and a["smallest_memory_bytes"] > a["max_wired_limit_bytes"] > 0
 
 
+def test_recommend_and_plan_state_the_same_most_the_gpu_may_have(capsys):
+    # an 8 GB M1 may give the GPU 5.33 GiB at most: `plan` said "the 5.3 GiB the GPU may have", `plan recommend`
+    # "a 5 GiB maximum GPU limit" (rounded to whole GiB) for the same Mac
+    mac = ["--model", "gemma-4-31b", "--ram", "8", "--chip", "M1"]
+    rc, out, _ = _run(capsys, ["recommend", *mac, "--json"])
+    most = json.loads(out)["answer"]["max_wired_limit_bytes"] / 2**30
+    rc, rec, _ = _run(capsys, ["recommend", *mac])
+    rc, plan, _ = _run(capsys, mac)
+    said = f"{most:.1f} GiB"
+    assert said != f"{most:.0f} GiB" and said in rec and f"the {said} the GPU may have" in plan
+
+
 def test_serve_does_not_fit_names_the_longest_slot_context_that_does(capsys):
     base = ["serve", "--model", "llama-3.1-8b", "--ram", "16", "--chip", "M4", "--quant", "Q8_0", "--no-sweep",
             "--duration", "60s", "--rate", "1/min"]
@@ -98,6 +112,7 @@ def test_targets_missed_is_an_answer_in_recommend(capsys):
     ["cluster", "--model", "llama-3.1-8b", "--macs", "2x nothing"],
     ["models", "--ram", "-1"],
     ["predict", "--model", "no-such-model", "--chip", "M4 Max"],
+    ["--model", "llama-3.1-8b", "--ram", "64", "--file", "x.gguf"],   # was ignored: --file picks within a folder/repo
 ])
 def test_bad_input_under_json_is_a_json_error_on_stdout_exit_2(capsys, argv):
     rc, out, err = _run(capsys, [*argv, "--json"])
@@ -107,6 +122,53 @@ def test_bad_input_under_json_is_a_json_error_on_stdout_exit_2(capsys, argv):
     assert "\n" not in data["error"]["message"]
     rc, out, err = _run(capsys, argv)  # without --json: one line on stderr, as before
     assert rc == 2 and out == "" and err.count("\n") == 1 and err.startswith("plan: error:")
+
+
+_LONG = "x" * 5000
+
+
+@pytest.mark.parametrize("argv", [
+    ["buy", "--model", "llama-3.1-8b", "--price", _LONG],
+    ["buy", "--model", "llama-3.1-8b", "--max-quality-cost", _LONG],
+    ["serve", "--model", "llama-3.1-8b", "--chip", "M4 Max", "--trace", _LONG],
+    ["models", "--ram", "64", "--family", _LONG],
+    ["--model", "llama-3.1-8b", "--ram", "64", "--prompt", _LONG],
+    ["finetune", "--model", "llama-3.1-8b", "--ram", "64", "--lengths", _LONG],
+])
+def test_a_5000_char_argument_is_not_echoed_whole(capsys, argv):
+    """An error names the bad value, but a 5000-char one was echoed whole: a 5 KB "one line". Every error line,
+    on stderr and under --json, stays short and still names the flag."""
+    rc, out, err = _run(capsys, argv)
+    assert rc == 2 and err.count("\n") == 1 and len(err) < 600 and argv[-2] in err
+    rc, out, err = _run(capsys, [*argv, "--json"])
+    message = json.loads(out)["error"]["message"]
+    assert rc == 2 and len(message) < 600 and argv[-2] in message
+
+
+def test_file_of_a_repo_the_catalog_knows_names_the_quant(capsys):
+    # `plan --model bartowski/Qwen_Qwen3-8B-GGUF --file ...-Q6_K.gguf` answered every quant, the file ignored
+    rc, out, _ = _run(capsys, ["--model", "bartowski/Qwen_Qwen3-8B-GGUF", "--file", "Qwen_Qwen3-8B-Q6_K.gguf",
+                               "--ram", "64", "--json"])
+    assert rc == 0 and {o["quant"] for o in json.loads(out)["options"]} == {"Q6_K"}
+
+
+class _GoneReader(io.StringIO):
+    """stdout of `plan ... | head -1` once head has exited: every write raises BrokenPipeError."""
+
+    def write(self, s):
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+@pytest.mark.parametrize("argv", [["--model", "no-such-model", "--ram", "64", "--json"],
+                                  ["buy", "--model", "llama-3.1-8b", "--budget", "-1", "--json"],
+                                  ["recommend", "--model", "llama-3.3-70b", "--ram", "24", "--chip", "M4 Pro",
+                                   "--json"]])
+def test_a_reader_gone_away_ends_an_error_or_a_no_quietly(monkeypatch, capsys, argv):
+    # `plan --model x --json | head -1`: the error (or "no" answer) handler's print raised BrokenPipeError out of
+    # main(), a traceback on stderr
+    monkeypatch.setattr(sys, "stdout", _GoneReader())
+    rc = main(argv)
+    assert rc in (0, 2) and "Traceback" not in capsys.readouterr().err
 
 
 def test_agents_get_the_same_no_answer_and_error_codes():

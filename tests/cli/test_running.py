@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from cli.contract import SCHEMA_VERSION
 from cli.main import main
 from sources.running import probe
 
@@ -118,6 +119,7 @@ def test_headroom_is_the_gpu_limit_minus_what_is_loaded(servers, capsys):
     assert d["headroom_bytes"] == d["wired_limit_bytes"] - d["in_use_bytes"]
     assert d["wired_limit_bytes"] == 48 * GiB
     assert "gpu_limit_bytes" not in d and d["ram_gb"] == 64.0   # one name per fact, as every command's JSON
+    assert next(iter(d)) == "schema_version" and d["schema_version"] == SCHEMA_VERSION  # as every --json answer
 
 
 def test_nothing_answering_is_an_answer_not_an_error(servers, capsys):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -373,3 +374,33 @@ def test_gguf_title_is_its_general_name_and_its_own_context_is_the_workload(tmp_
     out = capsys.readouterr().out
     assert out.startswith("Acme Tiny Chat 4K (tiny-4k-q8_0)")
     assert "Workload: 1 × 4K-token context" in out and "8K-token" not in out and "Fit at 1 × 4K" in out
+
+
+def test_a_file_that_is_not_a_gguf_is_named_as_such_in_every_command(tmp_path, capsys):
+    # `plan --model /etc/passwd` said "this command takes a catalog id; a local file works with `plan --model` and
+    # `plan serve`" inside `plan --model` and `plan serve` themselves: the file is named as not a GGUF
+    txt = tmp_path / "notes.txt"
+    txt.write_text("hello\n")
+    for argv in (["--model", str(txt), "--ram", "16"], ["serve", "--model", str(txt), "--chip", "M4 Max"]):
+        rc, err = _cli(argv, capsys)
+        assert rc == 2 and err.count("\n") == 1 and "not a GGUF file" in err and "works with" not in err
+
+
+def test_a_gguf_without_the_extension_is_read(tmp_path):
+    # Ollama keeps its models as ~/.ollama/models/blobs/sha256-<hex>, GGUF files without the .gguf suffix
+    good = tmp_path / "good.gguf"
+    total = write_llama8b(good)
+    blob = tmp_path / ("sha256-" + "ab" * 32)
+    os.link(good, blob)  # the same bytes (the file is sparse: no copy)
+    r = resolve_model(str(blob))
+    assert r.source == "gguf" and r.exact_weights.total_bytes == total
+
+
+def test_a_folder_named_like_a_gguf_is_read_as_a_folder(tmp_path, capsys):
+    # a folder called x.gguf was answered "no such GGUF file; check the path", and it exists
+    d = tmp_path / "Model-Q4_K_M.gguf"
+    d.mkdir()
+    rc, err = _cli(["--model", str(d), "--ram", "16"], capsys)
+    assert rc == 2 and err.count("\n") == 1 and "folder has no config.json or .gguf" in err
+    write_llama8b(d / "inside.gguf")
+    assert resolve_model(str(d)).source == "gguf"

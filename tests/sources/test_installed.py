@@ -17,6 +17,7 @@ pytest.importorskip("gguf")
 from gguf_gen import Q, llama_tensors, nbytes, write_gguf  # noqa: E402
 from st_gen import _q, header_bytes  # noqa: E402
 
+from cli.contract import SCHEMA_VERSION  # noqa: E402
 from cli.main import main  # noqa: E402
 from planner import profiles  # noqa: E402
 from sources.installed import scan  # noqa: E402
@@ -184,6 +185,7 @@ def test_cli_json_has_a_verdict_and_speed_for_each_model(home, tmp_path, monkeyp
     rc = main(["models", "--installed", "--ram", "16", "--chip", "M4", "--gpu-cores", "10", "--json"])
     d = json.loads(capsys.readouterr().out)
     assert rc == 0 and len(d["models"]) == 2
+    assert next(iter(d)) == "schema_version" and d["schema_version"] == SCHEMA_VERSION  # as every --json answer
     for m in d["models"]:
         assert m["verdict"] == "fits" and m["decode_tok_s_per_user"] > 0 and m["error"] is None
         assert m["memory_bytes"] + m["headroom_bytes"] == d["wired_limit_bytes"]
