@@ -322,10 +322,12 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
     ``n_ubatch``: llama.cpp's -fa / -ub as asked of planner.plan (None: the runtime's defaults)."""
     ctx, notes = _setup(model, ram_gb, workload, chip, macos, wired_limit_mb)
     rts = [profiles.load_runtime(r) for r in profiles.expand_runtimes(runtimes or ["llama.cpp", "mlx-lm"])]
-    from .plan import PlanRequest, pinned_by_name
+    from .plan import PlanRequest, pinned_by_name, plan_request
 
-    # a name that pins a format and preset (mlx-community/<Model>-4bit, qwen3:8b-q8_0) pins the search, as in plan
-    pinned, rts, pin_notes = pinned_by_name(PlanRequest(model=model, quants=quants or None), rts)
+    # a name that pins a format and preset (mlx-community/<Model>-4bit, qwen3:8b-q8_0) pins the search, as in plan;
+    # the plain question's request (a model only) without building PlanRequest's validator (plan_request)
+    req = PlanRequest(model=model, quants=quants) if quants else plan_request(model=model)
+    pinned, rts, pin_notes = pinned_by_name(req, rts)
     quants, notes = (list(pinned.quants) if pinned.quants else None), [*notes, *pin_notes]
     for qn in quants or []:
         profiles.load_quant(qn)  # an unknown name: UnknownProfileError with close matches, as planner.plan
