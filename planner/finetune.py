@@ -335,6 +335,16 @@ def _lead_with_checkpointing(alts: list[FinetuneOption], req: FinetuneRequest) -
     return lead, req.model_copy(update={"grad_checkpoint": True})
 
 
+def _over_context(model: ModelProfile, pad: int) -> list[str]:
+    """A note when batches are longer than the model's context: the other commands cap a context there; a training
+    run is sized as asked, and said."""
+    most = model.config.max_position_embeddings
+    if pad <= most:
+        return []
+    return [f"batches of {pad:,} tokens are over {model.name}'s {most:,}-token context: the model is trained past "
+            f"the positions it was pretrained on; [[seq_len]] {most} keeps within them"]
+
+
 def plan_finetune(req: FinetuneRequest) -> FinetunePlan:
     model = profiles.load_model(req.model)
     n_layers = model.config.num_hidden_layers
@@ -354,10 +364,7 @@ def plan_finetune(req: FinetuneRequest) -> FinetunePlan:
                          "or [[fine_tune_type]] lora (QLoRA)")
 
     pad, mean_pad, assumption = padded_lengths(req)
-    most = model.config.max_position_embeddings
-    if pad > most:  # the other commands cap a context there; a training run is sized as asked, and said
-        notes.append(f"batches of {pad:,} tokens are over {model.name}'s {most:,}-token context: the model is "
-                     f"trained past the positions it was pretrained on; [[seq_len]] {most} keeps within them")
+    notes += _over_context(model, pad)
 
     def option(ftt: str, ckpt: bool, f: QuantFormat = fmt) -> FinetuneOption:
         mem = peak_memory(model, f, req, layers, fine_tune_type=ftt, checkpoint=ckpt, batch=req.batch,

@@ -286,6 +286,20 @@ class ServeRequest:
     kv_unified: bool = False    # llama-server --kv-unified: one KV stream for all slots (no per-slot batch split)
 
 
+def _usable_context(s: Setup, ctx: int, max_ctx: int, notes: list[str]) -> int:
+    """The tokens a request may use in a ``ctx``-token slot, with a note when the slot is over the model's context:
+    llama-server allocates the KV cache for the whole slot but caps what a request may use at the model's training
+    context (tools/server/server-context.cpp n_ctx_slot(): min(n_ctx_seq, n_ctx_train)); mlx-lm does not cap."""
+    if ctx <= max_ctx:
+        return ctx
+    caps = s.mm.engine.refuses_long_prompts
+    notes.append(f"[[slot_context]] {ctx:,} is over {s.names['model']}'s {max_ctx:,}-token context: "
+                 + (f"{s.mm.engine.server} still allocates the whole slot but caps each request at {max_ctx:,} "
+                    f"tokens; a [[slot_context]] of {max_ctx:,} holds the same requests in less memory" if caps
+                    else "past it the model runs beyond its training"))
+    return max_ctx if caps else ctx
+
+
 def serve(s: Setup, r: ServeRequest) -> ServeResult:
     """Simulate the requested configuration, then the saturation rate, the target search and the slot sweep."""
     if r.slots < 1 or not (0 < r.rate < math.inf) or not (0 < r.duration < math.inf):
@@ -311,16 +325,7 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
         notes.append(f"{slots} slots of {ctx} tokens do not fit under the {s.wired.effective_bytes / 2**30:.1f} GiB "
                      f"GPU limit: simulated with {most}, the most that fit")
         slots = most
-    usable = ctx
-    if ctx > max_ctx:
-        # llama-server allocates the KV cache for the whole slot but caps what a request may use at the model's
-        # training context (tools/server/server-context.cpp n_ctx_slot(): min(n_ctx_seq, n_ctx_train))
-        caps = s.mm.engine.refuses_long_prompts
-        usable = max_ctx if caps else ctx
-        notes.append(f"[[slot_context]] {ctx:,} is over {s.names['model']}'s {max_ctx:,}-token context: "
-                     + (f"{s.mm.engine.server} still allocates the whole slot but caps each request at {max_ctx:,} "
-                        f"tokens; a [[slot_context]] of {max_ctx:,} holds the same requests in less memory" if caps
-                        else "past it the model runs beyond its training"))
+    usable = _usable_context(s, ctx, max_ctx, notes)
     arrival, prompt, gen, duration = _arrivals(r, np.random.default_rng(r.seed), notes)
     rq, clipped = make_requests(arrival, prompt, gen, r.cached_prefix_share, usable)
     if clipped:
