@@ -73,13 +73,23 @@ def pick_quant(quant: str | None, name: str, model: ModelProfile, rt: Runtime) -
     return q, note or f"quant {q.id} from the name {name} (give [[quant]] for another)"
 
 
-def _default_quant(model: ModelProfile, rt: Runtime) -> tuple[QuantFormat, str]:
-    """-> (quant, note) when none was asked: the model's native format for this runtime's weights, else
-    DEFAULT_QUANT; the note says which, so the answer is never mistaken for the asked quantization."""
+def native_quant_id(model: ModelProfile, rt: Runtime) -> str | None:
+    """The preset of the format the checkpoint ships in (gpt-oss: MXFP4) for this runtime's weights, if any."""
     nq = model.native_quant
-    native = None if nq is None else nq.preset_for(rt.weight_format)
-    q = profiles.load_quant(native or DEFAULT_QUANT[rt.weight_format], rt.weight_format)
-    why = "the format the checkpoint ships in" if native else "the most common download"
+    return None if nq is None else nq.preset_for(rt.weight_format)
+
+
+def default_quant_id(model: ModelProfile, rt: Runtime) -> str:
+    """The quant a command answers without one asked (predict, serve, cluster): the checkpoint's own format, else
+    DEFAULT_QUANT."""
+    return native_quant_id(model, rt) or DEFAULT_QUANT[rt.weight_format]
+
+
+def _default_quant(model: ModelProfile, rt: Runtime) -> tuple[QuantFormat, str]:
+    """-> (quant, note) when none was asked: :func:`default_quant_id`; the note says which, so the answer is never
+    mistaken for the asked quantization."""
+    q = profiles.load_quant(default_quant_id(model, rt), rt.weight_format)
+    why = "the format the checkpoint ships in" if native_quant_id(model, rt) else "the most common download"
     return q, f"no [[quant]] given: answered for {q.id}, {why}; give [[quant]] for another"
 
 

@@ -33,13 +33,13 @@ from .. import capacity, profiles
 from .. import throughput as tp
 from ..errors import InputError
 from ..memory import MemoryModel, memory_model
+from ..predict import default_quant_id  # the rule of `plan predict` and `plan serve`
 from ..schema import ModelProfile, Runtime
 from .links import RUNTIME_OF, LinkProfile, Transport, check_engine, load_link, transport
 from .results import ClusterCandidate, ClusterPlan, ClusterSpeed, NodeShare, SingleMac
 from .spec import Node
 
 RPC_MESSAGES_PER_REMOTE_STAGE = 4   # ggml-rpc.cpp: set_tensor + graph_compute (RTT) + get_tensor (RTT)
-DEFAULT_QUANT = {"mlx-lm": "mlx-4bit-g64", "llama.cpp": "Q4_K_M"}
 
 
 def _cap_context(prof: ModelProfile, context: int, prompt: int) -> tuple[int, int, str | None]:
@@ -65,13 +65,6 @@ def _transport_on(lk: LinkProfile, engine: str, rdma: bool, macos: str) -> tuple
 def _major(version: str) -> int:
     """The major version of a macOS id or version: 'macos-15' -> 15, '26.2' -> 26."""
     return int(version.removeprefix("macos-").split(".")[0])
-
-
-def default_quant(prof: ModelProfile, rt: Runtime) -> str:
-    """Without a quant asked: the checkpoint's own format where it ships quantized (gpt-oss: MXFP4), else DEFAULT_QUANT;
-    the rule of `plan predict` and `plan serve` (planner/predict.py _default_quant)."""
-    nq = prof.native_quant
-    return (nq.preset_for(rt.weight_format) if nq is not None else None) or DEFAULT_QUANT[rt.id]
 
 
 # --------------------------------------------------------------------------- per-layer layout (chip-free)
@@ -347,7 +340,7 @@ def plan_cluster(model: str, nodes: list[Node], link: str | LinkProfile = "tb5",
     rt = profiles.load_runtime(RUNTIME_OF[engine])
     prof = profiles.load_model(model)
     context, prompt, capped = _cap_context(prof, context, prompt)
-    q = profiles.load_quant(quant or default_quant(prof, rt), rt.weight_format)
+    q = profiles.load_quant(quant or default_quant_id(prof, rt), rt.weight_format)
     mm = memory_model(prof, rt, q, profiles.ggml_types())
     geo = tp.geometry(mm, q.kind, q.mode)
     shares = place(mm, nodes, mode, engine, context, users, macos)
@@ -444,7 +437,7 @@ def cluster_candidates(model: str, counts: tuple[int, ...] = (2, 3, 4), link: st
     discontinued ones unless asked for (as planner.buy's single-Mac search)."""
     rt = profiles.load_runtime(RUNTIME_OF[check_engine(engine, mode)[0]])
     prof = profiles.load_model(model)
-    q = profiles.load_quant(quant or default_quant(prof, rt), rt.weight_format)
+    q = profiles.load_quant(quant or default_quant_id(prof, rt), rt.weight_format)
     need = memory_model(prof, rt, q, profiles.ggml_types()).weights.total_bytes
     chips = {c.id: c for c in profiles.all_chips()}
     seen, out = set(), []
