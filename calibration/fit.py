@@ -159,9 +159,10 @@ GEN_T_LAYER: tuple[str, ...] = GENERATIONS
 # controller, cache), so one share per tier cannot hold across five generations: an M5 Max 40-core decodes
 # Qwen3.6-27B Q8_0 (27.2 GB read per token) at 18.3 tok/s (ax-engine, llama.cpp b9200), 498 GB/s, 81 % of its
 # 614 GB/s before any fixed time, where the Max tier's fitted share is 0.78-0.79 (M1-M3 Max sources; M1/M2 Max
-# in llama.cpp #4167 at 51-62 % on Q4_0). Fitted: max-M5 x1.20 (0.95), max-M1 x0.88, max-M2 x0.83, base and Pro
-# families within 0.96-1.09. Held out (every source group refitted without it, same data): llama.cpp decode
-# 14.4 -> 13.7 % over 21 sources (ax-engine's M5 Max 14.9 -> 4.6 %, famstack's M5 Max Ollama 15.2 -> 3.7 %, the
+# in llama.cpp #4167 at 51-62 % on Q4_0). Fitted (the shipped profiles of 2026-12-06): max-M5 x1.21 (0.95), max-M1
+# x0.88, max-M2 x0.83, base and Pro families within 0.96-1.10. Held out (every source group refitted without it, on
+# the data before that session's 6 new sources, with and without the factors): llama.cpp decode 14.4 -> 13.7 % over
+# 21 sources (ax-engine's M5 Max 14.9 -> 4.6 %, famstack's M5 Max Ollama 15.2 -> 3.7 %, the
 # M1 Max users 31.7 -> 23.1 % and 43.7 -> 36.4 %; the 2023 #4167 Max rows 12-17 -> 16-26 %), LM Studio's llama.cpp
 # engine 34.7 -> 29.1 %, Ollama 19.3 -> 18.7 %. mlx-lm with the same factors: 19.0 -> 20.5 %, bias +0.3 -> -5.2 %:
 # not used (MLX's kernels reach a different share; its tiers stay one value each).
@@ -1505,9 +1506,9 @@ def between_source_interval(group: list[tuple[float, str]], quantiles=RANGE_QUAN
     as c · τ away, not its full distance, as the fit's Huber weights bound its pull), σ_w² the source-weighted mean
     squared deviation of rows from their source's median. The range is centre ± t · sd, t the quantile of
     ``quantiles`` of Student's t with k − 2 degrees of freedom (1.638 for 10/90 % and 5 sources, 1.325 for 22; the
-    normal's 1.2816 as k grows). With the normal quantile the held-out rows inside the 80 % range were 75.0 %
-    (llama.cpp), 79.8 % (mlx-lm) and 60.8 % (Ollama); with t 77.1, 81.6 and 63.0 % (python -m calibration.report,
-    2026-12-06)."""
+    normal's 1.2816 as k grows). On the same held-out predictions (2026-12-06, report.coverage with either
+    quantile) the rows inside the 80 % range were 75.0 % (llama.cpp), 79.8 % (mlx-lm) and 60.8 % (Ollama) with
+    the normal quantile, 77.1, 81.6 and 63.0 % with t."""
     by: dict[str, list[float]] = defaultdict(list)
     for x, src in group:
         by[src].append(x)
