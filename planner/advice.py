@@ -314,14 +314,19 @@ class Found:
 def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip | None = None, macos: str = profiles.DEFAULT_MACOS,
               runtimes: list[str] | None = None, quants: list[str] | None = None, wired_limit_mb: int | None = None,
               top: int = 8, best_effort: bool = False, kv_type: str | None = None, flash_attn: bool | None = None,
-              n_ubatch: int | None = None) -> Recommendation:
+              n_ubatch: int | None = None, images: int = 0) -> Recommendation:
     """Ranked configurations of ``model`` on one Mac for ``workload``. When none meets the targets:
     ``best_effort`` lists the closest (targets_met False, a note says which target binds), else raises.
     ``kv_type``: only that KV cache type, in each runtime's spelling (q8_0 / kv8), its default where the runtime has
     none of the kind (as planner.plan answers an asked KV type); None searches every advised type. ``flash_attn`` /
-    ``n_ubatch``: llama.cpp's -fa / -ub as asked of planner.plan (None: the runtime's defaults)."""
+    ``n_ubatch``: llama.cpp's -fa / -ub as asked of planner.plan (None: the runtime's defaults). ``images`` per
+    request: the vision encoder + projector counted and mlx-vlm for mlx-lm (planner.setups.image_runtimes); the
+    workload's context and prompt already hold the image tokens (as planner.setups.with_images makes a plan's)."""
+    from .setups import image_runtimes
+
     ctx, notes = _setup(model, ram_gb, workload, chip, macos, wired_limit_mb)
     rts = [profiles.load_runtime(r) for r in profiles.expand_runtimes(runtimes or ["llama.cpp", "mlx-lm"])]
+    rts = image_runtimes(rts)[0] if images else rts
     from .plan import PlanRequest, pinned_by_name, plan_request
 
     # a name that pins a format and preset (mlx-community/<Model>-4bit, qwen3:8b-q8_0) pins the search, as in plan;
@@ -331,7 +336,7 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
     quants, notes = (list(pinned.quants) if pinned.quants else None), [*notes, *pin_notes]
     for qn in quants or []:
         profiles.load_quant(qn)  # an unknown name: UnknownProfileError with close matches, as planner.plan
-    found = _search(ctx, rts, quants, kv_type, flash_attn, n_ubatch)
+    found = _search(ctx, rts, quants, kv_type, flash_attn, n_ubatch, images)
     if quants and not found.evaluated:  # was "does not fit ... the smallest needs 0.0 GiB"
         raise InputError(f"[[quant]] {', '.join(quants)}: not a format of {', '.join(r.id for r in rts)} "
                          "(GGUF: Q4_K_M, Q8_0...; MLX: 4bit, 8bit-g32, mxfp4...)")
@@ -380,9 +385,9 @@ def _setup(model: str, ram_gb: float, wl: WorkloadProfile, chip: Chip | None, ma
 
 
 def _search(ctx: Search, rts: list[Runtime], quants: list[str] | None, kv_type: str | None = None,
-            flash_attn: bool | None = None, n_ubatch: int | None = None) -> Found:
+            flash_attn: bool | None = None, n_ubatch: int | None = None, images: int = 0) -> Found:
     found = Found()
-    for rt, q, mm, slots in candidates(ctx.prof, rts, quants, ctx.wl.users, kv_type, flash_attn, n_ubatch):
+    for rt, q, mm, slots in candidates(ctx.prof, rts, quants, ctx.wl.users, kv_type, flash_attn, n_ubatch, images):
         found.evaluated += 1
         key = (rt.id, q.id, mm.kv.kv_type)
         if key not in found.speed_models:

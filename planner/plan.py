@@ -350,7 +350,7 @@ def plan(req: PlanRequest, resolved: ResolvedFiles | None = None) -> Plan:
         for q in quants:
             mm = memory_model(model, rt, q, table, kv_type=kv_type, flash_attn=req.flash_attn, n_ubatch=req.n_ubatch)
             mm, label = _apply_exact(mm, q, rt, resolved)
-            mm = mm if mm.images == req.images else dataclasses.replace(mm, images=req.images)
+            mm = mm.with_images(req.images)
             first = first or mm
             opt = _option(mm, q, req, chip, ram, (wired, raised), contexts, user_counts, max_ctx)
             options.append(opt if label is None else opt.model_copy(update={"quant": label, "notes": [

@@ -157,17 +157,18 @@ def slot_choices(rt: Runtime, mm: MemoryModel, users: int) -> list[int]:
 
 def candidates(model: ModelProfile, runtimes: list[Runtime], quants: list[str] | None,
                users: int, kv_type: str | None = None, flash_attn: bool | None = None,
-               n_ubatch: int | None = None) -> Iterator[tuple[Runtime, QuantFormat, MemoryModel, int]]:
+               n_ubatch: int | None = None, images: int = 0) -> Iterator[tuple[Runtime, QuantFormat, MemoryModel, int]]:
     """Every (runtime, quant, memory model with its KV type, slots) that recommend evaluates, in search order;
     ``kv_type`` pins the KV type (the runtime's spelling of it, else its default, as planner.plan does);
-    ``flash_attn`` / ``n_ubatch``: llama.cpp's -fa / -ub (None: the runtime's defaults)."""
+    ``flash_attn`` / ``n_ubatch``: llama.cpp's -fa / -ub (None: the runtime's defaults); ``images`` per request:
+    the projector is counted (MemoryModel.with_images)."""
     for rt in runtimes:
         kvs = rt.advised_kv_types
         if kv_type is not None:
             own = kv_alias(kv_type, rt)
             kvs = [own if own in rt.kv_types else rt.default_kv_type]
         for q in quants_for(model, rt, quants):
-            base = base_memory_model(model.id, rt.id, q.id, flash_attn, n_ubatch)
+            base = base_memory_model(model.id, rt.id, q.id, flash_attn, n_ubatch).with_images(images)
             for kv in kvs:
                 mm = with_kv(base, kv)
                 if mm is None:

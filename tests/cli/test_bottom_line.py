@@ -153,3 +153,18 @@ def test_a_no_fit_that_a_shorter_context_mends_says_which_context(capsys):
     again = json.loads(_run(capsys, ["--model", "gpt-oss-20b", "--ram", "16", "--context", str(n), "--json"]))
     (opt,) = [o for o in again["options"] if (o["runtime"], o["quant"]) == (m.group(1), m.group(2))]
     assert opt["fit"]["verdict"] == "raise-limit"
+
+
+@pytest.mark.parametrize("chip", [[], ["--chip", "M4"]])
+def test_with_images_the_bottom_line_counts_the_vision_encoder_as_the_table_does(capsys, chip):
+    """--images N: the bottom line's option needs the total the plan's table gives that option (weights, KV at the
+    image tokens' longer context, buffers and the vision encoder + projector), and the bottom line's runtimes are
+    the plan's (mlx-vlm in place of the text-only mlx-lm)."""
+    doc = json.loads(_run(capsys, ["--model", "qwen3-vl-8b", "--ram", "16", "--images", "2", *chip, "--json"]))
+    top = doc["bottom_line"]["option"]
+    (same,) = [o for o in doc["options"] if (o["runtime"], o["quant"], o["kv_type"]) == (
+        top["runtime"], top["quant"], top["kv_type"])]
+    assert same["memory"]["vision"] > 0
+    assert top["context"] == same["memory"]["context"] == doc["request"]["context"]
+    assert top["memory_bytes"] == same["memory"]["total"]
+    assert {v["other"] for v in doc["bottom_line"]["runtime_verdicts"]} <= {o["runtime"] for o in doc["options"]}
