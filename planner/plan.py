@@ -37,6 +37,8 @@ DEFAULT_QUANTS = {
     "mlx": ["mlx-4bit-g64", "mlx-4bit-g32", "mlx-mxfp4", "mlx-6bit-g64", "mlx-6bit-g32", "mlx-8bit-g64",
             "mlx-8bit-g32"],
 }
+# 600B+ MoEs only fit at 1-3 bits per weight on a Mac (e.g. unsloth dynamic IQ1/IQ2 GGUFs)
+_LOW_BITS = {"gguf": ["IQ1_S", "IQ2_XXS", "IQ2_M", "Q2_K"], "mlx": ["mlx-2bit-g64", "mlx-3bit-g64"]}
 CONTEXTS = [4096, 8192, 16384, 32768, 131072]
 USER_COUNTS = [1, 2, 4, 8, 16]
 
@@ -255,7 +257,8 @@ def default_quants(model: ModelProfile, weight_format: str) -> list[QuantFormat]
     """The formats plans and searches try. A checkpoint that ships quantized (ModelProfile.native_quant, e.g.
     gpt-oss's MXFP4 experts) is tried in its own format first, and no MLX format storing more bits per weight than
     that one is tried: converting it up (mlx_lm.convert -q --q-bits 8 of the dequantized MXFP4) doubles the memory
-    and cannot restore what the checkpoint never held."""
+    and cannot restore what the checkpoint never held. A MoE over 300 B params first tries the 1-3 bit formats
+    it only fits in on a Mac (e.g. unsloth's dynamic IQ1/IQ2 GGUFs): one set for plan, recommend, models and buy."""
     ids = list(DEFAULT_QUANTS[weight_format])
     nq = model.native_quant
     if nq is not None:
@@ -265,6 +268,8 @@ def default_quants(model: ModelProfile, weight_format: str) -> list[QuantFormat]
             if weight_format == "mlx":
                 cap = mlx_bits_per_weight(profiles.load_quant(native, "mlx"))
                 ids = [i for i in ids if mlx_bits_per_weight(profiles.load_quant(i, "mlx")) <= cap]
+    if model.config.is_moe and model.params_b > 300:
+        ids = [i for i in _LOW_BITS[weight_format] if i not in ids] + ids
     return [profiles.load_quant(i, weight_format) for i in ids]
 
 

@@ -137,12 +137,7 @@ def quants_for(model: ModelProfile, rt: Runtime, only: list[str] | None = None) 
             except PlannerError:
                 continue
         return out
-    out = default_quants(model, rt.weight_format)
-    if model.config.is_moe and model.params_b > 300:
-        # 600B+ MoEs only fit at 1-3 bits per weight on a Mac (e.g. unsloth dynamic IQ1/IQ2 GGUFs)
-        low = ["IQ1_S", "IQ2_XXS", "IQ2_M", "Q2_K"] if rt.weight_format == "gguf" else ["mlx-2bit-g64", "mlx-3bit-g64"]
-        out = [profiles.load_quant(i, rt.weight_format) for i in low if i not in {q.id for q in out}] + out
-    return out
+    return default_quants(model, rt.weight_format)
 
 
 def slot_choices(rt: Runtime, mm: MemoryModel, users: int) -> list[int]:
