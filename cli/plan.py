@@ -23,7 +23,7 @@ def run_plan(given: dict[str, Any], file: str | None = None, json_out: bool = Fa
         from .bottom_line import bottom_line
 
         head = "\n".join(bottom_line(rec) + _thinking_lines(result.request, rec)) + "\n\n"
-    elif result.options and all(o.fit.verdict == "no-fit" for o in result.options):
+    elif result.smallest is not None:  # no option fits (planner.plan._smallest)
         from .bottom_line import no_fit_line
 
         head = no_fit_line(result) + "\n\n"

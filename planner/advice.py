@@ -15,11 +15,11 @@ from . import capacity, profiles
 from ._model import Frozen, assemble
 from .deployment import check_ram
 from .errors import InputError, NoFitError, PlannerError, TargetsUnreachableError  # noqa: F401  (re-exported)
+from .format import fmt_bytes, need_text
 from .recipes import Recipe, recipe
 from .results import Fit, WiredLimit
 from .schema import Chip, ModelProfile, QuantFormat, Runtime
-from .search import Speed, candidates, speed_at, speed_available, speed_model
-from .units import GiB
+from .search import Speed, candidates, smallest_need, speed_at, speed_available, speed_model
 from .workload import WorkloadProfile, gen_point, point_in_context, prompt_point
 
 if TYPE_CHECKING:
@@ -308,7 +308,8 @@ class Found:
         self.rejected: dict[str, int] = {}
         self.speed_models: dict[tuple[str, str, str], Roofline | None] = {}
         self.evaluated = 0
-        self.min_total: int | None = None
+        self.memory_models: dict[tuple[str, str, str], MemoryModel] = {}  # by (runtime, quant, KV type)
+        self.kv_type: str | None = None  # the asked KV type, else None (every advised type)
 
 
 def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip | None = None, macos: str = profiles.DEFAULT_MACOS,
@@ -387,9 +388,11 @@ def _setup(model: str, ram_gb: float, wl: WorkloadProfile, chip: Chip | None, ma
 def _search(ctx: Search, rts: list[Runtime], quants: list[str] | None, kv_type: str | None = None,
             flash_attn: bool | None = None, n_ubatch: int | None = None, images: int = 0) -> Found:
     found = Found()
+    found.kv_type = kv_type
     for rt, q, mm, slots in candidates(ctx.prof, rts, quants, ctx.wl.users, kv_type, flash_attn, n_ubatch, images):
         found.evaluated += 1
         key = (rt.id, q.id, mm.kv.kv_type)
+        found.memory_models.setdefault(key, mm)
         if key not in found.speed_models:
             chip = ctx.chip if ctx.want_speed else None  # want_speed implies a chip (_setup)
             found.speed_models[key] = speed_model(mm, chip, q) if chip is not None else None
@@ -408,7 +411,6 @@ def _evaluate(ctx: Search, mm: "MemoryModel", q: QuantFormat, slots: int, rf: "R
     """One configuration: memory verdict (None when it does not fit at all), speed, targets, reason, recipe."""
     rt, need = mm.runtime, ctx.context
     total = mm.total(need, slots)
-    found.min_total = total if found.min_total is None else min(found.min_total, total)
     fit = capacity.fit(total, mm.weights.total_bytes, ctx.wired, rt)
     if fit.verdict == "no-fit":
         found.rejected["memory"] = found.rejected.get("memory", 0) + 1
@@ -503,12 +505,14 @@ def _no_answer(ctx: Search, found: Found, best_effort: bool) -> str:
         if best_effort:
             return msg
         raise TargetsUnreachableError(msg, fields={"closest": o.model_dump(mode="json")})
+    need = smallest_need(found.memory_models.values(), ctx.context, wl.users, found.kv_type)
+    most = f"{fmt_bytes(ctx.wired.max_raise_bytes)} the GPU may have with the limit raised"
+    said = f"{need_text(need)}, against the {most}" if need else f"the {most} is too little"
     raise NoFitError(f"{ctx.prof.id} does not fit in {ctx.ram_gb:g} GB for {wl.users} × {ctx.context:,} tokens with "
-                     f"any runtime/quant searched: the smallest needs {(found.min_total or 0) / GiB:.1f} GiB against "
-                     f"a {ctx.wired.max_raise_bytes / GiB:.1f} GiB maximum GPU limit; try fewer [[users]], a shorter "
-                     f"context or `plan buy`",
+                     f"any runtime/quant searched: {said}; try fewer [[users]], a shorter context or `plan buy`",
                      fields={"model": ctx.prof.id, "ram_gb": ctx.ram_gb, "users": wl.users, "context": ctx.context,
-                             "smallest_memory_bytes": found.min_total,
+                             "smallest_memory_bytes": need.memory_bytes if need else None,
+                             "smallest": need.model_dump(mode="json") if need else None,
                              "max_wired_limit_bytes": ctx.wired.max_raise_bytes})
 
 

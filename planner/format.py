@@ -10,7 +10,7 @@ from .units import GiB, KiB, MiB
 if TYPE_CHECKING:
     from .advice import RuntimeVerdict
     from .power import EnergyPerToken, ServeEnergy
-    from .results import KVLayout
+    from .results import KVLayout, SmallestNeed
     from .streaming import StreamingEstimate
 
 VERDICT_TEXT = {
@@ -112,6 +112,12 @@ def cached_label(share: float) -> str:
 def ttft_text(s: float | None, share: float) -> str:
     """'TTFT 1.2 s (no prompt cached)': a time to first token with the prompt-cache share it assumed."""
     return f"TTFT {fmt_seconds(s)} ({cached_label(share)})"
+
+
+def need_text(n: SmallestNeed) -> str:
+    """The smallest need in the words plan and recommend both say (planner.search.smallest_need)."""
+    return (f"the smallest option ({n.runtime} {n.quant}, KV cache {n.kv_type}) needs {fmt_bytes(n.memory_bytes)} "
+            f"and its runtime's {fmt_bytes(n.margin_bytes)} margin")
 
 
 def verdict_text(v: str) -> str:

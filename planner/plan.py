@@ -23,6 +23,7 @@ from .results import (
     MemoryEstimate,
     OffloadEstimate,
     ServingDefaults,
+    SmallestNeed,
     SpeedSummary,
     StreamingEstimate,
     WeightsEstimate,
@@ -201,6 +202,8 @@ class Plan(BaseModel):
     # {workload, targets_met, option (a ServingOption), runtime_verdicts (RuntimeVerdict list)}
     bottom_line: dict[str, Any] | None = None
     """The option to run for the chat workload and mlx-lm vs llama.cpp, as plan recommend ranks them"""
+    smallest: SmallestNeed | None = None
+    """When no option fits: the configuration needing least memory at any KV type, as plan recommend names it"""
 
 
 def describe_architecture(m: ModelProfile) -> str:
@@ -336,12 +339,9 @@ def plan(req: PlanRequest, resolved: ResolvedFiles | None = None) -> Plan:
         raise InputError("[[runtime]]: give at least one of llama.cpp, mlx-lm, ollama")
     req, runtimes, name_notes = pinned_by_name(req, runtimes, resolved)
     vision_notes = [*vision_notes, *name_notes]
-    for qn in req.quants or []:  # a quant no format knows was silently dropped when another asked quant was valid
-        profiles.load_quant(qn)  # UnknownProfileError with close matches
-    if req.kv_type is not None and not any(_kv_applies(req.kv_type, rt) for rt in runtimes):  # was ignored
-        raise InputError(f"[[kv_type]] {req.kv_type!r} is not a KV type of {', '.join(r.id for r in runtimes)}; "
-                         "use f16, q8_0, q4_0 (llama.cpp) or bf16, kv8, kv4 (mlx-lm)")
+    _check_asked(req, runtimes)
     kv_rows, options, notes = [], [], [*cap_notes, *vision_notes, *(getattr(resolved, "notes", None) or [])]
+    mms: list[MemoryModel] = []
     runtimes = _file_runtimes(req, runtimes, resolved, model.name, notes)
     for rt in runtimes:
         quants = _exact_quants(req, rt, resolved) or _quants_for(req, rt, model)
@@ -356,7 +356,7 @@ def plan(req: PlanRequest, resolved: ResolvedFiles | None = None) -> Plan:
             mm = memory_model(model, rt, q, table, kv_type=kv_type, flash_attn=req.flash_attn, n_ubatch=req.n_ubatch)
             mm, label = _apply_exact(mm, q, rt, resolved)
             mm = mm.with_images(req.images)
-            first = first or mm
+            first, mms = first or mm, [*mms, mm]
             opt = _option(mm, q, req, chip, ram, (wired, raised), contexts, user_counts, max_ctx)
             options.append(opt if label is None else opt.model_copy(update={"quant": label, "notes": [
                 *opt.notes, "weights: exact bytes read from the model files"]}))
@@ -376,7 +376,26 @@ def plan(req: PlanRequest, resolved: ResolvedFiles | None = None) -> Plan:
                        max_context=max_ctx)
     mac = assemble(MacSummary, ram_gb=ram, chip=chip, note=mac_note)
     return assemble(Plan, request=req, model=summary, mac=mac, wired=wired, contexts=contexts, user_counts=user_counts,
-                    kv=kv_rows, options=options, notes=notes)
+                    kv=kv_rows, options=options, notes=notes, smallest=_smallest(options, mms, req))
+
+
+def _check_asked(req: PlanRequest, runtimes: list[Runtime]) -> None:
+    """An asked quant or KV type no runtime asked for knows: one clear error (both were once dropped silently)."""
+    for qn in req.quants or []:  # a quant no format knows was silently dropped when another asked quant was valid
+        profiles.load_quant(qn)  # UnknownProfileError with close matches
+    if req.kv_type is not None and not any(_kv_applies(req.kv_type, rt) for rt in runtimes):  # was ignored
+        raise InputError(f"[[kv_type]] {req.kv_type!r} is not a KV type of {', '.join(r.id for r in runtimes)}; "
+                         "use f16, q8_0, q4_0 (llama.cpp) or bf16, kv8, kv4 (mlx-lm)")
+
+
+def _smallest(options: list[FitOption], mms: list[MemoryModel], req: PlanRequest) -> SmallestNeed | None:
+    """When no option fits: the smallest need over the plan's runtimes and quants at any KV type (the asked one
+    only), the figure recommend names too (planner.search.smallest_need)."""
+    if not options or any(o.fit.verdict != "no-fit" for o in options):
+        return None
+    from .search import smallest_need  # planner.search imports this module
+
+    return smallest_need(mms, req.context, req.users, req.kv_type)
 
 
 def _active_params(model: ModelProfile) -> int:

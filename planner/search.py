@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, overload
 
 from . import profiles
 from .errors import InputError, PlannerError
 from .memory import MemoryModel, check_kv_type, kv_alias, kv_layout, memory_model
 from .plan import default_quants
+from .results import SmallestNeed
 from .results import Speed as Speed  # re-exported: planner.search.Speed
 from .schema import Chip, ModelProfile, QuantFormat, Runtime
+from .units import MiB
 
 if TYPE_CHECKING:  # numpy and throughput are imported where a speed is asked for
     import numpy as np
@@ -140,6 +142,38 @@ def quants_for(model: ModelProfile, rt: Runtime, only: list[str] | None = None) 
     return default_quants(model, rt.weight_format)
 
 
+def kv_types_for(rt: Runtime, kv_type: str | None = None) -> list[str]:
+    """The KV types a search tries: the asked one in the runtime's spelling (its default where it has none of the
+    kind, as planner.plan answers an asked KV type), else every type the runtime advises."""
+    if kv_type is None:
+        return list(rt.advised_kv_types)
+    own = kv_alias(kv_type, rt)
+    return [own if own in rt.kv_types else rt.default_kv_type]
+
+
+def smallest_need(mms: Iterable[MemoryModel], context: int, users: int,
+                  kv_type: str | None = None) -> SmallestNeed | None:
+    """The closest a command comes when nothing fits: of the memory models it evaluated, at each KV type its
+    runtime may use for ``users`` sequences (kv_types_for; mlx-lm's quantized KV serves one), the configuration
+    needing the least memory with its runtime's margin (what capacity.fit compares with the raised limit).
+    One rule for plan and recommend: both name this figure and its KV type."""
+    best: tuple[int, MemoryModel, int] | None = None
+    for base in mms:
+        for kv in kv_types_for(base.runtime, kv_type):
+            mm = with_kv(base, kv)
+            if mm is None or (users > 1 and mm.engine.max_slots(mm.kv.kv_type) == 1):
+                continue
+            total = mm.total(context, users)
+            margin = int(mm.runtime.headroom_mib * MiB)  # capacity.fit's margin
+            if best is None or total + margin < best[0] + best[2]:
+                best = (total, mm, margin)
+    if best is None:
+        return None
+    total, mm, margin = best
+    return SmallestNeed(runtime=mm.runtime.id, quant=mm.quant_id, kv_type=mm.kv.kv_type, users=users,
+                        context=context, memory_bytes=total, margin_bytes=margin)
+
+
 def slot_choices(rt: Runtime, mm: MemoryModel, users: int) -> list[int]:
     """Parallel-sequence counts to try: powers of two up to the users, and the users themselves."""
     if mm.engine.max_slots(mm.kv.kv_type) == 1:
@@ -158,13 +192,9 @@ def candidates(model: ModelProfile, runtimes: list[Runtime], quants: list[str] |
     ``flash_attn`` / ``n_ubatch``: llama.cpp's -fa / -ub (None: the runtime's defaults); ``images`` per request:
     the projector is counted (MemoryModel.with_images)."""
     for rt in runtimes:
-        kvs = rt.advised_kv_types
-        if kv_type is not None:
-            own = kv_alias(kv_type, rt)
-            kvs = [own if own in rt.kv_types else rt.default_kv_type]
         for q in quants_for(model, rt, quants):
             base = base_memory_model(model.id, rt.id, q.id, flash_attn, n_ubatch).with_images(images)
-            for kv in kvs:
+            for kv in kv_types_for(rt, kv_type):
                 mm = with_kv(base, kv)
                 if mm is None:
                     continue
