@@ -369,10 +369,8 @@ def _setup(model: str, ram_gb: float, wl: WorkloadProfile, chip: Chip | None, ma
     unsold = check_ram(chip, ram_gb) if chip is not None else None
     wired = capacity.wired_limit(ram_gb, mac_os, wired_limit_mb)
     raised = capacity.wired_limit(ram_gb, mac_os, wired.max_raise_bytes // (1024 * 1024))
-    max_pos, notes, need = prof.config.max_position_embeddings, [unsold] if unsold else [], wl.context
-    if need > max_pos:
-        notes.append(f"context {need:,} capped at the model's {max_pos:,} tokens")
-        need = max_pos
+    need, capped = capacity.cap_context(wl.context, prof)
+    notes = [n for n in (unsold, capped) if n]
     prompt, gen = point_in_context(prompt_point(wl.prompt_tokens), gen_point(wl.gen_tokens), need)
     want_speed = chip is not None and speed_available()
     if chip is None:

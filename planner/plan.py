@@ -294,17 +294,13 @@ def build_option(mm: MemoryModel, req: PlanRequest, wired: WiredLimit, raised: W
     verdict = capacity.fit(est.total, mm.weights.total_bytes, wired, rt)
     budget = capacity.comfortable_budget(wired, rt, mm.weights.total_bytes)
     budget_raised = capacity.comfortable_budget(raised, rt, mm.weights.total_bytes)
-    notes = []
-    if req.context > max_ctx:
-        notes.append(f"context capped at the model's {max_ctx:,} tokens")
-    return assemble(
+    return assemble(  # the request's context is capped once, with its note, by plan (capacity.cap_context)
         FitOption,
         runtime=rt.id, quant=mm.quant_id, kv_type=mm.kv.kv_type, weights=mm.weights, memory=est,
         fit=verdict,
         safe_users=capacity.safe_users_by_context(mm, contexts, budget),
         max_context=capacity.max_context_by_users(mm, user_counts, budget, max_ctx),
-        max_context_raised=capacity.max_context_by_users(mm, user_counts, budget_raised, max_ctx),
-        notes=notes)
+        max_context_raised=capacity.max_context_by_users(mm, user_counts, budget_raised, max_ctx))
 
 
 def _option(mm: MemoryModel, q: QuantFormat, req: PlanRequest, chip: Chip | None, ram: float, limits: tuple[WiredLimit, WiredLimit],
@@ -412,11 +408,10 @@ def _capped(req: PlanRequest, model: ModelProfile, max_ctx: int) -> tuple[PlanRe
         notes.append(f"[[prompt]] {req.prompt:,} + [[gen]] {req.gen:,} tokens is above {model.name}'s maximum of "
                      f"{max_ctx:,} tokens: the speed is timed at a length the model does not run; give a prompt up to "
                      f"{max(max_ctx - req.gen, 1):,}")
-    if req.context <= max_ctx:
+    context, capped = capacity.cap_context(req.context, model)
+    if capped is None:
         return req, notes
-    return req.model_copy(update={"context": max_ctx}), [
-        f"the context {req.context:,} is above {model.name}'s maximum of {max_ctx:,} tokens: capped at {max_ctx:,}",
-        *notes]
+    return req.model_copy(update={"context": context}), [capped, *notes]
 
 
 def pinned_by_name(req: PlanRequest, runtimes: list[Runtime],
