@@ -15,7 +15,7 @@ from . import capacity, profiles
 from ._model import Frozen, assemble
 from .deployment import check_ram
 from .errors import InputError, NoFitError, PlannerError, TargetsUnreachableError  # noqa: F401  (re-exported)
-from .format import fmt_bytes, need_text
+from .format import fmt_bytes, over_text
 from .recipes import Recipe, recipe
 from .results import Fit, WiredLimit
 from .schema import Chip, ModelProfile, QuantFormat, Runtime
@@ -504,8 +504,8 @@ def _no_answer(ctx: Search, found: Found, best_effort: bool) -> str:
             return msg
         raise TargetsUnreachableError(msg, fields={"closest": o.model_dump(mode="json")})
     need = smallest_need(found.memory_models.values(), ctx.context, wl.users, found.kv_type)
-    most = f"{fmt_bytes(ctx.wired.max_raise_bytes)} the GPU may have with the limit raised"
-    said = f"{need_text(need)}, against the {most}" if need else f"the {most} is too little"
+    said = (over_text(need, ctx.wired) if need else
+            f"the {fmt_bytes(ctx.wired.max_raise_bytes)} the GPU may have with the limit raised is too little")
     raise NoFitError(f"{ctx.prof.id} does not fit in {ctx.ram_gb:g} GB for {wl.users} × {ctx.context:,} tokens with "
                      f"any runtime/quant searched: {said}; try fewer [[users]], a shorter context or `plan buy`",
                      fields={"model": ctx.prof.id, "ram_gb": ctx.ram_gb, "users": wl.users, "context": ctx.context,

@@ -163,6 +163,11 @@ class SmallestNeed(BaseModel):
     margin_bytes: int
     """The runtime's own margin a fit keeps below the limit (Fit.margin_bytes) [bytes]"""
 
+    def over(self, wired: WiredLimit) -> int:
+        """How far the need and its margin go past the most the GPU may have with the limit raised (what makes the
+        verdict no-fit, capacity.fit) [bytes]; one figure for plan and models."""
+        return self.memory_bytes + self.margin_bytes - wired.max_raise_bytes
+
 
 # --------------------------------------------------------------------------- speed
 

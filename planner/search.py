@@ -164,14 +164,19 @@ def smallest_need(mms: Iterable[MemoryModel], context: int, users: int,
             if mm is None or (users > 1 and mm.engine.max_slots(mm.kv.kv_type) == 1):
                 continue
             total = mm.total(context, users)
-            margin = int(mm.runtime.headroom_mib * MiB)  # capacity.fit's margin
+            margin = int(mm.runtime.headroom_mib * MiB)  # capacity.fit's margin (need_of)
             if best is None or total + margin < best[0] + best[2]:
                 best = (total, mm, margin)
     if best is None:
         return None
     total, mm, margin = best
-    return SmallestNeed(runtime=mm.runtime.id, quant=mm.quant_id, kv_type=mm.kv.kv_type, users=users,
-                        context=context, memory_bytes=total, margin_bytes=margin)
+    return need_of(mm.runtime, mm.quant_id, mm.kv.kv_type, users, context, total)
+
+
+def need_of(rt: Runtime, quant: str, kv_type: str, users: int, context: int, total: int) -> SmallestNeed:
+    """A configuration's need with its runtime's margin (capacity.fit's Runtime.headroom_mib)."""
+    return SmallestNeed(runtime=rt.id, quant=quant, kv_type=kv_type, users=users, context=context,
+                        memory_bytes=total, margin_bytes=int(rt.headroom_mib * MiB))
 
 
 def slot_choices(rt: Runtime, mm: MemoryModel, users: int) -> list[int]:
