@@ -18,6 +18,7 @@ from planner.format import (
     fmt_seconds,
     fmt_tok_s,
     fmt_tok_s_range,
+    over_text,
     safe_text,
     verdict_text,
 )
@@ -184,11 +185,10 @@ def headline(p: Plan) -> tuple[str, str]:
     title = f"**{p.model.name} on {'an' if mac.startswith('M') else 'a'} {mac}: {verdict_text(v)}.**"
     limit = fmt_bytes(p.wired.effective_bytes)
     if v == "no-fit":
-        smallest = min(p.options, key=lambda o: o.memory.total)
+        small = f" T{over_text(p.smallest, p.wired)[1:]}." if p.smallest else ""  # as plan and recommend say it
         body = (f" None of the {len(p.options)} runtime × quantization options fits at {workload_label(p)}, not even "
-                f"with the GPU limit raised. The smallest, {option_label(smallest)}, needs "
-                f"{fmt_bytes(smallest.memory.total)}: {smallest.fit.reason}. Try a smaller quantization, a shorter "
-                "context, fewer users, or a Mac with more memory.")
+                f"with the GPU limit raised.{small} Try a smaller quantization, a shorter context, fewer users, or a "
+                "Mac with more memory.")
         return LEVEL[v], title + body
     best = "; ".join(f"{option_label(o)} uses {fmt_bytes(o.memory.total)} of the {limit} GPU limit"
                      for o in picks)

@@ -5,7 +5,7 @@ and `plan recommend` say the same thing in the same words."""
 from __future__ import annotations
 
 from planner.advice import Recommendation, runtime_verdicts
-from planner.format import cached_label, fmt_bytes, fmt_seconds, fmt_tok_s, versus_text
+from planner.format import cached_label, fmt_bytes, fmt_seconds, fmt_tok_s, over_text, versus_text
 
 
 def option_text(o) -> str:
@@ -49,12 +49,7 @@ def no_fit_line(p) -> str:
     """The bottom line of a plan (planner.plan.Plan) none of whose options fits, even with the limit raised: the
     smallest need and its runtime's margin against the most the GPU may have, and what would change it; then the
     option llama.cpp's mmap still runs, at full speed when every weight a token reads stays in RAM."""
-    small = min(p.options, key=lambda o: o.memory.total + o.fit.margin_bytes)
-    need = small.memory.total + small.fit.margin_bytes
-    out = (f"Bottom line: {p.model.name} does not fit this Mac: the smallest option ({small.runtime} {small.quant}) "
-           f"needs {fmt_bytes(small.memory.total)} and its runtime's {fmt_bytes(small.fit.margin_bytes)} margin, "
-           f"{fmt_bytes(need - p.wired.max_raise_bytes)} over the {fmt_bytes(p.wired.max_raise_bytes)} the GPU may "
-           f"have with the limit raised; a smaller model or quantization, fewer users or a shorter context, or a Mac "
+    out = (f"Bottom line: {p.model.name} does not fit this Mac: {over_text(p.smallest, p.wired)}; a smaller model or quantization, fewer users or a shorter context, or a Mac "
            f"with more memory (`plan buy`) would change that.")
     out += _shorter_context(p)
     streamed = [o for o in p.options if o.streaming is not None and not o.streaming.swaps]

@@ -23,7 +23,7 @@ def run_plan(given: dict[str, Any], file: str | None = None, json_out: bool = Fa
         from .bottom_line import bottom_line
 
         head = "\n".join(bottom_line(rec) + _thinking_lines(result.request, rec)) + "\n\n"
-    elif result.options and all(o.fit.verdict == "no-fit" for o in result.options):
+    elif result.smallest is not None:  # no option fits (planner.plan._smallest)
         from .bottom_line import no_fit_line
 
         head = no_fit_line(result) + "\n\n"
@@ -62,8 +62,9 @@ def plan_answer(given: dict[str, Any], file: str | None = None):
         quants = req.quants or []
         resolved = resolve_model(model, file=file, quant=quants[0] if len(quants) == 1 else None)
     result = plan(req, resolved)
-    # the plan's context (capped at the model's maximum): the bottom line speaks of the same workload
-    rec = _recommendation(req.model_copy(update={"context": result.request.context})) if resolved is None else None
+    # the plan's request (context capped at the model's maximum, image tokens in context and prompt): the bottom
+    # line speaks of the same workload
+    rec = _recommendation(result.request) if resolved is None else None
     return result, rec
 
 
@@ -122,7 +123,8 @@ def _recommendation(req: PlanRequest):
     try:
         return recommend(req.model, ram, wl, chip=chip, macos=req.macos, runtimes=[r.id for r in rts],
                          quants=list(req.quants) if req.quants else None, wired_limit_mb=req.wired_limit_mb,
-                         best_effort=True, kv_type=req.kv_type, flash_attn=req.flash_attn, n_ubatch=req.n_ubatch)
+                         best_effort=True, kv_type=req.kv_type, flash_attn=req.flash_attn, n_ubatch=req.n_ubatch,
+                         images=req.images)
     except PlannerError:
         return None
 

@@ -15,11 +15,11 @@ from . import capacity, profiles
 from ._model import Frozen, assemble
 from .deployment import check_ram
 from .errors import InputError, NoFitError, PlannerError, TargetsUnreachableError  # noqa: F401  (re-exported)
+from .format import fmt_bytes, over_text
 from .recipes import Recipe, recipe
 from .results import Fit, WiredLimit
 from .schema import Chip, ModelProfile, QuantFormat, Runtime
-from .search import Speed, candidates, speed_at, speed_available, speed_model
-from .units import GiB
+from .search import Speed, candidates, smallest_need, speed_at, speed_available, speed_model
 from .workload import WorkloadProfile, gen_point, point_in_context, prompt_point
 
 if TYPE_CHECKING:
@@ -308,20 +308,26 @@ class Found:
         self.rejected: dict[str, int] = {}
         self.speed_models: dict[tuple[str, str, str], Roofline | None] = {}
         self.evaluated = 0
-        self.min_total: int | None = None
+        self.memory_models: dict[tuple[str, str, str], MemoryModel] = {}  # by (runtime, quant, KV type)
+        self.kv_type: str | None = None  # the asked KV type, else None (every advised type)
 
 
 def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip | None = None, macos: str = profiles.DEFAULT_MACOS,
               runtimes: list[str] | None = None, quants: list[str] | None = None, wired_limit_mb: int | None = None,
               top: int = 8, best_effort: bool = False, kv_type: str | None = None, flash_attn: bool | None = None,
-              n_ubatch: int | None = None) -> Recommendation:
+              n_ubatch: int | None = None, images: int = 0) -> Recommendation:
     """Ranked configurations of ``model`` on one Mac for ``workload``. When none meets the targets:
     ``best_effort`` lists the closest (targets_met False, a note says which target binds), else raises.
     ``kv_type``: only that KV cache type, in each runtime's spelling (q8_0 / kv8), its default where the runtime has
     none of the kind (as planner.plan answers an asked KV type); None searches every advised type. ``flash_attn`` /
-    ``n_ubatch``: llama.cpp's -fa / -ub as asked of planner.plan (None: the runtime's defaults)."""
+    ``n_ubatch``: llama.cpp's -fa / -ub as asked of planner.plan (None: the runtime's defaults). ``images`` per
+    request: the vision encoder + projector counted and mlx-vlm for mlx-lm (planner.setups.image_runtimes); the
+    workload's context and prompt already hold the image tokens (as planner.setups.with_images makes a plan's)."""
+    from .setups import image_runtimes
+
     ctx, notes = _setup(model, ram_gb, workload, chip, macos, wired_limit_mb)
     rts = [profiles.load_runtime(r) for r in profiles.expand_runtimes(runtimes or ["llama.cpp", "mlx-lm"])]
+    rts = image_runtimes(rts)[0] if images else rts
     from .plan import PlanRequest, pinned_by_name, plan_request
 
     # a name that pins a format and preset (mlx-community/<Model>-4bit, qwen3:8b-q8_0) pins the search, as in plan;
@@ -331,7 +337,7 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
     quants, notes = (list(pinned.quants) if pinned.quants else None), [*notes, *pin_notes]
     for qn in quants or []:
         profiles.load_quant(qn)  # an unknown name: UnknownProfileError with close matches, as planner.plan
-    found = _search(ctx, rts, quants, kv_type, flash_attn, n_ubatch)
+    found = _search(ctx, rts, quants, kv_type, flash_attn, n_ubatch, images)
     if quants and not found.evaluated:  # was "does not fit ... the smallest needs 0.0 GiB"
         raise InputError(f"[[quant]] {', '.join(quants)}: not a format of {', '.join(r.id for r in rts)} "
                          "(GGUF: Q4_K_M, Q8_0...; MLX: 4bit, 8bit-g32, mxfp4...)")
@@ -363,10 +369,8 @@ def _setup(model: str, ram_gb: float, wl: WorkloadProfile, chip: Chip | None, ma
     unsold = check_ram(chip, ram_gb) if chip is not None else None
     wired = capacity.wired_limit(ram_gb, mac_os, wired_limit_mb)
     raised = capacity.wired_limit(ram_gb, mac_os, wired.max_raise_bytes // (1024 * 1024))
-    max_pos, notes, need = prof.config.max_position_embeddings, [unsold] if unsold else [], wl.context
-    if need > max_pos:
-        notes.append(f"context {need:,} capped at the model's {max_pos:,} tokens")
-        need = max_pos
+    need, capped = capacity.cap_context(wl.context, prof)
+    notes = [n for n in (unsold, capped) if n]
     prompt, gen = point_in_context(prompt_point(wl.prompt_tokens), gen_point(wl.gen_tokens), need)
     want_speed = chip is not None and speed_available()
     if chip is None:
@@ -380,11 +384,13 @@ def _setup(model: str, ram_gb: float, wl: WorkloadProfile, chip: Chip | None, ma
 
 
 def _search(ctx: Search, rts: list[Runtime], quants: list[str] | None, kv_type: str | None = None,
-            flash_attn: bool | None = None, n_ubatch: int | None = None) -> Found:
+            flash_attn: bool | None = None, n_ubatch: int | None = None, images: int = 0) -> Found:
     found = Found()
-    for rt, q, mm, slots in candidates(ctx.prof, rts, quants, ctx.wl.users, kv_type, flash_attn, n_ubatch):
+    found.kv_type = kv_type
+    for rt, q, mm, slots in candidates(ctx.prof, rts, quants, ctx.wl.users, kv_type, flash_attn, n_ubatch, images):
         found.evaluated += 1
         key = (rt.id, q.id, mm.kv.kv_type)
+        found.memory_models.setdefault(key, mm)
         if key not in found.speed_models:
             chip = ctx.chip if ctx.want_speed else None  # want_speed implies a chip (_setup)
             found.speed_models[key] = speed_model(mm, chip, q) if chip is not None else None
@@ -403,7 +409,6 @@ def _evaluate(ctx: Search, mm: "MemoryModel", q: QuantFormat, slots: int, rf: "R
     """One configuration: memory verdict (None when it does not fit at all), speed, targets, reason, recipe."""
     rt, need = mm.runtime, ctx.context
     total = mm.total(need, slots)
-    found.min_total = total if found.min_total is None else min(found.min_total, total)
     fit = capacity.fit(total, mm.weights.total_bytes, ctx.wired, rt)
     if fit.verdict == "no-fit":
         found.rejected["memory"] = found.rejected.get("memory", 0) + 1
@@ -498,12 +503,14 @@ def _no_answer(ctx: Search, found: Found, best_effort: bool) -> str:
         if best_effort:
             return msg
         raise TargetsUnreachableError(msg, fields={"closest": o.model_dump(mode="json")})
+    need = smallest_need(found.memory_models.values(), ctx.context, wl.users, found.kv_type)
+    said = (over_text(need, ctx.wired) if need else
+            f"the {fmt_bytes(ctx.wired.max_raise_bytes)} the GPU may have with the limit raised is too little")
     raise NoFitError(f"{ctx.prof.id} does not fit in {ctx.ram_gb:g} GB for {wl.users} × {ctx.context:,} tokens with "
-                     f"any runtime/quant searched: the smallest needs {(found.min_total or 0) / GiB:.1f} GiB against "
-                     f"a {ctx.wired.max_raise_bytes / GiB:.1f} GiB maximum GPU limit; try fewer [[users]], a shorter "
-                     f"context or `plan buy`",
+                     f"any runtime/quant searched: {said}; try fewer [[users]], a shorter context or `plan buy`",
                      fields={"model": ctx.prof.id, "ram_gb": ctx.ram_gb, "users": wl.users, "context": ctx.context,
-                             "smallest_memory_bytes": found.min_total,
+                             "smallest_memory_bytes": need.memory_bytes if need else None,
+                             "smallest": need.model_dump(mode="json") if need else None,
                              "max_wired_limit_bytes": ctx.wired.max_raise_bytes})
 
 

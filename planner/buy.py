@@ -244,11 +244,9 @@ def _check_budget(macs: list[MacProduct], budget_usd: float | None) -> None:
 
 def _point(workload: WorkloadProfile, profs: list[ModelProfile]) -> tuple[_Point, list[str]]:
     notes = []
-    ctx = workload.context
-    max_pos = min(p.config.max_position_embeddings for p in profs)
-    if ctx > max_pos:
-        notes.append(f"context {ctx:,} capped at {max_pos:,} (model maximum)")
-        ctx = max_pos
+    # the model (or draft) with the shortest maximum binds; capped as every command caps (capacity.cap_context)
+    ctx, capped = capacity.cap_context(workload.context, min(profs, key=lambda p: p.config.max_position_embeddings))
+    notes += [capped] if capped else []
     prompt, gen = point_in_context(prompt_point(workload.prompt_tokens), gen_point(workload.gen_tokens), ctx)
     users = workload.users
     slots = tuple(sorted({s for s in SLOT_CHOICES if s <= users} | {users}))

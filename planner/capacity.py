@@ -15,13 +15,22 @@ from .engines import engine_for
 from .errors import InputError
 from .memory import MemoryModel
 from .results import Fit, WiredLimit
-from .schema import MacOS, Runtime
+from .schema import MacOS, ModelProfile, Runtime
 from .units import GiB, MiB
 
 if TYPE_CHECKING:
     import numpy as np
 
 MAX_USERS = 4096
+
+
+def cap_context(context: int, model: ModelProfile) -> tuple[int, str | None]:
+    """(context, note): a context above the model's maximum (config.json max_position_embeddings) is planned at the
+    maximum, and the note says so; one rule and one note for every command (plan, recommend, cluster)."""
+    most = model.config.max_position_embeddings
+    if context <= most:
+        return context, None
+    return most, f"the context {context:,} is above {model.name}'s maximum of {most:,} tokens: capped at {most:,}"
 
 
 def wired_limit(ram_gb: float, macos: MacOS, user_limit_mb: int | None = None) -> WiredLimit:

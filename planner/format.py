@@ -10,7 +10,7 @@ from .units import GiB, KiB, MiB
 if TYPE_CHECKING:
     from .advice import RuntimeVerdict
     from .power import EnergyPerToken, ServeEnergy
-    from .results import KVLayout
+    from .results import KVLayout, SmallestNeed, WiredLimit
     from .streaming import StreamingEstimate
 
 VERDICT_TEXT = {
@@ -112,6 +112,18 @@ def cached_label(share: float) -> str:
 def ttft_text(s: float | None, share: float) -> str:
     """'TTFT 1.2 s (no prompt cached)': a time to first token with the prompt-cache share it assumed."""
     return f"TTFT {fmt_seconds(s)} ({cached_label(share)})"
+
+
+def need_text(n: SmallestNeed) -> str:
+    """The smallest need in the words plan and recommend both say (planner.search.smallest_need)."""
+    return (f"the smallest option ({n.runtime} {n.quant}, KV cache {n.kv_type}) needs {fmt_bytes(n.memory_bytes)} "
+            f"and its runtime's {fmt_bytes(n.margin_bytes)} margin")
+
+
+def over_text(n: SmallestNeed, wired: WiredLimit) -> str:
+    """need_text and how far past the most the GPU may have it goes (SmallestNeed.over): plan's and models' words."""
+    return (f"{need_text(n)}, {fmt_bytes(n.over(wired))} over the {fmt_bytes(wired.max_raise_bytes)} the GPU may "
+            "have with the limit raised")
 
 
 def verdict_text(v: str) -> str:

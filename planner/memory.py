@@ -7,6 +7,7 @@ mlx/primitives.h + mlx_lm/utils.py quantize_model (MLX bits), mlx_lm/models/cach
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Sequence
@@ -438,6 +439,11 @@ class MemoryModel:
     def engine(self) -> Engine:
         """The engine whose memory rules apply (planner/engines)."""
         return engine_for(self.runtime)
+
+    def with_images(self, images: int) -> MemoryModel:
+        """The same model with ``images`` per request (the projector counted when > 0): one rule for planner.plan
+        and planner.search.candidates (recommend), so both count the same bytes."""
+        return self if self.images == images else dataclasses.replace(self, images=images)
 
     def estimate(self, context: int, users: int = 1, prompt_chunk: int | None = None) -> MemoryEstimate:
         if context <= 0 or users <= 0:

@@ -21,11 +21,21 @@ from . import capacity, profiles
 from .advice import KV_RANK, QualityNote, _quality_loss, quality_of
 from .deployment import check_ram, resolve_bin
 from .errors import InputError, PlannerError
+from .format import over_text
 from .memory import MemoryModel
 from .models_result import ModelRow, ModelsResult
 from .results import Fit, WiredLimit
 from .schema import Chip, GgmlType, GgmlTypeTable, MlxRuntime, ModelProfile, QuantFormat, Runtime
-from .search import Speed, base_memory_model, quants_for, speed_at, speed_available, speed_model, with_kv
+from .search import (
+    Speed,
+    base_memory_model,
+    need_of,
+    quants_for,
+    speed_at,
+    speed_available,
+    speed_model,
+    with_kv,
+)
 from .workload import point_in_context
 
 if TYPE_CHECKING:  # throughput is imported where a speed is asked for
@@ -462,11 +472,11 @@ def _binding(rows: list[ModelRow], qy: Query, wired: WiredLimit) -> list[str]:
         out.append(f"[[context]] {qy.context:,} binds: the longest any selected model supports is {longest:,} tokens"
                    f" ({top.model} fits {top.max_context:,} here); lower [[context]] to {longest:,}")
     if not fitting:
-        small = min(rows, key=lambda r: r.memory_bytes)
-        out.append(f"memory binds: the smallest, {small.model} ({small.runtime} {small.quant}), needs "
-                   f"{small.memory_bytes / 2**30:.1f} GiB for {qy.users} × {small.context:,} tokens, "
-                   f"{(small.memory_bytes - wired.effective_bytes) / 2**30:.1f} GiB over the "
-                   f"{wired.effective_bytes / 2**30:.1f} GiB GPU limit; lower [[context]] or [[users]], or more RAM")
+        needs = [(need_of(profiles.load_runtime(r.runtime), r.quant, r.kv_type, qy.users, r.context, r.memory_bytes),
+                  r.model) for r in rows]
+        need, model = min(needs, key=lambda x: x[0].memory_bytes + x[0].margin_bytes)
+        out.append(f"memory binds at {qy.users} × {need.context:,} tokens: {model}, {over_text(need, wired)}; "
+                   "lower [[context]] or [[users]], or more RAM")
     fast = [(r.decode_tok_s_per_user, r) for r in fitting if r.decode_tok_s_per_user is not None and "embedding" not in r.tasks]
     if qy.min_tok_s and fast:
         tok_s, best = max(fast, key=lambda t: t[0])

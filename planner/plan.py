@@ -23,6 +23,7 @@ from .results import (
     MemoryEstimate,
     OffloadEstimate,
     ServingDefaults,
+    SmallestNeed,
     SpeedSummary,
     StreamingEstimate,
     WeightsEstimate,
@@ -37,6 +38,8 @@ DEFAULT_QUANTS = {
     "mlx": ["mlx-4bit-g64", "mlx-4bit-g32", "mlx-mxfp4", "mlx-6bit-g64", "mlx-6bit-g32", "mlx-8bit-g64",
             "mlx-8bit-g32"],
 }
+# 600B+ MoEs only fit at 1-3 bits per weight on a Mac (e.g. unsloth dynamic IQ1/IQ2 GGUFs)
+_LOW_BITS = {"gguf": ["IQ1_S", "IQ2_XXS", "IQ2_M", "Q2_K"], "mlx": ["mlx-2bit-g64", "mlx-3bit-g64"]}
 CONTEXTS = [4096, 8192, 16384, 32768, 131072]
 USER_COUNTS = [1, 2, 4, 8, 16]
 
@@ -199,6 +202,8 @@ class Plan(BaseModel):
     # {workload, targets_met, option (a ServingOption), runtime_verdicts (RuntimeVerdict list)}
     bottom_line: dict[str, Any] | None = None
     """The option to run for the chat workload and mlx-lm vs llama.cpp, as plan recommend ranks them"""
+    smallest: SmallestNeed | None = None
+    """When no option fits: the configuration needing least memory at any KV type, as plan recommend names it"""
 
 
 def describe_architecture(m: ModelProfile) -> str:
@@ -255,7 +260,8 @@ def default_quants(model: ModelProfile, weight_format: str) -> list[QuantFormat]
     """The formats plans and searches try. A checkpoint that ships quantized (ModelProfile.native_quant, e.g.
     gpt-oss's MXFP4 experts) is tried in its own format first, and no MLX format storing more bits per weight than
     that one is tried: converting it up (mlx_lm.convert -q --q-bits 8 of the dequantized MXFP4) doubles the memory
-    and cannot restore what the checkpoint never held."""
+    and cannot restore what the checkpoint never held. A MoE over 300 B params first tries the 1-3 bit formats
+    it only fits in on a Mac (e.g. unsloth's dynamic IQ1/IQ2 GGUFs): one set for plan, recommend, models and buy."""
     ids = list(DEFAULT_QUANTS[weight_format])
     nq = model.native_quant
     if nq is not None:
@@ -265,6 +271,8 @@ def default_quants(model: ModelProfile, weight_format: str) -> list[QuantFormat]
             if weight_format == "mlx":
                 cap = mlx_bits_per_weight(profiles.load_quant(native, "mlx"))
                 ids = [i for i in ids if mlx_bits_per_weight(profiles.load_quant(i, "mlx")) <= cap]
+    if model.config.is_moe and model.params_b > 300:
+        ids = [i for i in _LOW_BITS[weight_format] if i not in ids] + ids
     return [profiles.load_quant(i, weight_format) for i in ids]
 
 
@@ -286,17 +294,13 @@ def build_option(mm: MemoryModel, req: PlanRequest, wired: WiredLimit, raised: W
     verdict = capacity.fit(est.total, mm.weights.total_bytes, wired, rt)
     budget = capacity.comfortable_budget(wired, rt, mm.weights.total_bytes)
     budget_raised = capacity.comfortable_budget(raised, rt, mm.weights.total_bytes)
-    notes = []
-    if req.context > max_ctx:
-        notes.append(f"context capped at the model's {max_ctx:,} tokens")
-    return assemble(
+    return assemble(  # the request's context is capped once, with its note, by plan (capacity.cap_context)
         FitOption,
         runtime=rt.id, quant=mm.quant_id, kv_type=mm.kv.kv_type, weights=mm.weights, memory=est,
         fit=verdict,
         safe_users=capacity.safe_users_by_context(mm, contexts, budget),
         max_context=capacity.max_context_by_users(mm, user_counts, budget, max_ctx),
-        max_context_raised=capacity.max_context_by_users(mm, user_counts, budget_raised, max_ctx),
-        notes=notes)
+        max_context_raised=capacity.max_context_by_users(mm, user_counts, budget_raised, max_ctx))
 
 
 def _option(mm: MemoryModel, q: QuantFormat, req: PlanRequest, chip: Chip | None, ram: float, limits: tuple[WiredLimit, WiredLimit],
@@ -331,12 +335,9 @@ def plan(req: PlanRequest, resolved: ResolvedFiles | None = None) -> Plan:
         raise InputError("[[runtime]]: give at least one of llama.cpp, mlx-lm, ollama")
     req, runtimes, name_notes = pinned_by_name(req, runtimes, resolved)
     vision_notes = [*vision_notes, *name_notes]
-    for qn in req.quants or []:  # a quant no format knows was silently dropped when another asked quant was valid
-        profiles.load_quant(qn)  # UnknownProfileError with close matches
-    if req.kv_type is not None and not any(_kv_applies(req.kv_type, rt) for rt in runtimes):  # was ignored
-        raise InputError(f"[[kv_type]] {req.kv_type!r} is not a KV type of {', '.join(r.id for r in runtimes)}; "
-                         "use f16, q8_0, q4_0 (llama.cpp) or bf16, kv8, kv4 (mlx-lm)")
+    _check_asked(req, runtimes)
     kv_rows, options, notes = [], [], [*cap_notes, *vision_notes, *(getattr(resolved, "notes", None) or [])]
+    mms: list[MemoryModel] = []
     runtimes = _file_runtimes(req, runtimes, resolved, model.name, notes)
     for rt in runtimes:
         quants = _exact_quants(req, rt, resolved) or _quants_for(req, rt, model)
@@ -350,8 +351,8 @@ def plan(req: PlanRequest, resolved: ResolvedFiles | None = None) -> Plan:
         for q in quants:
             mm = memory_model(model, rt, q, table, kv_type=kv_type, flash_attn=req.flash_attn, n_ubatch=req.n_ubatch)
             mm, label = _apply_exact(mm, q, rt, resolved)
-            mm = mm if mm.images == req.images else dataclasses.replace(mm, images=req.images)
-            first = first or mm
+            mm = mm.with_images(req.images)
+            first, mms = first or mm, [*mms, mm]
             opt = _option(mm, q, req, chip, ram, (wired, raised), contexts, user_counts, max_ctx)
             options.append(opt if label is None else opt.model_copy(update={"quant": label, "notes": [
                 *opt.notes, "weights: exact bytes read from the model files"]}))
@@ -371,7 +372,26 @@ def plan(req: PlanRequest, resolved: ResolvedFiles | None = None) -> Plan:
                        max_context=max_ctx)
     mac = assemble(MacSummary, ram_gb=ram, chip=chip, note=mac_note)
     return assemble(Plan, request=req, model=summary, mac=mac, wired=wired, contexts=contexts, user_counts=user_counts,
-                    kv=kv_rows, options=options, notes=notes)
+                    kv=kv_rows, options=options, notes=notes, smallest=_smallest(options, mms, req))
+
+
+def _check_asked(req: PlanRequest, runtimes: list[Runtime]) -> None:
+    """An asked quant or KV type no runtime asked for knows: one clear error (both were once dropped silently)."""
+    for qn in req.quants or []:  # a quant no format knows was silently dropped when another asked quant was valid
+        profiles.load_quant(qn)  # UnknownProfileError with close matches
+    if req.kv_type is not None and not any(_kv_applies(req.kv_type, rt) for rt in runtimes):  # was ignored
+        raise InputError(f"[[kv_type]] {req.kv_type!r} is not a KV type of {', '.join(r.id for r in runtimes)}; "
+                         "use f16, q8_0, q4_0 (llama.cpp) or bf16, kv8, kv4 (mlx-lm)")
+
+
+def _smallest(options: list[FitOption], mms: list[MemoryModel], req: PlanRequest) -> SmallestNeed | None:
+    """When no option fits: the smallest need over the plan's runtimes and quants at any KV type (the asked one
+    only), the figure recommend names too (planner.search.smallest_need)."""
+    if not options or any(o.fit.verdict != "no-fit" for o in options):
+        return None
+    from .search import smallest_need  # planner.search imports this module
+
+    return smallest_need(mms, req.context, req.users, req.kv_type)
 
 
 def _active_params(model: ModelProfile) -> int:
@@ -388,11 +408,10 @@ def _capped(req: PlanRequest, model: ModelProfile, max_ctx: int) -> tuple[PlanRe
         notes.append(f"[[prompt]] {req.prompt:,} + [[gen]] {req.gen:,} tokens is above {model.name}'s maximum of "
                      f"{max_ctx:,} tokens: the speed is timed at a length the model does not run; give a prompt up to "
                      f"{max(max_ctx - req.gen, 1):,}")
-    if req.context <= max_ctx:
+    context, capped = capacity.cap_context(req.context, model)
+    if capped is None:
         return req, notes
-    return req.model_copy(update={"context": max_ctx}), [
-        f"the context {req.context:,} is above {model.name}'s maximum of {max_ctx:,} tokens: capped at {max_ctx:,}",
-        *notes]
+    return req.model_copy(update={"context": context}), [capped, *notes]
 
 
 def pinned_by_name(req: PlanRequest, runtimes: list[Runtime],

@@ -147,6 +147,28 @@ class Fit(BaseModel):
      "1 GiB) [bytes]")
 
 
+class SmallestNeed(BaseModel):
+    """When nothing fits: the configuration that needs the least memory, and its runtime's margin
+    (planner.search.smallest_need; one figure for plan and recommend)."""
+
+    model_config = Frozen
+    runtime: str
+    quant: str
+    kv_type: str
+    """The KV cache type assumed: the asked one, else the runtime's advised type that needs least"""
+    users: int
+    context: int
+    memory_bytes: int
+    """Weights + KV cache + buffers at users x context [bytes]"""
+    margin_bytes: int
+    """The runtime's own margin a fit keeps below the limit (Fit.margin_bytes) [bytes]"""
+
+    def over(self, wired: WiredLimit) -> int:
+        """How far the need and its margin go past the most the GPU may have with the limit raised (what makes the
+        verdict no-fit, capacity.fit) [bytes]; one figure for plan and models."""
+        return self.memory_bytes + self.margin_bytes - wired.max_raise_bytes
+
+
 # --------------------------------------------------------------------------- speed
 
 Bound = Literal["bandwidth", "compute"]

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, overload
 
 from . import profiles
 from .errors import InputError, PlannerError
 from .memory import MemoryModel, check_kv_type, kv_alias, kv_layout, memory_model
 from .plan import default_quants
+from .results import SmallestNeed
 from .results import Speed as Speed  # re-exported: planner.search.Speed
 from .schema import Chip, ModelProfile, QuantFormat, Runtime
+from .units import MiB
 
 if TYPE_CHECKING:  # numpy and throughput are imported where a speed is asked for
     import numpy as np
@@ -137,12 +139,44 @@ def quants_for(model: ModelProfile, rt: Runtime, only: list[str] | None = None) 
             except PlannerError:
                 continue
         return out
-    out = default_quants(model, rt.weight_format)
-    if model.config.is_moe and model.params_b > 300:
-        # 600B+ MoEs only fit at 1-3 bits per weight on a Mac (e.g. unsloth dynamic IQ1/IQ2 GGUFs)
-        low = ["IQ1_S", "IQ2_XXS", "IQ2_M", "Q2_K"] if rt.weight_format == "gguf" else ["mlx-2bit-g64", "mlx-3bit-g64"]
-        out = [profiles.load_quant(i, rt.weight_format) for i in low if i not in {q.id for q in out}] + out
-    return out
+    return default_quants(model, rt.weight_format)
+
+
+def kv_types_for(rt: Runtime, kv_type: str | None = None) -> list[str]:
+    """The KV types a search tries: the asked one in the runtime's spelling (its default where it has none of the
+    kind, as planner.plan answers an asked KV type), else every type the runtime advises."""
+    if kv_type is None:
+        return list(rt.advised_kv_types)
+    own = kv_alias(kv_type, rt)
+    return [own if own in rt.kv_types else rt.default_kv_type]
+
+
+def smallest_need(mms: Iterable[MemoryModel], context: int, users: int,
+                  kv_type: str | None = None) -> SmallestNeed | None:
+    """The closest a command comes when nothing fits: of the memory models it evaluated, at each KV type its
+    runtime may use for ``users`` sequences (kv_types_for; mlx-lm's quantized KV serves one), the configuration
+    needing the least memory with its runtime's margin (what capacity.fit compares with the raised limit).
+    One rule for plan and recommend: both name this figure and its KV type."""
+    best: tuple[int, MemoryModel, int] | None = None
+    for base in mms:
+        for kv in kv_types_for(base.runtime, kv_type):
+            mm = with_kv(base, kv)
+            if mm is None or (users > 1 and mm.engine.max_slots(mm.kv.kv_type) == 1):
+                continue
+            total = mm.total(context, users)
+            margin = int(mm.runtime.headroom_mib * MiB)  # capacity.fit's margin (need_of)
+            if best is None or total + margin < best[0] + best[2]:
+                best = (total, mm, margin)
+    if best is None:
+        return None
+    total, mm, margin = best
+    return need_of(mm.runtime, mm.quant_id, mm.kv.kv_type, users, context, total)
+
+
+def need_of(rt: Runtime, quant: str, kv_type: str, users: int, context: int, total: int) -> SmallestNeed:
+    """A configuration's need with its runtime's margin (capacity.fit's Runtime.headroom_mib)."""
+    return SmallestNeed(runtime=rt.id, quant=quant, kv_type=kv_type, users=users, context=context,
+                        memory_bytes=total, margin_bytes=int(rt.headroom_mib * MiB))
 
 
 def slot_choices(rt: Runtime, mm: MemoryModel, users: int) -> list[int]:
@@ -157,18 +191,15 @@ def slot_choices(rt: Runtime, mm: MemoryModel, users: int) -> list[int]:
 
 def candidates(model: ModelProfile, runtimes: list[Runtime], quants: list[str] | None,
                users: int, kv_type: str | None = None, flash_attn: bool | None = None,
-               n_ubatch: int | None = None) -> Iterator[tuple[Runtime, QuantFormat, MemoryModel, int]]:
+               n_ubatch: int | None = None, images: int = 0) -> Iterator[tuple[Runtime, QuantFormat, MemoryModel, int]]:
     """Every (runtime, quant, memory model with its KV type, slots) that recommend evaluates, in search order;
     ``kv_type`` pins the KV type (the runtime's spelling of it, else its default, as planner.plan does);
-    ``flash_attn`` / ``n_ubatch``: llama.cpp's -fa / -ub (None: the runtime's defaults)."""
+    ``flash_attn`` / ``n_ubatch``: llama.cpp's -fa / -ub (None: the runtime's defaults); ``images`` per request:
+    the projector is counted (MemoryModel.with_images)."""
     for rt in runtimes:
-        kvs = rt.advised_kv_types
-        if kv_type is not None:
-            own = kv_alias(kv_type, rt)
-            kvs = [own if own in rt.kv_types else rt.default_kv_type]
         for q in quants_for(model, rt, quants):
-            base = base_memory_model(model.id, rt.id, q.id, flash_attn, n_ubatch)
-            for kv in kvs:
+            base = base_memory_model(model.id, rt.id, q.id, flash_attn, n_ubatch).with_images(images)
+            for kv in kv_types_for(rt, kv_type):
                 mm = with_kv(base, kv)
                 if mm is None:
                     continue

@@ -36,12 +36,18 @@ def with_images(req: PlanRequest, model: ModelProfile) -> tuple[PlanRequest, lis
     tokens, how = image_tokens(model, req.images, req.image_size)
     notes = [(f"{how}; context and prompt include them; the vision encoder + projector "
               f"({model.vision_params_b:g} B params) is loaded")]
-    rts = [profiles.load_runtime(r) for r in names]
-    if any(rt.id == "mlx-lm" for rt in rts):
-        rts = list({(r := profiles.load_runtime("mlx-vlm") if rt.id == "mlx-lm" else rt).id: r for rt in rts}.values())
-        notes.append("mlx-lm reads text only: images run on mlx-vlm")
+    rts, swap = image_runtimes([profiles.load_runtime(r) for r in names])
     upd = {"context": req.context + tokens, "prompt": req.prompt + tokens}
-    return req.model_copy(update=upd), rts, notes
+    return req.model_copy(update=upd), rts, [*notes, *swap]
+
+
+def image_runtimes(rts: list[Runtime]) -> tuple[list[Runtime], list[str]]:
+    """The runtimes that read images: mlx-vlm in place of mlx-lm (text only); the others as they are. One rule for
+    planner.plan and planner.advice.recommend."""
+    if not any(rt.id == "mlx-lm" for rt in rts):
+        return rts, []
+    rts = list({(r := profiles.load_runtime("mlx-vlm") if rt.id == "mlx-lm" else rt).id: r for rt in rts}.values())
+    return rts, ["mlx-lm reads text only: images run on mlx-vlm"]
 
 
 def with_serving(opt: Option, mm: MemoryModel, q: QuantFormat, wired: WiredLimit, req: PlanRequest) -> Option:

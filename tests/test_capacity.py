@@ -395,3 +395,29 @@ def test_wired_rules_switch_at_their_documented_ram_on_both_sides(macos, ram, fr
 
     w = capacity.wired_limit(ram, profiles.load_macos(macos))
     assert w.default_bytes == int(ram * 2**30 * fraction)
+
+
+def test_a_context_past_the_models_maximum_is_capped_at_it_with_one_note():
+    """capacity.cap_context: the one rule every command caps a context by (the model's max_position_embeddings),
+    with one note naming both numbers; a context within the maximum is kept, without a note."""
+    m = P.load_model("llama-3.1-8b")  # max_position_embeddings 131,072 (its config.json)
+    assert C.cap_context(131_072, m) == (131_072, None)
+    ctx, note = C.cap_context(200_000, m)
+    assert ctx == 131_072 and note is not None and "200,000" in note and "capped at 131,072" in note
+
+
+def test_plan_recommend_and_cluster_cap_a_context_with_the_same_note():
+    """One note for one fact: plan, recommend and cluster say the cap in the words of capacity.cap_context."""
+    from planner.advice import recommend
+    from planner.cluster import plan_cluster
+    from planner.cluster.spec import parse_macs
+    from planner.plan import PlanRequest, plan
+    from planner.workload import custom_workload
+
+    _, note = C.cap_context(200_000, P.load_model("llama-3.1-8b"))
+    p = plan(PlanRequest(model="llama-3.1-8b", ram=64, context=200_000))
+    r = recommend("llama-3.1-8b", 64, custom_workload("chat", context=200_000), best_effort=True)
+    c = plan_cluster("llama-3.1-8b", parse_macs("1x Mac Studio M3 Ultra 512GB"), context=200_000)
+    assert p.request.context == r.options[0].context == 131_072
+    for notes in (p.notes, r.notes, c.notes):
+        assert note in notes

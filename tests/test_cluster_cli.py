@@ -117,7 +117,7 @@ def test_a_context_over_the_models_is_capped_as_every_command_caps_it(capsys):
     capped = json.loads(out)["plan"]
     code, out, err = run(capsys, *macs, "--context", str(n))
     asked = json.loads(out)["plan"]
-    assert capped["context"] == n and any(f"capped at the model's {n:,}" in x for x in capped["notes"])
+    assert capped["context"] == n and any(f"maximum of {n:,} tokens: capped at {n:,}" in x for x in capped["notes"])
     assert [s["kv_bytes"] for s in capped["nodes"]] == [s["kv_bytes"] for s in asked["nodes"]]
 
 

@@ -73,3 +73,21 @@ def test_no_caveat_note_when_no_row_has_one(capsys):
     rc = main(["models", "--ram", "64", "--family", "llama", "--max-params", "71", "--top", "1"])
     out = capsys.readouterr().out
     assert rc == 0 and "like for like" not in out
+
+
+def test_models_and_plan_say_the_same_excess_of_the_smallest_that_does_not_fit(capsys):
+    """Nothing selected fits: `plan models` names its smallest row's need and how far over it is in plan's words and
+    figures (SmallestNeed.over: need + the runtime's margin beyond the most the GPU may have with the limit raised),
+    not against the default limit without the margin (0.3 GiB there against plan's 6.4 MiB, gpt-oss-20b on 16 GB)."""
+    from planner.format import fmt_bytes
+
+    assert main(["--model", "gpt-oss-20b", "--ram", "16", "--json"]) == 0
+    p = json.loads(capsys.readouterr().out)
+    n, most = p["smallest"], p["wired"]["max_raise_bytes"]
+    words = (f"needs {fmt_bytes(n['memory_bytes'])} and its runtime's {fmt_bytes(n['margin_bytes'])} margin, "
+             f"{fmt_bytes(n['memory_bytes'] + n['margin_bytes'] - most)} over the {fmt_bytes(most)} the GPU may have")
+    assert main(["--model", "gpt-oss-20b", "--ram", "16"]) == 0
+    assert words in capsys.readouterr().out.splitlines()[0]
+    assert main(["models", "--ram", "16", "--family", "gpt", "--json"]) == 0
+    (line,) = [b for b in json.loads(capsys.readouterr().out)["binding"] if b.startswith("memory binds")]
+    assert words in line and f"({n['runtime']} {n['quant']}, KV cache {n['kv_type']})" in line

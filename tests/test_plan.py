@@ -79,3 +79,20 @@ def test_a_prompt_beyond_the_models_maximum_is_said():
     assert len(said) == 1 and "130,816" in said[0]   # 131,072 - 256
     ok = plan(PlanRequest(model="llama-3.1-8b", ram=64, prompt=130_816, gen=256))
     assert not [n for n in ok.notes if "maximum of 131,072" in n]
+
+
+@pytest.mark.parametrize("model", ["deepseek-v3", "llama-3.1-8b", "gpt-oss-20b"])
+def test_a_plan_tries_the_quants_every_search_tries(model):
+    """One quant set (plan.default_quants): a plan's options are, per runtime, the formats recommend, models and buy
+    search (search.quants_for), so a 671 B MoE's plan lists the 1-3 bit GGUFs it only fits in on a Mac, as the
+    searches do."""
+    from planner import profiles
+    from planner.search import quants_for
+
+    p = plan(PlanRequest(model=model, ram_gb=512))
+    prof = profiles.load_model(model)
+    for rt in ("llama.cpp", "mlx-lm"):
+        want = [q.id for q in quants_for(prof, profiles.load_runtime(rt))]
+        assert [o.quant for o in p.options if o.runtime == rt] == want
+    if model == "deepseek-v3":
+        assert [o.quant for o in p.options][:4] == ["IQ1_S", "IQ2_XXS", "IQ2_M", "Q2_K"]

@@ -27,3 +27,20 @@ def test_queueing_scales_the_range_with_the_rate():
     three = speed_at(_rf(), 1024, 256, slots=1, users=3, staggered=True)
     assert three.decode_tok_s_per_user == pytest.approx(one.decode_tok_s_per_user / 3)
     assert three.decode_tok_s_range == pytest.approx(tuple(x / 3 for x in one.decode_tok_s_range))
+
+
+def test_the_smallest_need_searches_the_kv_types_and_keeps_the_margin():
+    """search.smallest_need: the least weights + KV + buffers, with the runtime's margin, over the memory models given
+    at every KV type their runtime advises (q4_0 below q8_0 below f16 at one quant); an asked KV type only that."""
+    from planner.search import smallest_need, with_kv
+    from planner.units import MiB
+
+    mm = base_memory_model("llama-3.1-8b", "llama.cpp", "Q4_K_M")
+    n = smallest_need([mm], 8192, 1)
+    q4 = with_kv(mm, "q4_0")
+    assert q4 is not None and (n.runtime, n.quant, n.kv_type) == ("llama.cpp", "Q4_K_M", "q4_0")
+    assert n.memory_bytes == q4.total(8192, 1) < mm.total(8192, 1)
+    assert n.margin_bytes == int(mm.runtime.headroom_mib * MiB) > 0
+    asked = smallest_need([mm], 8192, 1, kv_type="f16")
+    assert (asked.kv_type, asked.memory_bytes) == ("f16", mm.total(8192, 1))
+    assert smallest_need([], 8192, 1) is None

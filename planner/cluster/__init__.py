@@ -42,14 +42,6 @@ from .spec import Node
 RPC_MESSAGES_PER_REMOTE_STAGE = 4   # ggml-rpc.cpp: set_tensor + graph_compute (RTT) + get_tensor (RTT)
 
 
-def _cap_context(prof: ModelProfile, context: int, prompt: int) -> tuple[int, int, str | None]:
-    """As every command: a context past the model's is capped at it (planner.plan) -> (context, prompt, note)."""
-    most = prof.config.max_position_embeddings
-    if context <= most:
-        return context, prompt, None
-    return most, min(prompt, most - 1), f"context {context:,} capped at the model's {most:,} tokens"
-
-
 def _transport_on(lk: LinkProfile, engine: str, rdma: bool, macos: str) -> tuple[Transport, str | None]:
     """The link's transport under ``macos`` -> (transport, note): RDMA over Thunderbolt needs the link's min_macos
     (26.2, Apple TN3205); an older macOS talks TCP, and the note says so."""
@@ -339,7 +331,8 @@ def plan_cluster(model: str, nodes: list[Node], link: str | LinkProfile = "tb5",
     tr, os_note = _transport_on(lk, engine, rdma, macos)
     rt = profiles.load_runtime(RUNTIME_OF[engine])
     prof = profiles.load_model(model)
-    context, prompt, capped = _cap_context(prof, context, prompt)
+    context, capped = capacity.cap_context(context, prof)  # as every command
+    prompt = min(prompt, context - 1)
     q = profiles.load_quant(quant or default_quant_id(prof, rt), rt.weight_format)
     mm = memory_model(prof, rt, q, profiles.ggml_types())
     geo = tp.geometry(mm, q.kind, q.mode)

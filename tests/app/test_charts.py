@@ -107,8 +107,9 @@ def test_headline_no_fit_names_the_smallest():
     p = plan(PlanRequest(model="llama-3.1-405b", ram=64))
     level, text = readings.headline(p)
     assert level == "error" and verdict_text("no-fit") in text
-    smallest = min(p.options, key=lambda o: o.memory.total)
-    assert fmt_bytes(smallest.memory.total) in text
+    # the smallest need plan and recommend name (planner.search.smallest_need: any KV type, with the margin)
+    n = p.smallest
+    assert n is not None and f"({n.runtime} {n.quant}, KV cache {n.kv_type}) needs {fmt_bytes(n.memory_bytes)}" in text
 
 
 def test_fit_rows_match_cli_strings(p70):

@@ -119,13 +119,13 @@ def test_a_no_fit_states_the_runtime_margin_and_how_far_over_it_is(capsys):
 
     out = json.loads(_run(capsys, ["--model", "gpt-oss-20b", "--ram", "16", "--json"]))
     top = out["wired"]["max_raise_bytes"]
-    small = min(out["options"], key=lambda o: o["memory"]["total"] + o["fit"]["margin_bytes"])
+    small = out["smallest"]
     assert all(o["fit"]["verdict"] == "no-fit" for o in out["options"])
-    assert small["fit"]["margin_bytes"] > 0
-    over = small["memory"]["total"] + small["fit"]["margin_bytes"] - top
+    assert small["margin_bytes"] > 0
+    over = small["memory_bytes"] + small["margin_bytes"] - top
     assert over > 0
     line = _run(capsys, ["--model", "gpt-oss-20b", "--ram", "16"]).splitlines()[0]
-    assert f"{fmt_bytes(small['fit']['margin_bytes'])} margin, {fmt_bytes(over)} over the {fmt_bytes(top)}" in line
+    assert f"{fmt_bytes(small['margin_bytes'])} margin, {fmt_bytes(over)} over the {fmt_bytes(top)}" in line
 
 
 @needs_speed
@@ -153,3 +153,34 @@ def test_a_no_fit_that_a_shorter_context_mends_says_which_context(capsys):
     again = json.loads(_run(capsys, ["--model", "gpt-oss-20b", "--ram", "16", "--context", str(n), "--json"]))
     (opt,) = [o for o in again["options"] if (o["runtime"], o["quant"]) == (m.group(1), m.group(2))]
     assert opt["fit"]["verdict"] == "raise-limit"
+
+
+@pytest.mark.parametrize("chip", [[], ["--chip", "M4"]])
+def test_with_images_the_bottom_line_counts_the_vision_encoder_as_the_table_does(capsys, chip):
+    """--images N: the bottom line's option needs the total the plan's table gives that option (weights, KV at the
+    image tokens' longer context, buffers and the vision encoder + projector), and the bottom line's runtimes are
+    the plan's (mlx-vlm in place of the text-only mlx-lm)."""
+    doc = json.loads(_run(capsys, ["--model", "qwen3-vl-8b", "--ram", "16", "--images", "2", *chip, "--json"]))
+    top = doc["bottom_line"]["option"]
+    (same,) = [o for o in doc["options"] if (o["runtime"], o["quant"], o["kv_type"]) == (
+        top["runtime"], top["quant"], top["kv_type"])]
+    assert same["memory"]["vision"] > 0
+    assert top["context"] == same["memory"]["context"] == doc["request"]["context"]
+    assert top["memory_bytes"] == same["memory"]["total"]
+    assert {v["other"] for v in doc["bottom_line"]["runtime_verdicts"]} <= {o["runtime"] for o in doc["options"]}
+
+
+@pytest.mark.parametrize("model, ram", [("qwen3.6-27b", "16"), ("llama-3.3-70b", "32"), ("deepseek-v3", "64"),
+                                        ("gpt-oss-20b", "16")])
+def test_plan_and_recommend_name_the_same_smallest_need(capsys, model, ram):
+    """Nothing fits: `plan` and `plan recommend` name one smallest need for the same Mac and model (search.smallest_need,
+    searching the KV type and saying which), in bytes and in words."""
+    from planner.format import fmt_bytes
+
+    p = json.loads(_run(capsys, ["--model", model, "--ram", ram, "--json"]))["smallest"]
+    r = json.loads(_run(capsys, ["recommend", "--model", model, "--ram", ram, "--json"]))["answer"]
+    assert r["smallest"] == p and r["smallest_memory_bytes"] == p["memory_bytes"]
+    words = (f"the smallest option ({p['runtime']} {p['quant']}, KV cache {p['kv_type']}) needs "
+             f"{fmt_bytes(p['memory_bytes'])} and its runtime's {fmt_bytes(p['margin_bytes'])} margin")
+    assert words in _run(capsys, ["--model", model, "--ram", ram]).splitlines()[0]
+    assert words in _run(capsys, ["recommend", "--model", model, "--ram", ram])

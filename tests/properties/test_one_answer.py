@@ -225,3 +225,51 @@ def test_a_cluster_of_one_mac_is_that_mac(rt, engine, wl):
     cs = c["speed"]
     assert close(cs["ttft_s"], sp["ttft_s"]) and close(cs["prefill_tok_s"], sp["prefill_tok_s"])
     assert close(cs["decode_tok_s_per_user"], sp["decode_tok_s_per_seq"]["1"])
+
+
+# Session 17's cases (issue 32): one smallest need when nothing fits, one total with images, one context cap
+NO_FIT = [("qwen3.6-27b", "16"), ("gpt-oss-20b", "16"), ("deepseek-v3", "64")]
+
+
+@pytest.mark.parametrize("model, ram", NO_FIT)
+def test_nothing_fits_names_one_smallest_need(model, ram):
+    """`plan`, `plan recommend` and the app's headline: the same smallest need (runtime, quant, KV type searched,
+    bytes and margin) and the same excess over the most the GPU may have (planner.search.smallest_need)."""
+    from app import readings
+    from planner.format import over_text
+    from planner.plan import PlanRequest, plan
+    from planner.results import SmallestNeed, WiredLimit
+
+    p = ask("--model", model, "--ram", ram)
+    r = ask("recommend", "--model", model, "--ram", ram)["answer"]
+    assert p["smallest"] is not None and r["smallest"] == p["smallest"]
+    assert r["smallest_memory_bytes"] == p["smallest"]["memory_bytes"]
+    words = over_text(SmallestNeed(**p["smallest"]), WiredLimit(**p["wired"]))
+    assert words in r["message"]
+    assert words[1:] in readings.headline(plan(PlanRequest(model=model, ram=float(ram))))[1]
+
+
+@pytest.mark.parametrize("mac", MACS)
+def test_with_images_the_bottom_line_is_the_plans_answer_for_its_option(mac):
+    """--images: the bottom line's option (recommend's ranking) needs what `plan` gives that runtime, quant and KV
+    type with the same images: the projector and the image tokens' context counted once, in both."""
+    d = ask("--model", "qwen3-vl-8b", *mac_args(mac), "--images", "2")
+    top = d["bottom_line"]["option"]
+    same = ask("--model", "qwen3-vl-8b", *mac_args(mac), "--images", "2", "--runtime", top["runtime"],
+               "--quant", top["quant"], "--kv-type", top["kv_type"])
+    (o,) = same["options"]
+    assert o["memory"]["vision"] > 0 and top["context"] == o["memory"]["context"] == d["request"]["context"]
+    assert top["memory_bytes"] == o["memory"]["total"]
+
+
+def test_a_context_past_the_models_maximum_is_capped_alike():
+    """`plan`, `plan recommend` and `plan cluster` cap a context past the model's maximum at it, with one note
+    (capacity.cap_context)."""
+    most = profiles.load_model("llama-3.1-8b").config.max_position_embeddings
+    ctx = ["--context", str(most + 1000)]
+    p = ask("--model", "llama-3.1-8b", "--ram", "64", *ctx)
+    r = ask("recommend", "--model", "llama-3.1-8b", "--ram", "64", *ctx, *OPEN_TARGETS)
+    c = ask("cluster", "--model", "llama-3.1-8b", "--macs", "1x Mac Studio M4 Max 64GB", *ctx)["plan"]
+    assert p["request"]["context"] == r["options"][0]["context"] == c["context"] == most
+    (note,) = [n for n in p["notes"] if "capped at" in n]
+    assert note in r["notes"] and note in c["notes"]
