@@ -5,15 +5,22 @@ sells it (Apple sells the 36 GB M3 Max only with the 30-core GPU); bins that giv
 otherwise the slowest bin sold with that RAM (the base bin, the conservative answer) with a note naming the others.
 A RAM size Apple does not sell for the chip but inside its range (a 32 GB M4 Pro) is answered as given, with a note;
 one outside it (an 8 GB M3 Max, a 512 GB M4) is refused.
+
+A quantization in the other runtime's weight format (Q4_K_M asked of mlx-lm, 4bit of llama.cpp) is answered in
+the runtime's own format at the same bit class, with a note (:class:`QuantConverted`): speed and size depend on
+the bits, not on the file. Every command that takes a quantization resolves it here (:func:`resolve_quant`,
+:func:`resolve_quants`).
 """
 
+import re
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from . import profiles
 from ._model import Frozen, assemble
-from .errors import InputError
-from .schema import Chip
+from .errors import InputError, UnknownProfileError
+from .schema import Chip, QuantFormat, Runtime
 
 
 class Mac(BaseModel):
@@ -84,3 +91,95 @@ def check_ram(chip: Chip, ram_gb: float) -> str | None:
     if not min(chip.ram_options_gb) <= ram_gb <= max(chip.ram_options_gb):
         raise InputError(f"[[ram]] {ram_gb:g}: the {chip.label} comes with {sold} GB")
     return f"Apple does not sell the {chip.label} with {ram_gb:g} GB (it comes with {sold} GB); answered as given"
+
+
+# --------------------------------------------------------------------------- the quantization
+class QuantConverted(BaseModel):
+    """An asked quantization in the other weight format, answered in the runtime's format at the same bit class.
+    The fields are the facts; :meth:`text` words them with input markers (each edge spells the input its own way)."""
+
+    model_config = Frozen
+    code: Literal["quant_converted"] = "quant_converted"
+    asked: str
+    asked_format: str
+    runtime: str
+    runtime_format: str
+    answered: str
+    bits: int
+
+    def text(self) -> str:
+        return (f"[[quant]] {self.asked} is a {self.asked_format} format and {self.runtime} loads "
+                f"{self.runtime_format} weights: answered for {self.answered}, the same {self.bits}-bit class")
+
+
+_GGUF_BY_BITS = {2: "Q2_K", 3: "Q3_K_M", 4: "Q4_K_M", 5: "Q5_K_M", 6: "Q6_K", 8: "Q8_0", 16: "F16"}
+
+
+def resolve_quant(name: str, rt: Runtime) -> tuple[QuantFormat, QuantConverted | None]:
+    """-> (quant, conversion). A format of the runtime's weight kind as is; one of the other kind (Q4_K_M on mlx-lm)
+    as the same bit class in the runtime's own format (mlx-4bit-g64), said by the conversion; an unknown name is
+    UnknownProfileError with close matches."""
+    try:
+        return profiles.load_quant(name, rt.weight_format), None
+    except UnknownProfileError as first:
+        other = "mlx" if rt.weight_format == "gguf" else "gguf"
+        try:
+            q = profiles.load_quant(name, other)
+        except UnknownProfileError:
+            raise first from None
+    bits = quant_bits(q)
+    target = (_GGUF_BY_BITS.get(bits) if rt.weight_format == "gguf"
+              else ("bf16" if bits >= 16 else f"{bits}bit") if bits in (2, 3, 4, 5, 6, 8, 16) else None)
+    if target is None:
+        raise InputError(f"[[quant]] {name} is a {q.kind} format; {rt.id} loads {rt.weight_format} weights "
+                         f"(e.g. {'Q4_K_M' if rt.weight_format == 'gguf' else '4bit'})")
+    t = profiles.load_quant(target, rt.weight_format)
+    return t, assemble(QuantConverted, asked=name, asked_format=q.kind, runtime=rt.id,
+                       runtime_format=rt.weight_format, answered=t.id, bits=bits)
+
+
+def resolve_quants(names: list[str], runtimes: list[Runtime]) -> tuple[dict[str, list[QuantFormat]], list[str]]:
+    """-> ({runtime id: its quants}, notes): asked quantizations for several runtimes at once. A runtime gets the
+    asked formats of its own weight kind; when some runtime takes an asked format as is, a runtime that takes none
+    is left out with a note (the asked format chose the runtimes); when none does, every runtime gets the asked
+    ones converted (:func:`resolve_quant`), each conversion said once."""
+    for n in names:
+        profiles.load_quant(n)  # an unknown name: UnknownProfileError with close matches
+    own = {rt.id: [q for n in names if (q := _own(n, rt)) is not None] for rt in runtimes}
+    if any(own.values()):
+        notes = [f"{rt.id}: none of [[quant]] {', '.join(names)} is a {rt.weight_format} format; skipped"
+                 for rt in runtimes if not own[rt.id]]
+        return {k: _unique(v) for k, v in own.items()}, notes
+    out: dict[str, list[QuantFormat]] = {}
+    notes = []
+    for rt in runtimes:
+        out[rt.id] = []
+        for n in names:
+            q, conv = resolve_quant(n, rt)
+            out[rt.id].append(q)
+            if conv is not None and conv.text() not in notes:
+                notes.append(conv.text())
+        out[rt.id] = _unique(out[rt.id])
+    return out, notes
+
+
+def _own(name: str, rt: Runtime) -> QuantFormat | None:
+    """The asked format when it is one of the runtime's own weight kind, else None."""
+    try:
+        return profiles.load_quant(name, rt.weight_format)
+    except UnknownProfileError:
+        return None
+
+
+def _unique(qs: list[QuantFormat]) -> list[QuantFormat]:
+    return list({q.id: q for q in qs}.values())
+
+
+def quant_bits(q: QuantFormat) -> int:
+    """Nominal bits of a format: MLX's own field; GGUF from the preset name (Q4_K_M -> 4, IQ2_XS -> 2, F16 -> 16)."""
+    if q.kind == "mlx":
+        return q.bits or 16
+    if q.id.startswith("MXFP4"):
+        return 4
+    m = re.search(r"(\d+)", q.id.replace("F16", "Q16").replace("F32", "Q16"))
+    return int(m.group(1)) if m else 16

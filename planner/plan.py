@@ -234,17 +234,6 @@ def resolve_mac(req: PlanRequest) -> tuple[float, Chip | None, str]:
     return mac.ram_gb, mac.chip, mac.bin_note or ""
 
 
-def _quants_for(req: PlanRequest, runtime: Runtime, model: ModelProfile) -> list[QuantFormat]:
-    if req.quants:
-        out = []
-        for q in req.quants:
-            fmt = profiles.load_quant(q, runtime.weight_format) if _known(q, runtime.weight_format) else None
-            if fmt is not None:
-                out.append(fmt)
-        return out
-    return default_quants(model, runtime.weight_format)
-
-
 def mlx_bits_per_weight(q: QuantFormat) -> float:
     """Stored bits per quantized weight of an MLX format: bits + 8·(scale + bias bytes)/group
     (mlx/primitives.h quantize; mlx_lm/utils.py quantize_model)."""
@@ -338,10 +327,11 @@ def plan(req: PlanRequest, resolved: ResolvedFiles | None = None) -> Plan:
                          "use f16, q8_0, q4_0 (llama.cpp) or bf16, kv8, kv4 (mlx-lm)")
     kv_rows, options, notes = [], [], [*cap_notes, *vision_notes, *(getattr(resolved, "notes", None) or [])]
     runtimes = _file_runtimes(req, runtimes, resolved, model.name, notes)
+    asked, quant_notes = deployment.resolve_quants(req.quants, runtimes) if req.quants else ({}, [])
+    notes += quant_notes  # the deployment stage's rule: other-format quants converted, or runtimes left out
     for rt in runtimes:
-        quants = _exact_quants(req, rt, resolved) or _quants_for(req, rt, model)
-        if req.quants and not quants:
-            notes.append(f"{rt.id}: none of [[quant]] {', '.join(req.quants)} is a {rt.weight_format} format; skipped")
+        quants = _exact_quants(req, rt, resolved) or (asked[rt.id] if req.quants else default_quants(model, rt.weight_format))
+        if not quants:
             continue
         kv_type = req.kv_type if _kv_applies(req.kv_type, rt) else None
         if req.kv_type and kv_type is None:

@@ -6,7 +6,7 @@ import pytest
 
 from planner import profiles
 from planner.deployment import resolve_bin, resolve_mac
-from planner.errors import InputError
+from planner.errors import InputError, UnknownProfileError
 
 
 def _bins(name: str):
@@ -71,3 +71,35 @@ def test_ram_inside_the_chips_range_that_apple_does_not_sell_is_answered_with_a_
         check_ram(chip, max(sold) * 2)
     with pytest.raises(InputError):
         check_ram(chip, min(sold) - 1)
+
+
+# --------------------------------------------------------------------------- the quantization (one rule)
+def test_a_quant_of_the_other_format_is_answered_at_the_same_bit_class_with_a_structured_note():
+    """Q4_K_M asked of mlx-lm is mlx's 4-bit (4bit -> mlx-4bit-g64), 8bit asked of llama.cpp is Q8_0: the size and
+    speed follow the bits, not the file. The note is its facts (code + fields), worded with input markers only."""
+    from planner.deployment import resolve_quant
+
+    mlx, gguf = profiles.load_runtime("mlx-lm"), profiles.load_runtime("llama.cpp")
+    q, conv = resolve_quant("Q4_K_M", mlx)
+    assert q.id == profiles.load_quant("4bit", "mlx").id == "mlx-4bit-g64"
+    assert conv is not None and (conv.code, conv.asked, conv.asked_format, conv.bits, conv.answered) == (
+        "quant_converted", "Q4_K_M", "gguf", 4, "mlx-4bit-g64")
+    assert "[[quant]] Q4_K_M" in conv.text() and "--" not in conv.text()
+    q, conv = resolve_quant("8bit", gguf)
+    assert q.id == "Q8_0" and conv is not None and conv.bits == 8
+    assert resolve_quant("Q4_K_M", gguf) == (profiles.load_quant("Q4_K_M", "gguf"), None)
+
+
+def test_asked_quants_for_several_runtimes_convert_only_when_no_runtime_takes_them():
+    """Q4_K_M for llama.cpp + mlx-lm: the asked GGUF format chose llama.cpp, mlx-lm is left out with a note;
+    Q4_K_M for mlx-lm alone: converted (never a dead end)."""
+    from planner.deployment import resolve_quants
+
+    gguf, mlx = profiles.load_runtime("llama.cpp"), profiles.load_runtime("mlx-lm")
+    got, notes = resolve_quants(["Q4_K_M"], [gguf, mlx])
+    assert [q.id for q in got["llama.cpp"]] == ["Q4_K_M"] and got["mlx-lm"] == []
+    assert len(notes) == 1 and "mlx-lm" in notes[0] and "skipped" in notes[0]
+    got, notes = resolve_quants(["Q4_K_M"], [mlx])
+    assert [q.id for q in got["mlx-lm"]] == ["mlx-4bit-g64"] and "same 4-bit class" in notes[0]
+    with pytest.raises(UnknownProfileError, match="did you mean Q4_K_M"):
+        resolve_quants(["Q4_K_Mx"], [mlx])  # unknown everywhere: refused with close matches

@@ -31,6 +31,7 @@ import math
 from .. import architecture as arch
 from .. import capacity, profiles
 from .. import throughput as tp
+from ..deployment import resolve_quant
 from ..errors import InputError
 from ..memory import MemoryModel, memory_model
 from ..predict import default_quant_id  # the rule of `plan predict` and `plan serve`
@@ -340,12 +341,12 @@ def plan_cluster(model: str, nodes: list[Node], link: str | LinkProfile = "tb5",
     rt = profiles.load_runtime(RUNTIME_OF[engine])
     prof = profiles.load_model(model)
     context, prompt, capped = _cap_context(prof, context, prompt)
-    q = profiles.load_quant(quant or default_quant_id(prof, rt), rt.weight_format)
+    q, conv = resolve_quant(quant or default_quant_id(prof, rt), rt)  # the deployment stage's quant rule
     mm = memory_model(prof, rt, q, profiles.ggml_types())
     geo = tp.geometry(mm, q.kind, q.mode)
     shares = place(mm, nodes, mode, engine, context, users, macos)
     fits = all(s.verdict != "no-fit" for s in shares)
-    notes: list[str] = [n for n in (capped, os_note) if n]
+    notes: list[str] = [n for n in (capped, os_note, conv.text() if conv else None) if n]
     sp, per_node = speed(mm, geo, nodes, mode, engine, tr, prompt, gen, users, _stages(shares, mode))
     shares = [s.model_copy(update={"decode_step_s": t, "decode_bound": b}) for s, (t, b) in zip(shares, per_node)]
     singles: dict[str, SingleMac] = {}
@@ -437,7 +438,7 @@ def cluster_candidates(model: str, counts: tuple[int, ...] = (2, 3, 4), link: st
     discontinued ones unless asked for (as planner.buy's single-Mac search)."""
     rt = profiles.load_runtime(RUNTIME_OF[check_engine(engine, mode)[0]])
     prof = profiles.load_model(model)
-    q = profiles.load_quant(quant or default_quant_id(prof, rt), rt.weight_format)
+    q, _ = resolve_quant(quant or default_quant_id(prof, rt), rt)  # the deployment stage's quant rule
     need = memory_model(prof, rt, q, profiles.ggml_types()).weights.total_bytes
     chips = {c.id: c for c in profiles.all_chips()}
     seen, out = set(), []

@@ -225,3 +225,29 @@ def test_a_cluster_of_one_mac_is_that_mac(rt, engine, wl):
     cs = c["speed"]
     assert close(cs["ttft_s"], sp["ttft_s"]) and close(cs["prefill_tok_s"], sp["prefill_tok_s"])
     assert close(cs["decode_tok_s_per_user"], sp["decode_tok_s_per_seq"]["1"])
+
+
+# --------------------------------------------------------------------------- one deployment rule everywhere
+CONVERTED = "--quant Q4_K_M is a gguf format and mlx-lm loads mlx weights: answered for mlx-4bit-g64, the same 4-bit class"
+
+
+def test_every_command_converts_a_quant_of_the_other_format_with_the_same_note():
+    """A quant in the other runtime's format (Q4_K_M asked of mlx-lm) is one rule of the deployment stage
+    (planner/deployment.py resolve_quant): every command answers mlx's 4-bit (mlx-4bit-g64) and its --json says so in
+    the same words. `plan` and `plan recommend` refused ("not a format of mlx-lm") where predict and serve converted."""
+    mac = mac_args(MACS[0])
+    asked = ["--model", "qwen3-8b", "--quant", "Q4_K_M"]
+    answers = {
+        "plan": ask(*asked, *mac, "--runtime", "mlx-lm"),
+        "predict": ask("predict", *asked, *mac, "--runtime", "mlx-lm"),
+        "recommend": ask("recommend", *asked, *mac, "--runtime", "mlx-lm"),
+        "serve": ask("serve", *asked, *mac, "--runtime", "mlx-lm", "--no-sweep", "--duration", "10min"),
+        "finetune": ask("finetune", *asked, *mac),
+    }
+    cluster = ask("cluster", *asked, "--macs", "2x Mac Studio M4 Max 64GB", "--engine", "mlx")["plan"]
+    quants = {"plan": {o["quant"] for o in answers["plan"]["options"]},
+              "recommend": {o["quant"] for o in answers["recommend"]["options"]},
+              **{k: {answers[k]["quant"]} for k in ("predict", "serve", "finetune")}, "cluster": {cluster["quant"]}}
+    assert all(q == {"mlx-4bit-g64"} for q in quants.values()), quants
+    for name, notes in [*((k, a["notes"]) for k, a in answers.items()), ("cluster", cluster["notes"])]:
+        assert CONVERTED in notes, name
