@@ -56,7 +56,9 @@ class ServeQuestion(BaseModel):
     gpu_cores: int | None = Field(None, gt=0, le=256, description="GPU cores (needed for binned chips)")
     ram: float | None = Field(None, gt=0, le=65_536, allow_inf_nan=False,
                               description="Unified memory [GB]; default: the chip's largest")
-    runtime: str = Field("llama.cpp", description="llama.cpp (llama-server) or mlx-lm (mlx_lm.server)")
+    runtime: str | None = Field(None, description="llama.cpp (llama-server) or mlx-lm (mlx_lm.server); default: the "
+                                "runtime of the format the model's files, name or quant pin (mlx-community/...: "
+                                "mlx-lm), else llama.cpp")
     quant: str | None = Field(None, description="GGUF preset or MLX format; default: the checkpoint's own format "
                               "(gpt-oss: MXFP4), else Q4_K_M / 4bit")
     slots: int = Field(4, ge=1, le=512, description="llama-server -np / mlx_lm.server --decode-concurrency")

@@ -10,6 +10,11 @@ A quantization in the other runtime's weight format (Q4_K_M asked of mlx-lm, 4bi
 the runtime's own format at the same bit class, with a note (:class:`QuantConverted`): speed and size depend on
 the bits, not on the file. Every command that takes a quantization resolves it here (:func:`resolve_quant`,
 :func:`resolve_quants`).
+
+A command that answers one runtime and was given none answers the runtime whose weight format the model pins: an
+MLX name or folder (mlx-community/Qwen3-8B-4bit) mlx-lm, a GGUF name or file llama.cpp, else the format of the
+asked quantization, else llama.cpp (:func:`resolve_runtime`; `plan` keeps the pinned format's runtimes the same
+way, planner.plan.pinned_by_name). An explicit runtime that loads the other format is answered by the quant rule.
 """
 
 import re
@@ -183,3 +188,55 @@ def quant_bits(q: QuantFormat) -> int:
         return 4
     m = re.search(r"(\d+)", q.id.replace("F16", "Q16").replace("F32", "Q16"))
     return int(m.group(1)) if m else 16
+
+
+# --------------------------------------------------------------------------- the runtime
+RUNTIME_OF_FORMAT = {"gguf": "llama.cpp", "mlx": "mlx-lm"}
+
+
+def resolve_runtime(runtime: str | None, name: str | None = None, files_runtime: str | None = None,
+                    quant: str | None = None) -> tuple[Runtime, str | None]:
+    """-> (runtime, note): the asked runtime; without one, the runtime of the weight format the model pins (its
+    files' runtime, ``files_runtime``, or its name: profiles.parse_name), else of the asked quant's format when it
+    has only one, else llama.cpp. The note says where a pinned runtime came from."""
+    if runtime is not None:
+        return profiles.load_runtime(runtime), None
+    fmt = (profiles.load_runtime(files_runtime).weight_format if files_runtime is not None
+           else profiles.parse_name(name).weight_format if name else None)
+    if fmt == "mlx":
+        rt = profiles.load_runtime(files_runtime or RUNTIME_OF_FORMAT[fmt])
+        return rt, f"{name} holds MLX weights: answered for {rt.id} (give [[runtime]] for another)"
+    if fmt == "gguf":  # llama.cpp, as without a pinned format: nothing to say
+        return profiles.load_runtime(files_runtime or RUNTIME_OF_FORMAT[fmt]), None
+    kinds = [k for k in RUNTIME_OF_FORMAT if quant is not None and _loads(quant, k)]
+    if kinds == ["mlx"]:
+        rt = profiles.load_runtime(RUNTIME_OF_FORMAT["mlx"])
+        return rt, f"[[quant]] {quant} is an mlx format: answered for {rt.id} (give [[runtime]] for another)"
+    return profiles.load_runtime(RUNTIME_OF_FORMAT["gguf"]), None
+
+
+def _loads(quant: str, kind: str) -> bool:
+    try:
+        profiles.load_quant(quant, kind)
+    except UnknownProfileError:
+        return False
+    return True
+
+
+def pinned_by_names(names: list[str], runtimes: list[str] | None) -> tuple[list[str] | None, str | None, list[str]]:
+    """-> (runtimes, quant, notes) for a command that sizes several models together (`plan buy`): without asked
+    runtimes, names that all pin one weight format (mlx-community/...: MLX) keep the default runtimes of that
+    format, as planner.plan.pinned_by_name does for one model; one name that pins a preset pins the quant."""
+    specs = [profiles.parse_name(n) for n in names]
+    fmts = {s.weight_format for s in specs}
+    if runtimes is not None or len(fmts) != 1 or None in fmts:
+        return runtimes, None, []
+    fmt = specs[0].weight_format
+    assert fmt is not None  # one format, not None (checked above)
+    keep = [RUNTIME_OF_FORMAT[fmt]]
+    notes = [f"{', '.join(names)} {'holds' if len(names) == 1 else 'hold'} {fmt.upper()} weights: answered for "
+             f"{keep[0]} (give [[runtime]] for another)"]
+    quant = specs[0].quant if len(specs) == 1 else None
+    if quant:
+        notes.append(f"quant {quant} from the name {names[0]}")
+    return keep, quant, notes

@@ -330,7 +330,7 @@ def plan(req: PlanRequest, resolved: ResolvedFiles | None = None) -> Plan:
     asked, quant_notes = deployment.resolve_quants(req.quants, runtimes) if req.quants else ({}, [])
     notes += quant_notes  # the deployment stage's rule: other-format quants converted, or runtimes left out
     for rt in runtimes:
-        quants = _exact_quants(req, rt, resolved) or (asked[rt.id] if req.quants else default_quants(model, rt.weight_format))
+        quants = _exact_quants(req, rt, resolved) or _quants_for(req, rt, model, resolved, asked)
         if not quants:
             continue
         kv_type = req.kv_type if _kv_applies(req.kv_type, rt) else None
@@ -398,7 +398,8 @@ def pinned_by_name(req: PlanRequest, runtimes: list[Runtime],
         return req, runtimes, []
     label = "GGUF" if spec.weight_format == "gguf" else "MLX"
     keep = [rt for rt in runtimes if rt.weight_format == spec.weight_format]
-    if not keep:
+    if not keep:  # the name's preset, converted to their format (the deployment stage's quant rule)
+        req = req.model_copy(update={"quants": [spec.quant]}) if spec.quant and not req.quants else req
         return req, runtimes, [f"{req.model} holds {label} weights; planned for {', '.join(r.id for r in runtimes)} "
                                "as asked (those runtimes load another format)"]
     notes = list(spec.notes)
@@ -468,10 +469,10 @@ def _file_runtimes(req: PlanRequest, runtimes: list[Runtime], resolved: Resolved
     if dropped and req.runtimes:
         fmt = _exact_format(resolved)
         what = "a GGUF file" if fmt == "gguf" else "MLX weights"
-        if not any(rt in runtimes for rt in kept):
-            raise InputError(f"[[runtime]] {', '.join(dropped)}: [[model]] {name} is {what}, which "
-                             f"{', '.join(dropped)} cannot load; use [[runtime]] {kept[0].id}, or give a catalog id or "
-                             f"{'an MLX folder' if fmt == 'gguf' else 'a .gguf'} for {', '.join(dropped)}")
+        if not any(rt in runtimes for rt in kept):  # best effort, as the quant rule: the same model in their format
+            notes.append(f"[[model]] {name} is {what}, which {', '.join(dropped)} cannot load: answered for the same "
+                         f"model in {', '.join(dropped)}'s format (use [[runtime]] {kept[0].id} for these files)")
+            return runtimes
         notes.append(f"[[runtime]] {', '.join(dropped)} skipped: [[model]] is {what}, which it cannot load")
     return kept
 
@@ -496,6 +497,26 @@ def _exact_quants(req: PlanRequest, rt: Runtime, resolved: ResolvedFiles | None)
     if qid and _known(qid, fmt):
         return [profiles.load_quant(qid, fmt)]
     return [profiles.load_quant("Q8_0" if fmt == "gguf" else "mlx-8bit-g64", fmt)]
+
+
+def _quants_for(req: PlanRequest, rt: Runtime, model: ModelProfile, resolved: ResolvedFiles | None,
+                asked: dict[str, list[QuantFormat]]) -> list[QuantFormat]:
+    """The asked quants as the deployment stage resolved them for this runtime; else the files' own converted to
+    its format; else the formats plans try (:func:`default_quants`)."""
+    if req.quants:
+        return asked[rt.id]
+    return _converted_file_quants(rt, resolved) or default_quants(model, rt.weight_format)
+
+
+def _converted_file_quants(rt: Runtime, resolved: ResolvedFiles | None) -> list[QuantFormat]:
+    """Files of the other weight format asked of this runtime: their quant at the same bit class in the runtime's
+    format (the deployment stage's quant rule, planner.deployment.resolve_quant)."""
+    fmt = _exact_format(resolved)
+    if fmt is None or rt.weight_format == fmt or resolved is None or not resolved.quant_id:
+        return []
+    if not _known(resolved.quant_id, fmt):
+        return []
+    return [deployment.resolve_quant(resolved.quant_id, rt)[0]]
 
 
 def _apply_exact(mm: MemoryModel, q: QuantFormat, rt: Runtime,

@@ -6,14 +6,14 @@ from typing import Any
 
 from . import capacity, profiles
 from . import throughput as tp
-from .deployment import resolve_mac, resolve_quant
+from .deployment import resolve_mac, resolve_quant, resolve_runtime
 from .errors import InputError
 from .memory import memory_model
 from .schema import ModelProfile, QuantFormat, Runtime
 from .workload import DEFAULT_CACHED_PREFIX, cached_tokens, check_cached_prefix
 
 
-def predict_result(chip: str, gpu_cores: int | None, ram: float | None, model: str, quant: str | None, runtime: str,
+def predict_result(chip: str, gpu_cores: int | None, ram: float | None, model: str, quant: str | None, runtime: str | None,
                    prompt: int, gen: int, depth: int, batch: int, macos: str = profiles.DEFAULT_MACOS,
                    flash_attn: bool | None = None, ubatch: int | None = None, kv_type: str | None = None,
                    cached_prefix: float = DEFAULT_CACHED_PREFIX) -> dict[str, Any]:
@@ -23,7 +23,7 @@ def predict_result(chip: str, gpu_cores: int | None, ram: float | None, model: s
     mac = resolve_mac(chip, gpu_cores, ram)
     c, chip_note, ram_gb = mac.chip, mac.bin_note, mac.ram_gb
     assert c is not None  # a chip name was given
-    rt = profiles.load_runtime(runtime)
+    rt, runtime_note = resolve_runtime(runtime, model, quant=quant)  # None: the runtime the name or quant pins
     m = profiles.load_model(model)
     q, quant_note = pick_quant(quant, model, m, rt)
     if batch < 1 or min(prompt, gen, depth) < 0:
@@ -36,7 +36,7 @@ def predict_result(chip: str, gpu_cores: int | None, ram: float | None, model: s
     most = m.config.max_position_embeddings
     over = (f"[[depth]] + [[prompt]] + [[gen]] = {context:,} tokens, over {m.id}'s {most:,}-token context: "
             "llama-server caps a request at that context, and past it the model runs beyond its training" if context > most else None)
-    lead = [n for n in (chip_note, quant_note, over) if n]
+    lead = [n for n in (chip_note, runtime_note, quant_note, over) if n]
     if lead:
         est = est.model_copy(update={"notes": [*lead, *est.notes]})
     mem = mm.estimate(context, batch)

@@ -51,7 +51,8 @@ class PredictRequest(BaseModel):
     model: CatalogModel
     quant: str | None = Field(None, description="GGUF preset (Q4_K_M) or MLX format (4bit, 8bit-g32, bf16); default: "
                               "the model's own format if it ships quantized, else Q4_K_M / 4bit")
-    runtime: str = Field("llama.cpp", description="llama.cpp, mlx-lm or ollama")
+    runtime: str | None = Field(None, description="llama.cpp, mlx-lm or ollama; default: the runtime of the format "
+                                "the model name or quant pins (mlx-community/...: mlx-lm), else llama.cpp")
     prompt: PromptPoint = 512
     gen: GenPoint = 128
     depth: int = Field(0, description="Tokens already cached before the prompt (llama-bench @ dD)")

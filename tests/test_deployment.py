@@ -103,3 +103,32 @@ def test_asked_quants_for_several_runtimes_convert_only_when_no_runtime_takes_th
     assert [q.id for q in got["mlx-lm"]] == ["mlx-4bit-g64"] and "same 4-bit class" in notes[0]
     with pytest.raises(UnknownProfileError, match="did you mean Q4_K_M"):
         resolve_quants(["Q4_K_Mx"], [mlx])  # unknown everywhere: refused with close matches
+
+
+# --------------------------------------------------------------------------- the runtime (one rule)
+@pytest.mark.parametrize("runtime, name, files, quant, want", [
+    (None, "mlx-community/Qwen3-8B-4bit", None, None, "mlx-lm"),      # an MLX name pins mlx-lm
+    (None, "bartowski/Qwen_Qwen3-8B-GGUF", None, "4bit", "llama.cpp"),  # a GGUF name pins llama.cpp, over the quant
+    (None, "qwen3-8b", None, None, "llama.cpp"),                       # nothing pinned: llama.cpp
+    (None, "qwen3-8b", None, "4bit", "mlx-lm"),                        # an MLX-only quant pins mlx-lm
+    (None, "qwen3-8b", None, "Q4_K_M", "llama.cpp"),
+    (None, "My-Folder", "mlx-lm", None, "mlx-lm"),                     # an MLX folder
+    (None, "x-Q4_K_M.gguf", "llama.cpp", "4bit", "llama.cpp"),          # a GGUF file, whatever the quant
+    ("llama.cpp", "mlx-community/Qwen3-8B-4bit", None, None, "llama.cpp"),  # asked: as asked (the quant rule converts)
+])
+def test_without_a_runtime_the_format_the_model_pins_picks_it(runtime, name, files, quant, want):
+    from planner.deployment import resolve_runtime
+
+    rt, note = resolve_runtime(runtime, name, files, quant)
+    assert rt.id == want
+    assert (note is not None) == (runtime is None and want == "mlx-lm")  # said when it is not the plain default
+    if note:
+        assert "[[runtime]]" in note and "--" not in note
+
+
+def test_models_sized_together_pin_runtime_and_quant_only_when_their_names_agree():
+    from planner.deployment import pinned_by_names
+
+    assert pinned_by_names(["mlx-community/Qwen3-8B-4bit"], None)[:2] == (["mlx-lm"], "mlx-4bit-g64")
+    assert pinned_by_names(["mlx-community/Qwen3-8B-4bit", "qwen3-8b"], None)[:2] == (None, None)
+    assert pinned_by_names(["mlx-community/Qwen3-8B-4bit"], ["llama.cpp"])[:2] == (["llama.cpp"], None)

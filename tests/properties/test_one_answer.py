@@ -251,3 +251,36 @@ def test_every_command_converts_a_quant_of_the_other_format_with_the_same_note()
     assert all(q == {"mlx-4bit-g64"} for q in quants.values()), quants
     for name, notes in [*((k, a["notes"]) for k, a in answers.items()), ("cluster", cluster["notes"])]:
         assert CONVERTED in notes, name
+
+
+MLX_NAME = "mlx-community/Qwen3-8B-4bit"
+
+
+def test_a_name_that_pins_mlx_is_answered_by_mlx_lm_in_every_command():
+    """Without --runtime, a name holding MLX weights is answered by mlx-lm at the name's preset by every command
+    (planner/deployment.py resolve_runtime; planner.plan.pinned_by_name). `plan` answered mlx-lm while `plan predict`
+    and `plan serve` answered llama.cpp Q4_K_M and `plan buy` llama.cpp's own search."""
+    mac = mac_args(MACS[0])
+    got = {
+        "plan": {(o["runtime"], o["quant"]) for o in ask("--model", MLX_NAME, *mac)["options"]},
+        "recommend": {(o["runtime"], o["quant"]) for o in ask("recommend", "--model", MLX_NAME, *mac)["options"]},
+        "buy": {(o["runtime"], o["quant"]) for o in ask("buy", "--model", MLX_NAME)["per_mac"]},
+    }
+    for cmd in ("predict", "serve"):
+        extra = ["--no-sweep", "--duration", "10min"] if cmd == "serve" else []
+        r = ask(cmd, "--model", MLX_NAME, *mac, *extra)
+        got[cmd] = {(r["runtime"], r["quant"])}
+    assert all(v == {("mlx-lm", "mlx-4bit-g64")} for v in got.values()), got
+
+
+def test_an_explicit_runtime_of_the_other_format_converts_the_names_preset_everywhere():
+    """--runtime llama.cpp with an MLX name: the name's 4-bit preset in llama.cpp's format (Q4_K_M), with the quant
+    rule's note, from plan, predict, recommend and serve alike."""
+    mac = mac_args(MACS[0])
+    asked = ["--model", MLX_NAME, *mac, "--runtime", "llama.cpp"]
+    plan_, rec = ask(*asked), ask("recommend", *asked)
+    pred, serve = ask("predict", *asked), ask("serve", *asked, "--no-sweep", "--duration", "10min")
+    assert {o["quant"] for o in plan_["options"]} == {o["quant"] for o in rec["options"]} == {"Q4_K_M"}
+    assert pred["quant"] == serve["quant"] == "Q4_K_M"
+    for notes in (plan_["notes"], rec["notes"], pred["notes"], serve["notes"]):
+        assert any("answered for Q4_K_M, the same 4-bit class" in n for n in notes), notes
