@@ -229,13 +229,14 @@ def pinned_by_names(names: list[str], runtimes: list[str] | None) -> tuple[list[
     format, as planner.plan.pinned_by_name does for one model; one name that pins a preset pins the quant."""
     specs = [profiles.parse_name(n) for n in names]
     fmts = {s.weight_format for s in specs}
+    library = [note for n in names if (note := profiles.library_note(n))]  # bare Ollama names: the size read
     if runtimes is not None or len(fmts) != 1 or None in fmts:
-        return runtimes, None, []
+        return runtimes, None, library
     fmt = specs[0].weight_format
     assert fmt is not None  # one format, not None (checked above)
     keep = [RUNTIME_OF_FORMAT[fmt]]
-    notes = [f"{', '.join(names)} {'holds' if len(names) == 1 else 'hold'} {fmt.upper()} weights: answered for "
-             f"{keep[0]} (give [[runtime]] for another)"]
+    notes = [*library, f"{', '.join(names)} {'holds' if len(names) == 1 else 'hold'} {fmt.upper()} weights: "
+             f"answered for {keep[0]} (give [[runtime]] for another)"]
     quant = specs[0].quant if len(specs) == 1 else None
     if quant:
         notes.append(f"quant {quant} from the name {names[0]}")

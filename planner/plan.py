@@ -394,8 +394,8 @@ def pinned_by_name(req: PlanRequest, runtimes: list[Runtime],
     if resolved is not None and getattr(resolved, "source", "catalog") != "catalog":
         return req, runtimes, []  # files read from disk or the Hub pin format and quant themselves
     spec = profiles.parse_name(req.model)
-    if spec.weight_format is None:
-        return req, runtimes, []
+    if spec.weight_format is None:  # a bare Ollama library name says which size it was read as
+        return req, runtimes, [n for n in (profiles.library_note(req.model),) if n]
     label = "GGUF" if spec.weight_format == "gguf" else "MLX"
     keep = [rt for rt in runtimes if rt.weight_format == spec.weight_format]
     if not keep:  # the name's preset, converted to their format (the deployment stage's quant rule)

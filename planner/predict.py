@@ -36,7 +36,7 @@ def predict_result(chip: str, gpu_cores: int | None, ram: float | None, model: s
     most = m.config.max_position_embeddings
     over = (f"[[depth]] + [[prompt]] + [[gen]] = {context:,} tokens, over {m.id}'s {most:,}-token context: "
             "llama-server caps a request at that context, and past it the model runs beyond its training" if context > most else None)
-    lead = [n for n in (chip_note, runtime_note, quant_note, over) if n]
+    lead = [n for n in (chip_note, profiles.library_note(model), runtime_note, quant_note, over) if n]
     if lead:
         est = est.model_copy(update={"notes": [*lead, *est.notes]})
     mem = mm.estimate(context, batch)

@@ -240,7 +240,8 @@ def setup(chip: str, gpu_cores: int | None, ram: float | None, model: str | Reso
     wired = capacity.wired_limit(ram_gb, profiles.load_macos(macos))
     names: dict[str, Any]  # heterogeneous: ids, labels, sizes, notes
     names = dict(model=m.id, quant=q.id, chip=c.id, chip_label=c.label, ram_gb=ram_gb, runtime=rt.id,
-                 max_context=m.config.max_position_embeddings, notes=[n for n in (chip_note, runtime_note, quant_note) if n])
+                 max_context=m.config.max_position_embeddings, notes=[n for n in (chip_note, profiles.library_note(model) if isinstance(model, str) else None,
+                                       runtime_note, quant_note) if n])
     if rt.id != mm.engine.name:  # a product on an engine (Ollama, LM Studio, mlx-vlm)
         names["notes"].append(f"{rt.id} is simulated with the scheduler of the server it wraps "
                               f"({mm.engine.server})")

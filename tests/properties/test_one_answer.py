@@ -284,3 +284,18 @@ def test_an_explicit_runtime_of_the_other_format_converts_the_names_preset_every
     assert pred["quant"] == serve["quant"] == "Q4_K_M"
     for notes in (plan_["notes"], rec["notes"], pred["notes"], serve["notes"]):
         assert any("answered for Q4_K_M, the same 4-bit class" in n for n in notes), notes
+
+
+def test_a_bare_ollama_library_name_is_one_model_with_one_note_in_every_command():
+    """`nemotron-3-nano` (Ollama's library name; the catalog's only size of it is the 30B-A3B) resolves in the
+    model-name resolver (planner/profiles.py ollama_library), so every command answers that entry and says which tag
+    it read the name as. `plan` said "unknown model"."""
+    mac = mac_args(MACS[0])
+    name = ["--model", "nemotron-3-nano"]
+    answers = {"plan": ask(*name, *mac), "predict": ask("predict", *name, *mac),
+               "recommend": ask("recommend", *name, *mac), "buy": ask("buy", *name),
+               "serve": ask("serve", *name, *mac, "--no-sweep", "--duration", "10min")}
+    ids = {k: (a["model"]["id"] if k == "plan" else a["models"] if k == "buy" else a["model"]) for k, a in answers.items()}
+    assert all(v in ("nemotron-3-nano-30b-a3b", ["nemotron-3-nano-30b-a3b"]) for v in ids.values()), ids
+    for k, a in answers.items():
+        assert any("read as nemotron-3-nano:30b" in n for n in a["notes"]), k
