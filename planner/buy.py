@@ -258,6 +258,15 @@ def _point(workload: WorkloadProfile, profs: list[ModelProfile]) -> tuple[_Point
     return _Point(prompt, gen, users, ctx, slots, workload.objective == "latency", workload.cached_prefix_share), notes
 
 
+def cluster_link(clusters: bool, link: str | None) -> str | None:
+    """The interconnect of the clusters set against one Mac: ``link`` (default tb5) when clusters are asked, else
+    None; a link without clusters is refused (it would be ignored), as draft settings without a draft."""
+    if link is not None and not clusters:
+        raise InputError(f"[[link]] {link[:40]} needs [[clusters]] (the link joins the Macs of a cluster): add "
+                         "[[clusters]], or drop [[link]]")
+    return (link or "tb5") if clusters else None
+
+
 def _configs(profs: list[ModelProfile], workload: WorkloadProfile, pt: _Point, runtimes: list[str] | None,
              max_quality_cost: str, quant: str | None = None) -> list[_Config]:
     """Runtime × quant × KV choices (chip-independent), within the quality floor; buy skips 4-bit KV. ``quant``:

@@ -91,7 +91,7 @@ class BuyRequest(_Targets):
     macos: Macos = DEFAULT_MACOS
     all_rows: bool = Field(False, description="List the best configuration of every Mac")
     clusters: bool = Field(False, description="Also set 2-4 identical linked Macs against one larger Mac")
-    link: str = Field("tb5", description="Interconnect of the clusters: tb5, tb4, 10gbe")
+    link: str | None = Field(None, description="Interconnect of the clusters: tb5, tb4, 10gbe (default tb5)")
     kwh_price: float = Field(0.16, gt=0, lt=100, allow_inf_nan=False,
                              description="Electricity price [USD/kWh] for the running cost "
                              "(default: the 2023 US residential average, 16 ¢/kWh, EIA)")
