@@ -341,7 +341,7 @@ def plan_cluster(model: str, nodes: list[Node], link: str | LinkProfile = "tb5",
     rt = profiles.load_runtime(RUNTIME_OF[engine])
     prof = profiles.load_model(model)
     context, prompt, capped = _cap_context(prof, context, prompt)
-    q, conv = resolve_quant(quant or default_quant_id(prof, rt), rt)  # the deployment stage's quant rule
+    q, conv = resolve_quant(quant or pinned_quant(model, prof, rt), rt)  # the deployment stage's quant rule
     mm = memory_model(prof, rt, q, profiles.ggml_types())
     geo = tp.geometry(mm, q.kind, q.mode)
     shares = place(mm, nodes, mode, engine, context, users, macos)
@@ -429,6 +429,12 @@ def _binding(shares: list[NodeShare], sp: ClusterSpeed, mode: str, tr: Transport
     return f"{what}: {bound}{extra}"
 
 
+def pinned_quant(model: str, prof: ModelProfile, rt: Runtime) -> str:
+    """Without an asked quant: the preset the model name pins (mlx-community/<Model>-8bit: mlx-8bit-g64), as
+    `plan` and `plan predict` answer it, else the rule of `plan predict` (predict.default_quant_id)."""
+    return profiles.parse_name(model).quant or default_quant_id(prof, rt)
+
+
 def cluster_candidates(model: str, counts: tuple[int, ...] = (2, 3, 4), link: str = "tb5", engine: str = "mlx",
                        mode: str = "pipeline", quant: str | None = None, context: int = 8192, users: int = 1,
                        prompt: int = 1024, gen: int = 256, macos: str = profiles.DEFAULT_MACOS, budget_usd: float | None = None,
@@ -438,7 +444,7 @@ def cluster_candidates(model: str, counts: tuple[int, ...] = (2, 3, 4), link: st
     discontinued ones unless asked for (as planner.buy's single-Mac search)."""
     rt = profiles.load_runtime(RUNTIME_OF[check_engine(engine, mode)[0]])
     prof = profiles.load_model(model)
-    q, _ = resolve_quant(quant or default_quant_id(prof, rt), rt)  # the deployment stage's quant rule
+    q, _ = resolve_quant(quant or pinned_quant(model, prof, rt), rt)  # the deployment stage's quant rule
     need = memory_model(prof, rt, q, profiles.ggml_types()).weights.total_bytes
     chips = {c.id: c for c in profiles.all_chips()}
     seen, out = set(), []
