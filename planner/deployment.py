@@ -111,19 +111,23 @@ class QuantConverted(BaseModel):
     runtime_format: str
     answered: str
     bits: int
+    pinned_by: str | None = None
+    """The model name that pinned the asked preset (mlx-community/Qwen3-8B-4bit), when no quant was asked"""
 
     def text(self) -> str:
-        return (f"[[quant]] {self.asked} is a {self.asked_format} format and {self.runtime} loads "
-                f"{self.runtime_format} weights: answered for {self.answered}, the same {self.bits}-bit class")
+        what = (f"{self.pinned_by} holds {self.asked}, a {self.asked_format} format," if self.pinned_by
+                else f"[[quant]] {self.asked} is a {self.asked_format} format")
+        return (f"{what} and {self.runtime} loads {self.runtime_format} weights: answered for {self.answered}, the "
+                f"same {self.bits}-bit class")
 
 
 _GGUF_BY_BITS = {2: "Q2_K", 3: "Q3_K_M", 4: "Q4_K_M", 5: "Q5_K_M", 6: "Q6_K", 8: "Q8_0", 16: "F16"}
 
 
-def resolve_quant(name: str, rt: Runtime) -> tuple[QuantFormat, QuantConverted | None]:
+def resolve_quant(name: str, rt: Runtime, pinned_by: str | None = None) -> tuple[QuantFormat, QuantConverted | None]:
     """-> (quant, conversion). A format of the runtime's weight kind as is; one of the other kind (Q4_K_M on mlx-lm)
     as the same bit class in the runtime's own format (mlx-4bit-g64), said by the conversion; an unknown name is
-    UnknownProfileError with close matches."""
+    UnknownProfileError with close matches. ``pinned_by``: the model name the preset came from (none was asked)."""
     try:
         return profiles.load_quant(name, rt.weight_format), None
     except UnknownProfileError as first:
@@ -140,7 +144,7 @@ def resolve_quant(name: str, rt: Runtime) -> tuple[QuantFormat, QuantConverted |
                          f"(e.g. {'Q4_K_M' if rt.weight_format == 'gguf' else '4bit'})")
     t = profiles.load_quant(target, rt.weight_format)
     return t, assemble(QuantConverted, asked=name, asked_format=q.kind, runtime=rt.id,
-                       runtime_format=rt.weight_format, answered=t.id, bits=bits)
+                       runtime_format=rt.weight_format, answered=t.id, bits=bits, pinned_by=pinned_by)
 
 
 def resolve_quants(names: list[str], runtimes: list[Runtime]) -> tuple[dict[str, list[QuantFormat]], list[str]]:

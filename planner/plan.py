@@ -399,9 +399,13 @@ def pinned_by_name(req: PlanRequest, runtimes: list[Runtime],
     label = "GGUF" if spec.weight_format == "gguf" else "MLX"
     keep = [rt for rt in runtimes if rt.weight_format == spec.weight_format]
     if not keep:  # the name's preset, converted to their format (the deployment stage's quant rule)
-        req = req.model_copy(update={"quants": [spec.quant]}) if spec.quant and not req.quants else req
-        return req, runtimes, [f"{req.model} holds {label} weights; planned for {', '.join(r.id for r in runtimes)} "
-                               "as asked (those runtimes load another format)"]
+        notes = [f"{req.model} holds {label} weights; planned for {', '.join(r.id for r in runtimes)} as asked "
+                 "(those runtimes load another format)"]
+        if spec.quant and not req.quants:
+            got = [deployment.resolve_quant(spec.quant, rt, pinned_by=req.model) for rt in runtimes]
+            notes += list(dict.fromkeys(c.text() for _, c in got if c is not None))
+            req = req.model_copy(update={"quants": list(dict.fromkeys(q.id for q, _ in got))})
+        return req, runtimes, notes
     notes = list(spec.notes)
     if len(keep) < len(runtimes):
         notes.append(f"{req.model} holds {label} weights: planned for {', '.join(r.id for r in keep)} only")

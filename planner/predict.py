@@ -69,8 +69,8 @@ def pick_quant(quant: str | None, name: str, model: ModelProfile, rt: Runtime) -
     named = profiles.parse_name(name).quant
     if named is None:
         return _default_quant(model, rt)
-    q, note = _quant(named, rt)
-    return q, note or f"quant {q.id} from the name {name} (give [[quant]] for another)"
+    q, conv = resolve_quant(named, rt, pinned_by=name)
+    return q, conv.text() if conv else f"quant {q.id} from the name {name} (give [[quant]] for another)"
 
 
 def native_quant_id(model: ModelProfile, rt: Runtime) -> str | None:

@@ -88,6 +88,9 @@ def test_a_quant_of_the_other_format_is_answered_at_the_same_bit_class_with_a_st
     q, conv = resolve_quant("8bit", gguf)
     assert q.id == "Q8_0" and conv is not None and conv.bits == 8
     assert resolve_quant("Q4_K_M", gguf) == (profiles.load_quant("Q4_K_M", "gguf"), None)
+    _, conv = resolve_quant("mlx-4bit-g64", gguf, pinned_by="mlx-community/Qwen3-8B-4bit")  # no quant was asked
+    assert conv is not None and conv.text().startswith("mlx-community/Qwen3-8B-4bit holds mlx-4bit-g64")
+    assert "[[quant]]" not in conv.text()
 
 
 def test_asked_quants_for_several_runtimes_convert_only_when_no_runtime_takes_them():

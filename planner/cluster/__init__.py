@@ -31,11 +31,11 @@ import math
 from .. import architecture as arch
 from .. import capacity, profiles
 from .. import throughput as tp
-from ..deployment import resolve_quant
+from ..deployment import QuantConverted, resolve_quant
 from ..errors import InputError
 from ..memory import MemoryModel, memory_model
 from ..predict import default_quant_id  # the rule of `plan predict` and `plan serve`
-from ..schema import ModelProfile, Runtime
+from ..schema import ModelProfile, QuantFormat, Runtime
 from .links import RUNTIME_OF, LinkProfile, Transport, check_engine, load_link, transport
 from .results import ClusterCandidate, ClusterPlan, ClusterSpeed, NodeShare, SingleMac
 from .spec import Node
@@ -341,7 +341,7 @@ def plan_cluster(model: str, nodes: list[Node], link: str | LinkProfile = "tb5",
     rt = profiles.load_runtime(RUNTIME_OF[engine])
     prof = profiles.load_model(model)
     context, prompt, capped = _cap_context(prof, context, prompt)
-    q, conv = resolve_quant(quant or pinned_quant(model, prof, rt), rt)  # the deployment stage's quant rule
+    q, conv = cluster_quant(quant, model, prof, rt)
     mm = memory_model(prof, rt, q, profiles.ggml_types())
     geo = tp.geometry(mm, q.kind, q.mode)
     shares = place(mm, nodes, mode, engine, context, users, macos)
@@ -429,10 +429,14 @@ def _binding(shares: list[NodeShare], sp: ClusterSpeed, mode: str, tr: Transport
     return f"{what}: {bound}{extra}"
 
 
-def pinned_quant(model: str, prof: ModelProfile, rt: Runtime) -> str:
-    """Without an asked quant: the preset the model name pins (mlx-community/<Model>-8bit: mlx-8bit-g64), as
-    `plan` and `plan predict` answer it, else the rule of `plan predict` (predict.default_quant_id)."""
-    return profiles.parse_name(model).quant or default_quant_id(prof, rt)
+def cluster_quant(quant: str | None, model: str, prof: ModelProfile, rt: Runtime) -> tuple[QuantFormat, QuantConverted | None]:
+    """The asked quant; else the preset the model name pins (mlx-community/<Model>-8bit: mlx-8bit-g64), as `plan`
+    and `plan predict` answer it; else the rule of `plan predict` (predict.default_quant_id). Through the deployment
+    stage's quant rule: a format of the other weight kind at its bit class, with a note."""
+    if quant is not None:
+        return resolve_quant(quant, rt)
+    named = profiles.parse_name(model).quant
+    return resolve_quant(named, rt, pinned_by=model) if named else resolve_quant(default_quant_id(prof, rt), rt)
 
 
 def cluster_candidates(model: str, counts: tuple[int, ...] = (2, 3, 4), link: str = "tb5", engine: str = "mlx",
@@ -444,7 +448,7 @@ def cluster_candidates(model: str, counts: tuple[int, ...] = (2, 3, 4), link: st
     discontinued ones unless asked for (as planner.buy's single-Mac search)."""
     rt = profiles.load_runtime(RUNTIME_OF[check_engine(engine, mode)[0]])
     prof = profiles.load_model(model)
-    q, _ = resolve_quant(quant or pinned_quant(model, prof, rt), rt)  # the deployment stage's quant rule
+    q, _ = cluster_quant(quant, model, prof, rt)
     need = memory_model(prof, rt, q, profiles.ggml_types()).weights.total_bytes
     chips = {c.id: c for c in profiles.all_chips()}
     seen, out = set(), []

@@ -275,15 +275,19 @@ def test_a_name_that_pins_mlx_is_answered_by_mlx_lm_in_every_command():
 
 def test_an_explicit_runtime_of_the_other_format_converts_the_names_preset_everywhere():
     """--runtime llama.cpp with an MLX name: the name's 4-bit preset in llama.cpp's format (Q4_K_M), with the quant
-    rule's note, from plan, predict, recommend and serve alike."""
+    rule's note, from plan, predict, recommend, serve and cluster (its llama.cpp RPC engine) alike."""
     mac = mac_args(MACS[0])
     asked = ["--model", MLX_NAME, *mac, "--runtime", "llama.cpp"]
     plan_, rec = ask(*asked), ask("recommend", *asked)
     pred, serve = ask("predict", *asked), ask("serve", *asked, "--no-sweep", "--duration", "10min")
+    cluster = ask("cluster", "--model", MLX_NAME, "--macs", "2x Mac Studio M4 Max 64GB", "--engine",
+                  "llama.cpp-rpc")["plan"]
     assert {o["quant"] for o in plan_["options"]} == {o["quant"] for o in rec["options"]} == {"Q4_K_M"}
-    assert pred["quant"] == serve["quant"] == "Q4_K_M"
-    for notes in (plan_["notes"], rec["notes"], pred["notes"], serve["notes"]):
-        assert any("answered for Q4_K_M, the same 4-bit class" in n for n in notes), notes
+    assert pred["quant"] == serve["quant"] == cluster["quant"] == "Q4_K_M"
+    said = (f"{MLX_NAME} holds mlx-4bit-g64, a mlx format, and llama.cpp loads gguf weights: answered for Q4_K_M, "
+            "the same 4-bit class")  # the name pinned the preset: no --quant was given, none is named
+    for notes in (plan_["notes"], rec["notes"], pred["notes"], serve["notes"], cluster["notes"]):
+        assert said in notes, notes
 
 
 def test_a_bare_ollama_library_name_is_one_model_with_one_note_in_every_command():
