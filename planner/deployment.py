@@ -148,28 +148,27 @@ def resolve_quant(name: str, rt: Runtime, pinned_by: str | None = None) -> tuple
 
 
 def resolve_quants(names: list[str], runtimes: list[Runtime]) -> tuple[dict[str, list[QuantFormat]], list[str]]:
-    """-> ({runtime id: its quants}, notes): asked quantizations for several runtimes at once. A runtime gets the
-    asked formats of its own weight kind; when some runtime takes an asked format as is, a runtime that takes none
-    is left out with a note (the asked format chose the runtimes); when none does, every runtime gets the asked
-    ones converted (:func:`resolve_quant`), each conversion said once."""
+    """-> ({runtime id: its quants}, notes): asked quantizations for several runtimes at once, each answered
+    somewhere. An asked format goes to the runtimes of its weight kind; one that none of them loads goes to every
+    runtime converted (:func:`resolve_quant`), each conversion said once. A runtime left with none is left out
+    with a note (the asked formats chose the other runtimes)."""
     for n in names:
         profiles.load_quant(n)  # an unknown name: UnknownProfileError with close matches
-    own = {rt.id: [q for n in names if (q := _own(n, rt)) is not None] for rt in runtimes}
-    if any(own.values()):
-        notes = [f"{rt.id}: none of [[quant]] {', '.join(names)} is a {rt.weight_format} format; skipped"
-                 for rt in runtimes if not own[rt.id]]
-        return {k: _unique(v) for k, v in own.items()}, notes
-    out: dict[str, list[QuantFormat]] = {}
-    notes = []
-    for rt in runtimes:
-        out[rt.id] = []
-        for n in names:
+    out: dict[str, list[QuantFormat]] = {rt.id: [] for rt in runtimes}
+    notes: list[str] = []
+    for n in names:
+        own = {rt.id: q for rt in runtimes if (q := _own(n, rt)) is not None}
+        for rt in runtimes:
+            if own:
+                out[rt.id] += [own[rt.id]] if rt.id in own else []
+                continue
             q, conv = resolve_quant(n, rt)
             out[rt.id].append(q)
             if conv is not None and conv.text() not in notes:
                 notes.append(conv.text())
-        out[rt.id] = _unique(out[rt.id])
-    return out, notes
+    notes += [f"{rt.id}: none of [[quant]] {', '.join(names)} is a {rt.weight_format} format; skipped"
+              for rt in runtimes if not out[rt.id]]
+    return {k: _unique(v) for k, v in out.items()}, notes
 
 
 def _own(name: str, rt: Runtime) -> QuantFormat | None:

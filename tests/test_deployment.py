@@ -135,3 +135,16 @@ def test_models_sized_together_pin_runtime_and_quant_only_when_their_names_agree
     assert pinned_by_names(["mlx-community/Qwen3-8B-4bit"], None)[:2] == (["mlx-lm"], "mlx-4bit-g64")
     assert pinned_by_names(["mlx-community/Qwen3-8B-4bit", "qwen3-8b"], None)[:2] == (None, None)
     assert pinned_by_names(["mlx-community/Qwen3-8B-4bit"], ["llama.cpp"])[:2] == (["llama.cpp"], None)
+
+
+def test_every_asked_quant_is_answered_somewhere():
+    """Q4_K_M and 8bit asked of llama.cpp alone: both answered (8bit as Q8_0, said), none silently dropped; of
+    llama.cpp and mlx-lm: each by the runtime of its own format, nothing converted."""
+    from planner.deployment import resolve_quants
+
+    gguf, mlx = profiles.load_runtime("llama.cpp"), profiles.load_runtime("mlx-lm")
+    got, notes = resolve_quants(["Q4_K_M", "8bit"], [gguf])
+    assert [q.id for q in got["llama.cpp"]] == ["Q4_K_M", "Q8_0"] and len(notes) == 1 and "8bit" in notes[0]
+    got, notes = resolve_quants(["Q4_K_M", "8bit"], [gguf, mlx])
+    assert ([q.id for q in got["llama.cpp"]], [q.id for q in got["mlx-lm"]]) == (["Q4_K_M"], ["mlx-8bit-g64"])
+    assert notes == []
