@@ -70,7 +70,7 @@ LABELS: dict[str, str] = {
     "context": "Context per user", "users": "Concurrent users", "prompt": "Prompt length", "gen": "Answer length",
     "workload": "Workload preset", "min_tok_s": "Minimum tok/s per user",
     "max_ttft": "Longest wait for the first token", "max_request": "Longest request",
-    "cached_prefix": "Share of each prompt already cached",
+    "cached_prefix": "Share of each prompt already cached", "thinking_tokens": "thinking tokens (command line)",
     "batch": "batch (command line)", "depth": "depth (command line)",
     "task": "Task", "family": "model family (command line)", "max_params": "Largest model [B params]",
     "budget": "Budget", "price": "“Your prices”", "prices": "“Your prices”",

@@ -43,7 +43,7 @@ def buy_cmd(
     macos: str = opt(R, "macos", "--macos"),
     all_rows: bool = opt(R, "all_rows", "--all"),
     clusters: bool = opt(R, "clusters", "--clusters"),
-    link: str = opt(R, "link", "--link"),
+    link: str | None = opt(R, "link", "--link"),
     kwh_price: float = opt(R, "kwh_price", "--kwh-price"),
     busy_hours: float = opt(R, "busy_hours", "--busy-hours"),
     years: float | None = opt(R, "years", "--years"),
@@ -52,6 +52,9 @@ def buy_cmd(
     """Cheapest Mac that meets the targets, best value, fastest within budget, and the price/speed Pareto front;
     when no Mac meets every target, the closest ones and what would change the answer."""
     check(R, locals())
+    from planner.buy import cluster_link
+
+    link = cluster_link(clusters, link)  # a link without --clusters is refused, not ignored
     from cli.bounds import check_options
 
     check_options(users=users, prompt=prompt, gen=gen, context=context, min_tok_s=min_tok_s, max_ttft=max_ttft,
@@ -68,7 +71,7 @@ def buy_cmd(
 
     costs = running_costs(r.per_mac, busy_hours, kwh_price, years)
     r = r.model_copy(update={"running_costs": costs})
-    if clusters:  # in the answer itself, so --json (and the agents' buy) carry them too
+    if link is not None:  # clusters asked: in the answer itself, so --json (and the agents' buy) carry them too
         r = r.model_copy(update={"clusters": cluster_options(model[0], wl, link, budget, include_discontinued,
                                                              macos)})
     if json_out:
@@ -78,7 +81,7 @@ def buy_cmd(
         return
     out = _header(r, wl) + _verdict_lines(r) + (_table_lines(r, all_rows) if r.per_mac else [])
     out += cost_lines(costs, busy_hours, kwh_price, years)
-    if clusters:
+    if link is not None:
         out += _cluster_lines(r.clusters, model[0], wl, link, budget, include_discontinued, macos)
     out += [f"note: {n}" for n in r.notes]
     typer.echo(say("\n".join(out)))

@@ -45,7 +45,7 @@ def predict_cmd(
     ram: float | None = opt(R, "ram", "--ram"),
     model: str = opt(R, "model", "--model", "-m"),
     quant: str | None = opt(R, "quant", "--quant", "-q"),
-    runtime: str = opt(R, "runtime", "--runtime", "-r"),
+    runtime: str | None = opt(R, "runtime", "--runtime", "-r"),
     prompt: str = wopt(R, "prompt"),
     gen: str = wopt(R, "gen"),
     depth: int = opt(R, "depth", "--depth"),

@@ -56,7 +56,9 @@ class ServeQuestion(BaseModel):
     gpu_cores: int | None = Field(None, gt=0, le=256, description="GPU cores (needed for binned chips)")
     ram: float | None = Field(None, gt=0, le=65_536, allow_inf_nan=False,
                               description="Unified memory [GB]; default: the chip's largest")
-    runtime: str = Field("llama.cpp", description="llama.cpp (llama-server) or mlx-lm (mlx_lm.server)")
+    runtime: str | None = Field(None, description="llama.cpp (llama-server) or mlx-lm (mlx_lm.server); default: the "
+                                "runtime of the format the model's files, name or quant pin (mlx-community/...: "
+                                "mlx-lm), else llama.cpp")
     quant: str | None = Field(None, description="GGUF preset or MLX format; default: the checkpoint's own format "
                               "(gpt-oss: MXFP4), else Q4_K_M / 4bit")
     slots: int = Field(4, ge=1, le=512, description="llama-server -np / mlx_lm.server --decode-concurrency")
@@ -121,11 +123,13 @@ def _recommend(req: RecommendRequest) -> Any:
 
 def _buy(req: BuyRequest) -> Any:
     # as cli/buy.py buy_cmd --json
-    from planner.buy import buy
+    from planner.buy import buy, cluster_link
     from planner.workload import custom_workload
 
     from .bounds import check_options
     from .buy import user_prices
+
+    cluster_link(req.clusters, req.link)  # before the search: a link without clusters is refused, not ignored
 
     check_options(users=req.users, prompt=req.prompt, gen=req.gen, context=req.context, min_tok_s=req.min_tok_s,
                   max_ttft=req.max_ttft, max_request=req.max_request, budget=req.budget)
@@ -139,10 +143,11 @@ def _buy(req: BuyRequest) -> Any:
     from planner.beyond import running_costs  # as buy_cmd: the running cost per Mac
 
     r = r.model_copy(update={"running_costs": running_costs(r.per_mac, req.busy_hours, req.kwh_price, req.years)})
-    if req.clusters:
+    link = cluster_link(req.clusters, req.link)  # a link without clusters is refused, not ignored
+    if link is not None:
         from .buy import cluster_options
 
-        r = r.model_copy(update={"clusters": cluster_options(req.model[0], wl, req.link, req.budget,
+        r = r.model_copy(update={"clusters": cluster_options(req.model[0], wl, link, req.budget,
                                                              req.include_discontinued, req.macos)})
     return r
 

@@ -185,7 +185,9 @@ def serve_cmd(
     chip: str = typer.Option(..., "--chip", help="Apple chip, e.g. 'M4 Max'"),
     gpu_cores: int | None = typer.Option(None, "--gpu-cores", help="GPU cores (needed for binned chips)"),
     ram: float | None = typer.Option(None, "--ram", help="Unified memory [GB]; default: the chip's largest"),
-    runtime: str = typer.Option("llama.cpp", "--runtime", "-r", help="llama.cpp (llama-server) or mlx-lm (mlx_lm.server)"),
+    runtime: str | None = typer.Option(None, "--runtime", "-r", help="llama.cpp (llama-server) or mlx-lm "
+                                       "(mlx_lm.server); default: the runtime of the format the model's files, name "
+                                       "or --quant pin (an MLX folder, mlx-community/...: mlx-lm), else llama.cpp"),
     quant: str | None = typer.Option(None, "--quant", "-q", help="GGUF preset or MLX format; default: the checkpoint's own format (gpt-oss: MXFP4), else Q4_K_M / 4bit"),
     slots: int = typer.Option(4, "--slots", help="llama-server -np / mlx_lm.server --decode-concurrency"),
     rate: str | None = wopt(S, "rate", default=None, help_suffix="  [default: 20/min]"),

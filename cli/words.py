@@ -25,7 +25,7 @@ FLAGS: dict[str, str] = {
     "image_size": "--image-size",
     "context": "--context", "users": "--users", "prompt": "--prompt", "gen": "--gen", "workload": "--workload",
     "min_tok_s": "--min-tok-s", "max_ttft": "--max-ttft", "max_request": "--max-request",
-    "cached_prefix": "--cached-prefix",
+    "cached_prefix": "--cached-prefix", "thinking_tokens": "--thinking-tokens",
     "batch": "--batch", "depth": "--depth",
     "task": "--task", "family": "--family", "max_params": "--max-params",
     "budget": "--budget", "price": "--price", "prices": "--prices", "max_quality_cost": "--max-quality-cost",

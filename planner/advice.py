@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from . import capacity, profiles
 from ._model import Frozen, assemble
-from .deployment import check_ram
+from .deployment import check_ram, resolve_quants
 from .errors import InputError, NoFitError, PlannerError, TargetsUnreachableError  # noqa: F401  (re-exported)
 from .format import fmt_bytes, over_text
 from .recipes import Recipe, recipe
@@ -337,6 +337,9 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
     quants, notes = (list(pinned.quants) if pinned.quants else None), [*notes, *pin_notes]
     for qn in quants or []:
         profiles.load_quant(qn)  # an unknown name: UnknownProfileError with close matches, as planner.plan
+    if quants:  # the deployment stage's rule, as planner.plan: other-format quants converted, or runtimes left out
+        asked, quant_notes = resolve_quants(quants, rts)
+        quants, notes = list(dict.fromkeys(q.id for qs in asked.values() for q in qs)), [*notes, *quant_notes]
     found = _search(ctx, rts, quants, kv_type, flash_attn, n_ubatch, images)
     if quants and not found.evaluated:  # was "does not fit ... the smallest needs 0.0 GiB"
         raise InputError(f"[[quant]] {', '.join(quants)}: not a format of {', '.join(r.id for r in rts)} "

@@ -22,6 +22,7 @@ from . import capacity, fanless, profiles
 from ._model import Frozen
 from .advice import KV_RANK, TIER_RANK, QualityNote, quality_of
 from .cluster.results import ClusterCandidate
+from .deployment import pinned_by_names
 from .errors import BudgetError, InputError, PlannerError  # noqa: F401  (BudgetError re-exported)
 from .memory import MemoryModel
 from .power import RunningCost
@@ -180,7 +181,9 @@ def buy(models: list[str], workload: WorkloadProfile, budget_usd: float | None =
     macs, excluded = _catalog(include_rumoured, include_discontinued, prices or {})
     _check_budget(macs, budget_usd)
     pt, notes = _point(workload, profs)
-    configs = _configs(profs, workload, pt, runtimes, max_quality_cost)
+    runtimes, pinned_quant, pin_notes = pinned_by_names(models, runtimes)  # mlx-community/...: mlx-lm, as plan
+    notes += pin_notes
+    configs = _configs(profs, workload, pt, runtimes, max_quality_cost, pinned_quant)
     mem = _memory(configs, pt)
     mac_os = profiles.load_macos(macos)
     codes = _verdicts(macs, configs, mem, mac_os)
@@ -253,16 +256,26 @@ def _point(workload: WorkloadProfile, profs: list[ModelProfile]) -> tuple[_Point
     return _Point(prompt, gen, users, ctx, slots, workload.objective == "latency", workload.cached_prefix_share), notes
 
 
+def cluster_link(clusters: bool, link: str | None) -> str | None:
+    """The interconnect of the clusters set against one Mac: ``link`` (default tb5) when clusters are asked, else
+    None; a link without clusters is refused (it would be ignored), as draft settings without a draft."""
+    if link is not None and not clusters:
+        raise InputError(f"[[link]] {link[:40]} needs [[clusters]] (the link joins the Macs of a cluster): add "
+                         "[[clusters]], or drop [[link]]")
+    return (link or "tb5") if clusters else None
+
+
 def _configs(profs: list[ModelProfile], workload: WorkloadProfile, pt: _Point, runtimes: list[str] | None,
-             max_quality_cost: str) -> list[_Config]:
-    """Runtime × quant × KV choices (chip-independent), within the quality floor; buy skips 4-bit KV."""
+             max_quality_cost: str, quant: str | None = None) -> list[_Config]:
+    """Runtime × quant × KV choices (chip-independent), within the quality floor; buy skips 4-bit KV. ``quant``:
+    the one preset a model name pins."""
     out = []
     for rt_id in runtimes or ["llama.cpp", "mlx-lm"]:
         rt = profiles.load_runtime(rt_id)
         biggest = max(profs, key=lambda p: p.params_b)
-        for q in quants_for(biggest, rt):
+        for q in quants_for(biggest, rt, [quant] if quant else None):
             qn = quality_of(q, biggest)
-            if _TIER_NUM[qn.tier] > QUALITY_MAX[max_quality_cost]:
+            if quant is None and _TIER_NUM[qn.tier] > QUALITY_MAX[max_quality_cost]:  # a named preset is asked
                 continue
             for kv in (k for k in rt.advised_kv_types if k not in KV_RANK):
                 maybe = [with_kv(base_memory_model(p.id, rt.id, q.id), kv) for p in profs]

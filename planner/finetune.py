@@ -41,7 +41,7 @@ from pydantic import AliasChoices, BaseModel, Field, model_validator
 from . import architecture as arch
 from . import capacity, profiles
 from ._model import Frozen, one_spelling
-from .deployment import resolve_mac
+from .deployment import resolve_mac, resolve_quant
 from .errors import InputError, ProfileError
 from .memory import mlx_weights
 from .results import Fit, WiredLimit
@@ -352,13 +352,13 @@ def plan_finetune(req: FinetuneRequest) -> FinetunePlan:
     if not 0 < layers <= n_layers:
         raise InputError(f"[[layers]] {req.layers}: {model.name} has {n_layers} layers; give 1 to {n_layers}, "
                          "or -1 for all")
-    fmt = profiles.load_quant(req.quant, "mlx")  # aliases: 4bit, 8bit, bf16, qlora, ...
+    rt = profiles.load_runtime("mlx-lm")
+    fmt, conv = resolve_quant(req.quant, rt)  # aliases: 4bit, 8bit, bf16, qlora; a GGUF preset at its bit class
     mac = resolve_mac(req.chip or None, req.gpu_cores, req.ram)
     chip, ram = mac.chip, mac.ram_gb
-    rt = profiles.load_runtime("mlx-lm")
     wired = capacity.wired_limit(ram, profiles.load_macos(req.macos), req.wired_limit_mb)
     budget = capacity.safe_budget(wired, rt)
-    notes: list[str] = []
+    notes: list[str] = [conv.text()] if conv else []
     if req.fine_tune_type == "full" and fmt.bits and fmt.bits < 16:
         raise InputError(f"[[quant]] {req.quant}: full fine-tuning needs unquantized weights; use [[quant]] bf16 "
                          "or [[fine_tune_type]] lora (QLoRA)")
@@ -430,7 +430,7 @@ def _way_out(chosen: FinetuneOption, alts: list[FinetuneOption], max_batch: int,
     else:  # only what is not already so: a 4-bit base was suggested to a run on a 4-bit base
         tips = ["fewer [[num_layers]]", "a smaller rank" if req.fine_tune_type != "full" else "LoRA "
                 "([[fine_tune_type]] lora)"]
-        bits = profiles.load_quant(req.quant, "mlx").bits
+        bits = resolve_quant(req.quant, profiles.load_runtime("mlx-lm"))[0].bits
         if req.fine_tune_type != "full" and (bits is None or bits > 4):
             tips.append("a 4-bit base ([[quant]] 4bit)")
         msg += f"; try {', '.join(tips)}, or a Mac with more memory"

@@ -32,6 +32,7 @@ KEYS: dict[str, str] = {
     "gen": "answer length [tokens]", "workload": "workload preset", "min_tok_s": "minimum decode speed per user",
     "max_ttft": "longest wait for the first token", "max_request": "longest request",
     "cached_prefix": "share of each prompt already cached",
+    "thinking_tokens": "tokens a reasoning model thinks before its answer",
     # predict
     "batch": "batch of sequences", "depth": "context depth [tokens]",
     # models

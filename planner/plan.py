@@ -239,17 +239,6 @@ def resolve_mac(req: PlanRequest) -> tuple[float, Chip | None, str]:
     return mac.ram_gb, mac.chip, mac.bin_note or ""
 
 
-def _quants_for(req: PlanRequest, runtime: Runtime, model: ModelProfile) -> list[QuantFormat]:
-    if req.quants:
-        out = []
-        for q in req.quants:
-            fmt = profiles.load_quant(q, runtime.weight_format) if _known(q, runtime.weight_format) else None
-            if fmt is not None:
-                out.append(fmt)
-        return out
-    return default_quants(model, runtime.weight_format)
-
-
 def mlx_bits_per_weight(q: QuantFormat) -> float:
     """Stored bits per quantized weight of an MLX format: bits + 8·(scale + bias bytes)/group
     (mlx/primitives.h quantize; mlx_lm/utils.py quantize_model)."""
@@ -339,10 +328,11 @@ def plan(req: PlanRequest, resolved: ResolvedFiles | None = None) -> Plan:
     kv_rows, options, notes = [], [], [*cap_notes, *vision_notes, *(getattr(resolved, "notes", None) or [])]
     mms: list[MemoryModel] = []
     runtimes = _file_runtimes(req, runtimes, resolved, model.name, notes)
+    asked, quant_notes = deployment.resolve_quants(req.quants, runtimes) if req.quants else ({}, [])
+    notes += quant_notes  # the deployment stage's rule: other-format quants converted, or runtimes left out
     for rt in runtimes:
-        quants = _exact_quants(req, rt, resolved) or _quants_for(req, rt, model)
-        if req.quants and not quants:
-            notes.append(f"{rt.id}: none of [[quant]] {', '.join(req.quants)} is a {rt.weight_format} format; skipped")
+        quants = _exact_quants(req, rt, resolved) or _quants_for(req, rt, model, resolved, asked)
+        if not quants:
             continue
         kv_type = req.kv_type if _kv_applies(req.kv_type, rt) else None
         if req.kv_type and kv_type is None:
@@ -423,13 +413,18 @@ def pinned_by_name(req: PlanRequest, runtimes: list[Runtime],
     if resolved is not None and getattr(resolved, "source", "catalog") != "catalog":
         return req, runtimes, []  # files read from disk or the Hub pin format and quant themselves
     spec = profiles.parse_name(req.model)
-    if spec.weight_format is None:
-        return req, runtimes, []
+    if spec.weight_format is None:  # a bare Ollama library name says which size it was read as
+        return req, runtimes, [n for n in (profiles.library_note(req.model),) if n]
     label = "GGUF" if spec.weight_format == "gguf" else "MLX"
     keep = [rt for rt in runtimes if rt.weight_format == spec.weight_format]
-    if not keep:
-        return req, runtimes, [f"{req.model} holds {label} weights; planned for {', '.join(r.id for r in runtimes)} "
-                               "as asked (those runtimes load another format)"]
+    if not keep:  # the name's preset, converted to their format (the deployment stage's quant rule)
+        notes = [f"{req.model} holds {label} weights; planned for {', '.join(r.id for r in runtimes)} as asked "
+                 "(those runtimes load another format)"]
+        if spec.quant and not req.quants:
+            got = [deployment.resolve_quant(spec.quant, rt, pinned_by=req.model) for rt in runtimes]
+            notes += list(dict.fromkeys(c.text() for _, c in got if c is not None))
+            req = req.model_copy(update={"quants": list(dict.fromkeys(q.id for q, _ in got))})
+        return req, runtimes, notes
     notes = list(spec.notes)
     if len(keep) < len(runtimes):
         notes.append(f"{req.model} holds {label} weights: planned for {', '.join(r.id for r in keep)} only")
@@ -497,10 +492,10 @@ def _file_runtimes(req: PlanRequest, runtimes: list[Runtime], resolved: Resolved
     if dropped and req.runtimes:
         fmt = _exact_format(resolved)
         what = "a GGUF file" if fmt == "gguf" else "MLX weights"
-        if not any(rt in runtimes for rt in kept):
-            raise InputError(f"[[runtime]] {', '.join(dropped)}: [[model]] {name} is {what}, which "
-                             f"{', '.join(dropped)} cannot load; use [[runtime]] {kept[0].id}, or give a catalog id or "
-                             f"{'an MLX folder' if fmt == 'gguf' else 'a .gguf'} for {', '.join(dropped)}")
+        if not any(rt in runtimes for rt in kept):  # best effort, as the quant rule: the same model in their format
+            notes.append(f"[[model]] {name} is {what}, which {', '.join(dropped)} cannot load: answered for the same "
+                         f"model in {', '.join(dropped)}'s format (use [[runtime]] {kept[0].id} for these files)")
+            return runtimes
         notes.append(f"[[runtime]] {', '.join(dropped)} skipped: [[model]] is {what}, which it cannot load")
     return kept
 
@@ -525,6 +520,26 @@ def _exact_quants(req: PlanRequest, rt: Runtime, resolved: ResolvedFiles | None)
     if qid and _known(qid, fmt):
         return [profiles.load_quant(qid, fmt)]
     return [profiles.load_quant("Q8_0" if fmt == "gguf" else "mlx-8bit-g64", fmt)]
+
+
+def _quants_for(req: PlanRequest, rt: Runtime, model: ModelProfile, resolved: ResolvedFiles | None,
+                asked: dict[str, list[QuantFormat]]) -> list[QuantFormat]:
+    """The asked quants as the deployment stage resolved them for this runtime; else the files' own converted to
+    its format; else the formats plans try (:func:`default_quants`)."""
+    if req.quants:
+        return asked[rt.id]
+    return _converted_file_quants(rt, resolved) or default_quants(model, rt.weight_format)
+
+
+def _converted_file_quants(rt: Runtime, resolved: ResolvedFiles | None) -> list[QuantFormat]:
+    """Files of the other weight format asked of this runtime: their quant at the same bit class in the runtime's
+    format (the deployment stage's quant rule, planner.deployment.resolve_quant)."""
+    fmt = _exact_format(resolved)
+    if fmt is None or rt.weight_format == fmt or resolved is None or not resolved.quant_id:
+        return []
+    if not _known(resolved.quant_id, fmt):
+        return []
+    return [deployment.resolve_quant(resolved.quant_id, rt)[0]]
 
 
 def _apply_exact(mm: MemoryModel, q: QuantFormat, rt: Runtime,

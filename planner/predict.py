@@ -6,14 +6,14 @@ from typing import Any
 
 from . import capacity, profiles
 from . import throughput as tp
-from .deployment import resolve_mac
-from .errors import InputError, UnknownProfileError
+from .deployment import resolve_mac, resolve_quant, resolve_runtime
+from .errors import InputError
 from .memory import memory_model
 from .schema import ModelProfile, QuantFormat, Runtime
 from .workload import DEFAULT_CACHED_PREFIX, cached_tokens, check_cached_prefix
 
 
-def predict_result(chip: str, gpu_cores: int | None, ram: float | None, model: str, quant: str | None, runtime: str,
+def predict_result(chip: str, gpu_cores: int | None, ram: float | None, model: str, quant: str | None, runtime: str | None,
                    prompt: int, gen: int, depth: int, batch: int, macos: str = profiles.DEFAULT_MACOS,
                    flash_attn: bool | None = None, ubatch: int | None = None, kv_type: str | None = None,
                    cached_prefix: float = DEFAULT_CACHED_PREFIX) -> dict[str, Any]:
@@ -23,7 +23,7 @@ def predict_result(chip: str, gpu_cores: int | None, ram: float | None, model: s
     mac = resolve_mac(chip, gpu_cores, ram)
     c, chip_note, ram_gb = mac.chip, mac.bin_note, mac.ram_gb
     assert c is not None  # a chip name was given
-    rt = profiles.load_runtime(runtime)
+    rt, runtime_note = resolve_runtime(runtime, model, quant=quant)  # None: the runtime the name or quant pins
     m = profiles.load_model(model)
     q, quant_note = pick_quant(quant, model, m, rt)
     if batch < 1 or min(prompt, gen, depth) < 0:
@@ -36,7 +36,7 @@ def predict_result(chip: str, gpu_cores: int | None, ram: float | None, model: s
     most = m.config.max_position_embeddings
     over = (f"[[depth]] + [[prompt]] + [[gen]] = {context:,} tokens, over {m.id}'s {most:,}-token context: "
             "llama-server caps a request at that context, and past it the model runs beyond its training" if context > most else None)
-    lead = [n for n in (chip_note, quant_note, over) if n]
+    lead = [n for n in (chip_note, profiles.library_note(model), runtime_note, quant_note, over) if n]
     if lead:
         est = est.model_copy(update={"notes": [*lead, *est.notes]})
     mem = mm.estimate(context, batch)
@@ -69,8 +69,8 @@ def pick_quant(quant: str | None, name: str, model: ModelProfile, rt: Runtime) -
     named = profiles.parse_name(name).quant
     if named is None:
         return _default_quant(model, rt)
-    q, note = _quant(named, rt)
-    return q, note or f"quant {q.id} from the name {name} (give [[quant]] for another)"
+    q, conv = resolve_quant(named, rt, pinned_by=name)
+    return q, conv.text() if conv else f"quant {q.id} from the name {name} (give [[quant]] for another)"
 
 
 def native_quant_id(model: ModelProfile, rt: Runtime) -> str | None:
@@ -93,38 +93,7 @@ def _default_quant(model: ModelProfile, rt: Runtime) -> tuple[QuantFormat, str]:
     return q, f"no [[quant]] given: answered for {q.id}, {why}; give [[quant]] for another"
 
 
-_GGUF_BY_BITS = {2: "Q2_K", 3: "Q3_K_M", 4: "Q4_K_M", 5: "Q5_K_M", 6: "Q6_K", 8: "Q8_0", 16: "F16"}
-
-
 def _quant(name: str, rt: Runtime) -> tuple[QuantFormat, str | None]:
-    """-> (quant, note). A format of the other weight kind is answered with the same bit class in the runtime's own
-    format (Q4_K_M on mlx-lm -> 4bit), and the note says so: the speed and size depend on the bits, not the file."""
-    try:
-        return profiles.load_quant(name, rt.weight_format), None
-    except UnknownProfileError as first:
-        other = "mlx" if rt.weight_format == "gguf" else "gguf"
-        try:
-            q = profiles.load_quant(name, other)
-        except UnknownProfileError:
-            raise first from None
-    bits = _bits(q)
-    target = (_GGUF_BY_BITS.get(bits) if rt.weight_format == "gguf"
-              else ("bf16" if bits >= 16 else f"{bits}bit") if bits in (2, 3, 4, 5, 6, 8, 16) else None)
-    if target is None:
-        raise InputError(f"[[quant]] {name} is a {q.kind} format; {rt.id} loads {rt.weight_format} weights "
-                         f"(e.g. {'Q4_K_M' if rt.weight_format == 'gguf' else '4bit'})")
-    t = profiles.load_quant(target, rt.weight_format)
-    return t, (f"[[quant]] {name} is a {q.kind} format and {rt.id} loads {rt.weight_format} weights: answered for "
-               f"{t.id}, the same {bits}-bit class")
-
-
-def _bits(q: QuantFormat) -> int:
-    """Nominal bits of a format: MLX's own field; GGUF from the preset name (Q4_K_M -> 4, IQ2_XS -> 2, F16 -> 16)."""
-    if q.kind == "mlx":
-        return q.bits or 16
-    import re
-
-    m = re.search(r"(\d+)", q.id.replace("F16", "Q16").replace("F32", "Q16"))
-    if q.id.startswith("MXFP4"):
-        return 4
-    return int(m.group(1)) if m else 16
+    """-> (quant, note): the deployment stage's rule (planner.deployment.resolve_quant), its note worded."""
+    q, conv = resolve_quant(name, rt)
+    return q, conv.text() if conv is not None else None

@@ -247,6 +247,7 @@ def clear_cache() -> None:
     _quant_stems.cache_clear()
     _loaded.cache_clear()
     _alias_map.cache_clear()
+    _ollama_libraries.cache_clear()
     _calibration_files.cache_clear()
     _speed_constants.cache_clear()
     _finetune.cache_clear()
@@ -269,6 +270,52 @@ def _alias_map() -> dict[str, str]:
             m.setdefault(norm(n), model.id)
             m.setdefault(norm(n.split("/")[-1]), model.id)
     return m
+
+
+# Ollama's library names. A catalog alias <library>:<tag> (nemotron-3-nano:30b) is an Ollama name of that entry; the
+# bare <library> (or <library>:latest: Ollama's default tag, types/model/name.go) is what `ollama run <library>`
+# pulls. It names the entry that declares <library>:latest, else the only entry with a tag of <library>.
+@functools.cache
+def _ollama_libraries() -> dict[str, dict[str, str]]:
+    """Ollama library name (normalised) -> {model id: the first tag alias it declares}."""
+    out: dict[str, dict[str, str]] = {}
+    for model in _all("models", ModelProfile):
+        for a in model.aliases:
+            if ":" in a and "/" not in a:
+                out.setdefault(norm(a.split(":", 1)[0]), {}).setdefault(model.id, a)
+    return out
+
+
+def ollama_library(name: str) -> tuple[str, str] | None:
+    """-> (model id, the tag it is read as) for a bare Ollama library name (``nemotron-3-nano``, or with ``:latest``)
+    when one catalog entry declares ``<name>:latest``, else when exactly one declares any tag of it; None otherwise
+    (also for every name with another tag, an org or a path)."""
+    s = name.strip()
+    s = s[:-len(":latest")] if s.lower().endswith(":latest") else s
+    if not s or ":" in s or "/" in s:
+        return None
+    hits = _ollama_libraries().get(norm(s), {})
+    latest = [(i, a) for i, a in hits.items() if any(norm(x) == norm(f"{s}:latest") for x in _aliases_of(i))]
+    if len(latest) == 1:
+        return latest[0][0], f"{s}:latest"
+    return next(iter(hits.items())) if len(hits) == 1 else None
+
+
+def _aliases_of(model_id: str) -> list[str]:
+    return list(_load("models", model_id, ModelProfile).aliases)
+
+
+def library_note(name: str) -> str | None:
+    """The note of a bare Ollama library name answered by the only catalog entry of that library (which size it was
+    read as); None for every other name, and when the entry declares the library's latest tag itself."""
+    key = norm(name)
+    if key in _index("models") or key in _alias_map():
+        return None
+    hit = ollama_library(name)
+    if hit is None or hit[1].endswith(":latest"):
+        return None
+    return (f"{name}: Ollama's library name, read as {hit[1]} ({hit[0]}), the catalog's only size of it; give "
+            f"[[model]] with the tag for another")
 
 
 def _strip_decorations(s: str) -> str:
@@ -439,6 +486,9 @@ def load_model(name: str) -> ModelProfile:
         cand = _strip_decorations(spelling)
         if cand in amap:
             return _load("models", amap[cand], ModelProfile)
+    library = ollama_library(name)
+    if library is not None:
+        return _load("models", library[0], ModelProfile)
     from .arch_attention import refused_name  # architectures refused by name (llama3.2-vision, bge-m3, ...)
     why = refused_name(name)
     if why:

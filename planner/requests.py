@@ -51,7 +51,8 @@ class PredictRequest(BaseModel):
     model: CatalogModel
     quant: str | None = Field(None, description="GGUF preset (Q4_K_M) or MLX format (4bit, 8bit-g32, bf16); default: "
                               "the model's own format if it ships quantized, else Q4_K_M / 4bit")
-    runtime: str = Field("llama.cpp", description="llama.cpp, mlx-lm or ollama")
+    runtime: str | None = Field(None, description="llama.cpp, mlx-lm or ollama; default: the runtime of the format "
+                                "the model name or quant pins (mlx-community/...: mlx-lm), else llama.cpp")
     prompt: PromptPoint = 512
     gen: GenPoint = 128
     depth: int = Field(0, description="Tokens already cached before the prompt (llama-bench @ dD)")
@@ -90,7 +91,7 @@ class BuyRequest(_Targets):
     macos: Macos = DEFAULT_MACOS
     all_rows: bool = Field(False, description="List the best configuration of every Mac")
     clusters: bool = Field(False, description="Also set 2-4 identical linked Macs against one larger Mac")
-    link: str = Field("tb5", description="Interconnect of the clusters: tb5, tb4, 10gbe")
+    link: str | None = Field(None, description="Interconnect of the clusters: tb5, tb4, 10gbe (default tb5)")
     kwh_price: float = Field(0.16, gt=0, lt=100, allow_inf_nan=False,
                              description="Electricity price [USD/kWh] for the running cost "
                              "(default: the 2023 US residential average, 16 ¢/kWh, EIA)")

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import capacity, profiles
 from . import throughput as tp
-from .deployment import resolve_mac
+from .deployment import resolve_mac, resolve_runtime
 from .engines import engines
 from .errors import InputError, NoFitError, PlannerError
 from .memory import MemoryModel, memory_model
@@ -208,47 +208,58 @@ class Setup:
         return capacity.safe_users(self.mm, slot_context, capacity.safe_budget(self.wired, self.rt))
 
 
-def setup(chip: str, gpu_cores: int | None, ram: float | None, model: str | ResolvedFiles, quant: str | None, runtime: str,
-          macos: str = profiles.DEFAULT_MACOS) -> Setup:
+def setup(chip: str, gpu_cores: int | None, ram: float | None, model: str | ResolvedFiles, quant: str | None,
+          runtime: str | None, macos: str = profiles.DEFAULT_MACOS) -> Setup:
     """``model``: a catalog id, or a sources.ResolvedModel (duck-typed, as in planner.plan) read from a local GGUF
-    or folder, whose exact weight bytes replace the estimate when its quant is the one served."""
+    or folder, whose exact weight bytes replace the estimate when its quant is the one served. ``runtime`` None:
+    the runtime the files, the name or the quant pin (planner.deployment.resolve_runtime), as `plan predict`."""
     mac = resolve_mac(chip, gpu_cores, ram)
     c, chip_note, ram_gb = mac.chip, mac.bin_note, mac.ram_gb
     assert c is not None  # a chip name was given
-    rt = profiles.load_runtime(runtime)
-    if rt.family not in engines():
-        raise InputError(f"[[runtime]] {runtime}: plan serve simulates llama-server (llama.cpp) and mlx_lm.server "
-                         "(mlx-lm); give one of those")
     resolved = None if isinstance(model, str) else model
+    rt, runtime_note = resolve_runtime(runtime, model if isinstance(model, str) else model.profile.name,
+                                       _files_runtime(resolved), quant)
+    if rt.family not in engines():
+        raise InputError(f"[[runtime]] {rt.id}: plan serve simulates llama-server (llama.cpp) and mlx_lm.server "
+                         "(mlx-lm); give one of those")
     m = profiles.load_model(model) if isinstance(model, str) else model.profile
     asked = quant or _file_quant(resolved, rt)
     # without one: the rule of `plan predict` (the checkpoint's own format, else the 4-bit download), so both
     # commands answer the same model with the same weights (gpt-oss: MXFP4_MOE, not Q4_K_M)
     q, quant_note = (_quant(asked, rt) if asked else pick_quant(None, model, m, rt) if isinstance(model, str)
                      else _default_quant(m, rt))
+    other = _files_runtime(resolved)
+    if other is not None and profiles.load_runtime(other).weight_format != rt.weight_format:  # best effort: a note
+        quant_note = (f"[[model]] {m.name} holds {profiles.load_runtime(other).weight_format.upper()} weights, which "
+                      f"{rt.id} does not load: answered for the same model as {q.id}"
+                      + (f", the class of its {asked}" if asked and not quant else "") + " (change [[runtime]] for "
+                      "its own files)" + (f"; {quant_note}" if quant and quant_note else ""))
     mm = _exact_weights(memory_model(m, rt, q, profiles.ggml_types()), q, rt, resolved)
     rf = tp.roofline_for(mm, c, profiles.load_speed_constants(c, rt.id), tp.geometry(mm, q.kind, q.mode),
                          profiles.all_chips())
     wired = capacity.wired_limit(ram_gb, profiles.load_macos(macos))
     names: dict[str, Any]  # heterogeneous: ids, labels, sizes, notes
     names = dict(model=m.id, quant=q.id, chip=c.id, chip_label=c.label, ram_gb=ram_gb, runtime=rt.id,
-                 max_context=m.config.max_position_embeddings, notes=[n for n in (chip_note, quant_note) if n])
+                 max_context=m.config.max_position_embeddings, notes=[n for n in (chip_note, profiles.library_note(model) if isinstance(model, str) else None,
+                                       runtime_note, quant_note) if n])
     if rt.id != mm.engine.name:  # a product on an engine (Ollama, LM Studio, mlx-vlm)
         names["notes"].append(f"{rt.id} is simulated with the scheduler of the server it wraps "
                               f"({mm.engine.server})")
     return Setup(mm, rf, rt, wired, names)
 
 
+def _files_runtime(resolved: ResolvedFiles | None) -> str | None:
+    """The runtime whose weight format the model files are in (a GGUF: llama.cpp, an MLX folder: mlx-lm), if any."""
+    return getattr(resolved, "runtime_hint", None)
+
+
 def _file_quant(resolved: ResolvedFiles | None, rt: Runtime) -> str | None:
-    """The quant of the model files when they are in the runtime's format (else the runtime cannot load them)."""
-    hint = getattr(resolved, "runtime_hint", None)
+    """The quant of the model files, in their own format (one the runtime does not load is converted by the quant
+    rule, planner.deployment.resolve_quant)."""
+    hint = _files_runtime(resolved)
     if resolved is None or hint is None:
         return None
     fmt = "gguf" if hint == "llama.cpp" else "mlx"
-    if fmt != rt.weight_format:
-        served = "llama-server ([[runtime]] llama.cpp)" if fmt == "gguf" else "mlx_lm.server ([[runtime]] mlx-lm)"
-        raise InputError(f"[[model]] {resolved.profile.name}: {fmt.upper()} weights are served by {served}, "
-                         f"not {rt.id}; change [[runtime]]")
     qid = resolved.quant_id
     try:
         return profiles.load_quant(qid, fmt).id if qid else None

@@ -27,6 +27,9 @@ def with_images(req: PlanRequest, model: ModelProfile) -> tuple[PlanRequest, lis
     if req.draft_model is None and (req.draft_acceptance is not None or req.draft_tokens is not None):
         given = "[[draft_acceptance]]" if req.draft_acceptance is not None else "[[draft_tokens]]"
         raise InputError(f"{given} needs [[draft_model]] (the draft that speculates for the model)")  # was ignored
+    if req.thinking_tokens is not None and req.chip is None:  # was ignored: the wait needs the chip's decode speed
+        raise InputError("[[thinking_tokens]] needs [[chip]] (the wait is those tokens at the chip's decode speed): add "
+                         "[[chip]], e.g. [[chip]] 'M4 Max', or drop [[thinking_tokens]]")
     if not req.images:
         if req.image_size is not None:
             raise InputError("[[image_size]] needs [[images]] N (images per request)")

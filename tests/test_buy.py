@@ -315,3 +315,14 @@ def test_memory_binds_under_ten_percent_spare():
     assert _binding("fits", 0.099, sp, {}) == "memory"
     assert _binding("fits", 0.10, sp, {}) == "bandwidth"
     assert _binding("tight", 0.5, sp, {}) == "memory"
+
+
+def test_a_cluster_link_without_clusters_is_refused_not_ignored():
+    """`plan buy --link tb4` without --clusters answered as if --link were not given: the one rule (planner/buy.py
+    cluster_link, used by the CLI and the agents' buy) refuses it naming the input and the fix; with clusters the
+    link is used, tb5 when none is given."""
+    with pytest.raises(InputError, match="link tb4 needs clusters") as e:
+        B.cluster_link(False, "tb4")
+    assert e.value.fields["input"] == "link" and "[[clusters]]" in e.value.template
+    assert B.cluster_link(True, "tb4") == "tb4" and B.cluster_link(True, None) == "tb5"
+    assert B.cluster_link(False, None) is None

@@ -243,3 +243,14 @@ def test_one_mac_that_needs_the_limit_raised_says_so():
     one = cluster_candidates("llama-3.3-70b", counts=(1,), budget_usd=2000)
     mini = next(c for c in one if "48GB" in c.macs)
     assert mini.needs_raised_limit
+
+
+def test_the_quant_is_the_deployment_stages_one_rule():
+    """A name that pins a preset is answered at it (mlx-community/Qwen3-8B-8bit: mlx-8bit-g64, as `plan` and `plan
+    predict`; the cluster answered the 4-bit default), and a quant of the other format at its bit class with the
+    quant rule's note (Q8_0 on the mlx engine: mlx-8bit-g64; it was refused)."""
+    macs = parse_macs("2x Mac Studio M4 Max 64GB")
+    assert plan_cluster("mlx-community/Qwen3-8B-8bit", macs).quant == "mlx-8bit-g64"
+    assert plan_cluster("mlx-community/Qwen3-8B-8bit", macs, engine="llama.cpp-rpc").quant == "Q8_0"
+    p = plan_cluster("qwen3-8b", macs, quant="Q8_0")
+    assert p.quant == "mlx-8bit-g64" and any("the same 8-bit class" in n for n in p.notes)

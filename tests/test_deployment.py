@@ -6,7 +6,7 @@ import pytest
 
 from planner import profiles
 from planner.deployment import resolve_bin, resolve_mac
-from planner.errors import InputError
+from planner.errors import InputError, UnknownProfileError
 
 
 def _bins(name: str):
@@ -71,3 +71,80 @@ def test_ram_inside_the_chips_range_that_apple_does_not_sell_is_answered_with_a_
         check_ram(chip, max(sold) * 2)
     with pytest.raises(InputError):
         check_ram(chip, min(sold) - 1)
+
+
+# --------------------------------------------------------------------------- the quantization (one rule)
+def test_a_quant_of_the_other_format_is_answered_at_the_same_bit_class_with_a_structured_note():
+    """Q4_K_M asked of mlx-lm is mlx's 4-bit (4bit -> mlx-4bit-g64), 8bit asked of llama.cpp is Q8_0: the size and
+    speed follow the bits, not the file. The note is its facts (code + fields), worded with input markers only."""
+    from planner.deployment import resolve_quant
+
+    mlx, gguf = profiles.load_runtime("mlx-lm"), profiles.load_runtime("llama.cpp")
+    q, conv = resolve_quant("Q4_K_M", mlx)
+    assert q.id == profiles.load_quant("4bit", "mlx").id == "mlx-4bit-g64"
+    assert conv is not None and (conv.code, conv.asked, conv.asked_format, conv.bits, conv.answered) == (
+        "quant_converted", "Q4_K_M", "gguf", 4, "mlx-4bit-g64")
+    assert "[[quant]] Q4_K_M" in conv.text() and "--" not in conv.text()
+    q, conv = resolve_quant("8bit", gguf)
+    assert q.id == "Q8_0" and conv is not None and conv.bits == 8
+    assert resolve_quant("Q4_K_M", gguf) == (profiles.load_quant("Q4_K_M", "gguf"), None)
+    _, conv = resolve_quant("mlx-4bit-g64", gguf, pinned_by="mlx-community/Qwen3-8B-4bit")  # no quant was asked
+    assert conv is not None and conv.text().startswith("mlx-community/Qwen3-8B-4bit holds mlx-4bit-g64")
+    assert "[[quant]]" not in conv.text()
+
+
+def test_asked_quants_for_several_runtimes_convert_only_when_no_runtime_takes_them():
+    """Q4_K_M for llama.cpp + mlx-lm: the asked GGUF format chose llama.cpp, mlx-lm is left out with a note;
+    Q4_K_M for mlx-lm alone: converted (never a dead end)."""
+    from planner.deployment import resolve_quants
+
+    gguf, mlx = profiles.load_runtime("llama.cpp"), profiles.load_runtime("mlx-lm")
+    got, notes = resolve_quants(["Q4_K_M"], [gguf, mlx])
+    assert [q.id for q in got["llama.cpp"]] == ["Q4_K_M"] and got["mlx-lm"] == []
+    assert len(notes) == 1 and "mlx-lm" in notes[0] and "skipped" in notes[0]
+    got, notes = resolve_quants(["Q4_K_M"], [mlx])
+    assert [q.id for q in got["mlx-lm"]] == ["mlx-4bit-g64"] and "same 4-bit class" in notes[0]
+    with pytest.raises(UnknownProfileError, match="did you mean Q4_K_M"):
+        resolve_quants(["Q4_K_Mx"], [mlx])  # unknown everywhere: refused with close matches
+
+
+# --------------------------------------------------------------------------- the runtime (one rule)
+@pytest.mark.parametrize("runtime, name, files, quant, want", [
+    (None, "mlx-community/Qwen3-8B-4bit", None, None, "mlx-lm"),      # an MLX name pins mlx-lm
+    (None, "bartowski/Qwen_Qwen3-8B-GGUF", None, "4bit", "llama.cpp"),  # a GGUF name pins llama.cpp, over the quant
+    (None, "qwen3-8b", None, None, "llama.cpp"),                       # nothing pinned: llama.cpp
+    (None, "qwen3-8b", None, "4bit", "mlx-lm"),                        # an MLX-only quant pins mlx-lm
+    (None, "qwen3-8b", None, "Q4_K_M", "llama.cpp"),
+    (None, "My-Folder", "mlx-lm", None, "mlx-lm"),                     # an MLX folder
+    (None, "x-Q4_K_M.gguf", "llama.cpp", "4bit", "llama.cpp"),          # a GGUF file, whatever the quant
+    ("llama.cpp", "mlx-community/Qwen3-8B-4bit", None, None, "llama.cpp"),  # asked: as asked (the quant rule converts)
+])
+def test_without_a_runtime_the_format_the_model_pins_picks_it(runtime, name, files, quant, want):
+    from planner.deployment import resolve_runtime
+
+    rt, note = resolve_runtime(runtime, name, files, quant)
+    assert rt.id == want
+    assert (note is not None) == (runtime is None and want == "mlx-lm")  # said when it is not the plain default
+    if note:
+        assert "[[runtime]]" in note and "--" not in note
+
+
+def test_models_sized_together_pin_runtime_and_quant_only_when_their_names_agree():
+    from planner.deployment import pinned_by_names
+
+    assert pinned_by_names(["mlx-community/Qwen3-8B-4bit"], None)[:2] == (["mlx-lm"], "mlx-4bit-g64")
+    assert pinned_by_names(["mlx-community/Qwen3-8B-4bit", "qwen3-8b"], None)[:2] == (None, None)
+    assert pinned_by_names(["mlx-community/Qwen3-8B-4bit"], ["llama.cpp"])[:2] == (["llama.cpp"], None)
+
+
+def test_every_asked_quant_is_answered_somewhere():
+    """Q4_K_M and 8bit asked of llama.cpp alone: both answered (8bit as Q8_0, said), none silently dropped; of
+    llama.cpp and mlx-lm: each by the runtime of its own format, nothing converted."""
+    from planner.deployment import resolve_quants
+
+    gguf, mlx = profiles.load_runtime("llama.cpp"), profiles.load_runtime("mlx-lm")
+    got, notes = resolve_quants(["Q4_K_M", "8bit"], [gguf])
+    assert [q.id for q in got["llama.cpp"]] == ["Q4_K_M", "Q8_0"] and len(notes) == 1 and "8bit" in notes[0]
+    got, notes = resolve_quants(["Q4_K_M", "8bit"], [gguf, mlx])
+    assert ([q.id for q in got["llama.cpp"]], [q.id for q in got["mlx-lm"]]) == (["Q4_K_M"], ["mlx-8bit-g64"])
+    assert notes == []

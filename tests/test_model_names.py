@@ -7,6 +7,9 @@ Rules pinned here:
 2. ``unsloth/<Model>-GGUF`` and ``<org>/<Model>-GGUF:<quant>`` (bartowski's ``<maker>_<Model>`` too).
 3. ``mlx-community/<Model>-4bit|6bit|8bit|bf16|mxfp4`` -> that profile, mlx-lm only, at that MLX preset.
 4. A dated variant (-2507) resolves to its own profile when its config differs, never silently to the base.
+5. A bare Ollama library name (``nemotron-3-nano``, what ``ollama run nemotron-3-nano`` pulls) -> the entry that
+   declares ``<library>:latest``, else the only catalog entry with a tag of that library, with a note naming the tag
+   it was read as; a library with several entries and no declared default stays unknown, with suggestions.
 """
 
 from __future__ import annotations
@@ -265,3 +268,39 @@ def test_names_without_the_words_an_expression_needs_parse_as_when_searched(monk
     monkeypatch.setattr(P, "_holds", lambda text, words: True)
     assert [P.parse_name(n) for n in names] == gated
     assert any(g.weight_format == "mlx" for g in gated) and any(g.weight_format == "gguf" for g in gated)
+
+
+# ------------------------------------------------------------------ rule 5: bare Ollama library names
+def _ollama_names() -> list[tuple[str, str]]:
+    """(model id, declared Ollama name) of every catalog entry: its aliases of the form <library>:<tag>."""
+    return [(m, a) for m in P.model_ids() for a in P.load_model(m).aliases if ":" in a and "/" not in a]
+
+
+def test_nemotron_3_nano_is_ollamas_library_name_of_the_30b_a3b():
+    """`plan --model nemotron-3-nano` said "unknown model" though the catalog's only nemotron-3-nano:<tag> is the
+    30B-A3B (its alias nemotron-3-nano:30b); :latest is the same name (Ollama's default tag)."""
+    assert P.load_model("nemotron-3-nano").id == P.load_model("nemotron-3-nano:latest").id == "nemotron-3-nano-30b-a3b"
+    note = P.library_note("nemotron-3-nano")
+    assert note is not None and "nemotron-3-nano:30b" in note and "[[model]]" in note
+    assert P.library_note("nemotron-3-nano-30b-a3b") is None and P.library_note("nemotron-3-nano:30b") is None
+
+
+@pytest.mark.parametrize(("mid", "name"), _ollama_names())
+def test_every_declared_ollama_name_resolves_to_its_entry(mid, name):
+    assert P.load_model(name).id == mid
+
+
+@pytest.mark.parametrize("library", sorted({a.split(":", 1)[0] for _, a in _ollama_names()}))
+def test_every_bare_ollama_library_name_resolves_to_one_of_its_entries_or_is_unknown(library):
+    """A bare library name lands on an entry that declares a tag of that library, never elsewhere; when exactly one
+    entry declares one, it resolves (a note names the tag unless an alias names the library itself); several
+    entries without a declared default stay unknown (a refusal with suggestions, never a guess)."""
+    entries = {m for m, a in _ollama_names() if a.split(":", 1)[0] == library}
+    try:
+        got = P.load_model(library).id
+    except UnknownProfileError as e:
+        assert len(entries) > 1 and e.suggestions
+        return
+    assert got in entries
+    if len(entries) == 1 and P.library_note(library) is None:
+        assert P.norm(library) in P._alias_map()  # an alias of its own: a known default, no note needed

@@ -120,19 +120,30 @@ def test_a_local_gguf_brings_its_exact_weight_bytes(tmp_path):
     assert setup("M4 Max", 40, 128, "llama-3.1-8b", None, "llama.cpp").mm.weights.total_bytes > weights
 
 
-@pytest.mark.parametrize("model, runtime, words", [
-    ("nosuch.gguf", "llama.cpp", "no such GGUF file"),
-    ("GGUF", "mlx-lm", "served by llama-server"),
-])
-def test_bad_local_model_is_one_line(capsys, tmp_path, model, runtime, words):
-    if model == "GGUF":
-        from tests.sources.gguf_gen import write_llama8b
+def test_bad_local_model_is_one_line(capsys):
+    code, out, err = run(capsys, ["serve", "--model", "nosuch.gguf", "--chip", "M4 Max", "--gpu-cores", "40", "--ram",
+                                  "128", "--runtime", "llama.cpp", "--no-sweep"])
+    assert code == 2 and "no such GGUF file" in err and len(err.strip().splitlines()) == 1
 
-        model = str(tmp_path / "x-Q4_K_M.gguf")
-        write_llama8b(tmp_path / "x-Q4_K_M.gguf")
-    code, out, err = run(capsys, ["serve", "--model", model, "--chip", "M4 Max", "--gpu-cores", "40", "--ram", "128",
-                                  "--runtime", runtime, "--no-sweep"])
-    assert code == 2 and words in err and len(err.strip().splitlines()) == 1
+
+def test_a_gguf_file_asked_of_mlx_lm_is_the_same_model_in_mlx_format_with_a_note(capsys, tmp_path):
+    """Best effort, as `plan` (the deployment stage's quant rule): a Q4_K_M GGUF served by mlx-lm is answered for the
+    same model at MLX's 4-bit (estimated bytes, not the file's), and the note says why and how to serve the file.
+    Was refused ("GGUF weights are served by llama-server")."""
+    from tests.sources.gguf_gen import write_llama8b
+
+    path = tmp_path / "x-Q4_K_M.gguf"
+    write_llama8b(path)
+    base = ["serve", "--model", str(path), "--chip", "M4 Max", "--gpu-cores", "40", "--ram", "128", "--no-sweep",
+            "--duration", "10min", "--json"]
+    code, out, err = run(capsys, [*base, "--runtime", "mlx-lm"])
+    assert code == 0, err
+    r = load(ServeResult, out)
+    assert (r.runtime, r.quant) == ("mlx-lm", "mlx-4bit-g64")
+    assert any("GGUF weights, which mlx-lm does not load" in n and "--runtime" in n for n in r.notes)
+    code, out, err = run(capsys, base)  # without --runtime: the file's own runtime
+    assert code == 0, err
+    assert (load(ServeResult, out).runtime, load(ServeResult, out).quant) == ("llama.cpp", "Q4_K_M")
 
 
 def test_host_work_from_a_calibration_is_counted_and_said(capsys, tmp_path, monkeypatch):

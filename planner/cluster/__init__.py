@@ -31,10 +31,11 @@ import math
 from .. import architecture as arch
 from .. import capacity, profiles
 from .. import throughput as tp
+from ..deployment import QuantConverted, resolve_quant
 from ..errors import InputError
 from ..memory import MemoryModel, memory_model
 from ..predict import default_quant_id  # the rule of `plan predict` and `plan serve`
-from ..schema import ModelProfile, Runtime
+from ..schema import ModelProfile, QuantFormat, Runtime
 from .links import RUNTIME_OF, LinkProfile, Transport, check_engine, load_link, transport
 from .results import ClusterCandidate, ClusterPlan, ClusterSpeed, NodeShare, SingleMac
 from .spec import Node
@@ -333,12 +334,12 @@ def plan_cluster(model: str, nodes: list[Node], link: str | LinkProfile = "tb5",
     prof = profiles.load_model(model)
     context, capped = capacity.cap_context(context, prof)  # as every command
     prompt = min(prompt, context - 1)
-    q = profiles.load_quant(quant or default_quant_id(prof, rt), rt.weight_format)
+    q, conv = cluster_quant(quant, model, prof, rt)
     mm = memory_model(prof, rt, q, profiles.ggml_types())
     geo = tp.geometry(mm, q.kind, q.mode)
     shares = place(mm, nodes, mode, engine, context, users, macos)
     fits = all(s.verdict != "no-fit" for s in shares)
-    notes: list[str] = [n for n in (capped, os_note) if n]
+    notes: list[str] = [n for n in (capped, os_note, conv.text() if conv else None) if n]
     sp, per_node = speed(mm, geo, nodes, mode, engine, tr, prompt, gen, users, _stages(shares, mode))
     shares = [s.model_copy(update={"decode_step_s": t, "decode_bound": b}) for s, (t, b) in zip(shares, per_node)]
     singles: dict[str, SingleMac] = {}
@@ -421,6 +422,16 @@ def _binding(shares: list[NodeShare], sp: ClusterSpeed, mode: str, tr: Transport
     return f"{what}: {bound}{extra}"
 
 
+def cluster_quant(quant: str | None, model: str, prof: ModelProfile, rt: Runtime) -> tuple[QuantFormat, QuantConverted | None]:
+    """The asked quant; else the preset the model name pins (mlx-community/<Model>-8bit: mlx-8bit-g64), as `plan`
+    and `plan predict` answer it; else the rule of `plan predict` (predict.default_quant_id). Through the deployment
+    stage's quant rule: a format of the other weight kind at its bit class, with a note."""
+    if quant is not None:
+        return resolve_quant(quant, rt)
+    named = profiles.parse_name(model).quant
+    return resolve_quant(named, rt, pinned_by=model) if named else resolve_quant(default_quant_id(prof, rt), rt)
+
+
 def cluster_candidates(model: str, counts: tuple[int, ...] = (2, 3, 4), link: str = "tb5", engine: str = "mlx",
                        mode: str = "pipeline", quant: str | None = None, context: int = 8192, users: int = 1,
                        prompt: int = 1024, gen: int = 256, macos: str = profiles.DEFAULT_MACOS, budget_usd: float | None = None,
@@ -430,7 +441,7 @@ def cluster_candidates(model: str, counts: tuple[int, ...] = (2, 3, 4), link: st
     discontinued ones unless asked for (as planner.buy's single-Mac search)."""
     rt = profiles.load_runtime(RUNTIME_OF[check_engine(engine, mode)[0]])
     prof = profiles.load_model(model)
-    q = profiles.load_quant(quant or default_quant_id(prof, rt), rt.weight_format)
+    q, _ = cluster_quant(quant, model, prof, rt)
     need = memory_model(prof, rt, q, profiles.ggml_types()).weights.total_bytes
     chips = {c.id: c for c in profiles.all_chips()}
     seen, out = set(), []

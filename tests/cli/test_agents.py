@@ -68,6 +68,18 @@ def test_an_unknown_model_is_named_once(question, args):
     assert "unknown model 'no-such-model-zz'" in str(e.value) and "model model" not in str(e.value)
 
 
+@pytest.mark.parametrize("question, args, field", [
+    ("buy", {"model": ["llama-3.1-8b"], "link": "tb4"}, "link"),                  # the clusters' link, no clusters
+    ("plan", {"model": "qwen3-8b", "ram": 64, "thinking_tokens": 500}, "thinking_tokens"),  # the wait needs a chip
+])
+def test_an_argument_that_would_be_ignored_is_refused_naming_it(question, args, field):
+    """As on the command line (tests/cli/test_contract.py): refused with one line naming the argument, not ignored."""
+    with pytest.raises(QuestionError) as e:
+        answer(question, args)
+    msg = str(e.value)
+    assert field in msg and "--" not in msg and "\n" not in msg
+
+
 @pytest.mark.parametrize("args, field", [({"seed": -1}, "seed"), ({"rate": "fast"}, "rate"),
                                          ({"duration": "-1h"}, "duration")])
 def test_serve_bad_input_names_the_argument_as_the_agents_spell_it(args, field):

@@ -113,6 +113,8 @@ def test_targets_missed_is_an_answer_in_recommend(capsys):
     ["models", "--ram", "-1"],
     ["predict", "--model", "no-such-model", "--chip", "M4 Max"],
     ["--model", "llama-3.1-8b", "--ram", "64", "--file", "x.gguf"],   # was ignored: --file picks within a folder/repo
+    ["buy", "--model", "llama-3.1-8b", "--link", "tb4"],                # was ignored: --link is the clusters' link
+    ["--model", "qwen3-8b", "--ram", "64", "--thinking-tokens", "500"],  # was ignored: the wait needs --chip
 ])
 def test_bad_input_under_json_is_a_json_error_on_stdout_exit_2(capsys, argv):
     rc, out, err = _run(capsys, [*argv, "--json"])

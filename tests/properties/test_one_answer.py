@@ -273,3 +273,81 @@ def test_a_context_past_the_models_maximum_is_capped_alike():
     assert p["request"]["context"] == r["options"][0]["context"] == c["context"] == most
     (note,) = [n for n in p["notes"] if "capped at" in n]
     assert note in r["notes"] and note in c["notes"]
+
+
+# --------------------------------------------------------------------------- one deployment rule everywhere
+CONVERTED = "--quant Q4_K_M is a gguf format and mlx-lm loads mlx weights: answered for mlx-4bit-g64, the same 4-bit class"
+
+
+def test_every_command_converts_a_quant_of_the_other_format_with_the_same_note():
+    """A quant in the other runtime's format (Q4_K_M asked of mlx-lm) is one rule of the deployment stage
+    (planner/deployment.py resolve_quant): every command answers mlx's 4-bit (mlx-4bit-g64) and its --json says so in
+    the same words. `plan` and `plan recommend` refused ("not a format of mlx-lm") where predict and serve converted."""
+    mac = mac_args(MACS[0])
+    asked = ["--model", "qwen3-8b", "--quant", "Q4_K_M"]
+    answers = {
+        "plan": ask(*asked, *mac, "--runtime", "mlx-lm"),
+        "predict": ask("predict", *asked, *mac, "--runtime", "mlx-lm"),
+        "recommend": ask("recommend", *asked, *mac, "--runtime", "mlx-lm"),
+        "serve": ask("serve", *asked, *mac, "--runtime", "mlx-lm", "--no-sweep", "--duration", "10min"),
+        "finetune": ask("finetune", *asked, *mac),
+    }
+    cluster = ask("cluster", *asked, "--macs", "2x Mac Studio M4 Max 64GB", "--engine", "mlx")["plan"]
+    quants = {"plan": {o["quant"] for o in answers["plan"]["options"]},
+              "recommend": {o["quant"] for o in answers["recommend"]["options"]},
+              **{k: {answers[k]["quant"]} for k in ("predict", "serve", "finetune")}, "cluster": {cluster["quant"]}}
+    assert all(q == {"mlx-4bit-g64"} for q in quants.values()), quants
+    for name, notes in [*((k, a["notes"]) for k, a in answers.items()), ("cluster", cluster["notes"])]:
+        assert CONVERTED in notes, name
+
+
+MLX_NAME = "mlx-community/Qwen3-8B-4bit"
+
+
+def test_a_name_that_pins_mlx_is_answered_by_mlx_lm_in_every_command():
+    """Without --runtime, a name holding MLX weights is answered by mlx-lm at the name's preset by every command
+    (planner/deployment.py resolve_runtime; planner.plan.pinned_by_name). `plan` answered mlx-lm while `plan predict`
+    and `plan serve` answered llama.cpp Q4_K_M and `plan buy` llama.cpp's own search."""
+    mac = mac_args(MACS[0])
+    got = {
+        "plan": {(o["runtime"], o["quant"]) for o in ask("--model", MLX_NAME, *mac)["options"]},
+        "recommend": {(o["runtime"], o["quant"]) for o in ask("recommend", "--model", MLX_NAME, *mac)["options"]},
+        "buy": {(o["runtime"], o["quant"]) for o in ask("buy", "--model", MLX_NAME)["per_mac"]},
+    }
+    for cmd in ("predict", "serve"):
+        extra = ["--no-sweep", "--duration", "10min"] if cmd == "serve" else []
+        r = ask(cmd, "--model", MLX_NAME, *mac, *extra)
+        got[cmd] = {(r["runtime"], r["quant"])}
+    assert all(v == {("mlx-lm", "mlx-4bit-g64")} for v in got.values()), got
+
+
+def test_an_explicit_runtime_of_the_other_format_converts_the_names_preset_everywhere():
+    """--runtime llama.cpp with an MLX name: the name's 4-bit preset in llama.cpp's format (Q4_K_M), with the quant
+    rule's note, from plan, predict, recommend, serve and cluster (its llama.cpp RPC engine) alike."""
+    mac = mac_args(MACS[0])
+    asked = ["--model", MLX_NAME, *mac, "--runtime", "llama.cpp"]
+    plan_, rec = ask(*asked), ask("recommend", *asked)
+    pred, serve = ask("predict", *asked), ask("serve", *asked, "--no-sweep", "--duration", "10min")
+    cluster = ask("cluster", "--model", MLX_NAME, "--macs", "2x Mac Studio M4 Max 64GB", "--engine",
+                  "llama.cpp-rpc")["plan"]
+    assert {o["quant"] for o in plan_["options"]} == {o["quant"] for o in rec["options"]} == {"Q4_K_M"}
+    assert pred["quant"] == serve["quant"] == cluster["quant"] == "Q4_K_M"
+    said = (f"{MLX_NAME} holds mlx-4bit-g64, a mlx format, and llama.cpp loads gguf weights: answered for Q4_K_M, "
+            "the same 4-bit class")  # the name pinned the preset: no --quant was given, none is named
+    for notes in (plan_["notes"], rec["notes"], pred["notes"], serve["notes"], cluster["notes"]):
+        assert said in notes, notes
+
+
+def test_a_bare_ollama_library_name_is_one_model_with_one_note_in_every_command():
+    """`nemotron-3-nano` (Ollama's library name; the catalog's only size of it is the 30B-A3B) resolves in the
+    model-name resolver (planner/profiles.py ollama_library), so every command answers that entry and says which tag
+    it read the name as. `plan` said "unknown model"."""
+    mac = mac_args(MACS[0])
+    name = ["--model", "nemotron-3-nano"]
+    answers = {"plan": ask(*name, *mac), "predict": ask("predict", *name, *mac),
+               "recommend": ask("recommend", *name, *mac), "buy": ask("buy", *name),
+               "serve": ask("serve", *name, *mac, "--no-sweep", "--duration", "10min")}
+    ids = {k: (a["model"]["id"] if k == "plan" else a["models"] if k == "buy" else a["model"]) for k, a in answers.items()}
+    assert all(v in ("nemotron-3-nano-30b-a3b", ["nemotron-3-nano-30b-a3b"]) for v in ids.values()), ids
+    for k, a in answers.items():
+        assert any("read as nemotron-3-nano:30b" in n for n in a["notes"]), k

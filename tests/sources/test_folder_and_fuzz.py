@@ -42,6 +42,34 @@ def test_mlx_folder_exact_and_plan_restricted(tmp_path):
     assert p.options[0].weights.exact and p.options[0].memory.weights == data
 
 
+def test_an_mlx_folder_without_a_runtime_is_served_by_mlx_lm_as_plan_answers_it(tmp_path):
+    """One rule (planner/deployment.py resolve_runtime): the folder's MLX weights pick mlx-lm in `plan serve` as in
+    `plan`, with the folder's exact bytes; was llama.cpp's default, refused for MLX weights."""
+    from planner.serve_plan import setup
+
+    d = mlx_folder(tmp_path)
+    r = resolve_model(str(d))
+    s = setup("M4 Max", 40, 128, r, None, None)
+    assert (s.rt.id, s.mm.quant_id) == ("mlx-lm", "mlx-4bit-g64")
+    assert s.mm.weights.total_bytes == r.exact_weights.total_bytes
+    assert any("MLX weights" in n for n in s.names["notes"])
+
+
+def test_an_mlx_folder_asked_of_llama_cpp_is_the_same_model_converted_with_a_note(tmp_path):
+    """--runtime llama.cpp on an MLX folder: the folder's 4-bit in llama.cpp's format (Q4_K_M, estimated bytes), with
+    a note naming the runtime for these files, in `plan` and `plan serve` alike. `plan` refused it."""
+    from planner.serve_plan import setup
+
+    d = mlx_folder(tmp_path)
+    r = resolve_model(str(d))
+    p = plan(PlanRequest(model=str(d), ram=64, runtimes=["llama.cpp"]), r)
+    assert [(o.runtime, o.quant, o.weights.exact) for o in p.options] == [("llama.cpp", "Q4_K_M", False)]
+    assert any("cannot load" in n and "[[runtime]] mlx-lm" in n for n in p.notes)
+    s = setup("M4 Max", 40, 128, r, None, "llama.cpp")
+    assert (s.rt.id, s.mm.quant_id) == ("llama.cpp", "Q4_K_M")
+    assert any("does not load" in n for n in s.names["notes"])
+
+
 def test_hf_folder_unquantized_keeps_all_options(tmp_path):
     d = tmp_path / "llama"
     d.mkdir()

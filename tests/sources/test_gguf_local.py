@@ -338,13 +338,18 @@ def test_file_type_contradicting_the_tensors_is_said(tmp_path):
     assert r.quant_id == "Q4_K_M" and not any("file_type says" in n for n in r.notes)
 
 
-def test_a_gguf_with_runtime_mlx_is_refused_or_noted(tmp_path, capsys):
-    """-r mlx-lm on a GGUF was answered for llama.cpp without a word: alone it is one line, next to llama.cpp the
-    answer says mlx-lm was skipped."""
+def test_a_gguf_with_runtime_mlx_is_converted_or_noted(tmp_path, capsys):
+    """-r mlx-lm on a GGUF was answered for llama.cpp without a word: alone it is answered for mlx-lm at the file's
+    bit class (the deployment stage's quant rule: Q4_K_M -> mlx-4bit-g64) with a note naming the runtime for the
+    file; next to llama.cpp the answer says mlx-lm was skipped."""
+    import json
+
     p = tmp_path / "m.gguf"
     write_gguf(p, "llama", TINY_KV, llama_tensors(**TINY), file_type=15)
-    err = _line(capsys, "--model", str(p), "--ram", "64", "-r", "mlx-lm")
-    assert "mlx-lm" in err and "GGUF" in err
+    assert main(["--model", str(p), "--ram", "64", "-r", "mlx-lm", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert [(o["runtime"], o["quant"]) for o in r["options"]] == [("mlx-lm", "mlx-4bit-g64")]
+    assert any("GGUF file, which mlx-lm cannot load" in n and "--runtime llama.cpp" in n for n in r["notes"])
     assert main(["--model", str(p), "--ram", "64", "-r", "mlx-lm", "-r", "llama.cpp"]) == 0
     assert "--runtime mlx-lm skipped" in capsys.readouterr().out
 
