@@ -1,7 +1,7 @@
 """`plan predict`: speed and memory of one (chip, runtime, model, quant) at one workload (the prediction contract).
 
 plan predict --chip "M3 Max" --gpu-cores 40 --ram 64 --model llama-2-7b --quant Q4_0 --runtime llama.cpp \
-             --prompt 512 --gen 128 --depth 0 --batch 1 --json
+             --prompt 2048 --gen 750 --cached-prefix 0.75 --depth 0 --batch 1 --json
 """
 
 from __future__ import annotations
@@ -16,11 +16,20 @@ from .words import say
 
 
 def render(r: dict) -> str:
-    from planner.format import fmt_bytes, fmt_seconds, fmt_tok_s, fmt_tok_s_range, ttft_text, verdict_text
+    from planner.format import (
+        cached_label,
+        fmt_bytes,
+        fmt_seconds,
+        fmt_tok_s,
+        fmt_tok_s_range,
+        ttft_text,
+        verdict_text,
+    )
 
     lines = [
         f"{r['model']} {r['quant']} on {r['chip_label']} ({r['ram_gb']:g} GB) with {r['runtime']}: "
-        f"prompt {r['prompt_tokens']} @ depth {r['depth']}, gen {r['gen_tokens']}, batch {r['batch']}",
+        f"prompt {r['prompt_tokens']:,} ({cached_label(r['cached_prefix_share'])}) @ depth {r['depth']}, "
+        f"gen {r['gen_tokens']:,}, batch {r['batch']}",
         f"  prefill   {fmt_tok_s_range(r['prefill_tok_s'], r['prefill_tok_s_range'])}   "
         f"{ttft_text(r['ttft_s'], r['cached_prefix_share'])}",
         f"  decode    {fmt_tok_s_range(r['decode_tok_s_per_seq'], r['decode_tok_s_range'])} per sequence, "

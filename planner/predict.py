@@ -9,8 +9,9 @@ from . import throughput as tp
 from .deployment import resolve_mac
 from .errors import InputError, UnknownProfileError
 from .memory import memory_model
+from .points import DEFAULT_CACHED_PREFIX
 from .schema import ModelProfile, QuantFormat, Runtime
-from .workload import DEFAULT_CACHED_PREFIX, cached_tokens, check_cached_prefix
+from .workload import cached_tokens, check_cached_prefix
 
 
 def predict_result(chip: str, gpu_cores: int | None, ram: float | None, model: str, quant: str | None, runtime: str,

@@ -9,7 +9,7 @@ given as ``12000``, ``1024:0.6,8192:0.4`` or ``p50=..,p90=..`` and read by :func
 answers at one operating point (plan, predict, models, the single-request TTFT of recommend and buy) the prompt is
 its p90 (:func:`prompt_point`: TTFT and targets at the slow requests) and the output its mean, rounded up
 (:func:`gen_point`: the throughput). The share of each prompt already in the server's prompt cache
-(the cached_prefix input, default :data:`DEFAULT_CACHED_PREFIX`) is turned into tokens by :func:`cached_tokens` only.
+(the cached_prefix input, default planner/points.py DEFAULT_CACHED_PREFIX, the default workload's) is turned into tokens by :func:`cached_tokens` only.
 """
 
 
@@ -22,13 +22,12 @@ from . import profiles
 from ._model import Frozen
 from .errors import InputError, UnknownProfileError, render_validation_error
 from .format import cached_label
-from .points import MAX_TOKENS
+from .points import DEFAULT_WORKLOAD, MAX_TOKENS
 from .schema import Runtime
 
 if TYPE_CHECKING:
     from .schema_extra import Workload
 
-DEFAULT_CACHED_PREFIX = 0.0  # a cold prompt: the whole prompt is prefilled (a conversation's first turn)
 
 
 def cached_tokens(prompt: int, share: float, runtime: Runtime) -> int:
@@ -271,8 +270,8 @@ def custom_workload(base: str | None = None, *, prompt: str | None = None, gen: 
                     users: int | None = None, context: int | None = None, min_tok_s: float | None = None,
                     max_ttft: float | None = None, max_request: float | None = None,
                     cached_prefix: float | None = None) -> WorkloadProfile:
-    """A preset (default 'chat') with any field overridden from the command line."""
-    wl = load_workload(base or "chat")
+    """A preset (default: DEFAULT_WORKLOAD, chat) with any field overridden from the command line."""
+    wl = load_workload(base or DEFAULT_WORKLOAD)
     upd: dict[str, Any] = {}  # WorkloadProfile fields of several types
     if prompt is not None:
         upd["prompt_tokens"] = parse_length(prompt, "[[prompt]]")
