@@ -63,6 +63,9 @@ def predict_cmd(
     flash_attn: bool | None = opt(R, "flash_attn", "--flash-attn/--no-flash-attn"),
     ubatch: int | None = opt(R, "ubatch", "--ubatch"),
     cached_prefix: float = wopt(R, "cached_prefix"),
+    kv_type: str | None = opt(R, "kv_type", "--kv-type"),
+    images: int = opt(R, "images", "--images"),
+    image_size: str | None = opt(R, "image_size", "--image-size"),
     json_out: bool = typer.Option(False, "--json", help="Print the contract JSON"),
 ):
     """Prefill, TTFT and decode speed of one model on one Mac (roofline with fitted efficiencies)."""
@@ -71,9 +74,11 @@ def predict_cmd(
     check_options(gpu_cores=gpu_cores, ram=ram, prompt=prompt, gen=gen, depth=depth, batch=batch, ubatch=ubatch)
     q = check(R, dict(chip=chip, gpu_cores=gpu_cores, ram=ram, model=model, quant=quant, runtime=runtime,
                       prompt=prompt, gen=gen, depth=depth, batch=batch, macos=macos, flash_attn=flash_attn,
-                      ubatch=ubatch, cached_prefix=cached_prefix))
+                      ubatch=ubatch, cached_prefix=cached_prefix, kv_type=kv_type, images=images,
+                      image_size=image_size))
     r = predict_result(q.chip, q.gpu_cores, q.ram, q.model, q.quant, q.runtime, q.prompt, q.gen, q.depth, q.batch,
-                       q.macos, q.flash_attn, q.ubatch, cached_prefix=q.cached_prefix)
+                       q.macos, q.flash_attn, q.ubatch, q.kv_type, cached_prefix=q.cached_prefix, images=q.images,
+                       image_size=q.image_size)
     from .contract import dumps
 
     typer.echo(dumps(r) if json_out else say(render(r)))

@@ -112,7 +112,7 @@ def _recommend(req: RecommendRequest) -> Any:
     # as cli/recommend.py recommend_cmd --json
     from planner.advice import recommend
     from planner.plan import resolve_mac
-    from planner.workload import custom_workload
+    from planner.workload import custom_workload, with_images
 
     from .bounds import check_options
 
@@ -124,11 +124,12 @@ def _recommend(req: RecommendRequest) -> Any:
     wl = custom_workload(req.workload, prompt=req.prompt, gen=req.gen, users=req.users, context=req.context,
                          min_tok_s=req.min_tok_s, max_ttft=req.max_ttft, max_request=req.max_request,
                          cached_prefix=req.cached_prefix)
+    wl, image_notes = with_images(wl, req.model, req.images, req.image_size)
     ram_gb, chip, _ = resolve_mac(PlanRequest(model=req.model, ram=req.ram, chip=req.chip, gpu_cores=req.gpu_cores))
     r = recommend(req.model, ram_gb, wl, chip=chip, macos=req.macos, runtimes=list(req.runtime) if req.runtime else None,
                   quants=list(req.quant) if req.quant else None, wired_limit_mb=req.wired_limit, top=req.top,
-                  best_effort=True)
-    return r
+                  best_effort=True, kv_type=req.kv_type, images=req.images)
+    return r.model_copy(update={"notes": [*image_notes, *r.notes]}) if image_notes else r
 
 
 def _buy(req: BuyRequest) -> Any:

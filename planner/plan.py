@@ -22,6 +22,9 @@ from .points import (
     DEFAULT_PROMPT,
     MAX_TOKENS,
     GenPoint,
+    Images,
+    ImageSize,
+    KvType,
     PromptPoint,
 )
 from .recipes import Recipe, recipe
@@ -68,7 +71,7 @@ class PlanRequest(BaseModel):
     quants: list[str] | None = Field(None, description="Quantizations; default: the sensible set per runtime")
     context: int = Field(8192, gt=0, le=MAX_TOKENS, description="Context per sequence [tokens]")
     users: int = Field(1, gt=0, le=capacity.MAX_USERS, description="Concurrent sequences")
-    kv_type: str | None = Field(None, description="KV cache type: f16/q8_0/q4_0 (llama.cpp), bf16/kv8/kv4 (mlx-lm)")
+    kv_type: KvType = None
     wired_limit_mb: int | None = Field(None, description="GPU wired limit you set with sysctl iogpu.wired_limit_mb [MB]")
     macos: str = Field(profiles.DEFAULT_MACOS, description="macOS major version (15 or 26); changes the default GPU limit")
     flash_attn: bool | None = Field(None, description="llama.cpp flash attention (default on)")
@@ -78,10 +81,8 @@ class PlanRequest(BaseModel):
     gen: GenPoint = Field(DEFAULT_GEN, validation_alias=AliasChoices("gen", "gen_tokens"))
     cached_prefix: float | None = Field(DEFAULT_CACHED_PREFIX, ge=0, lt=1, allow_inf_nan=False,
                                         description=CACHED_PREFIX_HELP + DEFAULT_CACHED_NOTE)
-    images: int = Field(0, ge=0, le=256, description="Images per request (vision models): adds the projector and "
-                        "the image tokens to context and prompt")
-    image_size: str | None = Field(None, description="Image size WxH in pixels where the model's token count depends "
-                                   "on it (default 1024x1024)")
+    images: Images = 0
+    image_size: ImageSize = None
     draft_model: str | None = Field(None, description="Draft model for speculative decoding (catalog id, same tokenizer)")
     draft_acceptance: float | None = Field(None, gt=0, lt=1, allow_inf_nan=False, description="Per-token acceptance of the draft (default: "
                                            "the documented rate of the pair, else 0.6)")

@@ -17,6 +17,9 @@ from .points import (
     CachedPrefix,
     GenDist,
     GenPoint,
+    Images,
+    ImageSize,
+    KvType,
     PresetCachedPrefix,
     PromptPoint,
     TokenDist,
@@ -71,6 +74,9 @@ class PredictRequest(BaseModel):
     flash_attn: bool | None = Field(None, description="llama.cpp flash attention")
     ubatch: int | None = Field(None, description="llama.cpp physical batch -ub")
     cached_prefix: CachedPrefix = DEFAULT_CACHED_PREFIX
+    kv_type: KvType = None
+    images: Images = 0
+    image_size: ImageSize = None
 
 
 class RecommendRequest(_Targets):
@@ -83,6 +89,9 @@ class RecommendRequest(_Targets):
     macos: Macos = DEFAULT_MACOS
     wired_limit: int | None = Field(None, description="GPU wired limit you set [MB]")
     top: int = Field(8, description="Configurations to list")
+    kv_type: KvType = None
+    images: Images = 0
+    image_size: ImageSize = None
 
 
 class BuyRequest(_Targets):

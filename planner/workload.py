@@ -309,3 +309,28 @@ def _valid_as_is(upd: dict[str, Any], targets: Targets) -> bool:
     users, context, share = upd.get("users", 1), upd.get("context_cap", 1), upd.get("cached_prefix_share", 0.0)
     return (type(users) is int and type(context) is int and context <= MAX_TOKENS and type(share) is float
             and math.isfinite(share))
+
+
+def _shifted(length: Length, tokens: int) -> Length:
+    """``length`` with ``tokens`` more in every request (each value, each point of a distribution, p50 and p90)."""
+    if length.value is not None:
+        return Length(value=length.value + tokens)
+    if length.dist is not None:
+        return Length(dist=[(v + tokens, w) for v, w in length.dist])
+    assert length.p50 is not None and length.p90 is not None  # Length._one_form
+    return Length(p50=length.p50 + tokens, p90=length.p90 + tokens)
+
+
+def with_images(wl: WorkloadProfile, model: str, images: int, size: str | None) -> tuple[WorkloadProfile, list[str]]:
+    """``images`` per request: their tokens join every prompt and the reserved context, as planner.setups.with_images
+    does to a plan's request (the one rule of plan, predict and recommend: planner/vision.py image_prompt); -> the
+    workload and the note saying how many tokens. Without images the workload as it is."""
+    from .vision import image_prompt
+
+    tokens, notes = image_prompt(profiles.load_model(model), images, size)
+    if not tokens:
+        return wl, notes
+    upd: dict[str, Any] = {"prompt_tokens": _shifted(wl.prompt_tokens, tokens)}
+    if wl.context_cap is not None:
+        upd["context_cap"] = wl.context_cap + tokens
+    return wl.model_copy(update=upd), notes

@@ -231,3 +231,15 @@ def test_a_name_that_pins_a_quant_is_answered_at_it_as_plan_does(capsys, name, r
     assert code == 0 and json.loads(capsys.readouterr().out)["quant"] == quant
     assert main(["--model", name, "--ram", "64", "--runtime", runtime, "--json"]) == 0
     assert {o["quant"] for o in json.loads(capsys.readouterr().out)["options"]} == {quant}
+
+
+@pytest.mark.parametrize("cmd", ["predict", "recommend"])
+def test_images_of_predict_and_recommend_are_checked_as_plans(capsys, cmd):
+    """--images on a text-only model, --image-size without --images: one line naming the input, as `plan` says."""
+    mac = ["--chip", "M4 Max", "--gpu-cores", "40", "--ram", "64"]
+    for argv, said in ((["--model", "llama-3.1-8b", "--images", "1"], "--images 1: llama-3.1-8b has no vision"),
+                       (["--model", "qwen3-vl-8b", "--image-size", "512x512"], "--image-size needs --images")):
+        code = main([cmd, *argv, *mac])
+        err = capsys.readouterr().err
+        assert code != 0 and said in err and "Traceback" not in err, err
+        assert main([*argv, *mac]) != 0 and said in capsys.readouterr().err  # plan's words

@@ -336,3 +336,28 @@ def test_every_header_states_the_default_workload():
     first = text("predict", "--model", "llama-3.1-8b", *mac).splitlines()[0]
     assert f"prompt {DEFAULT_PROMPT:,} ({cached_label(DEFAULT_CACHED_PREFIX)})" in first
     assert f"gen {DEFAULT_GEN:,}" in first
+
+
+# ---- --kv-type and --images: declared once (planner/points.py KvType, Images, ImageSize), taken by plan, predict
+# and recommend alike
+@pytest.mark.parametrize("rt, kv", [(RUNTIMES[0], "q8_0"), (RUNTIMES[1], "kv8")])
+@pytest.mark.parametrize("images", [0, 2])
+def test_predict_and_recommend_take_the_plans_kv_type_and_images(rt, kv, images):
+    """The same KV type and images per request give predict and recommend the plan's answer: the image tokens in
+    the prompt (and the context), the projector in memory, mlx-vlm for mlx-lm, the asked KV type only."""
+    model, mac = "qwen3-vl-8b", mac_args(MACS[0])
+    asked = ["--runtime", rt[0], "--quant", rt[1], "--kv-type", kv, "--images", str(images)]
+    d = ask("--model", model, *mac, *asked)
+    (o,) = d["options"]
+    sp = o["speed"]
+    assert o["kv_type"] == kv and (o["memory"]["vision"] > 0) == bool(images)
+    pr = ask("predict", "--model", model, *mac, *asked)
+    assert (pr["runtime"], pr["prompt_tokens"]) == (o["runtime"], sp["prompt_tokens"])
+    assert pr["weights_bytes"] == o["weights"]["total_bytes"]
+    assert close(pr["ttft_s"], sp["ttft_s"]) and close(pr["decode_tok_s_per_seq"], sp["decode_tok_s_per_seq"]["1"])
+    rec = ask("recommend", "--model", model, *mac, *asked, "--top", "500")
+    assert {x["kv_type"] for x in rec["options"]} == {kv}
+    (ro,) = [x for x in rec["options"] if same_config(x, o["runtime"], rt[1], kv)]
+    assert ro["context"] == d["request"]["context"] and ro["memory_bytes"] == o["memory"]["total"]
+    assert close(ro["speed"]["ttft_s"], sp["ttft_s"])
+    assert close(ro["speed"]["decode_tok_s_per_user"], sp["decode_tok_s_per_seq"]["1"])
