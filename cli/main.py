@@ -85,6 +85,7 @@ MODELS_FAST_FLAGS: dict[str, tuple[str, type, bool]] = {
     "--context": ("context", int, False), "-c": ("context", int, False),
     "--users": ("users", int, False), "-u": ("users", int, False),
     "--prompt": ("prompt", str, False), "--gen": ("gen", str, False),
+    "--cached-prefix": ("cached_prefix", float, False),
     "--runtime": ("runtime", str, True), "-r": ("runtime", str, True),
     "--max-params": ("max_params", float, False), "--family": ("family", str, False),
     "--macos": ("macos", str, False), "--top": ("top", int, False),

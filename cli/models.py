@@ -22,6 +22,7 @@ def models_cmd(
     users: int = wopt(Q, "users"),
     prompt: str = wopt(Q, "prompt"),
     gen: str = wopt(Q, "gen"),
+    cached_prefix: float = wopt(Q, "cached_prefix"),
     runtime: list[str] | None = typer.Option(None, "--runtime", "-r", help="Runtimes (default llama.cpp, mlx-lm)"),
     max_params: float | None = typer.Option(None, "--max-params", help="Largest model [billions of parameters]"),
     family: str | None = typer.Option(None, "--family", help="Model family, e.g. qwen, llama, gemma"),
@@ -50,7 +51,8 @@ def models_cmd(
         return _catalog(json_out)
     # the ranking: cli/models_rank.py, also the typer-free path of cli/main.py (MODELS_FAST_FLAGS)
     typer.echo(rank_text({"ram": ram, "chip": chip, "gpu_cores": gpu_cores, "task": task, "min_tok_s": min_tok_s,
-                          "context": context, "users": users, "prompt": prompt, "gen": gen, "runtime": runtime, "max_params": max_params,
+                          "context": context, "users": users, "prompt": prompt, "gen": gen,
+                          "cached_prefix": cached_prefix, "runtime": runtime, "max_params": max_params,
                           "family": family, "macos": macos, "top": top, "json_out": json_out}), nl=False)
 
 

@@ -5,13 +5,24 @@ print the same bytes. This module must not import typer (tests/cli/test_startup.
 from __future__ import annotations
 
 from planner._model import DEFAULT_MACOS
-from planner.format import SCORE_CAVEAT_NOTE, fmt_bytes, fmt_ctx, fmt_params, fmt_score, fmt_tok_s, table
+from planner.format import (
+    SCORE_CAVEAT_NOTE,
+    fmt_bytes,
+    fmt_ctx,
+    fmt_params,
+    fmt_score,
+    fmt_tok_s,
+    lengths_text,
+    table,
+)
+from planner.points import DEFAULT_CACHED_PREFIX, DEFAULT_GEN, DEFAULT_PROMPT
 
 from .words import say
 
 # models_cmd's defaults for the options of the ranking (cli/models.py)
 DEFAULTS = {"ram": None, "chip": None, "gpu_cores": None, "task": None, "min_tok_s": None, "context": 8192,
-            "users": 1, "prompt": 1024, "gen": 256, "runtime": None, "max_params": None, "family": None, "macos": DEFAULT_MACOS, "top": 0,
+            "users": 1, "prompt": DEFAULT_PROMPT, "gen": DEFAULT_GEN,
+            "cached_prefix": DEFAULT_CACHED_PREFIX, "runtime": None, "max_params": None, "family": None, "macos": DEFAULT_MACOS, "top": 0,
             "json_out": False}
 
 
@@ -43,10 +54,12 @@ def rank_text(given: dict) -> str:
     from .options import check as check_request
     from .questions import WhatRunsRequest
 
-    pt = check_request(WhatRunsRequest, {"ram": v["ram"], "prompt": v["prompt"], "gen": v["gen"]})
+    pt = check_request(WhatRunsRequest, {"ram": v["ram"], "prompt": v["prompt"], "gen": v["gen"],
+                                         "cached_prefix": v["cached_prefix"]})
     r = what_runs(Query(ram_gb=v["ram"], chip=chip_p, task=v["task"], min_tok_s=v["min_tok_s"], context=v["context"],
                         users=v["users"], runtimes=tuple(v["runtime"] or ()), max_params_b=v["max_params"],
-                        family=v["family"], macos=v["macos"], prompt_tokens=pt.prompt, gen_tokens=pt.gen))
+                        family=v["family"], macos=v["macos"], prompt_tokens=pt.prompt, gen_tokens=pt.gen,
+                        cached_prefix_share=pt.cached_prefix))
     if v["json_out"]:
         from .contract import dumps
 
@@ -57,7 +70,9 @@ def rank_text(given: dict) -> str:
 def render_models(r, top: int = 0) -> str:
     mac = f"{r.chip_label}, {r.ram_gb:g} GB" if r.chip else f"{r.ram_gb:g} GB (no chip: memory and quality only)"
     out = [f"What can I run on {mac}? GPU limit {fmt_bytes(r.wired_limit_bytes)}; {r.users} user{'' if r.users == 1 else 's'} × "
-           f"{fmt_ctx(r.context)} context" + (f"; at least {r.min_tok_s:g} tok/s" if r.min_tok_s else ""),
+           f"{fmt_ctx(r.context)} context" + (f"; {lengths_text(r.prompt_tokens, r.gen_tokens, r.cached_prefix_share)}"
+                                              if r.chip else "")
+           + (f"; at least {r.min_tok_s:g} tok/s" if r.min_tok_s else ""),
            r.quality_basis[:1].upper() + r.quality_basis[1:] + "."]
     if r.best_effort:
         out.append("Nothing meets every filter; the closest are shown:")

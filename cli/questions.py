@@ -21,7 +21,17 @@ from pydantic import BaseModel, Field, ValidationError
 from planner._model import DEFAULT_MACOS, Frozen
 from planner.errors import QuestionError  # noqa: E402  (the one hierarchy: bad input or a planner error, one line)
 from planner.plan import PlanRequest
-from planner.points import GEN_HELP, PROMPT_HELP, RATE_HELP, CachedPrefix, GenPoint, PromptPoint
+from planner.points import (
+    DEFAULT_CACHED_PREFIX,
+    DEFAULT_GEN,
+    DEFAULT_PROMPT,
+    GEN_HELP,
+    PROMPT_HELP,
+    RATE_HELP,
+    CachedPrefix,
+    GenPoint,
+    PromptPoint,
+)
 from planner.requests import BuyRequest, RecommendRequest
 
 
@@ -38,8 +48,9 @@ class WhatRunsRequest(BaseModel):
                                     description="Minimum decode tok/s per user")
     context: int = Field(8192, gt=0, le=10_000_000, description="Context per user [tokens]")
     users: int = Field(1, gt=0, le=4096, description="Concurrent users")
-    prompt: PromptPoint = 1024
-    gen: GenPoint = 256
+    prompt: PromptPoint = DEFAULT_PROMPT
+    gen: GenPoint = DEFAULT_GEN
+    cached_prefix: CachedPrefix = DEFAULT_CACHED_PREFIX
     runtime: list[str] | None = Field(None, description="Runtimes (default llama.cpp, mlx-lm)")
     max_params: float | None = Field(None, gt=0, le=100_000, allow_inf_nan=False,
                                      description="Largest model [billions of parameters]")
@@ -94,7 +105,8 @@ def _what_runs(req: WhatRunsRequest) -> Any:
         raise QuestionError("gpu_cores needs chip (e.g. chip 'M4 Max', gpu_cores 40)")
     r = what_runs(Query(ram_gb=req.ram, chip=chip, task=req.task, min_tok_s=req.min_tok_s, context=req.context,
                         users=req.users, runtimes=tuple(req.runtime or ()), max_params_b=req.max_params,
-                        family=req.family, macos=req.macos, prompt_tokens=req.prompt, gen_tokens=req.gen))
+                        family=req.family, macos=req.macos, prompt_tokens=req.prompt, gen_tokens=req.gen,
+                        cached_prefix_share=req.cached_prefix))
     return r
 
 
@@ -102,7 +114,7 @@ def _recommend(req: RecommendRequest) -> Any:
     # as cli/recommend.py recommend_cmd --json
     from planner.advice import recommend
     from planner.plan import resolve_mac
-    from planner.workload import custom_workload
+    from planner.workload import custom_workload, with_images
 
     from .bounds import check_options
 
@@ -114,11 +126,12 @@ def _recommend(req: RecommendRequest) -> Any:
     wl = custom_workload(req.workload, prompt=req.prompt, gen=req.gen, users=req.users, context=req.context,
                          min_tok_s=req.min_tok_s, max_ttft=req.max_ttft, max_request=req.max_request,
                          cached_prefix=req.cached_prefix)
+    wl, image_notes = with_images(wl, req.model, req.images, req.image_size)
     ram_gb, chip, _ = resolve_mac(PlanRequest(model=req.model, ram=req.ram, chip=req.chip, gpu_cores=req.gpu_cores))
     r = recommend(req.model, ram_gb, wl, chip=chip, macos=req.macos, runtimes=list(req.runtime) if req.runtime else None,
                   quants=list(req.quant) if req.quant else None, wired_limit_mb=req.wired_limit, top=req.top,
-                  best_effort=True)
-    return r
+                  best_effort=True, kv_type=req.kv_type, images=req.images)
+    return r.model_copy(update={"notes": [*image_notes, *r.notes]}) if image_notes else r
 
 
 def _buy(req: BuyRequest) -> Any:

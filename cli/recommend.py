@@ -33,6 +33,9 @@ def recommend_cmd(
     macos: str = opt(R, "macos", "--macos"),
     wired_limit: int | None = opt(R, "wired_limit", "--wired-limit"),
     top: int = opt(R, "top", "--top"),
+    kv_type: str | None = opt(R, "kv_type", "--kv-type"),
+    images: int = opt(R, "images", "--images"),
+    image_size: str | None = opt(R, "image_size", "--image-size"),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON"),
 ):
     """Best runtime, quantization, KV type and slots for a workload on one Mac, with launch recipes."""
@@ -43,16 +46,18 @@ def recommend_cmd(
                   min_tok_s=min_tok_s, max_ttft=max_ttft, max_request=max_request, wired_limit=wired_limit, top=top)
     from planner.advice import recommend
     from planner.plan import PlanRequest, resolve_mac
-    from planner.workload import custom_workload
+    from planner.workload import custom_workload, with_images
 
     if chip is None and ram is None:
         raise InputError("give --chip (for speed) and/or --ram, e.g. --chip 'M4 Max' --gpu-cores 40 --ram 64")
     wl = custom_workload(workload, prompt=prompt, gen=gen, users=users, context=context, min_tok_s=min_tok_s,
                          max_ttft=max_ttft, max_request=max_request, cached_prefix=cached_prefix)
+    wl, image_notes = with_images(wl, model, images, image_size)
     ram_gb, chip_p, _ = resolve_mac(PlanRequest(model=model, ram=ram, chip=chip, gpu_cores=gpu_cores))
     r = recommend(model, ram_gb, wl, chip=chip_p, macos=macos, runtimes=list(runtime) if runtime else None,
                   quants=list(quant) if quant else None, wired_limit_mb=wired_limit, top=top,
-                  best_effort=True)
+                  best_effort=True, kv_type=kv_type, images=images)
+    r = r.model_copy(update={"notes": [*image_notes, *r.notes]}) if image_notes else r
     if json_out:
         from .contract import dumps
 

@@ -41,7 +41,12 @@ def _render_plan(p: Plan) -> str:
                    "to macOS)")
     else:
         out.append(f"  raising it gains nothing here: macOS needs the other {fmt_bytes(w.ram_bytes - w.effective_bytes)}")
-    out.append(f"Workload: {req.users} × {fmt_ctx(req.context)}-token context")
+    from planner.format import lengths_text
+    from planner.points import DEFAULT_CACHED_PREFIX
+
+    share = DEFAULT_CACHED_PREFIX if req.cached_prefix is None else req.cached_prefix
+    out.append(f"Workload: {req.users} × {fmt_ctx(req.context)}-token context; "
+               f"{lengths_text(req.prompt, req.gen, share)}")
     out.append("")
     out.append("KV cache (per token, then one sequence at each context):")
     rows = [[k.runtime, k.layout.kv_type, _per_token(k.layout), *[fmt_bytes(k.per_sequence_bytes[c]) for c in p.contexts]]

@@ -130,4 +130,5 @@ def predict(request: PredictRequest | dict[str, Any] | None = None, /, **fields:
     check_options(gpu_cores=q.gpu_cores, ram=q.ram, prompt=q.prompt, gen=q.gen, depth=q.depth, batch=q.batch,
                   ubatch=q.ubatch)
     return in_args(predict_result(q.chip, q.gpu_cores, q.ram, q.model, q.quant, q.runtime, q.prompt, q.gen, q.depth,
-                                  q.batch, q.macos, q.flash_attn, q.ubatch, cached_prefix=q.cached_prefix))
+                                  q.batch, q.macos, q.flash_attn, q.ubatch, q.kv_type, cached_prefix=q.cached_prefix,
+                                  images=q.images, image_size=q.image_size))

@@ -109,6 +109,12 @@ def cached_label(share: float) -> str:
     return f"{share * 100:.3g} % of each prompt cached" if share else "no prompt cached"
 
 
+def lengths_text(prompt: int, gen: int, share: float) -> str:
+    """'prompt 2,048 + 750 generated tokens (75 % of each prompt cached)': the workload point and prompt-cache
+    share an answer used, in the header of every command that gives a speed (the default stated, not implied)."""
+    return f"prompt {prompt:,} + {gen:,} generated tokens ({cached_label(share)})"
+
+
 def ttft_text(s: float | None, share: float) -> str:
     """'TTFT 1.2 s (no prompt cached)': a time to first token with the prompt-cache share it assumed."""
     return f"TTFT {fmt_seconds(s)} ({cached_label(share)})"

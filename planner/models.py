@@ -24,6 +24,7 @@ from .errors import InputError, PlannerError
 from .format import over_text
 from .memory import MemoryModel
 from .models_result import ModelRow, ModelsResult
+from .points import DEFAULT_CACHED_PREFIX, DEFAULT_GEN, DEFAULT_PROMPT
 from .results import Fit, WiredLimit
 from .schema import Chip, GgmlType, GgmlTypeTable, MlxRuntime, ModelProfile, QuantFormat, Runtime
 from .search import (
@@ -36,7 +37,7 @@ from .search import (
     speed_model,
     with_kv,
 )
-from .workload import point_in_context
+from .workload import cached_tokens, point_in_context
 
 if TYPE_CHECKING:  # throughput is imported where a speed is asked for
     from .throughput import Roofline
@@ -61,8 +62,9 @@ class Query:
     max_params_b: float | None = None
     family: str | None = None
     macos: str = profiles.DEFAULT_MACOS
-    prompt_tokens: int = 1024
-    gen_tokens: int = 256
+    prompt_tokens: int = DEFAULT_PROMPT      # the default workload (planner/points.py)
+    gen_tokens: int = DEFAULT_GEN
+    cached_prefix_share: float = DEFAULT_CACHED_PREFIX
 
 
 @dataclasses.dataclass
@@ -165,7 +167,9 @@ def _add_speed(c: _Cand, qy: Query) -> None:
         if rf is not None:
             prompt, gen = point_in_context(qy.prompt_tokens, qy.gen_tokens, c.context)
             # one user: the staggered TTFT equals the batch one (same prompt, batch 1), so skip the second estimate
-            c.speed = speed_at(rf, prompt, gen, qy.users, qy.users, qy.users > 1)
+            share = qy.cached_prefix_share
+            c.speed = speed_at(rf, prompt, gen, qy.users, qy.users, qy.users > 1,
+                               cached_tokens(prompt, share, c.rt), share)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -389,7 +393,7 @@ def what_runs(qy: Query) -> ModelsResult:
         ram_gb=qy.ram_gb, chip=qy.chip.id if qy.chip else None,
         chip_label=qy.chip.label if qy.chip else None, wired_limit_bytes=wired.effective_bytes,
         context=qy.context, users=qy.users, min_tok_s=qy.min_tok_s, prompt_tokens=qy.prompt_tokens,
-        gen_tokens=qy.gen_tokens,
+        gen_tokens=qy.gen_tokens, cached_prefix_share=qy.cached_prefix_share,
         quality_basis=_basis_text(basis, ebasis), rows=_rank(rows, best_effort), embedding_rows=_rank(erows, best_effort),
         best_effort=best_effort, binding=binding, excluded={k: v for k, v in excluded.items() if v},
         evaluated=count[0], notes=notes)
@@ -432,7 +436,8 @@ def _row(c: _Cand, qy: Query, wired: WiredLimit, basis: str | None) -> ModelRow:
         memory_bytes=c.total, memory_left_bytes=wired.effective_bytes - c.total, context=c.context,
         max_context=capacity.max_context(c.mm, qy.users, budget, max_pos), max_users=capacity.safe_users(c.mm, c.context, budget),
         decode_tok_s_per_user=sp.decode_tok_s_per_user if sp else None, decode_tok_s_range=_range(sp, "decode_tok_s_range"),
-        prefill_tok_s=sp.prefill_tok_s if sp else None, prefill_tok_s_range=_range(sp, "prefill_tok_s_range"),
+        prefill_tok_s=sp.prefill_tok_s if sp else None, ttft_s=sp.ttft_s if sp else None,
+        prefill_tok_s_range=_range(sp, "prefill_tok_s_range"),
         score=m.quality.score if scored and m.quality else None, benchmark=m.quality.benchmark if m.quality else None,
         score_source=m.quality.source if m.quality else None,
         score_caveats=list(m.quality.caveats) if scored and m.quality else [], meets=not misses, misses=misses)

@@ -30,6 +30,8 @@ class ModelRow(BaseModel):
     decode_tok_s_per_user: float | None = Field(None, description="Decode speed per user [tok/s]; None without a chip")
     decode_tok_s_range: tuple[float, float] | None = Field(None, description="Likely decode range [tok/s]")
     prefill_tok_s: float | None = Field(None, description="Prefill speed of one prompt [tok/s]")
+    ttft_s: float | None = Field(None, description="Time to first token at the result's prompt and prompt-cache "
+                                 "share [s]")
     prefill_tok_s_range: tuple[float, float] | None = Field(None, description="Likely prefill range [tok/s]")
     score: float | None = Field(None, description="Published benchmark score [%]; None: unscored")
     benchmark: str | None = None
@@ -52,6 +54,7 @@ class ModelsResult(BaseModel):
     min_tok_s: float | None = None
     prompt_tokens: int
     gen_tokens: int = 0
+    cached_prefix_share: float = Field(0.0, description="Share of each prompt already in the server's prompt cache")
     quality_basis: str = Field(description="What the quality figure is")
     rows: list[ModelRow] = Field(description="Generative models, best first")
     embedding_rows: list[ModelRow] = Field([], description="Embedding models, ranked by their own benchmark")

@@ -14,7 +14,19 @@ from .beyond import fanless_notes, with_energy, with_streaming
 from .energy import EnergyPerToken
 from .errors import InputError
 from .memory import MemoryModel, check_kv_type, kv_alias, kv_layout, memory_model
-from .points import CACHED_PREFIX_HELP, MAX_TOKENS, GenPoint, PromptPoint
+from .points import (
+    CACHED_PREFIX_HELP,
+    DEFAULT_CACHED_NOTE,
+    DEFAULT_CACHED_PREFIX,
+    DEFAULT_GEN,
+    DEFAULT_PROMPT,
+    MAX_TOKENS,
+    GenPoint,
+    Images,
+    ImageSize,
+    KvType,
+    PromptPoint,
+)
 from .recipes import Recipe, recipe
 from .results import (
     DraftEstimate,
@@ -31,7 +43,7 @@ from .results import (
 )
 from .schema import Chip, GgmlTypeTable, ModelProfile, QuantFormat, ResolvedFiles, Runtime
 from .setups import judge_offloads, with_draft, with_images, with_offload, with_serving
-from .workload import DEFAULT_CACHED_PREFIX, cached_tokens
+from .workload import cached_tokens
 
 DEFAULT_QUANTS = {
     "gguf": ["Q3_K_M", "IQ4_XS", "Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0"],
@@ -59,19 +71,18 @@ class PlanRequest(BaseModel):
     quants: list[str] | None = Field(None, description="Quantizations; default: the sensible set per runtime")
     context: int = Field(8192, gt=0, le=MAX_TOKENS, description="Context per sequence [tokens]")
     users: int = Field(1, gt=0, le=capacity.MAX_USERS, description="Concurrent sequences")
-    kv_type: str | None = Field(None, description="KV cache type: f16/q8_0/q4_0 (llama.cpp), bf16/kv8/kv4 (mlx-lm)")
+    kv_type: KvType = None
     wired_limit_mb: int | None = Field(None, description="GPU wired limit you set with sysctl iogpu.wired_limit_mb [MB]")
     macos: str = Field(profiles.DEFAULT_MACOS, description="macOS major version (15 or 26); changes the default GPU limit")
     flash_attn: bool | None = Field(None, description="llama.cpp flash attention (default on)")
     n_ubatch: int | None = Field(None, gt=0, le=65536, description="llama.cpp physical batch -ub (default 512)")
-    prompt: PromptPoint = Field(1024, validation_alias=AliasChoices("prompt", "prompt_tokens"))
-    gen: GenPoint = Field(256, validation_alias=AliasChoices("gen", "gen_tokens"))
-    cached_prefix: float | None = Field(None, ge=0, lt=1, allow_inf_nan=False, description=CACHED_PREFIX_HELP + "; default: 0 in the "
-                                        "speed table, the chat preset's (0.75) in the bottom line")
-    images: int = Field(0, ge=0, le=256, description="Images per request (vision models): adds the projector and "
-                        "the image tokens to context and prompt")
-    image_size: str | None = Field(None, description="Image size WxH in pixels where the model's token count depends "
-                                   "on it (default 1024x1024)")
+    # the default workload's point and cached share (planner/points.py), in the speed table and the bottom line
+    prompt: PromptPoint = Field(DEFAULT_PROMPT, validation_alias=AliasChoices("prompt", "prompt_tokens"))
+    gen: GenPoint = Field(DEFAULT_GEN, validation_alias=AliasChoices("gen", "gen_tokens"))
+    cached_prefix: float | None = Field(DEFAULT_CACHED_PREFIX, ge=0, lt=1, allow_inf_nan=False,
+                                        description=CACHED_PREFIX_HELP + DEFAULT_CACHED_NOTE)
+    images: Images = 0
+    image_size: ImageSize = None
     draft_model: str | None = Field(None, description="Draft model for speculative decoding (catalog id, same tokenizer)")
     draft_acceptance: float | None = Field(None, gt=0, lt=1, allow_inf_nan=False, description="Per-token acceptance of the draft (default: "
                                            "the documented rate of the pair, else 0.6)")

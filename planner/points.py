@@ -10,6 +10,21 @@ from pydantic import BeforeValidator, Field, WithJsonSchema
 # one help text in every command. A single-point answer reads a distribution at its p90 prompt (TTFT, targets)
 # and its mean output (throughput): planner/workload.py prompt_point / gen_point.
 LENGTH_FORMS = "12000 | 1024:0.6,8192:0.4 | p50=..,p90=.."
+
+# ---- the default workload: one definition for every command (plan, predict, models, recommend, buy, serve,
+# cluster, the app and the agent questions) when no lengths or prompt-cache share are given.
+# It is the chat preset (profiles/workloads/chat.yaml: its lengths, targets and cached share, with their sources),
+# the better user default because a Mac runs a local model mostly as an interactive assistant, and because
+# recommend, buy, the app and plan's bottom line already answer for it. The other candidates were benchmark
+# conventions, not uses: 512/128 is llama-bench's pp512/tg128, 1024/256 with a cold prompt a round number.
+# A chat's turn after the first finds its history in the server's prompt cache (chat.yaml: 75 % cached).
+# tests/test_workload.py::test_the_default_workload_is_the_chat_presets_point checks these against chat.yaml.
+DEFAULT_WORKLOAD = "chat"
+DEFAULT_PROMPT_LENGTHS = "512:0.4,1024:0.4,2048:0.2"   # chat.yaml prompt_tokens
+DEFAULT_GEN_LENGTHS = "500:0.5,1000:0.5"               # chat.yaml gen_tokens
+DEFAULT_PROMPT = 2048   # its single point: the p90 prompt (workload.prompt_point)
+DEFAULT_GEN = 750       # and the mean output (workload.gen_point)
+DEFAULT_CACHED_PREFIX = 0.75  # chat.yaml cached_prefix_share
 PROMPT_HELP = f"Prompt tokens: {LENGTH_FORMS}"
 GEN_HELP = "Generated tokens, same forms as [[prompt]]"
 POINT_NOTE = " (a distribution is answered at its p90 prompt and its mean output)"
@@ -22,7 +37,17 @@ CachedPrefix = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False, descripti
 # a workload command: unset takes the preset's share (profiles/workloads/*.yaml cached_prefix_share), stated with
 # every TTFT it reports
 PRESET_CACHED_NOTE = "; default: the workload preset's (chat 0.75, the other presets 0)"
+DEFAULT_CACHED_NOTE = f"; default: {DEFAULT_CACHED_PREFIX:g}, the default workload's ({DEFAULT_WORKLOAD})"
 PresetCachedPrefix = Annotated[float | None, Field(ge=0, lt=1, allow_inf_nan=False, description=CACHED_PREFIX_HELP + PRESET_CACHED_NOTE)]
+
+
+# The KV cache type and the images per request, declared once for plan, predict and recommend (their --kv-type,
+# --images and --image-size: one help text and one range; images add their tokens to the prompt and the context)
+KvType = Annotated[str | None, Field(description="KV cache type: f16/q8_0/q4_0 (llama.cpp), bf16/kv8/kv4 (mlx-lm)")]
+Images = Annotated[int, Field(ge=0, le=256, description="Images per request (vision models): adds the projector and "
+                              "the image tokens to context and prompt")]
+ImageSize = Annotated[str | None, Field(description="Image size WxH in pixels where the model's token count depends "
+                                        "on it (default 1024x1024)")]
 
 
 def _prompt_point(v: object) -> object:

@@ -9,7 +9,21 @@ from typing import Annotated
 from pydantic import BaseModel, Field
 
 from ._model import DEFAULT_MACOS, Frozen
-from .points import CachedPrefix, GenDist, GenPoint, PresetCachedPrefix, PromptPoint, TokenDist
+from .points import (
+    DEFAULT_CACHED_PREFIX,
+    DEFAULT_GEN,
+    DEFAULT_PROMPT,
+    DEFAULT_WORKLOAD,
+    CachedPrefix,
+    GenDist,
+    GenPoint,
+    Images,
+    ImageSize,
+    KvType,
+    PresetCachedPrefix,
+    PromptPoint,
+    TokenDist,
+)
 
 # ---------------------------------------------------------------------------------------- shared fields
 # (the lengths and the prompt-cache share: planner/points.py)
@@ -32,7 +46,7 @@ class _Targets(BaseModel):
     """A workload preset and the overrides every workload command takes."""
 
     model_config = Frozen
-    workload: Workload = "chat"
+    workload: Workload = DEFAULT_WORKLOAD
     users: Users = None
     prompt: TokenDist = None
     gen: GenDist = None
@@ -53,14 +67,17 @@ class PredictRequest(BaseModel):
                               "the model's own format if it ships quantized, else Q4_K_M / 4bit")
     runtime: str | None = Field(None, description="llama.cpp, mlx-lm or ollama; default: the runtime of the format "
                                 "the model name or quant pins (mlx-community/...: mlx-lm), else llama.cpp")
-    prompt: PromptPoint = 512
-    gen: GenPoint = 128
+    prompt: PromptPoint = DEFAULT_PROMPT
+    gen: GenPoint = DEFAULT_GEN
     depth: int = Field(0, description="Tokens already cached before the prompt (llama-bench @ dD)")
     batch: int = Field(1, description="Concurrent sequences, each with its own prompt")
     macos: Macos = DEFAULT_MACOS
     flash_attn: bool | None = Field(None, description="llama.cpp flash attention")
     ubatch: int | None = Field(None, description="llama.cpp physical batch -ub")
-    cached_prefix: CachedPrefix = 0.0
+    cached_prefix: CachedPrefix = DEFAULT_CACHED_PREFIX
+    kv_type: KvType = None
+    images: Images = 0
+    image_size: ImageSize = None
 
 
 class RecommendRequest(_Targets):
@@ -73,6 +90,9 @@ class RecommendRequest(_Targets):
     macos: Macos = DEFAULT_MACOS
     wired_limit: int | None = Field(None, description="GPU wired limit you set [MB]")
     top: int = Field(8, description="Configurations to list")
+    kv_type: KvType = None
+    images: Images = 0
+    image_size: ImageSize = None
 
 
 class BuyRequest(_Targets):
@@ -112,7 +132,7 @@ class ClusterRequest(BaseModel):
     quant: str | None = Field(None, description="Default: the checkpoint's own format (gpt-oss: MXFP4), else mlx-4bit-g64 (mlx/exo) or Q4_K_M (llama.cpp)")
     context: int = Field(8192, description="Context per sequence [tokens]")
     users: int = Field(1, description="Concurrent sequences")
-    prompt: PromptPoint = 1024
-    gen: GenPoint = 256
+    prompt: PromptPoint = DEFAULT_PROMPT
+    gen: GenPoint = DEFAULT_GEN
     macos: str = Field(DEFAULT_MACOS, description="macOS major version (RDMA over TB5 needs 26.2+)")
     no_rdma: bool = Field(False, description="Use TCP (ring) even over Thunderbolt 5")

@@ -92,5 +92,16 @@ def image_tokens(model: ModelProfile, images: int, size: str | None) -> tuple[in
     return images * per, f"{images} image(s) × {how} = {images * per:,} prompt tokens"
 
 
+def image_prompt(model: ModelProfile, images: int, size: str | None) -> tuple[int, list[str]]:
+    """(prompt tokens of ``images`` per request, the note saying how) for predict and recommend, (0, []) without
+    images; an image size without images is an error, as in a plan (planner.setups.with_images)."""
+    if not images:
+        if size is not None:
+            raise InputError("[[image_size]] needs [[images]] N (images per request)")
+        return 0, []
+    tokens, how = image_tokens(model, images, size)
+    return tokens, [f"{how}; context and prompt include them"]
+
+
 def _families() -> list[VisionFamily]:
     return [profiles._load("vision", k, VisionFamily) for k in sorted(profiles._index("vision"))]

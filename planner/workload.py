@@ -9,7 +9,7 @@ given as ``12000``, ``1024:0.6,8192:0.4`` or ``p50=..,p90=..`` and read by :func
 answers at one operating point (plan, predict, models, the single-request TTFT of recommend and buy) the prompt is
 its p90 (:func:`prompt_point`: TTFT and targets at the slow requests) and the output its mean, rounded up
 (:func:`gen_point`: the throughput). The share of each prompt already in the server's prompt cache
-(the cached_prefix input, default :data:`DEFAULT_CACHED_PREFIX`) is turned into tokens by :func:`cached_tokens` only.
+(the cached_prefix input, default planner/points.py DEFAULT_CACHED_PREFIX, the default workload's) is turned into tokens by :func:`cached_tokens` only.
 """
 
 
@@ -22,13 +22,12 @@ from . import profiles
 from ._model import Frozen
 from .errors import InputError, UnknownProfileError, render_validation_error
 from .format import cached_label
-from .points import MAX_TOKENS
+from .points import DEFAULT_WORKLOAD, MAX_TOKENS
 from .schema import Runtime
 
 if TYPE_CHECKING:
     from .schema_extra import Workload
 
-DEFAULT_CACHED_PREFIX = 0.0  # a cold prompt: the whole prompt is prefilled (a conversation's first turn)
 
 
 def cached_tokens(prompt: int, share: float, runtime: Runtime) -> int:
@@ -271,8 +270,8 @@ def custom_workload(base: str | None = None, *, prompt: str | None = None, gen: 
                     users: int | None = None, context: int | None = None, min_tok_s: float | None = None,
                     max_ttft: float | None = None, max_request: float | None = None,
                     cached_prefix: float | None = None) -> WorkloadProfile:
-    """A preset (default 'chat') with any field overridden from the command line."""
-    wl = load_workload(base or "chat")
+    """A preset (default: DEFAULT_WORKLOAD, chat) with any field overridden from the command line."""
+    wl = load_workload(base or DEFAULT_WORKLOAD)
     upd: dict[str, Any] = {}  # WorkloadProfile fields of several types
     if prompt is not None:
         upd["prompt_tokens"] = parse_length(prompt, "[[prompt]]")
@@ -310,3 +309,28 @@ def _valid_as_is(upd: dict[str, Any], targets: Targets) -> bool:
     users, context, share = upd.get("users", 1), upd.get("context_cap", 1), upd.get("cached_prefix_share", 0.0)
     return (type(users) is int and type(context) is int and context <= MAX_TOKENS and type(share) is float
             and math.isfinite(share))
+
+
+def _shifted(length: Length, tokens: int) -> Length:
+    """``length`` with ``tokens`` more in every request (each value, each point of a distribution, p50 and p90)."""
+    if length.value is not None:
+        return Length(value=length.value + tokens)
+    if length.dist is not None:
+        return Length(dist=[(v + tokens, w) for v, w in length.dist])
+    assert length.p50 is not None and length.p90 is not None  # Length._one_form
+    return Length(p50=length.p50 + tokens, p90=length.p90 + tokens)
+
+
+def with_images(wl: WorkloadProfile, model: str, images: int, size: str | None) -> tuple[WorkloadProfile, list[str]]:
+    """``images`` per request: their tokens join every prompt and the reserved context, as planner.setups.with_images
+    does to a plan's request (the one rule of plan, predict and recommend: planner/vision.py image_prompt); -> the
+    workload and the note saying how many tokens. Without images the workload as it is."""
+    from .vision import image_prompt
+
+    tokens, notes = image_prompt(profiles.load_model(model), images, size)
+    if not tokens:
+        return wl, notes
+    upd: dict[str, Any] = {"prompt_tokens": _shifted(wl.prompt_tokens, tokens)}
+    if wl.context_cap is not None:
+        upd["context_cap"] = wl.context_cap + tokens
+    return wl.model_copy(update=upd), notes

@@ -8,9 +8,11 @@ import pytest
 
 from cli.main import main
 from planner import profiles
+from planner.points import DEFAULT_GEN, DEFAULT_PROMPT
 
 CONTRACT = ["--chip", "M3 Max", "--gpu-cores", "40", "--ram", "64", "--model", "llama-2-7b", "--quant", "Q4_0",
-            "--runtime", "llama.cpp", "--prompt", "512", "--gen", "128", "--depth", "0", "--batch", "1", "--json"]
+            "--runtime", "llama.cpp", "--prompt", "512", "--gen", "128", "--depth", "0", "--batch", "1",
+            "--cached-prefix", "0", "--json"]  # llama-bench's pp512/tg128: a cold prompt
 KEYS = ["prefill_tok_s", "decode_tok_s", "decode_tok_s_per_seq", "decode_tok_s_range", "prefill_tok_s_range", "ttft_s", "fits", "peak_memory_bytes",
         "wired_limit_bytes", "bound"]
 
@@ -127,12 +129,13 @@ def test_plan_with_chip_has_speed_side_by_side(capsys):
     runtimes = {o["runtime"] for o in p["options"] if o["speed"]}
     assert runtimes == {"llama.cpp", "mlx-lm"}
     s = p["options"][0]["speed"]
-    assert s["prompt_tokens"] == 1024 and s["gen_tokens"] == 256
+    # no lengths given: the default workload's point (planner/points.py)
+    assert (s["prompt_tokens"], s["gen_tokens"]) == (DEFAULT_PROMPT, DEFAULT_GEN)
     assert set(s["decode_tok_s_total"]) >= {"1", "2", "4", "8", "16"}
     assert s["decode_tok_s_total"]["1"] == pytest.approx(s["decode_tok_s_per_seq"]["1"])
     code = main(["--model", "llama-3.1-8b", "--chip", "M4 Max", "--gpu-cores", "40", "-q", "Q4_K_M"])
     out, _ = capsys.readouterr()
-    assert "Speed (1,024-token prompt" in out
+    assert f"Speed ({DEFAULT_PROMPT:,}-token prompt" in out
 
 
 def test_plan_without_chip_has_no_speed(capsys):
@@ -228,3 +231,15 @@ def test_a_name_that_pins_a_quant_is_answered_at_it_as_plan_does(capsys, name, r
     assert code == 0 and json.loads(capsys.readouterr().out)["quant"] == quant
     assert main(["--model", name, "--ram", "64", "--runtime", runtime, "--json"]) == 0
     assert {o["quant"] for o in json.loads(capsys.readouterr().out)["options"]} == {quant}
+
+
+@pytest.mark.parametrize("cmd", ["predict", "recommend"])
+def test_images_of_predict_and_recommend_are_checked_as_plans(capsys, cmd):
+    """--images on a text-only model, --image-size without --images: one line naming the input, as `plan` says."""
+    mac = ["--chip", "M4 Max", "--gpu-cores", "40", "--ram", "64"]
+    for argv, said in ((["--model", "llama-3.1-8b", "--images", "1"], "--images 1: llama-3.1-8b has no vision"),
+                       (["--model", "qwen3-vl-8b", "--image-size", "512x512"], "--image-size needs --images")):
+        code = main([cmd, *argv, *mac])
+        err = capsys.readouterr().err
+        assert code != 0 and said in err and "Traceback" not in err, err
+        assert main([*argv, *mac]) != 0 and said in capsys.readouterr().err  # plan's words

@@ -107,3 +107,42 @@ def test_parse_length_refuses_non_finite(text):
 def test_p90_is_the_smallest_value_whose_cumulative_weight_reaches_point_nine(dist, p90):
     """Rule (issue 34): p90 of a distribution is the smallest value v with weight(≤ v) ≥ 0.9."""
     assert Length(dist=dist).p90_tokens == p90
+
+
+def test_the_default_workload_is_the_chat_presets_point():
+    """Every command's default lengths and prompt-cache share are one definition (planner/points.py): the default
+    preset's length distributions, their single point (p90 prompt, mean output) and its cached share."""
+    from planner.points import (
+        DEFAULT_CACHED_PREFIX,
+        DEFAULT_GEN,
+        DEFAULT_GEN_LENGTHS,
+        DEFAULT_PROMPT,
+        DEFAULT_PROMPT_LENGTHS,
+        DEFAULT_WORKLOAD,
+    )
+    from planner.workload import gen_point, prompt_point
+
+    wl = load_workload(DEFAULT_WORKLOAD)
+    assert wl.id == "chat"
+    assert parse_length(DEFAULT_PROMPT_LENGTHS, "--prompt") == wl.prompt_tokens
+    assert parse_length(DEFAULT_GEN_LENGTHS, "--gen") == wl.gen_tokens
+    # chat.yaml: 512:0.4, 1024:0.4, 2048:0.2 -> p90 2048; 500:0.5, 1000:0.5 -> mean 750
+    assert (DEFAULT_PROMPT, DEFAULT_GEN) == (prompt_point(wl.prompt_tokens), gen_point(wl.gen_tokens)) == (2048, 750)
+    assert DEFAULT_CACHED_PREFIX == wl.cached_prefix_share == 0.75
+    assert custom_workload() == wl  # no preset named: the default one
+
+
+def test_every_request_model_defaults_to_the_default_workload():
+    """plan, predict, recommend, buy, models and the agent questions take their default lengths and prompt-cache
+    share from the one definition (no command has its own)."""
+    from cli.questions import WhatRunsRequest
+    from planner.plan import PlanRequest
+    from planner.points import DEFAULT_CACHED_PREFIX, DEFAULT_GEN, DEFAULT_PROMPT, DEFAULT_WORKLOAD
+    from planner.requests import BuyRequest, PredictRequest, RecommendRequest
+
+    for req in (PlanRequest, PredictRequest, WhatRunsRequest):
+        f = req.model_fields
+        assert (f["prompt"].default, f["gen"].default, f["cached_prefix"].default) == (
+            DEFAULT_PROMPT, DEFAULT_GEN, DEFAULT_CACHED_PREFIX), req
+    for req in (RecommendRequest, BuyRequest):  # a preset: its lengths and share unless given
+        assert req.model_fields["workload"].default == DEFAULT_WORKLOAD

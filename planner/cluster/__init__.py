@@ -34,6 +34,7 @@ from .. import throughput as tp
 from ..deployment import QuantConverted, resolve_quant
 from ..errors import InputError
 from ..memory import MemoryModel, memory_model
+from ..points import DEFAULT_GEN, DEFAULT_PROMPT  # the default workload's lengths
 from ..predict import default_quant_id  # the rule of `plan predict` and `plan serve`
 from ..schema import ModelProfile, QuantFormat, Runtime
 from .links import RUNTIME_OF, LinkProfile, Transport, check_engine, load_link, transport
@@ -320,7 +321,7 @@ def _stages(shares: list[NodeShare], mode: str) -> list[tuple[int, int]] | None:
 
 def plan_cluster(model: str, nodes: list[Node], link: str | LinkProfile = "tb5", engine: str = "mlx",
                  mode: str = "pipeline", quant: str | None = None, context: int = 8192, users: int = 1,
-                 prompt: int = 1024, gen: int = 256, macos: str = profiles.DEFAULT_MACOS, rdma: bool = True,
+                 prompt: int = DEFAULT_PROMPT, gen: int = DEFAULT_GEN, macos: str = profiles.DEFAULT_MACOS, rdma: bool = True,
                  scaling: bool = True) -> ClusterPlan:
     engine, mode = check_engine(engine, mode)
     if not nodes:
@@ -434,7 +435,7 @@ def cluster_quant(quant: str | None, model: str, prof: ModelProfile, rt: Runtime
 
 def cluster_candidates(model: str, counts: tuple[int, ...] = (2, 3, 4), link: str = "tb5", engine: str = "mlx",
                        mode: str = "pipeline", quant: str | None = None, context: int = 8192, users: int = 1,
-                       prompt: int = 1024, gen: int = 256, macos: str = profiles.DEFAULT_MACOS, budget_usd: float | None = None,
+                       prompt: int = DEFAULT_PROMPT, gen: int = DEFAULT_GEN, macos: str = profiles.DEFAULT_MACOS, budget_usd: float | None = None,
                        include_laptops: bool = False, include_discontinued: bool = False) -> list[ClusterCandidate]:
     """k identical catalogued Macs (k in ``counts``) that hold the model together, cheapest first: what
     planner.buy can set against a single larger Mac. Macs whose k-fold RAM cannot hold the weights are skipped, and

@@ -131,14 +131,13 @@ def test_models_and_buy_give_the_recommend_answer_for_their_configuration(model,
 
     fam = profiles.load_model(model).family
     m = ask("models", *mac_args(mac), "--runtime", rt[0], "--family", fam, "--context", str(ctx), "--users", "1",
-            "--prompt", wl[0], "--gen", wl[1])
-    assert (m["prompt_tokens"], m["gen_tokens"]) == (P, G)
+            "--prompt", wl[0], "--gen", wl[1], "--cached-prefix", f"{wl[2]:g}")
+    assert (m["prompt_tokens"], m["gen_tokens"], m["cached_prefix_share"]) == (P, G, wl[2])
     (row,) = [x for x in m["rows"] if x["model"] == model]
     (ro,) = [x for x in opts if same_config(x, row["runtime"], row["quant"], row["kv_type"])]
     assert row["memory_bytes"] == ro["memory_bytes"] and row["verdict"] == ro["fit"]["verdict"]
     assert close(row["decode_tok_s_per_user"], ro["speed"]["decode_tok_s_per_user"])
-    if wl[2] == 0:   # models reports no TTFT and takes no prompt cache: its prefill is the cold prompt's
-        assert close(row["prefill_tok_s"], ro["speed"]["prefill_tok_s"])
+    assert close(row["prefill_tok_s"], ro["speed"]["prefill_tok_s"]) and close(row["ttft_s"], ro["speed"]["ttft_s"])
 
     b = ask("buy", "--model", model, "--runtime", rt[0], "--workload", "chat", *workload_args(wl, ctx),
             *OPEN_TARGETS, "--include-discontinued")
@@ -351,3 +350,92 @@ def test_a_bare_ollama_library_name_is_one_model_with_one_note_in_every_command(
     assert all(v in ("nemotron-3-nano-30b-a3b", ["nemotron-3-nano-30b-a3b"]) for v in ids.values()), ids
     for k, a in answers.items():
         assert any("read as nemotron-3-nano:30b" in n for n in a["notes"]), k
+
+
+# ---- no lengths given: every command answers the one default workload (planner/points.py DEFAULT_*)
+@pytest.mark.parametrize("rt", RUNTIMES)
+def test_with_no_lengths_given_every_command_answers_the_default_workload(rt):
+    """No --prompt, --gen or --cached-prefix: plan's table, its bottom line, predict, models and recommend answer
+    the same Mac, model, quant (and KV type) with the same TTFT and decode, at the default workload's point
+    (the chat preset's p90 prompt, mean output and cached share), each saying so."""
+    from planner.points import DEFAULT_CACHED_PREFIX, DEFAULT_GEN, DEFAULT_PROMPT
+
+    mac, model = mac_args(MACS[0]), "llama-3.1-8b"
+    fam = profiles.load_model(model).family
+    row = next(x for x in ask("models", *mac, "--runtime", rt[0], "--family", fam)["rows"] if x["model"] == model)
+    quant = row["quant"]
+    (o,) = ask("--model", model, *mac, "--runtime", rt[0], "--quant", quant)["options"]
+    sp = o["speed"]
+    assert (sp["prompt_tokens"], sp["gen_tokens"], sp["cached_prefix_share"]) == (
+        DEFAULT_PROMPT, DEFAULT_GEN, DEFAULT_CACHED_PREFIX)
+    pr = ask("predict", "--model", model, *mac, "--runtime", rt[0], "--quant", quant)
+    assert (pr["prompt_tokens"], pr["gen_tokens"], pr["cached_prefix_share"]) == (
+        DEFAULT_PROMPT, DEFAULT_GEN, DEFAULT_CACHED_PREFIX)
+    assert close(pr["ttft_s"], sp["ttft_s"]) and close(pr["decode_tok_s_per_seq"], sp["decode_tok_s_per_seq"]["1"])
+    assert row["kv_type"] == o["kv_type"] and close(row["ttft_s"], sp["ttft_s"])
+    assert close(row["decode_tok_s_per_user"], sp["decode_tok_s_per_seq"]["1"])
+    rec = ask("recommend", "--model", model, *mac, "--runtime", rt[0], "--quant", quant, "--top", "500")
+    (ro,) = [x for x in rec["options"] if same_config(x, rt[0], quant, o["kv_type"])]
+    assert close(ro["speed"]["ttft_s"], sp["ttft_s"]) and ro["speed"]["cached_prefix_share"] == DEFAULT_CACHED_PREFIX
+    assert close(ro["speed"]["decode_tok_s_per_user"], sp["decode_tok_s_per_seq"]["1"])
+
+
+def test_the_bottom_lines_ttft_is_the_tables():
+    """One `plan` output gives one TTFT for one workload: the bottom line's option has, in the speed table, the
+    TTFT and decode the bottom line states, at the same prompt-cache share (with and without lengths given)."""
+    for extra in ([], ["--prompt", "4096", "--gen", "300", "--cached-prefix", "0.5"]):
+        d = ask("--model", "llama-3.1-8b", *mac_args(MACS[0]), *extra)
+        top = d["bottom_line"]["option"]
+        (o,) = [x for x in d["options"] if (x["runtime"], x["quant"], x["kv_type"]) ==
+                (top["runtime"], top["quant"], top["kv_type"])]
+        assert close(top["speed"]["ttft_s"], o["speed"]["ttft_s"])
+        assert top["speed"]["cached_prefix_share"] == o["speed"]["cached_prefix_share"]
+        assert close(top["speed"]["decode_tok_s_per_user"], o["speed"]["decode_tok_s_per_seq"]["1"])
+
+
+def test_every_header_states_the_default_workload():
+    """With no lengths given, plan, predict and models say in their header which prompt and output lengths and
+    which prompt-cache share they answered for (planner.format.lengths_text)."""
+    from planner.format import lengths_text
+    from planner.points import DEFAULT_CACHED_PREFIX, DEFAULT_GEN, DEFAULT_PROMPT
+
+    said = lengths_text(DEFAULT_PROMPT, DEFAULT_GEN, DEFAULT_CACHED_PREFIX)
+    mac = mac_args(MACS[0])
+
+    def text(*argv: str) -> str:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(list(argv)) == 0
+        return out.getvalue()
+
+    plan_head = [x for x in text("--model", "llama-3.1-8b", *mac).splitlines() if x.startswith("Workload:")]
+    assert said in plan_head[0]
+    assert said in text("models", *mac, "--family", "llama", "--top", "1").splitlines()[0]
+    first = text("predict", "--model", "llama-3.1-8b", *mac).splitlines()[0]
+    assert f"prompt {DEFAULT_PROMPT:,} ({cached_label(DEFAULT_CACHED_PREFIX)})" in first
+    assert f"gen {DEFAULT_GEN:,}" in first
+
+
+# ---- --kv-type and --images: declared once (planner/points.py KvType, Images, ImageSize), taken by plan, predict
+# and recommend alike
+@pytest.mark.parametrize("rt, kv", [(RUNTIMES[0], "q8_0"), (RUNTIMES[1], "kv8")])
+@pytest.mark.parametrize("images", [0, 2])
+def test_predict_and_recommend_take_the_plans_kv_type_and_images(rt, kv, images):
+    """The same KV type and images per request give predict and recommend the plan's answer: the image tokens in
+    the prompt (and the context), the projector in memory, mlx-vlm for mlx-lm, the asked KV type only."""
+    model, mac = "qwen3-vl-8b", mac_args(MACS[0])
+    asked = ["--runtime", rt[0], "--quant", rt[1], "--kv-type", kv, "--images", str(images)]
+    d = ask("--model", model, *mac, *asked)
+    (o,) = d["options"]
+    sp = o["speed"]
+    assert o["kv_type"] == kv and (o["memory"]["vision"] > 0) == bool(images)
+    pr = ask("predict", "--model", model, *mac, *asked)
+    assert (pr["runtime"], pr["prompt_tokens"]) == (o["runtime"], sp["prompt_tokens"])
+    assert pr["weights_bytes"] == o["weights"]["total_bytes"]
+    assert close(pr["ttft_s"], sp["ttft_s"]) and close(pr["decode_tok_s_per_seq"], sp["decode_tok_s_per_seq"]["1"])
+    rec = ask("recommend", "--model", model, *mac, *asked, "--top", "500")
+    assert {x["kv_type"] for x in rec["options"]} == {kv}
+    (ro,) = [x for x in rec["options"] if same_config(x, o["runtime"], rt[1], kv)]
+    assert ro["context"] == d["request"]["context"] and ro["memory_bytes"] == o["memory"]["total"]
+    assert close(ro["speed"]["ttft_s"], sp["ttft_s"])
+    assert close(ro["speed"]["decode_tok_s_per_user"], sp["decode_tok_s_per_seq"]["1"])
