@@ -224,7 +224,7 @@ def _cluster_kw(wl, link: str, budget: float | None, include_discontinued: bool,
 
     return {"link": link, "context": wl.context, "users": wl.users, "prompt": prompt_point(wl.prompt_tokens),
             "gen": gen_point(wl.gen_tokens), "budget_usd": budget, "include_discontinued": include_discontinued,
-            "macos": macos}
+            "macos": macos, "cached_prefix": wl.cached_prefix_share}
 
 
 def cluster_options(model: str, wl, link: str, budget: float | None, include_discontinued: bool, macos: str) -> list:

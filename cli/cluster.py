@@ -6,7 +6,7 @@ import json
 
 import typer
 
-from planner.format import VERDICT_MARK, fmt_bytes, fmt_seconds, fmt_tok_s, table, ttft_text
+from planner.format import VERDICT_MARK, fmt_bytes, fmt_seconds, fmt_tok_s, lengths_text, table, ttft_text
 from planner.requests import ClusterRequest
 
 from .options import check, opt, wopt
@@ -26,6 +26,7 @@ def cluster_cmd(
     users: int = wopt(R, "users"),
     prompt: str = wopt(R, "prompt"),
     gen: str = wopt(R, "gen"),
+    cached_prefix: float = wopt(R, "cached_prefix"),
     macos: str = opt(R, "macos", "--macos"),
     no_rdma: bool = opt(R, "no_rdma", "--no-rdma"),
     json_out: bool = typer.Option(False, "--json", help="Print the plan and recipe as JSON"),
@@ -43,7 +44,8 @@ def cluster_cmd(
     from planner.cluster.spec import parse_macs
 
     nodes = parse_macs(macs)
-    p = plan_cluster(model, nodes, link, engine, mode, quant, context, users, prompt, gen, macos, rdma=not no_rdma)
+    p = plan_cluster(model, nodes, link, engine, mode, quant, context, users, prompt, gen, macos, rdma=not no_rdma,
+                     cached_prefix=q.cached_prefix)
     r = recipe(p, profiles.load_model(model).hf_repo)
     if json_out:
         from .contract import dumps
@@ -53,6 +55,7 @@ def cluster_cmd(
     tr = p.transport
     out = [(f"{p.model} · {p.quant} · {p.engine} {p.mode} over {tr.link} ({tr.backend}: "
            f"{tr.bytes_s / 1e9:.2f} GB/s, {tr.latency_s * 1e6:.0f} µs per message) · {p.users} × {p.context:,} tokens"),
+           f"Workload: {lengths_text(p.prompt_tokens, p.gen_tokens, q.cached_prefix)}",
            ""]
     rows = [[str(i + 1), n.label, f"{n.layers[0]}-{n.layers[1] - 1}" if n.layers else "1/" + str(len(p.nodes)),
              fmt_bytes(n.weights_bytes), fmt_bytes(n.kv_bytes), fmt_bytes(n.buffers_bytes), fmt_bytes(n.total_bytes),

@@ -134,5 +134,6 @@ class ClusterRequest(BaseModel):
     users: int = Field(1, description="Concurrent sequences")
     prompt: PromptPoint = DEFAULT_PROMPT
     gen: GenPoint = DEFAULT_GEN
+    cached_prefix: CachedPrefix = DEFAULT_CACHED_PREFIX
     macos: str = Field(DEFAULT_MACOS, description="macOS major version (RDMA over TB5 needs 26.2+)")
     no_rdma: bool = Field(False, description="Use TCP (ring) even over Thunderbolt 5")

@@ -34,9 +34,10 @@ from .. import throughput as tp
 from ..deployment import QuantConverted, resolve_quant
 from ..errors import InputError
 from ..memory import MemoryModel, memory_model
-from ..points import DEFAULT_GEN, DEFAULT_PROMPT  # the default workload's lengths
+from ..points import DEFAULT_CACHED_PREFIX, DEFAULT_GEN, DEFAULT_PROMPT  # the default workload's
 from ..predict import default_quant_id  # the rule of `plan predict` and `plan serve`
 from ..schema import ModelProfile, QuantFormat, Runtime
+from ..workload import cached_tokens, check_cached_prefix
 from .links import RUNTIME_OF, LinkProfile, Transport, check_engine, load_link, transport
 from .results import ClusterCandidate, ClusterPlan, ClusterSpeed, NodeShare, SingleMac
 from .spec import Node
@@ -241,9 +242,10 @@ def place(mm: MemoryModel, nodes: list[Node], mode: str, engine: str, context: i
 
 
 def speed(mm: MemoryModel, geo: tp.Geometry, nodes: list[Node], mode: str, engine: str, tr: Transport,
-          prompt: int, gen: int, users: int, ranges: list[tuple[int, int]] | None = None
+          prompt: int, gen: int, users: int, ranges: list[tuple[int, int]] | None = None, cached: int = 0
           ) -> tuple[ClusterSpeed, list[tuple[float, str]]]:
-    """Cluster decode/prefill from per-node rooflines + the traffic model."""
+    """Cluster decode/prefill from per-node rooflines + the traffic model. ``cached`` leading prompt tokens are in
+    the prompt cache (planner/workload.py cached_tokens): only the rest is prefilled, on top of them, as on one Mac."""
     lay = layout(mm)
     n, cfg = len(nodes), mm.model.config
     h, a, L = cfg.hidden_size, act_bytes(mm), cfg.num_hidden_layers
@@ -265,42 +267,43 @@ def speed(mm: MemoryModel, geo: tp.Geometry, nodes: list[Node], mode: str, engin
     # prefill of one prompt: chunks of rf.chunk tokens, stages one after another
     chunk = rfs[0].chunk
 
-    def prefill(tokens: int) -> float:
-        pf = [rf.prefill_time(tokens, 0, 1)[0] for rf in rfs]
+    def prefill(tokens: int) -> float:   # the new tokens, on the cached ones (throughput.estimate's depth)
+        pf = [rf.prefill_time(tokens, cached, 1)[0] for rf in rfs]
         pf_comm = max(1, math.ceil(tokens / chunk)) * comm_per_step(mode, engine, n, min(tokens, chunk), h, a, L, tr)[0]
         return (sum(pf) if mode == "pipeline" else max(pf)) + pf_comm
 
     def first_step(depth: int) -> float:
         return sum(rf.step_time(1, depth) for rf in rfs) if mode == "pipeline" else max(rf.step_time(1, depth) for rf in rfs)
 
-    t_pf = prefill(prompt)
+    new = prompt - cached
+    t_pf = prefill(new)
     # time to first token, the rule of planner/throughput.py first_token_time: llama.cpp samples it from the
-    # prefill's logits; mlx runs the last prompt token as the first decode step; no prompt: one decode step
-    if prompt and rfs[0].engine.last_prompt_token_decodes:
-        ttft = prefill(prompt - 1) + first_step(prompt - 1) + comm
+    # prefill's logits; mlx runs the last prompt token as the first decode step; no new token: one decode step
+    if new and rfs[0].engine.last_prompt_token_decodes:
+        ttft = prefill(new - 1) + first_step(prompt - 1) + comm
     else:
-        ttft = t_pf if prompt else first_step(prompt) + comm
+        ttft = t_pf if new else first_step(prompt) + comm
     # the prompt speed the runtime reports (Roofline.reported_prefill_time): mlx-lm's is the prompt over its TTFT
-    t_rep = ttft if prompt and rfs[0].engine.last_prompt_token_decodes else t_pf
+    t_rep = ttft if new and rfs[0].engine.last_prompt_token_decodes else t_pf
     ceiling = None
     if mode == "pipeline" and n > 1:
         hop = comm / n
         ceiling = users / max(s + hop for s in steps)
     sp = ClusterSpeed(decode_tok_s_per_user=1 / step, decode_tok_s_total=users / step,
-                      prefill_tok_s=prompt / t_rep if prompt and t_rep > 0 else 0.0, ttft_s=ttft,
+                      prefill_tok_s=new / t_rep if new and t_rep > 0 else 0.0, ttft_s=ttft,
                       compute_s_per_step=compute, comm_s_per_step=comm, comm_latency_s_per_step=comm_lat,
                       pipelined_ceiling_tok_s=ceiling)
     return sp, list(zip(steps, bounds))
 
 
 def _single(mm: MemoryModel, geo: tp.Geometry, node: Node, context: int, users: int, prompt: int, gen: int,
-            macos: str) -> SingleMac:
+            macos: str, cached: int = 0) -> SingleMac:
     w = capacity.wired_limit(node.ram_gb, profiles.load_macos(macos))
     f = capacity.fit(mm.total(context, users), mm.weights.total_bytes, w, mm.runtime)
     if f.verdict == "no-fit":
         return SingleMac(label=node.label, verdict=f.verdict)
     rf = _roofline(geo, node, mm)
-    e = tp.estimate(rf, prompt, max(gen, 1), 0, users)
+    e = tp.estimate(rf, prompt - cached, max(gen, 1), cached, users)  # the rule of plan's speed (plan.with_speed)
     return SingleMac(label=node.label, verdict=f.verdict, decode_tok_s=e.decode_tok_s_per_seq,
                      prefill_tok_s=e.prefill_tok_s)
 
@@ -322,7 +325,9 @@ def _stages(shares: list[NodeShare], mode: str) -> list[tuple[int, int]] | None:
 def plan_cluster(model: str, nodes: list[Node], link: str | LinkProfile = "tb5", engine: str = "mlx",
                  mode: str = "pipeline", quant: str | None = None, context: int = 8192, users: int = 1,
                  prompt: int = DEFAULT_PROMPT, gen: int = DEFAULT_GEN, macos: str = profiles.DEFAULT_MACOS, rdma: bool = True,
-                 scaling: bool = True) -> ClusterPlan:
+                 scaling: bool = True, cached_prefix: float = DEFAULT_CACHED_PREFIX) -> ClusterPlan:
+    """``cached_prefix``: the share of each prompt in the prompt cache (default: the default workload's), turned
+    into tokens by planner/workload.py cached_tokens, the rule of plan and predict."""
     engine, mode = check_engine(engine, mode)
     if not nodes:
         raise InputError("[[macs]]: give at least one Mac")
@@ -338,15 +343,17 @@ def plan_cluster(model: str, nodes: list[Node], link: str | LinkProfile = "tb5",
     q, conv = cluster_quant(quant, model, prof, rt)
     mm = memory_model(prof, rt, q, profiles.ggml_types())
     geo = tp.geometry(mm, q.kind, q.mode)
+    cached = cached_tokens(prompt, check_cached_prefix(cached_prefix), rt)
     shares = place(mm, nodes, mode, engine, context, users, macos)
     fits = all(s.verdict != "no-fit" for s in shares)
     notes: list[str] = [n for n in (capped, os_note, conv.text() if conv else None) if n]
-    sp, per_node = speed(mm, geo, nodes, mode, engine, tr, prompt, gen, users, _stages(shares, mode))
+    sp, per_node = speed(mm, geo, nodes, mode, engine, tr, prompt, gen, users, _stages(shares, mode), cached)
+    sp = sp.model_copy(update={"cached_prefix_share": cached_prefix})
     shares = [s.model_copy(update={"decode_step_s": t, "decode_bound": b}) for s, (t, b) in zip(shares, per_node)]
     singles: dict[str, SingleMac] = {}
     for nd in nodes:
         if nd.label not in singles:
-            singles[nd.label] = _single(mm, geo, nd, context, users, prompt, gen, macos)
+            singles[nd.label] = _single(mm, geo, nd, context, users, prompt, gen, macos, cached)
     fitting = [(s.decode_tok_s, s) for s in singles.values() if s.decode_tok_s is not None]
     best_tok_s, best = max(fitting, key=lambda t: t[0]) if fitting else (0.0, None)
     slower = best is not None and sp.decode_tok_s_per_user < 0.99 * best_tok_s
@@ -436,7 +443,8 @@ def cluster_quant(quant: str | None, model: str, prof: ModelProfile, rt: Runtime
 def cluster_candidates(model: str, counts: tuple[int, ...] = (2, 3, 4), link: str = "tb5", engine: str = "mlx",
                        mode: str = "pipeline", quant: str | None = None, context: int = 8192, users: int = 1,
                        prompt: int = DEFAULT_PROMPT, gen: int = DEFAULT_GEN, macos: str = profiles.DEFAULT_MACOS, budget_usd: float | None = None,
-                       include_laptops: bool = False, include_discontinued: bool = False) -> list[ClusterCandidate]:
+                       include_laptops: bool = False, include_discontinued: bool = False,
+                       cached_prefix: float = DEFAULT_CACHED_PREFIX) -> list[ClusterCandidate]:
     """k identical catalogued Macs (k in ``counts``) that hold the model together, cheapest first: what
     planner.buy can set against a single larger Mac. Macs whose k-fold RAM cannot hold the weights are skipped, and
     discontinued ones unless asked for (as planner.buy's single-Mac search)."""
@@ -462,7 +470,7 @@ def cluster_candidates(model: str, counts: tuple[int, ...] = (2, 3, 4), link: st
                         mac_id=m.id, price_usd=m.price_usd)
             try:
                 p = plan_cluster(model, [node] * k, link, engine, mode, q.id, context, users, prompt, gen, macos,
-                                 scaling=False)
+                                 scaling=False, cached_prefix=cached_prefix)
             except InputError:
                 continue
             if p.fits and p.speed is not None:  # a plan that fits has a speed

@@ -40,8 +40,8 @@ class ClusterSpeed(BaseModel):
     decode_tok_s_total: float
     prefill_tok_s: float
     ttft_s: float
-    cached_prefix_share: float = Field(0.0, description="Share of the prompt assumed in the prompt cache (TTFT): "
-                                       "none, a cluster prefills the whole prompt")
+    cached_prefix_share: float = Field(0.0, description="Share of each prompt in the prompt cache (TTFT, prefill): "
+                                       "only the rest is prefilled")
     compute_s_per_step: float
     comm_s_per_step: float
     comm_latency_s_per_step: float

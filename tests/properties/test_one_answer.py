@@ -212,18 +212,41 @@ def test_the_app_reads_the_same_answer(model, mac, rt, wl):
 
 
 @pytest.mark.parametrize("rt, engine", [(RUNTIMES[0], "llama.cpp-rpc"), (RUNTIMES[1], "mlx")])
-@pytest.mark.parametrize("wl", [w for w in WORKLOADS if w[2] == 0])
+@pytest.mark.parametrize("wl", WORKLOADS)
 def test_a_cluster_of_one_mac_is_that_mac(rt, engine, wl):
-    """`plan cluster` with one Mac (no link traffic) answers as `plan` for it: TTFT (the same first-token rule),
-    prefill and decode tok/s."""
+    """`plan cluster` with one Mac (no link traffic) answers as `plan` for it: TTFT (the same first-token rule, the
+    same cached prefix not prefilled again), prefill and decode tok/s, stating the same prompt-cache share."""
     P, G, ctx = point(wl)
     sp = plan_option("llama-3.1-8b", MACS[0], rt, wl)["speed"]
     c = ask("cluster", "--model", "llama-3.1-8b", "--macs", "1x Mac Studio M4 Max 64GB", "--engine", engine,
-            "--quant", rt[1], "--prompt", str(P), "--gen", str(G), "--context", str(ctx))["plan"]
+            "--quant", rt[1], "--prompt", str(P), "--gen", str(G), "--context", str(ctx),
+            "--cached-prefix", f"{wl[2]:g}")["plan"]
     assert c["nodes"][0]["chip"] == profiles.resolve_chip(MACS[0][0], MACS[0][1]).id
     cs = c["speed"]
+    assert cs["cached_prefix_share"] == sp["cached_prefix_share"] == wl[2]
     assert close(cs["ttft_s"], sp["ttft_s"]) and close(cs["prefill_tok_s"], sp["prefill_tok_s"])
     assert close(cs["decode_tok_s_per_user"], sp["decode_tok_s_per_seq"]["1"])
+
+
+@pytest.mark.parametrize("rt, engine", [(RUNTIMES[0], "llama.cpp-rpc"), (RUNTIMES[1], "mlx")])
+def test_with_no_lengths_a_cluster_of_one_mac_is_the_plans_default_answer(rt, engine):
+    """No --prompt, --gen or --cached-prefix: a one-Mac cluster answers `plan`'s default workload (the chat preset's
+    point and cached share, planner/points.py) with plan's TTFT and decode; --cached-prefix 0 prefills the whole
+    prompt, so its TTFT is longer (and decode, which reads the same context, unchanged)."""
+    from planner.points import DEFAULT_CACHED_PREFIX, DEFAULT_GEN, DEFAULT_PROMPT
+
+    (o,) = ask("--model", "llama-3.1-8b", *mac_args(MACS[0]), "--runtime", rt[0], "--quant", rt[1])["options"]
+    sp = o["speed"]
+    one = ("cluster", "--model", "llama-3.1-8b", "--macs", "1x Mac Studio M4 Max 64GB", "--engine", engine,
+           "--quant", rt[1])
+    c = ask(*one)["plan"]
+    cs = c["speed"]
+    assert (c["prompt_tokens"], c["gen_tokens"], cs["cached_prefix_share"]) == (
+        DEFAULT_PROMPT, DEFAULT_GEN, DEFAULT_CACHED_PREFIX)
+    assert close(cs["ttft_s"], sp["ttft_s"]) and close(cs["decode_tok_s_per_user"], sp["decode_tok_s_per_seq"]["1"])
+    cold = ask(*one, "--cached-prefix", "0")["plan"]["speed"]
+    assert cold["cached_prefix_share"] == 0 and cold["ttft_s"] > cs["ttft_s"]
+    assert close(cold["decode_tok_s_per_user"], cs["decode_tok_s_per_user"])
 
 
 # Session 17's cases (issue 32): one smallest need when nothing fits, one total with images, one context cap
