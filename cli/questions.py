@@ -24,7 +24,10 @@ from planner.plan import PlanRequest
 from planner.points import (
     DEFAULT_CACHED_PREFIX,
     DEFAULT_GEN,
+    DEFAULT_GEN_LENGTHS,
     DEFAULT_PROMPT,
+    DEFAULT_PROMPT_LENGTHS,
+    DEFAULT_RATE_NOTE,
     GEN_HELP,
     PROMPT_HELP,
     RATE_HELP,
@@ -73,13 +76,14 @@ class ServeQuestion(BaseModel):
     quant: str | None = Field(None, description="GGUF preset or MLX format; default: the checkpoint's own format "
                               "(gpt-oss: MXFP4), else Q4_K_M / 4bit")
     slots: int = Field(4, ge=1, le=512, description="llama-server -np / mlx_lm.server --decode-concurrency")
-    rate: str = Field("20/min", description=RATE_HELP)
-    prompt: str = Field("p50=1500,p90=6000", description=PROMPT_HELP)
-    gen: str = Field("p50=300,p90=900", description=GEN_HELP)
+    # the default workload's request stream (planner/points.py): its length distributions, cached share and rate
+    rate: str | None = Field(None, description=RATE_HELP + DEFAULT_RATE_NOTE)
+    prompt: str = Field(DEFAULT_PROMPT_LENGTHS, description=PROMPT_HELP)
+    gen: str = Field(DEFAULT_GEN_LENGTHS, description=GEN_HELP)
     duration: str = Field("1h", description="Simulated time: 1h, 30min, 600s")
     max_ttft_p95: float | None = Field(None, gt=0, le=315_360_000, allow_inf_nan=False,
                                        description="Target 95th-percentile TTFT [s]")
-    cached_prefix: CachedPrefix = 0.0
+    cached_prefix: CachedPrefix = DEFAULT_CACHED_PREFIX
     slot_context: int | None = Field(None, ge=64, le=10_000_000, description="KV tokens per slot")
     seed: int = Field(0, ge=0, le=2**63 - 1, description="Seed of the arrival process and lengths")
     sweep: bool = Field(True, description="Also try 1-32 slots for the best count")
@@ -170,9 +174,9 @@ def _serve(req: ServeQuestion) -> Any:
     from planner.serve_plan import ServeRequest, serve, setup
     from planner.workload import parse_length
 
-    from .serve import _model, parse_duration, parse_rate
+    from .serve import _model, parse_duration, people_rate
 
-    sr = ServeRequest(slots=req.slots, rate=parse_rate(req.rate, "[[rate]]"),
+    sr = ServeRequest(slots=req.slots, rate=people_rate(req.rate, None, None, None, "[[rate]]")[0],
                       prompt=parse_length(req.prompt, "[[prompt]]"), gen=parse_length(req.gen, "[[gen]]"),
                       duration=parse_duration(req.duration, "[[duration]]"), seed=req.seed,
                       cached_prefix_share=req.cached_prefix, slot_context=req.slot_context,

@@ -46,15 +46,20 @@ def parse_rate(text: str, flag: str = "--rate") -> float:
     return rate
 
 
-def people_rate(rate: str | None, users: int | None, think_time: str | None, per_user: str | None
-                ) -> tuple[float, str]:
+def people_rate(rate: str | None, users: int | None, think_time: str | None, per_user: str | None,
+                flag: str = "--rate") -> tuple[float, str]:
     """The request rate [1/s] from --rate, or from people: --users × --per-user, or --users / --think-time (each
     person asks, reads the answer, thinks, asks again: one request per think time plus the request's own time,
-    which the rate leaves out, so it slightly overstates the load). -> (rate, the line that shows the arithmetic)"""
+    which the rate leaves out, so it slightly overstates the load); none of them: the default workload's rate
+    (planner/points.py default_rate_per_s). -> (rate, the line that shows the arithmetic)"""
     if users is None:
         if think_time is not None or per_user is not None:
             raise InputError("--think-time / --per-user need --users (how many people use the server)")
-        return parse_rate(rate or "20/min"), ""
+        if rate is None:
+            from planner.points import default_rate_per_s, default_rate_text
+
+            return default_rate_per_s(), default_rate_text()
+        return parse_rate(rate, flag), ""
     if rate is not None:
         raise InputError("give either --rate or --users with --think-time / --per-user, not both")
     if users < 1 or users > 100_000:
@@ -107,7 +112,7 @@ def read_trace(path: str) -> tuple[list[float], list[int], list[int]]:
 
 
 def render(r) -> str:
-    from planner.format import fmt_bytes, fmt_seconds, fmt_tok_s, verdict_text
+    from planner.format import cached_label, fmt_bytes, fmt_seconds, fmt_tok_s, verdict_text
 
     def per_min(x):
         return f"{x * 60:.1f}/min" if x is not None else "none"
@@ -123,7 +128,7 @@ def render(r) -> str:
         f"{r.model} {r.quant} on {r.chip_label} ({r.ram_gb:g} GB) with {r.runtime}: {r.slots} slots of {r.slot_context:,} "
         f"tokens, {per_min(r.rate_per_s)} for {fmt_seconds(r.duration_s)} ({r.n_requests} requests, seed {r.seed})",
         f"  prompt {r.prompt}, answer {r.gen}"
-        + (f", {r.cached_prefix_share:.0%} of each prompt cached" if r.cached_prefix_share else "")
+        + f" ({cached_label(r.cached_prefix_share)})"
         + {True: "; one unified KV stream", False: "; a KV stream per slot (batches split by slot)", None: ""}[
             r.kv_unified],
         f"  TTFT          p50 {fmt_seconds(r.ttft_s.p50)}   p95 {fmt_seconds(r.ttft_s.p95)}   "
@@ -190,7 +195,7 @@ def serve_cmd(
                                        "or --quant pin (an MLX folder, mlx-community/...: mlx-lm), else llama.cpp"),
     quant: str | None = typer.Option(None, "--quant", "-q", help="GGUF preset or MLX format; default: the checkpoint's own format (gpt-oss: MXFP4), else Q4_K_M / 4bit"),
     slots: int = typer.Option(4, "--slots", help="llama-server -np / mlx_lm.server --decode-concurrency"),
-    rate: str | None = wopt(S, "rate", default=None, help_suffix="  [default: 20/min]"),
+    rate: str | None = wopt(S, "rate"),
     users: int | None = typer.Option(None, *WORKLOAD_FLAGS["users"], help="People using the server (with "
                                      "--think-time or --per-user instead of --rate)"),
     think_time: str | None = typer.Option(None, "--think-time", help="Each person's pause between requests "

@@ -25,6 +25,27 @@ DEFAULT_GEN_LENGTHS = "500:0.5,1000:0.5"               # chat.yaml gen_tokens
 DEFAULT_PROMPT = 2048   # its single point: the p90 prompt (workload.prompt_point)
 DEFAULT_GEN = 750       # and the mean output (workload.gen_point)
 DEFAULT_CACHED_PREFIX = 0.75  # chat.yaml cached_prefix_share
+DEFAULT_USERS = 1             # chat.yaml users
+DEFAULT_READ_TOK_S = 5.3      # chat.yaml targets.min_tok_s_per_user: the reading rate (Brysbaert 2019, 238 words/min)
+
+
+def default_rate_per_s() -> float:
+    """The default workload's request rate [1/s] (`plan serve` without a rate): its users, each asking again once
+    the mean answer is read at the reading rate, so DEFAULT_USERS × DEFAULT_READ_TOK_S / DEFAULT_GEN (1 × 5.3 / 750
+    = 0.42/min). Typing the next message is left out, so it is the most such users ask."""
+    return DEFAULT_USERS * DEFAULT_READ_TOK_S / DEFAULT_GEN
+
+
+def default_rate_text() -> str:
+    """The default rate's arithmetic, as the serve header states it."""
+    pause = DEFAULT_GEN / DEFAULT_READ_TOK_S
+    return (f"rate: the default workload's ({DEFAULT_WORKLOAD}) {DEFAULT_USERS} user, asking again once each "
+            f"{DEFAULT_GEN:,}-token answer is read at {DEFAULT_READ_TOK_S:g} tok/s ({pause:.0f} s) = "
+            f"{default_rate_per_s() * 60:.3g} requests/min")
+
+
+DEFAULT_RATE_NOTE = (f"; default: the default workload's ({DEFAULT_WORKLOAD}) {DEFAULT_USERS} user reading each "
+                     f"answer, {default_rate_per_s() * 60:.3g}/min")
 PROMPT_HELP = f"Prompt tokens: {LENGTH_FORMS}"
 GEN_HELP = "Generated tokens, same forms as [[prompt]]"
 POINT_NOTE = " (a distribution is answered at its p90 prompt and its mean output)"

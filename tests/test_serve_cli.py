@@ -46,11 +46,12 @@ def test_kv_streams_per_slot_by_default_unified_on_request(capsys):
 
 
 def test_text_names_the_figures_and_the_binding_target(capsys):
-    code, out, err = run(capsys, [*BASE, "--rate", "20/min", "--duration", "10min", "--max-ttft-p95", "5"])
+    code, out, err = run(capsys, [*BASE, "--rate", "20/min", "--duration", "10min", "--max-ttft-p95", "5",
+                                  "--cached-prefix", "0"])
     assert code == 0, err
     for word in ("TTFT", "p95", "per user", "queue", "grows without bound", "slots", "memory"):
         assert word in out, word
-    # the p95 prompt (~8 900 tokens) alone takes longer than 5 s to prefill on this Mac: the target binds
+    # the p95 prompt (~8 900 tokens, none cached) alone takes longer than 5 s to prefill on this Mac: the target binds
     assert "binds" in out
 
 
@@ -302,7 +303,7 @@ def test_people_and_their_pace_give_the_rate_and_say_it():
         "rate: 30 people × 20/h each = 10 requests/min"))
     per_s, line = people_rate(None, 30, "2min", None)
     assert per_s == pytest.approx(0.25) and line.endswith("= 15 requests/min")
-    assert people_rate(None, None, None, None)[0] == pytest.approx(20 / 60)  # the default 20/min
+    assert people_rate("20/min", None, None, None) == (pytest.approx(20 / 60), "")
 
 
 @pytest.mark.parametrize("args", [["--users", "30"], ["--users", "30", "--rate", "2/min", "--think-time", "1min"],
@@ -362,3 +363,51 @@ def test_kv_unified_on_mlx_lm_is_refused_not_ignored(capsys):
     mlx = [a if a != "llama.cpp" else "mlx-lm" for a in BASE]
     code, out, err = run(capsys, [*mlx, "--kv-unified", "--no-sweep"])
     assert code == 2 and out == "" and err.count("\n") == 1 and "--kv-unified" in err and "--runtime" in err
+
+
+# ---- issue 32: no lengths, prompt-cache share or rate given: serve answers the default workload (planner/points.py)
+def _default_stream():
+    """The default workload's request stream, read from its preset (profiles/workloads/chat.yaml): length
+    distributions, cached share, and its users each asking again once the mean answer is read at the reading rate
+    the preset's decode target states (chat: 1 × 5.3 tok/s / 750 tokens = 0.424/min)."""
+    from planner.points import DEFAULT_WORKLOAD
+    from planner.workload import gen_point, load_workload
+
+    wl = load_workload(DEFAULT_WORKLOAD)
+    return wl, wl.users * wl.targets.min_tok_s_per_user / gen_point(wl.gen_tokens)
+
+
+def test_serves_defaults_are_the_default_workloads(capsys):
+    """Without --prompt, --gen, --cached-prefix and --rate, the CLI and the agents' serve question simulate the
+    default preset's prompt and output distributions, its cached share, and its users' reading-paced rate."""
+    from cli.questions import answer
+    from planner.workload import parse_length
+
+    wl, rate = _default_stream()
+    args = ["serve", "--model", "llama-3.1-8b", "--chip", "M4 Max", "--gpu-cores", "40", "--ram", "64", "--no-sweep"]
+    r = load(ServeResult, run(capsys, [*args, "--json"])[1])
+    agent = answer("serve", {"model": "llama-3.1-8b", "chip": "M4 Max", "gpu_cores": 40, "ram": 64, "sweep": False})
+    for x in (r.model_dump(mode="json"), agent):
+        assert (x["prompt"], x["gen"]) == (wl.prompt_tokens.label(), wl.gen_tokens.label())
+        assert x["cached_prefix_share"] == wl.cached_prefix_share > 0
+        assert x["rate_per_s"] == pytest.approx(rate, rel=1e-12)
+    # the same lengths given explicitly (the preset's distributions) and cold: the explicit arguments rule
+    cold = load(ServeResult, run(capsys, [*args, "--prompt", "512:0.4,1024:0.4,2048:0.2", "--cached-prefix", "0",
+                                          "--rate", "20/min", "--json"])[1])
+    assert parse_length("512:0.4,1024:0.4,2048:0.2", "--prompt") == wl.prompt_tokens
+    assert cold.cached_prefix_share == 0 and cold.rate_per_s == pytest.approx(20 / 60)
+    assert cold.ttft_s.p50 > r.ttft_s.p50  # the whole prompt prefilled, under load
+
+
+def test_serves_header_states_the_default_workload(capsys):
+    """The text answer says which stream it simulated: the default rate with its arithmetic, the preset's lengths
+    and its prompt-cache share in the words every TTFT uses (planner.format.cached_label)."""
+    from planner.format import cached_label
+
+    wl, rate = _default_stream()
+    out = run(capsys, ["serve", "--model", "llama-3.1-8b", "--chip", "M4 Max", "--gpu-cores", "40", "--ram", "64",
+                       "--no-sweep"])[1]
+    first, _, second = out.splitlines()[:3]
+    assert first.startswith(f"rate: the default workload's ({wl.id}) {wl.users} user")
+    assert first.endswith(f"= {rate * 60:.3g} requests/min")
+    assert f"prompt {wl.prompt_tokens.label()}, answer {wl.gen_tokens.label()} ({cached_label(0.75)})" in second

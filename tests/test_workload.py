@@ -129,6 +129,12 @@ def test_the_default_workload_is_the_chat_presets_point():
     # chat.yaml: 512:0.4, 1024:0.4, 2048:0.2 -> p90 2048; 500:0.5, 1000:0.5 -> mean 750
     assert (DEFAULT_PROMPT, DEFAULT_GEN) == (prompt_point(wl.prompt_tokens), gen_point(wl.gen_tokens)) == (2048, 750)
     assert DEFAULT_CACHED_PREFIX == wl.cached_prefix_share == 0.75
+    # the default request rate (plan serve): its users, each reading the mean answer at the reading rate its decode
+    # target states (chat.yaml: users 1, min_tok_s_per_user 5.3) -> 1 × 5.3 / 750 per second = 0.424/min
+    from planner.points import DEFAULT_READ_TOK_S, DEFAULT_USERS, default_rate_per_s
+
+    assert (DEFAULT_USERS, DEFAULT_READ_TOK_S) == (wl.users, wl.targets.min_tok_s_per_user) == (1, 5.3)
+    assert default_rate_per_s() * 60 == pytest.approx(0.424)
     assert custom_workload() == wl  # no preset named: the default one
 
 
@@ -146,3 +152,14 @@ def test_every_request_model_defaults_to_the_default_workload():
             DEFAULT_PROMPT, DEFAULT_GEN, DEFAULT_CACHED_PREFIX), req
     for req in (RecommendRequest, BuyRequest):  # a preset: its lengths and share unless given
         assert req.model_fields["workload"].default == DEFAULT_WORKLOAD
+    from cli.questions import ServeQuestion
+    from planner.requests import ClusterRequest
+
+    f = ClusterRequest.model_fields
+    assert (f["prompt"].default, f["gen"].default, f["cached_prefix"].default) == (
+        DEFAULT_PROMPT, DEFAULT_GEN, DEFAULT_CACHED_PREFIX)
+    # serve simulates a stream: the default preset's length distributions themselves, its share, its users' rate
+    wl, f = load_workload(DEFAULT_WORKLOAD), ServeQuestion.model_fields
+    assert parse_length(f["prompt"].default, "--prompt") == wl.prompt_tokens
+    assert parse_length(f["gen"].default, "--gen") == wl.gen_tokens
+    assert f["cached_prefix"].default == wl.cached_prefix_share and f["rate"].default is None
