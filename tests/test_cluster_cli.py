@@ -139,3 +139,15 @@ def test_a_cluster_of_one_mac_holds_what_plan_says_that_mac_holds(capsys, model,
                  "--quant", quant, "--json"]) == 0
     (o,) = json.loads(capsys.readouterr().out)["options"]
     assert node["weights_bytes"] == o["memory"]["weights"] and node["total_bytes"] == o["memory"]["total"]
+
+
+def test_the_cached_share_is_an_input_stated_even_without_a_fit(capsys):
+    """--cached-prefix (planner/points.py CachedPrefix): the JSON states the share asked for, also when the model
+    does not fit and no TTFT is given; a share outside [0, 1) is one line naming the flag."""
+    code, out, err = run(capsys, "--model", "llama-3.3-70b", "--macs", "1x Mac mini M4 16GB", "--cached-prefix", "0.5",
+                         "--json")
+    assert code == 0, err
+    p = json.loads(out)["plan"]
+    assert not p["fits"] and p["speed"] is None and p["cached_prefix_share"] == 0.5
+    code, out, err = run(capsys, "--model", "llama-3.1-8b", "--macs", "1x Mac mini M4 16GB", "--cached-prefix", "1.5")
+    assert code == 2 and "--cached-prefix 1.5" in err and len(err.strip().splitlines()) == 1

@@ -380,7 +380,8 @@ def plan_cluster(model: str, nodes: list[Node], link: str | LinkProfile = "tb5",
                      "48 tok/s vs pure mlx 98 tok/s on the same two MacBooks)")
     suggestions = [] if fits else _what_fits(prof, rt, mm, nodes, mode, engine, context, users, macos)
     return ClusterPlan(model=prof.id, engine=engine, mode=mode, runtime=rt.id, quant=q.id, transport=tr,
-                       context=context, users=users, prompt_tokens=prompt, gen_tokens=gen, nodes=shares, fits=fits,
+                       context=context, users=users, prompt_tokens=prompt, gen_tokens=gen,
+                       cached_prefix_share=cached_prefix, nodes=shares, fits=fits,
                        speed=sp if fits else None, suggestions=suggestions, single_macs=list(singles.values()), best_single=best, slower_than_single=slower,
                        scaling=scal, binding=binding, calibration=profiles.load_speed_constants(
                            nodes[0].chip, rt.id).source, notes=notes)

@@ -60,6 +60,7 @@ class ClusterPlan(BaseModel):
     users: int
     prompt_tokens: int
     gen_tokens: int
+    cached_prefix_share: float = Field(0.0, description="Share of each prompt in the prompt cache (TTFT)")
     nodes: list[NodeShare]
     fits: bool
     speed: ClusterSpeed | None

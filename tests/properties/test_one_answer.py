@@ -241,8 +241,8 @@ def test_with_no_lengths_a_cluster_of_one_mac_is_the_plans_default_answer(rt, en
            "--quant", rt[1])
     c = ask(*one)["plan"]
     cs = c["speed"]
-    assert (c["prompt_tokens"], c["gen_tokens"], cs["cached_prefix_share"]) == (
-        DEFAULT_PROMPT, DEFAULT_GEN, DEFAULT_CACHED_PREFIX)
+    assert (c["prompt_tokens"], c["gen_tokens"], c["cached_prefix_share"], cs["cached_prefix_share"]) == (
+        DEFAULT_PROMPT, DEFAULT_GEN, DEFAULT_CACHED_PREFIX, DEFAULT_CACHED_PREFIX)
     assert close(cs["ttft_s"], sp["ttft_s"]) and close(cs["decode_tok_s_per_user"], sp["decode_tok_s_per_seq"]["1"])
     cold = ask(*one, "--cached-prefix", "0")["plan"]["speed"]
     assert cold["cached_prefix_share"] == 0 and cold["ttft_s"] > cs["ttft_s"]
