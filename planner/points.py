@@ -62,8 +62,8 @@ DEFAULT_CACHED_NOTE = f"; default: {DEFAULT_CACHED_PREFIX:g}, the default worklo
 PresetCachedPrefix = Annotated[float | None, Field(ge=0, lt=1, allow_inf_nan=False, description=CACHED_PREFIX_HELP + PRESET_CACHED_NOTE)]
 
 
-# The KV cache type and the images per request, declared once for plan, predict and recommend (their --kv-type,
-# --images and --image-size: one help text and one range; images add their tokens to the prompt and the context)
+# The KV cache type and the images per request, declared once for plan, predict and recommend (their [[kv_type]],
+# [[images]] and [[image_size]]: one help text and one range; images add their tokens to the prompt and the context)
 KvType = Annotated[str | None, Field(description="KV cache type: f16/q8_0/q4_0 (llama.cpp), bf16/kv8/kv4 (mlx-lm)")]
 Images = Annotated[int, Field(ge=0, le=256, description="Images per request (vision models): adds the projector and "
                               "the image tokens to context and prompt")]
