@@ -8,7 +8,15 @@ from datetime import date
 from functools import cached_property
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Protocol, Self
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    model_validator,
+)
 
 from ._model import Frozen
 
@@ -56,11 +64,16 @@ PosInt = Annotated[int, Field(gt=0, le=MAX_DIM)]
 # pydantic builds a class with fewer Field calls faster: 38 fields, ~4 M instructions of the plain question)
 OptPosInt = Annotated[int | None, Field(gt=0, le=MAX_DIM)]
 OptCount = Annotated[int | None, Field(ge=0, le=MAX_DIM)]
+# A profile field with one of these shared constraints (or pydantic's PositiveInt, NonNegativeFloat...) takes the
+# alias and an attribute docstring: no Field call of its own (27 fields, ~3.5 M instructions of the plain question)
+NonEmptyStr = Annotated[str, Field(min_length=1)]
+NonEmptyStrs = Annotated[list[str], Field(min_length=1)]
 
 
 class _Profile(BaseModel):
     model_config = Frozen
-    sources: list[str] = Field(min_length=1, description="URLs the numbers come from")
+    sources: NonEmptyStrs
+    """URLs the numbers come from"""
     verified: date
     """Date the numbers were last checked"""
 
@@ -111,7 +124,8 @@ class MacOS(_Profile):
     id: str
     name: str
     wired_rules: list[WiredRule] = Field(min_length=1, description="First rule whose max_ram_gb >= RAM wins")
-    min_left_for_macos_gb: float = Field(gt=0, description="RAM to leave to macOS when raising the wired limit [GB]")
+    min_left_for_macos_gb: PositiveFloat
+    """RAM to leave to macOS when raising the wired limit [GB]"""
     left_for_macos_fraction: float = Field(ge=0, lt=1, description="...or this fraction of RAM, if larger")
     notes: str = ""
 
@@ -216,12 +230,16 @@ class _RuntimeBase(_Profile):
     name: str
     weight_format: Literal["gguf", "mlx"]
     version_note: str = ""
-    kv_types: list[str] = Field(min_length=1, description="KV cache element types this runtime offers")
+    kv_types: NonEmptyStrs
+    """KV cache element types this runtime offers"""
     default_kv_type: str
-    advised_kv_types: list[str] = Field(min_length=1, description="KV types that recommend/buy/plan tables search, "
-                                        "best quality first (a subset of kv_types)")
-    runtime_overhead_mib: float = Field(ge=0, description="Metal/runtime fixed overhead [MiB]")
-    headroom_mib: float = Field(ge=0, description="Margin below the wired limit for a 'comfortable' verdict [MiB]")
+    advised_kv_types: NonEmptyStrs
+    ("KV types that recommend/buy/plan tables search, "
+     "best quality first (a subset of kv_types)")
+    runtime_overhead_mib: NonNegativeFloat
+    """Metal/runtime fixed overhead [MiB]"""
+    headroom_mib: NonNegativeFloat
+    """Margin below the wired limit for a 'comfortable' verdict [MiB]"""
     prefix_cache: bool = False
     ("The server keeps the previous request's KV and prefills only the part of a new prompt after the common "
      "prefix")
@@ -239,22 +257,32 @@ class LlamaCppFamily(_RuntimeBase):
 
     family: ClassVar[Literal["llama.cpp"]] = "llama.cpp"
     weight_format: Literal["gguf"]
-    n_ubatch: int = Field(gt=0, description="llama.cpp physical batch -ub [tokens]")
-    n_batch: int = Field(gt=0, description="llama.cpp logical batch -b [tokens]")
+    n_ubatch: PositiveInt
+    """llama.cpp physical batch -ub [tokens]"""
+    n_batch: PositiveInt
+    """llama.cpp logical batch -b [tokens]"""
     flash_attn: bool
     """flash attention on by default (-fa)"""
     kv_unified: bool
     """one KV stream shared by all slots (llama-server --kv-unified)"""
     swa_full: bool
     """full-size sliding-window cache (--swa-full)"""
-    ctx_pad: int = Field(gt=0, description="n_ctx is padded up to this multiple [tokens]")
-    default_parallel: int = Field(gt=0, description="slots (-np) when the user does not say")
-    default_context: int = Field(gt=0, description="context (-c) when the user does not say [tokens]")
-    fit_margin_mib: float = Field(ge=0, description="--fit-target margin [MiB]")
-    compute_vocab_bytes: float = Field(ge=0, description="compute buffer per ubatch token per vocab entry [B]")
-    compute_embd_factor: float = Field(ge=0, description="compute buffer per ubatch token per n_embd [B]")
-    compute_noflash_embd_factor: float = Field(ge=0, description="same without flash attention [B]")
-    output_bytes_per_vocab: float = Field(ge=0, description="host logits buffer per seq per vocab entry [B]")
+    ctx_pad: PositiveInt
+    """n_ctx is padded up to this multiple [tokens]"""
+    default_parallel: PositiveInt
+    """slots (-np) when the user does not say"""
+    default_context: PositiveInt
+    """context (-c) when the user does not say [tokens]"""
+    fit_margin_mib: NonNegativeFloat
+    """--fit-target margin [MiB]"""
+    compute_vocab_bytes: NonNegativeFloat
+    """compute buffer per ubatch token per vocab entry [B]"""
+    compute_embd_factor: NonNegativeFloat
+    """compute buffer per ubatch token per n_embd [B]"""
+    compute_noflash_embd_factor: NonNegativeFloat
+    """same without flash attention [B]"""
+    output_bytes_per_vocab: NonNegativeFloat
+    """host logits buffer per seq per vocab entry [B]"""
 
     @property
     def prefill_chunk(self) -> int:
@@ -287,17 +315,24 @@ class MlxRuntime(_RuntimeBase):
     family: ClassVar[Literal["mlx-lm"]] = "mlx-lm"
     kind: Literal["mlx-lm"]
     weight_format: Literal["mlx"]
-    prefill_step_size: int = Field(gt=0, description="prompt tokens per prefill step [tokens]")
-    kv_step: int = Field(gt=0, description="KVCache growth step [tokens]")
-    kv_group_size: int = Field(gt=0, description="--kv-group-size of the quantized KV cache")
-    quantized_kv_start: int = Field(ge=0, description="--quantized-kv-start [tokens]")
-    activation_bytes: int = Field(gt=0, description="bytes per activation / unquantized cache element [B]")
+    prefill_step_size: PositiveInt
+    """prompt tokens per prefill step [tokens]"""
+    kv_step: PositiveInt
+    """KVCache growth step [tokens]"""
+    kv_group_size: PositiveInt
+    """--kv-group-size of the quantized KV cache"""
+    quantized_kv_start: NonNegativeInt
+    """--quantized-kv-start [tokens]"""
+    activation_bytes: PositiveInt
+    """bytes per activation / unquantized cache element [B]"""
     fused_sdpa_head_dims: list[int]
     """head dims with a fused prefill SDPA kernel"""
     warn_fraction: float = Field(gt=0, le=1, description="mlx-lm warns above this x working set")
     router_bits: int = Field(gt=0, le=16, description="bits of MoE router weights")
-    decode_concurrency: int = Field(gt=0, description="mlx_lm.server --decode-concurrency")
-    prefill_batch_size: int = Field(gt=0, description="concurrent prompt prefills (--prompt-concurrency)")
+    decode_concurrency: PositiveInt
+    """mlx_lm.server --decode-concurrency"""
+    prefill_batch_size: PositiveInt
+    """concurrent prompt prefills (--prompt-concurrency)"""
     swa_model_types: list[str]
     """model_types with sliding-window (rotating) caches"""
 
@@ -334,7 +369,8 @@ class ContextRule(BaseModel):
     """First app version the rule applies to, e.g. '0.15.5'"""
     min_gpu_gib: float = Field(0, ge=0, description="Rule applies when the GPU memory the app sees is at least this [GiB]")
     context: int = Field(gt=0, le=MAX_CTX, description="Default context per sequence [tokens]")
-    source: str = Field(min_length=1, description="URL of the code or doc that sets it")
+    source: NonEmptyStr
+    """URL of the code or doc that sets it"""
 
 
 class ParallelRule(BaseModel):
@@ -363,7 +399,8 @@ class ServingApp(_Profile):
     name: str
     current_version: str
     """Version the defaults describe when the user gives none"""
-    runtimes: list[str] = Field(min_length=1, description="Runtime profiles (one per engine) this app serves with")
+    runtimes: NonEmptyStrs
+    """Runtime profiles (one per engine) this app serves with"""
     context_rules: list[ContextRule] = Field(min_length=1, description="Newest first")
     parallel_rules: list[ParallelRule] = []
     """Newest first"""
@@ -595,7 +632,8 @@ class ModelQuality(BaseModel):
     benchmark: str
     """Benchmark name, e.g. MMLU-Pro (the same one across the catalog's chat models)"""
     score: float = Field(ge=0, le=100, description="Published score [%]")
-    source: str = Field(min_length=1, description="URL of the model card or paper that reports it")
+    source: NonEmptyStr
+    """URL of the model card or paper that reports it"""
     caveats: list[Literal["third-party", "base-model", "other-protocol"]] = []
     ("Why the score may not compare like for like: measured by someone other than the maker, on the base (not "
      "instruct) model, or with another scoring protocol")
@@ -621,7 +659,8 @@ class NativeQuant(BaseModel):
     mlx_quant: str | None = None
     ("The MLX format id that holds the checkpoint without an up-cast (e.g. mlx-mxfp4); MLX formats with more bits "
      "per weight are not searched")
-    source: str = Field(min_length=1, description="Where the native format was read")
+    source: NonEmptyStr
+    """Where the native format was read"""
 
     def preset_for(self, weight_format: str) -> str | None:
         """The format id that holds the checkpoint as published for a runtime loading ``weight_format`` weights
