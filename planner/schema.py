@@ -134,8 +134,8 @@ class MacOS(_Profile):
 class GgmlType(BaseModel):
     model_config = Frozen
     name: str
-    block_size: int = Field(gt=0)
-    bytes_per_block: int = Field(gt=0)
+    block_size: PositiveInt
+    bytes_per_block: PositiveInt
     fallback: str | None = None
     """Type used when a row is not a multiple of block_size"""
 
@@ -377,7 +377,7 @@ class ParallelRule(BaseModel):
     model_config = Frozen
     since_version: str
     parallel: int = Field(ge=0, le=256, description="Default parallel requests; 0 = automatic (4 if it fits, else 1)")
-    source: str = Field(min_length=1)
+    source: NonEmptyStr
 
 
 class GuardrailLevel(BaseModel):
@@ -445,14 +445,14 @@ class ModelConfig(BaseModel):
 
     model_config = Frozen
     model_type: str
-    hidden_size: int = Field(gt=0, le=MAX_DIM)
+    hidden_size: PosInt
     num_hidden_layers: int = Field(gt=0, le=MAX_LAYERS)
-    num_attention_heads: int = Field(gt=0, le=MAX_DIM)
+    num_attention_heads: PosInt
     # left out or null: derived by _normalise (0 until then), so both are ints wherever a config is used
-    num_key_value_heads: int = Field(0, gt=0, le=MAX_DIM)
-    head_dim: int = Field(0, gt=0, le=MAX_DIM)
-    intermediate_size: int = Field(gt=0, le=MAX_DIM)
-    vocab_size: int = Field(gt=0, le=MAX_DIM)
+    num_key_value_heads: PosInt = 0
+    head_dim: PosInt = 0
+    intermediate_size: PosInt
+    vocab_size: PosInt
     tie_word_embeddings: bool = False
     max_position_embeddings: int = Field(4096, gt=0, le=MAX_CTX)
     sliding_window: int | None = Field(None, gt=0, le=MAX_CTX)
