@@ -8,7 +8,7 @@ one outside it (an 8 GB M3 Max, a 512 GB M4) is refused.
 """
 
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, PositiveFloat
 
 from . import profiles
 from ._model import Frozen, assemble
@@ -21,7 +21,8 @@ class Mac(BaseModel):
 
     model_config = Frozen
     chip: Chip | None
-    ram_gb: float = Field(gt=0, description="Unified memory [GB]")
+    ram_gb: PositiveFloat
+    """Unified memory [GB]"""
     bin_note: str | None = None
     """How a binned chip was resolved without its GPU core count"""
 

@@ -367,7 +367,8 @@ class ContextRule(BaseModel):
     model_config = Frozen
     since_version: str
     """First app version the rule applies to, e.g. '0.15.5'"""
-    min_gpu_gib: float = Field(0, ge=0, description="Rule applies when the GPU memory the app sees is at least this [GiB]")
+    min_gpu_gib: NonNegativeFloat = 0
+    """Rule applies when the GPU memory the app sees is at least this [GiB]"""
     context: int = Field(gt=0, le=MAX_CTX, description="Default context per sequence [tokens]")
     source: NonEmptyStr
     """URL of the code or doc that sets it"""

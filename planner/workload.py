@@ -41,6 +41,7 @@ def cached_tokens(prompt: int, share: float, runtime: Runtime) -> int:
 
 # Length's token counts: one shared constraint, no Field call per field (~0.1 M instructions each at start-up)
 OptTokens = Annotated[int | None, Field(ge=0, le=MAX_TOKENS)]
+OptPositive = Annotated[float | None, Field(gt=0)]  # Targets' limits, likewise
 
 
 class Length(BaseModel):
@@ -110,9 +111,12 @@ class Length(BaseModel):
 
 class Targets(BaseModel):
     model_config = Frozen
-    min_tok_s_per_user: float | None = Field(None, gt=0, description="Decode tokens/s each user must see")
-    max_ttft_s: float | None = Field(None, gt=0, description="Longest acceptable time to first token [s]")
-    max_request_s: float | None = Field(None, gt=0, description="Longest acceptable time per request/turn [s]")
+    min_tok_s_per_user: OptPositive = None
+    """Decode tokens/s each user must see"""
+    max_ttft_s: OptPositive = None
+    """Longest acceptable time to first token [s]"""
+    max_request_s: OptPositive = None
+    """Longest acceptable time per request/turn [s]"""
 
     def describe(self) -> str:
         """'10 tok/s per user, TTFT ≤ 3 s, ≤ 60 s per request' (the targets that are set)."""
