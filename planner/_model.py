@@ -27,9 +27,10 @@ M = TypeVar("M", bound=BaseModel)
 FIELD_DOCS = "MAC_LLM_PLANNER_FIELD_DOCS"
 # protected_namespaces=(): pydantic checks each field name against its reserved prefixes (model_validate,
 # model_dump) at every class creation (~3.8 M instructions of the plain question); tests/test_field_names.py checks
-# them once instead.
+# them once instead. alias_generator and field_title_generator are pydantic's defaults (None), written out because
+# pydantic reads both for every field and finds a setting the config leaves out only after a KeyError (~2.8 M).
 Frozen = ConfigDict(frozen=True, extra="forbid", defer_build=True, use_attribute_docstrings=FIELD_DOCS in os.environ,
-                    protected_namespaces=())
+                    protected_namespaces=(), alias_generator=None, field_title_generator=None)
 
 
 # The macOS every command assumes unless the macOS input says otherwise: the current release (macOS 26 Tahoe, shipping since
