@@ -18,12 +18,19 @@ M = TypeVar("M", bound=BaseModel)
 # its FieldInfo cost ~0.12-0.16 M instructions per field at class creation (the plain question: ~743 M before,
 # ~720 M with 162 fields moved). pydantic reads the docstrings (it parses the class's source: slow) only when
 # this variable is set: scripts/gen_schema.py sets it for the published JSON Schema (tests/test_field_docs.py). A
-# description too long for one line is a parenthesised string, still one constant. A field with constraints
-# (gt=, min_length=, default_factory=) keeps its description in its Field call: the call stays, and moving the
-# description saved nothing measurable. Request models keep Field(description=...) too: --help, the web app's form
-# and the agents' input schemas read those at run time.
+# description too long for one line is a parenthesised string, still one constant. A field with constraints of its
+# own (le=MAX_CTX, default_factory=) keeps its description in its Field call: the call stays, and moving the
+# description saved nothing measurable; a constraint many fields share is an Annotated alias (pydantic's
+# PositiveInt, NonNegativeFloat..., planner/schema.py's NonEmptyStrs, OptPosInt), which needs no Field call at all.
+# Request models keep Field(description=...) too: --help, the web app's form and the agents' input schemas read
+# those at run time.
 FIELD_DOCS = "MAC_LLM_PLANNER_FIELD_DOCS"
-Frozen = ConfigDict(frozen=True, extra="forbid", defer_build=True, use_attribute_docstrings=FIELD_DOCS in os.environ)
+# protected_namespaces=(): pydantic checks each field name against its reserved prefixes (model_validate,
+# model_dump) at every class creation (~3.8 M instructions of the plain question); tests/test_field_names.py checks
+# them once instead. alias_generator and field_title_generator are pydantic's defaults (None), written out because
+# pydantic reads both for every field and finds a setting the config leaves out only after a KeyError (~2.8 M).
+Frozen = ConfigDict(frozen=True, extra="forbid", defer_build=True, use_attribute_docstrings=FIELD_DOCS in os.environ,
+                    protected_namespaces=(), alias_generator=None, field_title_generator=None)
 
 
 # The macOS every command assumes unless the macOS input says otherwise: the current release (macOS 26 Tahoe, shipping since

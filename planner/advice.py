@@ -9,7 +9,7 @@ restates a speed formula; launch commands come from planner.recipes. When throug
 import math
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from . import capacity, profiles
 from ._model import Frozen, assemble
@@ -117,7 +117,7 @@ class ServingOption(BaseModel):
     fit: Fit
     speed: Speed | None = None
     meets_targets: bool
-    misses: list[str] = Field([])
+    misses: list[str] = []
     bound: str
     """prefill-bound / decode-bound (bandwidth|compute) / memory-only"""
     quality: QualityNote
@@ -170,7 +170,7 @@ class Recommendation(BaseModel):
     router: RouterOption | None = None
     targets_met: bool = True
     """False: no configuration meets the targets; the closest are listed"""
-    notes: list[str] = Field([])
+    notes: list[str] = []
     why_not_higher_quality: str | None = None
     """Why the first option is not a lossless quant with a 16-bit KV cache (None when it is)"""
     best_per_runtime: list[ServingOption] = []

@@ -20,7 +20,7 @@ way, planner.plan.pinned_by_name). An explicit runtime that loads the other form
 import re
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, PositiveFloat
 
 from . import profiles
 from ._model import Frozen, assemble
@@ -33,7 +33,8 @@ class Mac(BaseModel):
 
     model_config = Frozen
     chip: Chip | None
-    ram_gb: float = Field(gt=0, description="Unified memory [GB]")
+    ram_gb: PositiveFloat
+    """Unified memory [GB]"""
     bin_note: str | None = None
     """How a binned chip was resolved without its GPU core count"""
 
