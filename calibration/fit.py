@@ -195,6 +195,18 @@ SHARED = ("eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor", "t_layer_s", "n
 # +16 % decode once fixed; dataset FIXES 20901-20904), and the builds since (AlexHiesch's M3 Max b8920-b9110, LM
 # Studio's 2026 engines, asiai's M5 Max b9430) decode hybrids as fast as dense models relative to the prediction.
 # The term stays free: a source measuring hybrids and dense models on one current build moves it.
+# t_wire_s_per_gb: mlx-lm's prompt speed waits for its stream_generate call's residency wiring of the weights
+# (throughput.Roofline.wire_time), fitted for mlx-lm only. The rows that show it: ax-engine's M5 Max mlx_lm.benchmark
+# runs at 128 / 512 / 2048 tokens fit t(P) = fixed + P x per-token with fixed 0.20 s (Qwen3.6-27B 4-bit, 15 GB),
+# 0.43 s (8-bit, 28 GB), 0.22 s (35B-A3B 4-bit, 20 GB), 0.23-0.33 s (gemma-4-31b 4-bit, 17 GB), one decode step of
+# each included: ~11-14 ms per GB; the model had only the first decode step, so held out it predicted the 128-token
+# prefills 65 % fast and the 2048-token ones 26 % slow. Fitted on 2026-12-06 data: 7.9 ms/GB (7.5-9.3 with any one of
+# ax-engine, guruswami, tolkin or enescingoz's M5 held out: the other sources identify it too). Held out (every
+# source group refitted without it; calibration.report --loso figures from a dump of F.leave_one_source_out):
+# mlx-lm prefill 28.4 -> 27.4 % over 10 sources (bias +2.0 -> +1.0 %; ax-engine 48.7 -> 22.4 %, guruswami 12.1 ->
+# 10.4 %, john-rocky 13.5 -> 6.9 %, the M1 and M2 Max users 15.7 -> 9.9 % and 15.3 -> 7.6 %; enescingoz's fanless
+# M5 Air 21.1 -> 47.2 %: held out, M5's prefill speed now comes from ax-engine's M5 Max alone, 1.6x its per-core
+# rate); mlx-lm decode 18.7 -> 18.8 %, LM Studio MLX decode 11.4 -> 11.7 %, llama.cpp unchanged.
 OPTIONAL_FIXED = {"t_moe_layer_s": 0.0, "t_recurrent_layer_s": 0.0, "eta_attn_decode": 1.0, "t_wire_s_per_gb": 0.0}
 
 
