@@ -205,7 +205,7 @@ SHARED = ("eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor", "t_layer_s", "n
 # source group refitted without it; calibration.report --loso figures from a dump of F.leave_one_source_out):
 # mlx-lm prefill 28.4 -> 27.4 % over 10 sources (bias +2.0 -> +1.0 %; ax-engine 48.7 -> 22.4 %, guruswami 12.1 ->
 # 10.4 %, john-rocky 13.5 -> 6.9 %, the M1 and M2 Max users 15.7 -> 9.9 % and 15.3 -> 7.6 %; enescingoz's fanless
-# M5 Air 21.1 -> 47.2 %: held out, M5's prefill speed now comes from ax-engine's M5 Max alone, 1.6x its per-core
+# M5 Air 21.1 -> 47.2 %: held out, M5's prefill speed now comes from ax-engine's M5 Max alone, 1.5x its per-core
 # rate); mlx-lm decode 18.7 -> 18.8 %, LM Studio MLX decode 11.4 -> 11.7 %, llama.cpp unchanged.
 OPTIONAL_FIXED = {"t_moe_layer_s": 0.0, "t_recurrent_layer_s": 0.0, "eta_attn_decode": 1.0, "t_wire_s_per_gb": 0.0}
 
