@@ -92,6 +92,9 @@ BASE_PRIORS: dict[str, tuple[float, float]] = {
     "q_float": (1.0, 0.5), "q_legacy": (1.0, 0.5), "q_kquant": (0.85, 0.5), "q_iquant": (0.8, 0.5),
     "q_mxfp4": (1.0, 0.5), "q_affine": (1.0, 0.5), "q_fp4": (1.0, 0.5), "era": (1.0, 1.0), "era_decode": (1.0, 0.3),
     "eta_bw_fam": (1.0, 0.2),
+    # mlx-lm's residency wiring per stream_generate call (throughput.Roofline.wire_time): no measurement of its own
+    # before the fit; 10 ms per GB, wide
+    "t_wire_s_per_gb": (0.01, 2.0),
 }
 # Expected scatter of one measured rate around the model, in log units: run-to-run spread of llama-bench / mlx_lm
 # benchmarks (2-5%) plus what the model does not capture; data residuals are divided by it so priors stay weak.
@@ -192,7 +195,19 @@ SHARED = ("eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor", "t_layer_s", "n
 # +16 % decode once fixed; dataset FIXES 20901-20904), and the builds since (AlexHiesch's M3 Max b8920-b9110, LM
 # Studio's 2026 engines, asiai's M5 Max b9430) decode hybrids as fast as dense models relative to the prediction.
 # The term stays free: a source measuring hybrids and dense models on one current build moves it.
-OPTIONAL_FIXED = {"t_moe_layer_s": 0.0, "t_recurrent_layer_s": 0.0, "eta_attn_decode": 1.0}
+# t_wire_s_per_gb: mlx-lm's prompt speed waits for its stream_generate call's residency wiring of the weights
+# (throughput.Roofline.wire_time), fitted for mlx-lm only. The rows that show it: ax-engine's M5 Max mlx_lm.benchmark
+# runs at 128 / 512 / 2048 tokens fit t(P) = fixed + P x per-token with fixed 0.20 s (Qwen3.6-27B 4-bit, 15 GB),
+# 0.43 s (8-bit, 28 GB), 0.22 s (35B-A3B 4-bit, 20 GB), 0.23-0.33 s (gemma-4-31b 4-bit, 17 GB), one decode step of
+# each included: ~11-14 ms per GB; the model had only the first decode step, so held out it predicted the 128-token
+# prefills 65 % fast and the 2048-token ones 26 % slow. Fitted on 2026-12-06 data: 7.9 ms/GB (7.5-9.3 with any one of
+# ax-engine, guruswami, tolkin or enescingoz's M5 held out: the other sources identify it too). Held out (every
+# source group refitted without it; calibration.report --loso figures from a dump of F.leave_one_source_out):
+# mlx-lm prefill 28.4 -> 27.4 % over 10 sources (bias +2.0 -> +1.0 %; ax-engine 48.7 -> 22.4 %, guruswami 12.1 ->
+# 10.4 %, john-rocky 13.5 -> 6.9 %, the M1 and M2 Max users 15.7 -> 9.9 % and 15.3 -> 7.6 %; enescingoz's fanless
+# M5 Air 21.1 -> 47.2 %: held out, M5's prefill speed now comes from ax-engine's M5 Max alone, 1.5x its per-core
+# rate); mlx-lm decode 18.7 -> 18.8 %, LM Studio MLX decode 11.4 -> 11.7 %, llama.cpp unchanged.
+OPTIONAL_FIXED = {"t_moe_layer_s": 0.0, "t_recurrent_layer_s": 0.0, "eta_attn_decode": 1.0, "t_wire_s_per_gb": 0.0}
 
 
 # --------------------------------------------------------------------------- the common record form
@@ -462,6 +477,9 @@ def _param_names(records: list[FitRecord], spec: Spec) -> list[str]:
         names.append("t_moe_layer_s")
     if "t_recurrent_layer_s" in spec.free and any(r.phase == "decode" and r.geo.recurrent_layers for r in records):
         names.append("t_recurrent_layer_s")
+    if "t_wire_s_per_gb" in spec.free and any(r.phase == "prefill" and r.engine == "mlx-lm" and r.batch == 1
+                                              for r in records):
+        names.append("t_wire_s_per_gb")
     if "eta_attn_decode" in spec.free and any(r.phase == "decode" for r in records):
         names.append("eta_attn_decode")   # a user fit's own (calibration/user_fit.py); the shipped fit keeps 1
     if "q" in spec.free:
@@ -559,6 +577,7 @@ class _Arrays:
         self.pstep_exp = np.zeros(n)       # its routed-expert bytes (k of E)
         self.pstep_kv = np.zeros(n)        # its KV + state bytes
         self.pstep_attn = np.zeros(n)      # its attention + state-update FLOPs
+        self.wire = np.zeros(n)            # the weights its call makes resident first [GB] (Roofline.wire_time)
         self.fa_off = np.array([(not r.flash_attn) and r.engine != "mlx-lm" for r in records])
         # decode attention on the engine's vector kernel (throughput.Roofline.eta_attn_decode): its FLOPs run at
         # η_attn × eta_attn_decode, else at η_attn (llama.cpp: -fa off, or 20+ queries of a unified cache)
@@ -616,6 +635,7 @@ class _Arrays:
                     self.pstep_exp[i] = g.expert_bytes * g.expert_reads(1, kern["mm_id_min_batch"])
                     self.pstep_kv[i] = g.kv_read(c)
                     self.pstep_attn[i] = 2 * g.attn_keys(c) + g.state_flops
+                    self.wire[i] = g.weight_bytes / 1e9
 
 
 def _index(records, spec, names):
@@ -708,7 +728,8 @@ def _predict(theta: np.ndarray, A: _Arrays, idx, fixedv) -> np.ndarray:
     t_ps = (fixed + (A.pstep_w + A.pstep_exp / moe) / (eta_bw * A.bw)
             + np.maximum(A.pstep_kv / (eta_bw * pick("eta_kv") * A.bw),
                          A.pstep_attn / (pick("eta_attn") * eta_ad * F)))
-    t = t + np.where(A.pstep, t_ps, 0.0)
+    # + the call's residency wiring of the weights (Roofline.wire_time)
+    t = t + np.where(A.pstep, t_ps + A.wire * pick("t_wire_s_per_gb"), 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         pre = np.where(A.dec, 0.0, A.tokens / np.where(A.dec, 1.0, t))
     return np.where(A.dec, dec, pre)
@@ -1227,7 +1248,7 @@ def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None,
         # source groups (fit_hierarchical): M3 Ultra prefills 1.5x faster per FLOP than M1/M2 users' Macs
         spec = Spec("mlx-lm", tier_eta_bw=True, gen_eta_c=True, eta_c_family=MLX_ETA_C_FAMILY,
                     free={"eta_bw", "eta_c", "eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor", "t_layer_s",
-                          "t_moe_layer_s", "matrix_unit_factor", "q", "eta_kv"})
+                          "t_moe_layer_s", "matrix_unit_factor", "q", "eta_kv", "t_wire_s_per_gb"})
         mx_priors = {**shared, **within_source_quant_priors(mx), **borrowed_kernel_priors(mx, p_lc, "mlx-lm")}
         p_mx, d_mx = fit_source_robust(mx, lambda rs, x0: fit_hierarchical(rs, spec, priors=mx_priors, start=x0))
         p_mx = mlx_family_eta_c(p_mx, mx)

@@ -29,7 +29,7 @@ class Provenance(BaseModel):
 
 OPTIONAL_CONSTANTS = ("likely_range", "t_token_host_s", "eta_attn_decode", "server_prefill_factor",
                       "server_decode_factor", "decode_factor", "prefill_factor", "t_moe_layer_s",
-                      "t_recurrent_layer_s")
+                      "t_recurrent_layer_s", "t_wire_s_per_gb")
 
 
 class SpeedConstants(BaseModel):
@@ -65,6 +65,11 @@ class SpeedConstants(BaseModel):
         None, ge=0, le=1e-2, description="Fixed cost per recurrent layer (gated DeltaNet, Mamba) per forward pass on "
                                          "top of t_layer_s: its conv, norms, gates and state-update kernels "
                                          "dispatched one after another (unset = 0) [s]")
+    t_wire_s_per_gb: float | None = Field(
+        None, ge=0, le=0.1, description="Time a call of mlx-lm's stream_generate spends making the model's weights "
+                                        "resident before its first token, per GB of weights: its wired_limit "
+                                        "context raises mlx's wired limit, which adds every weight buffer to the "
+                                        "Metal residency set (unset = 0) [s/GB]")
     t_token_host_s: float | None = Field(
         None, ge=0, le=0.1, description="A server's host work per sampled token of each sequence (sampling, "
                                         "streaming), beyond the benchmark's step; measured by plan calibrate [s]")

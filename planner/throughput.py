@@ -29,6 +29,8 @@ Prefill of P tokens per sequence on D cached tokens (§5.3)::
                  (MLX on a CPU: unfused, every query of a chunk × every key up to its end, at η_c · F; mlx-lm
                  layers whose head size has no fused GPU kernel: that rectangle at η_c · F + the score matrix's
                  trips through memory at η_bw · BW, Engine.unfused_prefill_layers)
+    mlx-lm's own prompt speed = P / (TTFT + W_all · t_wire): stream_generate's timer also waits for its call's
+                 residency wiring of all W_all weight bytes (Roofline.wire_time; not the serving TTFT)
 
 with F the peak GPU FLOPS (× the matrix-unit factor on M5), q the weight-class dequantization factor, η_ad the decode
 attention kernel's FLOP efficiency relative to prefill's (eta_attn_decode, 1 unless a calibration fitted it; only where
@@ -88,6 +90,7 @@ class Geometry:
     unfused_swa: float = 0.0   # the part of attn_swa on those layers [1]
     moe_layers: int = 0       # layers with a routed-expert block (t_moe_layer_s per forward pass) [1]
     recurrent_layers: int = 0  # layers with a recurrent state (t_recurrent_layer_s per forward pass) [1]
+    weight_bytes: float = 0.0  # every weight the runtime holds in memory (MemoryModel.resident_weights) [bytes]
     attn_heads: tuple[tuple[int, int], ...] = ((128, 128),)  # the attention layers' (query, value) head sizes
                               # (absorbed MLA: kv_lora_rank + rope, kv_lora_rank): each engine's vector kernel takes
                               # only some (Engine.decode_attn_vec)
@@ -273,6 +276,7 @@ def geometry(mm: MemoryModel, quant_kind: str = "gguf", quant_mode: str | None =
         **_unfused_prefill(mm),
         moe_layers=arch._memo("moe_layers", cfg, moe_layers) if cfg.is_moe else 0,
         recurrent_layers=arch._memo("recurrent_layers", cfg, hybrid.recurrent_layers),
+        weight_bytes=float(mm.resident_weights),
         attn_heads=arch._memo("attn_heads", cfg, _attn_heads))
 
 
@@ -560,8 +564,22 @@ class Roofline:
         depth D + P, so its prompt speed is P / TTFT (one sequence; BatchGenerator keeps its own stats)."""
         t, _ = self.prefill_time(prompt, depth, batch)
         if self.engine.last_prompt_token_decodes and batch == 1 and prompt > 0:
-            return first_token_time(self, prompt, depth, 1, t)
+            return first_token_time(self, prompt, depth, 1, t) + self.wire_time()
         return t
+
+    def wire_time(self) -> float:
+        """Time a call of the engine's generate loop spends making the weights resident before its first token. [s]
+
+        mlx-lm: stream_generate runs inside ``with wired_limit(model, [generation_stream])`` (mlx_lm/generate.py,
+        ml-explore/mlx-lm d78bf58e): ``mx.set_wired_limit(max_recommended_working_set_size)`` on entry and back to the
+        old limit (0 unless the caller set one) on exit. Raising the limit adds every allocation that fits to the
+        Metal residency set and commits it (mlx/backend/metal/resident.cpp ResidencySet::resize, ml-explore/mlx
+        939e425c7; the set keeps a standing requestResidency), lowering it removes them: each call wires the whole
+        model again, and the prompt's timer (``tic``, taken inside the context) waits for it with the first command
+        buffer. Its cost per GB of weights (t_wire_s_per_gb) is fitted (unset: 0). mlx_lm.server sets the limit
+        once at start-up (mlx_lm/server.py main), so its requests do not pay it: only the reported prompt speed,
+        not the serving TTFT, carries this time."""
+        return self.geo.weight_bytes / 1e9 * (self.k.t_wire_s_per_gb or 0.0)
 
     def prefill_attn_time(self, prompt: int, depth: int = 0, batch: int = 1) -> float:
         """The causal attention part of prefill_time: prefill_attn_flops at η_attn (× the no-flash slowdown). [s]

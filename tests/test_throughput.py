@@ -618,6 +618,26 @@ def test_mlx_lm_prompt_speed_is_the_prompt_over_the_time_to_first_token():
     assert tp.estimate(lc, prompt=1000, gen=1).prefill_tok_s == pytest.approx(1000 / lc.prefill_time(1000)[0])
 
 
+def test_mlx_lm_prompt_speed_waits_for_the_calls_wiring_of_the_weights_the_servers_ttft_does_not():
+    """mlx_lm/generate.py stream_generate starts its prompt timer inside ``with wired_limit(...)``, which wires every
+    weight buffer into mlx's Metal residency set on entry and unwires them on exit: each call pays
+    Roofline.wire_time = weight GB × t_wire_s_per_gb before its first token. 15 GB at 12 ms/GB: 0.18 s on top of
+    test_mlx_lm_prompt_speed_is_the_prompt_over_the_time_to_first_token's TTFT (prefill of 999 tokens + the 20.21998
+    ms step). The TTFT (the serving rule, mlx_lm.server sets the limit once) and llama-bench's pp do not pay it."""
+    geo = dataclasses.replace(GEO, weight_bytes=15e9)
+    wired = ResolvedSpeedConstants(constants=K.model_copy(update={"t_wire_s_per_gb": 0.012}), source="t", scopes=["t"])
+    mlx = tp.roofline(geo, chip(), wired, "mlx-lm", chunk=2048)
+    assert mlx.wire_time() == pytest.approx(0.18, rel=1e-12)
+    t_pf, _ = mlx.prefill_time(999)
+    assert mlx.reported_prefill_time(1000) == pytest.approx(t_pf + 0.02021998 + 0.18, rel=1e-12)
+    est = tp.estimate(mlx, prompt=1000, gen=1)
+    assert est.ttft_s == pytest.approx(t_pf + 0.02021998, rel=1e-12)
+    assert est.prefill_tok_s == pytest.approx(1000 / (est.ttft_s + 0.18), rel=1e-12)
+    assert tp.roofline(geo, chip(), RES, "mlx-lm", chunk=2048).wire_time() == 0  # unset: no wiring
+    lc = tp.roofline(geo, chip(), wired, "llama.cpp", chunk=512)
+    assert lc.reported_prefill_time(1000) == lc.prefill_time(1000)[0]
+
+
 def test_moe_layer_fixed_cost_adds_once_per_moe_layer_per_pass():
     """Roofline.fixed_time = L · t_layer + L_moe · t_moe_layer: 3 MoE layers at 0.2 ms add 0.6 ms to a decode step
     (0.0202 s in test_decode_step_golden) and to every prefill chunk; unset (the shipped profiles before a refit)

@@ -129,6 +129,51 @@ def test_vectorised_fit_model_matches_planner_throughput_with_moe_layer_cost():
     assert F.full_constants(no_moe, FIXED_Q, c).t_moe_layer_s == 0.0
 
 
+def test_the_fit_recovers_mlx_lms_per_call_wiring_time_from_prompts_of_several_lengths():
+    """mlx-lm's prompt speed is P over its TTFT, which waits for the call's residency wiring of every weight
+    (throughput.Roofline.wire_time: weight GB × t_wire_s_per_gb). Hand-derived: a 15 GB model at 12 ms/GB adds
+    0.18 s to the time the prompt speed divides by; the vectorised model agrees with the planner, and prompts of
+    128, 512 and 2048 tokens separate the fixed wiring from the per-token compute (η_c)."""
+    import dataclasses
+
+    import numpy as np
+
+    true = {"eta_bw:max": 0.78, "eta_c:M3": 0.7, "t_layer_s": 5e-5, "t_wire_s_per_gb": 0.012}
+    c = profiles.resolve_chip("m3-max-40gpu")
+    fixed = {**FIXED_Q, "matrix_unit_factor": 1.0, "moe_bw_factor": 1.0}
+    k = F.full_constants(true, fixed, c, "mlx-lm")
+    assert k.t_wire_s_per_gb == 0.012
+    g = dataclasses.replace(_geo(40, 5120), weight_bytes=15e9)
+    r = F.FitRecord(runtime="mlx-lm", chip=c, geo=g, phase="prefill", prompt=128, gen=0, depth=0, batch=1,
+                    value=1.0, chunk=2048)
+    k0 = k.model_copy(update={"t_wire_s_per_gb": 0.0})
+    assert 128 / F.predict_record(r, k) == pytest.approx(128 / F.predict_record(r, k0) + 0.18, rel=1e-12)
+    # llama.cpp's pp is the prefill alone: no wiring whatever the constant
+    lc = F.FitRecord(**{**r.__dict__, "runtime": "llama.cpp"})
+    assert F.predict_record(lc, k) == F.predict_record(lc, k0)
+    recs = []
+    for geo in (g, dataclasses.replace(_geo(24, 2048), weight_bytes=2.4e9)):
+        for P in (128, 512, 2048):
+            x = F.FitRecord(**{**r.__dict__, "geo": geo, "prompt": P})
+            recs.append(F.FitRecord(**{**x.__dict__, "value": F.predict_record(x, k)}))
+        d = F.FitRecord(runtime="mlx-lm", chip=c, geo=geo, phase="decode", prompt=0, gen=64, depth=512, batch=1,
+                        value=1.0)
+        recs.append(F.FitRecord(**{**d.__dict__, "value": F.predict_record(d, k)}))
+    spec = F.Spec("mlx-lm", free={"eta_bw", "eta_c", "t_layer_s", "t_wire_s_per_gb"})
+    names = F._param_names(recs, spec)
+    assert "t_wire_s_per_gb" in names
+    fixed = {**fixed, "eta_attn": k.eta_attn, "eta_kv": k.eta_kv}
+    theta = np.log([true[n] for n in names])
+    pred = F._predict(theta, F._Arrays(recs), F._index(recs, spec, names), F._fixed_values(recs, spec, fixed))
+    assert pred == pytest.approx([x.value for x in recs], rel=1e-9)
+    params, _ = F.fit_efficiency_least_squares(recs, spec, fixed=fixed)
+    assert params["t_wire_s_per_gb"] == pytest.approx(0.012, rel=0.03)
+    assert params["eta_c:M3"] == pytest.approx(0.7, rel=0.03)
+    # decode rows alone cannot see it: not a parameter there, and unset it is 0
+    assert "t_wire_s_per_gb" not in F._param_names([x for x in recs if x.phase == "decode"], spec)
+    assert F.full_constants({n: v for n, v in true.items() if n != "t_wire_s_per_gb"}, fixed, c).t_wire_s_per_gb == 0
+
+
 def test_the_fit_recovers_a_recurrent_layer_cost_next_to_the_layer_cost():
     """L_rec · t_recurrent_layer (throughput.Roofline.fixed_time) is in the vectorised model as in the planner, and
     a dense and a hybrid geometry of different depths separate it from t_layer (llama.cpp frees it)."""
