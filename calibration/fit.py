@@ -453,6 +453,17 @@ class Spec:
                                                     "matrix_unit_factor", "q", "era", "era_decode", "era_tl"})
 
 
+def _fixed_time_names(records: list[FitRecord], spec: Spec) -> list[str]:
+    """The fixed times the records can identify: per MoE and per recurrent layer of a decode step, and mlx-lm's
+    per-call wiring of the weights before a prompt (rows of one sequence)."""
+    seen = {
+        "t_moe_layer_s": any(r.phase == "decode" and r.geo.moe_layers for r in records),
+        "t_recurrent_layer_s": any(r.phase == "decode" and r.geo.recurrent_layers for r in records),
+        "t_wire_s_per_gb": any(r.phase == "prefill" and r.engine == "mlx-lm" and r.batch == 1 for r in records),
+    }
+    return [p for p, ok in seen.items() if ok and p in spec.free]
+
+
 def _param_names(records: list[FitRecord], spec: Spec) -> list[str]:
     names = []
     if "eta_bw" in spec.free:
@@ -473,13 +484,7 @@ def _param_names(records: list[FitRecord], spec: Spec) -> list[str]:
                                    and all(f"t_layer_s:{r.chip.generation}" in scoped_tl for r in records)):
             names.append(p)
     names += scoped_tl
-    if "t_moe_layer_s" in spec.free and any(r.phase == "decode" and r.geo.moe_layers for r in records):
-        names.append("t_moe_layer_s")
-    if "t_recurrent_layer_s" in spec.free and any(r.phase == "decode" and r.geo.recurrent_layers for r in records):
-        names.append("t_recurrent_layer_s")
-    if "t_wire_s_per_gb" in spec.free and any(r.phase == "prefill" and r.engine == "mlx-lm" and r.batch == 1
-                                              for r in records):
-        names.append("t_wire_s_per_gb")
+    names += _fixed_time_names(records, spec)
     if "eta_attn_decode" in spec.free and any(r.phase == "decode" for r in records):
         names.append("eta_attn_decode")   # a user fit's own (calibration/user_fit.py); the shipped fit keeps 1
     if "q" in spec.free:
