@@ -287,9 +287,11 @@ class ServeRequest:
     rate: float                 # [1/s]
     prompt: Length
     gen: Length
+    # no default: the share belongs to the workload, as prompt and gen do; every caller passes its workload's
+    # (the CLI's, the app's and the questions' default is planner/points.py DEFAULT_CACHED_PREFIX), one rule
+    cached_prefix_share: float
     duration: float = 3600.0    # [s]
     seed: int = 0
-    cached_prefix_share: float = 0.0
     slot_context: int | None = None
     max_ttft_p95: float | None = None
     sweep: bool = True

@@ -187,7 +187,7 @@ def test_stable_below_saturation_growing_above(runtime):
 
     s = setup("M4 Max", 40, 128, "qwen3-30b-a3b", None, runtime)
     base = dict(slots=4, prompt=Length(p50=800, p90=2500), gen=Length(p50=150, p90=400), duration=1800.0,
-                sweep=False)
+                sweep=False, cached_prefix_share=0.0)
     mu = serve(s, ServeRequest(rate=0.01, **base)).saturation_rate_per_s
     low = serve(s, ServeRequest(rate=0.5 * mu, **base))
     high = serve(s, ServeRequest(rate=1.5 * mu, **base))
@@ -228,7 +228,7 @@ def test_slots_that_do_not_fit_are_capped():
 
     s = setup("M4 Max", 40, 64, "llama-3.3-70b", None, "llama.cpp")
     r = serve(s, ServeRequest(slots=64, rate=0.01, prompt=Length(value=1000), gen=Length(value=50), duration=600,
-                              slot_context=8192, sweep=False))
+                              slot_context=8192, sweep=False, cached_prefix_share=0.0))
     assert r.slots < 64 and any("do not fit" in n for n in r.notes)
     assert r.memory_bytes <= r.wired_limit_bytes
 
@@ -286,7 +286,7 @@ def test_latency_curve_rises_with_load(qwen):
     from planner.workload import Length
 
     r = serve(qwen, ServeRequest(slots=4, rate=0.05, prompt=Length(p50=800, p90=2500), gen=Length(p50=150, p90=400),
-                                 duration=600.0, sweep=False))
+                                 duration=600.0, sweep=False, cached_prefix_share=0.0))
     assert [p.rate_per_s for p in r.curve] == pytest.approx([x * r.saturation_rate_per_s for x in CURVE_LOADS])
     assert r.curve[-1].ttft_p95_s > 3 * r.curve[0].ttft_p95_s        # past saturation the queue dominates
     assert all(p.ttft_p50_s <= p.ttft_p95_s for p in r.curve)
@@ -388,7 +388,7 @@ def test_serve_brackets_its_figures_by_the_speed_range(qwen):
     from planner.workload import Length
 
     r = serve(qwen, ServeRequest(slots=4, rate=0.1, prompt=Length(p50=800, p90=2500), gen=Length(p50=150, p90=400),
-                                 duration=900.0, sweep=False))
+                                 duration=900.0, sweep=False, cached_prefix_share=0.0))
     assert r.ttft_s_fast.p50 < r.ttft_s.p50 < r.ttft_s_slow.p50
     assert r.ttft_s_fast.p95 < r.ttft_s.p95 < r.ttft_s_slow.p95
     assert r.saturation_slow_per_s < r.saturation_rate_per_s < r.saturation_fast_per_s
@@ -457,3 +457,18 @@ def test_mlx_capacity_counts_the_prompt_batch_beyond_the_completion_batch():
     assert mlx.busy_integral / mlx.makespan > 4   # the overshoot is real: more than 4 in flight on average
     llama = simulate(arrival, prompt, gen, cached, Scheduler("llama.cpp", 4, 512, 4), Flat())
     assert llama.capacity == 4 and llama.busy_integral / llama.makespan == pytest.approx(4, rel=0.01)
+
+
+def test_a_serve_request_has_no_cache_share_of_its_own():
+    """Issue 32, one answer everywhere: the prompt-cache share belongs to the workload, as the lengths do; the core
+    request takes none by default (it was 0.0 while every command passes the default workload's 0.75), so a caller
+    that forgets it is an error, not a silent cold prompt."""
+    import dataclasses
+
+    from planner.serve_plan import ServeRequest
+    from planner.workload import Length
+
+    field = {f.name: f for f in dataclasses.fields(ServeRequest)}["cached_prefix_share"]
+    assert field.default is dataclasses.MISSING
+    with pytest.raises(TypeError, match="cached_prefix_share"):
+        ServeRequest(slots=1, rate=0.1, prompt=Length(value=100), gen=Length(value=10))

@@ -72,7 +72,7 @@ def test_serve_curve_chart_marks_saturation_and_the_target():
 
     r = serve(setup("M4 Max", 40, 128, "qwen3-30b-a3b", None, "llama.cpp"),
               ServeRequest(slots=4, rate=0.05, prompt=Length(p50=500, p90=1500), gen=Length(p50=100, p90=300),
-                           duration=600.0, max_ttft_p95=5.0, sweep=False))
+                           duration=600.0, max_ttft_p95=5.0, sweep=False, cached_prefix_share=0.0))
     fig = charts.serve_curve(r)
     assert [t.name for t in fig.data] == ["TTFT p95", "TTFT p50"]
     assert list(fig.data[0].x) == pytest.approx([p.rate_per_s * 60 for p in r.curve])
