@@ -26,7 +26,7 @@ from planner.errors import PlannerError, render_validation_error
 from planner.format import cached_label, fmt_bytes, fmt_ctx, fmt_params, fmt_seconds
 from planner.inputs import template
 from planner.plan import Plan, PlanRequest
-from planner.points import CACHED_PREFIX_HELP
+from planner.points import CACHED_PREFIX_HELP, DEFAULT_RATE_NOTE, DEFAULT_WORKLOAD, default_rate_per_s
 
 _install_profile_cache()  # validated profiles kept between reruns and restarts (the core keeps none)
 
@@ -285,8 +285,8 @@ def workload_form() -> tuple[dict, tuple]:
     """-> (PlanRequest kwargs, arguments of build_workload)."""
     st.sidebar.subheader("Workload")
     presets = workload_presets()
-    if "preset" not in st.session_state:  # first run: the chat preset's values; later the user's
-        st.session_state["preset"] = "chat" if "chat" in presets else next(iter(presets))
+    if "preset" not in st.session_state:  # first run: the default workload preset's values; later the user's
+        st.session_state["preset"] = DEFAULT_WORKLOAD  # planner/points.py: the default workload of every command
         _apply_preset()
     else:
         # a click during the first run stops it before these widgets are drawn, and Streamlit then drops their
@@ -623,8 +623,8 @@ def capped(model: str, quants, context: int, prompt: int, gen: int) -> tuple[int
 
 @st.cache_data(show_spinner="Simulating the server…", max_entries=64)
 def cached_serve(model: str, chip: str, gpu_cores: int, ram_gb: float, runtime: str, slots: int, rate: float,
-                 prompt_json: str, gen_json: str, target: float | None, kv_unified: bool = False,
-                 cached_prefix: float = 0.0):
+                 prompt_json: str, gen_json: str, target: float | None, kv_unified: bool,
+                 cached_prefix: float):
     from planner.serve_plan import ServeRequest, serve, setup
     from planner.workload import Length
 
@@ -640,7 +640,9 @@ def show_serve(model: str, mac: dict, wl) -> None:
     c1, c2, c3, c4 = st.columns(4)
     runtime = c1.selectbox("Server", ["llama.cpp", "mlx-lm"], key="serve_runtime",
                            help="llama-server (llama.cpp) or mlx_lm.server (mlx-lm)")
-    per_min = c3.number_input("Requests per minute", 0.1, 6000.0, 6.0, step=1.0, key="serve_rate")
+    # `plan serve`'s default rate (planner/points.py): the default workload's user reading each answer
+    per_min = c3.number_input("Requests per minute", 0.1, 6000.0, default_rate_per_s() * 60, step=0.1, format="%.3f",
+                              key="serve_rate", help="Mean request rate" + DEFAULT_RATE_NOTE)
     target = c4.number_input("TTFT p95 target [s] (0 = none)", 0.0, 600.0, float(wl.targets.max_ttft_s or 0),
                              key="serve_target")
     unified = runtime == "llama.cpp" and st.checkbox(

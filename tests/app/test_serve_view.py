@@ -82,3 +82,42 @@ def test_serve_curve_chart_marks_saturation_and_the_target():
     band = [s for s in fig.layout.shapes if s.type == "rect"]          # the saturation rate's likely range
     assert len(band) == 1 and (band[0].x0, band[0].x1) == pytest.approx(
         (r.saturation_slow_per_s * 60, r.saturation_fast_per_s * 60))
+
+
+def test_serve_view_starts_at_plan_serves_default_question():
+    """Issue 32, one answer everywhere: with nothing changed the serve view asks `plan serve`'s default question,
+    the default workload of planner/points.py (its lengths, its prompt-cache share and its rate, one user reading
+    each answer: 5.3 tok/s over 750 tokens = 0.424/min, not a rate of the app's own), and shows the CLI's TTFT."""
+    import contextlib
+    import io
+    import json
+
+    from cli.main import main
+    from planner.format import fmt_seconds
+    from planner.points import DEFAULT_CACHED_PREFIX, DEFAULT_GEN_LENGTHS, DEFAULT_PROMPT_LENGTHS
+    from planner.workload import parse_length
+
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.radio(key="mac_mode").set_value("Serve a team").run()
+    assert not at.exception and not at.error
+    per_min = at.number_input(key="serve_rate").value
+    assert per_min == pytest.approx(1 * 5.3 / 750 * 60)     # chat.yaml: 1 user, 5.3 tok/s reading, 750-token mean
+    wl = at.session_state["_wl"]
+    assert wl.prompt_tokens == parse_length(DEFAULT_PROMPT_LENGTHS, "prompt")
+    assert wl.gen_tokens == parse_length(DEFAULT_GEN_LENGTHS, "gen")
+    assert wl.cached_prefix_share == DEFAULT_CACHED_PREFIX
+    chip = at.selectbox(key="chip").value
+    cores = at.selectbox(key=f"cores_{chip}").value
+    ram = at.selectbox(key=f"ram_{chip}_{cores}").value
+    argv = ["serve", "--model", at.selectbox(key="model").value, "--chip", chip, "--gpu-cores", str(cores),
+            "--ram", str(ram), "--runtime", "llama.cpp", "--slots", str(at.number_input(key="serve_slots").value),
+            "--json"]   # no rate, lengths or share: the CLI's defaults
+    target = at.number_input(key="serve_target").value
+    argv += ["--max-ttft-p95", f"{target:g}"] if target else []
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(argv) == 0
+    cli = json.loads(out.getvalue())
+    assert cli["rate_per_s"] == pytest.approx(per_min / 60)
+    shown = next(m.value for m in at.metric if m.label == "TTFT p50 / p95")
+    assert shown == f"{fmt_seconds(cli['ttft_s']['p50'])} / {fmt_seconds(cli['ttft_s']['p95'])}"
