@@ -22,7 +22,7 @@ def finetune_cmd(
     ram: float | None = opt(R, "ram", "--ram"),
     chip: str | None = opt(R, "chip", "--chip"),
     gpu_cores: int | None = opt(R, "gpu_cores", "--gpu-cores"),
-    quant: str = opt(R, "quant", "--quant", "-q"),
+    quant: str | None = opt(R, "quant", "--quant", "-q"),
     fine_tune_type: str = opt(R, "fine_tune_type", "--fine-tune-type"),
     seq_len: int = opt(R, "seq_len", "--seq-len", "--max-seq-length"),
     batch: int = opt(R, "batch", "--batch", "--batch-size"),

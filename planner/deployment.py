@@ -148,6 +148,17 @@ def resolve_quant(name: str, rt: Runtime, pinned_by: str | None = None) -> tuple
                        runtime_format=rt.weight_format, answered=t.id, bits=bits, pinned_by=pinned_by)
 
 
+def name_quant(name: str, rt: Runtime) -> tuple[QuantFormat, str] | None:
+    """-> (quant, note) of the preset a typed model name pins (``qwen3:8b-q8_0``, ``mlx-community/Qwen3-8B-8bit``:
+    profiles.parse_name, as planner.plan.pinned_by_name) in this runtime's format (:func:`resolve_quant`), or None
+    when the name pins none. The rule of every command that answers one quant (predict, finetune) without [[quant]]."""
+    named = profiles.parse_name(name).quant
+    if named is None:
+        return None
+    q, conv = resolve_quant(named, rt, pinned_by=name)
+    return q, conv.text() if conv else f"quant {q.id} from the name {name} (give [[quant]] for another)"
+
+
 def resolve_quants(names: list[str], runtimes: list[Runtime]) -> tuple[dict[str, list[QuantFormat]], list[str]]:
     """-> ({runtime id: its quants}, notes): asked quantizations for several runtimes at once, each answered
     somewhere. An asked format goes to the runtimes of its weight kind; one that none of them loads goes to every

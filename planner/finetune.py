@@ -41,11 +41,11 @@ from pydantic import AliasChoices, BaseModel, Field, model_validator
 from . import architecture as arch
 from . import capacity, profiles
 from ._model import Frozen, one_spelling
-from .deployment import resolve_mac, resolve_quant
+from .deployment import name_quant, resolve_mac, resolve_quant
 from .errors import InputError, ProfileError
 from .memory import mlx_weights
 from .results import Fit, WiredLimit
-from .schema import Chip, MlxRuntime, ModelConfig, ModelProfile, QuantFormat
+from .schema import Chip, MlxRuntime, ModelConfig, ModelProfile, QuantFormat, Runtime
 from .units import MiB
 
 # The activation coefficients (copies of a width per token) live in profiles/finetune/mlx-lm.yaml, fitted by
@@ -65,7 +65,8 @@ class FinetuneRequest(BaseModel):
                               description="Unified memory of the Mac [GB]; default: the chip's largest")
     chip: str | None = Field(None, description="Apple chip, e.g. 'M4 Pro' (needed for speed answers)")
     gpu_cores: int | None = Field(None, gt=0, description="GPU cores, to pick a binned chip")
-    quant: str = Field("4bit", description="Base weights: 4bit / 8bit (QLoRA) or bf16, or an MLX format id")
+    quant: str | None = Field(None, description="Base weights: 4bit / 8bit (QLoRA) or bf16, or an MLX format id; "
+                              "default: the quant the model name pins (mlx-community/Qwen3-8B-8bit), else 4bit")
     fine_tune_type: Literal["lora", "dora", "full"] = Field("lora", description="mlx_lm.lora --fine-tune-type")
     seq_len: int = Field(2048, ge=2, le=1_000_000, description="mlx_lm.lora --max-seq-length [tokens] (the loss needs 2+)")
     batch: int = Field(4, gt=0, le=4096, description="mlx_lm.lora --batch-size [sequences]")
@@ -345,6 +346,20 @@ def _over_context(model: ModelProfile, pad: int) -> list[str]:
             f"the positions it was pretrained on; [[seq_len]] {most} keeps within them"]
 
 
+DEFAULT_QUANT = "4bit"  # QLoRA on a 4-bit base: mlx-community's default conversion
+
+
+def base_quant(req: FinetuneRequest, rt: Runtime) -> tuple[QuantFormat, list[str]]:
+    """-> (base weights, notes): the asked [[quant]] (aliases 4bit, 8bit, bf16, qlora; a GGUF preset at its bit
+    class: deployment.resolve_quant); else the preset the model name pins, with the note every command gives
+    (deployment.name_quant: mlx-community/Qwen3-8B-8bit is QLoRA on its 8-bit base); else 4bit."""
+    if req.quant is not None:
+        fmt, conv = resolve_quant(req.quant, rt)
+        return fmt, [conv.text()] if conv else []
+    pinned = name_quant(req.model, rt)
+    return (pinned[0], [pinned[1]]) if pinned else (resolve_quant(DEFAULT_QUANT, rt)[0], [])
+
+
 def plan_finetune(req: FinetuneRequest) -> FinetunePlan:
     model = profiles.load_model(req.model)
     n_layers = model.config.num_hidden_layers
@@ -353,14 +368,14 @@ def plan_finetune(req: FinetuneRequest) -> FinetunePlan:
         raise InputError(f"[[layers]] {req.layers}: {model.name} has {n_layers} layers; give 1 to {n_layers}, "
                          "or -1 for all")
     rt = profiles.load_runtime("mlx-lm")
-    fmt, conv = resolve_quant(req.quant, rt)  # aliases: 4bit, 8bit, bf16, qlora; a GGUF preset at its bit class
+    fmt, quant_notes = base_quant(req, rt)
     mac = resolve_mac(req.chip or None, req.gpu_cores, req.ram)
     chip, ram = mac.chip, mac.ram_gb
     wired = capacity.wired_limit(ram, profiles.load_macos(req.macos), req.wired_limit_mb)
     budget = capacity.safe_budget(wired, rt)
-    notes: list[str] = [conv.text()] if conv else []
+    notes: list[str] = quant_notes
     if req.fine_tune_type == "full" and fmt.bits and fmt.bits < 16:
-        raise InputError(f"[[quant]] {req.quant}: full fine-tuning needs unquantized weights; use [[quant]] bf16 "
+        raise InputError(f"[[quant]] {req.quant or fmt.id}: full fine-tuning needs unquantized weights; use [[quant]] bf16 "
                          "or [[fine_tune_type]] lora (QLoRA)")
 
     pad, mean_pad, assumption = padded_lengths(req)
@@ -386,7 +401,7 @@ def plan_finetune(req: FinetuneRequest) -> FinetunePlan:
     max_seq = _largest(lambda s: fits(req.batch, s), model.config.max_position_embeddings)
     lead, run = "", req
     if chosen.fit.verdict not in ("fits", "tight"):
-        notes.append(_way_out(chosen, alts, max_batch, max_seq, req))
+        notes.append(_way_out(chosen, alts, max_batch, max_seq, req, fmt.bits))
         lead, run = _lead_with_checkpointing(alts, req)
     sp = None
     if chip is not None and chip.memory_bandwidth_gb_s:
@@ -414,8 +429,8 @@ def likely_range(total: int) -> tuple[int, int]:
 
 
 def _way_out(chosen: FinetuneOption, alts: list[FinetuneOption], max_batch: int, max_seq: int,
-             req: FinetuneRequest) -> str:
-    """Best effort: what would make it fit."""
+             req: FinetuneRequest, bits: int | None) -> str:
+    """Best effort: what would make it fit (``bits``: the base weights')."""
     ways = []
     if max_batch:
         ways.append(f"[[batch_size]] {max_batch}")
@@ -430,7 +445,6 @@ def _way_out(chosen: FinetuneOption, alts: list[FinetuneOption], max_batch: int,
     else:  # only what is not already so: a 4-bit base was suggested to a run on a 4-bit base
         tips = ["fewer [[num_layers]]", "a smaller rank" if req.fine_tune_type != "full" else "LoRA "
                 "([[fine_tune_type]] lora)"]
-        bits = resolve_quant(req.quant, profiles.load_runtime("mlx-lm"))[0].bits
         if req.fine_tune_type != "full" and (bits is None or bits > 4):
             tips.append("a 4-bit base ([[quant]] 4bit)")
         msg += f"; try {', '.join(tips)}, or a Mac with more memory"

@@ -6,7 +6,7 @@ from typing import Any
 
 from . import capacity, profiles
 from . import throughput as tp
-from .deployment import resolve_mac, resolve_quant, resolve_runtime
+from .deployment import name_quant, resolve_mac, resolve_quant, resolve_runtime
 from .errors import InputError
 from .memory import memory_model
 from .points import DEFAULT_CACHED_PREFIX
@@ -82,15 +82,10 @@ DEFAULT_QUANT = {"gguf": "Q4_K_M", "mlx": "4bit"}
 
 def pick_quant(quant: str | None, name: str, model: ModelProfile, rt: Runtime) -> tuple[QuantFormat, str | None]:
     """-> (quant, note): the asked one; else the preset the typed model name pins (``qwen3:8b-q8_0``,
-    ``mlx-community/Qwen3-8B-4bit``: profiles.parse_name, as planner.plan.pinned_by_name), in this runtime's format;
-    else the default (:func:`_default_quant`)."""
+    ``mlx-community/Qwen3-8B-4bit``: planner.deployment.name_quant), in this runtime's format; else the default (:func:`_default_quant`)."""
     if quant is not None:
         return _quant(quant, rt)
-    named = profiles.parse_name(name).quant
-    if named is None:
-        return _default_quant(model, rt)
-    q, conv = resolve_quant(named, rt, pinned_by=name)
-    return q, conv.text() if conv else f"quant {q.id} from the name {name} (give [[quant]] for another)"
+    return name_quant(name, rt) or _default_quant(model, rt)
 
 
 def native_quant_id(model: ModelProfile, rt: Runtime) -> str | None:

@@ -203,3 +203,30 @@ def test_odd_example_lengths_are_one_line_naming_the_input(lengths, says, capsys
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"plan: error: --lengths {lengths!r}: ") and says in err and "\n" not in err
     assert main(["finetune", "--model", "qwen3-0.6b", "--ram", "16", "--lengths", "2"]) == 0
+
+
+@pytest.mark.parametrize("name, quant, bits", [("mlx-community/Qwen3-8B-8bit", "mlx-8bit-g64", 8),
+                                               ("mlx-community/Qwen3-8B-4bit", "mlx-4bit-g64", 4),
+                                               ("hf.co/unsloth/Qwen3-8B-GGUF:Q8_0", "mlx-8bit-g64", 8)])
+def test_a_name_that_pins_a_quant_fine_tunes_that_base(name, quant, bits):
+    """Issue 32, one answer everywhere: without [[quant]], the preset a model name pins is the base, said with the
+    note `plan predict` gives (planner.deployment.name_quant; a GGUF preset at its bit class); the asked one wins;
+    a name that pins none is the 4-bit base. The base weights are params x bits/8 plus group scales, so the 8-bit
+    base is about twice the 4-bit one."""
+    p = ft.plan_finetune(_req(model=name, quant=None))
+    assert p.quant == quant
+    said = f"quant {quant} from the name {name} (give [[quant]] for another)" if "mlx-community" in name \
+        else f"{name} holds Q8_0, a gguf format, and mlx-lm loads mlx weights: answered for {quant}, the same 8-bit class"
+    assert p.notes[0] == said
+    asked = ft.plan_finetune(_req(model=name, quant="4bit"))
+    assert asked.quant == "mlx-4bit-g64" and not any("from the name" in n for n in asked.notes)
+    plain = ft.plan_finetune(_req(model="qwen3-8b", quant=None))
+    assert plain.quant == "mlx-4bit-g64" and not any("from the name" in n for n in plain.notes)
+    assert p.chosen.memory.weights / plain.chosen.memory.weights == pytest.approx(bits / 4, rel=0.15)
+
+
+def test_cli_finetune_says_the_quant_the_name_pins(capsys):
+    assert main(["finetune", "--model", "mlx-community/Qwen3-8B-8bit", "--ram", "64", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["quant"] == "mlx-8bit-g64"
+    assert "quant mlx-8bit-g64 from the name mlx-community/Qwen3-8B-8bit (give --quant for another)" in out["notes"]
