@@ -174,13 +174,14 @@ def _serve(req: ServeQuestion) -> Any:
     from planner.serve_plan import ServeRequest, serve, setup
     from planner.workload import parse_length
 
-    from .serve import _model, parse_duration, people_rate
+    from .serve import _model, parse_duration, people_rate, rate_users
 
     sr = ServeRequest(slots=req.slots, rate=people_rate(req.rate, None, None, None, "[[rate]]")[0],
                       prompt=parse_length(req.prompt, "[[prompt]]"), gen=parse_length(req.gen, "[[gen]]"),
                       duration=parse_duration(req.duration, "[[duration]]"), seed=req.seed,
                       cached_prefix_share=req.cached_prefix, slot_context=req.slot_context,
-                      max_ttft_p95=req.max_ttft_p95, sweep=req.sweep, trace=None, kv_unified=req.kv_unified)
+                      max_ttft_p95=req.max_ttft_p95, sweep=req.sweep, trace=None, kv_unified=req.kv_unified,
+                      users=rate_users(req.rate, None))
     r = serve(setup(req.chip, req.gpu_cores, req.ram, _model(req.model, req.quant), req.quant, req.runtime,
                     req.macos), sr)
     from planner.beyond import serve_energy  # as serve_cmd: kWh and money per day at this load

@@ -46,6 +46,14 @@ def parse_rate(text: str, flag: str = "--rate") -> float:
     return rate
 
 
+def rate_users(rate: str | None, users: int | None) -> int | None:
+    """The people behind the rate: --users, else the default workload's when no rate was given (planner/points.py
+    DEFAULT_USERS, whose reading pace is the default rate), else None (a bare --rate has no person's rate)."""
+    from planner.points import DEFAULT_USERS
+
+    return users if users is not None else DEFAULT_USERS if rate is None else None
+
+
 def people_rate(rate: str | None, users: int | None, think_time: str | None, per_user: str | None,
                 flag: str = "--rate") -> tuple[float, str]:
     """The request rate [1/s] from --rate, or from people: --users × --per-user, or --users / --think-time (each
@@ -111,6 +119,20 @@ def read_trace(path: str) -> tuple[list[float], list[int], list[int]]:
     return list(a), list(p), list(g)
 
 
+def _people(r) -> list[str]:
+    """How many people like the offered ones one server sustains (ServeResult.users_sustained), with its arithmetic:
+    under the TTFT target when one is given, else at most up to the saturation rate."""
+    if r.users_sustained is None:
+        return []
+    each = r.rate_per_s / r.users * 60
+    who = f"{r.users_sustained:,} like {'this one' if r.users == 1 else 'these'}"
+    if r.target_ttft_p95_s:
+        return [f"  people        {who} under TTFT p95 ≤ {r.target_ttft_p95_s:g} s "
+                f"({(r.max_rate_per_s or 0.0) * 60:.3g}/min ÷ {each:.3g}/min per person)"]
+    return [f"  people        at most {who} ({r.saturation_rate_per_s * 60:.3g}/min saturation ÷ {each:.3g}/min per "
+            "person; the wait grows steeply near it: --max-ttft-p95 counts them under a target)"]
+
+
 def render(r) -> str:
     from planner.format import cached_label, fmt_bytes, fmt_seconds, fmt_tok_s, verdict_text
 
@@ -144,6 +166,7 @@ def render(r) -> str:
         + f" waiting (every {fmt_seconds(r.queue_timeline[0][0])}; max {r.queue_max})",
         f"  capacity      the queue grows without bound above {per_min(r.saturation_rate_per_s)}: "
         + (f"stable at {r.utilisation:.0%} load" if r.stable else f"OVERLOADED ({r.utilisation:.0%} load)"),
+        *_people(r),
         f"  memory        {fmt_bytes(r.memory_bytes)} of {fmt_bytes(r.wired_limit_bytes)} GPU limit: "
         f"{verdict_text(r.verdict)}",
     ]
@@ -231,7 +254,8 @@ def serve_cmd(
     req = ServeRequest(slots=slots, rate=per_s, prompt=parse_length(prompt, "--prompt"),
                        gen=parse_length(gen, "--gen"), duration=parse_duration(duration), seed=seed,
                        cached_prefix_share=cached_prefix, slot_context=slot_context, max_ttft_p95=max_ttft_p95,
-                       sweep=sweep, trace=read_trace(trace) if trace else None, kv_unified=kv_unified)
+                       sweep=sweep, trace=read_trace(trace) if trace else None, kv_unified=kv_unified,
+                       users=rate_users(rate, users))
     if not 0 < kwh_price < 100:
         raise InputError(f"--kwh-price {kwh_price:g}: give the price of a kWh in USD, e.g. 0.16")
     r = serve(setup(chip, gpu_cores, ram, _model(model, quant), quant, runtime, macos), req)

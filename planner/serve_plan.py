@@ -297,6 +297,8 @@ class ServeRequest:
     sweep: bool = True
     trace: tuple[list[float], list[int], list[int]] | None = None  # (arrival [s], prompt, gen) from a trace file
     kv_unified: bool = False    # llama-server --kv-unified: one KV stream for all slots (no per-slot batch split)
+    users: int | None = None    # the people behind the rate (plan serve's default: the default workload's; --users);
+    # None: a bare rate or a trace, with no person's rate to divide the capacity by
 
 
 def _usable_context(s: Setup, ctx: int, max_ctx: int, notes: list[str]) -> int:
@@ -369,7 +371,18 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
         wired_limit_bytes=s.wired.effective_bytes, verdict=fit.verdict, target_ttft_p95_s=r.max_ttft_p95,
         max_rate_per_s=top, sweep=sweep, curve=latency_curve(search, sched, steps, mu), best_slots=best, binding=binding, calibration=s.rf.calibration,
         host_s_per_token=steps.host, server_scales=steps.server_scales, **likely,
-        notes=notes)
+        users=r.users if r.trace is None else None, users_sustained=users_sustained(r, rate, mu, top), notes=notes)
+
+
+def users_sustained(r: ServeRequest, rate: float, mu: float, top: float | None) -> int | None:
+    """People asking as the offered ones do that the server sustains: the highest rate under the TTFT p95 target
+    (else the saturation rate, above which the queue grows without bound) ÷ one person's rate (the offered rate over
+    its people), rounded down: one person more would pass it. Poisson arrivals add up, so N people at λ each are one
+    stream at N λ. None when the rate has no people behind it (a bare rate, a trace)."""
+    if r.users is None or r.trace is not None:
+        return None
+    limit = (top or 0.0) if r.max_ttft_p95 else mu
+    return math.floor(limit / (rate / r.users))
 
 
 def _arrivals(r: ServeRequest, rng: np.random.Generator,

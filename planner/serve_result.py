@@ -80,6 +80,10 @@ class ServeResult(BaseModel):
                                                                        "the saturation rate")
     best_slots: int | None = Field(None, description="Slot count with the highest sustainable rate")
     binding: str | None = Field(None, description="Which target binds when no rate meets it, and by how much")
+    users: int | None = Field(None, description="People behind the offered rate (None: a bare rate or a trace)")
+    users_sustained: int | None = Field(None, description="People each asking at the offered rate per person that "
+                                        "the server sustains: the highest rate under the TTFT p95 target, else the "
+                                        "saturation rate, ÷ (offered rate / users), rounded down; None without users")
     host_s_per_token: float = Field(0.0, description="The server's host work per sampled token counted in every "
                                     "step (sampling, streaming; the server calibration, plan calibrate) [s]")
     server_scales: tuple[float, float] = Field((1.0, 1.0), description="(prompt, decode) multipliers of the server's "

@@ -411,3 +411,32 @@ def test_serves_header_states_the_default_workload(capsys):
     assert first.startswith(f"rate: the default workload's ({wl.id}) {wl.users} user")
     assert first.endswith(f"= {rate * 60:.3g} requests/min")
     assert f"prompt {wl.prompt_tokens.label()}, answer {wl.gen_tokens.label()} ({cached_label(0.75)})" in second
+
+
+def test_serve_says_how_many_people_like_the_offered_ones_one_server_sustains(capsys):
+    """The mission's question, how many people one Mac serves at what latency: the default answer (one chat user)
+    counts the users like that one the server sustains, floor(saturation rate ÷ one user's rate), and under a TTFT
+    p95 target floor(the highest rate under it ÷ one user's rate); people given with --users divide the rate among
+    them; a bare --rate has no person to count (None, no line). Poisson streams add up: N users at λ are N λ."""
+    import math
+
+    from cli.questions import answer
+
+    args = ["serve", "--model", "llama-3.1-8b", "--chip", "M4 Max", "--gpu-cores", "40", "--ram", "64", "--no-sweep"]
+    r = json.loads(run(capsys, [*args, "--json"])[1])
+    assert r["users"] == 1
+    assert r["users_sustained"] == math.floor(r["saturation_rate_per_s"] / r["rate_per_s"]) > 1
+    assert answer("serve", {"model": "llama-3.1-8b", "chip": "M4 Max", "gpu_cores": 40, "ram": 64,
+                            "sweep": False})["users_sustained"] == r["users_sustained"]
+    text = run(capsys, args)[1]
+    assert (f"people        at most {r['users_sustained']} like this one ({r['saturation_rate_per_s'] * 60:.3g}/min "
+            f"saturation ÷ {r['rate_per_s'] * 60:.3g}/min per person") in text
+    t = json.loads(run(capsys, [*args, "--max-ttft-p95", "10", "--json"])[1])
+    assert t["users_sustained"] == math.floor(t["max_rate_per_s"] / t["rate_per_s"]) < r["users_sustained"]
+    assert f"people        {t['users_sustained']} like this one under TTFT p95 ≤ 10 s" in \
+        run(capsys, [*args, "--max-ttft-p95", "10"])[1]
+    five = json.loads(run(capsys, [*args, "--users", "5", "--per-user", "1/min", "--json"])[1])
+    assert five["users"] == 5 and five["users_sustained"] == math.floor(five["saturation_rate_per_s"] / (1 / 60))
+    bare = json.loads(run(capsys, [*args, "--rate", "6/min", "--json"])[1])
+    assert bare["users"] is None and bare["users_sustained"] is None
+    assert "people " not in run(capsys, [*args, "--rate", "6/min"])[1]
