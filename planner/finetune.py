@@ -45,7 +45,7 @@ from .deployment import resolve_mac, resolve_quant
 from .errors import InputError, ProfileError
 from .memory import mlx_weights
 from .results import Fit, WiredLimit
-from .schema import Chip, MlxRuntime, ModelConfig, ModelProfile, QuantFormat
+from .schema import Chip, MlxRuntime, ModelConfig, ModelProfile, QuantFormat, Runtime
 from .units import MiB
 
 # The activation coefficients (copies of a width per token) live in profiles/finetune/mlx-lm.yaml, fitted by
@@ -65,7 +65,8 @@ class FinetuneRequest(BaseModel):
                               description="Unified memory of the Mac [GB]; default: the chip's largest")
     chip: str | None = Field(None, description="Apple chip, e.g. 'M4 Pro' (needed for speed answers)")
     gpu_cores: int | None = Field(None, gt=0, description="GPU cores, to pick a binned chip")
-    quant: str = Field("4bit", description="Base weights: 4bit / 8bit (QLoRA) or bf16, or an MLX format id")
+    quant: str | None = Field(None, description="Base weights: 4bit / 8bit (QLoRA) or bf16, or an MLX format id; "
+                              "default: the one the model name holds (mlx-community/<Model>-8bit), else 4bit")
     fine_tune_type: Literal["lora", "dora", "full"] = Field("lora", description="mlx_lm.lora --fine-tune-type")
     seq_len: int = Field(2048, ge=2, le=1_000_000, description="mlx_lm.lora --max-seq-length [tokens] (the loss needs 2+)")
     batch: int = Field(4, gt=0, le=4096, description="mlx_lm.lora --batch-size [sequences]")
@@ -345,6 +346,21 @@ def _over_context(model: ModelProfile, pad: int) -> list[str]:
             f"the positions it was pretrained on; [[seq_len]] {most} keeps within them"]
 
 
+DEFAULT_BASE = "4bit"  # without a quant asked or named: QLoRA on a 4-bit base (the request's default before)
+
+
+def base_quant(req: FinetuneRequest, rt: Runtime) -> tuple[QuantFormat, str | None]:
+    """-> (base weights, note): the asked quant; else the preset the model name holds (mlx-community/<Model>-8bit,
+    ``<org>/<Model>-GGUF:Q8_0`` at its bit class), as plan, predict, serve and cluster answer it
+    (profiles.parse_name, deployment.resolve_quant); else DEFAULT_BASE. GGUF presets are converted to the MLX
+    format of the same bit class (mlx_lm.lora loads MLX weights), said by the note."""
+    named = profiles.parse_name(req.model).quant if req.quant is None else None
+    fmt, conv = resolve_quant(req.quant or named or DEFAULT_BASE, rt, pinned_by=req.model if named else None)
+    if conv is not None:
+        return fmt, conv.text()
+    return fmt, (f"quant {fmt.id} from the name {req.model} (give [[quant]] for another)" if named else None)
+
+
 def plan_finetune(req: FinetuneRequest) -> FinetunePlan:
     model = profiles.load_model(req.model)
     n_layers = model.config.num_hidden_layers
@@ -353,14 +369,17 @@ def plan_finetune(req: FinetuneRequest) -> FinetunePlan:
         raise InputError(f"[[layers]] {req.layers}: {model.name} has {n_layers} layers; give 1 to {n_layers}, "
                          "or -1 for all")
     rt = profiles.load_runtime("mlx-lm")
-    fmt, conv = resolve_quant(req.quant, rt)  # aliases: 4bit, 8bit, bf16, qlora; a GGUF preset at its bit class
+    fmt, conv = base_quant(req, rt)
     mac = resolve_mac(req.chip or None, req.gpu_cores, req.ram)
     chip, ram = mac.chip, mac.ram_gb
     wired = capacity.wired_limit(ram, profiles.load_macos(req.macos), req.wired_limit_mb)
     budget = capacity.safe_budget(wired, rt)
-    notes: list[str] = [conv.text()] if conv else []
+    notes: list[str] = [conv] if conv else []
     if req.fine_tune_type == "full" and fmt.bits and fmt.bits < 16:
-        raise InputError(f"[[quant]] {req.quant}: full fine-tuning needs unquantized weights; use [[quant]] bf16 "
+        named = profiles.parse_name(req.model).quant if req.quant is None else None
+        what = (f"[[quant]] {req.quant}" if req.quant else f"{req.model} holds {fmt.id}" if named
+                else f"[[quant]] {DEFAULT_BASE} (the default)")
+        raise InputError(f"{what}: full fine-tuning needs unquantized weights; use [[quant]] bf16 "
                          "or [[fine_tune_type]] lora (QLoRA)")
 
     pad, mean_pad, assumption = padded_lengths(req)
@@ -430,7 +449,7 @@ def _way_out(chosen: FinetuneOption, alts: list[FinetuneOption], max_batch: int,
     else:  # only what is not already so: a 4-bit base was suggested to a run on a 4-bit base
         tips = ["fewer [[num_layers]]", "a smaller rank" if req.fine_tune_type != "full" else "LoRA "
                 "([[fine_tune_type]] lora)"]
-        bits = resolve_quant(req.quant, profiles.load_runtime("mlx-lm"))[0].bits
+        bits = base_quant(req, profiles.load_runtime("mlx-lm"))[0].bits
         if req.fine_tune_type != "full" and (bits is None or bits > 4):
             tips.append("a 4-bit base ([[quant]] 4bit)")
         msg += f"; try {', '.join(tips)}, or a Mac with more memory"
