@@ -413,13 +413,8 @@ def _capped(req: PlanRequest, model: ModelProfile, max_ctx: int) -> tuple[PlanRe
     context, capped = capacity.cap_context(req.context, model)
     if capped is not None:
         notes.insert(0, capped)
-    need = min(req.prompt + req.gen, max_ctx)
-    if context < need:  # a server refuses a request longer than its context (llama.cpp tools/server/
-        # server-context.cpp: "request (%d tokens) exceeds the available context size"): plan what the request needs,
-        # as a workload's context holds its longest request (planner/workload.py WorkloadProfile.context)
-        notes.append(f"[[context]] {context:,} is shorter than [[prompt]] {req.prompt:,} + [[gen]] {req.gen:,} "
-                     f"tokens, which a server refuses: planned at {need:,}")
-        context = need
+    context, short = capacity.hold_request(context, req.prompt, req.gen, max_ctx)
+    notes += [short] if short else []
     if context == req.context:
         return req, notes
     return req.model_copy(update={"context": context}), notes
