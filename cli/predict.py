@@ -27,7 +27,8 @@ def render(r: dict) -> str:
     )
 
     lines = [
-        f"{r['model']} {r['quant']} on {r['chip_label']} ({r['ram_gb']:g} GB) with {r['runtime']}: "
+        f"{r['model']} {r['quant']} (KV cache {r['kv_type']}) on {r['chip_label']} ({r['ram_gb']:g} GB) with "
+        f"{r['runtime']}: "
         f"prompt {r['prompt_tokens']:,} ({cached_label(r['cached_prefix_share'])}) @ depth {r['depth']}, "
         f"gen {r['gen_tokens']:,}, batch {r['batch']}",
         f"  prefill   {fmt_tok_s_range(r['prefill_tok_s'], r['prefill_tok_s_range'])}   "

@@ -10,7 +10,6 @@ Every question's input schema is its request model's JSON schema (pydantic). Bad
 from __future__ import annotations
 
 import functools
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -95,9 +94,11 @@ class ServeQuestion(BaseModel):
 
 # ------------------------------------------------------------------------------------------- core calls
 def _plan(req: PlanRequest) -> Any:
-    from .plan import run_plan
+    # `plan --json`'s answer with its input markers kept: answer() names them as this question's arguments (the
+    # command line's text spelled them as flags: "give --model with the tag" in an agent's answer)
+    from .plan import plan_answer, with_bottom_line
 
-    return json.loads(run_plan(req.model_dump(exclude_unset=True), json_out=True))
+    return with_bottom_line(*plan_answer(req.model_dump(exclude_unset=True)))
 
 
 def _what_runs(req: WhatRunsRequest) -> Any:

@@ -373,7 +373,11 @@ def _setup(model: str, ram_gb: float, wl: WorkloadProfile, chip: Chip | None, ma
     wired = capacity.wired_limit(ram_gb, mac_os, wired_limit_mb)
     raised = capacity.wired_limit(ram_gb, mac_os, wired.max_raise_bytes // (1024 * 1024))
     need, capped = capacity.cap_context(wl.context, prof)
-    notes = [n for n in (unsold, capped) if n]
+    # an asked context shorter than the longest request: the workload holds the request (WorkloadProfile.context),
+    # said as plan, models and cluster say it (capacity.hold_request)
+    short = None if wl.context_cap is None else capacity.hold_request(
+        wl.context_cap, wl.prompt_tokens.max_tokens, wl.gen_tokens.max_tokens, prof.config.max_position_embeddings)[1]
+    notes = [n for n in (unsold, capped, short) if n]
     prompt, gen = point_in_context(prompt_point(wl.prompt_tokens), gen_point(wl.gen_tokens), need)
     want_speed = chip is not None and speed_available()
     if chip is None:

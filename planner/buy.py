@@ -248,8 +248,13 @@ def _check_budget(macs: list[MacProduct], budget_usd: float | None) -> None:
 def _point(workload: WorkloadProfile, profs: list[ModelProfile]) -> tuple[_Point, list[str]]:
     notes = []
     # the model (or draft) with the shortest maximum binds; capped as every command caps (capacity.cap_context)
-    ctx, capped = capacity.cap_context(workload.context, min(profs, key=lambda p: p.config.max_position_embeddings))
+    shortest = min(profs, key=lambda p: p.config.max_position_embeddings)
+    ctx, capped = capacity.cap_context(workload.context, shortest)
     notes += [capped] if capped else []
+    if workload.context_cap is not None:  # an asked context shorter than the longest request, said as recommend
+        _, short = capacity.hold_request(workload.context_cap, workload.prompt_tokens.max_tokens,
+                                         workload.gen_tokens.max_tokens, shortest.config.max_position_embeddings)
+        notes += [short] if short else []
     prompt, gen = point_in_context(prompt_point(workload.prompt_tokens), gen_point(workload.gen_tokens), ctx)
     users = workload.users
     slots = tuple(sorted({s for s in SLOT_CHOICES if s <= users} | {users}))

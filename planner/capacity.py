@@ -33,6 +33,19 @@ def cap_context(context: int, model: ModelProfile) -> tuple[int, str | None]:
     return most, f"the context {context:,} is above {model.name}'s maximum of {most:,} tokens: capped at {most:,}"
 
 
+def hold_request(context: int, prompt: int, gen: int, most: int) -> tuple[int, str | None]:
+    """(context, note): a context shorter than one request (prompt + gen) is planned at the request's length, up to
+    the model's maximum ``most``, and the note says so; one rule for every command that takes a context and lengths
+    (plan, cluster), as a workload's context holds its longest request (planner/workload.py). A server refuses a
+    request longer than its context (llama.cpp tools/server/server-context.cpp: "request (%d tokens) exceeds the
+    available context size")."""
+    need = min(prompt + gen, most)
+    if context >= need:
+        return context, None
+    return need, (f"[[context]] {context:,} is shorter than [[prompt]] {prompt:,} + [[gen]] {gen:,} tokens, which a "
+                  f"server refuses: planned at {need:,}")
+
+
 def wired_limit(ram_gb: float, macos: MacOS, user_limit_mb: int | None = None) -> WiredLimit:
     """Default GPU wired-memory limit for a RAM size, and the highest limit worth setting."""
     ram = int(ram_gb * GiB)

@@ -141,10 +141,10 @@ def resolve_quant(name: str, rt: Runtime, pinned_by: str | None = None) -> tuple
     target = (_GGUF_BY_BITS.get(bits) if rt.weight_format == "gguf"
               else ("bf16" if bits >= 16 else f"{bits}bit") if bits in (2, 3, 4, 5, 6, 8, 16) else None)
     if target is None:
-        raise InputError(f"[[quant]] {name} is a {q.kind} format; {rt.id} loads {rt.weight_format} weights "
+        raise InputError(f"[[quant]] {name.strip()} is a {q.kind} format; {rt.id} loads {rt.weight_format} weights "
                          f"(e.g. {'Q4_K_M' if rt.weight_format == 'gguf' else '4bit'})")
     t = profiles.load_quant(target, rt.weight_format)
-    return t, assemble(QuantConverted, asked=name, asked_format=q.kind, runtime=rt.id,
+    return t, assemble(QuantConverted, asked=name.strip(), asked_format=q.kind, runtime=rt.id,
                        runtime_format=rt.weight_format, answered=t.id, bits=bits, pinned_by=pinned_by)
 
 
@@ -226,7 +226,7 @@ def resolve_runtime(runtime: str | None, name: str | None = None, files_runtime:
     kinds = [k for k in RUNTIME_OF_FORMAT if quant is not None and _loads(quant, k)]
     if kinds == ["mlx"]:
         rt = profiles.load_runtime(RUNTIME_OF_FORMAT["mlx"])
-        return rt, f"[[quant]] {quant} is an mlx format: answered for {rt.id} (give [[runtime]] for another)"
+        return rt, f"[[quant]] {(quant or '').strip()} is an mlx format: answered for {rt.id} (give [[runtime]] for another)"
     return profiles.load_runtime(RUNTIME_OF_FORMAT["gguf"]), None
 
 

@@ -375,7 +375,9 @@ def plan_finetune(req: FinetuneRequest) -> FinetunePlan:
     budget = capacity.safe_budget(wired, rt)
     notes: list[str] = quant_notes
     if req.fine_tune_type == "full" and fmt.bits and fmt.bits < 16:
-        raise InputError(f"[[quant]] {req.quant or fmt.id}: full fine-tuning needs unquantized weights; use [[quant]] bf16 "
+        what = (f"[[quant]] {req.quant}" if req.quant else f"{req.model} holds {fmt.id}" if quant_notes
+                else f"[[quant]] {DEFAULT_QUANT} (the default)")
+        raise InputError(f"{what}: full fine-tuning needs unquantized weights; use [[quant]] bf16 "
                          "or [[fine_tune_type]] lora (QLoRA)")
 
     pad, mean_pad, assumption = padded_lengths(req)

@@ -106,7 +106,12 @@ def fmt_seconds(s: float | None) -> str:
 def cached_label(share: float) -> str:
     """How every TTFT states the prompt-cache share it assumed (CLI text, JSON has cached_prefix_share, app):
     'no prompt cached' or '75 % of each prompt cached'."""
-    return f"{share * 100:.3g} % of each prompt cached" if share else "no prompt cached"
+    if not share:
+        return "no prompt cached"
+    pct = f"{share * 100:.3g}"
+    if float(pct) >= 100:  # a share below 1 never reads as the whole prompt (1 is refused: a token is prefilled)
+        pct = f"{share * 100:.12g}" if share * 100 < 99.9999999999 else "99.9999999999"
+    return f"{pct} % of each prompt cached"
 
 
 def lengths_text(prompt: int, gen: int, share: float) -> str:

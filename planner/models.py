@@ -354,13 +354,16 @@ def quality_basis(models: list[ModelProfile]) -> str | None:
 def what_runs(qy: Query) -> ModelsResult:
     """Catalog models that run on the Mac of ``qy``, best first (see the module docstring for the rules)."""
     _check(qy)
+    held, short = capacity.hold_request(qy.context, qy.prompt_tokens, qy.gen_tokens, 10_000_000)  # as plan
+    if short is not None:  # each model then at most its maximum (best_for_runtime), as before
+        qy = dataclasses.replace(qy, context=held)
     mac_os = profiles.load_macos(qy.macos)
     wired = capacity.wired_limit(qy.ram_gb, mac_os)
     rts = [profiles.load_runtime(r) for r in (qy.runtimes or DEFAULT_RUNTIMES)]
     want_speed = qy.chip is not None and speed_available() and qy.chip.memory_bandwidth_gb_s is not None
     models, excluded = select(qy)
     excluded = Counter(excluded)
-    count, chosen, notes = [0], [], []
+    count, chosen, notes = [0], [], [short] if short else []
     for m in models:
         cands = []
         for rt in rts:

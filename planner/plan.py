@@ -403,16 +403,21 @@ def _active_params(model: ModelProfile) -> int:
 
 def _capped(req: PlanRequest, model: ModelProfile, max_ctx: int) -> tuple[PlanRequest, list[str]]:
     """A context above the model's maximum planned at the maximum: one value everywhere (headline, tables, JSON),
-    said once. A prompt and answer longer than the maximum are said too (the speed is timed at the lengths given)."""
+    said once. A prompt and answer longer than the maximum are said too (the speed is timed at the lengths given);
+    a context shorter than the prompt and answer is planned at their length (up to the maximum), said too."""
     notes = []
     if req.prompt + req.gen > max_ctx:
         notes.append(f"[[prompt]] {req.prompt:,} + [[gen]] {req.gen:,} tokens is above {model.name}'s maximum of "
                      f"{max_ctx:,} tokens: the speed is timed at a length the model does not run; give a prompt up to "
                      f"{max(max_ctx - req.gen, 1):,}")
     context, capped = capacity.cap_context(req.context, model)
-    if capped is None:
+    if capped is not None:
+        notes.insert(0, capped)
+    context, short = capacity.hold_request(context, req.prompt, req.gen, max_ctx)
+    notes += [short] if short else []
+    if context == req.context:
         return req, notes
-    return req.model_copy(update={"context": context}), [capped, *notes]
+    return req.model_copy(update={"context": context}), notes
 
 
 def pinned_by_name(req: PlanRequest, runtimes: list[Runtime],

@@ -59,6 +59,7 @@ def predict_result(chip: str, gpu_cores: int | None, ram: float | None, model: s
         "wired_limit_bytes": wired.default_bytes,
         "weights_bytes": mm.weights.total_bytes,
         "kv_cache_bytes": mem.kv_cache,
+        "kv_type": mm.kv.kv_type,   # the KV cache type answered ([[kv_type]], or the runtime's default)
     }
 
 

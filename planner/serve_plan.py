@@ -345,8 +345,10 @@ def serve(s: Setup, r: ServeRequest) -> ServeResult:
     rq, clipped = make_requests(arrival, prompt, gen, r.cached_prefix_share, usable)
     if clipped:
         refuse = "llama-server refuses them" if s.mm.engine.refuses_long_prompts else "they would not fit the slot's memory"
-        notes.append(f"{clipped} of {len(arrival)} prompts exceed the {usable}-token slot and were cut to fit "
-                     f"({refuse}; raise [[slot_context]])")
+        fix = ("raise [[slot_context]]" if usable < max_ctx else  # a slot at the model's context holds no more
+               f"they are over {s.names['model']}'s {max_ctx:,}-token context: shorter prompts, or another model")
+        notes.append(f"{clipped} of {len(arrival)} prompts exceed the {usable:,}-token slot and were cut to fit "
+                     f"({refuse}; {fix})")
     steps = StepModel(s.rf, ctx)
     if not steps.host and s.mm.engine.host_step:
         notes.append("llama-server's host work per token (sampling, streaming) is not in these steps: "

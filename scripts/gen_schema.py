@@ -35,7 +35,7 @@ def _models() -> dict[str, Any]:
         "PredictResult", __base__=ThroughputEstimate, chip=(str, ...), chip_label=(str, ...), ram_gb=(float, ...),
         runtime=(str, ...), model=(str, ...), quant=(str, ...), fits=(bool, ...), verdict=(str, ...),
         peak_memory_bytes=(int, ...), wired_limit_bytes=(int, ...), weights_bytes=(int, ...),
-        kv_cache_bytes=(int, ...), cached_prefix_share=(float, ...), cached_tokens=(int, ...))
+        kv_cache_bytes=(int, ...), kv_type=(str, ...), cached_prefix_share=(float, ...), cached_tokens=(int, ...))
     cluster = create_model("ClusterResult", plan=(ClusterPlan, ...), recipe=(ClusterRecipe, ...))
     catalog = create_model("Catalog", models=(list[create_model(
         "CatalogModel", id=(str, ...), name=(str, ...), params=(int, ...), aliases=(list[str], ...))], ...))

@@ -421,3 +421,13 @@ def test_plan_recommend_and_cluster_cap_a_context_with_the_same_note():
     assert p.request.context == r.options[0].context == 131_072
     for notes in (p.notes, r.notes, c.notes):
         assert note in notes
+
+
+def test_a_context_shorter_than_the_request_holds_the_request_up_to_the_maximum():
+    # a server refuses a request longer than its context: the context grows to prompt + gen, never past the maximum
+    from planner.capacity import hold_request
+
+    assert hold_request(8192, 2048, 750, 131_072) == (8192, None)
+    ctx, note = hold_request(8192, 20_000, 750, 131_072)
+    assert ctx == 20_750 and note is not None and "planned at 20,750" in note
+    assert hold_request(8192, 50_000, 750, 40_960)[0] == 40_960

@@ -148,3 +148,14 @@ def test_every_asked_quant_is_answered_somewhere():
     got, notes = resolve_quants(["Q4_K_M", "8bit"], [gguf, mlx])
     assert ([q.id for q in got["llama.cpp"]], [q.id for q in got["mlx-lm"]]) == (["Q4_K_M"], ["mlx-8bit-g64"])
     assert notes == []
+
+
+def test_an_asked_quant_is_echoed_without_the_spaces_around_it():
+    # qa: `-q " 8bit"` on llama.cpp said "--quant  8bit is a mlx format" (the spaces the name is read without)
+    from planner import profiles
+    from planner.deployment import resolve_quant, resolve_runtime
+
+    _, conv = resolve_quant(" 8bit ", profiles.load_runtime("llama.cpp"))
+    assert conv is not None and conv.asked == "8bit" and "[[quant]] 8bit is" in conv.text()
+    _, note = resolve_runtime(None, "qwen3-8b", quant=" 4bit")
+    assert note is not None and note.startswith("[[quant]] 4bit is an mlx format")

@@ -230,3 +230,21 @@ def test_cli_finetune_says_the_quant_the_name_pins(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["quant"] == "mlx-8bit-g64"
     assert "quant mlx-8bit-g64 from the name mlx-community/Qwen3-8B-8bit (give --quant for another)" in out["notes"]
+
+
+def test_the_quant_a_model_name_holds_is_the_base_as_every_command_answers_it():
+    # qa: `plan finetune -m mlx-community/Qwen3-8B-8bit` was sized on mlx-4bit-g64 without a word, while plan,
+    # predict, serve and cluster answer the name's 8-bit preset (deployment.resolve_quant, pinned_by).
+    def _named(**kw):   # no quant asked
+        return ft.FinetuneRequest(**{"ram_gb": 64, "chip": "M4 Pro", **kw})
+
+    named = ft.plan_finetune(_named(model="mlx-community/Qwen3-8B-8bit"))
+    assert named.quant == "mlx-8bit-g64"
+    assert any("from the name mlx-community/Qwen3-8B-8bit" in n for n in named.notes)
+    gguf = ft.plan_finetune(_named(model="unsloth/Qwen3-8B-GGUF:Q8_0"))   # a GGUF preset: its bit class in MLX
+    assert gguf.quant == "mlx-8bit-g64" and any("the same 8-bit class" in n for n in gguf.notes)
+    asked = ft.plan_finetune(_named(model="mlx-community/Qwen3-8B-8bit", quant="4bit"))   # an asked quant wins
+    assert asked.quant == "mlx-4bit-g64" and not any("from the name" in n for n in asked.notes)
+    assert ft.plan_finetune(_named(model="qwen3-8b")).quant == "mlx-4bit-g64"   # no name preset: 4-bit
+    with pytest.raises(ft.InputError, match="^mlx-community/Qwen3-8B-8bit holds mlx-8bit-g64: full fine-tuning"):
+        ft.plan_finetune(_named(model="mlx-community/Qwen3-8B-8bit", fine_tune_type="full"))

@@ -69,6 +69,19 @@ def test_a_context_above_the_model_maximum_is_capped_once_and_shown_capped():
     assert text.count("1,000,000") == 1   # only in the note that says it was capped
 
 
+def test_a_context_shorter_than_the_request_is_planned_at_the_requests_length():
+    # qa: `plan -c 8192 --prompt 20000` fitted the tables at 8K (a server started with -c 8192 refuses a 20,750-token
+    # request: llama.cpp server-context.cpp "exceeds the available context size") while its bottom line reserved the
+    # request, without a word. Planned at prompt + gen = 20,750, said once; within the maximum nothing else changes.
+    p = plan(PlanRequest(model="qwen3-8b", ram=48, context=8192, prompt=20_000, gen=750))
+    assert p.request.context == 20_750
+    assert sum("20,750" in n and "8,192" in n for n in p.notes) == 1
+    ok = plan(PlanRequest(model="qwen3-8b", ram=48, context=8192, prompt=7_000, gen=750))
+    assert ok.request.context == 8192 and not any("shorter" in n for n in ok.notes)
+    over = plan(PlanRequest(model="qwen3-8b", ram=48, context=8192, prompt=50_000, gen=750))
+    assert over.request.context == 40_960   # the model's maximum, never beyond
+
+
 def test_a_prompt_beyond_the_models_maximum_is_said():
     # Llama 3.1 8B: max_position_embeddings 131,072. A context above it was capped with a note; a prompt above it
     # was timed without a word. 200,000 + 256 > 131,072: said, with the longest prompt that fits beside the answer.

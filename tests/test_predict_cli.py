@@ -243,3 +243,14 @@ def test_images_of_predict_and_recommend_are_checked_as_plans(capsys, cmd):
         err = capsys.readouterr().err
         assert code != 0 and said in err and "Traceback" not in err, err
         assert main([*argv, *mac]) != 0 and said in capsys.readouterr().err  # plan's words
+
+
+def test_predict_states_the_kv_cache_type_it_answered(capsys):
+    # qa: --kv-type kv8 asked of llama.cpp was answered at q8_0, and neither the text nor the JSON said which KV
+    # cache type the figures are for (plan's bottom line and recommend state it)
+    base = ["predict", "--model", "qwen3-8b", "--chip", "M4 Pro", "--gpu-cores", "20", "--runtime", "llama.cpp"]
+    assert main([*base, "--kv-type", "kv8", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["kv_type"] == "q8_0"
+    assert main(base) == 0
+    assert "(KV cache f16)" in capsys.readouterr().out.splitlines()[0]

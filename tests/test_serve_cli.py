@@ -353,7 +353,11 @@ def test_a_slot_over_the_models_context_is_said_and_capped_like_llama_server(cap
     r = json.loads(out)
     assert r["slot_context"] == 2 * n
     assert any(f"{n:,}-token context" in x and "caps each request" in x for x in r["notes"])
-    assert any(f"exceed the {n}-token slot" in x for x in r["notes"])  # the 1.5 n prompts are cut at n, not 2 n
+    cut = [x for x in r["notes"] if f"exceed the {n:,}-token slot" in x]  # the 1.5 n prompts are cut at n, not 2 n
+    # qa: a slot at the model's context holds no longer request: the note said "raise --slot-context" all the same
+    assert len(cut) == 1 and "--slot-context" not in cut[0] and f"over qwen3-8b's {n:,}-token context" in cut[0]
+    code, out, err = run(capsys, [*base, "--slot-context", "1024", "--prompt", "4000", "--gen", "16", "--json"])
+    assert any("exceed the 1,024-token slot" in x and "raise --slot-context" in x for x in json.loads(out)["notes"])
     code, out, err = run(capsys, [*base, "--slot-context", "10000000"])
     assert code == 0 and f"--slot-context of at most {n}" in out
 

@@ -333,20 +333,20 @@ def plan_cluster(model: str, nodes: list[Node], link: str | LinkProfile = "tb5",
         raise InputError("[[macs]]: give at least one Mac")
     if context <= 0 or users <= 0 or prompt < 0 or gen < 0:
         raise InputError("[[context]] and [[users]] must be positive, [[prompt]]/[[gen]] ≥ 0")
-    prompt = min(prompt, context - 1)
     lk = link if isinstance(link, LinkProfile) else load_link(link)
     tr, os_note = _transport_on(lk, engine, rdma, macos)
     rt = profiles.load_runtime(RUNTIME_OF[engine])
     prof = profiles.load_model(model)
     context, capped = capacity.cap_context(context, prof)  # as every command
-    prompt = min(prompt, context - 1)
+    context, short = capacity.hold_request(context, prompt, gen, prof.config.max_position_embeddings)  # as plan
+    prompt = min(prompt, context - 1)  # a request beyond the model's maximum: its prompt up to the maximum
     q, conv = cluster_quant(quant, model, prof, rt)
     mm = memory_model(prof, rt, q, profiles.ggml_types())
     geo = tp.geometry(mm, q.kind, q.mode)
     cached = cached_tokens(prompt, check_cached_prefix(cached_prefix), rt)
     shares = place(mm, nodes, mode, engine, context, users, macos)
     fits = all(s.verdict != "no-fit" for s in shares)
-    notes: list[str] = [n for n in (capped, os_note, conv.text() if conv else None) if n]
+    notes: list[str] = [n for n in (capped, short, os_note, conv.text() if conv else None) if n]
     sp, per_node = speed(mm, geo, nodes, mode, engine, tr, prompt, gen, users, _stages(shares, mode), cached)
     sp = sp.model_copy(update={"cached_prefix_share": cached_prefix})
     shares = [s.model_copy(update={"decode_step_s": t, "decode_bound": b}) for s, (t, b) in zip(shares, per_node)]

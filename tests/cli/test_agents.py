@@ -210,6 +210,8 @@ def test_http_bad_input_is_one_line(api, path, body, raw, status):
 
 @pytest.mark.parametrize("name, args, argv", [
     ("what_runs", {"ram": 16}, ["models", "--ram", "16"]),
+    ("plan", {"model": "phi3", "ram": 48, "quants": ["4bit"], "runtimes": ["llama.cpp"]},
+     ["--model", "phi3", "--ram", "48", "--quant", "4bit", "--runtime", "llama.cpp"]),
     ("recommend", {"model": "qwen3-8b", "chip": "M4 Pro", "gpu_cores": 20, "ram": 48},
      ["recommend", "--model", "qwen3-8b", "--chip", "M4 Pro", "--gpu-cores", "20", "--ram", "48"]),
     ("buy", {"model": ["qwen3-8b"], "budget": 3000}, ["buy", "--model", "qwen3-8b", "--budget", "3000"]),
@@ -228,6 +230,14 @@ def test_every_question_answers_as_its_command(name, args, argv, monkeypatch):
     monkeypatch.setattr(words, "arg_names", lambda question=None: words.FLAGS)
     assert answer(name, args) == json.loads(out.stdout)
     assert own.keys() == json.loads(out.stdout).keys()
+
+
+def test_the_plan_questions_notes_name_its_arguments_not_flags():
+    # qa: the plan question answered the command line's JSON, its notes spelled as flags ("give --model with the
+    # tag", "--quant 4bit is a mlx format") where every other question names its arguments
+    notes = answer("plan", {"model": "phi3", "ram": 48, "quants": ["4bit"], "runtimes": ["llama.cpp"]})["notes"]
+    assert any("give model with the tag" in n for n in notes) and any(n.startswith("quants 4bit") for n in notes)
+    assert not any("--" in n for n in notes)
 
 
 def test_http_other_methods_are_405_json(api):

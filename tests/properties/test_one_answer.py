@@ -229,6 +229,37 @@ def test_a_cluster_of_one_mac_is_that_mac(rt, engine, wl):
 
 
 @pytest.mark.parametrize("rt, engine", [(RUNTIMES[0], "llama.cpp-rpc"), (RUNTIMES[1], "mlx")])
+def test_a_context_shorter_than_the_request_is_one_rule_in_plan_and_cluster(rt, engine):
+    """--context 8192 with a 20,000-token prompt: a server refuses the request, so both plan and a one-Mac cluster
+    reserve prompt + gen = 20,750 (capacity.hold_request) and say so, as `plan models`, recommend and buy do; cluster
+    and models clipped the prompt to 8,191 without a word while plan fitted its tables at 8K: three answers to one
+    question (recommend and buy held the request without saying so)."""
+    lengths = ("--context", "8192", "--prompt", "20000", "--gen", "750")
+    r = ask("--model", "llama-3.1-8b", *mac_args(MACS[0]), "--runtime", rt[0], "--quant", rt[1], *lengths)
+    (o,) = r["options"]
+    c = ask("cluster", "--model", "llama-3.1-8b", "--macs", "1x Mac Studio M4 Max 64GB", "--engine", engine,
+            "--quant", rt[1], *lengths)["plan"]
+    assert r["request"]["context"] == o["memory"]["context"] == c["context"] == 20_750
+    assert c["prompt_tokens"] == 20_000
+    assert close(c["speed"]["ttft_s"], o["speed"]["ttft_s"])
+    assert c["nodes"][0]["kv_bytes"] == o["memory"]["kv_cache"]
+    said = "--context 8,192 is shorter than --prompt 20,000 + --gen 750 tokens"
+    assert sum(said in n for n in r["notes"]) == 1 and sum(said in n for n in c["notes"]) == 1
+    # plan models: it timed the prompt cut to 8,191 tokens and sized 8K, echoing prompt 20,000
+    m = ask("models", *mac_args(MACS[0]), "--runtime", rt[0], "--family", "llama", *lengths)
+    (row,) = [x for x in m["rows"] if x["model"] == "llama-3.1-8b"]
+    assert m["context"] == row["context"] == 20_750 and sum(said in n for n in m["notes"]) == 1
+    (same,) = ask("--model", "llama-3.1-8b", *mac_args(MACS[0]), "--runtime", rt[0], "--quant", row["quant"],
+                  "--kv-type", row["kv_type"], *lengths)["options"]   # plan for the row's configuration
+    assert row["memory_bytes"] == same["memory"]["total"] and close(row["ttft_s"], same["speed"]["ttft_s"])
+    # recommend and buy held the request already (WorkloadProfile.context) but did not say why -c was not used
+    rec = ask("recommend", "--model", "llama-3.1-8b", *mac_args(MACS[0]), "--runtime", rt[0], "--quant", rt[1],
+              *lengths)
+    buy = ask("buy", "--model", "llama-3.1-8b", "--runtime", rt[0], *lengths)
+    assert sum(said in n for n in rec["notes"]) == 1 and sum(said in n for n in buy["notes"]) == 1
+
+
+@pytest.mark.parametrize("rt, engine", [(RUNTIMES[0], "llama.cpp-rpc"), (RUNTIMES[1], "mlx")])
 def test_with_no_lengths_a_cluster_of_one_mac_is_the_plans_default_answer(rt, engine):
     """No --prompt, --gen or --cached-prefix: a one-Mac cluster answers `plan`'s default workload (the chat preset's
     point and cached share, planner/points.py) with plan's TTFT and decode; --cached-prefix 0 prefills the whole
