@@ -167,6 +167,8 @@ _FLAGS = {"ram": "--ram", "wired_limit_mb": "--wired-limit", "n_ubatch": "--ubat
 
 
 def _flag_error(e: ValidationError) -> str:
+    from .words import constraint_text
+
     parts = []
     # only a request's fields are flags; a model read from a file failing its own schema (a ModelProfile whose
     # params_b is out of range) named a --params-b flag that does not exist
@@ -179,7 +181,7 @@ def _flag_error(e: ValidationError) -> str:
                      f"{'.'.join(map(str, loc))[:60]}")
         value = err.get("input")
         shown = f" {value!r}" if isinstance(value, int | float | str) and len(repr(value)) < 40 else ""
-        parts.append(f"{flag}{shown}: {str(err.get('msg', '')).removeprefix('Value error, ')}")
+        parts.append(f"{flag}{shown}: {constraint_text(err)}")
     return "; ".join(parts)
 
 

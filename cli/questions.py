@@ -36,6 +36,8 @@ from planner.points import (
 )
 from planner.requests import BuyRequest, RecommendRequest
 
+from .words import constraint_text
+
 
 class WhatRunsRequest(BaseModel):
     """`plan models --ram ...`: the catalog models that run on one Mac, best first."""
@@ -227,8 +229,7 @@ def _validation_line(e: ValidationError) -> str:
         loc = ".".join(str(x) for x in err.get("loc", ())) or "input"
         value = err.get("input")
         shown = f" {value!r}" if isinstance(value, int | float | str) and len(repr(value)) < 40 else ""
-        msg = str(err.get("msg", "")).removeprefix("Value error, ")
-        parts.append(f"{loc}{shown}: {msg}")
+        parts.append(f"{loc}{shown}: {constraint_text(err)}")
     return "; ".join(parts)
 
 

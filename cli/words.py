@@ -97,3 +97,36 @@ def in_args(data: Any, question: str | None = None) -> Any:
         d = {k: in_args(v, question) for k, v in data.items()}
         return data if all(d[k] is data[k] for k in data) else d
     return data
+
+
+def _num(x: Any) -> str:
+    return f"{x:g}" if isinstance(x, float) else str(x)
+
+
+# pydantic error type -> the rule and the fix, worded from the error's context (pydantic_core ErrorType names)
+_CONSTRAINTS = {
+    "less_than": lambda c: f"must be less than {_num(c['lt'])}; give a smaller value",
+    "less_than_equal": lambda c: f"must be at most {_num(c['le'])}; give {_num(c['le'])} or less",
+    "greater_than": lambda c: f"must be more than {_num(c['gt'])}; give a larger value",
+    "greater_than_equal": lambda c: f"must be at least {_num(c['ge'])}; give {_num(c['ge'])} or more",
+    "finite_number": lambda c: "must be a finite number; give e.g. 0.5",
+    "int_parsing": lambda c: "must be a whole number; give e.g. 4",
+    "int_from_float": lambda c: "must be a whole number; give e.g. 4",
+    "float_parsing": lambda c: "must be a number; give e.g. 0.5",
+    "bool_parsing": lambda c: "must be true or false",
+    "literal_error": lambda c: f"must be one of {c.get('expected', 'the listed values')}",
+    "string_too_short": lambda c: "must not be empty; give a value",
+}
+
+
+def constraint_text(err: dict[str, Any]) -> str:
+    """One pydantic error as the rule broken and how to mend it ("must be less than 1; give a smaller value"),
+    where pydantic's own message names only the rule ("Input should be less than 1"); other errors keep their
+    message (a validator's own text already names the fix)."""
+    word = _CONSTRAINTS.get(str(err.get("type", "")))
+    if word is not None:
+        try:
+            return word(err.get("ctx") or {})
+        except KeyError:
+            pass
+    return str(err.get("msg", "")).removeprefix("Value error, ")
