@@ -258,7 +258,8 @@ def plan_serve(args: list[str]) -> dict:
 
 def serve_args(model: Path, chip: str, ram: float, slots: int, slot_context: int) -> list[str]:
     return ["--model", str(model), "--chip", chip, "--ram", f"{ram:g}", "--runtime", "llama.cpp",
-            "--slots", str(slots), "--slot-context", str(slot_context), "--no-sweep"]
+            "--slots", str(slots), "--slot-context", str(slot_context), "--no-sweep",
+            "--cached-prefix", "0"]  # the check's prompts share no prefix: llama-server's prompt cache never hits
 
 
 # --------------------------------------------------------------------------- the whole check

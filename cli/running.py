@@ -50,7 +50,10 @@ def estimate_llama_server(ld, ram: float, macos: str):
         return None
     try:
         res = resolve_gguf(Path(ld.path))
+        # the slot context is the server's, a fact: a request inside it (the default workload's lengths would make
+        # the plan hold a longer context, capacity.hold_request); only the memory is read
         p = plan(PlanRequest(model=ld.model, ram=ram, runtimes=["llama.cpp"], context=ld.context,
+                             prompt=max(ld.context // 2, 1), gen=max(ld.context // 4, 1),
                              users=ld.slots, kv_type="f16", macos=macos), res)
     except (PlannerError, ValueError, OSError):
         return None

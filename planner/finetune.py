@@ -360,6 +360,17 @@ def base_quant(req: FinetuneRequest, rt: Runtime) -> tuple[QuantFormat, list[str
     return (pinned[0], [pinned[1]]) if pinned else (resolve_quant(DEFAULT_QUANT, rt)[0], [])
 
 
+def _checked_base(req: FinetuneRequest, rt: Runtime) -> tuple[QuantFormat, list[str]]:
+    """base_quant, refused for a full fine-tune of quantized weights (naming where the quant came from)."""
+    fmt, quant_notes = base_quant(req, rt)
+    if req.fine_tune_type == "full" and fmt.bits and fmt.bits < 16:
+        what = (f"[[quant]] {req.quant}" if req.quant else f"{req.model} holds {fmt.id}" if quant_notes
+                else f"[[quant]] {DEFAULT_QUANT} (the default)")
+        raise InputError(f"{what}: full fine-tuning needs unquantized weights; use [[quant]] bf16 "
+                         "or [[fine_tune_type]] lora (QLoRA)")
+    return fmt, quant_notes
+
+
 def plan_finetune(req: FinetuneRequest) -> FinetunePlan:
     model = profiles.load_model(req.model)
     n_layers = model.config.num_hidden_layers
@@ -368,17 +379,11 @@ def plan_finetune(req: FinetuneRequest) -> FinetunePlan:
         raise InputError(f"[[layers]] {req.layers}: {model.name} has {n_layers} layers; give 1 to {n_layers}, "
                          "or -1 for all")
     rt = profiles.load_runtime("mlx-lm")
-    fmt, quant_notes = base_quant(req, rt)
+    fmt, notes = _checked_base(req, rt)
     mac = resolve_mac(req.chip or None, req.gpu_cores, req.ram)
     chip, ram = mac.chip, mac.ram_gb
     wired = capacity.wired_limit(ram, profiles.load_macos(req.macos), req.wired_limit_mb)
     budget = capacity.safe_budget(wired, rt)
-    notes: list[str] = quant_notes
-    if req.fine_tune_type == "full" and fmt.bits and fmt.bits < 16:
-        what = (f"[[quant]] {req.quant}" if req.quant else f"{req.model} holds {fmt.id}" if quant_notes
-                else f"[[quant]] {DEFAULT_QUANT} (the default)")
-        raise InputError(f"{what}: full fine-tuning needs unquantized weights; use [[quant]] bf16 "
-                         "or [[fine_tune_type]] lora (QLoRA)")
 
     pad, mean_pad, assumption = padded_lengths(req)
     notes += _over_context(model, pad)

@@ -297,7 +297,7 @@ class ServeRequest:
     sweep: bool = True
     trace: tuple[list[float], list[int], list[int]] | None = None  # (arrival [s], prompt, gen) from a trace file
     kv_unified: bool = False    # llama-server --kv-unified: one KV stream for all slots (no per-slot batch split)
-    users: int | None = None    # the people behind the rate (plan serve's default: the default workload's; --users);
+    users: int | None = None    # the people behind the rate (plan serve's default: the default workload's; [[users]]);
     # None: a bare rate or a trace, with no person's rate to divide the capacity by
 
 

@@ -368,6 +368,19 @@ def plan_cluster(model: str, nodes: list[Node], link: str | LinkProfile = "tb5",
                      f"{best_tok_s:.1f} on one {best.label}; communication costs "
                      f"{sp.comm_s_per_step * 1000:.1f} ms of the {1000 / sp.decode_tok_s_per_user:.1f} ms per token"
                      + (f" ({sp.comm_latency_s_per_step * 1000:.1f} ms of it latency)" if sp.comm_latency_s_per_step else ""))
+    notes += _setup_notes(prof, nodes, mode, engine, tr)
+    suggestions = [] if fits else _what_fits(prof, rt, mm, nodes, mode, engine, context, users, macos)
+    return ClusterPlan(model=prof.id, engine=engine, mode=mode, runtime=rt.id, quant=q.id, transport=tr,
+                       context=context, users=users, prompt_tokens=prompt, gen_tokens=gen,
+                       cached_prefix_share=cached_prefix, nodes=shares, fits=fits,
+                       speed=sp if fits else None, suggestions=suggestions, single_macs=list(singles.values()), best_single=best, slower_than_single=slower,
+                       scaling=scal, binding=binding, calibration=profiles.load_speed_constants(
+                           nodes[0].chip, rt.id).source, notes=notes)
+
+
+def _setup_notes(prof: ModelProfile, nodes: list[Node], mode: str, engine: str, tr: Transport) -> list[str]:
+    """What the split, the transport and the engine imply for the user's setup."""
+    notes = []
     if mode == "tensor" and tr.backend != "jaccl":
         notes.append(f"tensor parallel over TCP ({tr.backend}): {2 * prof.config.num_hidden_layers} all-reduces per "
                      f"token at ~{tr.latency_s * 1e6:.0f} µs per message; mlx recommends JACCL (RDMA, TB5) for it")
@@ -378,13 +391,7 @@ def plan_cluster(model: str, nodes: list[Node], link: str | LinkProfile = "tb5",
     if engine == "exo":
         notes.append("exo runs mlx underneath; its scheduling overhead is not modelled (exo #2070: exo tensor-RDMA "
                      "48 tok/s vs pure mlx 98 tok/s on the same two MacBooks)")
-    suggestions = [] if fits else _what_fits(prof, rt, mm, nodes, mode, engine, context, users, macos)
-    return ClusterPlan(model=prof.id, engine=engine, mode=mode, runtime=rt.id, quant=q.id, transport=tr,
-                       context=context, users=users, prompt_tokens=prompt, gen_tokens=gen,
-                       cached_prefix_share=cached_prefix, nodes=shares, fits=fits,
-                       speed=sp if fits else None, suggestions=suggestions, single_macs=list(singles.values()), best_single=best, slower_than_single=slower,
-                       scaling=scal, binding=binding, calibration=profiles.load_speed_constants(
-                           nodes[0].chip, rt.id).source, notes=notes)
+    return notes
 
 
 def _what_fits(prof: ModelProfile, rt: Runtime, mm: MemoryModel, nodes: list[Node], mode: str, engine: str, context: int, users: int,
