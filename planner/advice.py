@@ -335,9 +335,8 @@ def recommend(model: str, ram_gb: float, workload: WorkloadProfile, chip: Chip |
     req = PlanRequest(model=model, quants=quants) if quants else plan_request(model=model)
     pinned, rts, pin_notes = pinned_by_name(req, rts)
     quants, notes = (list(pinned.quants) if pinned.quants else None), [*notes, *pin_notes]
-    for qn in quants or []:
-        profiles.load_quant(qn)  # an unknown name: UnknownProfileError with close matches, as planner.plan
-    if quants:  # the deployment stage's rule, as planner.plan: other-format quants converted, or runtimes left out
+    if quants:  # the deployment stage's rule, as planner.plan: an unknown name refused with close matches,
+        # other-format quants converted, or runtimes left out
         asked, quant_notes = resolve_quants(quants, rts)
         quants, notes = list(dict.fromkeys(q.id for qs in asked.values() for q in qs)), [*notes, *quant_notes]
     found = _search(ctx, rts, quants, kv_type, flash_attn, n_ubatch, images)

@@ -24,7 +24,7 @@ from .errors import InputError, PlannerError
 from .format import over_text
 from .memory import MemoryModel
 from .models_result import ModelRow, ModelsResult
-from .points import DEFAULT_CACHED_PREFIX, DEFAULT_GEN, DEFAULT_PROMPT
+from .points import DEFAULT_CACHED_PREFIX, DEFAULT_GEN, DEFAULT_PROMPT, MAX_TOKENS
 from .results import Fit, WiredLimit
 from .schema import Chip, GgmlType, GgmlTypeTable, MlxRuntime, ModelProfile, QuantFormat, Runtime
 from .search import (
@@ -354,7 +354,7 @@ def quality_basis(models: list[ModelProfile]) -> str | None:
 def what_runs(qy: Query) -> ModelsResult:
     """Catalog models that run on the Mac of ``qy``, best first (see the module docstring for the rules)."""
     _check(qy)
-    held, short = capacity.hold_request(qy.context, qy.prompt_tokens, qy.gen_tokens, 10_000_000)  # as plan
+    held, short = capacity.hold_request(qy.context, qy.prompt_tokens, qy.gen_tokens, MAX_TOKENS)  # as plan
     if short is not None:  # each model then at most its maximum (best_for_runtime), as before
         qy = dataclasses.replace(qy, context=held)
     mac_os = profiles.load_macos(qy.macos)
@@ -482,7 +482,7 @@ def _binding(rows: list[ModelRow], qy: Query, wired: WiredLimit) -> list[str]:
     if not fitting:
         needs = [(need_of(profiles.load_runtime(r.runtime), r.quant, r.kv_type, qy.users, r.context, r.memory_bytes),
                   r.model) for r in rows]
-        need, model = min(needs, key=lambda x: x[0].memory_bytes + x[0].margin_bytes)
+        need, model = min(needs, key=lambda x: x[0].with_margin())
         out.append(f"memory binds at {qy.users} × {need.context:,} tokens: {model}, {over_text(need, wired)}; "
                    "lower [[context]] or [[users]], or more RAM")
     fast = [(r.decode_tok_s_per_user, r) for r in fitting if r.decode_tok_s_per_user is not None and "embedding" not in r.tasks]

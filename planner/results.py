@@ -163,10 +163,14 @@ class SmallestNeed(BaseModel):
     margin_bytes: int
     """The runtime's own margin a fit keeps below the limit (Fit.margin_bytes) [bytes]"""
 
+    def with_margin(self) -> int:
+        """The need and its runtime's margin: what capacity.fit compares with the limit [bytes]."""
+        return self.memory_bytes + self.margin_bytes
+
     def over(self, wired: WiredLimit) -> int:
         """How far the need and its margin go past the most the GPU may have with the limit raised (what makes the
         verdict no-fit, capacity.fit) [bytes]; one figure for plan and models."""
-        return self.memory_bytes + self.margin_bytes - wired.max_raise_bytes
+        return self.with_margin() - wired.max_raise_bytes
 
 
 # --------------------------------------------------------------------------- speed

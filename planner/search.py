@@ -157,20 +157,16 @@ def smallest_need(mms: Iterable[MemoryModel], context: int, users: int,
     runtime may use for ``users`` sequences (kv_types_for; mlx-lm's quantized KV serves one), the configuration
     needing the least memory with its runtime's margin (what capacity.fit compares with the raised limit).
     One rule for plan and recommend: both name this figure and its KV type."""
-    best: tuple[int, MemoryModel, int] | None = None
+    best: SmallestNeed | None = None
     for base in mms:
         for kv in kv_types_for(base.runtime, kv_type):
             mm = with_kv(base, kv)
             if mm is None or (users > 1 and mm.engine.max_slots(mm.kv.kv_type) == 1):
                 continue
-            total = mm.total(context, users)
-            margin = int(mm.runtime.headroom_mib * MiB)  # capacity.fit's margin (need_of)
-            if best is None or total + margin < best[0] + best[2]:
-                best = (total, mm, margin)
-    if best is None:
-        return None
-    total, mm, margin = best
-    return need_of(mm.runtime, mm.quant_id, mm.kv.kv_type, users, context, total)
+            need = need_of(mm.runtime, mm.quant_id, mm.kv.kv_type, users, context, mm.total(context, users))
+            if best is None or need.with_margin() < best.with_margin():
+                best = need
+    return best
 
 
 def need_of(rt: Runtime, quant: str, kv_type: str, users: int, context: int, total: int) -> SmallestNeed:

@@ -217,8 +217,9 @@ def setup(chip: str, gpu_cores: int | None, ram: float | None, model: str | Reso
     c, chip_note, ram_gb = mac.chip, mac.bin_note, mac.ram_gb
     assert c is not None  # a chip name was given
     resolved = None if isinstance(model, str) else model
-    rt, runtime_note = resolve_runtime(runtime, model if isinstance(model, str) else model.profile.name,
-                                       _files_runtime(resolved), quant)
+    files_rt = _files_runtime(resolved)
+    rt, runtime_note = resolve_runtime(runtime, model if isinstance(model, str) else model.profile.name, files_rt,
+                                       quant)
     if rt.family not in engines():
         raise InputError(f"[[runtime]] {rt.id}: plan serve simulates llama-server (llama.cpp) and mlx_lm.server "
                          "(mlx-lm); give one of those")
@@ -228,9 +229,9 @@ def setup(chip: str, gpu_cores: int | None, ram: float | None, model: str | Reso
     # commands answer the same model with the same weights (gpt-oss: MXFP4_MOE, not Q4_K_M)
     q, quant_note = (_quant(asked, rt) if asked else pick_quant(None, model, m, rt) if isinstance(model, str)
                      else _default_quant(m, rt))
-    other = _files_runtime(resolved)
-    if other is not None and profiles.load_runtime(other).weight_format != rt.weight_format:  # best effort: a note
-        quant_note = (f"[[model]] {m.name} holds {profiles.load_runtime(other).weight_format.upper()} weights, which "
+    files_fmt = profiles.load_runtime(files_rt).weight_format if files_rt is not None else None
+    if files_fmt is not None and files_fmt != rt.weight_format:  # best effort: a note
+        quant_note = (f"[[model]] {m.name} holds {files_fmt.upper()} weights, which "
                       f"{rt.id} does not load: answered for the same model as {q.id}"
                       + (f", the class of its {asked}" if asked and not quant else "") + " (change [[runtime]] for "
                       "its own files)" + (f"; {quant_note}" if quant and quant_note else ""))
