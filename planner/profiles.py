@@ -310,12 +310,38 @@ def library_note(name: str) -> str | None:
     read as); None for every other name, and when the entry declares the library's latest tag itself."""
     key = norm(name)
     if key in _index("models") or key in _alias_map():
-        return None
+        return _library_sizes_note(name, _index_or_alias(key))
     hit = ollama_library(name)
     if hit is None or hit[1].endswith(":latest"):
         return None
     return (f"{name}: Ollama's library name, read as {hit[1]} ({hit[0]}), the catalog's only size of it; give "
             f"[[model]] with the tag for another")
+
+
+def _index_or_alias(key: str) -> str:
+    return key if key in _index("models") else _alias_map()[key]
+
+
+def _library_sizes_note(name: str, model_id: str) -> str | None:
+    """A catalog name that is also a bare Ollama library name whose library holds other catalog entries
+    (``deepseek-r1``: the 671B model here, while ``ollama pull deepseek-r1`` fetches a distill): the note names the
+    entry it was read as and the library's other tags, so a user who meant Ollama's default is not answered for
+    another model silently. None for every other name."""
+    s = name.strip()
+    if not s or ":" in s or "/" in s:
+        return None
+    others = {i: a for i, a in _ollama_libraries().get(norm(s), {}).items() if i != model_id}
+    if not others:
+        return None
+    tags = ", ".join(sorted(others.values(), key=_tag_order))
+    return (f"{s}: read as {_load('models', model_id, ModelProfile).name} ({model_id}); Ollama's library of that name "
+            f"also holds {tags} in the catalog: give [[model]] with the tag for one of those")
+
+
+def _tag_order(alias: str) -> tuple[float, str]:
+    """Ollama tags by size (``deepseek-r1:1.5b`` before ``deepseek-r1:14b``), the rest after them by name."""
+    m = re.match(r"[^:]+:(\d+(?:\.\d+)?)b", alias, re.IGNORECASE)
+    return (float(m.group(1)) if m else float("inf"), alias)
 
 
 def _strip_decorations(s: str) -> str:

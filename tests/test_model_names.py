@@ -304,3 +304,31 @@ def test_every_bare_ollama_library_name_resolves_to_one_of_its_entries_or_is_unk
     assert got in entries
     if len(entries) == 1 and P.library_note(library) is None:
         assert P.norm(library) in P._alias_map()  # an alias of its own: a known default, no note needed
+
+
+@pytest.mark.parametrize("library", sorted({a.split(":", 1)[0] for _, a in _ollama_names()}))
+def test_a_bare_library_name_read_as_one_of_several_sizes_says_which_and_names_the_others(library):
+    """`plan --model deepseek-r1` is the 671B model here while `ollama pull deepseek-r1` fetches a distill: whenever a
+    bare library name resolves and its library holds other catalog entries, the note names the entry it was read as
+    and every other tag, so no size is picked silently; a library of one entry only says which tag it was read as."""
+    entries = {m for m, a in _ollama_names() if a.split(":", 1)[0] == library}
+    try:
+        got = P.load_model(library).id
+    except UnknownProfileError:
+        return
+    note = P.library_note(library)
+    others = {m: a for m, a in _ollama_names() if a.split(":", 1)[0] == library and m != got}
+    if len(entries) > 1:
+        assert note is not None and got in note
+        for m in others:
+            assert P._ollama_libraries()[P.norm(library)][m] in note
+    else:
+        assert note is None or "also holds" not in note
+    assert P.library_note(f"{library}:8b") is None  # a tagged name pins its size: nothing to say
+
+
+def test_deepseek_r1_bare_is_read_as_the_671b_model_and_points_at_the_distills():
+    note = P.library_note("deepseek-r1")
+    assert note is not None and "deepseek-v3" in note
+    assert "deepseek-r1:8b" in note and "deepseek-r1:70b" in note
+    assert note.index("deepseek-r1:1.5b") < note.index("deepseek-r1:14b")  # by size, not by text
