@@ -25,7 +25,7 @@ from pydantic import BaseModel, PositiveFloat
 from . import profiles
 from ._model import Frozen, assemble
 from .errors import InputError, UnknownProfileError
-from .schema import Chip, QuantFormat, Runtime
+from .schema import Chip, ModelProfile, QuantFormat, Runtime
 
 
 class Mac(BaseModel):
@@ -157,6 +157,45 @@ def name_quant(name: str, rt: Runtime) -> tuple[QuantFormat, str] | None:
         return None
     q, conv = resolve_quant(named, rt, pinned_by=name)
     return q, conv.text() if conv else f"quant {q.id} from the name {name} (give [[quant]] for another)"
+
+
+# Without a quantization: the 4-bit class, the most common download of a local model (Ollama's library tags and
+# mlx-community's default conversions), or the format the checkpoint itself ships in (gpt-oss's MXFP4 experts).
+DEFAULT_QUANT = {"gguf": "Q4_K_M", "mlx": "4bit"}
+
+
+def pick_quant(quant: str | None, name: str, model: ModelProfile, rt: Runtime) -> tuple[QuantFormat, str | None]:
+    """-> (quant, note): the asked one; else the preset the typed model name pins (``qwen3:8b-q8_0``,
+    ``mlx-community/Qwen3-8B-4bit``: name_quant), in this runtime's format; else the default (:func:`default_quant`)."""
+    if quant is not None:
+        return asked_quant(quant, rt)
+    return name_quant(name, rt) or default_quant(model, rt)
+
+
+def native_quant_id(model: ModelProfile, rt: Runtime) -> str | None:
+    """The preset of the format the checkpoint ships in (gpt-oss: MXFP4) for this runtime's weights, if any."""
+    nq = model.native_quant
+    return None if nq is None else nq.preset_for(rt.weight_format)
+
+
+def default_quant_id(model: ModelProfile, rt: Runtime) -> str:
+    """The quant a command answers without one asked (predict, serve, cluster: :func:`pick_quant`): the checkpoint's own format, else
+    DEFAULT_QUANT."""
+    return native_quant_id(model, rt) or DEFAULT_QUANT[rt.weight_format]
+
+
+def default_quant(model: ModelProfile, rt: Runtime) -> tuple[QuantFormat, str]:
+    """-> (quant, note) when none was asked: :func:`default_quant_id`; the note says which, so the answer is never
+    mistaken for the asked quantization."""
+    q = profiles.load_quant(default_quant_id(model, rt), rt.weight_format)
+    why = "the format the checkpoint ships in" if native_quant_id(model, rt) else "the most common download"
+    return q, f"no [[quant]] given: answered for {q.id}, {why}; give [[quant]] for another"
+
+
+def asked_quant(name: str, rt: Runtime) -> tuple[QuantFormat, str | None]:
+    """-> (quant, note): the deployment stage's rule (:func:`resolve_quant`), its note worded."""
+    q, conv = resolve_quant(name, rt)
+    return q, conv.text() if conv is not None else None
 
 
 def resolve_quants(names: list[str], runtimes: list[Runtime]) -> tuple[dict[str, list[QuantFormat]], list[str]]:

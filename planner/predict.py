@@ -6,11 +6,11 @@ from typing import Any
 
 from . import capacity, profiles
 from . import throughput as tp
-from .deployment import name_quant, resolve_mac, resolve_quant, resolve_runtime
+from .deployment import pick_quant, resolve_mac, resolve_runtime
 from .errors import InputError
 from .memory import memory_model
 from .points import DEFAULT_CACHED_PREFIX
-from .schema import ModelProfile, QuantFormat, Runtime
+from .schema import ModelProfile, Runtime
 from .workload import cached_tokens, check_cached_prefix
 
 
@@ -76,40 +76,3 @@ def _images(model: ModelProfile, rt: Runtime, images: int, size: str | None) -> 
     return rt, tokens, [*notes, *swap]
 
 
-# Without a quantization: the 4-bit class, the most common download of a local model (Ollama's library tags and
-# mlx-community's default conversions), or the format the checkpoint itself ships in (gpt-oss's MXFP4 experts).
-DEFAULT_QUANT = {"gguf": "Q4_K_M", "mlx": "4bit"}
-
-
-def pick_quant(quant: str | None, name: str, model: ModelProfile, rt: Runtime) -> tuple[QuantFormat, str | None]:
-    """-> (quant, note): the asked one; else the preset the typed model name pins (``qwen3:8b-q8_0``,
-    ``mlx-community/Qwen3-8B-4bit``: planner.deployment.name_quant), in this runtime's format; else the default (:func:`_default_quant`)."""
-    if quant is not None:
-        return _quant(quant, rt)
-    return name_quant(name, rt) or _default_quant(model, rt)
-
-
-def native_quant_id(model: ModelProfile, rt: Runtime) -> str | None:
-    """The preset of the format the checkpoint ships in (gpt-oss: MXFP4) for this runtime's weights, if any."""
-    nq = model.native_quant
-    return None if nq is None else nq.preset_for(rt.weight_format)
-
-
-def default_quant_id(model: ModelProfile, rt: Runtime) -> str:
-    """The quant a command answers without one asked (predict, serve, cluster): the checkpoint's own format, else
-    DEFAULT_QUANT."""
-    return native_quant_id(model, rt) or DEFAULT_QUANT[rt.weight_format]
-
-
-def _default_quant(model: ModelProfile, rt: Runtime) -> tuple[QuantFormat, str]:
-    """-> (quant, note) when none was asked: :func:`default_quant_id`; the note says which, so the answer is never
-    mistaken for the asked quantization."""
-    q = profiles.load_quant(default_quant_id(model, rt), rt.weight_format)
-    why = "the format the checkpoint ships in" if native_quant_id(model, rt) else "the most common download"
-    return q, f"no [[quant]] given: answered for {q.id}, {why}; give [[quant]] for another"
-
-
-def _quant(name: str, rt: Runtime) -> tuple[QuantFormat, str | None]:
-    """-> (quant, note): the deployment stage's rule (planner.deployment.resolve_quant), its note worded."""
-    q, conv = resolve_quant(name, rt)
-    return q, conv.text() if conv is not None else None

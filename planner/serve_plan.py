@@ -15,11 +15,10 @@ import numpy as np
 
 from . import capacity, profiles
 from . import throughput as tp
-from .deployment import resolve_mac, resolve_runtime
+from .deployment import asked_quant, default_quant, pick_quant, resolve_mac, resolve_runtime
 from .engines import engines
 from .errors import InputError, NoFitError, PlannerError
 from .memory import MemoryModel, memory_model
-from .predict import _default_quant, _quant, pick_quant
 from .results import WiredLimit
 from .schema import QuantFormat, ResolvedFiles, Runtime
 from .serve import Scheduler, StepModel, Trace, simulate
@@ -227,8 +226,8 @@ def setup(chip: str, gpu_cores: int | None, ram: float | None, model: str | Reso
     asked = quant or _file_quant(resolved, rt)
     # without one: the rule of `plan predict` (the checkpoint's own format, else the 4-bit download), so both
     # commands answer the same model with the same weights (gpt-oss: MXFP4_MOE, not Q4_K_M)
-    q, quant_note = (_quant(asked, rt) if asked else pick_quant(None, model, m, rt) if isinstance(model, str)
-                     else _default_quant(m, rt))
+    q, quant_note = (asked_quant(asked, rt) if asked else pick_quant(None, model, m, rt) if isinstance(model, str)
+                     else default_quant(m, rt))
     files_fmt = profiles.load_runtime(files_rt).weight_format if files_rt is not None else None
     if files_fmt is not None and files_fmt != rt.weight_format:  # best effort: a note
         quant_note = (f"[[model]] {m.name} holds {files_fmt.upper()} weights, which "

@@ -31,12 +31,11 @@ import math
 from .. import architecture as arch
 from .. import capacity, profiles
 from .. import throughput as tp
-from ..deployment import QuantConverted, resolve_quant
+from ..deployment import pick_quant
 from ..errors import InputError
 from ..memory import MemoryModel, memory_model
 from ..points import DEFAULT_CACHED_PREFIX, DEFAULT_GEN, DEFAULT_PROMPT  # the default workload's
-from ..predict import default_quant_id  # the rule of `plan predict` and `plan serve`
-from ..schema import ModelProfile, QuantFormat, Runtime
+from ..schema import ModelProfile, Runtime
 from ..workload import cached_tokens, check_cached_prefix
 from .links import RUNTIME_OF, LinkProfile, Transport, check_engine, load_link, transport
 from .results import ClusterCandidate, ClusterPlan, ClusterSpeed, NodeShare, SingleMac
@@ -340,13 +339,13 @@ def plan_cluster(model: str, nodes: list[Node], link: str | LinkProfile = "tb5",
     context, capped = capacity.cap_context(context, prof)  # as every command
     context, short = capacity.hold_request(context, prompt, gen, prof.config.max_position_embeddings)  # as plan
     prompt = min(prompt, context - 1)  # a request beyond the model's maximum: its prompt up to the maximum
-    q, conv = cluster_quant(quant, model, prof, rt)
+    q, quant_note = pick_quant(quant, model, prof, rt)  # the rule of every command answering one quant
     mm = memory_model(prof, rt, q, profiles.ggml_types())
     geo = tp.geometry(mm, q.kind, q.mode)
     cached = cached_tokens(prompt, check_cached_prefix(cached_prefix), rt)
     shares = place(mm, nodes, mode, engine, context, users, macos)
     fits = all(s.verdict != "no-fit" for s in shares)
-    notes: list[str] = [n for n in (capped, short, os_note, conv.text() if conv else None) if n]
+    notes: list[str] = [n for n in (capped, short, os_note, quant_note) if n]
     sp, per_node = speed(mm, geo, nodes, mode, engine, tr, prompt, gen, users, _stages(shares, mode), cached)
     sp = sp.model_copy(update={"cached_prefix_share": cached_prefix})
     shares = [s.model_copy(update={"decode_step_s": t, "decode_bound": b}) for s, (t, b) in zip(shares, per_node)]
@@ -438,16 +437,6 @@ def _binding(shares: list[NodeShare], sp: ClusterSpeed, mode: str, tr: Transport
     return f"{what}: {bound}{extra}"
 
 
-def cluster_quant(quant: str | None, model: str, prof: ModelProfile, rt: Runtime) -> tuple[QuantFormat, QuantConverted | None]:
-    """The asked quant; else the preset the model name pins (mlx-community/<Model>-8bit: mlx-8bit-g64), as `plan`
-    and `plan predict` answer it; else the rule of `plan predict` (predict.default_quant_id). Through the deployment
-    stage's quant rule: a format of the other weight kind at its bit class, with a note."""
-    if quant is not None:
-        return resolve_quant(quant, rt)
-    named = profiles.parse_name(model).quant
-    return resolve_quant(named, rt, pinned_by=model) if named else resolve_quant(default_quant_id(prof, rt), rt)
-
-
 def cluster_candidates(model: str, counts: tuple[int, ...] = (2, 3, 4), link: str = "tb5", engine: str = "mlx",
                        mode: str = "pipeline", quant: str | None = None, context: int = 8192, users: int = 1,
                        prompt: int = DEFAULT_PROMPT, gen: int = DEFAULT_GEN, macos: str = profiles.DEFAULT_MACOS, budget_usd: float | None = None,
@@ -458,7 +447,7 @@ def cluster_candidates(model: str, counts: tuple[int, ...] = (2, 3, 4), link: st
     discontinued ones unless asked for (as planner.buy's single-Mac search)."""
     rt = profiles.load_runtime(RUNTIME_OF[check_engine(engine, mode)[0]])
     prof = profiles.load_model(model)
-    q, _ = cluster_quant(quant, model, prof, rt)
+    q, _ = pick_quant(quant, model, prof, rt)
     need = memory_model(prof, rt, q, profiles.ggml_types()).weights.total_bytes
     chips = {c.id: c for c in profiles.all_chips()}
     seen, out = set(), []
