@@ -155,6 +155,7 @@ TARGET_MAPE = {("llama.cpp", "decode"): 10.0, ("llama.cpp", "prefill"): 12.0, ("
                ("lmstudio-mlx", "decode"): 15.0}
 TARGET_BIAS = 5.0
 TARGET_COVERAGE = (75.0, 85.0)
+MIN_SPREAD_PAIRS = 3  # source-chip pairs before the README states the same-chip spread
 
 
 def source_bias(held) -> dict[tuple[str, str, str], tuple[int, float, float]]:
@@ -195,6 +196,24 @@ def source_summary(held, cov) -> dict[tuple[str, str], dict[str, float]]:
     return out
 
 
+def same_chip_spread(held) -> dict[tuple[str, str], tuple[int, float]]:
+    """{(runtime, phase): (source-chip pairs, mean gap %)}: how far apart sources measure the same chip. Each held-out
+    source's offset on a chip is the median of log(measured / predicted) over its rows there; its gap is
+    |exp(offset − the median of the other sources' offsets on that chip) − 1|, over the pairs whose chip another
+    source also measured. No speed model that knows only the chip, model and settings can predict a typical source
+    closer than this: it is the between-source floor under the MAPE by source group."""
+    offsets: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
+    for rt, r, p in held:
+        offsets[(rt, r.phase, r.chip_id, r.source)].append(float(np.log(r.value / p)))
+    med = {k: float(np.median(v)) for k, v in offsets.items()}
+    gaps: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for (rt, ph, chip, src), o in med.items():
+        peers = [v for (rt2, ph2, chip2, src2), v in med.items() if (rt2, ph2, chip2) == (rt, ph, chip) and src2 != src]
+        if peers:
+            gaps[(rt, ph)].append(abs(float(np.exp(o - np.median(peers))) - 1) * 100)
+    return {k: (len(v), float(np.mean(v))) for k, v in gaps.items()}
+
+
 def source_lines(held, cov) -> list[str]:
     """The issue-33 view: every source group held out whole and counted once, per runtime and regime; each held-out
     source's signed bias and range coverage; the targets met or missed."""
@@ -224,6 +243,10 @@ def source_lines(held, cov) -> list[str]:
         i, m = cov_src[(rt, ph, src)]
         lines.append(f"  {rt:18s} {ph:8s} {src:40s} n {n:4d}  bias {b:+6.1f}%  MAPE {mape:5.1f}%  "
                      f"cover {i:3d}/{m:3d}")
+    lines += ["", "between sources on the same chip (same runtime and phase): a held-out source's median offset from the "
+              "other sources' median on its chip (mean over source-chip pairs with a peer)"]
+    for (rt, ph), (n, gap) in sorted(same_chip_spread(held).items()):
+        lines.append(f"  {rt:18s} {ph:8s} pairs {n:3d}  mean gap {gap:5.1f}%")
     lines += ["", "targets (issue 33)"]
     for (rt, ph), t in TARGET_MAPE.items():
         v = summ.get((rt, f"all {ph}"))
@@ -248,6 +271,7 @@ def summary_sentences(held, cov) -> list[str]:
     """One sentence per runtime for the README: every held-out source counting once, its mean MAPE per phase
     against the target, the median signed bias, and the 80 % range's coverage of held-out rows."""
     summ = source_summary(held, cov)
+    spread = same_chip_spread(held)
     out = []
     for rt in [r for r in F.RUNTIMES if any(k[0] == r for k in summ)]:
         parts, missed = [], []
@@ -268,8 +292,12 @@ def summary_sentences(held, cov) -> list[str]:
         if not TARGET_COVERAGE[0] <= pct <= TARGET_COVERAGE[1]:
             missed.append("range coverage")
         verdict = "meets the issue-33 targets" if not missed else "misses the target for " + ", ".join(missed)
+        floor = spread.get((rt, "decode"))
+        peers = "" if floor is None or floor[0] < MIN_SPREAD_PAIRS else (
+            f" Sources measuring the same chip decode {floor[1]:.0f} % apart from each other's median"
+            f" ({floor[0]} source-chip pairs).")
         out.append(f"- **{rt}**, predicting a source it was not fitted on: " + "; ".join(parts)
-                   + f"; its 80 % range holds {pct:.0f} % of the held-out rows ({verdict}).")
+                   + f"; its 80 % range holds {pct:.0f} % of the held-out rows ({verdict})." + peers)
     return out
 
 

@@ -49,3 +49,30 @@ def test_summary_sentence_states_source_mean_error_bias_and_coverage():
     assert "decode 15.0 % off on average over 2 source groups (median bias -5.0 %, + = too fast; target 10 %)" in s
     assert "holds 67 % of the held-out rows" in s
     assert "misses the target for decode error, range coverage" in s
+
+
+def test_same_chip_spread_is_each_sources_gap_to_its_peers_median_on_that_chip():
+    """Three llama.cpp decode sources on one chip, predicted 10 tok/s: A measures 10 (offset 0), B 12 (log 1.2),
+    C 8 (log 0.8); D alone on another chip has no peer. A's peers' median is log(sqrt(1.2 * 0.8)) = log 0.9798:
+    gap |1 / 0.9798 - 1| = 2.06 %; B's peers A, C: median log sqrt(0.8) -> |1.2 / 0.8944 - 1| = 34.16 %; C's peers
+    A, B: |0.8 / 1.0954 - 1| = 26.97 %. Mean (2.06 + 34.16 + 26.97) / 3 = 21.06 % over 3 pairs."""
+    from calibration import fit as F
+    from planner import profiles
+    from tests.calibration.test_fit import _geo
+
+    c, other = profiles.resolve_chip("m2-max-38gpu"), profiles.resolve_chip("m4-max-40gpu")
+
+    def rec(src, value, chip=c):
+        return F.FitRecord(runtime="llama.cpp", chip=chip, geo=_geo(), phase="decode", prompt=0, gen=1, depth=0,
+                           batch=1, value=value, source=src)
+
+    held = [("llama.cpp", rec("A", 10.0), 10.0), ("llama.cpp", rec("B", 12.0), 10.0),
+            ("llama.cpp", rec("C", 8.0), 10.0), ("llama.cpp", rec("D", 5.0, other), 10.0)]
+    (n, gap), = R.same_chip_spread(held).values()
+    assert n == 3
+    assert gap == pytest.approx((abs(1 / (0.96 ** 0.5) - 1) + abs(1.2 / 0.8 ** 0.5 - 1) + abs(0.8 / 1.2 ** 0.5 - 1))
+                                / 3 * 100)
+    assert gap == pytest.approx(21.06, abs=0.01)
+    cov = {("llama.cpp", "decode", s): (1, 1) for s in "ABCD"}
+    (s,) = R.summary_sentences(held, cov)
+    assert "Sources measuring the same chip decode 21 % apart from each other's median (3 source-chip pairs)." in s
