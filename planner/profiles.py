@@ -309,17 +309,15 @@ def library_note(name: str) -> str | None:
     """The note of a bare Ollama library name answered by the only catalog entry of that library (which size it was
     read as); None for every other name, and when the entry declares the library's latest tag itself."""
     key = norm(name)
-    if key in _index("models") or key in _alias_map():
-        return _library_sizes_note(name, _index_or_alias(key))
+    if key in _index("models"):  # a catalog id names its size (no id is a library name: test_model_names)
+        return None
+    if key in _alias_map():
+        return _library_sizes_note(name, _alias_map()[key])
     hit = ollama_library(name)
     if hit is None or hit[1].endswith(":latest"):
         return None
     return (f"{name}: Ollama's library name, read as {hit[1]} ({hit[0]}), the catalog's only size of it; give "
             f"[[model]] with the tag for another")
-
-
-def _index_or_alias(key: str) -> str:
-    return key if key in _index("models") else _alias_map()[key]
 
 
 def _library_sizes_note(name: str, model_id: str) -> str | None:

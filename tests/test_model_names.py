@@ -332,3 +332,11 @@ def test_deepseek_r1_bare_is_read_as_the_671b_model_and_points_at_the_distills()
     assert note is not None and "deepseek-v3" in note
     assert "deepseek-r1:8b" in note and "deepseek-r1:70b" in note
     assert note.index("deepseek-r1:1.5b") < note.index("deepseek-r1:14b")  # by size, not by text
+
+
+def test_no_catalog_id_is_a_library_name_with_other_entries():
+    """library_note answers a catalog id at once (None) without reading every profile for the library map: sound only
+    while no id is a library name that holds other entries (deepseek-v3 is one whose library is itself), which this
+    checks."""
+    libs = P._ollama_libraries()
+    assert not [i for i in P.model_ids() if set(libs.get(P.norm(i), {})) - {i}]
