@@ -306,10 +306,11 @@ def _aliases_of(model_id: str) -> list[str]:
 
 
 def library_note(name: str) -> str | None:
-    """The note of a bare Ollama library name answered by the only catalog entry of that library (which size it was
-    read as); None for every other name, and when the entry declares the library's latest tag itself."""
+    """The note of a bare Ollama library name: answered by the only catalog entry of that library, which size it was
+    read as; an alias of one entry whose library holds others, which one and the others' tags
+    (:func:`_library_sizes_note`); None for every other name, and when the entry declares the library's latest tag."""
     key = norm(name)
-    if key in _index("models"):  # a catalog id names its size (no id is a library name: test_model_names)
+    if key in _index("models"):  # an id names its size (no id is a library with other entries: test_model_names)
         return None
     if key in _alias_map():
         return _library_sizes_note(name, _alias_map()[key])
