@@ -20,7 +20,7 @@ from .recipes import Recipe, recipe
 from .results import Fit, WiredLimit
 from .schema import Chip, ModelProfile, QuantFormat, Runtime
 from .search import Speed, candidates, smallest_need, speed_at, speed_available, speed_model
-from .workload import WorkloadProfile, gen_point, point_in_context, prompt_point
+from .workload import WorkloadProfile, gen_point, point_in_context, prompt_point, shrunk_note
 
 if TYPE_CHECKING:
     from .memory import MemoryModel
@@ -376,7 +376,7 @@ def _setup(model: str, ram_gb: float, wl: WorkloadProfile, chip: Chip | None, ma
     # said as plan, models and cluster say it (capacity.hold_request)
     short = None if wl.context_cap is None else capacity.hold_request(
         wl.context_cap, wl.prompt_tokens.max_tokens, wl.gen_tokens.max_tokens, prof.config.max_position_embeddings)[1]
-    notes = [n for n in (unsold, capped, short) if n]
+    notes = [n for n in (unsold, capped, shrunk_note(wl), short) if n]
     prompt, gen = point_in_context(prompt_point(wl.prompt_tokens), gen_point(wl.gen_tokens), need)
     want_speed = chip is not None and speed_available()
     if chip is None:

@@ -39,7 +39,7 @@ from .search import (
     with_kv,
 )
 from .units import GiB
-from .workload import Targets, WorkloadProfile, gen_point, point_in_context, prompt_point
+from .workload import Targets, WorkloadProfile, gen_point, point_in_context, prompt_point, shrunk_note
 
 if TYPE_CHECKING:  # throughput is imported where a speed is asked for
     from .throughput import Geometry, Roofline
@@ -250,7 +250,7 @@ def _point(workload: WorkloadProfile, profs: list[ModelProfile]) -> tuple[_Point
     # the model (or draft) with the shortest maximum binds; capped as every command caps (capacity.cap_context)
     shortest = min(profs, key=lambda p: p.config.max_position_embeddings)
     ctx, capped = capacity.cap_context(workload.context, shortest)
-    notes += [capped] if capped else []
+    notes += [n for n in (capped, shrunk_note(workload)) if n]
     if workload.context_cap is not None:  # an asked context shorter than the longest request, said as recommend
         _, short = capacity.hold_request(workload.context_cap, workload.prompt_tokens.max_tokens,
                                          workload.gen_tokens.max_tokens, shortest.config.max_position_embeddings)

@@ -37,7 +37,7 @@ from .search import (
     speed_model,
     with_kv,
 )
-from .workload import cached_tokens, point_in_context
+from .workload import cached_tokens, point_in_context, shrink_note, shrink_point
 
 if TYPE_CHECKING:  # throughput is imported where a speed is asked for
     from .throughput import Roofline
@@ -354,6 +354,10 @@ def quality_basis(models: list[ModelProfile]) -> str | None:
 def what_runs(qy: Query) -> ModelsResult:
     """Catalog models that run on the Mac of ``qy``, best first (see the module docstring for the rules)."""
     _check(qy)
+    shrunk = shrink_point(qy.prompt_tokens, qy.gen_tokens, qy.context)  # the lengths not given, into the context
+    fitted = None if shrunk is None else shrink_note((qy.prompt_tokens, qy.gen_tokens), shrunk, qy.context)
+    if shrunk is not None:
+        qy = dataclasses.replace(qy, prompt_tokens=shrunk[0], gen_tokens=shrunk[1])
     held, short = capacity.hold_request(qy.context, qy.prompt_tokens, qy.gen_tokens, MAX_TOKENS)  # as plan
     if short is not None:  # each model then at most its maximum (best_for_runtime), as before
         qy = dataclasses.replace(qy, context=held)
@@ -363,7 +367,7 @@ def what_runs(qy: Query) -> ModelsResult:
     want_speed = qy.chip is not None and speed_available() and qy.chip.memory_bandwidth_gb_s is not None
     models, excluded = select(qy)
     excluded = Counter(excluded)
-    count, chosen, notes = [0], [], [short] if short else []
+    count, chosen, notes = [0], [], [n for n in (fitted, short) if n]
     for m in models:
         cands = []
         for rt in rts:

@@ -43,7 +43,7 @@ from .results import (
 )
 from .schema import Chip, GgmlTypeTable, ModelProfile, QuantFormat, ResolvedFiles, Runtime
 from .setups import judge_offloads, with_draft, with_images, with_offload, with_serving
-from .workload import cached_tokens
+from .workload import cached_tokens, shrink_note, shrink_point
 
 DEFAULT_QUANTS = {
     "gguf": ["Q3_K_M", "IQ4_XS", "Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0"],
@@ -406,11 +406,15 @@ def _capped(req: PlanRequest, model: ModelProfile, max_ctx: int) -> tuple[PlanRe
     said once. A prompt and answer longer than the maximum are said too (the speed is timed at the lengths given);
     a context shorter than the prompt and answer is planned at their length (up to the maximum), said too."""
     notes = []
+    context, capped = capacity.cap_context(req.context, model)
+    shrunk = shrink_point(req.prompt, req.gen, context)  # the lengths not given, into the context (one rule)
+    if shrunk is not None:
+        notes.append(shrink_note((req.prompt, req.gen), shrunk, context))
+        req = req.model_copy(update={"prompt": shrunk[0], "gen": shrunk[1]})
     if req.prompt + req.gen > max_ctx:
         notes.append(f"[[prompt]] {req.prompt:,} + [[gen]] {req.gen:,} tokens is above {model.name}'s maximum of "
                      f"{max_ctx:,} tokens: the speed is timed at a length the model does not run; give a prompt up to "
                      f"{max(max_ctx - req.gen, 1):,}")
-    context, capped = capacity.cap_context(req.context, model)
     if capped is not None:
         notes.insert(0, capped)
     context, short = capacity.hold_request(context, req.prompt, req.gen, max_ctx)

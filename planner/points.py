@@ -24,6 +24,7 @@ DEFAULT_PROMPT_LENGTHS = "512:0.4,1024:0.4,2048:0.2"   # chat.yaml prompt_tokens
 DEFAULT_GEN_LENGTHS = "500:0.5,1000:0.5"               # chat.yaml gen_tokens
 DEFAULT_PROMPT = 2048   # its single point: the p90 prompt (workload.prompt_point)
 DEFAULT_GEN = 750       # and the mean output (workload.gen_point)
+DEFAULT_LONGEST = (2048, 1000)  # its longest prompt and answer (Length.max_tokens): no shorter context shrinks them
 DEFAULT_CACHED_PREFIX = 0.75  # chat.yaml cached_prefix_share
 DEFAULT_USERS = 1             # chat.yaml users
 DEFAULT_READ_TOK_S = 5.3      # chat.yaml targets.min_tok_s_per_user: the reading rate (Brysbaert 2019, 238 words/min)

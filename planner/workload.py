@@ -14,6 +14,7 @@ its p90 (:func:`prompt_point`: TTFT and targets at the slow requests) and the ou
 
 
 import math
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
@@ -22,7 +23,15 @@ from . import profiles
 from ._model import Frozen
 from .errors import InputError, UnknownProfileError, render_validation_error
 from .format import cached_label
-from .points import DEFAULT_WORKLOAD, MAX_TOKENS
+from .points import (
+    DEFAULT_GEN,
+    DEFAULT_GEN_LENGTHS,
+    DEFAULT_LONGEST,
+    DEFAULT_PROMPT,
+    DEFAULT_PROMPT_LENGTHS,
+    DEFAULT_WORKLOAD,
+    MAX_TOKENS,
+)
 from .schema import Runtime
 
 if TYPE_CHECKING:
@@ -141,6 +150,8 @@ class WorkloadProfile(BaseModel):
     cached_prefix_share: float = Field(0.0, ge=0, lt=1, allow_inf_nan=False, description="Share of each prompt already in the server's "
                                        "prompt cache (a chat's history); only the rest is prefilled")
     sources: list[str] = []
+    shrunk_from: tuple[int, int] | None = None
+    """(longest prompt, longest output) before the lengths not given shrank into context_cap (shrink_lengths)"""
 
     # ---- derived
     @property
@@ -296,6 +307,9 @@ def custom_workload(base: str | None = None, *, prompt: str | None = None, gen: 
     if cached_prefix is not None:
         upd["cached_prefix_share"] = check_cached_prefix(cached_prefix)
     upd["targets"] = _targets(wl.targets, min_tok_s, max_ttft, max_request)
+    if context is not None:
+        upd |= _shrunk(upd.get("prompt_tokens", wl.prompt_tokens), upd.get("gen_tokens", wl.gen_tokens), context,
+                       {k for k, v in (("prompt", prompt), ("gen", gen)) if v is not None})
     if prompt is not None or gen is not None:
         upd["id"] = f"{wl.id}+custom" if base else "custom"
     if _valid_as_is(upd, wl.targets):
@@ -305,6 +319,21 @@ def custom_workload(base: str | None = None, *, prompt: str | None = None, gen: 
         return WorkloadProfile.model_validate(data)
     except ValidationError as e:
         raise InputError(render_validation_error("workload", e)) from None
+
+
+def _shrunk(prompt: Length, gen: Length, context: int, given: set[str]) -> dict[str, Any]:
+    """custom_workload's updates when the lengths not given shrink into ``context`` (shrink_lengths), else none."""
+    shrunk = shrink_lengths(prompt, gen, context, given)
+    if shrunk is None:
+        return {}
+    return {"prompt_tokens": shrunk[0], "gen_tokens": shrunk[1], "shrunk_from": (prompt.max_tokens, gen.max_tokens)}
+
+
+def shrunk_note(wl: WorkloadProfile) -> str | None:
+    """The note of a workload whose lengths shrank into its context (custom_workload), else None."""
+    if wl.shrunk_from is None or wl.context_cap is None:
+        return None
+    return shrink_note(wl.shrunk_from, (wl.prompt_tokens.max_tokens, wl.gen_tokens.max_tokens), wl.context_cap, True)
 
 
 def _valid_as_is(upd: dict[str, Any], targets: Targets) -> bool:
@@ -319,14 +348,68 @@ def _valid_as_is(upd: dict[str, Any], targets: Targets) -> bool:
             and math.isfinite(share))
 
 
-def _shifted(length: Length, tokens: int) -> Length:
-    """``length`` with ``tokens`` more in every request (each value, each point of a distribution, p50 and p90)."""
+def _mapped(length: Length, fn: Callable[[int], int]) -> Length:
+    """``length`` with ``fn`` applied to every request's tokens (each value, each point of a distribution, p50 and
+    p90); ``fn`` must keep the order of values (p50 <= p90)."""
     if length.value is not None:
-        return Length(value=length.value + tokens)
+        return Length(value=fn(length.value))
     if length.dist is not None:
-        return Length(dist=[(v + tokens, w) for v, w in length.dist])
+        return Length(dist=[(fn(v), w) for v, w in length.dist])
     assert length.p50 is not None and length.p90 is not None  # Length._one_form
-    return Length(p50=length.p50 + tokens, p90=length.p90 + tokens)
+    return Length(p50=fn(length.p50), p90=fn(length.p90))
+
+
+def _shifted(length: Length, tokens: int) -> Length:
+    """``length`` with ``tokens`` more in every request."""
+    return _mapped(length, lambda v: v + tokens)
+
+
+# --------------------------------------------------------------------------- a context shorter than the defaults
+# A context asked for without the lengths that fill it (a 2,048-token context, no prompt or answer length) is the
+# context the answer is at: the lengths not given (the default workload's) shrink into it, every value by one factor,
+# floored, at least one token (0 stays 0). Lengths given are kept, and a context shorter than they are is held at
+# their length (capacity.hold_request: a server refuses a request longer than its context). One rule for plan,
+# cluster, models (shrink_point), recommend, buy, the bottom line and the web app (custom_workload). A point length
+# equal to the default counts as not given (a command line cannot tell `2048` typed from the default).
+def shrink_lengths(prompt: Length, gen: Length, context: int, given: Collection[str]) -> tuple[Length, Length] | None:
+    """(prompt, gen) with the lengths not in ``given`` ("prompt", "gen") shrunk by one factor so that the longest
+    request (max prompt + max output) fits ``context``; None when it fits already, when both were given, or when the
+    given ones leave no token for the others (then the context holds the request instead)."""
+    both = {"prompt": prompt, "gen": gen}
+    free = [k for k in both if k not in given]
+    kept = sum(v.max_tokens for k, v in both.items() if k in given)
+    free_max = sum(both[k].max_tokens for k in free)
+    if not free_max or kept + free_max <= context or context - kept < len(free):
+        return None
+    f = (context - kept) / free_max  # sum of floor(max · f) over the free lengths <= f · free_max = context - kept
+    out = {k: _mapped(v, lambda t: max(1, math.floor(t * f)) if t else 0) if k in free else v for k, v in both.items()}
+    if kept + sum(out[k].max_tokens for k in free) > context:  # each free length's 1-token minimum did not fit
+        return None
+    return out["prompt"], out["gen"]
+
+
+def shrink_point(prompt: int, gen: int, context: int) -> tuple[int, int] | None:
+    """(prompt, gen) of a single-point answer (plan, cluster, models) whose default lengths do not fit ``context``:
+    the default workload's distributions (planner/points.py, whose points are DEFAULT_PROMPT and DEFAULT_GEN)
+    shrunk by :func:`shrink_lengths` and read at their points, as recommend reads the shrunk preset; None when
+    nothing shrinks."""
+    given = {k for k, v, d in (("prompt", prompt, DEFAULT_PROMPT), ("gen", gen, DEFAULT_GEN)) if v != d}
+    longest = (prompt if "prompt" in given else DEFAULT_LONGEST[0]) + (gen if "gen" in given else DEFAULT_LONGEST[1])
+    if longest <= context:  # nothing to shrink: no length parsed (the plain question's start-up)
+        return None
+    p = Length(value=prompt) if "prompt" in given else parse_length(DEFAULT_PROMPT_LENGTHS, "[[prompt]]")
+    g = Length(value=gen) if "gen" in given else parse_length(DEFAULT_GEN_LENGTHS, "[[gen]]")
+    shrunk = shrink_lengths(p, g, context, given)
+    return None if shrunk is None else (prompt_point(shrunk[0]), gen_point(shrunk[1]))
+
+
+def shrink_note(before: tuple[int, int], after: tuple[int, int], context: int, longest: bool = False) -> str:
+    """The note of a shrink: the request's (prompt, output) before and after (``longest``: a workload's longest
+    request), the context it fits."""
+    what = "the longest request" if longest else "the request"
+    return (f"[[context]] {context:,} is shorter than {what}, {before[0]:,} + {before[1]:,} tokens: the "
+            f"lengths not given (the default workload's) shrink to fit it, to {after[0]:,} + {after[1]:,}; give "
+            "[[prompt]] and [[gen]] for other lengths")
 
 
 def with_images(wl: WorkloadProfile, model: str, images: int, size: str | None) -> tuple[WorkloadProfile, list[str]]:

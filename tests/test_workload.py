@@ -9,6 +9,7 @@ from planner.workload import (
     custom_workload,
     load_workload,
     parse_length,
+    shrink_lengths,
     workload_ids,
 )
 
@@ -66,6 +67,11 @@ def test_custom_workload_without_new_lengths_is_the_validated_one(base, users, c
     got = custom_workload(base, users=users, context=context, cached_prefix=share)
     upd = {k: v for k, v in (("users", users), ("context_cap", context), ("cached_prefix_share", share))
            if v is not None}
+    pre = load_workload(base)
+    shrunk = None if context is None else shrink_lengths(pre.prompt_tokens, pre.gen_tokens, context, set())
+    if shrunk is not None:  # a context shorter than the preset's requests: its lengths shrink into it
+        upd |= {"prompt_tokens": shrunk[0].model_dump(), "gen_tokens": shrunk[1].model_dump(),
+                "shrunk_from": (pre.prompt_tokens.max_tokens, pre.gen_tokens.max_tokens)}
     want = _validated(base, **upd)
     assert got == want and got.model_dump() == want.model_dump()
     assert [type(v) for v in dict(got).values()] == [type(v) for v in dict(want).values()]
@@ -129,6 +135,9 @@ def test_the_default_workload_is_the_chat_presets_point():
     # chat.yaml: 512:0.4, 1024:0.4, 2048:0.2 -> p90 2048; 500:0.5, 1000:0.5 -> mean 750
     assert (DEFAULT_PROMPT, DEFAULT_GEN) == (prompt_point(wl.prompt_tokens), gen_point(wl.gen_tokens)) == (2048, 750)
     assert DEFAULT_CACHED_PREFIX == wl.cached_prefix_share == 0.75
+    from planner.points import DEFAULT_LONGEST  # the longest request, no length parsed (shrink_point)
+
+    assert DEFAULT_LONGEST == (wl.prompt_tokens.max_tokens, wl.gen_tokens.max_tokens) == (2048, 1000)
     # the default request rate (plan serve): its users, each reading the mean answer at the reading rate its decode
     # target states (chat.yaml: users 1, min_tok_s_per_user 5.3) -> 1 × 5.3 / 750 per second = 0.424/min
     from planner.points import DEFAULT_READ_TOK_S, DEFAULT_USERS, default_rate_per_s
@@ -163,3 +172,71 @@ def test_every_request_model_defaults_to_the_default_workload():
     assert parse_length(f["prompt"].default, "--prompt") == wl.prompt_tokens
     assert parse_length(f["gen"].default, "--gen") == wl.gen_tokens
     assert f["cached_prefix"].default == wl.cached_prefix_share and f["rate"].default is None
+
+
+# --------------------------------------------------------------------------- a context shorter than the defaults
+def test_the_lengths_not_given_shrink_by_one_factor_into_the_context():
+    """The chat preset's longest request is 2,048 + 1,000 tokens; a 2,048-token context shrinks every value by
+    2048 / 3048 = 0.67192, floored: prompts 512 -> 344, 1,024 -> 688, 2,048 -> 1,376; answers 500 -> 335, 1,000 -> 671
+    (1,376 + 671 = 2,047 <= 2,048), weights unchanged; the note gives before and after."""
+    from planner.workload import shrunk_note
+
+    wl = custom_workload("chat", context=2048)
+    assert wl.prompt_tokens.dist == [(344, 0.4), (688, 0.4), (1376, 0.2)]
+    assert wl.gen_tokens.dist == [(335, 0.5), (671, 0.5)]
+    assert wl.context == 2048 and wl.shrunk_from == (2048, 1000)
+    assert "2,048 + 1,000 tokens" in shrunk_note(wl) and "to 1,376 + 671" in shrunk_note(wl)
+    # a context that holds the preset's requests changes nothing
+    assert custom_workload("chat", context=3048).prompt_tokens == load_workload("chat").prompt_tokens
+    assert shrunk_note(custom_workload("chat", context=3048)) is None
+
+
+def test_given_lengths_are_kept_and_only_the_others_shrink():
+    """--prompt 1500 given, the answers not: 2,048 - 1,500 = 548 tokens are left for the answers, factor 548 / 1,000:
+    500 -> 274, 1,000 -> 548. Both given (or the given ones leaving no room): nothing shrinks; the context holds the
+    request (WorkloadProfile.context, capacity.hold_request)."""
+    wl = custom_workload("chat", prompt="1500", context=2048)
+    assert wl.prompt_tokens.value == 1500 and wl.gen_tokens.dist == [(274, 0.5), (548, 0.5)]
+    both = custom_workload("chat", prompt="1500", gen="1000", context=2048)
+    assert both.gen_tokens.value == 1000 and both.context == 2500 and both.shrunk_from is None
+    full = custom_workload("chat", prompt="2048", context=2048)  # no token left for an answer
+    assert full.gen_tokens == load_workload("chat").gen_tokens and full.context == 3048
+
+
+def test_shrink_lengths_rules():
+    from planner.workload import shrink_lengths
+
+    p, g = parse_length("p50=1000,p90=4000", "p"), parse_length("1000", "g")
+    sp, sg = shrink_lengths(p, g, 2500, set())  # factor 2500 / 5000 = 0.5
+    assert (sp.p50, sp.p90, sg.value) == (500, 2000, 500)
+    assert shrink_lengths(p, g, 5000, set()) is None          # fits already
+    assert shrink_lengths(p, g, 2500, {"prompt", "gen"}) is None
+    assert shrink_lengths(p, g, 1, set()) is None             # one token cannot hold a prompt and an answer
+    zero = shrink_lengths(parse_length("0:0.5,100:0.5", "p"), g, 550, set())  # a 0-token prompt stays 0
+    assert zero is not None and zero[0].dist == [(0, 0.5), (50, 0.5)] and zero[1].value == 500
+
+
+@pytest.mark.parametrize("context", [2, 3, 17, 500, 1024, 2047, 2797, 3000, 3047])
+def test_shrunk_requests_fit_their_context(context):
+    """Property: whatever the context, the longest shrunk request fits it and every nonzero length keeps a token."""
+    from planner.workload import shrink_lengths
+
+    for given in (set(), {"prompt"}, {"gen"}):
+        p, g = parse_length("512:0.4,1024:0.4,2048:0.2", "p"), parse_length("500:0.5,1000:0.5", "g")
+        out = shrink_lengths(p, g, context, given)
+        if out is None:
+            continue
+        assert out[0].max_tokens + out[1].max_tokens <= context
+        assert min(v for v, _ in out[0].dist) >= 1 and min(v for v, _ in out[1].dist) >= 1
+
+
+def test_the_single_point_is_the_shrunk_default_workloads_point():
+    """plan, cluster and models answer at one point: for default lengths it is the point of the shrunk chat
+    preset (p90 prompt 1,376; mean answer (335 + 671) / 2 = 503), the point recommend and buy read; a length that
+    differs from the default is kept (1,000), the answers shrink into 1,500 - 1,000 = 500: 250 / 500, mean 375."""
+    from planner.workload import gen_point, prompt_point, shrink_point
+
+    wl = custom_workload("chat", context=2048)
+    assert shrink_point(2048, 750, 2048) == (prompt_point(wl.prompt_tokens), gen_point(wl.gen_tokens)) == (1376, 503)
+    assert shrink_point(1000, 750, 1500) == (1000, 375)
+    assert shrink_point(2048, 750, 8192) is None and shrink_point(20_000, 750, 8192) is None

@@ -36,7 +36,7 @@ from ..errors import InputError
 from ..memory import MemoryModel, memory_model
 from ..points import DEFAULT_CACHED_PREFIX, DEFAULT_GEN, DEFAULT_PROMPT  # the default workload's
 from ..schema import ModelProfile, Runtime
-from ..workload import cached_tokens, check_cached_prefix
+from ..workload import cached_tokens, check_cached_prefix, shrink_note, shrink_point
 from .links import RUNTIME_OF, LinkProfile, Transport, check_engine, load_link, transport
 from .results import ClusterCandidate, ClusterPlan, ClusterSpeed, NodeShare, SingleMac
 from .spec import Node
@@ -337,7 +337,12 @@ def plan_cluster(model: str, nodes: list[Node], link: str | LinkProfile = "tb5",
     rt = profiles.load_runtime(RUNTIME_OF[engine])
     prof = profiles.load_model(model)
     context, capped = capacity.cap_context(context, prof)  # as every command
-    context, short = capacity.hold_request(context, prompt, gen, prof.config.max_position_embeddings)  # as plan
+    shrunk = shrink_point(prompt, gen, context)  # the lengths not given, into the context (as plan)
+    if shrunk is not None:
+        short: str | None = shrink_note((prompt, gen), shrunk, context)
+        prompt, gen = shrunk
+    else:
+        context, short = capacity.hold_request(context, prompt, gen, prof.config.max_position_embeddings)  # as plan
     prompt = min(prompt, context - 1)  # a request beyond the model's maximum: its prompt up to the maximum
     q, quant_note = pick_quant(quant, model, prof, rt)  # the rule of every command answering one quant
     mm = memory_model(prof, rt, q, profiles.ggml_types())

@@ -493,3 +493,45 @@ def test_predict_and_recommend_take_the_plans_kv_type_and_images(rt, kv, images)
     assert ro["context"] == d["request"]["context"] and ro["memory_bytes"] == o["memory"]["total"]
     assert close(ro["speed"]["ttft_s"], sp["ttft_s"])
     assert close(ro["speed"]["decode_tok_s_per_user"], sp["decode_tok_s_per_seq"]["1"])
+
+
+@pytest.mark.parametrize("rt, engine", [(RUNTIMES[0], "llama.cpp-rpc"), (RUNTIMES[1], "mlx")])
+def test_a_context_without_lengths_shrinks_the_default_request_alike_in_every_command(rt, engine):
+    """--context 2048 and no --prompt or --gen: the chat preset's requests (up to 2,048 + 1,000 tokens) shrink into
+    the context asked (planner/workload.py shrink_lengths), so every command answers at 2,048 tokens and at one
+    point, the shrunk preset's (p90 prompt, mean answer); plan held the context at 2,798 while its bottom line and
+    recommend reserved 3,048. Each says so once."""
+    ctx = ("--context", "2048")
+    r = ask("--model", "llama-3.1-8b", *mac_args(MACS[0]), "--runtime", rt[0], "--quant", rt[1], *ctx)
+    (o,) = r["options"]
+    rec = ask("recommend", "--model", "llama-3.1-8b", *mac_args(MACS[0]), "--runtime", rt[0], "--quant", rt[1], *ctx)
+    wl = rec["workload"]
+    want = (prompt_point(parse_length(_length(wl["prompt_tokens"]), "p")),
+            gen_point(parse_length(_length(wl["gen_tokens"]), "g")))
+    assert want[0] < 2048 and sum(want) <= 2048 and wl["context_cap"] == 2048
+    assert (r["request"]["prompt"], r["request"]["gen"]) == (o["speed"]["prompt_tokens"], o["speed"]["gen_tokens"])
+    assert (r["request"]["prompt"], r["request"]["gen"]) == want and r["request"]["context"] == 2048
+    assert o["memory"]["context"] == 2048
+    top = next(x for x in rec["options"] if x["runtime"] == rt[0] and x["quant"] == rt[1])
+    assert close(top["speed"]["ttft_s"], o["speed"]["ttft_s"])
+    assert close(top["speed"]["decode_tok_s_per_user"], o["speed"]["decode_tok_s_per_seq"]["1"])
+    c = ask("cluster", "--model", "llama-3.1-8b", "--macs", "1x Mac Studio M4 Max 64GB", "--engine", engine,
+            "--quant", rt[1], *ctx)["plan"]
+    m = ask("models", *mac_args(MACS[0]), "--runtime", rt[0], "--family", "llama", *ctx)
+    buy = ask("buy", "--model", "llama-3.1-8b", "--runtime", rt[0], *ctx)
+    assert (c["prompt_tokens"], c["gen_tokens"], c["context"]) == (*want, 2048)
+    assert close(c["speed"]["ttft_s"], o["speed"]["ttft_s"])
+    assert (m["prompt_tokens"], m["gen_tokens"], m["context"]) == (*want, 2048)
+    assert buy["workload"]["prompt_tokens"] == wl["prompt_tokens"] and buy["workload"]["gen_tokens"] == wl["gen_tokens"]
+    said = "--context 2,048 is shorter than the"
+    for answer in (r, rec, c, m, buy):
+        assert sum(said in n for n in answer["notes"]) == 1, answer["notes"]
+
+
+def _length(d: dict) -> str:
+    """A Length's JSON back in the command line's form."""
+    if d["value"] is not None:
+        return str(d["value"])
+    if d["dist"] is not None:
+        return ",".join(f"{v}:{w}" for v, w in d["dist"])
+    return f"p50={d['p50']},p90={d['p90']}"
