@@ -290,15 +290,22 @@ def ollama_library(name: str) -> tuple[str, str] | None:
     """-> (model id, the tag it is read as) for a bare Ollama library name (``nemotron-3-nano``, or with ``:latest``)
     when one catalog entry declares ``<name>:latest``, else when exactly one declares any tag of it; None otherwise
     (also for every name with another tag, an org or a path)."""
-    s = name.strip()
-    s = s[:-len(":latest")] if s.lower().endswith(":latest") else s
-    if not s or ":" in s or "/" in s:
+    s = _bare_library(name)
+    if s is None:
         return None
     hits = _ollama_libraries().get(norm(s), {})
     latest = [(i, a) for i, a in hits.items() if any(norm(x) == norm(f"{s}:latest") for x in _aliases_of(i))]
     if len(latest) == 1:
         return latest[0][0], f"{s}:latest"
     return next(iter(hits.items())) if len(hits) == 1 else None
+
+
+def _bare_library(name: str) -> str | None:
+    """``name`` as a bare Ollama library name (``deepseek-r1``, ``deepseek-r1:latest`` -> ``deepseek-r1``), None for
+    a name with another tag, an org or a path: the one reading of ollama_library and _library_sizes_note."""
+    s = name.strip()
+    s = s[:-len(":latest")] if s.lower().endswith(":latest") else s
+    return None if not s or ":" in s or "/" in s else s
 
 
 def _aliases_of(model_id: str) -> list[str]:
@@ -312,8 +319,10 @@ def library_note(name: str) -> str | None:
     key = norm(name)
     if key in _index("models"):  # an id names its size (no id is a library with other entries: test_model_names)
         return None
-    if key in _alias_map():
-        return _library_sizes_note(name, _alias_map()[key])
+    bare = _bare_library(name)
+    alias = _alias_map().get(key) or (None if bare is None else _alias_map().get(norm(bare)))
+    if alias is not None:  # deepseek-r1 or deepseek-r1:latest, an alias of one entry
+        return _library_sizes_note(name, alias)
     hit = ollama_library(name)
     if hit is None or hit[1].endswith(":latest"):
         return None
@@ -326,14 +335,14 @@ def _library_sizes_note(name: str, model_id: str) -> str | None:
     (``deepseek-r1``: the 671B model here, while ``ollama pull deepseek-r1`` fetches a distill): the note names the
     entry it was read as and the library's other tags, so a user who meant Ollama's default is not answered for
     another model silently. None for every other name."""
-    s = name.strip()
-    if not s or ":" in s or "/" in s:
-        return None
+    s = _bare_library(name)
+    if s is None or (s != name.strip() and f"{norm(s)}:latest" in map(norm, _aliases_of(model_id))):
+        return None  # the library's latest tag asked for, and the entry is it: what `ollama pull` fetches
     others = {i: a for i, a in _ollama_libraries().get(norm(s), {}).items() if i != model_id}
     if not others:
         return None
     tags = ", ".join(sorted(others.values(), key=_tag_order))
-    return (f"{s}: read as {_load('models', model_id, ModelProfile).name} ({model_id}); Ollama's library of that name "
+    return (f"{name.strip()}: read as {_load('models', model_id, ModelProfile).name} ({model_id}); Ollama's library of that name "
             f"also holds {tags} in the catalog: give [[model]] with the tag for one of those")
 
 

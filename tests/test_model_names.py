@@ -334,6 +334,18 @@ def test_deepseek_r1_bare_is_read_as_the_671b_model_and_points_at_the_distills()
     assert note.index("deepseek-r1:1.5b") < note.index("deepseek-r1:14b")  # by size, not by text
 
 
+def test_the_latest_tag_is_the_bare_name_unless_the_entry_declares_it():
+    """`deepseek-r1:latest` resolves as the bare name does (the 671B model here) and was answered without a word;
+    it says what `deepseek-r1` says, under the name asked. An entry that declares the library's latest tag
+    (qwen3.5-9b: 'qwen3.5:latest') is what `ollama pull` fetches: nothing to say."""
+    assert P.load_model("deepseek-r1:latest").id == P.load_model("deepseek-r1").id
+    note = P.library_note("deepseek-r1:latest")
+    assert note is not None and note.startswith("deepseek-r1:latest: read as") and "deepseek-r1:70b" in note
+    assert note.split(": read as", 1)[1] == P.library_note("deepseek-r1").split(": read as", 1)[1]
+    assert "qwen3.5:latest" in P.load_model("qwen3.5:latest").aliases and P.library_note("qwen3.5:latest") is None
+    assert P.library_note("qwen3.5") is not None  # the bare name still lists the other sizes
+
+
 def test_no_catalog_id_is_a_library_name_with_other_entries():
     """library_note answers a catalog id at once (None) without reading every profile for the library map: sound only
     while no id is a library name that holds other entries (deepseek-v3 is one whose library is itself), which this
