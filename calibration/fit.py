@@ -76,7 +76,7 @@ def training_files(data_dir: Path = DATA_DIR) -> list[Path]:
         if all(c in header for c in REQUIRED_COLUMNS):
             out.append(p)
     return out
-FIT_DATE = date(2026, 12, 6)  # pinned so regeneration is byte-identical; bump when the data changes
+FIT_DATE = date(2026, 12, 7)  # pinned so regeneration is byte-identical; bump when the data changes
 TIERS = ("base", "pro", "max", "ultra")
 GENERATIONS = ("M1", "M2", "M3", "M4", "M5")
 ERAS = ("2023-08", "2023-09", "2023-10", "2023-11", "2024", "current")
