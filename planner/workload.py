@@ -408,7 +408,7 @@ def shrink_note(before: tuple[int, int], after: tuple[int, int], context: int, l
     request), the context it fits."""
     what = "the longest request" if longest else "the request"
     return (f"[[context]] {context:,} is shorter than {what}, {before[0]:,} + {before[1]:,} tokens: the "
-            f"lengths not given (the default workload's) shrink to fit it, to {after[0]:,} + {after[1]:,}; give "
+            f"lengths not given (the workload's own) shrink to fit it, to {after[0]:,} + {after[1]:,}; give "
             "[[prompt]] and [[gen]] for other lengths")
 
 
