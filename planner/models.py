@@ -37,7 +37,7 @@ from .search import (
     speed_model,
     with_kv,
 )
-from .workload import cached_tokens, point_in_context, shrink_note, shrink_point
+from .workload import cached_tokens, point_in_context, shrink_point
 
 if TYPE_CHECKING:  # throughput is imported where a speed is asked for
     from .throughput import Roofline
@@ -355,7 +355,6 @@ def what_runs(qy: Query) -> ModelsResult:
     """Catalog models that run on the Mac of ``qy``, best first (see the module docstring for the rules)."""
     _check(qy)
     shrunk = shrink_point(qy.prompt_tokens, qy.gen_tokens, qy.context)  # the lengths not given, into the context
-    fitted = None if shrunk is None else shrink_note((qy.prompt_tokens, qy.gen_tokens), shrunk, qy.context)
     if shrunk is not None:
         qy = dataclasses.replace(qy, prompt_tokens=shrunk[0], gen_tokens=shrunk[1])
     held, short = capacity.hold_request(qy.context, qy.prompt_tokens, qy.gen_tokens, MAX_TOKENS)  # as plan
@@ -367,7 +366,7 @@ def what_runs(qy: Query) -> ModelsResult:
     want_speed = qy.chip is not None and speed_available() and qy.chip.memory_bandwidth_gb_s is not None
     models, excluded = select(qy)
     excluded = Counter(excluded)
-    count, chosen, notes = [0], [], [n for n in (fitted, short) if n]
+    count, chosen, notes = [0], [], [n for n in (shrunk[2] if shrunk else None, short) if n]
     for m in models:
         cands = []
         for rt in rts:

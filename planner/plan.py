@@ -43,7 +43,7 @@ from .results import (
 )
 from .schema import Chip, GgmlTypeTable, ModelProfile, QuantFormat, ResolvedFiles, Runtime
 from .setups import judge_offloads, with_draft, with_images, with_offload, with_serving
-from .workload import cached_tokens, shrink_note, shrink_point
+from .workload import cached_tokens, shrink_point
 
 DEFAULT_QUANTS = {
     "gguf": ["Q3_K_M", "IQ4_XS", "Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0"],
@@ -409,7 +409,7 @@ def _capped(req: PlanRequest, model: ModelProfile, max_ctx: int) -> tuple[PlanRe
     context, capped = capacity.cap_context(req.context, model)
     shrunk = shrink_point(req.prompt, req.gen, context)  # the lengths not given, into the context (one rule)
     if shrunk is not None:
-        notes.append(shrink_note((req.prompt, req.gen), shrunk, context))
+        notes.append(shrunk[2])
         req = req.model_copy(update={"prompt": shrunk[0], "gen": shrunk[1]})
     if req.prompt + req.gen > max_ctx:
         notes.append(f"[[prompt]] {req.prompt:,} + [[gen]] {req.gen:,} tokens is above {model.name}'s maximum of "

@@ -294,7 +294,7 @@ def ollama_library(name: str) -> tuple[str, str] | None:
     if s is None:
         return None
     hits = _ollama_libraries().get(norm(s), {})
-    latest = [(i, a) for i, a in hits.items() if any(norm(x) == norm(f"{s}:latest") for x in _aliases_of(i))]
+    latest = [(i, a) for i, a in hits.items() if _declares_latest(i, s)]
     if len(latest) == 1:
         return latest[0][0], f"{s}:latest"
     return next(iter(hits.items())) if len(hits) == 1 else None
@@ -306,6 +306,11 @@ def _bare_library(name: str) -> str | None:
     s = name.strip()
     s = s[:-len(":latest")] if s.lower().endswith(":latest") else s
     return None if not s or ":" in s or "/" in s else s
+
+
+def _declares_latest(model_id: str, library: str) -> bool:
+    """Whether the entry declares ``<library>:latest`` among its aliases: what `ollama pull <library>` fetches."""
+    return any(norm(x) == norm(f"{library}:latest") for x in _aliases_of(model_id))
 
 
 def _aliases_of(model_id: str) -> list[str]:
@@ -336,7 +341,7 @@ def _library_sizes_note(name: str, model_id: str) -> str | None:
     entry it was read as and the library's other tags, so a user who meant Ollama's default is not answered for
     another model silently. None for every other name."""
     s = _bare_library(name)
-    if s is None or (s != name.strip() and f"{norm(s)}:latest" in map(norm, _aliases_of(model_id))):
+    if s is None or (s != name.strip() and _declares_latest(model_id, s)):
         return None  # the library's latest tag asked for, and the entry is it: what `ollama pull` fetches
     others = {i: a for i, a in _ollama_libraries().get(norm(s), {}).items() if i != model_id}
     if not others:

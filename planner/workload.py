@@ -388,11 +388,11 @@ def shrink_lengths(prompt: Length, gen: Length, context: int, given: Collection[
     return out["prompt"], out["gen"]
 
 
-def shrink_point(prompt: int, gen: int, context: int) -> tuple[int, int] | None:
-    """(prompt, gen) of a single-point answer (plan, cluster, models) whose default lengths do not fit ``context``:
-    the default workload's distributions (planner/points.py, whose points are DEFAULT_PROMPT and DEFAULT_GEN)
-    shrunk by :func:`shrink_lengths` and read at their points, as recommend reads the shrunk preset; None when
-    nothing shrinks."""
+def shrink_point(prompt: int, gen: int, context: int) -> tuple[int, int, str] | None:
+    """(prompt, gen, note) of a single-point answer (plan, cluster, models) whose default lengths do not fit
+    ``context``: the default workload's distributions (planner/points.py, whose points are DEFAULT_PROMPT and
+    DEFAULT_GEN) shrunk by :func:`shrink_lengths` and read at their points, as recommend reads the shrunk preset,
+    and the note saying so; None when nothing shrinks."""
     given = {k for k, v, d in (("prompt", prompt, DEFAULT_PROMPT), ("gen", gen, DEFAULT_GEN)) if v != d}
     longest = (prompt if "prompt" in given else DEFAULT_LONGEST[0]) + (gen if "gen" in given else DEFAULT_LONGEST[1])
     if longest <= context:  # nothing to shrink: no length parsed (the plain question's start-up)
@@ -400,7 +400,10 @@ def shrink_point(prompt: int, gen: int, context: int) -> tuple[int, int] | None:
     p = Length(value=prompt) if "prompt" in given else parse_length(DEFAULT_PROMPT_LENGTHS, "[[prompt]]")
     g = Length(value=gen) if "gen" in given else parse_length(DEFAULT_GEN_LENGTHS, "[[gen]]")
     shrunk = shrink_lengths(p, g, context, given)
-    return None if shrunk is None else (prompt_point(shrunk[0]), gen_point(shrunk[1]))
+    if shrunk is None:
+        return None
+    after = (prompt_point(shrunk[0]), gen_point(shrunk[1]))
+    return *after, shrink_note((prompt, gen), after, context)
 
 
 def shrink_note(before: tuple[int, int], after: tuple[int, int], context: int, longest: bool = False) -> str:

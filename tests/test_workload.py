@@ -237,6 +237,9 @@ def test_the_single_point_is_the_shrunk_default_workloads_point():
     from planner.workload import gen_point, prompt_point, shrink_point
 
     wl = custom_workload("chat", context=2048)
-    assert shrink_point(2048, 750, 2048) == (prompt_point(wl.prompt_tokens), gen_point(wl.gen_tokens)) == (1376, 503)
-    assert shrink_point(1000, 750, 1500) == (1000, 375)
+    point = shrink_point(2048, 750, 2048)
+    assert point is not None and point[:2] == (prompt_point(wl.prompt_tokens), gen_point(wl.gen_tokens)) == (1376, 503)
+    assert "2,048 + 750 tokens" in point[2] and "to 1,376 + 503" in point[2]
+    given = shrink_point(1000, 750, 1500)
+    assert given is not None and given[:2] == (1000, 375)
     assert shrink_point(2048, 750, 8192) is None and shrink_point(20_000, 750, 8192) is None

@@ -36,7 +36,7 @@ from ..errors import InputError
 from ..memory import MemoryModel, memory_model
 from ..points import DEFAULT_CACHED_PREFIX, DEFAULT_GEN, DEFAULT_PROMPT  # the default workload's
 from ..schema import ModelProfile, Runtime
-from ..workload import cached_tokens, check_cached_prefix, shrink_note, shrink_point
+from ..workload import cached_tokens, check_cached_prefix, shrink_point
 from .links import RUNTIME_OF, LinkProfile, Transport, check_engine, load_link, transport
 from .results import ClusterCandidate, ClusterPlan, ClusterSpeed, NodeShare, SingleMac
 from .spec import Node
@@ -338,9 +338,9 @@ def plan_cluster(model: str, nodes: list[Node], link: str | LinkProfile = "tb5",
     prof = profiles.load_model(model)
     context, capped = capacity.cap_context(context, prof)  # as every command
     shrunk = shrink_point(prompt, gen, context)  # the lengths not given, into the context (as plan)
+    short: str | None
     if shrunk is not None:
-        short: str | None = shrink_note((prompt, gen), shrunk, context)
-        prompt, gen = shrunk
+        prompt, gen, short = shrunk
     else:
         context, short = capacity.hold_request(context, prompt, gen, prof.config.max_position_embeddings)  # as plan
     prompt = min(prompt, context - 1)  # a request beyond the model's maximum: its prompt up to the maximum
