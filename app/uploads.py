@@ -29,9 +29,9 @@ def upload_root() -> Path:
     env = os.environ.get("MAC_LLM_PLANNER_CACHE_DIR")
     if env:
         return Path(env) / "uploads"
-    import platformdirs
+    from planner.dirs import user_app_dir
 
-    return Path(platformdirs.user_cache_dir("mac-llm-planner")) / "uploads"
+    return user_app_dir("cache") / "uploads"
 
 
 def model_name(data: bytes) -> str:

@@ -8,12 +8,10 @@ from pathlib import Path
 
 def cache_dir() -> Path | None:
     """Where validated profiles are kept between runs: ``$MAC_LLM_PLANNER_CACHE`` ('off' disables it) or the
-    user cache dir (``platformdirs.user_cache_dir('mac-llm-planner')``)."""
+    user cache dir (``planner.dirs.user_app_dir("cache")``, platformdirs' folder)."""
     env = os.environ.get("MAC_LLM_PLANNER_CACHE")
     if env is not None:
         return None if env in ("", "off") else Path(env)
-    try:
-        import platformdirs
-    except ImportError:  # pragma: no cover
-        return None
-    return Path(platformdirs.user_cache_dir("mac-llm-planner"))
+    from planner.dirs import user_app_dir
+
+    return user_app_dir("cache")

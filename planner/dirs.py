@@ -5,7 +5,16 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 from pathlib import Path
+
+APP = "mac-llm-planner"
+# The per-user folders platformdirs gives on the two platforms the planner runs on (platformdirs 4.14
+# unix.py _UnixDefaults, macos.py _MacOSDefaults, _xdg.py XDGMixin: an absolute $XDG_<KIND>_HOME wins on both), read
+# here without importing platformdirs: its unix module imports tempfile, shutil, bz2 and lzma, ~3 % of a one-shot
+# answer's start-up. Other platforms ask platformdirs. tests/test_dirs.py checks both against platformdirs itself.
+_DEFAULTS = {"darwin": {"cache": "~/Library/Caches", "config": "~/Library/Application Support"},
+             "posix": {"cache": "~/.cache", "config": "~/.config"}}
 
 
 def builtin_dir() -> Path:
@@ -27,8 +36,19 @@ def user_dir() -> Path | None:
     env = os.environ.get("MAC_LLM_PLANNER_USER_PROFILES")
     if env:
         return Path(env)
-    try:
+    return user_app_dir("config") / "profiles"
+
+
+def user_app_dir(kind: str) -> Path:
+    """The planner's per-user ``kind`` folder ("cache" or "config"): ``$XDG_<KIND>_HOME/mac-llm-planner`` when that
+    variable is an absolute path, else ``~/Library/Caches`` / ``~/Library/Application Support`` (macOS) or
+    ``~/.cache`` / ``~/.config`` (Linux and other POSIX systems) with the app's name, as platformdirs says."""
+    plat = "darwin" if sys.platform == "darwin" else "posix" if os.name == "posix" else None
+    if plat is None:  # pragma: no cover - Windows: platformdirs' rules
         import platformdirs
-    except ImportError:  # pragma: no cover
-        return None
-    return Path(platformdirs.user_config_dir("mac-llm-planner")) / "profiles"
+
+        return Path(getattr(platformdirs, f"user_{kind}_dir")(APP))
+    xdg = os.environ.get(f"XDG_{kind.upper()}_HOME", "")
+    if os.path.isabs(xdg):
+        return Path(xdg) / APP
+    return Path(os.path.expanduser(_DEFAULTS[plat][kind])) / APP

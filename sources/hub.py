@@ -79,9 +79,9 @@ def cache_dir() -> Path:
     env = os.environ.get("MAC_LLM_PLANNER_CACHE_DIR")
     if env:
         return Path(env) / "hub"
-    import platformdirs
+    from planner.dirs import user_app_dir
 
-    return Path(platformdirs.user_cache_dir("mac-llm-planner")) / "hub"
+    return user_app_dir("cache") / "hub"
 
 
 def _cache_path(repo: str, file: str | None, quant: str | None) -> Path:
