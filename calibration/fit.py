@@ -1198,6 +1198,54 @@ def fit_wrapper_engine_factors(records: list[FitRecord], predicted) -> dict[str,
     return out
 
 
+# Wrappers whose decode factor varies by chip family (tier x generation, ``family``): a random effect around the
+# wrapper's factor (fit_wrapper_family_effects). Ollama's held-out sources of one family agree with each other more
+# than with llama.cpp's family constants (2026-12-07 dump of leave_one_source_out, median log(measured / predicted)
+# per source: M1 Max -0.27, -0.25, -0.29 from three users; M3 Pro +0.26, +0.26, +0.07; base M4 +0.06, +0.13, +0.14,
+# +0.13; M3 Max -0.14, -0.22), while llama.cpp's own sources of those families do not (M1 Max -0.06, -0.04, -0.03).
+# Simulated on that dump, each source held out and the effects taken from the others: Ollama decode MAPE over
+# sources 16.3 -> 13.9 %, rows inside the 80 % range 67 -> 74 %. The same effect on mlx-lm made held-out sources
+# worse (21.6 -> 23.5 %: its sources of one family disagree, chanunc's and guruswami's M3 Ultras 37 % apart), and
+# LM Studio's engines have one or two sources per family: neither gets one.
+WRAPPER_FAMILY_EFFECTS = ("ollama",)
+MIN_FAMILY_SOURCES = 2  # source groups of one family before it gets an effect (MIN_FACTOR_SOURCES' reason)
+
+
+def fit_wrapper_family_effects(records: list[FitRecord], predicted, phase: str = "decode") -> dict[str, float]:
+    """{family: factor} on a wrapper's ``phase`` factor, from its rows and their predictions (engine factors
+    applied): a one-way random-effects model of the source offsets m_s = mean log(measured / predicted) of each
+    source group, m_s = μ + δ_f + e_s, δ_f ~ N(0, τ²), e_s ~ N(0, σ²). μ is the median of the m_s; σ² the pooled
+    variance of sources around their family's mean (families with two or more sources); τ² the variance of the
+    family means less the part σ² explains, Var(mean_f) − mean(σ² / k_f), floored at 0 (the ANOVA moment estimator
+    of an unbalanced one-way layout: Searle, Casella & McCulloch 1992, Variance Components, ch. 3). Each family's
+    effect is its shrunk mean deviation Σ (m_s − μ) / (k_f + σ² / τ²) (the BLUP), kept for families measured by
+    MIN_FAMILY_SOURCES source groups. Empty without between-family variance."""
+    by_src: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for r, p in zip(records, predicted):
+        if r.phase == phase:
+            by_src[(family(r.chip), r.source)].append(math.log(r.value / p))
+    offsets = {k: float(np.mean(v)) for k, v in by_src.items()}
+    if len(offsets) < 3:
+        return {}
+    mu = float(np.median(list(offsets.values())))
+    by_fam: dict[str, list[float]] = defaultdict(list)
+    for (fam, _), m in offsets.items():
+        by_fam[fam].append(m - mu)
+    multi = [v for v in by_fam.values() if len(v) > 1]
+    dof = sum(len(v) - 1 for v in multi)
+    if dof == 0 or len(by_fam) < 2:
+        return {}
+    sigma2 = sum(float(np.sum((np.array(v) - np.mean(v)) ** 2)) for v in multi) / dof
+    means = np.array([np.mean(v) for v in by_fam.values()])
+    ks = np.array([len(v) for v in by_fam.values()])
+    tau2 = float(np.var(means, ddof=1) - np.mean(sigma2 / ks))
+    if tau2 <= 0.0:
+        return {}
+    lam = sigma2 / tau2
+    return {fam: math.exp(sum(v) / (len(v) + lam)) for fam, v in sorted(by_fam.items())
+            if len(v) >= MIN_FAMILY_SOURCES}
+
+
 # MLX's prefill efficiency η_c is fitted per GPU family, not per generation: MLX picks its Metal kernels by the
 # GPU's architecture generation (Device::get_architecture_gen(), applegpu_g13 = M1, g14 = M2, g15 = M3, g16 = M4,
 # g17 = M5) at two thresholds: gen >= 15 (mlx/backend/metal/quantized.cpp at v0.32.0, use_qmv_wide: "affine
@@ -1273,6 +1321,11 @@ def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None,
             diag["engine_factors"] = per_engine
         pred = np.array([b * _record_factors(rt, r, factors, diag).get(f"{r.phase}_factor", 1.0)
                          for r, b in zip(recs, base)])
+        if rt in WRAPPER_FAMILY_EFFECTS:  # the family's offset on top (fit_wrapper_family_effects)
+            diag["family_factors"] = fit_wrapper_family_effects(recs, pred)
+            pred = np.array([b * with_family(_record_factors(rt, r, factors, diag).get("decode_factor", 1.0), diag,
+                                             r.chip) if r.phase == "decode" else p
+                             for r, b, p in zip(recs, base, pred)])
         value = np.array([r.value for r in recs])
         out[rt] = (factors, {}, {"predicted": pred, "ape": np.abs(pred / value - 1) * 100, "n_records": len(recs),
                                  "cost": 0.0, "sources": len({r.source for r in recs}), **diag})
@@ -1284,9 +1337,22 @@ def held_out_constants(fits, runtime: str, r: FitRecord) -> SpeedConstants:
     measured factors on top (none when the refit has no rows of that wrapper: the engine's speed)."""
     k = engine_constants(fits, runtime, r)
     if runtime in WRAPPERS and runtime in fits:
-        k = k.model_copy(update={"decode_factor": 1.0, "prefill_factor": 1.0,
-                                 **_record_factors(runtime, r, fits[runtime][0], fits[runtime][2])})
+        f = {"decode_factor": 1.0, "prefill_factor": 1.0, **_record_factors(runtime, r, fits[runtime][0],
+                                                                           fits[runtime][2])}
+        f["decode_factor"] = with_family(f["decode_factor"], fits[runtime][2], r.chip)
+        k = k.model_copy(update=f)
     return k
+
+
+def family_factor(diag: dict, chip: Chip) -> float:
+    """A wrapper's decode factor on ``chip``'s family (fit_wrapper_family_effects), 1 for a family without one."""
+    return diag.get("family_factors", {}).get(family(chip), 1.0)
+
+
+def with_family(factor: float, diag: dict, chip: Chip) -> float:
+    """A wrapper's decode factor on ``chip``: its own times its family's, at most 1 (fit_wrapper_factors' rule: a
+    wrapper adds work to its engine's step, SpeedConstants.decode_factor ≤ 1)."""
+    return min(1.0, factor * family_factor(diag, chip))
 
 
 def _record_factors(runtime: str, r: FitRecord, shipped: dict, diag: dict) -> dict:
@@ -1647,6 +1713,11 @@ def _scope_text(runtime: str, scope: str, consts: SpeedConstants, diag: dict, er
                  f"attention, batch sizes, parallel slots) and its own overhead: decode/prefill_factor = its "
                  f"measured rate / {engine}'s predicted one, from {diag['n_records']} rows of "
                  f"{diag['sources']} source group(s); a phase without rows keeps {engine}'s speed.")
+        if scope != "default":
+            notes += (f" On this chip's family ({family_name(scope)}) its decode factor times the family's "
+                      f"{diag['family_factors'][family_name(scope)]:.3f}: a random effect of the family's source "
+                      "groups around the wrapper's factor, shrunk by the variance between families "
+                      "(calibration.fit.fit_wrapper_family_effects).")
         if WRAPPER_ENGINE_SPEED_PHASES.get(runtime):
             notes += (f" {'/'.join(WRAPPER_ENGINE_SPEED_PHASES[runtime])} runs at {engine}'s speed by "
                       f"{runtime}'s code, no factor fitted (calibration.fit.WRAPPER_ENGINE_SPEED_PHASES).")
@@ -1670,7 +1741,7 @@ def build_profiles(data, fits, ranges: dict[str, dict] | None = None) -> list[Ca
         recs = data[runtime]
         rt_range = (ranges or {}).get(runtime) or range_table(recs, diag["predicted"])
         if runtime in WRAPPERS:
-            scoped = {"default": SpeedConstants(**params)}
+            scoped = {"default": SpeedConstants(**params), **wrapper_family_scopes(params, diag)}
         else:
             scoped = constants_from_params(params, fixed, runtime)
         scoped["default"] = scoped.get("default", SpeedConstants()).model_copy(update={"likely_range": rt_range})
@@ -1689,6 +1760,19 @@ def build_profiles(data, fits, ranges: dict[str, dict] | None = None) -> list[Ca
                 provenance=Provenance(method=method, fitted_on=FIT_DATE, rows=_rows_by_scope(recs, scope),
                                       data=data_note, residuals=resid, notes=notes)))
     return out
+
+
+def family_name(chip_id: str) -> str:
+    """``family`` of a built-in chip bin by its id."""
+    return family(next(c for c in profiles.builtin_chips() if c.id == chip_id))
+
+
+def wrapper_family_scopes(params: dict, diag: dict) -> dict[str, SpeedConstants]:
+    """{chip id: constants} of a wrapper's chip families with a factor (fit_wrapper_family_effects): each bin of the
+    family decodes at the wrapper's factor times its family's (planner.profiles merges a chip scope over default)."""
+    fams = diag.get("family_factors", {})
+    return {c.id: SpeedConstants(decode_factor=round(with_family(params.get("decode_factor", 1.0), diag, c), 5))
+            for c in profiles.builtin_chips() if family(c) in fams}
 
 
 def _round(d):

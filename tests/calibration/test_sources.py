@@ -273,3 +273,47 @@ def test_report_counts_each_held_out_source_once_and_signs_its_bias():
     assert s["mape_rows"] == pytest.approx(12.5) and s["coverage"] == pytest.approx(75.0)
     lines = R.source_lines(held, cov)
     assert any("llama.cpp" in ln and "MAPE src  15.0% (<= 10%: MISS)" in ln for ln in lines)
+
+
+# ------------------------------------------------------------------------------------------- wrapper families
+def test_a_wrappers_chip_family_effect_is_the_shrunk_mean_of_its_sources():
+    """fit_wrapper_family_effects, one row per source at exp(m) × a prediction of 1: M1 Max sources at m = −0.2
+    (24-core bin) and −0.3 (32-core bin), M3 Pro sources at +0.1 and +0.2, one base-M4 source at 0. μ = median = 0.
+    σ² pooled within families = ((0.05² + 0.05²) + (0.05² + 0.05²)) / (1 + 1) = 0.005. Family means −0.25, 0.15, 0:
+    Var (ddof 1) = (0.21667² + 0.18333² + 0.03333²) / 2 = 0.0408333; mean(σ² / k) = (0.0025 + 0.0025 + 0.005) / 3
+    = 0.0033333; τ² = 0.0375, λ = σ² / τ² = 2/15. δ = Σ(m − μ) / (k + λ): M1 Max −0.5 / (32/15) = −0.234375, M3 Pro
+    0.3 / (32/15) = 0.140625; the lone base-M4 source gets none (MIN_FAMILY_SOURCES = 2)."""
+    rows = [(-0.2, "a1", "m1-max-24gpu"), (-0.3, "a2", "m1-max-32gpu"), (0.1, "b1", "m3-pro-14gpu"),
+            (0.2, "b2", "m3-pro-18gpu"), (0.0, "c1", "m4-10gpu")]
+    recs = [_rec(math.exp(m), s, runtime="ollama", chip=c) for m, s, c in rows]
+    f = F.fit_wrapper_family_effects(recs, [1.0] * len(recs))
+    assert set(f) == {"max-M1", "pro-M3"}
+    assert math.log(f["max-M1"]) == pytest.approx(-0.234375, abs=1e-12)
+    assert math.log(f["pro-M3"]) == pytest.approx(0.140625, abs=1e-12)
+    # prefill rows are another phase's: they change nothing
+    assert F.fit_wrapper_family_effects(recs + [_rec(5.0, "p", phase="prefill", runtime="ollama")],
+                                        [1.0] * 6) == f
+
+
+def test_families_that_agree_get_no_effect_and_each_bin_of_a_family_ships_its_factor(monkeypatch):
+    """Family means that differ no more than their sources explain (τ² ≤ 0) give no effect: M1 Max at −0.1 and +0.1,
+    M3 Pro at −0.1 and +0.1 (means 0 and 0, Var 0 − mean(σ² / 2) < 0). A family factor 0.8 on a wrapper factor 0.9
+    ships 0.72 in every M1 Max bin's scope (wrapper_family_scopes) and in no other chip's; a held-out record on an
+    M1 Max gets the same product (held_out_constants), one on an M3 Pro the wrapper's 0.9. A family factor 1.2 on 0.9
+(1.08) ships 1: a wrapper's factor is at most 1."""
+    rows = [(-0.1, "a1", "m1-max-24gpu"), (0.1, "a2", "m1-max-32gpu"), (-0.1, "b1", "m3-pro-14gpu"),
+            (0.1, "b2", "m3-pro-18gpu")]
+    recs = [_rec(math.exp(m), s, runtime="ollama", chip=c) for m, s, c in rows]
+    assert F.fit_wrapper_family_effects(recs, [1.0] * 4) == {}
+    diag = {"family_factors": {"max-M1": 0.8}}
+    scopes = F.wrapper_family_scopes({"decode_factor": 0.9}, diag)
+    m1_max = {c.id for c in profiles.builtin_chips() if c.tier == "max" and c.generation == "M1"}
+    assert set(scopes) == m1_max and len(m1_max) >= 2
+    assert all(k.decode_factor == pytest.approx(0.72) for k in scopes.values())
+    monkeypatch.setattr(F, "engine_constants", lambda fits, rt, r: SpeedConstants())  # the engine's: not at issue
+    fits = {"ollama": ({"decode_factor": 0.9}, {}, diag)}
+    assert F.held_out_constants(fits, "ollama", recs[0]).decode_factor == pytest.approx(0.72)
+    assert F.held_out_constants(fits, "ollama", recs[2]).decode_factor == pytest.approx(0.9)
+    # a family faster than the engine's prediction: the product is held at 1 (a wrapper never removes work)
+    faster = {"family_factors": {"pro-M3": 1.2}}
+    assert all(k.decode_factor == 1.0 for k in F.wrapper_family_scopes({"decode_factor": 0.9}, faster).values())
