@@ -1319,13 +1319,10 @@ def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None,
         factors = without_engine_speed_phases(rt, per_engine.get(engine, {}))
         if engine:
             diag["engine_factors"] = per_engine
-        pred = np.array([b * _record_factors(rt, r, factors, diag).get(f"{r.phase}_factor", 1.0)
-                         for r, b in zip(recs, base)])
-        if rt in WRAPPER_FAMILY_EFFECTS:  # the family's offset on top (fit_wrapper_family_effects)
-            diag["family_factors"] = fit_wrapper_family_effects(recs, pred)
-            pred = np.array([b * with_family(_record_factors(rt, r, factors, diag).get("decode_factor", 1.0), diag,
-                                             r.chip) if r.phase == "decode" else p
-                             for r, b, p in zip(recs, base, pred)])
+        if rt in WRAPPER_FAMILY_EFFECTS:  # the family's offset on the rows' own factors (fit_wrapper_family_effects)
+            own = [b * _record_factors(rt, r, factors, diag).get(f"{r.phase}_factor", 1.0) for r, b in zip(recs, base)]
+            diag["family_factors"] = fit_wrapper_family_effects(recs, own)
+        pred = np.array([b * wrapper_factors(rt, r, factors, diag)[f"{r.phase}_factor"] for r, b in zip(recs, base)])
         value = np.array([r.value for r in recs])
         out[rt] = (factors, {}, {"predicted": pred, "ape": np.abs(pred / value - 1) * 100, "n_records": len(recs),
                                  "cost": 0.0, "sources": len({r.source for r in recs}), **diag})
@@ -1337,11 +1334,17 @@ def held_out_constants(fits, runtime: str, r: FitRecord) -> SpeedConstants:
     measured factors on top (none when the refit has no rows of that wrapper: the engine's speed)."""
     k = engine_constants(fits, runtime, r)
     if runtime in WRAPPERS and runtime in fits:
-        f = {"decode_factor": 1.0, "prefill_factor": 1.0, **_record_factors(runtime, r, fits[runtime][0],
-                                                                           fits[runtime][2])}
-        f["decode_factor"] = with_family(f["decode_factor"], fits[runtime][2], r.chip)
-        k = k.model_copy(update=f)
+        k = k.model_copy(update=wrapper_factors(runtime, r, fits[runtime][0], fits[runtime][2]))
     return k
+
+
+def wrapper_factors(runtime: str, r: FitRecord, shipped: dict, diag: dict) -> dict[str, float]:
+    """A wrapper's decode and prefill factors for one record, as the fit and a held-out prediction use them: its
+    engine's or the shipped ones (_record_factors, 1 for a phase without), the decode one with its chip family's
+    (with_family)."""
+    f = {"decode_factor": 1.0, "prefill_factor": 1.0, **_record_factors(runtime, r, shipped, diag)}
+    f["decode_factor"] = with_family(f["decode_factor"], diag, r.chip)
+    return f
 
 
 def family_factor(diag: dict, chip: Chip) -> float:
@@ -1714,8 +1717,9 @@ def _scope_text(runtime: str, scope: str, consts: SpeedConstants, diag: dict, er
                  f"measured rate / {engine}'s predicted one, from {diag['n_records']} rows of "
                  f"{diag['sources']} source group(s); a phase without rows keeps {engine}'s speed.")
         if scope != "default":
-            notes += (f" On this chip's family ({family_name(scope)}) its decode factor times the family's "
-                      f"{diag['family_factors'][family_name(scope)]:.3f}: a random effect of the family's source "
+            fam = family_name(scope)
+            notes += (f" On this chip's family ({fam}) its decode factor times the family's "
+                      f"{diag['family_factors'][fam]:.3f}: a random effect of the family's source "
                       "groups around the wrapper's factor, shrunk by the variance between families "
                       "(calibration.fit.fit_wrapper_family_effects).")
         if WRAPPER_ENGINE_SPEED_PHASES.get(runtime):

@@ -300,7 +300,7 @@ def test_families_that_agree_get_no_effect_and_each_bin_of_a_family_ships_its_fa
     M3 Pro at −0.1 and +0.1 (means 0 and 0, Var 0 − mean(σ² / 2) < 0). A family factor 0.8 on a wrapper factor 0.9
     ships 0.72 in every M1 Max bin's scope (wrapper_family_scopes) and in no other chip's; a held-out record on an
     M1 Max gets the same product (held_out_constants), one on an M3 Pro the wrapper's 0.9. A family factor 1.2 on 0.9
-(1.08) ships 1: a wrapper's factor is at most 1."""
+    (1.08) ships 1: a wrapper's factor is at most 1."""
     rows = [(-0.1, "a1", "m1-max-24gpu"), (0.1, "a2", "m1-max-32gpu"), (-0.1, "b1", "m3-pro-14gpu"),
             (0.1, "b2", "m3-pro-18gpu")]
     recs = [_rec(math.exp(m), s, runtime="ollama", chip=c) for m, s, c in rows]
