@@ -1205,7 +1205,7 @@ def fit_wrapper_engine_factors(records: list[FitRecord], predicted) -> dict[str,
 # +0.13; M3 Max -0.14, -0.22), while llama.cpp's own sources of those families do not (M1 Max -0.06, -0.04, -0.03).
 # Simulated on that dump, each source held out and the effects taken from the others: Ollama decode MAPE over
 # sources 16.3 -> 13.9 %, rows inside the 80 % range 67 -> 74 %. The same effect on mlx-lm made held-out sources
-# worse (21.6 -> 23.5 %: its sources of one family disagree, chanunc's and guruswami's M3 Ultras 37 % apart), and
+# worse (21.6 -> 23.5 %: its sources of one family disagree, chanunc's and guruswami's M3 Ultras a factor 1.45 apart), and
 # LM Studio's engines have one or two sources per family: neither gets one.
 WRAPPER_FAMILY_EFFECTS = ("ollama",)
 MIN_FAMILY_SOURCES = 2  # source groups of one family before it gets an effect (MIN_FACTOR_SOURCES' reason)

@@ -349,7 +349,7 @@ LM Studio run their engine's constants with their own defaults and a measured ov
 source's mean log ratio, pooled and shrunk toward 1; fitted where 2 source groups or more measured the phase,
 else 1; LM Studio's MLX decode is mlx-lm's own, no factor). Ollama's decode factor also varies by chip family
 (tier and generation): its users' sources of one family agree with each other more than with llama.cpp's family
-constants (three M1 Max users 22-25 % slower than predicted, base M4 users 6-14 % faster), so each family measured by
+constants (three M1 Max users 22-25 % slower than predicted, base M4 users 6-15 % faster), so each family measured by
 2 or more Ollama sources gets a random effect around the factor, shrunk by the variance between families
 (`fit_wrapper_family_effects`); tried on mlx-lm it made held-out sources worse, and it is not used there. Old llama.cpp builds (2023) get nuisance build-era
 factors that are not shipped, and their kernel choice: every decode batch above one token on the matrix-matrix
