@@ -125,15 +125,16 @@ KERNELS = {"llama.cpp": _LC_KERNELS, "mlx-lm": dict(_LC_KERNELS), "ollama": dict
 # Wrappers (profiles/runtimes: kind wrapper / mlx-wrapper, ``wraps``): the engine's roofline with the wrapper's own
 # defaults (flash attention, n_ubatch...) and a measured overhead factor per phase (fit_wrapper_factors).
 WRAPPERS = {"ollama": "llama.cpp", "lmstudio-llama.cpp": "llama.cpp", "lmstudio-mlx": "mlx-lm"}
-# Phases a wrapper's code runs at its engine's speed: no overhead factor is fitted for them (the engine's speed, the
-# wrapper sources' scatter in the likely range). LM Studio's MLX engine decodes with mlx-lm's own step and keeps the
-# GPU one step ahead of its per-token Python work (detokenizer, logprob read, stop strings): lmstudio-ai/mlx-engine
-# 08f0c07 mlx_engine/generate.py runs mlx_lm.generate.stream_generate (generate_step mx.async_evals token n+1 before
-# yielding token n) or, with parallel slots, model_kit/batched_vision/batch_generator.py GenerationBatch._step
-# ("Decode-ahead": mx.async_eval of the next token, then the previous one read); from 2026-02 to 2026-05 mlx-lm's
-# BatchGenerator, which does the same. Same Mac, model and prompt: AlexHiesch M3 Max Qwen3-Coder-Next 4bit, LM Studio
-# 64.8 / 66.8 tok/s, mlx_lm.server 0.31.3 61.1 / 62.4 (measured_benchmarks_community rows 20317-20318, 20331-20332).
-WRAPPER_ENGINE_SPEED_PHASES = {"lmstudio-mlx": ("decode",)}
+# Every wrapper phase measured by MIN_FACTOR_SOURCES source groups gets its measured factor, LM Studio's MLX decode
+# included, though its code adds no per-token work to mlx-lm's step: mlx-engine (lmstudio-ai/mlx-engine 08f0c07
+# mlx_engine/generate.py) runs mlx_lm.generate.stream_generate (generate_step mx.async_evals token n+1 before yielding
+# token n) or, with parallel slots, batched_vision/batch_generator.py GenerationBatch._step ("Decode-ahead"), and on
+# one Mac it decodes as fast as mlx_lm.server (AlexHiesch M3 Max Qwen3-Coder-Next 4bit: LM Studio 64.8 / 66.8 tok/s,
+# mlx_lm.server 0.31.3 61.1 / 62.4; measured_benchmarks_community rows 20317-20318, 20331-20332). Its users' sources
+# still decode slower than mlx-lm's constants predict (held out with the engine's speed alone, the prediction was 7 %
+# too fast for the median source): their Macs, settings and harnesses, which the planner answers for, so the factor is
+# the measured one.
+
 # Generations whose llama.cpp decode gets its own eta_bw instead of the tier's (gen-<M> scope), fitted on their own
 # sources: none. M1 chips take their tier's, as M2-M5 do. The share of the bandwidth a decode reaches is set by the
 # tier, and M1 follows M2 tier by tier in one table (llama.cpp #4167, one model, Q4_0, 2023-11 builds): base
@@ -1158,11 +1159,9 @@ def robust_source_centre(m: list[float], lam: float, c: float = SOURCE_HUBER_C, 
     return mu
 
 
-def without_engine_speed_phases(runtime: str, factors: dict) -> dict[str, float]:
-    """The ``*_factor`` entries of ``factors`` but those of WRAPPER_ENGINE_SPEED_PHASES[runtime]: a phase the
-    wrapper's code runs at its engine's speed gets no factor, whatever its rows say."""
-    engine_speed = WRAPPER_ENGINE_SPEED_PHASES.get(runtime, ())
-    return {k: v for k, v in factors.items() if k.endswith("_factor") and k.removesuffix("_factor") not in engine_speed}
+def phase_factors(factors: dict) -> dict[str, float]:
+    """The ``*_factor`` entries of a fit_wrapper_engine_factors entry (its "prior" list dropped)."""
+    return {k: v for k, v in factors.items() if k.endswith("_factor")}
 
 
 # An engine's factor is fitted only when this many source groups measured it on that phase; otherwise it keeps the
@@ -1316,7 +1315,7 @@ def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None,
         per_engine = fit_wrapper_engine_factors(recs, base)
         diag: dict = {}
         engine = ollama_engines()["current_engine"] if any(r.wrapper_engine for r in recs) else ""
-        factors = without_engine_speed_phases(rt, per_engine.get(engine, {}))
+        factors = phase_factors(per_engine.get(engine, {}))
         if engine:
             diag["engine_factors"] = per_engine
         if rt in WRAPPER_FAMILY_EFFECTS:  # the family's offset on the rows' own factors (fit_wrapper_family_effects)
@@ -1722,9 +1721,6 @@ def _scope_text(runtime: str, scope: str, consts: SpeedConstants, diag: dict, er
                       f"{diag['family_factors'][fam]:.3f}: a random effect of the family's source "
                       "groups around the wrapper's factor, shrunk by the variance between families "
                       "(calibration.fit.fit_wrapper_family_effects).")
-        if WRAPPER_ENGINE_SPEED_PHASES.get(runtime):
-            notes += (f" {'/'.join(WRAPPER_ENGINE_SPEED_PHASES[runtime])} runs at {engine}'s speed by "
-                      f"{runtime}'s code, no factor fitted (calibration.fit.WRAPPER_ENGINE_SPEED_PHASES).")
         if diag.get("engine_factors"):
             ef = {e: {k: round(v, 3) for k, v in f.items() if k.endswith("_factor")} or "prior"
                   for e, f in diag["engine_factors"].items()}

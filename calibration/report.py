@@ -347,7 +347,8 @@ factor is anchored at the ratio one source measured between quantized and float 
 (`within_source_quant_priors`), not at the speed gap between sources that only ran one of them. Ollama and
 LM Studio run their engine's constants with their own defaults and a measured overhead factor per phase (each
 source's mean log ratio, pooled and shrunk toward 1; fitted where 2 source groups or more measured the phase,
-else 1; LM Studio's MLX decode is mlx-lm's own, no factor). Ollama's decode factor also varies by chip family
+else 1; LM Studio's MLX decode too: mlx-engine runs mlx-lm's own step, yet its users' sources decode slower than
+mlx-lm's constants predict). Ollama's decode factor also varies by chip family
 (tier and generation): its users' sources of one family agree with each other more than with llama.cpp's family
 constants (three M1 Max users 22-25 % slower than predicted, base M4 users 6-15 % faster), so each family measured by
 2 or more Ollama sources gets a random effect around the factor, shrunk by the variance between families

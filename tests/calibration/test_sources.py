@@ -125,28 +125,23 @@ def test_a_wrapper_factor_is_the_typical_sources_one_far_source_pulls_with_a_bou
     assert f > math.exp(sum(m) / 4.25)  # the slow Mac pulls less than in the mean
 
 
-def test_lm_studio_mlx_decodes_at_its_engines_speed_and_keeps_a_prefill_factor():
-    """mlx-engine decodes with mlx-lm's step, one token ahead of its Python work (calibration.fit
-    WRAPPER_ENGINE_SPEED_PHASES): rows at 0.8 × the engine give LM Studio MLX no decode factor (1, the engine's speed),
-    Ollama's the pooled one (ln f = ln 0.8 / 1.25); a prefill factor is still fitted (ln f = ln 0.9 / 1.25)."""
+def test_every_wrapper_gets_its_measured_factors_lm_studio_mlx_decode_included():
+    """fit_all's path (fit_wrapper_factors, then phase_factors): rows at 0.8 × the engine give LM Studio MLX and
+    Ollama alike the pooled decode factor ln f = ln 0.8 / 1.25 (one source, λ = 0.25), and the prefill one
+    ln f = ln 0.9 / 1.25: mlx-engine runs mlx-lm's step, but its users' sources measure what they measure."""
     def rows(rt):
         return [_rec(0.8, "s1", runtime=rt), _rec(0.9, "s1", phase="prefill", runtime=rt)]
 
-    def wrapper_factors(rt):  # fit_all's path: the pooled factors, then the engine-speed phases dropped
-        return F.without_engine_speed_phases(rt, F.fit_wrapper_factors(rows(rt), [1.0, 1.0]))
-
-    assert wrapper_factors("lmstudio-mlx") == {
-        "prefill_factor": pytest.approx(math.exp(math.log(0.9) / 1.25))}
-    assert wrapper_factors("ollama") == {
-        "decode_factor": pytest.approx(math.exp(math.log(0.8) / 1.25)),
-        "prefill_factor": pytest.approx(math.exp(math.log(0.9) / 1.25))}
+    for rt in ("lmstudio-mlx", "ollama", "lmstudio-llama.cpp"):
+        assert F.phase_factors(F.fit_wrapper_factors(rows(rt), [1.0, 1.0])) == {
+            "decode_factor": pytest.approx(math.exp(math.log(0.8) / 1.25)),
+            "prefill_factor": pytest.approx(math.exp(math.log(0.9) / 1.25))}
 
 
-def test_the_engine_speed_phases_and_the_prior_list_are_dropped():
-    # fit_all ships per_engine's entry through it: the engine-speed phase and the "prior" list go
+def test_the_prior_list_is_not_a_factor():
+    # fit_all ships per_engine's entry through phase_factors: the "prior" list of unfitted phases goes
     per_engine = {"decode_factor": 0.8, "prefill_factor": 0.9, "prior": ["decode"]}
-    assert F.without_engine_speed_phases("lmstudio-mlx", per_engine) == {"prefill_factor": 0.9}
-    assert F.without_engine_speed_phases("ollama", per_engine) == {"decode_factor": 0.8, "prefill_factor": 0.9}
+    assert F.phase_factors(per_engine) == {"decode_factor": 0.8, "prefill_factor": 0.9}
 
 
 def test_wrapper_records_run_their_engines_roofline():
