@@ -379,6 +379,7 @@ _MODEL_RULES: list[tuple[str, str | None, str | None, bool]] = [
     ),
     (r"gemma-?4[-:](26b-a4b|31b|e2b|e4b)(?![\d.])", "gemma-4-{0}", None, False),
     (r"glm-4\.7-flash", "glm-4.7-flash", None, False),
+    (r"glm-4\.7(?![\d.]|-flash)", "glm-4.7", None, False),  # GLM-4.7 355B-A32B (profiles/models/glm-4.7.yaml)
     (r"granite-?4\.1[-:](3|8|30)b(?![\d.])", "granite-4.1-{0}b", None, False),
     (r"ministral-3[-:]3b(?![\d.])", "ministral-3-3b", None, False),
     (r"nemotron-3-nano[-:]30b", "nemotron-3-nano-30b-a3b", None, False),

@@ -280,6 +280,8 @@ def test_uncatalogued_models_stay_none(ms):
         ("Qwen2.5-Coder-32B-Instruct", "qwen2.5-coder-32b"),
         ("GLM-4.7-Flash-4bit", "glm-4.7-flash"),
         ("glm-4.7-flash:q8_0", "glm-4.7-flash"),
+        ("glm-4.7", "glm-4.7"),
+        ("mlx-community/GLM-4.7-4bit", "glm-4.7"),
         ("granite4.1:8b", "granite-4.1-8b"),
         ("ministral-3:3b", "ministral-3-3b"),
         ("nemotron-3-nano:30b", "nemotron-3-nano-30b-a3b"),
