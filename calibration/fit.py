@@ -250,6 +250,12 @@ class FitRecord:
         return self.chip.id
 
 
+# A runtime's prefill chunk before a month: rows measured earlier ran it. LM Studio's MLX engine prefilled 512 tokens
+# at a time (lmstudio-ai/mlx-engine 57634af mlx_engine/cache_wrapper.py PROMPT_PROCESSING_CHUNK_SIZE = 512, 2026-02;
+# lmstudio-js #506/#507, 2026-01: 2048-4096 prefilled 1.2-2x faster) until mlx-engine #295 (2026-03-25) made it 2048.
+PREFILL_CHUNK_BEFORE = {"lmstudio-mlx": ("2026-04", 512)}
+
+
 def _era(ym: str | None, runtime: str) -> str:
     if runtime != "llama.cpp" or ym is None:
         return "current"
@@ -389,6 +395,8 @@ def records_from_measurements(ms, label_prefix: str = "") -> tuple[list[FitRecor
         chip = profiles.resolve_chip(m.chip_id)
         rt = profiles.load_runtime(runtime)
         chunk = m.n_ubatch if m.n_ubatch and WRAPPERS.get(runtime, runtime) != "mlx-lm" else rt.prefill_chunk
+        if runtime in PREFILL_CHUNK_BEFORE and m.year_month and m.year_month < PREFILL_CHUNK_BEFORE[runtime][0]:
+            chunk = PREFILL_CHUNK_BEFORE[runtime][1]
         prefill = m.metric in PREFILL_METRICS
         batch, shared = m.batch, 0
         if prefill:

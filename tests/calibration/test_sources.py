@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -312,3 +313,23 @@ def test_families_that_agree_get_no_effect_and_each_bin_of_a_family_ships_its_fa
     # a family faster than the engine's prediction: the product is held at 1 (a wrapper never removes work)
     faster = {"family_factors": {"pro-M3": 1.2}}
     assert all(k.decode_factor == 1.0 for k in F.wrapper_family_scopes({"decode_factor": 0.9}, faster).values())
+
+
+def test_lm_studio_mlx_rows_before_its_2048_chunk_prefill_512_tokens_at_a_time():
+    """mlx-engine's PROMPT_PROCESSING_CHUNK_SIZE was 512 until mlx-engine #295 (2026-03-25) made it 2048
+    (PREFILL_CHUNK_BEFORE): thornad's 2026-01 GLM-4.7 prefill row runs 512-token chunks, the same row dated 2026-05
+    the runtime's 2048, and an mlx-lm row of 2026-01 mlx-lm's own 2048 (its prefill_step_size did not change)."""
+    from calibration.dataset import load_measurements
+    from planner import profiles
+
+    here = Path(__file__).resolve().parents[2] / "calibration" / "data" / "measured_benchmarks_s21_prefill.csv"
+    m = {m.row_id: m for m in load_measurements(here)}[71024]
+    assert m.year_month == "2026-01" and F.planner_runtime(m) == "lmstudio-mlx"
+
+    def chunk(**update) -> int:
+        (r,), _ = F.records_from_measurements([m.model_copy(update=update)])
+        return r.chunk
+
+    assert chunk() == 512
+    assert chunk(year_month="2026-05") == profiles.load_runtime("lmstudio-mlx").prefill_chunk == 2048
+    assert chunk(runtime="mlx-lm (mlx_lm.generate)", runtime_family="mlx-lm") == 2048
