@@ -1372,7 +1372,7 @@ def _record_factors(runtime: str, r: FitRecord, shipped: dict, diag: dict) -> di
     per_engine = diag.get("engine_factors")
     if per_engine is None or not r.wrapper_engine:
         return shipped
-    return {k: v for k, v in per_engine.get(r.wrapper_engine, {}).items() if k.endswith("_factor")}
+    return phase_factors(per_engine.get(r.wrapper_engine, {}))
 
 
 def era_factor(params: dict, era: str) -> float:
@@ -1730,7 +1730,7 @@ def _scope_text(runtime: str, scope: str, consts: SpeedConstants, diag: dict, er
                       "groups around the wrapper's factor, shrunk by the variance between families "
                       "(calibration.fit.fit_wrapper_family_effects).")
         if diag.get("engine_factors"):
-            ef = {e: {k: round(v, 3) for k, v in f.items() if k.endswith("_factor")} or "prior"
+            ef = {e: {k: round(v, 3) for k, v in phase_factors(f).items()} or "prior"
                   for e, f in diag["engine_factors"].items()}
             notes += (f" One factor per engine Ollama ran the rows on (calibration/data/ollama_engines.yaml, "
                       f"read in ollama/ollama; fitted when {MIN_FACTOR_SOURCES} source groups measured it, "

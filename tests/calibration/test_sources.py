@@ -320,7 +320,6 @@ def test_lm_studio_mlx_rows_before_its_2048_chunk_prefill_512_tokens_at_a_time()
     (PREFILL_CHUNK_BEFORE): thornad's 2026-01 GLM-4.7 prefill row runs 512-token chunks, the same row dated 2026-05
     the runtime's 2048, and an mlx-lm row of 2026-01 mlx-lm's own 2048 (its prefill_step_size did not change)."""
     from calibration.dataset import load_measurements
-    from planner import profiles
 
     here = Path(__file__).resolve().parents[2] / "calibration" / "data" / "measured_benchmarks_s21_prefill.csv"
     m = {m.row_id: m for m in load_measurements(here)}[71024]
