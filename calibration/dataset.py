@@ -253,6 +253,7 @@ class Measurement(BaseModel):
     batch: int
     flash_attn: bool | None
     n_ubatch: int | None = None  # physical batch when the row states it (llama.cpp -ub; "n_ubatch=2048")
+    prefill_step: int | None = None  # MLX prefill chunk when the row states it ("prefill_step_size=2048")
     prompt_shared: bool = False  # llama-batched-bench -pps: one prompt shared by every sequence ("prompt shared")
     date: str  # raw
     year_month: str | None  # 'YYYY-MM'
@@ -306,6 +307,15 @@ def _parse_ubatch(s: str) -> int | None:
     """The physical batch a row states ('n_ubatch=2048', '-ub 2048'); None = the runtime default."""
     m = _UBATCH.search(s)
     return int(m.group(1) or m.group(2)) if m else None
+
+
+_PREFILL_STEP = re.compile(r"prefill[-_]step[-_]size[\s=]+(\d+)", re.IGNORECASE)
+
+
+def _parse_prefill_step(s: str) -> int | None:
+    """The MLX prefill chunk a row states ('prefill_step_size=2048', '--prefill-step-size 512'); None = default."""
+    m = _PREFILL_STEP.search(s)
+    return int(m.group(1)) if m else None
 
 
 def _parse_flash_attn(s: str) -> bool | None:
@@ -685,6 +695,7 @@ def _normalize(row: dict[str, str], path: Path) -> Measurement:
         "batch": batch,
         "flash_attn": _parse_flash_attn(row["flash_attn"]),
         "n_ubatch": _parse_ubatch(row["flash_attn"] + " " + row["notes"]),
+        "prefill_step": _parse_prefill_step(row["runtime_version"] + " " + row["notes"]),
         "prompt_shared": "prompt shared" in row["notes"].lower(),
         "date": row["date"],
         "year_month": ym,

@@ -256,6 +256,18 @@ class FitRecord:
 PREFILL_CHUNK_BEFORE = {"lmstudio-mlx": ("2026-04", 512)}
 
 
+def _row_chunk(m, runtime: str, default: int) -> int:
+    """The prefill chunk a row ran: the one it states (llama.cpp n_ubatch, MLX prefill_step_size), else the
+    runtime's chunk at the row's date (PREFILL_CHUNK_BEFORE), else the runtime's default."""
+    stated = m.prefill_step if WRAPPERS.get(runtime, runtime) == "mlx-lm" else m.n_ubatch
+    if stated:
+        return stated
+    before = PREFILL_CHUNK_BEFORE.get(runtime)
+    if before and m.year_month and m.year_month < before[0]:
+        return before[1]
+    return default
+
+
 def _era(ym: str | None, runtime: str) -> str:
     if runtime != "llama.cpp" or ym is None:
         return "current"
@@ -394,9 +406,7 @@ def records_from_measurements(ms, label_prefix: str = "") -> tuple[list[FitRecor
             continue
         chip = profiles.resolve_chip(m.chip_id)
         rt = profiles.load_runtime(runtime)
-        chunk = m.n_ubatch if m.n_ubatch and WRAPPERS.get(runtime, runtime) != "mlx-lm" else rt.prefill_chunk
-        if runtime in PREFILL_CHUNK_BEFORE and m.year_month and m.year_month < PREFILL_CHUNK_BEFORE[runtime][0]:
-            chunk = PREFILL_CHUNK_BEFORE[runtime][1]
+        chunk = _row_chunk(m, runtime, rt.prefill_chunk)
         prefill = m.metric in PREFILL_METRICS
         batch, shared = m.batch, 0
         if prefill:

@@ -325,10 +325,30 @@ def test_lm_studio_mlx_rows_before_its_2048_chunk_prefill_512_tokens_at_a_time()
     m = {m.row_id: m for m in load_measurements(here)}[71024]
     assert m.year_month == "2026-01" and F.planner_runtime(m) == "lmstudio-mlx"
 
-    def chunk(**update) -> int:
-        (r,), _ = F.records_from_measurements([m.model_copy(update=update)])
+    def chunk(**update) -> int:  # the row as if it did not state its chunk, unless the update does
+        (r,), _ = F.records_from_measurements([m.model_copy(update={"prefill_step": None, **update})])
         return r.chunk
 
     assert chunk() == 512
     assert chunk(year_month="2026-05") == profiles.load_runtime("lmstudio-mlx").prefill_chunk == 2048
     assert chunk(runtime="mlx-lm (mlx_lm.generate)", runtime_family="mlx-lm") == 2048
+    # a row that states its chunk ran it (thornad's patched engine at 1024), whatever its date
+    assert chunk(prefill_step=1024) == 1024
+    assert chunk(prefill_step=1024, year_month="2026-05") == 1024
+
+
+def test_a_stated_prefill_step_size_is_read_and_only_mlx_engines_run_it():
+    """'prefill_step_size=4096' (or mlx_lm's flag '--prefill-step-size 4096') in a row is the MLX prefill chunk it ran;
+    llama.cpp's chunk is its n_ubatch, so a llama.cpp row keeps its own default whatever MLX text it carries."""
+    from calibration.dataset import _parse_prefill_step, load_measurements
+
+    assert _parse_prefill_step("patched: prefill_step_size=4096") == 4096
+    assert _parse_prefill_step("mlx_lm.server --prefill-step-size 512 --port 1") == 512
+    assert _parse_prefill_step("n_ubatch=2048") is None
+    here = Path(__file__).resolve().parents[2] / "calibration" / "data" / "measured_benchmarks_s21_prefill.csv"
+    m = {m.row_id: m for m in load_measurements(here)}[71024]
+    assert m.prefill_step == 512  # its runtime_version names the stock engine's prefill_step_size 512
+    lc = m.model_copy(update={"runtime": "llama.cpp", "runtime_family": "llama.cpp", "quant": "Q4_K_M",
+                              "quant_id": "Q4_K_M", "prefill_step": 4096, "n_ubatch": None})
+    (r,), _ = F.records_from_measurements([lc])
+    assert r.chunk == profiles.load_runtime("llama.cpp").prefill_chunk != 4096
