@@ -75,7 +75,8 @@ class PlanRequest(BaseModel):
     wired_limit_mb: int | None = Field(None, description="GPU wired limit you set with sysctl iogpu.wired_limit_mb [MB]")
     macos: str = Field(profiles.DEFAULT_MACOS, description="macOS major version (15 or 26); changes the default GPU limit")
     flash_attn: bool | None = Field(None, description="llama.cpp flash attention (default on)")
-    n_ubatch: int | None = Field(None, gt=0, le=65536, description="llama.cpp physical batch -ub (default 512)")
+    n_ubatch: int | None = Field(None, gt=0, le=65536, description="prompt tokens per prefill step: llama.cpp "
+                                   "-ub, mlx_lm --prefill-step-size (default: the runtime's, 512 / 2048)")
     # the default workload's point and cached share (planner/points.py), in the speed table and the bottom line
     prompt: PromptPoint = Field(DEFAULT_PROMPT, validation_alias=AliasChoices("prompt", "prompt_tokens"))
     gen: GenPoint = Field(DEFAULT_GEN, validation_alias=AliasChoices("gen", "gen_tokens"))

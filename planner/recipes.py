@@ -136,7 +136,7 @@ def _mlx_vlm(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit
     kv_bits = {"kv8": 8, "kv4": 4}.get(mm.kv.kv_type)
     kv = f" --kv-bits {kv_bits} --kv-group-size {rt.kv_group_size}" if kv_bits else ""
     server = (f"mlx_vlm.server --model {repo} --max-num-seqs {slots} --max-kv-size {context} "
-              f"--prefill-step-size {rt.prefill_chunk}{kv}")
+              f"--prefill-step-size {mm.n_ubatch}{kv}")
     gen = (f"mlx_vlm.generate --model {repo} --max-kv-size {context}{kv} --image photo.jpg "
            f"--prompt 'Describe the image'")
     return assemble(Recipe, server=server, generate=gen, sysctl=fit.sysctl,
@@ -148,7 +148,7 @@ def _mlx_lm(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit)
     notes: list[str] = []
     repo = mlx_repo(model, q)
     kv_bits = {"kv8": 8, "kv4": 4}.get(mm.kv.kv_type)
-    server = f"mlx_lm.server --model {repo} --prefill-step-size {rt.prefill_chunk}"
+    server = f"mlx_lm.server --model {repo} --prefill-step-size {mm.n_ubatch}"
     if kv_bits:
         server += f" --kv-bits {kv_bits} --kv-group-size {rt.kv_group_size}"
         notes.append("mlx_lm.server --kv-bits disables batching: requests are served one at a time")
@@ -159,7 +159,7 @@ def _mlx_lm(mm: MemoryModel, q: QuantFormat, context: int, slots: int, fit: Fit)
     gen = f"mlx_lm.generate --model {repo} --max-kv-size {context}"
     if kv_bits:
         gen += f" --kv-bits {kv_bits}"
-    gen += f" --prefill-step-size {rt.prefill_chunk}"
+    gen += f" --prefill-step-size {mm.n_ubatch}"
     if mm.kv.swa_bytes_per_token:
         notes.append("sliding-window model: --max-kv-size turns every layer into a rotating cache; leave it off "
                      "if answers must see the whole context")

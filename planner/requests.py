@@ -73,7 +73,8 @@ class PredictRequest(BaseModel):
     batch: int = Field(1, description="Concurrent sequences, each with its own prompt")
     macos: Macos = DEFAULT_MACOS
     flash_attn: bool | None = Field(None, description="llama.cpp flash attention")
-    ubatch: int | None = Field(None, description="llama.cpp physical batch -ub")
+    ubatch: int | None = Field(None, description="prompt tokens per prefill step: llama.cpp -ub, mlx_lm "
+                                "--prefill-step-size (default: the runtime's, 512 / 2048)")
     cached_prefix: CachedPrefix = DEFAULT_CACHED_PREFIX
     kv_type: KvType = None
     images: Images = 0

@@ -120,16 +120,43 @@ def test_ollama_takes_no_draft_and_mlx_drafts_serve_one_request():
 
 # --------------------------------------------------------------------------- the rules, once
 def test_prefill_chunk_rule():
-    """llama.cpp: the memory model's -ub (the user's --ubatch when given); mlx-lm: prefill_step_size."""
+    """The memory model's chunk, the user's when given: llama.cpp's -ub, mlx-lm's --prefill-step-size; by default
+    the runtime's (llama.cpp 512, mlx-lm prefill_step_size 2048)."""
     ll = mm("llama-3.1-8b", "llama.cpp", n_ubatch=1024)
     assert ll.engine.prefill_chunk(ll) == 1024
     mx = mm("llama-3.1-8b", "mlx-lm", n_ubatch=1024)
     rt = P.load_runtime("mlx-lm")
-    assert mx.engine.prefill_chunk(mx) == rt.prefill_step_size
+    assert mx.engine.prefill_chunk(mx) == 1024 != rt.prefill_step_size
+    default = mm("llama-3.1-8b", "mlx-lm")
+    assert default.engine.prefill_chunk(default) == rt.prefill_step_size == 2048
     chip = P.resolve_chip("M4 Max", 40)
     for m in (ll, mx):
         rf = tp.roofline_for(m, chip, P.load_speed_constants(chip, m.runtime.id), tp.geometry(m), P.all_chips())
         assert rf.chunk == m.engine.prefill_chunk(m) and rf.runtime_family == m.engine.name
+
+
+def test_an_mlx_prefill_step_changes_steps_memory_and_the_launch_line():
+    """mlx_lm --prefill-step-size 512 for a 4,096-token prompt: 8 prefill steps instead of 2, each chunk's
+    activations a quarter of 2,048's MLP part (S·(2h + 3·ffn)·2 bytes in bf16), and the launch lines
+    carry the step asked."""
+    from planner.recipes import recipe
+
+    small, big = mm("llama-3.1-8b", "mlx-lm", n_ubatch=512), mm("llama-3.1-8b", "mlx-lm")
+    assert small.engine.prefill_steps(4096, 1, small.engine.prefill_chunk(small)) == 8
+    assert big.engine.prefill_steps(4096, 1, big.engine.prefill_chunk(big)) == 2
+    cfg = small.model.config
+    mlp = (2 * cfg.hidden_size + 3 * cfg.ffn_width) * 2  # bytes per chunk token of the MLP phase (bf16)
+    a_small, a_big = small.estimate(8192).compute_buffer, big.estimate(8192).compute_buffer
+    # the last chunk holds one layer's older K/V (context - chunk tokens) too: a bigger chunk holds less of it
+    kv, nl = small.kv.bytes_per_token, cfg.num_hidden_layers
+    assert a_big - a_small == (2048 - 512) * mlp + kv * (8192 - 2048) // nl - kv * (8192 - 512) // nl
+    chip = P.resolve_chip("M4 Max", 40)
+    times = [tp.roofline_for(m, chip, P.load_speed_constants(chip, "mlx-lm"), tp.geometry(m), P.all_chips())
+             .prefill_time(4096)[0] for m in (small, big)]
+    assert times[0] != times[1]
+    fit = judge(small.total(8192, 1), small.weights.total_bytes, wired_limit(64, P.load_macos("15")), small.runtime)
+    lines = recipe(small, P.load_quant("4bit", "mlx"), 8192, 1, fit)
+    assert "--prefill-step-size 512" in lines.server and "--prefill-step-size 512" in (lines.generate or "")
 
 
 def test_prefill_steps_by_hand():

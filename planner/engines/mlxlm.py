@@ -142,7 +142,7 @@ class MlxLm:
         rt, kv = _mlx(mm.runtime), mm.kv
         step = rt.kv_step
         per_seq = pad_to(context, step)  # KVCache grows in 256-token steps
-        S = min(prompt_chunk or rt.prefill_chunk, context)
+        S = min(prompt_chunk or mm.n_ubatch, context)
         swa_cells = min(per_seq, (kv.window or 0) + S - 1) if kv.swa_bytes_per_token else 0
         kv_bytes = users * (per_seq * kv.bytes_per_token + swa_cells * kv.swa_bytes_per_token)
         cells = users * (per_seq + swa_cells)
@@ -188,8 +188,9 @@ class MlxLm:
 
     # ---- step times
     def prefill_chunk(self, mm: MemoryModel) -> int:
-        """Prompt tokens per prefill step: prefill_step_size (Runtime.prefill_chunk)."""
-        return _mlx(mm.runtime).prefill_chunk
+        """Prompt tokens per prefill step: prefill_step_size, the memory model's chunk (mlx_lm --prefill-step-size
+        when asked, else Runtime.prefill_chunk; mlx_lm/generate.py generate_step prefill_step_size)."""
+        return mm.n_ubatch
 
     def prefill_steps(self, prompt: int, batch: int, chunk: int, prefill_batch: int = 1) -> int:
         """``chunk`` tokens of up to ``prefill_batch`` sequences per step (BatchGenerator._process_prompts:
