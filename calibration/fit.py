@@ -115,13 +115,17 @@ LOWER = {"noflash_attn_factor": 1.0, "noflash_kv_factor": 1.0,  # slowdowns, nev
          "eta_bw_fam": 0.5}
 UPPER["eta_bw_fam"] = 2.0
 # Kernel regimes are code facts, not fits: ggml-metal-ops.cpp `ne11_mm_min = 8` (matrix-vector kernels up to a
-# batch of 8) and kernel_mul_mm's 32-column tiles. mlx-lm has no batched data: the same values are assumed.
+# batch of 8) and kernel_mul_mm's 32-column tiles. mlx-lm's dense batched decode assumes the same values.
 # Routed experts: ggml-metal-common.cpp ggml_metal_op_mul_mat_id_use_mm (``ne21 >= 32`` tokens -> kernel_mul_mm_id,
-# else kernel_mul_mv_id per (token, expert) pair). mlx-lm (switch_layers.py SwitchGLU sorts the indices from 64
-# routed rows on, gather_qmm; below, per-row gather_qmv) has no batched MoE rows: llama.cpp's value is assumed.
+# 32-row tiles per expert; else kernel_mul_mv_id per (token, expert) pair). MLX (ml-explore/mlx 846d176
+# quantized.cpp GatherQMM::eval_gpu): the sorted kernel gather_qmm_rhs only from B / E >= 4 routed rows per expert
+# (mlx_lm switch_layers.py SwitchGLU sorts from 64 rows), else per-row gather_qmv; gather_qmm_rhs runs 16-row blocks
+# (bm = 16 in quantized.cpp gather_qmm_rhs), one full block per expert segment (Geometry.segment_expert_rows).
 _LC_KERNELS = {"mv_max_batch": 8, "mm_tile": 32, "mm_id_min_batch": 32}
-KERNELS = {"llama.cpp": _LC_KERNELS, "mlx-lm": dict(_LC_KERNELS), "ollama": dict(_LC_KERNELS),
-           "lmstudio-llama.cpp": dict(_LC_KERNELS), "lmstudio-mlx": dict(_LC_KERNELS)}
+_MLX_KERNELS = {"mv_max_batch": 8, "mm_tile": 32, "mm_id_min_batch": 1, "expert_tile": 16,
+                "expert_tiling": "segments", "mm_id_min_rows_per_expert": 4.0}
+KERNELS = {"llama.cpp": _LC_KERNELS, "mlx-lm": _MLX_KERNELS, "ollama": dict(_LC_KERNELS),
+           "lmstudio-llama.cpp": dict(_LC_KERNELS), "lmstudio-mlx": dict(_MLX_KERNELS)}
 # Wrappers (profiles/runtimes: kind wrapper / mlx-wrapper, ``wraps``): the engine's roofline with the wrapper's own
 # defaults (flash attention, n_ubatch...) and a measured overhead factor per phase (fit_wrapper_factors).
 WRAPPERS = {"ollama": "llama.cpp", "lmstudio-llama.cpp": "llama.cpp", "lmstudio-mlx": "mlx-lm"}
@@ -617,7 +621,7 @@ class _Arrays:
             if r.phase == "decode":
                 a, b = r.depth, r.depth + max(r.gen, 1) - 1
                 self.mv[i] = r.batch <= mv_max_batch(r.runtime, r.era)
-                self.dexp[i] = g.expert_bytes * g.expert_reads(r.batch, kern["mm_id_min_batch"])
+                self.dexp[i] = g.expert_bytes * g.expert_reads(r.batch, rf.expert_mm_min())
                 self.dw[i] = g.dense_bytes
                 padded = math.ceil(r.batch / kern["mm_tile"]) * kern["mm_tile"]
                 for j, c in enumerate((a, (a + b) / 2, b)):
@@ -643,7 +647,7 @@ class _Arrays:
                               + 2 * per_expert * nch * rf.expert_rows(tokens / nch))
                 self.rd[i] = nch * g.dense_bytes
                 self.rd_exp[i] = nch * g.expert_bytes * g.expert_reads(int(math.ceil(tokens / nch)),
-                                                                       kern["mm_id_min_batch"])
+                                                                       rf.expert_mm_min())
                 if tp.unfused_attention(r.engine, r.chip):  # Roofline.prefill_attn_time: plain matmuls at η_c
                     self.attn_mm[i] = rf.unfused_attn_flops(prompt, r.depth, r.batch)
                 else:  # fused layers at η_attn; layers unfused on the GPU (Engine.unfused_prefill_layers: mlx-lm
@@ -656,7 +660,7 @@ class _Arrays:
                     c = r.depth + prompt
                     self.pstep[i] = True
                     self.pstep_w[i] = g.dense_bytes
-                    self.pstep_exp[i] = g.expert_bytes * g.expert_reads(1, kern["mm_id_min_batch"])
+                    self.pstep_exp[i] = g.expert_bytes * g.expert_reads(1, rf.expert_mm_min())
                     self.pstep_kv[i] = g.kv_read(c)
                     self.pstep_attn[i] = 2 * g.attn_keys(c) + g.state_flops
                     self.wire[i] = g.weight_bytes / 1e9

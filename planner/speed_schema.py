@@ -29,7 +29,8 @@ class Provenance(BaseModel):
 
 OPTIONAL_CONSTANTS = ("likely_range", "t_token_host_s", "eta_attn_decode", "server_prefill_factor",
                       "server_decode_factor", "decode_factor", "prefill_factor", "t_moe_layer_s",
-                      "t_recurrent_layer_s", "t_wire_s_per_gb")
+                      "t_recurrent_layer_s", "t_wire_s_per_gb", "expert_tile", "expert_tiling",
+                      "mm_id_min_rows_per_expert")
 
 
 class SpeedConstants(BaseModel):
@@ -55,6 +56,15 @@ class SpeedConstants(BaseModel):
     mm_tile: int | None = Field(None, ge=1, le=256, description="Batch tile of the matrix-matrix kernel (batches pad up to it) [tokens]")
     mm_id_min_batch: int | None = Field(None, ge=1, le=4096, description="Smallest batch whose routed-expert matmuls run the "
                                         "matrix-matrix kernel; below it each (token, expert) pair reads its expert [tokens]")
+    expert_tile: int | None = Field(None, ge=1, le=256, description="Row tile of the routed-expert matrix kernel "
+                                    "(unset = mm_tile) [tokens]")
+    expert_tiling: Literal["per_expert", "segments"] | None = Field(
+        None, description="How the routed-expert kernel tiles its rows: per_expert pads each expert's rows to the "
+                          "tile (llama.cpp kernel_mul_mm_id), segments runs one full tile per expert segment of each "
+                          "block of rows sorted by expert (mlx gather_qmm_rhs); unset = per_expert")
+    mm_id_min_rows_per_expert: float | None = Field(
+        None, ge=0, le=64, description="Average rows per expert below which the routed experts run per-row vector "
+                                       "kernels (mlx GatherQMM: T·k/E >= 4); unset = no such rule [rows]")
     moe_bw_factor: float | None = Field(None, gt=0, le=1, description="Bandwidth efficiency of routed-expert reads relative to dense [1]")
     t_layer_s: float | None = Field(None, ge=0, le=1e-2, description="Fixed cost per layer per forward pass [s]")
     t_moe_layer_s: float | None = Field(

@@ -3,7 +3,8 @@
 Decode step (B sequences at context c each), docs/model-facts.md §5.1-5.2, gguf-parser-go ``cmplat = max(...)``::
 
     bytes(B, c) = W_dense + W_experts · r(B) + B · (kv_full·c + kv_swa·min(c, W) + 2·state)
-                  r(B) = B·k/E below mm_id_min_batch (kernel_mul_mv_id re-reads per token), else 1 − (1 − k/E)^B
+                  r(B) = B·k/E below the expert kernel's threshold (Roofline.expert_mm_min; kernel_mul_mv_id and
+                  mlx gather_qmv re-read per token), else 1 − (1 − k/E)^B
     flops(B, c) = B · (2·N_active + 2·A_full·c + 2·A_swa·min(c, W))
     t_attn      = max(B · kv(c) / (η_kv · η_bw · BW), 2·B·A(c) / (η_ad · η_attn · F)) × (no flash attention: f_kv)
     t_step      = t_fix + weights / (η_bw · BW) + t_attn                                   (B = 1)
@@ -106,14 +107,27 @@ class Geometry:
         to the kernel tile, so few tokens per expert waste most of each tile. [rows, summed over experts]
 
         llama.cpp kernel_mul_mm_id (ggml-metal.metal) groups the rows routed to each expert and runs 32-row tiles
-        per expert (ggml-metal-ops.cpp ggml_metal_op_mul_mat_id: threadgroups (ne21 + 31)/32 per expert);
-        mlx gather_qmm with sorted indices (mlx_lm/models/switch_layers.py SwitchGLU: sort when indices.size >= 64)
-        tiles each expert's rows the same way. With uniform routing an expert's count is ~Poisson(λ = T·k/E), so
-        rows = E · tile · E[ceil(n / tile)], E[ceil(n/t)] = Σ_{j≥0} P(n > j·t)."""
+        per expert (ggml-metal-ops.cpp ggml_metal_op_mul_mat_id: threadgroups (ne21 + 31)/32 per expert). With
+        uniform routing an expert's count is ~Poisson(λ = T·k/E), so rows = E · tile · E[ceil(n / tile)],
+        E[ceil(n/t)] = Σ_{j≥0} P(n > j·t). MLX tiles differently (segment_expert_rows)."""
         if not self.n_experts or tokens <= 0:
             return 0.0
         lam = tokens * self.top_k / self.n_experts
         return self.n_experts * tile * expected_tiles(lam, tile)
+
+    def segment_expert_rows(self, tokens: float, tile: int) -> float:
+        """Token rows MLX's sorted gather kernel computes for ``tokens`` tokens. [rows, summed over experts]
+
+        mlx gather_qmm_rhs (ml-explore/mlx 846d176 mlx/backend/metal/kernels/fp_quantized.h fp_gather_qmm_rhs,
+        quantized.h the same) tiles the R = T·k rows sorted by expert (mlx_lm switch_layers.py SwitchGLU) in
+        ``tile``-row blocks, not per expert: a block runs one full-tile matmul for each expert segment it holds
+        ("Do as many matmuls as necessary"). Segments = blocks + the expert boundaries inside a block: each of the
+        E_t − 1 boundaries between the E_t touched experts falls on a block start with probability 1/tile, so
+        rows = tile · (R/tile + (tile − 1)/(2·tile) + (E_t − 1)(1 − 1/tile)) = R + (tile − 1)(E_t − 1/2)."""
+        if not self.n_experts or tokens <= 0:
+            return 0.0
+        touched = self.n_experts * self.expert_union(math.ceil(tokens))
+        return tokens * self.top_k + (tile - 1) * max(touched - 0.5, 0.0)
 
     def expert_reads(self, tokens: int, mm_id_min: int = 1) -> float:
         """Routed-expert weights read by one pass over ``tokens`` tokens, as a fraction of all of them. [1]
@@ -383,7 +397,7 @@ class Roofline:
                 + self.geo.recurrent_layers * (k.t_recurrent_layer_s or 0.0))
 
     def step_bytes(self, batch: int, context: float) -> float:
-        return self.geo.weights_read(batch, self.k.mm_id_min_batch or 1) + self.geo.batch_kv_read(batch, context, self.shared_prefix)
+        return self.geo.weights_read(batch, self.expert_mm_min()) + self.geo.batch_kv_read(batch, context, self.shared_prefix)
 
     def step_flops(self, batch: int, context: float) -> float:
         g = self.geo
@@ -419,7 +433,7 @@ class Roofline:
         to its ``mm_tile`` (ggml-metal-ops.cpp ``ne11_mm_min = 8``; kernel_mul_mm 32-column tiles); the attention
         over the caches (kv_time) is a separate kernel after the projections, so it is in the fixed part there."""
         k, g = self.k, self.geo
-        w_exp = g.expert_bytes * g.expert_reads(batch, k.mm_id_min_batch or 1)
+        w_exp = g.expert_bytes * g.expert_reads(batch, self.expert_mm_min())
         t_w = (g.dense_bytes + w_exp / k.moe_bw_factor) / (k.eta_bw * self.bw)
         t_att = self.kv_time(batch, context)
         fixed = self.fixed_time()
@@ -440,9 +454,23 @@ class Roofline:
         """Routed-expert token rows one matmul pass computes: each expert's rows padded to the tile in the
         matrix-matrix kernel (Geometry.padded_expert_rows), else tokens · k unpadded vector products. [rows]"""
         g, k = self.geo, self.k
-        if tokens >= (k.mm_id_min_batch or 1):
-            return g.padded_expert_rows(tokens, k.mm_tile)
-        return tokens * g.top_k
+        if tokens < self.expert_mm_min():
+            return tokens * g.top_k
+        if k.expert_tiling == "segments":
+            return g.segment_expert_rows(tokens, k.expert_tile or k.mm_tile)
+        return g.padded_expert_rows(tokens, k.expert_tile or k.mm_tile)
+
+    def expert_mm_min(self) -> int:
+        """Smallest pass (tokens) whose routed experts run the matrix-matrix kernel, which reads each touched expert
+        once; below it each (token, expert) pair runs a vector kernel that reads its expert again. llama.cpp:
+        mm_id_min_batch tokens (ggml-metal-common.cpp ggml_metal_op_mul_mat_id_use_mm: ne21 >= 32). MLX: also
+        mm_id_min_rows_per_expert sorted rows per expert on average, T·k/E >= 4 (ml-explore/mlx 846d176
+        quantized.cpp GatherQMM::eval_gpu: ``B / E >= 4``, from mlx #2609 of 2025-09; 8 before). [tokens]"""
+        k, g = self.k, self.geo
+        m = k.mm_id_min_batch or 1
+        if k.mm_id_min_rows_per_expert and g.top_k:
+            m = max(m, math.ceil(k.mm_id_min_rows_per_expert * g.n_experts / g.top_k))
+        return m
 
     def expert_time(self, tokens: float) -> float:
         """Compute time of the routed experts for one pass over ``tokens`` tokens (a prefill chunk or a decode
@@ -549,7 +577,7 @@ class Roofline:
         # routed experts: each chunk's rows per expert padded to the tile (expert_time)
         t_mm = (2 * (g.matmul_params - g.expert_matmul_params) * tokens / (self.eta_prefill() * self.flops)
                 + n_chunks * self.expert_time(per_chunk_tokens))
-        t_rd = n_chunks * (g.dense_bytes + g.expert_bytes * g.expert_reads(ct, k.mm_id_min_batch or 1) / k.moe_bw_factor
+        t_rd = n_chunks * (g.dense_bytes + g.expert_bytes * g.expert_reads(ct, self.expert_mm_min()) / k.moe_bw_factor
                            ) / (k.eta_bw * self.bw)
         head = 2 * g.head_params * batch / (k.eta_c * self.flops)  # logits of the last position only
         bound = "compute" if t_mm >= t_rd else "bandwidth"

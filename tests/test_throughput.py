@@ -496,6 +496,52 @@ def test_moe_batches_below_the_mm_id_switch_reread_experts_per_token():
     assert r.step_parts(12, 0)[1] == pytest.approx(0.05)
 
 
+MLX_K = K.model_copy(update={"mm_id_min_batch": 1, "expert_tile": 16, "expert_tiling": "segments",
+                             "mm_id_min_rows_per_expert": 4.0})
+
+
+def test_mlx_sorted_gather_runs_one_full_block_per_expert_segment():
+    """mlx gather_qmm_rhs runs 16-row blocks over the rows sorted by expert, one full block per expert segment:
+    rows = R + (tile − 1)(E_t − 1/2) with E_t the touched experts. 512 tokens, 512 experts, top-10 (Qwen3-Next):
+    R = 5120, E_t = 512 (1 − (1 − 10/512)^512) = 512 (1 − e^{-10.05...}) ≈ 511.98, rows = 5120 + 15 × 511.48 ≈ 12,792;
+    llama.cpp's per-expert 32-row padding of the same pass: 512 × 32 × E[ceil(n/32)], λ = 10 ≈ 16,384 (n ≤ 32 almost
+    always). GLM-4.7's 160 experts, top-8, at 512 tokens: R = 4096, E_t ≈ 160, rows = 4096 + 15 × 159.5 = 6,488.5
+    against llama.cpp's 160 × 32 × E[ceil(n/32)], λ = 25.6 ≈ 5,648: MLX wastes less with many experts and few rows
+    each, more with few experts."""
+    next80 = tp.Geometry(n_layers=1, dense_bytes=0, expert_bytes=1e9, n_experts=512, top_k=10, matmul_params=1e9,
+                         head_params=0, kv_full=0, kv_swa=0, window=None, state_bytes=0, attn_full=0, attn_swa=0)
+    touched = 512 * (1 - (1 - 10 / 512) ** 512)
+    assert next80.segment_expert_rows(512, 16) == pytest.approx(5120 + 15 * (touched - 0.5), rel=1e-12)
+    assert 12_780 < next80.segment_expert_rows(512, 16) < 12_800 < next80.padded_expert_rows(512, 32)
+    glm = dataclasses.replace(next80, n_experts=160, top_k=8)
+    assert glm.segment_expert_rows(512, 16) == pytest.approx(4096 + 15 * (160 * (1 - (1 - 8 / 160) ** 512) - 0.5))
+    assert glm.segment_expert_rows(512, 16) > glm.padded_expert_rows(512, 32)
+    # the roofline takes the MLX rule from its constants; llama.cpp's constants keep the per-expert padding
+    res = ResolvedSpeedConstants(constants=MLX_K, source="test", scopes=["test"])
+    mlx, lcpp = tp.roofline(glm, chip(), res, "mlx-lm"), tp.roofline(glm, chip(), RES, "llama.cpp")
+    assert mlx.expert_rows(512) == glm.segment_expert_rows(512, 16)
+    assert lcpp.expert_rows(512) == glm.padded_expert_rows(512, 32)
+
+
+def test_mlx_routed_experts_run_per_row_below_four_rows_per_expert():
+    """MLX GatherQMM takes the sorted matrix kernel only from B / E >= 4 routed rows per expert: with 8 experts,
+    top-2 that is 16 tokens (llama.cpp's kernel_mul_mm_id: 32 tokens whatever the experts). Below, every
+    (token, expert) pair reads its expert: B = 12 reads 24 experts of 1e8 bytes (2.4e9 + 1e8 dense), B = 16 the
+    union 8e8 (1 − 0.75^16); and the rows below the switch are the R = 2B unpadded vector products."""
+    geo = tp.Geometry(n_layers=1, dense_bytes=1e8, expert_bytes=8e8, n_experts=8, top_k=2, matmul_params=1e6,
+                      head_params=0, kv_full=0, kv_swa=0, window=None, state_bytes=0, attn_full=0, attn_swa=0)
+    res = ResolvedSpeedConstants(constants=MLX_K, source="test", scopes=["test"])
+    mlx, lcpp = tp.roofline(geo, chip(), res, "mlx-lm"), tp.roofline(geo, chip(), RES, "llama.cpp")
+    assert (mlx.expert_mm_min(), lcpp.expert_mm_min()) == (16, 32)
+    assert mlx.step_bytes(12, 0) == pytest.approx(2.5e9)
+    assert mlx.step_bytes(16, 0) == pytest.approx(1e8 + 8e8 * (1 - 0.75**16))
+    assert lcpp.step_bytes(16, 0) == pytest.approx(1e8 + 16 * 2e8)
+    assert mlx.expert_rows(12) == 24
+    # 256 experts, top-8 (Qwen3.5-35B-A3B): the switch is at 4 × 256 / 8 = 128 tokens
+    big = dataclasses.replace(geo, n_experts=256, top_k=8)
+    assert tp.roofline(big, chip(), res, "mlx-lm").expert_mm_min() == 128
+
+
 def test_a_shared_prefix_is_read_once_per_step():
     """4 sequences at 3000 cached tokens, the first 2000 shared (llama-batched-bench -pps, unified cache):
     cells read = 2000 + 4 × 1000 = 6000, not 4 × 3000; at 1000 B per cell and 0.5 × 1e11 B/s: 6e6 / 5e10 = 0.12 ms."""
