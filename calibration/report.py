@@ -322,11 +322,13 @@ ACCURACY_TEXT = """\
 Speed is a roofline with fitted efficiencies (`planner/throughput.py`, its docstring has the formulas). A decode
 step reads the weights at η_bw × bandwidth (MoE: the dense part plus the routed experts; below 32 tokens
 llama.cpp's `kernel_mul_mv_id` reads one expert per token and slot, from 32 on `kernel_mul_mm_id` reads each
-touched expert once), then attends over every sequence's cache at max(KV bytes at η_kv · η_bw × bandwidth,
-attention FLOPs at η_attn × peak) (× a fitted factor without flash attention, llama.cpp's separate KQ / softmax /
-KQV kernels); a prefix the sequences share is read once. Prefill is matmul plus causal-attention FLOPs, with each
-routed expert's rows padded to the 32-row tile of the expert matmul kernel (`kernel_mul_mm_id`, Poisson
-routing), so a MoE prefills slower at short prompts and small physical batches. A decode batch above 8 runs the
+touched expert once; MLX's `gather_qmv` reads one expert per token and slot below 4 routed rows per expert, then
+`gather_qmm_rhs` each touched expert once), then attends over every sequence's cache at max(KV bytes at
+η_kv · η_bw × bandwidth, attention FLOPs at η_attn × peak) (× a fitted factor without flash attention, llama.cpp's
+separate KQ / softmax / KQV kernels); a prefix the sequences share is read once. Prefill is matmul plus
+causal-attention FLOPs, with each routed expert's rows padded to the 32-row tile of llama.cpp's expert matmul kernel
+(`kernel_mul_mm_id`, Poisson routing), or, in MLX, one full 16-row block per expert segment of the rows sorted by
+expert (`gather_qmm_rhs`), so a MoE prefills slower at short prompts and small physical batches. A decode batch above 8 runs the
 same matrix kernels: the dense weights as one 32-column tile (at a fitted fraction of prefill's efficiency), the
 experts from 32 tokens on as prefill does, padded per expert, then the attention kernel after them. mlx-lm prefills MLA (DeepSeek)
 with decompressed heads, decode with the absorbed latent, and the attention FLOPs follow. Every η ≤ 1, so no
