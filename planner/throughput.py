@@ -451,14 +451,16 @@ class Roofline:
         return fixed + t_att, t_w, t_cmp
 
     def expert_rows(self, tokens: float) -> float:
-        """Routed-expert token rows one matmul pass computes: each expert's rows padded to the tile in the
-        matrix-matrix kernel (Geometry.padded_expert_rows), else tokens · k unpadded vector products. [rows]"""
+        """Routed-expert token rows one matmul pass computes: in the matrix-matrix kernel each expert's rows padded
+        to the tile (llama.cpp, Geometry.padded_expert_rows) or one full tile per expert segment of each block
+        (MLX, Geometry.segment_expert_rows); below its threshold tokens · k unpadded vector products. [rows]"""
         g, k = self.geo, self.k
         if tokens < self.expert_mm_min():
             return tokens * g.top_k
+        tile = k.expert_tile or k.mm_tile
         if k.expert_tiling == "segments":
-            return g.segment_expert_rows(tokens, k.expert_tile or k.mm_tile)
-        return g.padded_expert_rows(tokens, k.expert_tile or k.mm_tile)
+            return g.segment_expert_rows(tokens, tile)
+        return g.padded_expert_rows(tokens, tile)
 
     def expert_mm_min(self) -> int:
         """Smallest pass (tokens) whose routed experts run the matrix-matrix kernel, which reads each touched expert
