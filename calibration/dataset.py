@@ -131,11 +131,12 @@ FIXES: dict[int, dict] = {
 
 
     # AtomGradient's M2 Ultra Qwen3.5-4B llama-bench rows (Q3_K_M, Q2_K; the other quants are already low) ran
-    # build 8240 (d088d5b74), inside the window of a Metal gated-DeltaNet regression: from b8192 the fused GDN kernel
-    # read its [S_v, S_v] state column-wise on row-major storage (strided, uncoalesced), fixed in b8333 by transposing
-    # the state indexing; Qwen3.5 9B Q8_0 on an M4 Pro decoded 21.60 -> 25.08 tok/s (+16 %) and prefilled 413 -> 452
-    # (+9 %) between b8192 and b8416 (github.com/ggml-org/Llama-macOS/issues/67). Every Qwen3.5/3.6/3.8 layer of
-    # that kind ran the slow kernel: a superseded build's speed for the hybrids, not a current efficiency (as row 330).
+    # build 8240 (d088d5b74), before Metal's fused gated-DeltaNet kernel: llama.cpp #19504 (b8233) added the
+    # GATED_DELTA_NET op for CPU and CUDA only, so Metal ran each such layer as a graph of small ops until #20340/#20361
+    # (b8299) fused it; that kernel read its [S_v, S_v] state column-wise (strided) until #20443 (b8333). Qwen3.5 9B
+    # Q8_0 on an M4 Pro decoded 21.60 -> 25.08 tok/s (+16 %) and prefilled 413 -> 452 (+9 %) between b8192 and b8416
+    # (github.com/ggml-org/Llama-macOS/issues/67). Every Qwen3.5/3.6/3.8 layer of that kind ran the unfused graph: a
+    # superseded build's speed for the hybrids, not a current efficiency (as row 330).
     20901: {"reliability": "low"},
     20902: {"reliability": "low"},
     20903: {"reliability": "low"},

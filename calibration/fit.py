@@ -91,6 +91,7 @@ BASE_PRIORS: dict[str, tuple[float, float]] = {
     "t_layer_s": (5e-5, 2.0), "t_moe_layer_s": (5e-5, 2.0), "t_recurrent_layer_s": (5e-5, 2.0), "noflash_attn_factor": (2.0, 0.7), "matrix_unit_factor": (2.7, 0.35),
     "q_float": (1.0, 0.5), "q_legacy": (1.0, 0.5), "q_kquant": (0.85, 0.5), "q_iquant": (0.8, 0.5),
     "q_mxfp4": (1.0, 0.5), "q_affine": (1.0, 0.5), "q_fp4": (1.0, 0.5), "era": (1.0, 1.0), "era_decode": (1.0, 0.3),
+    "era_mu": (1.0, 0.5),
     "eta_bw_fam": (1.0, 0.2),
     # mlx-lm's residency wiring per stream_generate call (throughput.Roofline.wire_time): no measurement of its own
     # before the fit; 10 ms per GB, wide
@@ -105,7 +106,7 @@ NOISE_SIGMA = 0.05
 LLAMA_CPP_PRIORS: dict[str, tuple[float, float]] = {"eta_attn_decode": BASE_PRIORS["eta_attn_decode"]}
 UPPER = {"eta_bw": 1.0, "eta_c": 1.0, "eta_attn": 1.0, "eta_c_decode": 1.0, "eta_mv": 1.0, "moe_bw_factor": 1.0,
          "eta_kv": 1.0, "eta_attn_decode": 1.0,
-         "era_decode": 1.0,
+         "era_decode": 1.0, "era_mu": 1.0,
          # MLX's weight classes (tp.quant_class, kind mlx): a quantized matmul (mlx qmm: dequantize a tile, then the
          # same simdgroup MMA as the float steel gemm) does the float gemm's work and more, so q <= 1; mlx-lm
          # BENCHMARKS.md: Qwen3-4B bf16 1780.6 tok/s prefill, every quant below it (1570.8-1622.3). Unbounded, a fit
@@ -126,6 +127,25 @@ _MLX_KERNELS = {"mv_max_batch": 8, "mm_tile": 32, "mm_id_min_batch": 1, "expert_
                 "expert_tiling": "segments", "mm_id_min_rows_per_expert": 4.0}
 KERNELS = {"llama.cpp": _LC_KERNELS, "mlx-lm": _MLX_KERNELS, "ollama": dict(_LC_KERNELS),
            "lmstudio-llama.cpp": dict(_LC_KERNELS), "lmstudio-mlx": dict(_MLX_KERNELS)}
+# MLX on GPUs with neural accelerators (the M5's; mlx device.cpp is_nax_available: Apple GPU family 17+ on macOS 26.2+)
+# runs its routed experts in gather_qmm_rhs_nax (mlx #2772, 2025-11-19). Its blocks were 64 rows for every shape and a
+# block ran each expert segment on all its rows until mlx #4023 (a076a63, 2026-08-10: 32-row blocks below 64 rows per
+# expert) and #4352 (c7ff35d, 2026-08-19, after v0.32.2: a simdgroup of bm / 2 rows skips a segment it does not hold).
+# The shipped constants are today's (the matrix-unit generation's scope); a row is fitted with the kernels of its month.
+NAX_KERNELS = {"expert_tile": 16, "expert_tile_wide": 32, "expert_tile_wide_from": 64.0}
+NAX_KERNELS_BEFORE = (("2025-12", {}),  # mlx before #2772, or macOS before 26.2: the kernels of every other Mac
+                      ("2026-09", {"expert_tile": 64, "expert_tile_wide": None, "expert_tile_wide_from": None}))
+
+
+def row_kernels(runtime: str, chip: Chip, year_month: str | None = None) -> dict:
+    """The kernel constants a row of ``runtime`` on ``chip`` in ``year_month`` ran (None: today's)."""
+    k = dict(KERNELS[runtime])
+    if WRAPPERS.get(runtime, runtime) != "mlx-lm" or not chip.gpu_matrix_units:
+        return k
+    for before, kern in NAX_KERNELS_BEFORE:
+        if year_month and year_month < before:
+            return {**k, **kern}
+    return {**k, **NAX_KERNELS}
 # Wrappers (profiles/runtimes: kind wrapper / mlx-wrapper, ``wraps``): the engine's roofline with the wrapper's own
 # defaults (flash attention, n_ubatch...) and a measured overhead factor per phase (fit_wrapper_factors).
 WRAPPERS = {"ollama": "llama.cpp", "lmstudio-llama.cpp": "llama.cpp", "lmstudio-mlx": "mlx-lm"}
@@ -196,9 +216,10 @@ SHARED = ("eta_attn", "eta_c_decode", "eta_mv", "moe_bw_factor", "t_layer_s", "n
 # custom kernel, and its rows show no such cost (held out before this term, the hybrid / dense ratio of the median
 # errors on one Mac: mlx-lm M3 Max -4 %, M1 -6 %; llama.cpp M2 Max +13 %, M1 +24 %, M3 Max +28 %, the three llama.cpp
 # sources that measured both). Fitted on 2026-12-06 data it is ~25 us (was 243 us): the M2 Ultra rows that drove it
-# ran build 8240, inside the Metal gated-DeltaNet regression b8192-b8332 (strided state reads, Llama-macOS#67:
-# +16 % decode once fixed; dataset FIXES 20901-20904), and the builds since (AlexHiesch's M3 Max b8920-b9110, LM
-# Studio's 2026 engines, asiai's M5 Max b9430) decode hybrids as fast as dense models relative to the prediction.
+# ran build 8240, before Metal's fused gated-DeltaNet kernel (b8299, its state reads made contiguous in b8333;
+# Llama-macOS#67: +16 % decode from b8192 to b8416; dataset FIXES 20901-20904), and the builds since (AlexHiesch's
+# M3 Max b8920-b9110, LM Studio's 2026 engines, asiai's M5 Max b9430) decode hybrids as fast as dense models relative
+# to the prediction.
 # The term stays free: a source measuring hybrids and dense models on one current build moves it.
 # t_wire_s_per_gb: mlx-lm's prompt speed waits for its stream_generate call's residency wiring of the weights
 # (throughput.Roofline.wire_time), fitted for mlx-lm only. The rows that show it: ax-engine's M5 Max mlx_lm.benchmark
@@ -238,6 +259,13 @@ class FitRecord:
     source: str = ""             # the CSV's source_group (leave-one-source-out holds a whole one out)
     shared_prefix: int = 0       # decode: leading cached tokens all sequences share (llama-batched-bench -pps)
     wrapper_engine: str = ""     # the engine a wrapper ran the row on, when it has several (ollama_engine)
+    old_matrix_kernels: bool = False  # a llama.cpp build before its M5 tensor kernels (MATRIX_KERNELS_FROM)
+    kernel_overrides: tuple = ()  # row_kernels as (name, value) pairs where they differ from KERNELS[runtime]
+
+    @property
+    def kernels(self) -> dict:
+        """The kernel constants this row ran (row_kernels)."""
+        return {**KERNELS[self.runtime], **dict(self.kernel_overrides)}
 
     @property
     def engine(self) -> str:
@@ -258,6 +286,26 @@ class FitRecord:
 # at a time (lmstudio-ai/mlx-engine 57634af mlx_engine/cache_wrapper.py PROMPT_PROCESSING_CHUNK_SIZE = 512, 2026-02;
 # lmstudio-js #506/#507, 2026-01: 2048-4096 prefilled 1.2-2x faster) until mlx-engine #295 (2026-03-25) made it 2048.
 PREFILL_CHUNK_BEFORE = {"lmstudio-mlx": ("2026-04", 512)}
+
+
+# llama.cpp on GPUs with matrix units (the M5's neural accelerators, Metal's tensor API): ggml-org/llama.cpp #20962
+# (d1649047, 2026-04-25, first in b8932) gave them their own matrix-multiply kernel (64x128 tiles, B straight from
+# device memory; "Geomean improvement of ~26%" on an M5 Max), and #21048 (b8548) had turned the tensor path back on
+# under macOS 26.4. Prefill rows of earlier builds get one nuisance factor on the matrix-unit speed-up (era_mu, as the
+# build eras); the shipped constants are today's. A row without a build number is dated by its month.
+MATRIX_KERNELS_FROM = (8932, "2026-05")
+
+
+def old_matrix_kernels(runtime: str, chip: Chip, version: str | None, year_month: str | None) -> bool:
+    """Whether a row of ``runtime`` on ``chip`` ran llama.cpp's matrix kernels from before MATRIX_KERNELS_FROM."""
+    from calibration.dataset import _llama_cpp_build
+
+    if WRAPPERS.get(runtime, runtime) != "llama.cpp" or not chip.gpu_matrix_units:
+        return False
+    build = _llama_cpp_build(version or "") if runtime == "llama.cpp" else None
+    if build:
+        return build < MATRIX_KERNELS_FROM[0]
+    return bool(year_month) and year_month < MATRIX_KERNELS_FROM[1]
 
 
 def _row_chunk(m, runtime: str, default: int) -> int:
@@ -429,8 +477,15 @@ def records_from_measurements(ms, label_prefix: str = "") -> tuple[list[FitRecor
                              prompt=P, gen=G, depth=D, batch=batch, value=m.value, flash_attn=bool(fa),
                              chunk=chunk, prefill_batch=rt.prefill_batch, era=_era(m.year_month, runtime),
                              label=f"{label_prefix}row {m.row_id}", source=m.source_group,
-                             shared_prefix=shared, wrapper_engine=wrapper_engine))
+                             shared_prefix=shared, wrapper_engine=wrapper_engine,
+                             kernel_overrides=_overrides(runtime, chip, m.year_month),
+                             old_matrix_kernels=old_matrix_kernels(runtime, chip, m.runtime_version, m.year_month)))
     return out, skipped
+
+
+def _overrides(runtime: str, chip: Chip, year_month: str | None) -> tuple:
+    k = row_kernels(runtime, chip, year_month)
+    return tuple(k.items()) if k != KERNELS[runtime] else ()
 
 
 def records_from_runs(runs, chip: Chip) -> list[FitRecord]:
@@ -473,7 +528,8 @@ class Spec:
     free: set[str] = field(default_factory=lambda: {"eta_bw", "eta_c", "eta_attn", "eta_c_decode", "eta_mv",
                                                     "moe_bw_factor", "t_layer_s", "noflash_attn_factor",
                                                     "eta_kv", "noflash_kv_factor",
-                                                    "matrix_unit_factor", "q", "era", "era_decode", "era_tl"})
+                                                    "matrix_unit_factor", "q", "era", "era_decode", "era_tl",
+                                                    "era_mu"})
 
 
 def _fixed_time_names(records: list[FitRecord], spec: Spec) -> list[str]:
@@ -519,6 +575,8 @@ def _param_names(records: list[FitRecord], spec: Spec) -> list[str]:
         names.append("era_decode")
     if "era_tl" in spec.free and any(r.era != "current" for r in records):
         names.append("era_tl")
+    if "era_mu" in spec.free and any(r.old_matrix_kernels and r.phase == "prefill" for r in records):
+        names.append("era_mu")
     return names
 
 
@@ -614,7 +672,7 @@ class _Arrays:
         self.tokens = np.zeros(n)
         for i, r in enumerate(records):
             g = r.geo
-            kern = KERNELS[r.runtime]
+            kern = r.kernels
             # the same FLOP counts as planner.throughput (Roofline.mm_flops / step_flops), constants aside
             rf = tp.Roofline(geo=g, bw=1.0, flops=1.0, k=SpeedConstants(**kern), shared_prefix=r.shared_prefix,
                              unified_kv=r.unified_kv, chunk=r.chunk)
@@ -681,6 +739,7 @@ def _index(records, spec, names):
         "era": np.array([col(f"era:{r.era}") for r in records]),
         "era_decode": np.array([col("era_decode") if r.era != "current" else -1 for r in records]),
         "era_tl": np.array([col("era_tl") if r.era != "current" else -1 for r in records]),
+        "era_mu": np.array([col("era_mu") if r.old_matrix_kernels else -1 for r in records]),
         "eta_attn_decode": np.full(len(records), col("eta_attn_decode")),
         **{p: np.full(len(records), col(p)) for p in OPTIONAL_FIXED},
     }
@@ -705,6 +764,7 @@ def _fixed_values(records, spec, fixed: dict[str, float]):
         "era": np.ones(len(records)),
         "era_decode": np.ones(len(records)),
         "era_tl": np.ones(len(records)),
+        "era_mu": np.ones(len(records)),
         "eta_attn_decode": np.full(len(records), get("eta_attn_decode", 1.0)),
         **{p: np.full(len(records), get(p, BASE_PRIORS[p][0])) for p in SHARED},
         **{p: np.full(len(records), get(p, v)) for p, v in OPTIONAL_FIXED.items()},
@@ -725,7 +785,7 @@ def _predict(theta: np.ndarray, A: _Arrays, idx, fixedv) -> np.ndarray:
     eta_bw = bw_chip * pick("era_decode")
     eta_c = pick("eta_c") * pick("q") * era
     moe = pick("moe_bw_factor")
-    F = A.peak * np.where(A.mu, pick("matrix_unit_factor"), 1.0)
+    F = A.peak * np.where(A.mu, pick("matrix_unit_factor") * pick("era_mu"), 1.0)
     # throughput.Roofline.fixed_time: L · t_layer + L_moe · t_moe_layer + L_rec · t_recurrent_layer
     fixed = A.L * pick("t_layer_s") * pick("era_tl") + A.ML * pick("t_moe_layer_s") + A.RL * pick("t_recurrent_layer_s")
     # decode. B > mv_max_batch runs the prefill matrix-matrix kernel (ggml-metal-common.cpp
@@ -1021,10 +1081,18 @@ def constants_from_params(params: dict[str, float], fixed: dict[str, float] | No
         out["default"]["quant_prefill_factor"] = {"float": allp.get("q_float", 1.0), **qf}
     for chip_id, v in _family_eta_bw(params, bw).items():
         out[chip_id]["eta_bw"] = v
+    _nax_scopes(out, runtime)
     if fixed is not None:  # complete the default scope: unfitted fields from ``fixed``, then the priors
         _complete_default(out["default"], allp, runtime)
     return {s: SpeedConstants(**{k: (min(v, 1.0) if k.startswith("eta") else v) for k, v in d.items()})
             for s, d in out.items()}
+
+
+def _nax_scopes(out: dict[str, dict], runtime: str) -> None:
+    """MLX: today's expert kernels (NAX_KERNELS) in the scope of each generation with GPU matrix units."""
+    if runtime == "mlx-lm":
+        for g in sorted({c.generation for c in profiles.builtin_chips() if c.gpu_matrix_units}):
+            out[f"gen-{g}"].update(NAX_KERNELS)
 
 
 def _family_eta_bw(params: dict[str, float], bw: dict[str, float]) -> dict[str, float]:
@@ -1047,7 +1115,7 @@ def full_constants(params: dict[str, float], fixed: dict[str, float], chip: Chip
     allp = {**fixed, **params}
     k = {p: allp.get(p, BASE_PRIORS[p][0]) for p in SHARED}
     k.update({p: allp.get(p, v) for p, v in OPTIONAL_FIXED.items()})
-    k.update(KERNELS[runtime])
+    k.update(row_kernels(runtime, chip))
     bw = {p.split(":")[1]: v for p, v in allp.items() if p.startswith("eta_bw:")}
     ec = {p.split(":")[1]: v for p, v in allp.items() if p.startswith("eta_c:")}
     tiers = [v for t, v in bw.items() if t not in GENERATIONS]
@@ -1064,6 +1132,8 @@ def full_constants(params: dict[str, float], fixed: dict[str, float], chip: Chip
 
 def predict_record(r: FitRecord, consts: SpeedConstants) -> float:
     """Aggregate tok/s of one record through planner.throughput (the path the CLI uses)."""
+    if r.kernel_overrides:  # the kernels of the row's month, not today's
+        consts = consts.model_copy(update=dict(r.kernel_overrides))
     rf = tp.Roofline(geo=r.geo, bw=tp.bandwidth(r.chip),
                      flops=tp.peak_flops(r.chip, profiles.builtin_chips())[0]
                      * (consts.matrix_unit_factor if r.chip.gpu_matrix_units else 1.0),
@@ -1293,7 +1363,7 @@ def engine_constants(fits, runtime: str, r: FitRecord) -> SpeedConstants:
     engine = WRAPPERS.get(runtime, runtime)
     params, fixed = (fits[engine][0], fits[engine][1]) if engine in fits else ({}, {})
     k = full_constants(params, fixed, r.chip, engine)
-    return era_adjusted(k, params, r.era)
+    return era_adjusted(k, params, r.era, r.old_matrix_kernels)
 
 
 def fit_all(data: dict[str, list[FitRecord]], exclude_chip: str | None = None,
@@ -1401,8 +1471,12 @@ def era_factor(params: dict, era: str) -> float:
     return min(1.0, params[newer[0]]) if newer else 1.0  # and at most a current build's speed
 
 
-def era_adjusted(k: SpeedConstants, params: dict, era: str) -> SpeedConstants:
-    """Constants of an old llama.cpp build: the nuisance build-era factors applied (current builds: unchanged)."""
+def era_adjusted(k: SpeedConstants, params: dict, era: str, old_matrix_kernels: bool = False) -> SpeedConstants:
+    """Constants of an old llama.cpp build: the nuisance build-era factors applied (current builds: unchanged), and
+    on matrix-unit chips before llama.cpp's tensor kernels (FitRecord.old_matrix_kernels) the era_mu factor on their
+    speed-up."""
+    if old_matrix_kernels and "era_mu" in params:
+        k = k.model_copy(update={"matrix_unit_factor": max(1.0, k.matrix_unit_factor * params["era_mu"])})
     if era == "current":
         return k
     e = era_factor(params, era)

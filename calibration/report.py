@@ -328,7 +328,9 @@ touched expert once; MLX's `gather_qmv` reads one expert per token and slot belo
 separate KQ / softmax / KQV kernels); a prefix the sequences share is read once. Prefill is matmul plus
 causal-attention FLOPs, with each routed expert's rows padded to the 32-row tile of llama.cpp's expert matmul kernel
 (`kernel_mul_mm_id`, Poisson routing), or, in MLX, one full 16-row block per expert segment of the rows sorted by
-expert (`gather_qmm_rhs`), so a MoE prefills slower at short prompts and small physical batches. A decode batch above 8 runs the
+expert (`gather_qmm_rhs`; on the M5's neural accelerators 16 rows below 64 rows per expert and 32 from it, and
+before mlx #4023/#4352 of 2026-08, 64 rows for every shape, which rows of those months are fitted with), so a MoE
+prefills slower at short prompts and small physical batches. A decode batch above 8 runs the
 same matrix kernels: the dense weights as one 32-column tile (at a fitted fraction of prefill's efficiency), the
 experts from 32 tokens on as prefill does, padded per expert, then the attention kernel after them. mlx-lm prefills MLA (DeepSeek)
 with decompressed heads, decode with the absorbed latent, and the attention FLOPs follow. Every η ≤ 1, so no
@@ -356,7 +358,8 @@ constants (three M1 Max users 22-25 % slower than predicted, base M4 users 6-15 
 2 or more Ollama sources gets a random effect around the factor, shrunk by the variance between families
 (`fit_wrapper_family_effects`); tried on mlx-lm it made held-out sources worse, and it is not used there. Old llama.cpp builds (2023) get nuisance build-era
 factors that are not shipped, and their kernel choice: every decode batch above one token on the matrix-matrix
-kernel (`ne11_mm_min = 1` then, 8 now).
+kernel (`ne11_mm_min = 1` then, 8 now); so do M5 rows of llama.cpp builds before its tensor-API matrix kernels
+(llama.cpp #20962, b8932): a nuisance factor on the matrix-unit speed-up of their prefill.
 
 **The accuracy stated is leave-one-source-out (LOSO)**: each `source_group` (one benchmark table, one
 thread, one script, each with its own build, settings and habits) is held out whole, the model is refitted

@@ -30,7 +30,7 @@ class Provenance(BaseModel):
 OPTIONAL_CONSTANTS = ("likely_range", "t_token_host_s", "eta_attn_decode", "server_prefill_factor",
                       "server_decode_factor", "decode_factor", "prefill_factor", "t_moe_layer_s",
                       "t_recurrent_layer_s", "t_wire_s_per_gb", "expert_tile", "expert_tiling",
-                      "mm_id_min_rows_per_expert")
+                      "mm_id_min_rows_per_expert", "expert_tile_wide", "expert_tile_wide_from")
 
 
 class SpeedConstants(BaseModel):
@@ -58,6 +58,14 @@ class SpeedConstants(BaseModel):
                                         "matrix-matrix kernel; below it each (token, expert) pair reads its expert [tokens]")
     expert_tile: int | None = Field(None, ge=1, le=256, description="Row tile of the routed-expert matrix kernel "
                                     "(unset = mm_tile) [tokens]")
+    expert_tile_wide: int | None = Field(
+        None, ge=1, le=256, description="Row tile of the routed-expert kernel from expert_tile_wide_from rows per "
+                                        "expert on (mlx gather_qmm_rhs_nax on GPUs with neural accelerators: 64-row "
+                                        "blocks of 32-row simdgroup tiles from M/E >= 64 rows, 32-row blocks of 16 "
+                                        "below); unset = expert_tile at every size [tokens]")
+    expert_tile_wide_from: float | None = Field(
+        None, ge=1, le=4096, description="Average routed rows per expert (tokens · k / experts) from which the "
+                                         "routed-expert kernel runs expert_tile_wide [rows]")
     expert_tiling: Literal["per_expert", "segments"] | None = Field(
         None, description="How the routed-expert kernel tiles its rows: per_expert pads each expert's rows to the "
                           "tile (llama.cpp kernel_mul_mm_id), segments runs one full tile per expert segment of each "

@@ -457,10 +457,22 @@ class Roofline:
         g, k = self.geo, self.k
         if tokens < self.expert_mm_min():
             return tokens * g.top_k
-        tile = k.expert_tile or k.mm_tile
+        tile = self.expert_tile(tokens)
         if k.expert_tiling == "segments":
             return g.segment_expert_rows(tokens, tile)
         return g.padded_expert_rows(tokens, tile)
+
+    def expert_tile(self, tokens: float) -> int:
+        """Row tile of the routed-expert matrix kernel for a pass of ``tokens`` tokens: expert_tile (unset:
+        mm_tile), or expert_tile_wide from expert_tile_wide_from rows per expert on. MLX on neural accelerators
+        (ml-explore/mlx a076a63 #4023 quantized.cpp gather_qmm_rhs_nax: ``bm = (M / E < 64) ? 32 : 64`` with M the
+        T·k sorted rows; c7ff35d #4352 quantized_nax.h: a simdgroup (bm / 2 rows) skips a segment it does not
+        hold, so a segment costs 16 or 32 rows). [rows]"""
+        k, g = self.k, self.geo
+        if k.expert_tile_wide and k.expert_tile_wide_from and g.n_experts \
+                and tokens * g.top_k >= k.expert_tile_wide_from * g.n_experts:
+            return k.expert_tile_wide
+        return k.expert_tile or k.mm_tile
 
     def expert_mm_min(self) -> int:
         """Smallest pass (tokens) whose routed experts run the matrix-matrix kernel, which reads each touched expert

@@ -542,6 +542,25 @@ def test_mlx_routed_experts_run_per_row_below_four_rows_per_expert():
     assert tp.roofline(big, chip(), res, "mlx-lm").expert_mm_min() == 128
 
 
+def test_mlx_on_neural_accelerators_widens_the_expert_tile_from_64_rows_per_expert():
+    """gather_qmm_rhs_nax (mlx #4023, #4352): 16-row segment tiles below 64 rows per expert, 32 from it. 256 experts,
+    top-8: 2,047 tokens give 16,376 rows, 63.97 per expert: rows = 16,376 + 15 (E_t − 1/2); 2,048 tokens give exactly
+    64 per expert: rows = 16,384 + 31 (E_t − 1/2), E_t = 256 (1 − (1 − 8/256)^2048) ≈ 256, so 24,304.5: one pass of
+    2,048 tokens computes 1.48x its rows, against 1.23x one token fewer."""
+    geo = tp.Geometry(n_layers=1, dense_bytes=0, expert_bytes=1e9, n_experts=256, top_k=8, matmul_params=1e9,
+                      head_params=0, kv_full=0, kv_swa=0, window=None, state_bytes=0, attn_full=0, attn_swa=0)
+    nax = MLX_K.model_copy(update={"expert_tile_wide": 32, "expert_tile_wide_from": 64.0})
+    r = tp.roofline(geo, chip(), ResolvedSpeedConstants(constants=nax, source="t", scopes=["t"]), "mlx-lm")
+    touched = lambda n: 256 * (1 - (1 - 8 / 256) ** n)  # noqa: E731
+    assert (r.expert_tile(2047), r.expert_tile(2048), r.expert_tile(8192)) == (16, 32, 32)
+    assert r.expert_rows(2047) == pytest.approx(16_376 + 15 * (touched(2047) - 0.5), rel=1e-12)
+    assert r.expert_rows(2048) == pytest.approx(16_384 + 31 * (touched(2048) - 0.5), rel=1e-12)
+    assert r.expert_rows(2048) == pytest.approx(24_304.5, abs=0.01)
+    # without the wide tile (every other Mac), 16 rows at every size
+    plain = tp.roofline(geo, chip(), ResolvedSpeedConstants(constants=MLX_K, source="t", scopes=["t"]), "mlx-lm")
+    assert plain.expert_tile(8192) == 16
+
+
 def test_a_shared_prefix_is_read_once_per_step():
     """4 sequences at 3000 cached tokens, the first 2000 shared (llama-batched-bench -pps, unified cache):
     cells read = 2000 + 4 × 1000 = 6000, not 4 × 3000; at 1000 B per cell and 0.5 × 1e11 B/s: 6e6 / 5e10 = 0.12 ms."""

@@ -649,9 +649,9 @@ def test_runs_that_shared_the_gpu_with_another_benchmark_are_low():
 
 
 def test_hybrid_rows_of_a_build_with_the_metal_gated_deltanet_regression_are_low():
-    """Q3_K_M and Q2_K ran after the MLX benchmark, but on build 8240: between b8192 and b8333 the Metal gated-DeltaNet
-    kernel read its state strided (Llama-macOS#67: Qwen3.5 9B decode +16 % from b8192 to b8416). A superseded
-    build's hybrid speed is not a current efficiency."""
+    """Q3_K_M and Q2_K ran after the MLX benchmark, but on build 8240: before b8299 Metal ran the gated-DeltaNet
+    layers as a graph of small ops, and the fused kernel read its state strided until b8333 (Llama-macOS#67: Qwen3.5
+    9B decode +16 % from b8192 to b8416). A superseded build's hybrid speed is not a current efficiency."""
     by_id = _rows("measured_benchmarks_community.csv")
     for rid in range(20901, 20905):
         m = by_id[rid]

@@ -352,3 +352,61 @@ def test_a_stated_prefill_step_size_is_read_and_only_mlx_engines_run_it():
                               "quant_id": "Q4_K_M", "prefill_step": 4096, "n_ubatch": None})
     (r,), _ = F.records_from_measurements([lc])
     assert r.chunk == profiles.load_runtime("llama.cpp").prefill_chunk != 4096
+
+
+def test_mlx_rows_on_neural_accelerators_run_the_expert_tile_of_their_month():
+    """gather_qmm_rhs_nax ran 64-row blocks on every expert segment from mlx #2772 (2025-11) until #4023/#4352
+    (2026-08): BAEM1N's M5 Max row of 2026-04 (Qwen3.5-122B-A10B, 256 experts top-8, a 1,023-token pass) computes
+    8,184 + 63 (E_t − 1/2) expert rows, the same row dated 2026-10 today's 16-row tile below 64 rows per expert
+    (8,184 + 15 (E_t − 1/2)), and is predicted faster. Rows before NAX, other Macs and llama.cpp keep their kernels;
+    the shipped scope of the M5 generation carries today's."""
+    from calibration.dataset import load_measurements
+
+    m5 = profiles.resolve_chip("m5-max-40gpu")
+    assert F.row_kernels("mlx-lm", m5, "2026-04")["expert_tile"] == 64
+    assert F.row_kernels("mlx-lm", m5, "2026-04")["expert_tile_wide"] is None
+    assert F.row_kernels("lmstudio-mlx", m5, "2026-10") == {**F.KERNELS["lmstudio-mlx"], **F.NAX_KERNELS}
+    assert F.row_kernels("mlx-lm", m5, "2025-10") == F.KERNELS["mlx-lm"]
+    assert F.row_kernels("mlx-lm", profiles.resolve_chip("m4-max-40gpu"), "2026-04") == F.KERNELS["mlx-lm"]
+    assert F.row_kernels("llama.cpp", m5, "2026-04") == F.KERNELS["llama.cpp"]
+    here = Path(__file__).resolve().parents[2] / "calibration" / "data" / "measured_benchmarks_s22_baem1n.csv"
+    m = {m.row_id: m for m in load_measurements(here)}[72117]
+    (old,), _ = F.records_from_measurements([m])
+    (new,), _ = F.records_from_measurements([m.model_copy(update={"year_month": "2026-10"})])
+    assert (old.geo.n_experts, old.geo.top_k, old.prompt) == (256, 8, 1024)
+    touched = 256 * (1 - (1 - 8 / 256) ** 1023)
+    for r, tile in ((old, 64), (new, 16)):
+        roof = tp.Roofline(geo=r.geo, bw=1.0, flops=1.0, k=SpeedConstants(**r.kernels), chunk=r.chunk)
+        assert roof.expert_rows(1023) == pytest.approx(8184 + (tile - 1) * (touched - 0.5), rel=1e-12)
+    consts = profiles.load_speed_constants(m5, "mlx-lm").constants
+    assert F.predict_record(old, consts) < F.predict_record(new, consts)
+    assert (consts.expert_tile, consts.expert_tile_wide, consts.expert_tile_wide_from) == (16, 32, 64.0)
+    assert profiles.load_speed_constants(profiles.resolve_chip("m4-max-40gpu"), "mlx-lm").constants.expert_tile_wide \
+        is None
+    assert F.constants_from_params({"eta_c:M5": 0.8}, runtime="mlx-lm")["gen-M5"].expert_tile_wide == 32
+    assert "gen-M5" not in F.constants_from_params({"eta_c:M4": 0.8}, runtime="llama.cpp")
+
+
+def test_llama_cpp_rows_before_its_m5_tensor_kernels_get_the_era_factor_on_the_matrix_units():
+    """llama.cpp #20962 (first in b8932, 2026-04-25) gave the M5's matrix units their own kernels: a row of b8500 on an
+    M5 Max ran the old ones, a row of b9200 today's; without a build number the month decides (before 2026-05). Only
+    llama.cpp engines on matrix-unit chips: an M4 or an mlx-lm row never. The era factor scales the matrix-unit
+    speed-up of those rows alone (3.0 × 0.8 = 2.4), and never below no speed-up at all (3.0 × 0.2 -> 1)."""
+    m5, m4 = profiles.resolve_chip("m5-max-40gpu"), profiles.resolve_chip("m4-max-40gpu")
+    assert F.old_matrix_kernels("llama.cpp", m5, "b8500 (b8500)", "2026-04")
+    assert not F.old_matrix_kernels("llama.cpp", m5, "b9200 (commit 3e12fbdea)", "2026-05")
+    assert F.old_matrix_kernels("llama.cpp", m5, "not recorded", "2026-04")
+    assert not F.old_matrix_kernels("llama.cpp", m5, "not recorded", "2026-06")
+    assert F.old_matrix_kernels("ollama", m5, "0.18.2", "2026-03")
+    assert not F.old_matrix_kernels("llama.cpp", m4, "b8500", "2026-04")
+    assert not F.old_matrix_kernels("mlx-lm", m5, "0.31.1", "2026-04")
+    k = SpeedConstants(matrix_unit_factor=3.0)
+    assert F.era_adjusted(k, {"era_mu": 0.8}, "current", True).matrix_unit_factor == pytest.approx(2.4)
+    assert F.era_adjusted(k, {"era_mu": 0.8}, "current", False).matrix_unit_factor == 3.0
+    assert F.era_adjusted(k, {"era_mu": 0.2}, "current", True).matrix_unit_factor == 1.0
+    from calibration.dataset import load_measurements
+
+    here = Path(__file__).resolve().parents[2] / "calibration" / "data" / "measured_benchmarks_s22_baem1n.csv"
+    llama = [m for m in load_measurements(here) if m.runtime_family == "llama.cpp"][:1]
+    (r,), _ = F.records_from_measurements(llama)
+    assert r.runtime == "llama.cpp" and r.old_matrix_kernels
