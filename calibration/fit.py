@@ -296,13 +296,12 @@ PREFILL_CHUNK_BEFORE = {"lmstudio-mlx": ("2026-04", 512)}
 MATRIX_KERNELS_FROM = (8932, "2026-05")
 
 
-def old_matrix_kernels(runtime: str, chip: Chip, version: str | None, year_month: str | None) -> bool:
-    """Whether a row of ``runtime`` on ``chip`` ran llama.cpp's matrix kernels from before MATRIX_KERNELS_FROM."""
-    from calibration.dataset import _llama_cpp_build
-
+def old_matrix_kernels(runtime: str, chip: Chip, build: int | None, year_month: str | None) -> bool:
+    """Whether a row of ``runtime`` on ``chip`` ran llama.cpp's matrix kernels from before MATRIX_KERNELS_FROM;
+    ``build`` is the row's llama.cpp build number (Measurement.llama_cpp_build), read for llama.cpp rows only."""
     if WRAPPERS.get(runtime, runtime) != "llama.cpp" or not chip.gpu_matrix_units:
         return False
-    build = _llama_cpp_build(version or "") if runtime == "llama.cpp" else None
+    build = build if runtime == "llama.cpp" else None
     if build:
         return build < MATRIX_KERNELS_FROM[0]
     return bool(year_month) and year_month < MATRIX_KERNELS_FROM[1]
@@ -479,7 +478,7 @@ def records_from_measurements(ms, label_prefix: str = "") -> tuple[list[FitRecor
                              label=f"{label_prefix}row {m.row_id}", source=m.source_group,
                              shared_prefix=shared, wrapper_engine=wrapper_engine,
                              kernel_overrides=_overrides(runtime, chip, m.year_month),
-                             old_matrix_kernels=old_matrix_kernels(runtime, chip, m.runtime_version, m.year_month)))
+                             old_matrix_kernels=old_matrix_kernels(runtime, chip, m.llama_cpp_build, m.year_month)))
     return out, skipped
 
 
