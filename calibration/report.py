@@ -174,7 +174,8 @@ def source_bias(held) -> dict[tuple[str, str, str], tuple[int, float, float]]:
 def source_summary(held, cov) -> dict[tuple[str, str], dict[str, float]]:
     """{(runtime, "all <phase>" or regime): {rows, sources, mape_rows, mape_sources, bias, coverage}} over held-out
     sources: mape_sources is the mean of the sources' MAPE (every source counts once), bias the median of the
-    sources' signed biases, coverage the % of held-out rows inside the 80 % range built without their source."""
+    sources' signed biases, coverage the % of held-out rows inside the 80 % range built without their source and
+    coverage_sources the same with every source counting once (coverage_shares)."""
     phase_of = {reg: ph for ph, regs in F.REGIMES.items() for reg in regs}
     groups: dict[tuple[str, str], list] = defaultdict(list)
     for rt, r, p in held:
@@ -187,13 +188,27 @@ def source_summary(held, cov) -> dict[tuple[str, str], dict[str, float]]:
             by_src[r.source].append(p / r.value)
         src_mape = [float(np.mean(np.abs(np.array(v) - 1)) * 100) for v in by_src.values()]
         src_bias = [float(np.median(np.array(v) - 1) * 100) for v in by_src.values()]
-        cells = [c for (crt, reg, _), c in cov.items() if crt == rt and (reg == key or f"all {phase_of[reg]}" == key)]
-        inside, n = sum(c[0] for c in cells), sum(c[1] for c in cells)
+        rows_pct, src_pct = coverage_shares(
+            {k: c for k, c in cov.items() if k[0] == rt and (k[1] == key or f"all {phase_of[k[1]]}" == key)})
         out[(rt, key)] = {"rows": len(rows), "sources": len(by_src),
                           "mape_rows": float(np.mean([abs(p / r.value - 1) for r, p in rows]) * 100),
                           "mape_sources": float(np.mean(src_mape)), "bias": float(np.median(src_bias)),
-                          "coverage": 100.0 * inside / max(n, 1)}
+                          "coverage": rows_pct, "coverage_sources": src_pct}
     return out
+
+
+def coverage_shares(cells: dict[tuple[str, str, str], tuple[int, int]]) -> tuple[float, float]:
+    """(% of the rows inside their 80 % range, the mean over source groups of the % of each group's rows inside)
+    of ``cells`` {(runtime, regime, source group): (inside, rows)}. The second counts every source once, as the
+    MAPE and the bias do: a range meant for a new source is judged per source, so a 36-row benchmark near the
+    centre does not read as 36 successes against a one-row user post outside it."""
+    inside, n = sum(c[0] for c in cells.values()), sum(c[1] for c in cells.values())
+    per: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for (_, _, src), (i, m) in cells.items():
+        per[src][0] += i
+        per[src][1] += m
+    shares = [i / m for i, m in per.values() if m]
+    return 100.0 * inside / max(n, 1), 100.0 * float(np.mean(shares)) if shares else 0.0
 
 
 def same_chip_spread(held) -> dict[tuple[str, str], tuple[int, float]]:
@@ -220,9 +235,10 @@ def source_lines(held, cov) -> list[str]:
     summ = source_summary(held, cov)
     lines = ["LOSO by source group (each group held out whole; MAPE src = mean of the sources' MAPE, every source "
              "counting once;", "bias = median over held-out sources of their median predicted/measured - 1, "
-             "+ = too fast; cover = held-out rows inside the 80 % range)",
+             "+ = too fast; cover rows = held-out rows inside the 80 % range, cover src = the mean over held-out",
+             "sources of the share of their rows inside it)",
              f"{'runtime':18s} {'regime':14s} {'rows':>5s} {'src':>4s} {'MAPE rows':>9s} {'MAPE src':>9s} "
-             f"{'bias':>7s} {'cover':>7s}"]
+             f"{'bias':>7s} {'cover rows':>10s} {'cover src':>9s}"]
     order = ["all decode", "decode", "decode_deep", "decode_batched", "all prefill", "prefill", "prefill_deep"]
     for rt in [r for r in F.RUNTIMES if any(k[0] == r for k in summ)]:
         for key in order:
@@ -230,7 +246,7 @@ def source_lines(held, cov) -> list[str]:
             if v is None:
                 continue
             lines.append(f"{rt:18s} {key:14s} {v['rows']:5d} {v['sources']:4d} {v['mape_rows']:8.1f}% "
-                         f"{v['mape_sources']:8.1f}% {v['bias']:+6.1f}% {v['coverage']:6.1f}%")
+                         f"{v['mape_sources']:8.1f}% {v['bias']:+6.1f}% {v['coverage']:9.1f}% {v['coverage_sources']:8.1f}%")
     lines += ["", "held-out source groups: signed bias (median predicted/measured - 1), MAPE, range coverage"]
     bias = source_bias(held)
     cov_src: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
@@ -258,18 +274,20 @@ def source_lines(held, cov) -> list[str]:
         lines.append(f"  {rt:18s} {ph:8s} MAPE src {v['mape_sources']:5.1f}% (<= {t:.0f}%: {'ok' if ok else 'MISS'})  "
                      f"bias {v['bias']:+5.1f}% (+-{TARGET_BIAS:.0f}%: {'ok' if okb else 'MISS'})")
     for rt in [r for r in F.RUNTIMES if any(k[0] == r for k in cov)]:
-        cells = [c for k, c in cov.items() if k[0] == rt]
-        inside, n = sum(c[0] for c in cells), sum(c[1] for c in cells)
-        pct = 100.0 * inside / max(n, 1)
-        ok = TARGET_COVERAGE[0] <= pct <= TARGET_COVERAGE[1]
-        lines.append(f"  {rt:18s} 80 % range covers {inside}/{n} = {pct:5.1f}% of held-out rows "
-                     f"({TARGET_COVERAGE[0]:.0f}-{TARGET_COVERAGE[1]:.0f}%: {'ok' if ok else 'MISS'})")
+        cells = {k: c for k, c in cov.items() if k[0] == rt}
+        inside, n = sum(c[0] for c in cells.values()), sum(c[1] for c in cells.values())
+        rows_pct, src_pct = coverage_shares(cells)
+        ok = TARGET_COVERAGE[0] <= src_pct <= TARGET_COVERAGE[1]
+        lines.append(f"  {rt:18s} 80 % range covers {src_pct:5.1f}% of a held-out source's rows, every source "
+                     f"counting once ({TARGET_COVERAGE[0]:.0f}-{TARGET_COVERAGE[1]:.0f}%: {'ok' if ok else 'MISS'}); "
+                     f"{inside}/{n} = {rows_pct:5.1f}% of all held-out rows")
     return lines
 
 
 def summary_sentences(held, cov) -> list[str]:
     """One sentence per runtime for the README: every held-out source counting once, its mean MAPE per phase
-    against the target, the median signed bias, and the 80 % range's coverage of held-out rows."""
+    against the target, the median signed bias, and the 80 % range's coverage of held-out rows (every source
+    counting once, and of all rows)."""
     summ = source_summary(held, cov)
     spread = same_chip_spread(held)
     out = []
@@ -286,10 +304,8 @@ def summary_sentences(held, cov) -> list[str]:
                 missed.append(f"{ph} error")
             if abs(v["bias"]) > TARGET_BIAS:
                 missed.append(f"{ph} bias")
-        cells = [c for k, c in cov.items() if k[0] == rt]
-        inside, n = sum(c[0] for c in cells), sum(c[1] for c in cells)
-        pct = 100.0 * inside / max(n, 1)
-        if not TARGET_COVERAGE[0] <= pct <= TARGET_COVERAGE[1]:
+        rows_pct, src_pct = coverage_shares({k: c for k, c in cov.items() if k[0] == rt})
+        if not TARGET_COVERAGE[0] <= src_pct <= TARGET_COVERAGE[1]:
             missed.append("range coverage")
         verdict = "meets the issue-33 targets" if not missed else "misses the target for " + ", ".join(missed)
         floor = spread.get((rt, "decode"))
@@ -297,7 +313,8 @@ def summary_sentences(held, cov) -> list[str]:
             f" Sources measuring the same chip decode {floor[1]:.0f} % apart from each other's median"
             f" ({floor[0]} source-chip pairs).")
         out.append(f"- **{rt}**, predicting a source it was not fitted on: " + "; ".join(parts)
-                   + f"; its 80 % range holds {pct:.0f} % of the held-out rows ({verdict})." + peers)
+                   + f"; its 80 % range holds {src_pct:.0f} % of a held-out source's rows, every source counting once"
+                   f" ({rows_pct:.0f} % of all its held-out rows) ({verdict})." + peers)
     return out
 
 
@@ -375,7 +392,11 @@ robust scale of the k source medians (one source far off counts as 1.345 τ away
 range), σ_w² the mean within-source scatter. Otherwise its centre is the median r of the runtime's regime, else its
 phase, else all runtimes, and its width the 10th–90th percentile of r around it in the most specific group that
 has 8 rows from 2 or more source groups (a runtime measured by one or two sources borrows the scatter all runtimes
-show between sources). Its coverage is checked on held-out rows with ranges built from the *other* sources only. The "LOSO by source group"
+show between sources). Its coverage is checked on held-out rows with ranges built from the *other* sources only,
+and stated two ways: the share of all held-out rows inside, and the mean over held-out sources of the share of each
+one's rows inside (every source counting once, as the error and the bias do; the target is judged on this one, since
+the range is a prediction for a new source and a 36-row table near the centre would otherwise outvote eight one-row
+user posts). The "LOSO by source group"
 table is the figure that counts: MAPE with every held-out source counting once, the median of the held-out
 sources' signed biases (+ = the model is too fast for them), each source's bias, and the targets met or missed.
 """

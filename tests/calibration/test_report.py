@@ -47,8 +47,23 @@ def test_summary_sentence_states_source_mean_error_bias_and_coverage():
     cov = {("llama.cpp", "decode", "A"): (2, 2), ("llama.cpp", "decode", "B"): (0, 1)}
     (s,) = R.summary_sentences(held, cov)
     assert "decode 15.0 % off on average over 2 source groups (median bias -5.0 %, + = too fast; target 10 %)" in s
-    assert "holds 67 % of the held-out rows" in s
+    # A's 2 of 2 rows and B's 0 of 1: every source counting once, (100 + 0) / 2 = 50 %; of all rows 2 of 3 = 67 %
+    assert "holds 50 % of a held-out source's rows, every source counting once (67 % of all its held-out rows)" in s
     assert "misses the target for decode error, range coverage" in s
+
+
+def test_range_coverage_counts_every_source_once():
+    """A 36-row source with 34 rows inside and eight one-row sources, two inside: of all rows (34 + 2) / 44 =
+    81.8 % (inside 75-85 %), every source counting once (34/36 + 2 × 1 + 6 × 0) / 9 = 32.7 %. Rows of one
+    source in two regimes pool: C's 1 of 2 and 1 of 2 are one source at 50 %."""
+    cells = {("ollama", "decode", "A"): (34, 36)}
+    cells |= {("ollama", "decode", f"u{i}"): (int(i < 2), 1) for i in range(8)}
+    rows_pct, src_pct = R.coverage_shares(cells)
+    assert rows_pct == pytest.approx(36 / 44 * 100)
+    assert src_pct == pytest.approx((34 / 36 + 2) / 9 * 100)
+    assert src_pct == pytest.approx(32.72, abs=0.005)
+    two = {("ollama", "decode", "C"): (1, 2), ("ollama", "decode_deep", "C"): (1, 2), ("ollama", "decode", "D"): (1, 1)}
+    assert R.coverage_shares(two) == pytest.approx((60.0, 75.0))
 
 
 def test_same_chip_spread_is_each_sources_gap_to_its_peers_median_on_that_chip():
