@@ -75,6 +75,16 @@ def fanless_notes(chip: Chip, ram_gb: float) -> list[str]:
     return [] if f is None else [fanless.note(f)]
 
 
+def bf16_notes(chip: Chip, torch_dtype: str | None, runtimes: list[str]) -> list[str]:
+    """The note for MLX options of a bfloat16 model on a GPU that emulates bfloat16 (planner/bf16.py), else none.
+    ``runtimes``: the engine family of each runtime planned (schema.Runtime.family)."""
+    from . import bf16
+
+    table = profiles.bf16_table()
+    ok = bf16.applies(table, chip.generation, torch_dtype, "mlx-lm" in runtimes)
+    return [bf16.note(table, chip.generation)] if ok else []
+
+
 def _battery(chip: Chip, ram_gb: float) -> tuple[str | None, float | None]:
     """(product, Wh) of the smallest-battery laptop sold with this chip and RAM whose battery the table knows."""
     from . import power  # on first use, as below: the plain question (no chip) needs no power table class

@@ -10,7 +10,7 @@ from . import architecture as arch
 from . import capacity, deployment, hybrid, profiles
 from ._model import Frozen, assemble, one_spelling
 from .arch_attention import describe as arch_notes
-from .beyond import fanless_notes, with_energy, with_streaming
+from .beyond import bf16_notes, fanless_notes, with_energy, with_streaming
 from .energy import EnergyPerToken
 from .errors import InputError
 from .memory import MemoryModel, check_kv_type, kv_alias, kv_layout, memory_model
@@ -365,6 +365,7 @@ def plan(req: PlanRequest, resolved: ResolvedFiles | None = None) -> Plan:
     options = judge_offloads(options)
     if chip is not None:
         notes += fanless_notes(chip, ram)
+        notes += bf16_notes(chip, model.config.torch_dtype, [o.family for o in runtimes if _planned(o, options)])
     if req.quants and not options:
         raise InputError(f"[[quant]] {', '.join(req.quants)}: not a format of {', '.join(r.id for r in runtimes)} "
                          "(GGUF: Q4_K_M, Q8_0...; MLX: 4bit, 8bit-g32, mxfp4...)")
@@ -375,6 +376,11 @@ def plan(req: PlanRequest, resolved: ResolvedFiles | None = None) -> Plan:
     mac = assemble(MacSummary, ram_gb=ram, chip=chip, note=mac_note)
     return assemble(Plan, request=req, model=summary, mac=mac, wired=wired, contexts=contexts, user_counts=user_counts,
                     kv=kv_rows, options=options, notes=notes, smallest=_smallest(options, mms, req))
+
+
+def _planned(rt: Runtime, options: list[FitOption]) -> bool:
+    """An option of this runtime is in the plan."""
+    return any(o.runtime == rt.id for o in options)
 
 
 def _check_asked(req: PlanRequest, runtimes: list[Runtime]) -> None:

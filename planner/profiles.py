@@ -40,6 +40,7 @@ from .schema import (
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
 
+    from .bf16 import Bf16Table
     from .fanless import FanlessTable
     from .power import PowerTable
     from .schema_extra import CpuMemory, MacProduct, SpeculativePairs, VisionFamily
@@ -866,6 +867,14 @@ def fanless_table() -> "FanlessTable":
     from .fanless import FanlessTable
 
     return _validate_file(_index("hardware")["fanless"], FanlessTable)
+
+
+@functools.cache
+def bf16_table() -> "Bf16Table":
+    """Public bfloat16 / float16 A/B runs on GPUs that emulate bfloat16 (profiles/hardware/bf16.yaml; planner/bf16.py)."""
+    from .bf16 import Bf16Table
+
+    return _validate_file(_index("hardware")["bf16"], Bf16Table)
 
 
 @functools.cache

@@ -62,6 +62,10 @@ def _cls(path: Path):
         from planner.fanless import FanlessTable
 
         return FanlessTable
+    if path.name == "bf16.yaml":  # planner/bf16.py
+        from planner.bf16 import Bf16Table
+
+        return Bf16Table
     return CLASSES.get(path.relative_to(PROFILES).parts[0])
 
 
