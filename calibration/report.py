@@ -313,8 +313,8 @@ def summary_sentences(held, cov) -> list[str]:
             f" Sources measuring the same chip decode {floor[1]:.0f} % apart from each other's median"
             f" ({floor[0]} source-chip pairs).")
         out.append(f"- **{rt}**, predicting a source it was not fitted on: " + "; ".join(parts)
-                   + f"; its 80 % range holds {src_pct:.0f} % of a held-out source's rows, every source counting once"
-                   f" ({rows_pct:.0f} % of all its held-out rows) ({verdict})." + peers)
+                   + f"; its 80 % range holds {src_pct:.1f} % of a held-out source's rows, every source counting once"
+                   f" ({rows_pct:.1f} % of all its held-out rows) ({verdict})." + peers)
     return out
 
 

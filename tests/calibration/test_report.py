@@ -48,7 +48,7 @@ def test_summary_sentence_states_source_mean_error_bias_and_coverage():
     (s,) = R.summary_sentences(held, cov)
     assert "decode 15.0 % off on average over 2 source groups (median bias -5.0 %, + = too fast; target 10 %)" in s
     # A's 2 of 2 rows and B's 0 of 1: every source counting once, (100 + 0) / 2 = 50 %; of all rows 2 of 3 = 67 %
-    assert "holds 50 % of a held-out source's rows, every source counting once (67 % of all its held-out rows)" in s
+    assert "holds 50.0 % of a held-out source's rows, every source counting once (66.7 % of all its held-out rows)" in s
     assert "misses the target for decode error, range coverage" in s
 
 
