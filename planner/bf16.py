@@ -1,6 +1,7 @@
 """bfloat16 on the GPUs that emulate it: which chips, which MLX builds compute in it, and how much a float16 build
-gained in public A/B runs (profiles/hardware/bf16.yaml). The speeds stay as fitted (on the builds users download);
-this is advice, said next to an MLX option on an M1 or M2 when the model's own dtype is bfloat16."""
+gained in public A/B runs (profiles/hardware/bf16.yaml). The speeds stay as fitted (on rows of both kinds of build);
+this is advice, said next to an MLX option on an M1 or M2 when the model's own dtype is bfloat16 (builds made
+before mlx-lm#117 are float16: the note says so rather than guess which one the user has)."""
 
 from datetime import date
 from typing import Literal
@@ -61,8 +62,9 @@ def note(table: Bf16Table, generation: str) -> str:
     g = gains(table)
     verb = {"prefill": "prefilled", "decode": "decoded"}
     measured = " and ".join(f"{verb[p]} {_pct(*g[p])} faster" for p in ("prefill", "decode") if p in g)
-    return (f"MLX on an {generation}: its GPU has no native bfloat16 and MLX builds of this model compute in it "
-            f"(mlx-lm's convert keeps the model's dtype since April 2025). A float16 build "
+    return (f"MLX on an {generation}: its GPU has no native bfloat16, and an MLX build of this model made since "
+            "April 2025 computes in it (mlx-lm's convert keeps the model's dtype since then; earlier builds are "
+            "float16). A float16 build "
             f"(mlx_lm.convert --dtype float16) {measured} in {len(table.runs)} public A/B "
             f"run{'s' if len(table.runs) > 1 else ''} on M1/M2 Macs; "
-            "the speeds here are for the build as downloaded")
+            "the speeds here do not tell the two builds apart")
