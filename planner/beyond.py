@@ -11,7 +11,7 @@ from . import profiles
 from .energy import DEFAULT_KWH_PRICE_USD
 from .memory import MemoryModel
 from .results import WiredLimit
-from .schema import Chip
+from .schema import Chip, Runtime
 
 if TYPE_CHECKING:
     from . import power, streaming
@@ -75,13 +75,14 @@ def fanless_notes(chip: Chip, ram_gb: float) -> list[str]:
     return [] if f is None else [fanless.note(f)]
 
 
-def bf16_notes(chip: Chip, torch_dtype: str | None, runtimes: list[str]) -> list[str]:
-    """The note for MLX options of a bfloat16 model on a GPU that emulates bfloat16 (planner/bf16.py), else none.
-    ``runtimes``: the engine family of each runtime planned (schema.Runtime.family)."""
+def bf16_notes(chip: Chip, torch_dtype: str | None, runtimes: list[Runtime]) -> list[str]:
+    """The note for options of a bfloat16 model, on an engine that computes in its build's dtype (MLX), on a GPU that
+    emulates bfloat16 (planner/bf16.py), else none. ``runtimes``: the runtimes planned."""
     from . import bf16
+    from .engines import engine_for
 
     table = profiles.bf16_table()
-    ok = bf16.applies(table, chip.generation, torch_dtype, "mlx-lm" in runtimes)
+    ok = bf16.applies(table, chip.generation, torch_dtype, any(engine_for(r).build_dtype_compute for r in runtimes))
     return [bf16.note(table, chip.generation)] if ok else []
 
 

@@ -40,9 +40,10 @@ class Bf16Table(BaseModel):
     verified: date
 
 
-def applies(table: Bf16Table, generation: str, torch_dtype: str | None, mlx_runtimes: bool) -> bool:
-    """An MLX build of this model computes in bfloat16 (its dtype since mlx-lm#117) on a GPU that emulates it."""
-    return mlx_runtimes and generation in table.generations and torch_dtype == "bfloat16"
+def applies(table: Bf16Table, generation: str, torch_dtype: str | None, build_dtype_compute: bool) -> bool:
+    """An MLX build of this model computes in bfloat16 (its dtype since mlx-lm#117) on a GPU that emulates it.
+    ``build_dtype_compute``: the engine computes in its build's float dtype (Engine.build_dtype_compute)."""
+    return build_dtype_compute and generation in table.generations and torch_dtype == "bfloat16"
 
 
 def gains(table: Bf16Table) -> dict[str, tuple[float, float]]:
@@ -51,6 +52,12 @@ def gains(table: Bf16Table) -> dict[str, tuple[float, float]]:
     for r in table.runs:
         by.setdefault(r.phase, []).append(r.gain)
     return {p: (min(g), max(g)) for p, g in by.items()}
+
+
+def flag(table: Bf16Table) -> str:
+    """The short form for a row of a list of Macs (plan buy): the span of every run's gain."""
+    g = [r.gain for r in table.runs]
+    return f"no native bfloat16: a float16 MLX build ran {_pct(min(g), max(g))} faster (measured)"
 
 
 def _pct(lo: float, hi: float) -> str:

@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
-from . import capacity, fanless, profiles
+from . import bf16, capacity, fanless, profiles
 from ._model import Frozen
 from .advice import KV_RANK, TIER_RANK, QualityNote, quality_of
 from .cluster.results import ClusterCandidate
 from .deployment import pinned_by_names
+from .engines import engine_for
 from .errors import BudgetError, InputError, PlannerError  # noqa: F401  (BudgetError re-exported)
 from .memory import MemoryModel
 from .power import RunningCost
@@ -425,6 +426,13 @@ def _binding(verdict: str, spare: float, sp: Speed | None, missed: dict[str, flo
     return {"min_tok_s_per_user": sp.decode_bound, "max_ttft_s": "compute"}.get(worst, phase)
 
 
+def _bf16_flag(ch: Chip, c: _Config) -> list[str]:
+    """An MLX configuration of a bfloat16 model on a GPU that emulates bfloat16 (planner/bf16.py)."""
+    table = profiles.bf16_table()
+    torch_dtype = c.mms[0].model.config.torch_dtype
+    return [bf16.flag(table)] if bf16.applies(table, ch.generation, torch_dtype, engine_for(c.rt).build_dtype_compute) else []
+
+
 def _row(m: MacProduct, ch: Chip, c: _Config, slots: int, total: float, code: int, sp: Speed | None,
          missed: dict[str, float], limit: float, wl: WorkloadProfile, budget: float | None) -> BuyRow:
     verdict = capacity.VERDICTS[code]
@@ -435,6 +443,7 @@ def _row(m: MacProduct, ch: Chip, c: _Config, slots: int, total: float, code: in
         flags.append(f"no fan: {100 * lo:.0f}–{100 * hi:.0f} % slower under sustained load (measured)")
     elif m.form_factor == "laptop":
         flags.append("laptop: throttles under sustained load")
+    flags += _bf16_flag(ch, c)
     if m.price_confidence not in ("high", "user"):
         flags.append(f"price {m.price_confidence}")
     if m.discontinued:

@@ -365,7 +365,7 @@ def plan(req: PlanRequest, resolved: ResolvedFiles | None = None) -> Plan:
     options = judge_offloads(options)
     if chip is not None:
         notes += fanless_notes(chip, ram)
-        notes += bf16_notes(chip, model.config.torch_dtype, [o.family for o in runtimes if _planned(o, options)])
+        notes += bf16_notes(chip, model.config.torch_dtype, [o for o in runtimes if _planned(o, options)])
     if req.quants and not options:
         raise InputError(f"[[quant]] {', '.join(req.quants)}: not a format of {', '.join(r.id for r in runtimes)} "
                          "(GGUF: Q4_K_M, Q8_0...; MLX: 4bit, 8bit-g32, mxfp4...)")

@@ -58,3 +58,19 @@ def test_applies_needs_all_three():
     assert not bf16.applies(t, "M1", "bfloat16", False)
     assert bf16.gains(t) == {"decode": pytest.approx((0.2, 0.2))}
     assert "decoded 20 % faster in 1 public A/B run on" in bf16.note(t, "M1")
+
+
+def test_buy_flags_mlx_rows_on_m1_and_m2_only():
+    """plan buy: every MLX row of a bfloat16 model on an M1 or M2 carries the flag (14-34 %: the two runs' gains),
+    no other row does."""
+    from planner.buy import buy
+    from planner.workload import Targets, custom_workload
+
+    wl = custom_workload("chat").model_copy(update={"targets": Targets()})
+    r = buy(["qwen3-8b"], wl, include_discontinued=True, runtimes=["mlx-lm", "llama.cpp"])
+    flag = "no native bfloat16: a float16 MLX build ran 14–34 % faster (measured)"
+    old = [x for x in r.per_mac if x.chip_label.startswith(("M1", "M2"))]
+    assert old and any(x.runtime == "mlx-lm" for x in old)
+    for x in r.per_mac:
+        want = x.runtime == "mlx-lm" and x.chip_label.startswith(("M1", "M2"))
+        assert (flag in x.flags) == want, (x.label, x.runtime, x.flags)

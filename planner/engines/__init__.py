@@ -44,6 +44,7 @@ class Engine(Protocol):
     drafts: bool              # speculative decoding with a draft model
     draft_one_at_a_time: bool  # a draft model makes the server serve one request at a time
     loads_vision_tower: bool  # a multimodal checkpoint loads its vision tower even for text-only requests
+    build_dtype_compute: bool  # the forward pass computes in the build's float dtype (planner/bf16.py)
 
     # ---- memory layout
     def kv_alias(self, kv_type: str) -> str: ...

@@ -76,6 +76,7 @@ class LlamaCpp:
     context_checkpoints = True  # common/common.h n_ctx_checkpoints: recurrent-state checkpoints per slot
     drafts = True             # llama-server -md
     draft_one_at_a_time = False
+    build_dtype_compute = False  # ggml-metal: activations in f32, quantized blocks dequantized to f32/f16 in-kernel
 
     # ---- memory layout
     def kv_alias(self, kv_type: str) -> str:

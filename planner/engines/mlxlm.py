@@ -68,6 +68,9 @@ class MlxLm:
     drafts = True             # mlx_lm.server --draft-model
     draft_one_at_a_time = True  # mlx_lm.server with a draft model serves one request at a time (not batchable)
     loads_vision_tower = False  # the text model's sanitize() drops it (mlx_lm/models/gemma3.py, qwen3_5.py)
+    # the embedding, norms and the scales of mx.quantize keep the build's float dtype and the activations follow
+    # it (docs/model-facts.md §2.4): a bfloat16 build computes in bfloat16
+    build_dtype_compute = True
 
     # ---- memory layout
     def kv_alias(self, kv_type: str) -> str:
