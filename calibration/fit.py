@@ -1192,6 +1192,10 @@ WRAPPER_PRIOR_SIGMA = 0.3
 # Source weighting gives a group with two batched rows the weight of a whole benchmark table: mlx-lm's one such
 # group (jundot/omlx#3348, an MoE hybrid at 3 and 5 streams sharing a prefix) alone drew η_mv from llama.cpp's
 # 0.36 to 0.11, which made every speculative draft on mlx-lm a loss (verifying 4 tokens costed like 14).
+# Only batched rows of dense models count: they are the kernels' efficiency alone. A MoE's batched step also reads
+# the union of its tokens' routed experts (Geometry.expert_reads, uniform routing), so its offset mixes η with the
+# routing and gather-kernel model: two MoE groups (omlx#3348 above; EschaLabs/escha-mlx, Qwen3.6-35B-A3B at 2-8
+# sequences) drew mlx-lm's η_mv to its bound of 1.0, the mv kernels at the GPU's peak FLOPS.
 MIN_BATCHED_SOURCES = 2
 # The log-sigma of a borrowed value: held where it is (the rows of one group cannot move it).
 BORROWED_SIGMA = 0.01
@@ -1200,13 +1204,13 @@ BORROWED_SIGMA = 0.01
 def borrowed_kernel_priors(records: list[FitRecord], engine_params: dict[str, float],
                            runtime: str) -> dict[str, tuple[float, float]]:
     """{param: (engine's value, BORROWED_SIGMA)} for each batched-decode efficiency whose regime fewer than
-    MIN_BATCHED_SOURCES source groups measured on ``runtime``: it keeps the value fitted on llama.cpp's rows (the
-    same regime's prior, planner.throughput's step rules) instead of one group's offset."""
+    MIN_BATCHED_SOURCES source groups measured on ``runtime`` with a dense model: it keeps the value fitted on
+    llama.cpp's rows (the same regime's prior, planner.throughput's step rules) instead of one group's offset."""
     mv = KERNELS[runtime]["mv_max_batch"]
     regime = {"eta_mv": lambda b: 2 <= b <= mv, "eta_c_decode": lambda b: b > mv}
     out = {}
     for p, inside in regime.items():
-        groups = {r.source for r in records if r.phase == "decode" and inside(r.batch)}
+        groups = {r.source for r in records if r.phase == "decode" and inside(r.batch) and not r.geo.n_experts}
         if len(groups) < MIN_BATCHED_SOURCES and p in engine_params:
             out[p] = (engine_params[p], BORROWED_SIGMA)
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 
@@ -343,6 +344,26 @@ def test_a_batched_regime_one_source_measured_keeps_the_engines_efficiency():
     two = [*one, rec("c", 4), rec("d", 32)]
     assert F.borrowed_kernel_priors(two, engine, "mlx-lm") == {}
     assert F.borrowed_kernel_priors([*one, rec("c", 4)], engine, "mlx-lm") == {"eta_c_decode": (0.5, F.BORROWED_SIGMA)}
+
+
+def test_batched_rows_of_moe_models_do_not_unlock_a_kernel_efficiency():
+    """A MoE's batched step also reads the union of its routed experts, so its rows cannot tell η_mv apart from the
+    routing model: a second source group of batched MoE rows leaves η_mv borrowed; a dense one frees it."""
+    c = profiles.resolve_chip("m4-10gpu")
+    moe = dataclasses.replace(_geo(32, 1024), expert_bytes=4e9, n_experts=256, top_k=8)
+
+    def rec(src, batch, geo):
+        return F.FitRecord(runtime="mlx-lm", chip=c, geo=geo, phase="decode", prompt=0, gen=64, depth=0,
+                           batch=batch, value=1.0, source=src)
+
+    engine = {"eta_mv": 0.3, "eta_c_decode": 0.5}
+    dense_a = [rec("a", 1, _geo()), rec("a", 4, _geo())]
+    moe_b = [rec("b", 2, moe), rec("b", 8, moe), rec("b", 16, moe), rec("b", 32, moe)]
+    assert F.borrowed_kernel_priors(dense_a + moe_b, engine, "mlx-lm") == {
+        "eta_mv": (0.3, F.BORROWED_SIGMA), "eta_c_decode": (0.5, F.BORROWED_SIGMA)}
+    dense_c = [rec("c", 8, _geo()), rec("c", 16, _geo())]
+    assert F.borrowed_kernel_priors(dense_a + moe_b + dense_c, engine, "mlx-lm") == {
+        "eta_c_decode": (0.5, F.BORROWED_SIGMA)}
 
 
 def test_priors_pull_unidentified_parameters():
